@@ -1,0 +1,64 @@
+package adapters
+
+import (
+	"encoding/json"
+
+	"github.com/hubd/hubd/session"
+)
+
+// Adapter is a session type: it checks a session's metadata and starts its
+// state. Implementations are stateless and safe for concurrent use.
+type Adapter interface {
+	// Type returns the session type this adapter implements.
+	Type() session.Type
+	// Start checks the session's participants and knobs and returns its
+	// initial state. Errors wrap session.ErrMalformed or, for a workflow
+	// graph, transition.ErrInvalid, and name what was wrong.
+	Start(meta *session.Meta) (State, error)
+	// Expectations returns the type's default expectations, used when the
+	// opener gives none.
+	Expectations() []session.Expectation
+}
+
+// State is one session's adapter state. It is owned by one goroutine at a
+// time; Fold changes it in place.
+type State interface {
+	// Validate reports whether env may be accepted now. The hub has already
+	// checked the envelope's shape, that the session is open and that the
+	// sender is a participant. Errors wrap the sentinels of this package or
+	// of package session and say what was expected.
+	Validate(env *session.Envelope) error
+	// Fold applies an envelope the hub accepted and returns what it
+	// decided. Fold must not fail for an envelope Validate accepted.
+	Fold(env *session.Envelope) Outcome
+	// Expected returns who is expected to speak next, in session order;
+	// empty when nobody is (the session is closing).
+	Expected() []string
+	// Summary returns the parts of the state every session type has.
+	Summary() Summary
+	// MarshalJSON returns the whole state as deterministic JSON, for audits
+	// and for checking that a replay equals the live state.
+	MarshalJSON() ([]byte, error)
+}
+
+// Outcome is what a fold decided. The hub acts on it after the commit.
+type Outcome struct {
+	// Close, when not empty, ends the session with this reason; the hub
+	// writes the closing envelope in the same atomic batch as the envelope
+	// that caused it.
+	Close string
+	// Rule says in words which rule decided the turn, for audits:
+	// "transitions[1] from_speaker(alice) → agent(bob)", "handoff → bob",
+	// "finish", "max_turns", ... Empty for envelopes that are not turns.
+	Rule string
+}
+
+// Summary is the common part of every session type's state.
+type Summary struct {
+	Turn        int                        `json:"turn"`
+	LastSpeaker string                     `json:"last_speaker,omitempty"`
+	Context     map[string]json.RawMessage `json:"context"`
+	Usage       session.Usage              `json:"usage"`
+	// Closing is set once a fold has decided the session ends.
+	Closing string `json:"closing,omitempty"`
+}

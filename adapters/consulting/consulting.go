@@ -1,0 +1,104 @@
+package consulting
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/hubd/hubd/adapters"
+	"github.com/hubd/hubd/session"
+)
+
+// Type is the session type of this adapter.
+var Type = session.Type{Kind: "consulting", Version: 1}
+
+// Adapter is the consulting session type.
+type Adapter struct{}
+
+// Type implements adapters.Adapter.
+func (Adapter) Type() session.Type { return Type }
+
+// Expectations implements adapters.Adapter: the answer within 600s or the
+// session closes.
+func (Adapter) Expectations() []session.Expectation {
+	return []session.Expectation{{Name: session.TurnWithin, Within: 600e9, Action: session.ActionAutoClose}}
+}
+
+// Start implements adapters.Adapter.
+func (Adapter) Start(meta *session.Meta) (adapters.State, error) {
+	if len(meta.Participants) != 2 {
+		return nil, fmt.Errorf("consulting needs exactly 2 participants (asker and consultant), got %d: %w", len(meta.Participants), session.ErrMalformed)
+	}
+	base, err := adapters.NewBase(meta, "consulting")
+	if err != nil {
+		return nil, err
+	}
+	s := &State{Base: base}
+	for _, p := range s.Participants {
+		if p != s.Creator {
+			s.Consultant = p
+		}
+	}
+	return s, nil
+}
+
+// State is a consulting session's state.
+type State struct {
+	adapters.Base
+	Consultant string `json:"consultant"`
+}
+
+func (s *State) next() string {
+	if s.Turn == 0 {
+		return s.Creator
+	}
+	return s.Consultant
+}
+
+// Validate implements adapters.State.
+func (s *State) Validate(env *session.Envelope) error {
+	if err := s.CheckOpen(); err != nil {
+		return err
+	}
+	if !env.Type.Substantive() {
+		return nil
+	}
+	if want := s.next(); env.From != want {
+		role := "the question from"
+		if s.Turn > 0 {
+			role = "the answer from"
+		}
+		return fmt.Errorf("consulting expects %s %q, got %q: %w", role, want, env.From, adapters.ErrOutOfTurn)
+	}
+	return adapters.CheckRouting("consulting", env)
+}
+
+// Fold implements adapters.State.
+func (s *State) Fold(env *session.Envelope) adapters.Outcome {
+	if s.FoldOther(env) {
+		return adapters.Outcome{}
+	}
+	s.CountTurn(env)
+	if r := adapters.FinishReason(env); r != "" {
+		s.Closing = r
+		return adapters.Outcome{Close: r, Rule: "finish(" + r + ")"}
+	}
+	if s.Turn >= 2 {
+		s.Closing = session.ReasonConsultingComplete
+		return adapters.Outcome{Close: session.ReasonConsultingComplete, Rule: "answer given"}
+	}
+	return adapters.Outcome{Rule: "question asked → " + s.Consultant}
+}
+
+// Expected implements adapters.State.
+func (s *State) Expected() []string {
+	if s.Closing != "" {
+		return nil
+	}
+	return []string{s.next()}
+}
+
+// MarshalJSON implements adapters.State.
+func (s *State) MarshalJSON() ([]byte, error) {
+	type plain State
+	return json.Marshal((*plain)(s))
+}

@@ -1,0 +1,80 @@
+package conversation
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/hubd/hubd/adapters"
+	"github.com/hubd/hubd/session"
+)
+
+// Type is the session type of this adapter.
+var Type = session.Type{Kind: "conversation", Version: 1}
+
+// Adapter is the conversation session type.
+type Adapter struct{}
+
+// Type implements adapters.Adapter.
+func (Adapter) Type() session.Type { return Type }
+
+// Expectations implements adapters.Adapter: none; conversations are long
+// lived.
+func (Adapter) Expectations() []session.Expectation { return nil }
+
+// Start implements adapters.Adapter.
+func (Adapter) Start(meta *session.Meta) (adapters.State, error) {
+	if len(meta.Participants) != 2 {
+		return nil, fmt.Errorf("conversation needs exactly 2 participants, got %d: %w", len(meta.Participants), session.ErrMalformed)
+	}
+	base, err := adapters.NewBase(meta, "conversation")
+	if err != nil {
+		return nil, err
+	}
+	return &State{Base: base}, nil
+}
+
+// State is a conversation's state.
+type State struct {
+	adapters.Base
+}
+
+// Validate implements adapters.State.
+func (s *State) Validate(env *session.Envelope) error {
+	if err := s.CheckOpen(); err != nil {
+		return err
+	}
+	return adapters.CheckRouting("conversation", env)
+}
+
+// Fold implements adapters.State.
+func (s *State) Fold(env *session.Envelope) adapters.Outcome {
+	if s.FoldOther(env) {
+		return adapters.Outcome{}
+	}
+	s.CountTurn(env)
+	if r := adapters.FinishReason(env); r != "" {
+		s.Closing = r
+		return adapters.Outcome{Close: r, Rule: "finish(" + r + ")"}
+	}
+	return adapters.Outcome{Rule: "free turn"}
+}
+
+// Expected implements adapters.State: the participant who did not speak
+// last (the creator before anyone has).
+func (s *State) Expected() []string {
+	if s.Closing != "" {
+		return nil
+	}
+	if s.LastSpeaker == "" {
+		return []string{s.Creator}
+	}
+	for _, p := range s.Participants {
+		if p != s.LastSpeaker {
+			return []string{p}
+		}
+	}
+	return nil
+}
+
+// MarshalJSON implements adapters.State.
+func (s *State) MarshalJSON() ([]byte, error) { return json.Marshal(s.Base) }

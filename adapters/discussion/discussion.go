@@ -1,0 +1,109 @@
+package discussion
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hubd/hubd/adapters"
+	"github.com/hubd/hubd/session"
+)
+
+// Type is the session type of this adapter.
+var Type = session.Type{Kind: "discussion", Version: 1}
+
+// KnobMaxTurns caps the number of turns.
+const KnobMaxTurns = "max_turns"
+
+// Adapter is the discussion session type.
+type Adapter struct{}
+
+// Type implements adapters.Adapter.
+func (Adapter) Type() session.Type { return Type }
+
+// Expectations implements adapters.Adapter: turn_within(120s, warn) and
+// turn_within(600s, auto_close), like workflow.
+func (Adapter) Expectations() []session.Expectation {
+	return []session.Expectation{
+		{Name: session.TurnWithin, Within: 120e9, Action: session.ActionWarn},
+		{Name: session.TurnWithin, Within: 600e9, Action: session.ActionAutoClose},
+	}
+}
+
+// Start implements adapters.Adapter.
+func (Adapter) Start(meta *session.Meta) (adapters.State, error) {
+	if len(meta.Participants) < 2 {
+		return nil, fmt.Errorf("discussion needs at least 2 participants, got %d: %w", len(meta.Participants), session.ErrMalformed)
+	}
+	base, err := adapters.NewBase(meta, "discussion", KnobMaxTurns)
+	if err != nil {
+		return nil, err
+	}
+	s := &State{Base: base}
+	if ok, err := meta.Knob(KnobMaxTurns, &s.MaxTurns); err != nil {
+		return nil, err
+	} else if ok && s.MaxTurns < 1 {
+		return nil, fmt.Errorf("knob %q: %d must be at least 1: %w", KnobMaxTurns, s.MaxTurns, session.ErrMalformed)
+	}
+	// The speaking order starts with the creator and follows the
+	// participant order from there.
+	i := slices.Index(s.Participants, s.Creator)
+	s.Order = append(slices.Clone(s.Participants[i:]), s.Participants[:i]...)
+	return s, nil
+}
+
+// State is a discussion's state.
+type State struct {
+	adapters.Base
+	Order    []string `json:"order"`
+	MaxTurns int      `json:"max_turns,omitempty"`
+}
+
+func (s *State) next() string { return s.Order[s.Turn%len(s.Order)] }
+
+// Validate implements adapters.State.
+func (s *State) Validate(env *session.Envelope) error {
+	if err := s.CheckOpen(); err != nil {
+		return err
+	}
+	if !env.Type.Substantive() {
+		return nil
+	}
+	if want := s.next(); env.From != want {
+		return fmt.Errorf("discussion expects %q to speak (order: %s), got %q: %w",
+			want, strings.Join(s.Order, " → "), env.From, adapters.ErrOutOfTurn)
+	}
+	return adapters.CheckRouting("discussion", env)
+}
+
+// Fold implements adapters.State.
+func (s *State) Fold(env *session.Envelope) adapters.Outcome {
+	if s.FoldOther(env) {
+		return adapters.Outcome{}
+	}
+	s.CountTurn(env)
+	if r := adapters.FinishReason(env); r != "" {
+		s.Closing = r
+		return adapters.Outcome{Close: r, Rule: "finish(" + r + ")"}
+	}
+	if s.MaxTurns > 0 && s.Turn >= s.MaxTurns {
+		s.Closing = session.ReasonMaxTurns
+		return adapters.Outcome{Close: session.ReasonMaxTurns, Rule: "round robin; max_turns reached"}
+	}
+	return adapters.Outcome{Rule: "round robin → " + s.next()}
+}
+
+// Expected implements adapters.State.
+func (s *State) Expected() []string {
+	if s.Closing != "" {
+		return nil
+	}
+	return []string{s.next()}
+}
+
+// MarshalJSON implements adapters.State.
+func (s *State) MarshalJSON() ([]byte, error) {
+	type plain State
+	return json.Marshal((*plain)(s))
+}

@@ -1,0 +1,85 @@
+package workflow
+
+import (
+	"slices"
+
+	"github.com/hubd/hubd/adapters"
+	"github.com/hubd/hubd/session"
+	"github.com/hubd/hubd/transition"
+)
+
+// Fold implements adapters.State, in the order of the package doc.
+func (s *State) Fold(env *session.Envelope) adapters.Outcome {
+	if s.FoldOther(env) {
+		return adapters.Outcome{}
+	}
+	s.CountTurn(env)
+	pkt, _ := env.Payload.(session.Packet)
+	d, rule := s.decide(env, pkt)
+	handoff := pkt.Routing.Kind == session.RouteHandoff || pkt.Routing.Kind == session.RouteEscalate
+	if handoff {
+		s.Handoffs++
+	}
+	switch {
+	case d.Terminate:
+		return s.close(d.Reason, rule)
+	case !slices.Contains(s.Participants, d.Next):
+		// Only a custom target can get here; validation keeps built-ins
+		// inside the participants.
+		return s.close("invalid_target", rule+" (next speaker "+d.Next+" is not a participant)")
+	case handoff && s.MaxHandoffs > 0 && s.Handoffs > s.MaxHandoffs:
+		return s.close(session.ReasonMaxHandoffs, rule+"; max_handoffs exceeded")
+	case s.graph.MaxTurns > 0 && s.Turn >= s.graph.MaxTurns:
+		return s.close(session.ReasonMaxTurns, rule+"; max_turns reached")
+	}
+	if handoff {
+		s.Active = d.Next
+	}
+	s.Expect = d.Next
+	s.LastRule = rule
+	return adapters.Outcome{Rule: rule}
+}
+
+func (s *State) close(reason, rule string) adapters.Outcome {
+	s.Expect = ""
+	s.Closing = reason
+	s.LastRule = rule
+	return adapters.Outcome{Close: reason, Rule: rule}
+}
+
+// decide returns where the turn leads and the rule that said so.
+func (s *State) decide(env *session.Envelope, pkt session.Packet) (transition.Decision, string) {
+	switch pkt.Routing.Kind {
+	case session.RouteFinish:
+		r := adapters.FinishReason(env)
+		return transition.End(r), "finish(" + r + ")"
+	case session.RouteHandoff:
+		if pkt.Routing.Target != "" {
+			return transition.Speak(pkt.Routing.Target), "handoff → " + pkt.Routing.Target
+		}
+	case session.RouteEscalate:
+		return transition.Speak(s.Supervisor), "escalate → " + s.Supervisor
+	}
+	in := s.input(env)
+	res := s.graph.Evaluate(&in)
+	return res.Decision, s.graph.Explain(res)
+}
+
+// Input returns what the graph sees for env after its bookkeeping.
+func (s *State) input(env *session.Envelope) transition.Input {
+	text := env.Text()
+	return transition.Input{
+		Participants:   s.Participants,
+		Initiator:      s.Creator,
+		Supervisor:     s.Supervisor,
+		InitialSpeaker: s.graph.InitialSpeaker,
+		Speaker:        env.From,
+		Event:          env.Type,
+		Text:           text,
+		Tool:           env.Tool(),
+		Mention:        transition.Mention(text, s.Participants),
+		Turn:           s.Turn,
+		Active:         s.Active,
+		Context:        s.Context,
+	}
+}

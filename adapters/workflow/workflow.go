@@ -1,0 +1,155 @@
+package workflow
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hubd/hubd/adapters"
+	"github.com/hubd/hubd/session"
+	"github.com/hubd/hubd/transition"
+)
+
+// Type is the session type of this adapter.
+var Type = session.Type{Kind: "workflow", Version: 1}
+
+// Knob names.
+const (
+	KnobGraph       = "graph"
+	KnobMaxHandoffs = "max_handoffs"
+	KnobSupervisor  = "supervisor"
+)
+
+// Adapter is the workflow session type. Its registry decodes graphs, so
+// custom conditions and targets registered there are available to sessions.
+type Adapter struct {
+	reg *transition.Registry
+}
+
+// New returns the workflow adapter using reg to decode graphs (nil: a
+// registry of the built-ins).
+func New(reg *transition.Registry) *Adapter {
+	if reg == nil {
+		reg = transition.NewRegistry()
+	}
+	return &Adapter{reg: reg}
+}
+
+// Type implements adapters.Adapter.
+func (a *Adapter) Type() session.Type { return Type }
+
+// Expectations implements adapters.Adapter: turn_within(120s, warn) and
+// turn_within(600s, auto_close).
+func (a *Adapter) Expectations() []session.Expectation {
+	return []session.Expectation{
+		{Name: session.TurnWithin, Within: 120e9, Action: session.ActionWarn},
+		{Name: session.TurnWithin, Within: 600e9, Action: session.ActionAutoClose},
+	}
+}
+
+// Start implements adapters.Adapter: it decodes and validates the graph
+// against the participants, and reads max_handoffs and supervisor.
+func (a *Adapter) Start(meta *session.Meta) (adapters.State, error) {
+	if len(meta.Participants) < 2 {
+		return nil, fmt.Errorf("workflow needs at least 2 participants, got %d: %w", len(meta.Participants), session.ErrMalformed)
+	}
+	raw, ok := meta.Knobs[KnobGraph]
+	if !ok {
+		return nil, fmt.Errorf("workflow needs the knob %q (a transition graph): %w", KnobGraph, transition.ErrInvalid)
+	}
+	g, err := a.reg.Decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	base, err := adapters.NewBase(meta, "workflow", KnobGraph, KnobMaxHandoffs, KnobSupervisor)
+	if err != nil {
+		return nil, err
+	}
+	s := &State{Base: base, graph: g, Supervisor: meta.Creator}
+	if err := g.Validate(s.Participants); err != nil {
+		return nil, err
+	}
+	if err := s.readKnobs(meta); err != nil {
+		return nil, err
+	}
+	s.Expect = g.InitialSpeaker
+	return s, nil
+}
+
+func (s *State) readKnobs(meta *session.Meta) error {
+	if ok, err := meta.Knob(KnobMaxHandoffs, &s.MaxHandoffs); err != nil {
+		return err
+	} else if ok && s.MaxHandoffs < 1 {
+		return fmt.Errorf("knob %q: %d must be at least 1: %w", KnobMaxHandoffs, s.MaxHandoffs, session.ErrMalformed)
+	}
+	if ok, err := meta.Knob(KnobSupervisor, &s.Supervisor); err != nil {
+		return err
+	} else if ok && !slices.Contains(s.Participants, s.Supervisor) {
+		return fmt.Errorf("knob %q: %q is not a participant (participants: %s): %w",
+			KnobSupervisor, s.Supervisor, strings.Join(s.Participants, ", "), session.ErrMalformed)
+	}
+	return nil
+}
+
+// State is a workflow session's state.
+type State struct {
+	adapters.Base
+	graph *transition.Graph
+
+	Supervisor  string `json:"supervisor"`
+	MaxHandoffs int    `json:"max_handoffs,omitempty"`
+	Expect      string `json:"expected,omitempty"` // "" once the session is closing
+	Active      string `json:"active,omitempty"`   // the active agent; "" until the first handoff
+	Handoffs    int    `json:"handoffs"`
+	LastRule    string `json:"last_rule,omitempty"`
+}
+
+// Graph returns the session's graph.
+func (s *State) Graph() *transition.Graph { return s.graph }
+
+// Expected implements adapters.State.
+func (s *State) Expected() []string {
+	if s.Expect == "" {
+		return nil
+	}
+	return []string{s.Expect}
+}
+
+// ActiveAgent returns the active agent: the participant most recently made
+// speaker by a handoff or escalation, or the initial speaker before any.
+func (s *State) ActiveAgent() string {
+	if s.Active == "" {
+		return s.graph.InitialSpeaker
+	}
+	return s.Active
+}
+
+// MarshalJSON implements adapters.State.
+func (s *State) MarshalJSON() ([]byte, error) {
+	type plain State
+	return json.Marshal((*plain)(s))
+}
+
+// Validate implements adapters.State.
+func (s *State) Validate(env *session.Envelope) error {
+	if err := s.CheckOpen(); err != nil {
+		return err
+	}
+	if !env.Type.Substantive() {
+		return nil
+	}
+	if env.From != s.Expect {
+		return adapters.OutOfTurn("workflow", s.Expected(), env.From)
+	}
+	p, ok := env.Payload.(session.Packet)
+	if !ok || p.Routing.Kind != session.RouteHandoff || p.Routing.Target == "" {
+		return nil
+	}
+	if t := p.Routing.Target; t == env.From || !slices.Contains(s.Participants, t) {
+		valid := slices.DeleteFunc(slices.Clone(s.Participants), func(n string) bool { return n == env.From })
+		return fmt.Errorf("handoff target %q is not another participant; valid targets: %s: %w",
+			t, strings.Join(valid, ", "), adapters.ErrBadHandoffTarget)
+	}
+	return nil
+}

@@ -1,0 +1,114 @@
+package wal
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+	"github.com/rs/zerolog"
+)
+
+const (
+	// DefaultMaxBatchBytes is the group-commit transaction cap used when
+	// Options.MaxBatchBytes is 0.
+	DefaultMaxBatchBytes = 2 << 20
+	// MaxMaxBatchBytes is the largest Options.MaxBatchBytes accepted.
+	MaxMaxBatchBytes = 64 << 20
+
+	// entryOverhead is what MaxBatchBytes charges per stored entry on top of
+	// its key and framed value. Badger limits a transaction both to 15% of
+	// the memtable in bytes and to that budget divided by its skiplist node
+	// size (96 bytes) in entries; charging 100 bytes per entry makes one
+	// byte budget respect both.
+	entryOverhead = 100
+
+	// minMemTableSize is the badger memtable size; it grows to
+	// memTablePerBatch*MaxBatchBytes when that is larger, so a full batch
+	// (12.5% of the memtable) stays under badger's 15% transaction limit.
+	minMemTableSize  = 32 << 20
+	memTablePerBatch = 8
+)
+
+// Options configures Open. The zero value is not valid: set Dir or InMemory.
+type Options struct {
+	// Dir is the data directory; required unless InMemory.
+	Dir string
+	// InMemory runs badger without disk (tests). Dir must then be empty.
+	// Badger refuses in-memory values of 1 MiB or more, so records and
+	// metadata must stay below that in this mode.
+	InMemory bool
+	// NoSync turns badger's SyncWrites off: appends are much faster, but an
+	// acknowledgement is then not durable against power loss (it still
+	// survives a crash of the process alone). For benchmarks and tests.
+	NoSync bool
+	// MaxBatchBytes caps one group-commit transaction, counting for each
+	// stored entry its key, its framed value and 100 bytes of badger
+	// overhead. A single Append larger than this fails with ErrTooLarge.
+	// 0 means DefaultMaxBatchBytes; at most MaxMaxBatchBytes.
+	MaxBatchBytes int
+	// Logger receives the package's and badger's messages (badger's at
+	// warning level and above). The zero value logs nothing, like
+	// zerolog.Nop().
+	Logger zerolog.Logger
+}
+
+// Validate reports whether the options can be used by Open. Its errors wrap
+// ErrInvalid.
+func (o Options) Validate() error {
+	switch {
+	case o.InMemory && o.Dir != "":
+		return fmt.Errorf("%w: Dir %q set together with InMemory", ErrInvalid, o.Dir)
+	case !o.InMemory && o.Dir == "":
+		return fmt.Errorf("%w: Dir is required unless InMemory", ErrInvalid)
+	case o.MaxBatchBytes < 0 || o.MaxBatchBytes > MaxMaxBatchBytes:
+		return fmt.Errorf("%w: MaxBatchBytes %d outside [0, %d]", ErrInvalid, o.MaxBatchBytes, MaxMaxBatchBytes)
+	}
+	return nil
+}
+
+// maxBatchBytes is MaxBatchBytes with the default applied.
+func (o Options) maxBatchBytes() int {
+	if o.MaxBatchBytes == 0 {
+		return DefaultMaxBatchBytes
+	}
+	return o.MaxBatchBytes
+}
+
+// badgerOptions sizes badger for a small (2-core, modest memory) machine.
+func (o Options) badgerOptions() badger.Options {
+	memTable := int64(minMemTableSize)
+	if m := int64(memTablePerBatch) * int64(o.maxBatchBytes()); m > memTable {
+		memTable = m
+	}
+	return badger.DefaultOptions(o.Dir).
+		WithInMemory(o.InMemory).
+		WithSyncWrites(!o.NoSync).
+		WithDetectConflicts(false). // one writer: the committer
+		WithMemTableSize(memTable).
+		WithNumMemtables(4).
+		WithNumCompactors(2).
+		WithNumGoroutines(2).
+		WithBlockCacheSize(16 << 20).WithCompression(options.None).
+		WithLogger(badgerLogger{o.Logger}).
+		WithLoggingLevel(badger.WARNING)
+}
+
+// badgerLogger bridges badger's logger to zerolog.
+type badgerLogger struct{ l zerolog.Logger }
+
+func msg(format string, args []any) string {
+	return strings.TrimSpace(fmt.Sprintf(format, args...))
+}
+
+// Errorf logs at error level.
+func (b badgerLogger) Errorf(f string, a ...any) { b.l.Error().Str("from", "badger").Msg(msg(f, a)) }
+
+// Warningf logs at warning level.
+func (b badgerLogger) Warningf(f string, a ...any) { b.l.Warn().Str("from", "badger").Msg(msg(f, a)) }
+
+// Infof logs at info level (filtered by badger's WARNING level).
+func (b badgerLogger) Infof(f string, a ...any) { b.l.Info().Str("from", "badger").Msg(msg(f, a)) }
+
+// Debugf logs at debug level (filtered by badger's WARNING level).
+func (b badgerLogger) Debugf(f string, a ...any) { b.l.Debug().Str("from", "badger").Msg(msg(f, a)) }

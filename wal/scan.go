@@ -1,0 +1,258 @@
+package wal
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// ctxEvery is how many entries a scan visits between checks of its context.
+const ctxEvery = 1024
+
+// Scan calls fn for each record of session with seq >= from, in seq order,
+// from one consistent snapshot. data is valid only during the call. A seq
+// missing between max(from, 1) and the last record is ErrGap; a bad key or
+// value is ErrCorrupt. An error from fn stops the scan and is returned as
+// is.
+func (l *Log) Scan(ctx context.Context, session [16]byte, from uint64, fn func(seq uint64, data []byte) error) error {
+	if err := l.enterRead(); err != nil {
+		return err
+	}
+	defer l.exitRead()
+	txn := l.db.NewTransaction(false)
+	defer txn.Discard()
+	s := scanner{want: max(from, 1), fn: func(_ [16]byte, seq uint64, data []byte) error { return fn(seq, data) }}
+	seek := appendRecordKey(nil, session, s.want)
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: seek[:metaKeyLen]})
+	defer it.Close()
+	return s.run(ctx, it, seek)
+}
+
+// ScanAll calls fn for every record of every session, session by session in
+// key order (the raw session bytes), seq ascending, from one consistent
+// snapshot, with a single iterator and no value prefetch. data is valid
+// only during the call. A session whose seqs do not run densely from 1 is
+// ErrGap; a bad key or value is ErrCorrupt. An error from fn stops the scan
+// and is returned as is.
+func (l *Log) ScanAll(ctx context.Context, fn func(session [16]byte, seq uint64, data []byte) error) error {
+	if err := l.enterRead(); err != nil {
+		return err
+	}
+	defer l.exitRead()
+	txn := l.db.NewTransaction(false)
+	defer txn.Discard()
+	prefix := []byte{kindRecord}
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+	defer it.Close()
+	s := scanner{all: true, fn: fn}
+	return s.run(ctx, it, prefix)
+}
+
+// scanner walks record keys and checks that seqs are dense: from want in a
+// single-session scan, from 1 for each session in a scan of all.
+type scanner struct {
+	all     bool
+	session [16]byte
+	want    uint64 // next expected seq of session
+	key     []byte // current key, for the value callback
+	seq     uint64
+	fn      func(session [16]byte, seq uint64, data []byte) error
+}
+
+func (s *scanner) run(ctx context.Context, it *badger.Iterator, seek []byte) error {
+	value := s.value // one closure for the whole scan
+	n := 0
+	for it.Seek(seek); it.Valid(); it.Next() {
+		if n++; n%ctxEvery == 1 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		item := it.Item()
+		if err := s.next(item.Key()); err != nil {
+			return err
+		}
+		if err := item.Value(value); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// next checks the record key k against the expected session and seq.
+func (s *scanner) next(k []byte) error {
+	dk, err := decodeKey(k)
+	if err == nil && dk.kind != kindRecord {
+		err = fmt.Errorf("%w: key kind %#02x among records", ErrCorrupt, dk.kind)
+	}
+	if err != nil {
+		return fmt.Errorf("wal: key %x: %w", k, err)
+	}
+	if s.all && (dk.session != s.session || s.want == 0) {
+		s.session, s.want = dk.session, 1
+	}
+	if dk.seq != s.want {
+		return fmt.Errorf("%w: session %x: found seq %d, want %d", ErrGap, dk.session, dk.seq, s.want)
+	}
+	s.session, s.key, s.seq = dk.session, k, dk.seq
+	s.want++
+	return nil
+}
+
+// value decodes the current record's value and hands it to fn.
+func (s *scanner) value(v []byte) error {
+	data, err := decodeValue(s.key, v)
+	if err != nil {
+		return fmt.Errorf("wal: session %x seq %d: %w", s.session, s.seq, err)
+	}
+	return s.fn(s.session, s.seq, data)
+}
+
+// Sessions calls fn for every session that has metadata, in key order, with
+// its metadata (valid only during the call) and its last seq (0 if it has
+// no records), from one consistent snapshot. A bad key or value is
+// ErrCorrupt. An error from fn stops the walk and is returned as is.
+func (l *Log) Sessions(ctx context.Context, fn func(session [16]byte, meta []byte, last uint64) error) error {
+	if err := l.enterRead(); err != nil {
+		return err
+	}
+	defer l.exitRead()
+	txn := l.db.NewTransaction(false)
+	defer txn.Discard()
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{kindMeta}})
+	defer it.Close()
+	rev := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{kindRecord}, Reverse: true})
+	defer rev.Close()
+	w := sessionWalker{rev: rev, fn: fn}
+	value := w.value
+	n := 0
+	for it.Rewind(); it.Valid(); it.Next() {
+		if n++; n%ctxEvery == 1 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		item := it.Item()
+		if err := w.next(item.Key()); err != nil {
+			return err
+		}
+		if err := item.Value(value); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// sessionWalker finds each metadata key's last seq with a reverse seek.
+type sessionWalker struct {
+	rev     *badger.Iterator
+	seek    []byte
+	key     []byte
+	session [16]byte
+	last    uint64
+	fn      func(session [16]byte, meta []byte, last uint64) error
+}
+
+// next decodes the metadata key k and looks up the session's last seq.
+func (w *sessionWalker) next(k []byte) error {
+	dk, err := decodeKey(k)
+	if err == nil && dk.kind != kindMeta {
+		err = fmt.Errorf("%w: key kind %#02x among metadata", ErrCorrupt, dk.kind)
+	}
+	if err != nil {
+		return fmt.Errorf("wal: key %x: %w", k, err)
+	}
+	w.seek = appendRecordKey(w.seek[:0], dk.session, math.MaxUint64)
+	w.key, w.session, w.last = k, dk.session, 0
+	w.rev.Seek(w.seek)
+	if !w.rev.Valid() {
+		return nil
+	}
+	rk := w.rev.Item().Key()
+	if !bytes.Equal(rk[:min(len(rk), metaKeyLen)], w.seek[:metaKeyLen]) {
+		return nil
+	}
+	last, err := decodeKey(rk)
+	if err != nil {
+		return fmt.Errorf("wal: session %x: last record key %x: %w", dk.session, rk, err)
+	}
+	w.last = last.seq
+	return nil
+}
+
+// value decodes the current metadata value and hands it to fn.
+func (w *sessionWalker) value(v []byte) error {
+	meta, err := decodeValue(w.key, v)
+	if err != nil {
+		return fmt.Errorf("wal: session %x metadata: %w", w.session, err)
+	}
+	return w.fn(w.session, meta, w.last)
+}
+
+// Meta returns a copy of the session's metadata; ErrNotFound if it has none.
+func (l *Log) Meta(ctx context.Context, session [16]byte) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := l.enterRead(); err != nil {
+		return nil, err
+	}
+	defer l.exitRead()
+	txn := l.db.NewTransaction(false)
+	defer txn.Discard()
+	k := appendMetaKey(nil, session)
+	item, err := txn.Get(k)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, fmt.Errorf("%w: metadata of session %x", ErrNotFound, session)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("wal: session %x metadata: %w", session, err)
+	}
+	v, err := item.ValueCopy(nil)
+	if err != nil {
+		return nil, fmt.Errorf("wal: session %x metadata: %w", session, err)
+	}
+	meta, err := decodeValue(k, v)
+	if err != nil {
+		return nil, fmt.Errorf("wal: session %x metadata: %w", session, err)
+	}
+	return meta, nil
+}
+
+// LastSeq returns the session's last stored seq, 0 if it has none. It is
+// read from the session's greatest record key (a reverse seek), never from
+// a counter.
+func (l *Log) LastSeq(ctx context.Context, session [16]byte) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := l.enterRead(); err != nil {
+		return 0, err
+	}
+	defer l.exitRead()
+	txn := l.db.NewTransaction(false)
+	defer txn.Discard()
+	return lastSeqIn(txn, session, nil)
+}
+
+// lastSeqIn finds the session's greatest record key in txn by a reverse
+// seek; buf is scratch for the seek key.
+func lastSeqIn(txn *badger.Txn, session [16]byte, buf []byte) (uint64, error) {
+	seek := appendRecordKey(buf[:0], session, math.MaxUint64)
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: seek[:metaKeyLen], Reverse: true})
+	defer it.Close()
+	it.Seek(seek)
+	if !it.Valid() {
+		return 0, nil
+	}
+	k := it.Item().Key()
+	dk, err := decodeKey(k)
+	if err != nil {
+		return 0, fmt.Errorf("wal: session %x: last record key %x: %w", session, k, err)
+	}
+	return dk.seq, nil
+}
