@@ -66,7 +66,7 @@ func DecodeEnvelope(b []byte) (*Envelope, error) {
 	e.Seq = r.uvarint()
 	e.ID = r.raw16()
 	e.From = r.str()
-	if r.byte() == 1 {
+	if r.flag() {
 		e.Audience = Audience{Restricted: true, Names: r.strs()}
 	}
 	e.Type = EventType(r.str())
@@ -75,7 +75,7 @@ func DecodeEnvelope(b []byte) (*Envelope, error) {
 	e.Call = Call{ID: r.str(), Parent: r.str(), Root: r.str(), Depth: int(r.uvarint())}
 	e.TraceParent = r.str()
 	e.AcceptedAt = r.time()
-	if r.byte() == 1 {
+	if r.flag() {
 		e.Payload = r.payload(e.Type)
 	}
 	if r.err == nil && len(r.b) != 0 {
@@ -203,6 +203,15 @@ func (r *reader) byte() byte {
 		return p[0]
 	}
 	return 0
+}
+
+// flag reads a presence byte: 0 or 1, anything else is corrupt.
+func (r *reader) flag() bool {
+	c := r.byte()
+	if c > 1 {
+		r.fail("flag byte %d, want 0 or 1", c)
+	}
+	return c == 1
 }
 
 func (r *reader) raw16() (id [16]byte) {

@@ -86,10 +86,15 @@ func (e *Expectation) UnmarshalJSON(b []byte) error {
 	if err := strictUnmarshal(b, &x); err != nil {
 		return fmt.Errorf("expectation: %v: %w", err, ErrMalformed)
 	}
-	if math.IsNaN(x.Seconds) || x.Seconds > float64(math.MaxInt64/int64(time.Second)) {
+	// Both bounds: converting an out-of-range float to an integer is
+	// implementation-defined in Go.
+	if math.IsNaN(x.Seconds) || math.Abs(x.Seconds) > float64(math.MaxInt64/int64(time.Second)) {
 		return fmt.Errorf("expectation %s: seconds %v out of range: %w", x.Name, x.Seconds, ErrMalformed)
 	}
-	*e = Expectation{Name: x.Name, Within: time.Duration(x.Seconds * float64(time.Second)), Action: x.Action}
+	// Round, not truncate: 1.001 * 1e9 is 1000999999.9999999 in float64, and
+	// MarshalJSON's output must decode to the same duration.
+	within := time.Duration(math.Round(x.Seconds * float64(time.Second)))
+	*e = Expectation{Name: x.Name, Within: within, Action: x.Action}
 	return nil
 }
 

@@ -85,7 +85,8 @@ func (e *Envelope) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements json.Unmarshaler. It is strict: a field that
 // belongs neither to the header nor to the payload of the envelope's type is
-// an ErrMalformed error naming it, and context values are made canonical.
+// an ErrMalformed error naming it, context values are made canonical, and
+// times are in UTC, as [DecodeEnvelope] gives them.
 func (e *Envelope) UnmarshalJSON(b []byte) error {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(b, &fields); err != nil {
@@ -108,8 +109,10 @@ func (e *Envelope) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return err
 	}
+	// UTC: for an offset matching the process's zone time.Parse picks
+	// time.Local, which would make the result depend on where it runs.
 	*e = Envelope{Session: h.Session, Seq: h.Seq, ID: h.ID, From: h.From, Type: t, Causation: h.Causation,
-		ClientMsgID: h.ClientMsgID, TraceParent: h.TraceParent, AcceptedAt: h.AcceptedAt}
+		ClientMsgID: h.ClientMsgID, TraceParent: h.TraceParent, AcceptedAt: h.AcceptedAt.UTC()}
 	if h.Call != nil {
 		e.Call = Call{h.Call.ID, h.Call.Parent, h.Call.Root, h.Call.Depth}
 	}
@@ -167,7 +170,9 @@ func unmarshalPayload(zero Payload, raw []byte) (Payload, error) {
 	case Ended:
 		return decodeAs[Ended](raw)
 	case Violation:
-		return decodeAs[Violation](raw)
+		v, err := decodeAs[Violation](raw)
+		v.Since = v.Since.UTC()
+		return v, err
 	case Question:
 		return decodeAs[Question](raw)
 	case Answer:

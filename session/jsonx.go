@@ -15,10 +15,17 @@ func strictUnmarshal(b []byte, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return err
 	}
-	if dec.More() {
+	if !atEnd(dec, b) {
 		return errors.New("trailing data after the JSON value")
 	}
 	return nil
+}
+
+// atEnd reports whether only JSON white space follows the value dec has just
+// decoded from b. (Decoder.More alone is not enough: it reports false before
+// a stray ']' or '}', so `1]` would pass.)
+func atEnd(dec *json.Decoder, b []byte) bool {
+	return len(bytes.TrimLeft(b[dec.InputOffset():], " \t\r\n")) == 0
 }
 
 // EncodeMeta returns the stored form of a session's metadata.

@@ -23,8 +23,8 @@ func CanonicalJSON(raw []byte) (json.RawMessage, error) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, fmt.Errorf("not a JSON value: %v: %w", err, ErrMalformed)
 	}
-	if dec.More() {
-		return nil, fmt.Errorf("more than one JSON value: %w", ErrMalformed)
+	if !atEnd(dec, raw) {
+		return nil, fmt.Errorf("trailing data after the JSON value: %w", ErrMalformed)
 	}
 	var b bytes.Buffer
 	if err := writeCanonical(&b, v); err != nil {

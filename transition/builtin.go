@@ -93,7 +93,10 @@ func Describe(n interface {
 func describeArgs(args map[string]any) string {
 	keys := sortedKeys(args)
 	if len(keys) == 1 {
-		return describeValue(args[keys[0]])
+		switch keys[0] {
+		case "agent_id", "tool_name", "reason", "n", "type", "conditions", "condition":
+			return describeValue(args[keys[0]])
+		}
 	}
 	parts := make([]string, len(keys))
 	for i, k := range keys {

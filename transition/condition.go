@@ -128,7 +128,9 @@ func (c ContextCompare) Holds(in *Input) bool {
 }
 
 // Holds implements Condition.
-func (c Mentions) Holds(in *Input) bool { return in.Mention != "" && strings.EqualFold(in.Mention, c.Agent) }
+func (c Mentions) Holds(in *Input) bool {
+	return in.Mention != "" && strings.EqualFold(in.Mention, c.Agent)
+}
 
 // Holds implements Condition.
 func (c TurnCountAtLeast) Holds(in *Input) bool { return in.Turn >= c.N }

@@ -3,6 +3,7 @@ package transition
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -72,7 +73,8 @@ func strictDecode(data []byte, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return err
 	}
-	if dec.More() {
+	// Decoder.More alone would let a stray ']' or '}' after the value pass.
+	if rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n"); len(rest) != 0 {
 		return fmt.Errorf("trailing data after the JSON value")
 	}
 	return nil
@@ -182,7 +184,10 @@ func (r *Registry) decodeTarget(path string, raw []byte) (Target, error) {
 // ErrInvalid.
 func wrapInvalid(a *Args, err error) error {
 	if strings.HasPrefix(err.Error(), a.path) {
-		return err
+		if errors.Is(err, ErrInvalid) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", err, ErrInvalid)
 	}
 	return a.Errorf("%v", err)
 }

@@ -8,14 +8,17 @@ import (
 	"github.com/hubd/hubd/session"
 )
 
-// Type is the session type of this adapter.
-var Type = session.Type{Kind: "consulting", Version: 1}
+// Kind and Version name this adapter's session type, "consulting@1".
+const (
+	Kind    = "consulting"
+	Version = 1
+)
 
 // Adapter is the consulting session type.
 type Adapter struct{}
 
 // Type implements adapters.Adapter.
-func (Adapter) Type() session.Type { return Type }
+func (Adapter) Type() session.Type { return session.Type{Kind: Kind, Version: Version} }
 
 // Expectations implements adapters.Adapter: the answer within 600s or the
 // session closes.

@@ -8,14 +8,17 @@ import (
 	"github.com/hubd/hubd/session"
 )
 
-// Type is the session type of this adapter.
-var Type = session.Type{Kind: "conversation", Version: 1}
+// Kind and Version name this adapter's session type, "conversation@1".
+const (
+	Kind    = "conversation"
+	Version = 1
+)
 
 // Adapter is the conversation session type.
 type Adapter struct{}
 
 // Type implements adapters.Adapter.
-func (Adapter) Type() session.Type { return Type }
+func (Adapter) Type() session.Type { return session.Type{Kind: Kind, Version: Version} }
 
 // Expectations implements adapters.Adapter: none; conversations are long
 // lived.

@@ -10,8 +10,11 @@ import (
 	"github.com/hubd/hubd/session"
 )
 
-// Type is the session type of this adapter.
-var Type = session.Type{Kind: "discussion", Version: 1}
+// Kind and Version name this adapter's session type, "discussion@1".
+const (
+	Kind    = "discussion"
+	Version = 1
+)
 
 // KnobMaxTurns caps the number of turns.
 const KnobMaxTurns = "max_turns"
@@ -20,7 +23,7 @@ const KnobMaxTurns = "max_turns"
 type Adapter struct{}
 
 // Type implements adapters.Adapter.
-func (Adapter) Type() session.Type { return Type }
+func (Adapter) Type() session.Type { return session.Type{Kind: Kind, Version: Version} }
 
 // Expectations implements adapters.Adapter: turn_within(120s, warn) and
 // turn_within(600s, auto_close), like workflow.

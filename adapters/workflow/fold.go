@@ -62,7 +62,20 @@ func (s *State) decide(env *session.Envelope, pkt session.Packet) (transition.De
 	}
 	in := s.input(env)
 	res := s.graph.Evaluate(&in)
-	return res.Decision, s.graph.Explain(res)
+	return res.Decision, s.explain(res)
+}
+
+// explain returns the graph's explanation of a result, computed once per
+// rule and session.
+func (s *State) explain(res transition.Result) string {
+	i := res.Rule + 1 // the default target is index 0
+	if s.rules == nil {
+		s.rules = make([]string, len(s.graph.Transitions)+1)
+	}
+	if s.rules[i] == "" {
+		s.rules[i] = s.graph.Explain(res)
+	}
+	return s.rules[i]
 }
 
 // Input returns what the graph sees for env after its bookkeeping.

@@ -11,8 +11,11 @@ import (
 	"github.com/hubd/hubd/transition"
 )
 
-// Type is the session type of this adapter.
-var Type = session.Type{Kind: "workflow", Version: 1}
+// Kind and Version name this adapter's session type, "workflow@1".
+const (
+	Kind    = "workflow"
+	Version = 1
+)
 
 // Knob names.
 const (
@@ -37,7 +40,7 @@ func New(reg *transition.Registry) *Adapter {
 }
 
 // Type implements adapters.Adapter.
-func (a *Adapter) Type() session.Type { return Type }
+func (a *Adapter) Type() session.Type { return session.Type{Kind: Kind, Version: Version} }
 
 // Expectations implements adapters.Adapter: turn_within(120s, warn) and
 // turn_within(600s, auto_close).
@@ -96,6 +99,7 @@ func (s *State) readKnobs(meta *session.Meta) error {
 type State struct {
 	adapters.Base
 	graph *transition.Graph
+	rules []string // explanations by rule index + 1, filled as used
 
 	Supervisor  string `json:"supervisor"`
 	MaxHandoffs int    `json:"max_handoffs,omitempty"`

@@ -170,7 +170,7 @@ func (f *simulateFlags) meta() (*session.Meta, error) {
 	if f.creator == "" && len(names) > 0 {
 		f.creator = names[0]
 	}
-	meta := &session.Meta{Type: workflow.Type, Creator: f.creator,
+	meta := &session.Meta{Type: session.Type{Kind: workflow.Kind, Version: workflow.Version}, Creator: f.creator,
 		Knobs: map[string]json.RawMessage{workflow.KnobGraph: data}}
 	for _, n := range names {
 		meta.Participants = append(meta.Participants, session.Participant{Name: n})
