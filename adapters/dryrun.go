@@ -59,15 +59,9 @@ func (d *DryRun) Try(env *session.Envelope) Step {
 		}
 		return Step{Code: code, Err: err}
 	}
-	out := m.Fold(&e)
-	d.Accepted = append(d.Accepted, &e)
+	all, out := m.Apply(&e)
+	d.Accepted = append(d.Accepted, all...)
 	step := Step{Seq: e.Seq, Accepted: true, Fired: out.Rule}
-	if out.Close != "" {
-		end := &session.Envelope{Session: m.Meta.ID, Seq: m.Seq + 1, Type: session.EndType(out.Close),
-			Payload: session.Ended{Reason: out.Close}, AcceptedAt: e.AcceptedAt}
-		m.Fold(end)
-		d.Accepted = append(d.Accepted, end)
-	}
 	sum := m.State.Summary()
 	step.Next, step.Turn, step.Context = m.Expected(), sum.Turn, sum.Context
 	step.Closed, step.Reason = m.Life.State.Ended(), m.Life.Reason

@@ -18,6 +18,8 @@ type Machine struct {
 	Life  session.Lifecycle
 	State State
 	Seq   uint64 // the seq of the last folded envelope
+	// Clocks are the timestamps the session's timers derive from.
+	Clocks Clocks
 	// LastRule explains the last turn (see Outcome.Rule).
 	LastRule string
 }
@@ -73,6 +75,7 @@ func (m *Machine) Fold(env *session.Envelope) Outcome {
 		panic(fmt.Sprintf("adapters: fold of seq %d after seq %d in session %v", env.Seq, m.Seq, m.Meta.ID))
 	}
 	m.Seq = env.Seq
+	m.Clocks.fold(m, env)
 	if env.Type.Lifecycle() {
 		m.Life.Fold(env)
 		return Outcome{}
@@ -82,6 +85,41 @@ func (m *Machine) Fold(env *session.Envelope) Outcome {
 		m.LastRule = out.Rule
 	}
 	return out
+}
+
+// Apply folds env and then the envelopes that fold decides, each stamped
+// with the next seq and env's time: the end of the session a fold decided
+// (Outcome.Close), the open once the last invite is acknowledged (or at once
+// when nobody is invited), the close after an invite reject or an
+// auto_close violation. It returns them all, env first, with env's outcome;
+// the caller gives the follow-ups their ids.
+func (m *Machine) Apply(env *session.Envelope) ([]*session.Envelope, Outcome) {
+	out := m.Fold(env)
+	all := []*session.Envelope{env}
+	for next := m.follow(all[len(all)-1], out); next != nil; next = m.follow(next, Outcome{}) {
+		next.Session, next.Seq, next.AcceptedAt = m.Meta.ID, m.Seq+1, env.AcceptedAt
+		m.Fold(next)
+		all = append(all, next)
+	}
+	return all, out
+}
+
+// follow returns the envelope that must follow env, or nil.
+func (m *Machine) follow(env *session.Envelope, out Outcome) *session.Envelope {
+	switch {
+	case out.Close != "" && !m.Life.State.Ended():
+		return endEnvelope(m.Meta.ID, out.Close)
+	case (env.Type == session.EventInvite || env.Type == session.EventInviteAck) &&
+		m.Life.State == session.StatePending && len(m.Life.Awaiting) == 0:
+		return &session.Envelope{Type: session.EventOpened}
+	case env.Type == session.EventInviteReject && !m.Life.State.Ended():
+		return endEnvelope(m.Meta.ID, session.ReasonInviteRejected)
+	case env.Type == session.EventViolation && !m.Life.State.Ended():
+		if v, ok := env.Payload.(session.Violation); ok && v.Action == session.ActionAutoClose {
+			return endEnvelope(m.Meta.ID, session.ReasonExpectationViolated(v.Expectation))
+		}
+	}
+	return nil
 }
 
 // Expected returns who is expected to speak next: nobody unless the session
@@ -100,5 +138,6 @@ func (m *Machine) MarshalJSON() ([]byte, error) {
 		Life     session.Lifecycle `json:"lifecycle"`
 		State    State             `json:"state"`
 		LastRule string            `json:"last_rule,omitempty"`
-	}{m.Seq, m.Life, m.State, m.LastRule})
+		Clocks   Clocks            `json:"clocks"`
+	}{m.Seq, m.Life, m.State, m.LastRule, m.Clocks})
 }
