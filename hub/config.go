@@ -1,0 +1,130 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+
+	"github.com/hubd/hubd/adapters"
+	"github.com/hubd/hubd/session"
+)
+
+// Log is the write-ahead log the hub needs. The badger log of package wal
+// implements it through a thin adapter in the binary; tests inject logs that
+// fail. Records are opaque to the log; the hub encodes them.
+type Log interface {
+	// Append writes all writes atomically and returns once they are durable
+	// (the commit point). An error means nothing of the call may be trusted
+	// to be written.
+	Append(ctx context.Context, writes ...LogWrite) error
+	// Scan calls fn for one session's records with seq >= from, in order.
+	Scan(ctx context.Context, session [16]byte, from uint64, fn func(seq uint64, data []byte) error) error
+	// Sessions calls fn for every session's metadata and last seq.
+	Sessions(ctx context.Context, fn func(session [16]byte, meta []byte, last uint64) error) error
+	// ScanAll calls fn for every record of every session, session by
+	// session, seq ascending.
+	ScanAll(ctx context.Context, fn func(session [16]byte, seq uint64, data []byte) error) error
+}
+
+// LogWrite is one session's part of an append.
+type LogWrite struct {
+	Session [16]byte
+	Meta    []byte // with the session's first record only
+	Records []LogRecord
+}
+
+// LogRecord is one encoded envelope.
+type LogRecord struct {
+	Seq  uint64
+	Data []byte
+}
+
+// Clock is the hub's source of time. Deadlines are computed from logged
+// timestamps and Now; AfterFunc arms the one timer the scheduler needs.
+type Clock interface {
+	Now() time.Time
+	// AfterFunc calls f once d has passed (in its own goroutine or, for a
+	// test clock, when the test advances time) and returns a function that
+	// stops it.
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+func (systemClock) AfterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
+
+// SystemClock returns the wall clock.
+func SystemClock() Clock { return systemClock{} }
+
+// Hooks let observers (metrics, tracing, audit logs) attach to the hub
+// without the hub importing them. Each is optional; they are called after
+// the fact, outside any session's critical path where possible, and must
+// not block.
+type Hooks struct {
+	Accepted      func(env *session.Envelope)
+	Rejected      func(id session.ID, from string, t session.EventType, err error)
+	Opened        func(meta *session.Meta)
+	Closed        func(id session.ID, state session.State, reason string)
+	TimerFired    func(id session.ID, env *session.Envelope)
+	SessionFailed func(id session.ID, err error)
+}
+
+// Config configures a hub. The zero value of every optional field means its
+// default.
+type Config struct {
+	Log      Log                // required
+	Adapters *adapters.Registry // required: the session types served
+	Clock    Clock              // default: the system clock
+	NewID    func() uuid.UUID   // default: uuid.NewV7
+	Logger   zerolog.Logger     // default: zerolog.Nop()
+	Hooks    Hooks
+
+	InviteTimeout    time.Duration // default 5m: how long invitees have to ack
+	MaxDepth         int           // default 8: the deepest a child session may be
+	MaxEnvelopeBytes int           // default 1 MiB: an envelope's stored size
+	MaxOpenPerAgent  int           // default 0: no limit on pending/open sessions an agent created
+	SubscriberBuffer int           // default 4096: deliveries buffered per subscriber before it is cut off
+}
+
+// Validate reports a missing required field or a negative limit.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Log == nil {
+		errs = append(errs, errors.New("hub: Config.Log is required"))
+	}
+	if c.Adapters == nil {
+		errs = append(errs, errors.New("hub: Config.Adapters is required"))
+	}
+	if c.InviteTimeout < 0 || c.MaxDepth < 0 || c.MaxEnvelopeBytes < 0 || c.MaxOpenPerAgent < 0 || c.SubscriberBuffer < 0 {
+		errs = append(errs, fmt.Errorf("hub: negative limit in config"))
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) withDefaults() Config {
+	if c.Clock == nil {
+		c.Clock = systemClock{}
+	}
+	if c.NewID == nil {
+		c.NewID = func() uuid.UUID { return uuid.Must(uuid.NewV7()) }
+	}
+	if c.InviteTimeout == 0 {
+		c.InviteTimeout = 5 * time.Minute
+	}
+	if c.MaxDepth == 0 {
+		c.MaxDepth = 8
+	}
+	if c.MaxEnvelopeBytes == 0 {
+		c.MaxEnvelopeBytes = 1 << 20
+	}
+	if c.SubscriberBuffer == 0 {
+		c.SubscriberBuffer = 4096
+	}
+	return c
+}

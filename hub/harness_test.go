@@ -1,0 +1,123 @@
+package hub_test
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/internal/fakeclock"
+	"github.com/hubd/hubd/internal/server"
+	"github.com/hubd/hubd/wal"
+)
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// ids returns a generator of deterministic, time-ordered UUIDv7-shaped ids.
+func ids() func() uuid.UUID {
+	var n atomic.Uint64
+	return func() uuid.UUID {
+		var u uuid.UUID
+		binary.BigEndian.PutUint64(u[8:], n.Add(1))
+		copy(u[:6], []byte{0x01, 0x94, 0x00, 0x00, 0x00, 0x00})
+		u[6] = 0x70
+		u[8] = 0x80 | (u[8] & 0x3f)
+		return u
+	}
+}
+
+// faultyLog wraps a log and fails appends on demand.
+type faultyLog struct {
+	hub.Log
+	mu      sync.Mutex
+	failIn  int // fail the failIn-th append from now (1 = the next); 0 = never
+	appends int
+}
+
+var errInjected = errors.New("injected append failure")
+
+func (f *faultyLog) Append(ctx context.Context, writes ...hub.LogWrite) error {
+	f.mu.Lock()
+	f.appends++
+	fail := false
+	if f.failIn > 0 {
+		f.failIn--
+		fail = f.failIn == 0
+	}
+	f.mu.Unlock()
+	if fail {
+		return errInjected
+	}
+	return f.Log.Append(ctx, writes...)
+}
+
+func (f *faultyLog) failNth(n int) {
+	f.mu.Lock()
+	f.failIn = n
+	f.mu.Unlock()
+}
+
+// env is a hub on a real badger log in a temp dir, with a fake clock and
+// deterministic ids, that a test can restart.
+type env struct {
+	t     *testing.T
+	dir   string
+	wal   *wal.Log
+	log   *faultyLog
+	clock *fakeclock.Clock
+	hub   *hub.Hub
+	newID func() uuid.UUID
+	cfg   hub.Config
+}
+
+func newEnv(t *testing.T, tweak func(*hub.Config)) *env {
+	t.Helper()
+	e := &env{t: t, dir: t.TempDir(), clock: fakeclock.New(epoch), newID: ids()}
+	e.cfg = hub.Config{Adapters: server.Adapters(nil), Clock: e.clock, NewID: e.newID}
+	if tweak != nil {
+		tweak(&e.cfg)
+	}
+	e.open()
+	t.Cleanup(e.shutdown)
+	return e
+}
+
+func (e *env) open() {
+	e.t.Helper()
+	l, err := wal.Open(wal.Options{Dir: e.dir, NoSync: true})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.wal = l
+	e.log = &faultyLog{Log: server.WALLog(l)}
+	cfg := e.cfg
+	cfg.Log = e.log
+	h, err := hub.New(context.Background(), cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.hub = h
+}
+
+func (e *env) shutdown() {
+	if e.hub != nil {
+		e.hub.Close()
+		e.hub = nil
+	}
+	if e.wal != nil {
+		e.wal.Close()
+		e.wal = nil
+	}
+}
+
+// restart closes the hub and its log and opens both again from disk.
+func (e *env) restart() {
+	e.shutdown()
+	e.open()
+}

@@ -1,0 +1,181 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+
+	"github.com/hubd/hubd/adapters"
+	"github.com/hubd/hubd/session"
+)
+
+// Hub serves sessions. Create it with New; it is safe for concurrent use.
+type Hub struct {
+	cfg   Config
+	log   Log
+	clock Clock
+	lg    zerolog.Logger
+
+	mu          sync.RWMutex
+	sessions    map[session.ID]*sess
+	byAgent     map[string]map[session.ID]*sess // participant → sessions
+	openKeys    map[string]session.ID           // creator + open key → session
+	openCount   map[string]int                  // creator → pending or open sessions
+	subs        map[string][]*Subscription      // agent → live subscriptions
+	quarantined map[session.ID]error
+
+	sched    scheduler
+	inflight sync.WaitGroup
+	closed   atomic.Bool
+}
+
+// sess is one session: its machine and what is derived from it. lock is a
+// one-slot semaphore held for a whole change (validate → commit → deliver).
+type sess struct {
+	id   session.ID
+	meta *session.Meta // immutable
+	lock chan struct{}
+
+	// Guarded by lock.
+	m       *adapters.Machine
+	failed  error
+	dedup   map[string]uint64 // sender \x00 client message id → seq
+	trigger *session.Envelope // the envelope that began the current turn
+	lastAt  time.Time
+	watch   []*Subscription
+
+	state atomic.Uint32 // session.State, readable without the lock
+
+	// Guarded by the scheduler's mutex.
+	due     time.Time
+	heapIdx int
+}
+
+func newSess(m *adapters.Machine) *sess {
+	s := &sess{id: m.Meta.ID, meta: m.Meta, m: m, lock: make(chan struct{}, 1), heapIdx: -1}
+	return s
+}
+
+// acquire takes the session, waiting at most until ctx is done.
+func (s *sess) acquire(ctx context.Context) error {
+	select {
+	case s.lock <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *sess) release() { <-s.lock }
+
+// New builds a hub and hydrates it: every session in the log is re-folded
+// and its timers re-armed before New returns.
+func New(ctx context.Context, cfg Config) (*Hub, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	h := &Hub{
+		cfg: cfg, log: cfg.Log, clock: cfg.Clock, lg: cfg.Logger,
+		sessions: map[session.ID]*sess{}, byAgent: map[string]map[session.ID]*sess{},
+		openKeys: map[string]session.ID{}, openCount: map[string]int{}, subs: map[string][]*Subscription{},
+		quarantined: map[session.ID]error{},
+	}
+	h.sched.init(h)
+	if err := h.hydrate(ctx); err != nil {
+		return nil, err
+	}
+	h.sched.start()
+	return h, nil
+}
+
+// Close stops the hub: new calls fail with ErrClosed, in-flight changes
+// finish, timers stop and every subscription ends with ErrClosed. It does
+// not close the log; its owner closes it after the hub.
+func (h *Hub) Close() error {
+	if h.closed.Swap(true) {
+		return nil
+	}
+	h.inflight.Wait()
+	h.sched.stop()
+	h.mu.Lock()
+	subs := h.subs
+	h.subs = map[string][]*Subscription{}
+	all := make([]*sess, 0, len(h.sessions))
+	for _, s := range h.sessions {
+		all = append(all, s)
+	}
+	h.mu.Unlock()
+	for _, list := range subs {
+		for _, sub := range list {
+			sub.fail(ErrClosed)
+		}
+	}
+	for _, s := range all {
+		s.lock <- struct{}{}
+		for _, w := range s.watch {
+			w.fail(ErrClosed)
+		}
+		s.watch = nil
+		<-s.lock
+	}
+	return nil
+}
+
+// enter registers an in-flight call, or fails once the hub is closing.
+func (h *Hub) enter() error {
+	h.inflight.Add(1)
+	if h.closed.Load() {
+		h.inflight.Done()
+		return ErrClosed
+	}
+	return nil
+}
+
+func (h *Hub) leave() { h.inflight.Done() }
+
+func (h *Hub) newID() uuid.UUID { return h.cfg.NewID() }
+
+// lookup returns a session, or ErrUnknownSession (or the reason it is
+// quarantined).
+func (h *Hub) lookup(id session.ID) (*sess, error) {
+	h.mu.RLock()
+	s, ok := h.sessions[id]
+	q := h.quarantined[id]
+	h.mu.RUnlock()
+	if ok {
+		return s, nil
+	}
+	if q != nil {
+		return nil, fmt.Errorf("session %v is quarantined: %v: %w", id, q, ErrSessionFailed)
+	}
+	return nil, fmt.Errorf("no session %v: %w", id, ErrUnknownSession)
+}
+
+// index adds a session to the hub's indexes.
+func (h *Hub) index(s *sess) {
+	h.sessions[s.id] = s
+	for _, p := range s.meta.Participants {
+		m := h.byAgent[p.Name]
+		if m == nil {
+			m = map[session.ID]*sess{}
+			h.byAgent[p.Name] = m
+		}
+		m[s.id] = s
+	}
+	if s.meta.OpenKey != "" {
+		h.openKeys[openKey(s.meta.Creator, s.meta.OpenKey)] = s.id
+	}
+	if !session.State(s.state.Load()).Ended() {
+		h.openCount[s.meta.Creator]++
+	}
+}
+
+func openKey(creator, key string) string { return creator + "\x00" + key }
+
+func dedupKey(from, id string) string { return from + "\x00" + id }

@@ -1,0 +1,239 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/hubd/hubd/session"
+)
+
+// Subscription is a stream of deliveries for one agent (Subscribe) or one
+// session (Watch). Senders append to its bounded queue and never wait; a
+// subscriber that falls further behind than the hub's SubscriberBuffer is
+// cut off with ErrSlowSubscriber and resumes from its cursors.
+type Subscription struct {
+	h     *Hub
+	agent string     // "" for a watch
+	watch session.ID // the watched session
+
+	// Owned by the reader (Next).
+	spans []span              // catch-up still to read from the log
+	batch []Delivery          // catch-up read, not yet returned
+	turns []Delivery          // pending turns to re-tell after catch-up
+	sent  map[session.ID]uint64 // highest seq handed out per session
+	told  map[session.ID]uint64 // highest turn trigger handed out per session
+
+	mu    sync.Mutex
+	queue []Delivery
+	wake  chan struct{}
+	err   error
+}
+
+type span struct {
+	id       session.ID
+	from, to uint64
+}
+
+func newSubscription(h *Hub, agent string, watch session.ID) *Subscription {
+	return &Subscription{h: h, agent: agent, watch: watch, sent: map[session.ID]uint64{}, told: map[session.ID]uint64{},
+		wake: make(chan struct{}, 1)}
+}
+
+// push appends a live delivery; it never blocks.
+func (sub *Subscription) push(d Delivery) {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	if sub.err != nil {
+		return
+	}
+	if len(sub.queue) >= sub.h.cfg.SubscriberBuffer {
+		sub.err = fmt.Errorf("%d deliveries waiting: %w", len(sub.queue), ErrSlowSubscriber)
+		sub.queue = nil
+		sub.h.lg.Warn().Str("agent", sub.agent).Str("session", sub.watch.String()).Msg("slow subscriber cut off")
+		go sub.unregister()
+	} else {
+		sub.queue = append(sub.queue, d)
+	}
+	select {
+	case sub.wake <- struct{}{}:
+	default:
+	}
+}
+
+// fail ends the subscription with err.
+func (sub *Subscription) fail(err error) {
+	sub.mu.Lock()
+	if sub.err == nil {
+		sub.err = err
+		sub.queue = nil
+	}
+	sub.mu.Unlock()
+	select {
+	case sub.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Close ends the subscription; Next then returns ErrClosed.
+func (sub *Subscription) Close() {
+	sub.fail(ErrClosed)
+	sub.unregister()
+}
+
+// unregister removes the subscription from the hub's delivery lists.
+func (sub *Subscription) unregister() {
+	h := sub.h
+	if sub.agent != "" {
+		h.mu.Lock()
+		h.subs[sub.agent] = slices.DeleteFunc(h.subs[sub.agent], func(x *Subscription) bool { return x == sub })
+		if len(h.subs[sub.agent]) == 0 {
+			delete(h.subs, sub.agent)
+		}
+		h.mu.Unlock()
+		return
+	}
+	h.mu.RLock()
+	s := h.sessions[sub.watch]
+	h.mu.RUnlock()
+	if s == nil {
+		return
+	}
+	s.lock <- struct{}{}
+	s.watch = slices.DeleteFunc(s.watch, func(x *Subscription) bool { return x == sub })
+	s.release()
+}
+
+// Next returns the next delivery, waiting until there is one or ctx is
+// done. After the subscription ends it returns why: ErrSlowSubscriber,
+// ErrClosed, or a log read error.
+func (sub *Subscription) Next(ctx context.Context) (Delivery, error) {
+	for {
+		if err := sub.errNow(); err != nil {
+			return Delivery{}, err
+		}
+		if d, ok := sub.nextReady(); ok {
+			return d, nil
+		}
+		if len(sub.spans) > 0 {
+			if err := sub.readSpan(ctx); err != nil {
+				sub.fail(err)
+			}
+			continue
+		}
+		if d, ok, err := sub.pop(); err != nil {
+			return Delivery{}, err
+		} else if ok {
+			if d, keep := sub.filter(d); keep {
+				return d, nil
+			}
+			continue
+		}
+		select {
+		case <-sub.wake:
+		case <-ctx.Done():
+			return Delivery{}, ctx.Err()
+		}
+	}
+}
+
+func (sub *Subscription) errNow() error {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	return sub.err
+}
+
+// nextReady returns a catch-up delivery, or a pending turn once catch-up is
+// over.
+func (sub *Subscription) nextReady() (Delivery, bool) {
+	for len(sub.batch) > 0 {
+		d := sub.batch[0]
+		sub.batch = sub.batch[1:]
+		d.Turn = slices.ContainsFunc(sub.turns, func(t Delivery) bool {
+			return t.Envelope.Session == d.Envelope.Session && t.Envelope.Seq == d.Envelope.Seq
+		})
+		if d, keep := sub.filter(d); keep {
+			return d, true
+		}
+	}
+	if len(sub.spans) > 0 {
+		return Delivery{}, false
+	}
+	for len(sub.turns) > 0 {
+		d := sub.turns[0]
+		sub.turns = sub.turns[1:]
+		if d, keep := sub.filter(d); keep {
+			return d, true
+		}
+	}
+	return Delivery{}, false
+}
+
+// filter drops what was already handed out and records what is. An
+// envelope is handed out once; a turn is told once per trigger, on the
+// envelope itself when it is handed out with it, else on its own.
+func (sub *Subscription) filter(d Delivery) (Delivery, bool) {
+	id, seq := d.Envelope.Session, d.Envelope.Seq
+	fresh := seq > sub.sent[id]
+	turn := d.Turn && seq > sub.told[id]
+	if !fresh && !turn {
+		return d, false
+	}
+	if fresh {
+		sub.sent[id] = seq
+	}
+	if turn {
+		sub.told[id] = seq
+	}
+	d.Turn = turn
+	return d, true
+}
+
+func (sub *Subscription) pop() (Delivery, bool, error) {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	if sub.err != nil {
+		return Delivery{}, false, sub.err
+	}
+	if len(sub.queue) == 0 {
+		return Delivery{}, false, nil
+	}
+	d := sub.queue[0]
+	sub.queue[0] = Delivery{}
+	sub.queue = sub.queue[1:]
+	return d, true, nil
+}
+
+// catchupChunk is how many log records a catch-up reads at a time.
+const catchupChunk = 256
+
+// readSpan reads the next chunk of the first catch-up span from the log.
+func (sub *Subscription) readSpan(ctx context.Context) error {
+	sp := &sub.spans[0]
+	n := 0
+	// A chunk is short; reading it does not depend on the caller giving up.
+	err := sub.h.log.Scan(context.WithoutCancel(ctx), sp.id, sp.from, func(seq uint64, data []byte) error {
+		if seq > sp.to || n >= catchupChunk {
+			return errStop
+		}
+		n++
+		sp.from = seq + 1
+		e, err := session.DecodeEnvelope(data)
+		if err != nil {
+			return err
+		}
+		if sub.agent == "" || e.Audience.Includes(sub.agent, e.From) {
+			sub.batch = append(sub.batch, Delivery{Envelope: e})
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return fmt.Errorf("catching up session %v from seq %d: %w", sp.id, sp.from, err)
+	}
+	if sp.from > sp.to || n == 0 {
+		sub.spans = sub.spans[1:]
+	}
+	return nil
+}

@@ -1,0 +1,177 @@
+package hub
+
+import (
+	"container/heap"
+	"context"
+	"sync"
+	"time"
+
+	"github.com/hubd/hubd/session"
+)
+
+// scheduler keeps every session's next deadline in a min-heap and one clock
+// timer armed for the earliest. Idle sessions cost a heap slot, no
+// goroutine.
+type scheduler struct {
+	h       *Hub
+	mu      sync.Mutex
+	q       dueHeap
+	stopT   func() bool
+	armedAt time.Time
+	running bool
+	stopped bool
+}
+
+// fireParallelism bounds how many sessions' timers are written at once.
+const fireParallelism = 64
+
+func (sc *scheduler) init(h *Hub) { sc.h = h }
+
+func (sc *scheduler) start() {
+	sc.mu.Lock()
+	sc.running = true
+	sc.arm()
+	sc.mu.Unlock()
+}
+
+func (sc *scheduler) stop() {
+	sc.mu.Lock()
+	sc.stopped = true
+	if sc.stopT != nil {
+		sc.stopT()
+		sc.stopT = nil
+	}
+	sc.mu.Unlock()
+}
+
+// add schedules a session (its lock held or not yet shared).
+func (sc *scheduler) add(s *sess) { sc.update(s) }
+
+// update recomputes a session's next deadline; the caller holds its lock.
+func (sc *scheduler) update(s *sess) {
+	at, ok := s.m.Next()
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	switch {
+	case !ok && s.heapIdx >= 0:
+		heap.Remove(&sc.q, s.heapIdx)
+	case ok && s.heapIdx >= 0:
+		s.due = at
+		heap.Fix(&sc.q, s.heapIdx)
+	case ok:
+		s.due = at
+		heap.Push(&sc.q, s)
+	}
+	sc.arm()
+}
+
+func (sc *scheduler) remove(s *sess) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if s.heapIdx >= 0 {
+		heap.Remove(&sc.q, s.heapIdx)
+	}
+}
+
+// arm sets the clock timer for the earliest deadline (mu held).
+func (sc *scheduler) arm() {
+	if !sc.running || sc.stopped || len(sc.q) == 0 {
+		return
+	}
+	next := sc.q[0].due
+	if sc.stopT != nil && !sc.armedAt.After(next) {
+		return // already armed early enough
+	}
+	if sc.stopT != nil {
+		sc.stopT()
+	}
+	d := next.Sub(sc.h.clock.Now())
+	if d < 0 {
+		d = 0
+	}
+	sc.armedAt = next
+	sc.stopT = sc.h.clock.AfterFunc(d, sc.fire)
+}
+
+// fire runs the timers of every session due now, in parallel up to
+// fireParallelism, and returns when they are written.
+func (sc *scheduler) fire() {
+	now := sc.h.clock.Now()
+	sc.mu.Lock()
+	sc.stopT = nil
+	var due []*sess
+	for len(sc.q) > 0 && !sc.q[0].due.After(now) && !sc.stopped {
+		due = append(due, heap.Pop(&sc.q).(*sess))
+	}
+	sc.mu.Unlock()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, fireParallelism)
+	for _, s := range due {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			sc.h.runTimers(s)
+		}()
+	}
+	wg.Wait()
+	sc.mu.Lock()
+	sc.arm()
+	sc.mu.Unlock()
+}
+
+// runTimers writes what a session's due timers decide, through the commit
+// path, and reschedules it.
+func (h *Hub) runTimers(s *sess) {
+	if h.enter() != nil {
+		return
+	}
+	defer h.leave()
+	ctx := context.Background()
+	s.lock <- struct{}{}
+	defer s.release()
+	if err := h.ready(ctx, s); err != nil {
+		h.lg.Error().Err(err).Str("session", s.id.String()).Msg("timers not run")
+		return
+	}
+	envs := s.m.Due(h.stamp(s))
+	if len(envs) == 0 {
+		h.sched.update(s)
+		return
+	}
+	all, err := h.commit(ctx, s, envs, nil)
+	if err != nil {
+		h.lg.Error().Err(err).Str("session", s.id.String()).Msg("timer envelopes not written")
+		return
+	}
+	if f := h.cfg.Hooks.TimerFired; f != nil {
+		for _, e := range all {
+			if e.From == "" && (e.Type == session.EventViolation || e.Type.Ends()) {
+				f(s.id, e)
+			}
+		}
+	}
+}
+
+// dueHeap orders sessions by next deadline.
+type dueHeap []*sess
+
+func (q dueHeap) Len() int           { return len(q) }
+func (q dueHeap) Less(i, j int) bool { return q[i].due.Before(q[j].due) }
+func (q dueHeap) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].heapIdx, q[j].heapIdx = i, j
+}
+func (q *dueHeap) Push(x any) {
+	s := x.(*sess)
+	s.heapIdx = len(*q)
+	*q = append(*q, s)
+}
+func (q *dueHeap) Pop() any {
+	old := *q
+	s := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	s.heapIdx = -1
+	return s
+}
