@@ -20,9 +20,9 @@ type Subscription struct {
 	watch session.ID // the watched session
 
 	// Owned by the reader (Next).
-	spans []span              // catch-up still to read from the log
-	batch []Delivery          // catch-up read, not yet returned
-	turns []Delivery          // pending turns to re-tell after catch-up
+	spans []span                // catch-up still to read from the log
+	batch []Delivery            // catch-up read, not yet returned
+	turns []Delivery            // pending turns to re-tell after catch-up
 	sent  map[session.ID]uint64 // highest seq handed out per session
 	told  map[session.ID]uint64 // highest turn trigger handed out per session
 
