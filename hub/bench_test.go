@@ -1,0 +1,198 @@
+package hub_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hubd/hubd/adapters"
+	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/internal/server"
+	"github.com/hubd/hubd/session"
+	"github.com/hubd/hubd/transition"
+	"github.com/hubd/hubd/wal"
+)
+
+func openWAL(b *testing.B, dir string, sync bool) *wal.Log {
+	b.Helper()
+	l, err := wal.Open(wal.Options{Dir: dir, NoSync: !sync})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return l
+}
+
+func workflowReq(names []string) hub.OpenRequest {
+	graph, _ := json.Marshal(transition.RoundRobin(names, 0))
+	req := hub.OpenRequest{Type: session.Type{Kind: "workflow", Version: 1}, Knobs: map[string]json.RawMessage{"graph": graph},
+		Expectations: []session.Expectation{{Name: session.TurnWithin, Within: time.Hour, Action: session.ActionWarn}}}
+	for _, n := range names[1:] {
+		req.Participants = append(req.Participants, session.Participant{Name: n, AutoAccept: true})
+	}
+	return req
+}
+
+// BenchmarkAccept measures the hub's send path in process (validate →
+// append → fold → ack) on workflow sessions over a durable (fsynced) WAL,
+// one goroutine per session, each sending as the expected speaker.
+func BenchmarkAccept(b *testing.B) {
+	for _, sessions := range []int{1, 16, 128} {
+		b.Run(fmt.Sprintf("sessions=%d", sessions), func(b *testing.B) {
+			l := openWAL(b, b.TempDir(), true)
+			defer l.Close()
+			h, err := hub.New(context.Background(), hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer h.Close()
+			ctx := context.Background()
+			ids := make([]session.ID, sessions)
+			for i := range ids {
+				o, err := h.Open(ctx, "a", workflowReq([]string{"a", "b"}))
+				if err != nil {
+					b.Fatal(err)
+				}
+				ids[i] = o.Meta.ID
+			}
+			per := b.N/sessions + 1
+			text := session.Text{Text: string(make([]byte, 200))}
+			b.ReportAllocs()
+			b.ResetTimer()
+			start := time.Now()
+			var wg sync.WaitGroup
+			for i := range sessions {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for n := range per {
+						if _, err := h.Send(ctx, []string{"a", "b"}[n%2], ids[i], &session.Envelope{Type: session.EventText, Payload: text}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.ReportMetric(float64(per*sessions)/time.Since(start).Seconds(), "envelopes/s")
+		})
+	}
+}
+
+// BenchmarkHydrate measures rebuilding a hub from a log of 1M envelopes
+// over 10k workflow sessions (100 each): re-fold rate and time to serve.
+// Building the log takes a while; run it with -benchtime=1x.
+func BenchmarkHydrate(b *testing.B) {
+	const sessions, perSession = 10_000, 100
+	dir := b.TempDir()
+	l := openWAL(b, dir, false)
+	buildLog(b, l, sessions, perSession)
+	l.Close()
+	b.ResetTimer()
+	for range b.N {
+		l := openWAL(b, dir, false)
+		start := time.Now()
+		h, err := hub.New(context.Background(), hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		took := time.Since(start)
+		b.ReportMetric(float64(sessions*(perSession+2))/took.Seconds(), "envelopes/s")
+		b.ReportMetric(took.Seconds(), "s-to-serve")
+		if q := h.Quarantined(); len(q) > 0 {
+			for id, err := range q {
+				b.Fatalf("%d quarantined, e.g. %v: %v", len(q), id, err)
+			}
+		}
+		h.Close()
+		l.Close()
+	}
+}
+
+// buildLog writes sessions × perSession text turns (plus invite and open)
+// straight to the log, folding each session with its machine so the log is
+// exactly what a hub would have written.
+func buildLog(b *testing.B, l *wal.Log, sessions, perSession int) {
+	b.Helper()
+	reg := server.Adapters(nil)
+	req := workflowReq([]string{"a", "b", "c"})
+	a, _ := reg.Lookup(req.Type)
+	newID := ids()
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	batch := make([]hub.LogWrite, 0, 50)
+	log := server.WALLog(l)
+	for i := range sessions {
+		meta := &session.Meta{ID: session.ID(newID()), Type: req.Type, Creator: "a", Knobs: req.Knobs, Expectations: req.Expectations, CreatedAt: at,
+			Participants: append([]session.Participant{{Name: "a"}}, req.Participants...)}
+		m, err := adapters.NewMachine(a, meta)
+		if err != nil {
+			b.Fatal(err)
+		}
+		metaBytes, _ := session.EncodeMeta(meta)
+		w := hub.LogWrite{Session: meta.ID, Meta: metaBytes}
+		add := func(e *session.Envelope) {
+			e.Session, e.Seq, e.AcceptedAt, e.ID = meta.ID, m.Seq+1, at, newID()
+			all, _ := m.Apply(e)
+			for _, x := range all {
+				if x != e {
+					x.ID = newID()
+				}
+				data, _ := x.MarshalBinary()
+				w.Records = append(w.Records, hub.LogRecord{Seq: x.Seq, Data: data})
+			}
+		}
+		add(&session.Envelope{Type: session.EventInvite, Payload: session.Invite{}, Audience: session.Only()})
+		for range perSession {
+			add(&session.Envelope{From: m.Expected()[0], Type: session.EventText, Payload: session.Text{Text: "a turn of about sixty bytes of text, as agents write them"}})
+		}
+		batch = append(batch, w)
+		if len(batch) == cap(batch) || i == sessions-1 {
+			if err := log.Append(context.Background(), batch...); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+}
+
+// discardLog is a log that keeps nothing, to measure the hub's own memory
+// apart from the store's.
+type discardLog struct{}
+
+func (discardLog) Append(context.Context, ...hub.LogWrite) error { return nil }
+func (discardLog) Scan(context.Context, [16]byte, uint64, func(uint64, []byte) error) error {
+	return nil
+}
+func (discardLog) Sessions(context.Context, func([16]byte, []byte, uint64) error) error { return nil }
+func (discardLog) ScanAll(context.Context, func([16]byte, uint64, []byte) error) error  { return nil }
+
+// BenchmarkIdleSessions opens 100k workflow sessions with armed timers and
+// reports the hub's heap and goroutines per idle session. The log discards
+// what it is given so the numbers are the hub's alone.
+func BenchmarkIdleSessions(b *testing.B) {
+	const n = 100_000
+	for range b.N {
+		h, err := hub.New(context.Background(), hub.Config{Log: discardLog{}, Adapters: server.Adapters(nil)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		req := workflowReq([]string{"a", "b", "c"})
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		g0 := runtime.NumGoroutine()
+		for range n {
+			if _, err := h.Open(context.Background(), "a", req); err != nil {
+				b.Fatal(err)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "heap-B/session")
+		b.ReportMetric(float64(runtime.NumGoroutine()-g0)/n, "goroutines/session")
+		h.Close()
+	}
+}
