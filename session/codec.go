@@ -20,6 +20,8 @@ const codecVersion = 1
 // type's payload fields. Strings and byte fields are length-prefixed
 // (uvarint), ids are 16 raw bytes, times are Unix nanoseconds (0 = zero
 // time), maps are written in sorted key order. Encoding never fails.
+// Decoding gives nil for an empty list, map or byte string, and times in
+// UTC.
 func (e *Envelope) AppendBinary(b []byte) ([]byte, error) {
 	w := writer{b: b}
 	w.byte(codecVersion)

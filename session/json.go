@@ -51,7 +51,7 @@ func isHeaderKey(k string) bool {
 }
 
 // MarshalJSON implements json.Marshaler with the flat form above.
-func (e *Envelope) MarshalJSON() ([]byte, error) {
+func (e Envelope) MarshalJSON() ([]byte, error) {
 	h := envelopeHeader{Session: e.Session, Seq: e.Seq, ID: e.ID, From: e.From, Type: string(e.Type),
 		Causation: e.Causation, ClientMsgID: e.ClientMsgID, TraceParent: e.TraceParent, AcceptedAt: e.AcceptedAt}
 	if e.Audience.Restricted {

@@ -112,7 +112,8 @@ func (m *Meta) Knob(key string, v any) (bool, error) {
 }
 
 // Check reports whether the metadata is well formed: a type, a creator who
-// is a participant, at least two participants with valid distinct names,
+// is a participant, participants with valid distinct names (how many a
+// session type needs is its adapter's to check),
 // valid expectations and non-negative durations. Adapters check their own
 // knobs (every knob must be one the adapter knows, and decode).
 func (m *Meta) Check() error {

@@ -57,8 +57,7 @@ func writeCanonical(b *bytes.Buffer, v any) error {
 	case bool:
 		b.WriteString(strconv.FormatBool(x))
 	case string:
-		enc, _ := json.Marshal(x) // a string always encodes
-		b.Write(enc)
+		writeString(b, x)
 	case json.Number:
 		n, err := canonicalNumber(string(x))
 		if err != nil {
@@ -82,8 +81,7 @@ func writeCanonical(b *bytes.Buffer, v any) error {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			enc, _ := json.Marshal(k)
-			b.Write(enc)
+			writeString(b, k)
 			b.WriteByte(':')
 			if err := writeCanonical(b, x[k]); err != nil {
 				return err
@@ -96,22 +94,38 @@ func writeCanonical(b *bytes.Buffer, v any) error {
 	return nil
 }
 
-// canonicalNumber writes integers exactly (any size) and other numbers in
-// the shortest form that round-trips a float64.
+// writeString writes s as a JSON string without HTML escaping, so "<"
+// stays "<" whichever way a value arrives.
+func writeString(b *bytes.Buffer, s string) {
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	b.Truncate(b.Len() - 1) // Encode appends a newline
+}
+
+// maxExponent bounds the decimal exponent of a number, so a value like
+// 1e999999999 is refused instead of expanded.
+const maxExponent = 400
+
+// canonicalNumber writes numbers with an integral value as exact integers
+// (1.0, 1e2 and 100 alike, of any size) and other numbers in the shortest
+// form that round-trips a float64.
 func canonicalNumber(s string) (string, error) {
-	if !strings.ContainsAny(s, ".eE") {
-		var i big.Int
-		if _, ok := i.SetString(s, 10); !ok {
-			return "", fmt.Errorf("bad number %q: %w", s, ErrMalformed)
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		if exp, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+")); err != nil || exp > maxExponent || exp < -maxExponent {
+			return "", fmt.Errorf("number %q is out of range: %w", s, ErrMalformed)
 		}
-		return i.String(), nil
 	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsInf(f, 0) {
+	var r big.Rat
+	if _, ok := r.SetString(s); !ok {
 		return "", fmt.Errorf("bad number %q: %w", s, ErrMalformed)
 	}
-	if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
-		return strconv.FormatInt(int64(f), 10), nil
+	f, _ := r.Float64()
+	if math.IsInf(f, 0) {
+		return "", fmt.Errorf("number %q is out of range: %w", s, ErrMalformed)
+	}
+	if r.IsInt() {
+		return r.Num().String(), nil
 	}
 	return strconv.FormatFloat(f, 'g', -1, 64), nil
 }

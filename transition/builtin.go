@@ -63,7 +63,7 @@ func builtinConditions() map[string]ConditionFactory {
 
 func builtinTargets() map[string]TargetFactory {
 	return map[string]TargetFactory{
-		"agent": func(a *Args) (Target, error) { return AgentTarget{Agent: a.String("agent_id", true)}, nil },
+		"agent":       func(a *Args) (Target, error) { return AgentTarget{Agent: a.String("agent_id", true)}, nil },
 		"round_robin": func(*Args) (Target, error) { return RoundRobinTarget{}, nil },
 		"stay":        func(*Args) (Target, error) { return StayTarget{}, nil },
 		"revert_to_initiator": func(*Args) (Target, error) {

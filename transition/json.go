@@ -91,7 +91,7 @@ func (r *Registry) Decode(data []byte) (*Graph, error) {
 		return nil, fmt.Errorf("graph: %v: %w", err, ErrInvalid)
 	}
 	g := &Graph{Version: FormatVersion, InitialSpeaker: in.InitialSpeaker}
-	if in.Version != nil && *in.Version != FormatVersion {
+	if in.Version != nil && *in.Version != FormatVersion && *in.Version != 0 {
 		return nil, fmt.Errorf("version: %d is not supported (this hub reads version %d): %w", *in.Version, FormatVersion, ErrInvalid)
 	}
 	if in.MaxTurns != nil {
@@ -194,7 +194,7 @@ func wrapInvalid(a *Args, err error) error {
 
 // MarshalJSON encodes the graph in its JSON form. The output is canonical:
 // decoding it and encoding again gives the same bytes.
-func (g *Graph) MarshalJSON() ([]byte, error) {
+func (g Graph) MarshalJSON() ([]byte, error) {
 	out := graphJSONOut{Version: FormatVersion, InitialSpeaker: g.InitialSpeaker, Transitions: []transitionJSONOut{}}
 	for _, t := range g.Transitions {
 		out.Transitions = append(out.Transitions, transitionJSONOut{When: node(t.When), Then: node(t.Then), Priority: t.Priority})

@@ -13,16 +13,20 @@ import (
 func (g *Graph) Mermaid() string {
 	var b strings.Builder
 	b.WriteString("flowchart TD\n")
-	declared := map[string]bool{}
-	declare := func(id, shape string) string {
-		if !declared[id] {
-			declared[id] = true
+	// Node ids are numbered (n1, n2, ...): a name such as "end" would be a
+	// Mermaid keyword.
+	ids := map[string]string{}
+	declare := func(key, shape string) string {
+		id, ok := ids[key]
+		if !ok {
+			id = fmt.Sprintf("n%d", len(ids)+1)
+			ids[key] = id
 			fmt.Fprintf(&b, "    %s%s\n", id, shape)
 		}
 		return id
 	}
 	agent := func(name string) string { return declare(mermaidID("a", name), `["`+mermaidText(name)+`"]`) }
-	anyNode := func() string { return declare("any", `{{"any speaker"}}`) }
+	anyNode := func() string { return declare("*any", `{{"any speaker"}}`) }
 	target := func(t Target) string {
 		switch x := t.(type) {
 		case AgentTarget:
@@ -76,20 +80,7 @@ func speakerOf(c Condition) string {
 	return ""
 }
 
-func mermaidID(prefix, s string) string {
-	var b strings.Builder
-	b.WriteString(prefix)
-	b.WriteByte('_')
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
-			b.WriteRune(r)
-		default:
-			fmt.Fprintf(&b, "_%x_", r)
-		}
-	}
-	return b.String()
-}
+func mermaidID(prefix, s string) string { return prefix + ":" + s }
 
 func mermaidText(s string) string {
 	return strings.NewReplacer(`"`, "#quot;", "<", "#lt;", ">", "#gt;").Replace(s)

@@ -65,8 +65,8 @@ func TestGraphRender(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, want := range []string{"flowchart TD", "start((start)) --> a_researcher", `a_researcher -->|"1. from_speaker(researcher)"| a_writer`,
-		`any -->|"otherwise"| end_sequence_5f_complete`, `end_sequence_5f_complete(["end: sequence_complete"])`, `-.->|"turn 3 reached"|`} {
+	for _, want := range []string{"flowchart TD", `n1["researcher"]`, "start((start)) --> n1", `n1 -->|"1. from_speaker(researcher)"| n2`,
+		`n4{{"any speaker"}}`, `n5(["end: sequence_complete"])`, `n4 -->|"otherwise"| n5`, `n4 -.->|"turn 3 reached"| n6`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("render output lacks %q:\n%s", want, out)
 		}

@@ -1,0 +1,131 @@
+package session_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/hubd/hubd/session"
+)
+
+func TestParseEventType(t *testing.T) {
+	tests := []struct {
+		in   string
+		want session.EventType
+		err  bool
+	}{
+		// Built-ins in their stored spelling.
+		{in: "text", want: session.EventText},
+		{in: "packet", want: session.EventPacket},
+		{in: "session_closed", want: session.EventClosed},
+		{in: "expectation_violated", want: session.EventViolation},
+		// Protocol spellings.
+		{in: "EV_TEXT", want: session.EventText},
+		{in: "EV_PACKET", want: session.EventPacket},
+		{in: "EV_CONTEXT_SET", want: session.EventContextSet},
+		{in: "EV_SESSION_INVITE_ACK", want: session.EventInviteAck},
+		{in: "EV_SESSION_CLOSED", want: session.EventClosed},
+		{in: "EV_EXPECTATION_VIOLATED", want: session.EventViolation},
+		{in: "EV_DELEGATION_RESULT", want: session.EventDelegationResult},
+		{in: "EV_text", want: session.EventText}, // the rest is lowered
+		// Not built-ins: kept as custom types, unchanged.
+		{in: "EV_NOPE", want: "EV_NOPE"},
+		{in: "EV_", want: "EV_"},
+		{in: "ev_text", want: "ev_text"},
+		{in: "TEXT", want: "TEXT"},
+		{in: "app.note", want: "app.note"},
+		{in: "ünïcode/√", want: "ünïcode/√"},
+		{in: strings.Repeat("x", session.MaxEventTypeLen), want: session.EventType(strings.Repeat("x", session.MaxEventTypeLen))},
+		// Malformed.
+		{in: "", err: true},
+		{in: strings.Repeat("x", session.MaxEventTypeLen+1), err: true},
+		{in: "has space", err: true},
+		{in: " text", err: true},
+		{in: "text\n", err: true},
+		{in: "a\tb", err: true},
+		{in: "nul\x00", err: true},
+		{in: "del\x7f", err: true},
+	}
+	for _, tt := range tests {
+		got, err := session.ParseEventType(tt.in)
+		if tt.err {
+			if err == nil {
+				t.Errorf("ParseEventType(%q) = %q, want an error", tt.in, got)
+			} else {
+				wantErr(t, err, session.ErrMalformed)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("ParseEventType(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+func TestEventTypePredicates(t *testing.T) {
+	tests := []struct {
+		t                                              session.EventType
+		builtin, substantive, lifecycle, hubOnly, ends bool
+		protocol                                       string
+	}{
+		{session.EventText, true, true, false, false, false, "EV_TEXT"},
+		{session.EventPacket, true, true, false, false, false, "EV_PACKET"},
+		{session.EventContextSet, true, false, false, false, false, "EV_CONTEXT_SET"},
+		{session.EventInvite, true, false, true, true, false, "EV_SESSION_INVITE"},
+		{session.EventInviteAck, true, false, true, false, false, "EV_SESSION_INVITE_ACK"},
+		{session.EventInviteReject, true, false, true, false, false, "EV_SESSION_INVITE_REJECT"},
+		{session.EventOpened, true, false, true, true, false, "EV_SESSION_OPENED"},
+		{session.EventClosed, true, false, true, true, true, "EV_SESSION_CLOSED"},
+		{session.EventExpired, true, false, true, true, true, "EV_SESSION_EXPIRED"},
+		{session.EventViolation, true, false, true, true, false, "EV_EXPECTATION_VIOLATED"},
+		{session.EventQuestion, true, false, false, false, false, "EV_QUESTION"},
+		{session.EventAnswer, true, false, false, false, false, "EV_ANSWER"},
+		{session.EventDelegationResult, true, false, false, true, false, "EV_DELEGATION_RESULT"},
+		{session.EventTaskProgress, true, false, false, false, false, "EV_TASK_PROGRESS"},
+		{"app.note", false, false, false, false, false, "app.note"},
+		{"EV_NOPE", false, false, false, false, false, "EV_NOPE"},
+	}
+	if n := len(tests) - 2; n != len(allTypes) {
+		t.Fatalf("table covers %d built-ins, there are %d", n, len(allTypes))
+	}
+	for _, tt := range tests {
+		got := [...]bool{tt.t.Builtin(), tt.t.Substantive(), tt.t.Lifecycle(), tt.t.HubOnly(), tt.t.Ends()}
+		want := [...]bool{tt.builtin, tt.substantive, tt.lifecycle, tt.hubOnly, tt.ends}
+		if got != want {
+			t.Errorf("%s: Builtin, Substantive, Lifecycle, HubOnly, Ends = %v, want %v", tt.t, got, want)
+		}
+		if p := tt.t.ProtocolName(); p != tt.protocol {
+			t.Errorf("%s.ProtocolName() = %q, want %q", tt.t, p, tt.protocol)
+		}
+		// The protocol spelling parses back to the type.
+		if back, err := session.ParseEventType(tt.t.ProtocolName()); err != nil || back != tt.t {
+			t.Errorf("ParseEventType(%q) = %q, %v; want %q", tt.t.ProtocolName(), back, err, tt.t)
+		}
+	}
+}
+
+func TestPayloadFor(t *testing.T) {
+	for _, e := range samples() {
+		want := e.Payload
+		if c, ok := want.(session.Custom); ok {
+			c.Data = nil
+			want = c
+		}
+		got := session.PayloadFor(e.Type)
+		if want == nil {
+			if got != nil {
+				t.Errorf("PayloadFor(%s) = %#v, want nil", e.Type, got)
+			}
+			continue
+		}
+		if got == nil {
+			t.Errorf("PayloadFor(%s) = nil, want a %T", e.Type, want)
+			continue
+		}
+		if gt, wt := typeName(got), typeName(want); gt != wt {
+			t.Errorf("PayloadFor(%s) is a %s, want a %s", e.Type, gt, wt)
+		}
+	}
+}
+
+func typeName(v any) string { return fmt.Sprintf("%T", v) }
