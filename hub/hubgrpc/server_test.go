@@ -134,15 +134,24 @@ func TestBadInput(t *testing.T) {
 		}, codes.InvalidArgument, "MALFORMED", `context_set.set["k"]`},
 		{"no envelope", func() error { _, err := alice.Send(ctx, &hubpb.SendRequest{SessionId: id}); return err },
 			codes.InvalidArgument, "MALFORMED", "envelope is required"},
-		{"bad session id", func() error { _, err := alice.Send(ctx, &hubpb.SendRequest{SessionId: "nope", Envelope: text("x")}); return err },
+		{"bad session id", func() error {
+			_, err := alice.Send(ctx, &hubpb.SendRequest{SessionId: "nope", Envelope: text("x")})
+			return err
+		},
 			codes.InvalidArgument, "MALFORMED", "session_id"},
 		{"unknown session", func() error {
 			_, err := alice.Send(ctx, &hubpb.SendRequest{SessionId: "0194d1a0-0000-7000-8000-000000000000", Envelope: text("x")})
 			return err
 		}, codes.NotFound, "UNKNOWN_SESSION", "no session"},
-		{"out of turn", func() error { _, err := bob.Send(ctx, &hubpb.SendRequest{SessionId: id, Envelope: text("x")}); return err },
+		{"out of turn", func() error {
+			_, err := bob.Send(ctx, &hubpb.SendRequest{SessionId: id, Envelope: text("x")})
+			return err
+		},
 			codes.FailedPrecondition, "OUT_OF_TURN", `workflow expects "alice" to speak, got "bob"`},
-		{"not a participant", func() error { _, err := mallory.Send(ctx, &hubpb.SendRequest{SessionId: id, Envelope: text("x")}); return err },
+		{"not a participant", func() error {
+			_, err := mallory.Send(ctx, &hubpb.SendRequest{SessionId: id, Envelope: text("x")})
+			return err
+		},
 			codes.PermissionDenied, "NOT_PARTICIPANT", `"mallory" is not a participant`},
 		{"impersonation", func() error {
 			e := text("I am alice")
@@ -155,7 +164,10 @@ func TestBadInput(t *testing.T) {
 				Payload: &hubpb.Envelope_Ended{Ended: &hubpb.Ended{Reason: "mine"}}}})
 			return err
 		}, codes.PermissionDenied, "HUB_ONLY_EVENT", "written by the hub"},
-		{"oversized payload", func() error { _, err := alice.Send(ctx, &hubpb.SendRequest{SessionId: id, Envelope: text(big)}); return err },
+		{"oversized payload", func() error {
+			_, err := alice.Send(ctx, &hubpb.SendRequest{SessionId: id, Envelope: text(big)})
+			return err
+		},
 			codes.ResourceExhausted, "TOO_LARGE", "the limit is 4096"},
 		{"handoff to a non-participant", func() error {
 			_, err := alice.Send(ctx, &hubpb.SendRequest{SessionId: id, Envelope: &hubpb.Envelope{Type: "packet",
@@ -175,7 +187,10 @@ func TestBadInput(t *testing.T) {
 			codes.PermissionDenied, "PERMISSION_DENIED", `only the creator "alice"`},
 		{"read by a non-participant", func() error { _, err := mallory.GetSession(ctx, &hubpb.GetSessionRequest{SessionId: id}); return err },
 			codes.PermissionDenied, "PERMISSION_DENIED", "may not read it"},
-		{"no agent name", func() error { _, err := f.client().GetSession(ctx, &hubpb.GetSessionRequest{SessionId: id}); return err },
+		{"no agent name", func() error {
+			_, err := f.client().GetSession(ctx, &hubpb.GetSessionRequest{SessionId: id})
+			return err
+		},
 			codes.Unauthenticated, "UNAUTHENTICATED", "x-hubd-agent"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
