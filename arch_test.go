@@ -40,8 +40,7 @@ var allowed = []struct {
 	{"hub/hubgrpc", []string{"hub", "hubpb", "session", "adapters", "transition"}},
 	{"agentsdk", []string{"hubpb"}},
 	{"cmd/*", []string{"*"}},
-	{"examples/*", []string{"agentsdk", "hubpb", "hub/hubgrpc/hubtest"}},
-	{"hub/hubgrpc/hubtest", []string{"*"}},
+	{"examples/*", []string{"agentsdk", "hubpb", "internal/server"}},
 	{"internal/*", []string{"*"}},
 }
 
