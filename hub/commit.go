@@ -118,7 +118,7 @@ func (h *Hub) committed(s *sess, all []*session.Envelope) {
 		}
 	}
 	after := s.m.Life.State
-	s.state.Store(uint32(after))
+	s.publish()
 	if after.Ended() && !before.Ended() {
 		h.mu.Lock()
 		h.openCount[s.meta.Creator]--

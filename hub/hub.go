@@ -49,7 +49,10 @@ type sess struct {
 	lastAt  time.Time
 	watch   []*Subscription
 
-	state atomic.Uint32 // session.State, readable without the lock
+	// Readable without the lock, for listings.
+	state   atomic.Uint32 // session.State
+	lastSeq atomic.Uint64
+	reason  atomic.Pointer[string] // set when the session ends
 
 	// Guarded by the scheduler's mutex.
 	due     time.Time
@@ -57,8 +60,17 @@ type sess struct {
 }
 
 func newSess(m *adapters.Machine) *sess {
-	s := &sess{id: m.Meta.ID, meta: m.Meta, m: m, lock: make(chan struct{}, 1), heapIdx: -1}
-	return s
+	return &sess{id: m.Meta.ID, meta: m.Meta, m: m, lock: make(chan struct{}, 1), heapIdx: -1}
+}
+
+// publish copies what listings read without the lock; the caller holds it.
+func (s *sess) publish() {
+	s.state.Store(uint32(s.m.Life.State))
+	s.lastSeq.Store(s.m.Seq)
+	if s.m.Life.State.Ended() && s.reason.Load() == nil {
+		r := s.m.Life.Reason
+		s.reason.Store(&r)
+	}
 }
 
 // acquire takes the session, waiting at most until ctx is done.

@@ -143,7 +143,7 @@ func (h *Hub) install(order []session.ID, all map[session.ID]*loading) int {
 			}
 			continue
 		}
-		l.s.state.Store(uint32(l.s.m.Life.State))
+		l.s.publish()
 		h.index(l.s)
 		h.sched.add(l.s)
 		n++

@@ -72,7 +72,8 @@ type Filter struct {
 
 // List returns the sessions matching f that agent may see (those it takes
 // part in, or all for an operator), oldest first, and the id to pass as
-// After for the next page (zero when there is none).
+// After for the next page (zero when there is none). Each Info has the
+// metadata, state, last seq and close reason; Get has the rest.
 func (h *Hub) List(agent string, operator bool, f Filter) ([]Info, session.ID, error) {
 	limit := f.Limit
 	if limit <= 0 {
@@ -101,8 +102,11 @@ func (h *Hub) List(agent string, operator bool, f Filter) ([]Info, session.ID, e
 			next = out[len(out)-1].Meta.ID
 			break
 		}
-		st := session.State(s.state.Load())
-		out = append(out, Info{Meta: s.meta, State: st})
+		info := Info{Meta: s.meta, State: session.State(s.state.Load()), Seq: s.lastSeq.Load()}
+		if r := s.reason.Load(); r != nil {
+			info.Reason = *r
+		}
+		out = append(out, info)
 	}
 	return out, next, nil
 }

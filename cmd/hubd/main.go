@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -35,9 +36,12 @@ func exitCode(err error, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintln(stderr, "hubd:", err)
 	var ee *exitError
-	if errors.As(err, &ee) {
+	if errors.As(err, &ee) && ee.code == 0 {
+		return 0 // --help
+	}
+	fmt.Fprintln(stderr, "hubd:", err)
+	if ee != nil {
 		return ee.code
 	}
 	return 1
@@ -46,6 +50,13 @@ func exitCode(err error, stderr io.Writer) int {
 const usage = `hubd: a session hub for multi-agent systems
 
 Usage:
+  hubd [serve] [--listen 127.0.0.1:7420] [--data ./hubd-data] [--tokens FILE] [--tls-cert F --tls-key F [--client-ca F]]
+               [--log-format json|console] [--log-level info]
+  hubd sessions list [--state S] [--participant P] [--label k=v]   (client flags: --hub, --as, --token)
+  hubd sessions show ID
+  hubd sessions tail ID [--from N]
+  hubd sessions export [ID ...]
+  hubd log verify [--data DIR]
   hubd graph validate [--participants a,b,c] FILE
   hubd graph render FILE
   hubd graph simulate --graph FILE --participants a,b,c [--creator a] [--context JSON] [--max-handoffs N]
@@ -55,11 +66,16 @@ Usage:
 // stdin and writing stdout and stderr. The returned error carries the exit
 // code (see exitCode).
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return usageError("no command")
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return runServe(ctx, args, stdout, stderr)
 	}
 	switch args[0] {
+	case "serve":
+		return runServe(ctx, args[1:], stdout, stderr)
+	case "sessions":
+		return runSessions(ctx, args[1:], stdout, stderr)
+	case "log":
+		return runLog(ctx, args[1:], stdout, stderr)
 	case "graph":
 		return runGraph(ctx, args[1:], stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":

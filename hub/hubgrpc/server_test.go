@@ -55,6 +55,13 @@ func start(t *testing.T, tokens string) *fixture {
 // client dials the fixture; md is sent with every call.
 func (f *fixture) client(md ...string) hubpb.HubClient {
 	f.t.Helper()
+	conn := f.dial(md...)
+	f.t.Cleanup(func() { conn.Close() })
+	return hubpb.NewHubClient(conn)
+}
+
+func (f *fixture) dial(md ...string) *grpc.ClientConn {
+	f.t.Helper()
 	conn, err := grpc.NewClient("passthrough:///bufnet",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return f.lis.DialContext(ctx) }),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -67,8 +74,7 @@ func (f *fixture) client(md ...string) hubpb.HubClient {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	f.t.Cleanup(func() { conn.Close() })
-	return hubpb.NewHubClient(conn)
+	return conn
 }
 
 func (f *fixture) agent(name string) hubpb.HubClient { return f.client(hubgrpc.AgentHeader, name) }
@@ -308,8 +314,8 @@ func TestShutdownLeavesNoGoroutines(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := &fixture{t: t, srv: srv, lis: lis}
-	conn := f.agent("alice")
-	stream, err := conn.Subscribe(context.Background(), &hubpb.SubscribeRequest{})
+	conn := f.dial(hubgrpc.AgentHeader, "alice")
+	stream, err := hubpb.NewHubClient(conn).Subscribe(context.Background(), &hubpb.SubscribeRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,14 +327,15 @@ func TestShutdownLeavesNoGoroutines(t *testing.T) {
 	} else if code, reason := reasonOf(err); code != codes.Unavailable || (reason != "DRAINING" && reason != "") {
 		t.Logf("stream ended with %v %s", code, reason)
 	}
+	conn.Close()
 	// Goroutines exit asynchronously after Close returns; allow them a
 	// bounded moment.
 	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before+2 && time.Now().Before(deadline) {
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
 		runtime.Gosched()
 		time.Sleep(10 * time.Millisecond)
 	}
-	if n := runtime.NumGoroutine(); n > before+2 {
+	if n := runtime.NumGoroutine(); n > before {
 		buf := make([]byte, 1<<20)
 		t.Fatalf("%d goroutines before, %d after shutdown:\n%s", before, n, buf[:runtime.Stack(buf, true)])
 	}

@@ -41,6 +41,10 @@ type Config struct {
 	Logger      zerolog.Logger
 }
 
+// DevOperator is the agent name with operator rights in development mode
+// when no operators are configured.
+const DevOperator = "operator"
+
 // Server is a running hubd: log, hub, gRPC service.
 type Server struct {
 	cfg    Config
@@ -114,6 +118,9 @@ func authFor(cfg Config, addr net.Addr) (hubgrpc.Authenticator, error) {
 		return a, fmt.Errorf("refusing to serve %v without --tokens or --client-ca: development mode is for loopback addresses only", addr)
 	}
 	a.Dev = true
+	if len(a.Operators) == 0 {
+		a.Operators = []string{DevOperator}
+	}
 	return a, nil
 }
 
