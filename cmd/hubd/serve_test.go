@@ -44,11 +44,22 @@ func serveInProcess(t *testing.T, args ...string) (string, func()) {
 	}
 }
 
+// devClient dials addr as agent (development mode).
 func devClient(t *testing.T, addr, agent string) hubpb.HubClient {
+	return dialWith(t, addr, hubgrpc.AgentHeader, agent)
+}
+
+// anonClient dials addr without credentials.
+func anonClient(t *testing.T, addr string) hubpb.HubClient { return dialWith(t, addr) }
+
+func dialWith(t *testing.T, addr string, md ...string) hubpb.HubClient {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithUnaryInterceptor(func(ctx context.Context, m string, req, reply any, cc *grpc.ClientConn, inv grpc.UnaryInvoker, o ...grpc.CallOption) error {
-			return inv(metadata.AppendToOutgoingContext(ctx, hubgrpc.AgentHeader, agent), m, req, reply, cc, o...)
+			return inv(metadata.AppendToOutgoingContext(ctx, md...), m, req, reply, cc, o...)
+		}),
+		grpc.WithStreamInterceptor(func(ctx context.Context, d *grpc.StreamDesc, cc *grpc.ClientConn, m string, s grpc.Streamer, o ...grpc.CallOption) (grpc.ClientStream, error) {
+			return s(metadata.AppendToOutgoingContext(ctx, md...), d, cc, m, o...)
 		}))
 	if err != nil {
 		t.Fatal(err)

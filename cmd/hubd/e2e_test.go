@@ -1,0 +1,218 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hubd/hubd/hubpb"
+	"github.com/hubd/hubd/internal/wiretest"
+)
+
+// binaries holds the programs the end-to-end tests build once.
+type binaries struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+var built binaries
+
+// buildBinary builds ./cmd/<name> (or another main package path) into a
+// temp dir shared by the tests of this run.
+func buildBinary(t *testing.T, pkg string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end: builds and runs binaries")
+	}
+	built.once.Do(func() { built.dir, built.err = os.MkdirTemp("", "hubd-e2e-") })
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	out := filepath.Join(built.dir, filepath.Base(pkg))
+	if _, err := os.Stat(out); err == nil {
+		return out
+	}
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Dir = "../.."
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	}
+	return out
+}
+
+// daemon is a running hubd process.
+type daemon struct {
+	t    *testing.T
+	bin  string
+	data string
+	addr string
+	cmd  *exec.Cmd
+	logs *strings.Builder
+	mu   sync.Mutex
+}
+
+// startDaemon runs the real hubd binary on a free loopback port (or addr,
+// when restarting) with data dir data.
+func startDaemon(t *testing.T, data, addr string, extra ...string) *daemon {
+	t.Helper()
+	bin := buildBinary(t, "./cmd/hubd")
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	d := &daemon{t: t, bin: bin, data: data, logs: &strings.Builder{}}
+	d.cmd = exec.Command(bin, append([]string{"serve", "--listen", addr, "--data", data, "--log-format", "json"}, extra...)...)
+	stdout, _ := d.cmd.StdoutPipe()
+	stderr, _ := d.cmd.StderrPipe()
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go d.collect(stderr)
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		d.cmd.Process.Kill()
+		d.cmd.Wait()
+		t.Fatalf("hubd did not start: %v\n%s", err, d.log())
+	}
+	go io.Copy(io.Discard, stdout)
+	d.addr = strings.Fields(strings.TrimPrefix(line, "hubd listening on "))[0]
+	t.Cleanup(func() { d.stop(syscall.SIGKILL) })
+	return d
+}
+
+func (d *daemon) collect(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		d.mu.Lock()
+		d.logs.WriteString(sc.Text() + "\n")
+		d.mu.Unlock()
+	}
+}
+
+func (d *daemon) log() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.logs.String()
+}
+
+// stop signals the process and waits for it.
+func (d *daemon) stop(sig syscall.Signal) {
+	if d.cmd.ProcessState != nil {
+		return
+	}
+	d.cmd.Process.Signal(sig)
+	done := make(chan struct{})
+	go func() { d.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		d.cmd.Process.Kill()
+		<-done
+		d.t.Errorf("hubd did not stop on %v\n%s", sig, d.log())
+	}
+}
+
+func TestE2EBadInput(t *testing.T) {
+	d := startDaemon(t, t.TempDir(), "", "--max-envelope-bytes", "4096")
+	agent := func(name string) hubpb.HubClient { return devClient(t, d.addr, name) }
+	wiretest.BadInput(t, agent, anonClient(t, d.addr))
+}
+
+// TestE2EResumeAcrossKill subscribes an agent, kills hubd with SIGKILL,
+// restarts it on the same data and address, and resumes from the agent's
+// cursor: no gap, no duplicate.
+func TestE2EResumeAcrossKill(t *testing.T) {
+	data := t.TempDir()
+	d := startDaemon(t, data, "")
+	ctx := context.Background()
+	alice := devClient(t, d.addr, "alice")
+	id := wiretest.Pipeline(t, alice)
+	carol := devClient(t, d.addr, "carol")
+	sctx, cancel := context.WithCancel(ctx)
+	stream, err := carol.Subscribe(sctx, &hubpb.SubscribeRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.Send(ctx, &hubpb.SendRequest{SessionId: id, Envelope: wiretest.Text("research")}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	cursor := uint64(0)
+	for len(got) < 2 {
+		dl, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cursor = dl.GetEnvelope().GetSeq()
+		got = append(got, fmt.Sprintf("%d:%s", cursor, dl.GetEnvelope().GetType()))
+	}
+	cancel()
+	bob := devClient(t, d.addr, "bob")
+	if _, err := bob.Send(ctx, &hubpb.SendRequest{SessionId: id, Envelope: wiretest.Text("draft")}); err != nil {
+		t.Fatal(err)
+	}
+	d.stop(syscall.SIGKILL)
+	d = startDaemon(t, data, d.addr)
+	carol = devClient(t, d.addr, "carol")
+	stream, err = carol.Subscribe(ctx, &hubpb.SubscribeRequest{Cursors: map[string]uint64{id: cursor}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dl, err := stream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, fmt.Sprintf("%d:%s", dl.GetEnvelope().GetSeq(), dl.GetEnvelope().GetType()))
+	if !dl.GetYourTurn() {
+		t.Errorf("bob's draft should tell carol it is her turn")
+	}
+	if r, err := carol.Send(ctx, &hubpb.SendRequest{SessionId: id, Envelope: wiretest.Text("edited")}); err != nil || !r.GetClosed() {
+		t.Fatalf("carol's turn: %v %v", r, err)
+	}
+	dl, err = stream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, fmt.Sprintf("%d:%s", dl.GetEnvelope().GetSeq(), dl.GetEnvelope().GetType()))
+	if s := strings.Join(got, " "); s != "2:session_opened 3:text 4:text 6:session_closed" {
+		t.Fatalf("deliveries %s", s)
+	}
+}
+
+// TestE2ETokensAndShutdown serves with a tokens file: missing and wrong
+// tokens are refused, a right one works; SIGTERM stops hubd cleanly.
+func TestE2ETokensAndShutdown(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte("# agents\nalice alice-secret-token-1\nbob bob-secret-token-22\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, t.TempDir(), "", "--tokens", tokens)
+	ctx := context.Background()
+	for name, c := range map[string]hubpb.HubClient{
+		"missing token": anonClient(t, d.addr),
+		"wrong token":   dialWith(t, d.addr, "authorization", "Bearer bob-secret-token-2X"),
+		"dev name only": devClient(t, d.addr, "alice"),
+	} {
+		_, err := c.ListSessions(ctx, &hubpb.ListSessionsRequest{})
+		if code, reason := wiretest.ReasonOf(err); reason != "UNAUTHENTICATED" {
+			t.Errorf("%s: %v %s", name, code, reason)
+		}
+	}
+	alice := dialWith(t, d.addr, "authorization", "Bearer alice-secret-token-1")
+	if _, err := alice.Open(ctx, &hubpb.OpenRequest{Type: "conversation", Participants: []*hubpb.Participant{{Name: "bob"}}}); err != nil {
+		t.Fatal(err)
+	}
+	d.stop(syscall.SIGTERM)
+	if code := d.cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(d.log(), "hubd stopped") {
+		t.Fatalf("exit %d after SIGTERM:\n%s", code, d.log())
+	}
+}
