@@ -131,7 +131,7 @@ func TestPureImports(t *testing.T) {
 
 // forbiddenCalls are functions a pure package may not call.
 var forbiddenCalls = map[string][]string{
-	"time": {"Now", "Since", "Until", "Sleep", "After", "AfterFunc", "Tick", "NewTimer", "NewTicker"},
+	"time":                   {"Now", "Since", "Until", "Sleep", "After", "AfterFunc", "Tick", "NewTimer", "NewTicker"},
 	"github.com/google/uuid": {"New", "NewRandom", "NewV7", "NewV1", "NewUUID", "NewString", "Must"},
 }
 

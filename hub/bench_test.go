@@ -166,8 +166,8 @@ func (discardLog) Append(context.Context, ...hub.LogWrite) error { return nil }
 func (discardLog) Scan(context.Context, [16]byte, uint64, func(uint64, []byte) error) error {
 	return nil
 }
-func (discardLog) Sessions(context.Context, func([16]byte, []byte, uint64) error) error { return nil }
-func (discardLog) ScanAll(context.Context, func([16]byte, uint64, []byte) error) error  { return nil }
+func (discardLog) Sessions(context.Context, func([16]byte, []byte) error) error        { return nil }
+func (discardLog) ScanAll(context.Context, func([16]byte, uint64, []byte) error) error { return nil }
 
 // BenchmarkIdleSessions opens 100k workflow sessions with armed timers and
 // reports the hub's heap and goroutines per idle session. The log discards

@@ -23,8 +23,8 @@ type Log interface {
 	Append(ctx context.Context, writes ...LogWrite) error
 	// Scan calls fn for one session's records with seq >= from, in order.
 	Scan(ctx context.Context, session [16]byte, from uint64, fn func(seq uint64, data []byte) error) error
-	// Sessions calls fn for every session's metadata and last seq.
-	Sessions(ctx context.Context, fn func(session [16]byte, meta []byte, last uint64) error) error
+	// Sessions calls fn for every session's metadata.
+	Sessions(ctx context.Context, fn func(session [16]byte, meta []byte) error) error
 	// ScanAll calls fn for every record of every session, session by
 	// session, seq ascending.
 	ScanAll(ctx context.Context, fn func(session [16]byte, seq uint64, data []byte) error) error

@@ -27,7 +27,6 @@ func (h *Hub) Quarantined() map[session.ID]error {
 // loading is a session being rebuilt by hydrate.
 type loading struct {
 	s    *sess
-	last uint64 // the log's last seq for it
 	err  error  // why it is quarantined
 }
 
@@ -38,10 +37,10 @@ func (h *Hub) hydrate(ctx context.Context) error {
 	start := time.Now() // for the log line only
 	all := map[session.ID]*loading{}
 	var order []session.ID
-	err := h.log.Sessions(ctx, func(raw [16]byte, metaBytes []byte, last uint64) error {
+	err := h.log.Sessions(ctx, func(raw [16]byte, metaBytes []byte) error {
 		id := session.ID(raw)
 		order = append(order, id)
-		l := &loading{last: last}
+		l := &loading{}
 		all[id] = l
 		l.s, l.err = h.start(metaBytes, id)
 		return nil
@@ -64,7 +63,7 @@ func (h *Hub) hydrate(ctx context.Context) error {
 		// only the sessions with bad records are quarantined.
 		h.lg.Warn().Err(scanErr).Msg("hydrate: bulk scan failed; rebuilding session by session")
 		for _, id := range order {
-			if l := all[id]; l.err == nil && l.s.m.Seq < l.last {
+			if l := all[id]; l.err == nil {
 				l.err = h.scanRest(ctx, l.s)
 			}
 		}
@@ -129,9 +128,6 @@ func (h *Hub) install(order []session.ID, all map[session.ID]*loading) int {
 	n := 0
 	for _, id := range order {
 		l := all[id]
-		if l.err == nil && l.s.m.Seq != l.last {
-			l.err = fmt.Errorf("folded up to seq %d, the log ends at %d: %w", l.s.m.Seq, l.last, session.ErrCorrupt)
-		}
 		if l.err == nil && l.s.m.Life.State == 0 {
 			l.err = fmt.Errorf("no invite record: %w", session.ErrCorrupt)
 		}

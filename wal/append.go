@@ -50,7 +50,7 @@ type request struct {
 // with other concurrent appends (group commit), and returns once that
 // transaction is committed, fsynced unless Options.NoSync.
 //
-// The callers must not modify writes or the slices they reference until
+// The caller must not modify writes or the slices they reference until
 // Append returns. If ctx is done before the committer has taken the
 // request, Append returns ctx.Err() and nothing is written; once taken,
 // Append waits for the real outcome whatever ctx does. Append with no
@@ -63,7 +63,7 @@ func (l *Log) Append(ctx context.Context, writes ...Write) error {
 		l.exitRead()
 		return nil
 	}
-	size, err := checkRequest(writes, l.maxBatch)
+	size, err := checkRequest(writes, l.limits)
 	if err != nil {
 		return err
 	}
@@ -115,10 +115,16 @@ func entrySize(keyLen, dataLen int) int {
 	return keyLen + frameLen(dataLen) + entryOverhead
 }
 
+// limits bound what one request may hold.
+type limits struct {
+	batch int // MaxBatchBytes
+	value int // largest data of one entry; 0 = no limit but batch
+}
+
 // checkRequest does the checks that need no stored state: every write has
-// records, seqs are non-zero and consecutive, and the whole request fits in
-// maxBatch bytes. It returns the request's size.
-func checkRequest(writes []Write, maxBatch int) (int, error) {
+// records, seqs are non-zero and consecutive, and the whole request fits
+// the limits. It returns the request's size.
+func checkRequest(writes []Write, lim limits) (int, error) {
 	size := 0
 	for i := range writes {
 		w := &writes[i]
@@ -131,6 +137,7 @@ func checkRequest(writes []Write, maxBatch int) (int, error) {
 		if w.Meta != nil {
 			size += entrySize(metaKeyLen, len(w.Meta))
 		}
+		maxData := len(w.Meta)
 		prev := w.Records[0].Seq - 1
 		for j := range w.Records {
 			rec := &w.Records[j]
@@ -140,10 +147,23 @@ func checkRequest(writes []Write, maxBatch int) (int, error) {
 			}
 			prev = rec.Seq
 			size += entrySize(recordKeyLen, len(rec.Data))
+			maxData = max(maxData, len(rec.Data))
 		}
-		if size > maxBatch {
-			return 0, fmt.Errorf("%w: request of at least %d bytes exceeds MaxBatchBytes %d", ErrTooLarge, size, maxBatch)
+		if err := lim.check(size, maxData); err != nil {
+			return 0, fmt.Errorf("session %x: %w", w.Session, err)
 		}
 	}
 	return size, nil
+}
+
+// check reports ErrTooLarge for a request of size bytes so far whose
+// largest entry holds maxData bytes.
+func (lim limits) check(size, maxData int) error {
+	if size > lim.batch {
+		return fmt.Errorf("%w: request of at least %d bytes exceeds MaxBatchBytes %d", ErrTooLarge, size, lim.batch)
+	}
+	if lim.value > 0 && maxData > lim.value {
+		return fmt.Errorf("%w: %d bytes of data in one entry exceed the in-memory limit of %d", ErrTooLarge, maxData, lim.value)
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package wal
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,7 +31,7 @@ func benchAppend(b *testing.B, noSync bool, appenders int) {
 		b.Fatal(err)
 	}
 	defer func() { _ = l.Close() }()
-	data := make([]byte, 1024)
+	data := benchData(1024)
 	lat := make([][]time.Duration, appenders)
 	for g := range lat {
 		lat[g] = make([]time.Duration, 0, b.N/appenders+1)
@@ -57,6 +58,16 @@ func benchAppend(b *testing.B, noSync bool, appenders int) {
 		b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50_us")
 		b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99_us")
 	}
+}
+
+// benchData is n pseudo-random (incompressible) bytes.
+func benchData(n int) []byte {
+	r := rand.New(rand.NewPCG(1, 2))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
 }
 
 // appendLoop appends n records to session s and records each latency.
@@ -88,7 +99,7 @@ func BenchmarkScanAll(b *testing.B) {
 	}
 	defer func() { _ = l.Close() }()
 	const sessions, perSession = 64, 1000
-	data := make([]byte, 1024)
+	data := benchData(1024)
 	for i := range sessions {
 		for first := uint64(1); first <= perSession; first += 100 {
 			w := Write{Session: sid(i)}
@@ -126,7 +137,7 @@ func BenchmarkRawFsync(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer func() { _ = f.Close() }()
-	data := make([]byte, 1024)
+	data := benchData(1024)
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for range b.N {

@@ -64,7 +64,7 @@ func (c *committer) take() (size int, closed bool) {
 	i := 0
 	for ; i < len(l.queue); i++ {
 		r := l.queue[i]
-		if len(c.batch) > 0 && size+r.size > l.maxBatch {
+		if len(c.batch) > 0 && size+r.size > l.limits.batch {
 			break
 		}
 		if r.state.CompareAndSwap(stateQueued, stateTaken) {
@@ -101,6 +101,9 @@ func (c *committer) commit(size int) {
 	}
 	c.endRead()
 	if err == nil && staged > 0 {
+		if h := c.l.hooks.beforeCommit; h != nil {
+			h()
+		}
 		err = txn.Commit()
 	}
 	if err != nil {

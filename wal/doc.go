@@ -41,6 +41,7 @@
 // Close stops accepting appends (ErrClosed), lets the committer drain every
 // queued request (each gets its real result), waits for reads in flight and
 // closes badger. Any method called once Close has begun returns ErrClosed.
+// Close waits for scans in progress, so a scan callback must not call it.
 //
 // # Concurrency
 //

@@ -12,9 +12,9 @@ import (
 // Log is a write-ahead log of per-session records on badger. Its methods are
 // safe for concurrent use. Open one per directory.
 type Log struct {
-	db       *badger.DB
-	logger   zerolog.Logger
-	maxBatch int
+	db     *badger.DB
+	logger zerolog.Logger
+	limits limits
 
 	mu      sync.Mutex
 	queue   []*request // appends not yet taken by the committer, FIFO
@@ -32,8 +32,9 @@ type Log struct {
 // testHooks lets tests stop the committer at fixed points. Set before the
 // committer starts; nil in production.
 type testHooks struct {
-	beforeTake func() // before each look at the queue
-	afterTake  func() // after taking a non-empty batch, before checking it
+	beforeTake   func() // before each look at the queue
+	afterTake    func() // after taking a non-empty batch, before checking it
+	beforeCommit func() // after staging a transaction, before committing it
 }
 
 // Open opens (creating it if needed) the log in opts.Dir, or an in-memory
@@ -58,12 +59,12 @@ func open(opts Options, hooks testHooks) (*Log, error) {
 		return nil, err
 	}
 	l := &Log{
-		db:       db,
-		logger:   opts.Logger,
-		maxBatch: opts.maxBatchBytes(),
-		wake:     make(chan struct{}, 1),
-		stopped:  make(chan struct{}),
-		hooks:    hooks,
+		db:      db,
+		logger:  opts.Logger,
+		limits:  opts.limits(),
+		wake:    make(chan struct{}, 1),
+		stopped: make(chan struct{}),
+		hooks:   hooks,
 	}
 	l.idle.L = &l.mu
 	l.reqPool.New = func() any { return &request{done: make(chan error, 1)} }

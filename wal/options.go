@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/dgraph-io/badger/v4/options"
 	"github.com/rs/zerolog"
 )
 
@@ -28,6 +27,10 @@ const (
 	// (12.5% of the memtable) stays under badger's 15% transaction limit.
 	minMemTableSize  = 32 << 20
 	memTablePerBatch = 8
+
+	// inMemoryMaxValue is badger's default value threshold, the largest
+	// value it accepts in memory.
+	inMemoryMaxValue = 1 << 20
 )
 
 // Options configures Open. The zero value is not valid: set Dir or InMemory.
@@ -35,8 +38,8 @@ type Options struct {
 	// Dir is the data directory; required unless InMemory.
 	Dir string
 	// InMemory runs badger without disk (tests). Dir must then be empty.
-	// Badger refuses in-memory values of 1 MiB or more, so records and
-	// metadata must stay below that in this mode.
+	// Badger needs in-memory values under 1 MiB, so in this mode a record
+	// or metadata of more than 1 MiB - 6 bytes fails with ErrTooLarge.
 	InMemory bool
 	// NoSync turns badger's SyncWrites off: appends are much faster, but an
 	// acknowledgement is then not durable against power loss (it still
@@ -75,6 +78,18 @@ func (o Options) maxBatchBytes() int {
 	return o.MaxBatchBytes
 }
 
+// limits are the request limits these options imply. In memory, badger
+// must keep every value in the LSM tree: it refuses one longer than its
+// value threshold (1 MiB by default) and panics on one of exactly that
+// length, so framed values stay strictly below it.
+func (o Options) limits() limits {
+	lim := limits{batch: o.maxBatchBytes()}
+	if o.InMemory {
+		lim.value = inMemoryMaxValue - 1 - frameHeaderLen
+	}
+	return lim
+}
+
 // badgerOptions sizes badger for a small (2-core, modest memory) machine.
 func (o Options) badgerOptions() badger.Options {
 	memTable := int64(minMemTableSize)
@@ -89,9 +104,8 @@ func (o Options) badgerOptions() badger.Options {
 		WithNumMemtables(4).
 		WithNumCompactors(2).
 		WithNumGoroutines(2).
-		WithBlockCacheSize(16 << 20).WithCompression(options.None).
-		WithLogger(badgerLogger{o.Logger}).
-		WithLoggingLevel(badger.WARNING)
+		WithBlockCacheSize(16 << 20).
+		WithLogger(badgerLogger{o.Logger}) // not WithLoggingLevel: it replaces the logger
 }
 
 // badgerLogger bridges badger's logger to zerolog.
@@ -107,8 +121,8 @@ func (b badgerLogger) Errorf(f string, a ...any) { b.l.Error().Str("from", "badg
 // Warningf logs at warning level.
 func (b badgerLogger) Warningf(f string, a ...any) { b.l.Warn().Str("from", "badger").Msg(msg(f, a)) }
 
-// Infof logs at info level (filtered by badger's WARNING level).
-func (b badgerLogger) Infof(f string, a ...any) { b.l.Info().Str("from", "badger").Msg(msg(f, a)) }
+// Infof drops badger's informational messages.
+func (badgerLogger) Infof(string, ...any) {}
 
-// Debugf logs at debug level (filtered by badger's WARNING level).
-func (b badgerLogger) Debugf(f string, a ...any) { b.l.Debug().Str("from", "badger").Msg(msg(f, a)) }
+// Debugf drops badger's debug messages.
+func (badgerLogger) Debugf(string, ...any) {}

@@ -157,7 +157,40 @@ type sessionWalker struct {
 	fn      func(session [16]byte, meta []byte, last uint64) error
 }
 
-// next decodes the metadata key k and looks up the session's last seq.
+// Metas calls fn for every session's metadata, in key order, without
+// looking up last seqs (one forward iterator: what a hydrate that reads
+// every record anyway needs).
+func (l *Log) Metas(ctx context.Context, fn func(session [16]byte, meta []byte) error) error {
+	if err := l.enterRead(); err != nil {
+		return err
+	}
+	defer l.exitRead()
+	txn := l.db.NewTransaction(false)
+	defer txn.Discard()
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{kindMeta}})
+	defer it.Close()
+	w := sessionWalker{fn: func(s [16]byte, meta []byte, _ uint64) error { return fn(s, meta) }}
+	value := w.value
+	n := 0
+	for it.Rewind(); it.Valid(); it.Next() {
+		if n++; n%ctxEvery == 1 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		item := it.Item()
+		if err := w.next(item.Key()); err != nil {
+			return err
+		}
+		if err := item.Value(value); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// next decodes the metadata key k and looks up the session's last seq
+// (unless the walker has no reverse iterator).
 func (w *sessionWalker) next(k []byte) error {
 	dk, err := decodeKey(k)
 	if err == nil && dk.kind != kindMeta {
@@ -168,6 +201,9 @@ func (w *sessionWalker) next(k []byte) error {
 	}
 	w.seek = appendRecordKey(w.seek[:0], dk.session, math.MaxUint64)
 	w.key, w.session, w.last = k, dk.session, 0
+	if w.rev == nil {
+		return nil
+	}
 	w.rev.Seek(w.seek)
 	if !w.rev.Valid() {
 		return nil

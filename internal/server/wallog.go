@@ -7,8 +7,9 @@ import (
 	"github.com/hubd/hubd/wal"
 )
 
-// walLog adapts a wal.Log to the hub's Log interface; only Append's types
-// differ.
+// walLog adapts a wal.Log to the hub's Log interface: Append converts its
+// types, Sessions lists metadata only (wal.Metas); Scan and ScanAll are the
+// log's own.
 type walLog struct{ *wal.Log }
 
 // WALLog returns l as the hub's log.
@@ -29,4 +30,8 @@ func (w walLog) Append(ctx context.Context, writes ...hub.LogWrite) error {
 		ws[i] = wal.Write{Session: x.Session, Meta: x.Meta, Records: recs[start:len(recs):len(recs)]}
 	}
 	return w.Log.Append(ctx, ws...)
+}
+
+func (w walLog) Sessions(ctx context.Context, fn func(session [16]byte, meta []byte) error) error {
+	return w.Log.Metas(ctx, fn)
 }
