@@ -26,8 +26,8 @@ func (h *Hub) Quarantined() map[session.ID]error {
 
 // loading is a session being rebuilt by hydrate.
 type loading struct {
-	s    *sess
-	err  error  // why it is quarantined
+	s   *sess
+	err error // why it is quarantined
 }
 
 // hydrate rebuilds every session from the log: metadata first, then one
