@@ -127,6 +127,10 @@ func canonicalNumber(s string) (string, error) {
 	if r.IsInt() {
 		return r.Num().String(), nil
 	}
+	if f == math.Trunc(f) { // a fraction float64 cannot tell from an integer
+		i, _ := new(big.Float).SetFloat64(f).Int(nil)
+		return i.String(), nil
+	}
 	return strconv.FormatFloat(f, 'g', -1, 64), nil
 }
 
