@@ -33,6 +33,9 @@ func (h *Hub) Send(ctx context.Context, from string, id session.ID, env *session
 		return Ack{}, err
 	}
 	defer h.leave()
+	if err := session.CheckName(from); err != nil {
+		return Ack{}, fmt.Errorf("sender: %w", err) // "" would be the hub itself
+	}
 	s, err := h.lookup(id)
 	if err != nil {
 		return Ack{}, err
