@@ -96,6 +96,27 @@ func (b *Base) FoldOther(env *session.Envelope) bool {
 	return true
 }
 
+// FoldTurn does the part of a fold every session type without a graph
+// shares: an envelope that is not a turn folds as such; a turn is counted
+// and a finish packet closes the session. done reports whether the fold is
+// complete; if not, the caller decides where the turn leads.
+func (b *Base) FoldTurn(env *session.Envelope) (out Outcome, done bool) {
+	if b.FoldOther(env) {
+		return Outcome{}, true
+	}
+	b.CountTurn(env)
+	if r := FinishReason(env); r != "" {
+		return b.Close(r, "finish("+r+")"), true
+	}
+	return Outcome{}, false
+}
+
+// Close records that the session ends with reason, decided by rule.
+func (b *Base) Close(reason, rule string) Outcome {
+	b.Closing = reason
+	return Outcome{Close: reason, Rule: rule}
+}
+
 // OutOfTurn returns the ErrOutOfTurn error of a session type that expected
 // one of want to speak.
 func OutOfTurn(kind string, want []string, got string) error {

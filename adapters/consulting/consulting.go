@@ -77,17 +77,11 @@ func (s *State) Validate(env *session.Envelope) error {
 
 // Fold implements adapters.State.
 func (s *State) Fold(env *session.Envelope) adapters.Outcome {
-	if s.FoldOther(env) {
-		return adapters.Outcome{}
-	}
-	s.CountTurn(env)
-	if r := adapters.FinishReason(env); r != "" {
-		s.Closing = r
-		return adapters.Outcome{Close: r, Rule: "finish(" + r + ")"}
+	if out, done := s.FoldTurn(env); done {
+		return out
 	}
 	if s.Turn >= 2 {
-		s.Closing = session.ReasonConsultingComplete
-		return adapters.Outcome{Close: session.ReasonConsultingComplete, Rule: "answer given"}
+		return s.Close(session.ReasonConsultingComplete, "answer given")
 	}
 	return adapters.Outcome{Rule: "question asked → " + s.Consultant}
 }

@@ -51,13 +51,8 @@ func (s *State) Validate(env *session.Envelope) error {
 
 // Fold implements adapters.State.
 func (s *State) Fold(env *session.Envelope) adapters.Outcome {
-	if s.FoldOther(env) {
-		return adapters.Outcome{}
-	}
-	s.CountTurn(env)
-	if r := adapters.FinishReason(env); r != "" {
-		s.Closing = r
-		return adapters.Outcome{Close: r, Rule: "finish(" + r + ")"}
+	if out, done := s.FoldTurn(env); done {
+		return out
 	}
 	return adapters.Outcome{Rule: "free turn"}
 }

@@ -82,17 +82,11 @@ func (s *State) Validate(env *session.Envelope) error {
 
 // Fold implements adapters.State.
 func (s *State) Fold(env *session.Envelope) adapters.Outcome {
-	if s.FoldOther(env) {
-		return adapters.Outcome{}
-	}
-	s.CountTurn(env)
-	if r := adapters.FinishReason(env); r != "" {
-		s.Closing = r
-		return adapters.Outcome{Close: r, Rule: "finish(" + r + ")"}
+	if out, done := s.FoldTurn(env); done {
+		return out
 	}
 	if s.MaxTurns > 0 && s.Turn >= s.MaxTurns {
-		s.Closing = session.ReasonMaxTurns
-		return adapters.Outcome{Close: session.ReasonMaxTurns, Rule: "round robin; max_turns reached"}
+		return s.Close(session.ReasonMaxTurns, "round robin; max_turns reached")
 	}
 	return adapters.Outcome{Rule: "round robin → " + s.next()}
 }

@@ -41,10 +41,8 @@ func (s *State) Fold(env *session.Envelope) adapters.Outcome {
 }
 
 func (s *State) close(reason, rule string) adapters.Outcome {
-	s.Expect = ""
-	s.Closing = reason
-	s.LastRule = rule
-	return adapters.Outcome{Close: reason, Rule: rule}
+	s.Expect, s.LastRule = "", rule
+	return s.Close(reason, rule)
 }
 
 // decide returns where the turn leads and the rule that said so.
