@@ -40,7 +40,7 @@ var allowed = []struct {
 	{"hub/hubgrpc", []string{"hub", "hubpb", "session", "adapters", "transition"}},
 	{"agentsdk", []string{"hubpb"}},
 	{"cmd/*", []string{"*"}},
-	{"examples/*", []string{"agentsdk", "hubpb", "internal/server"}},
+	{"examples/*", []string{"agentsdk", "hubpb", "internal/server", "examples/internal/*"}},
 	{"internal/*", []string{"*"}},
 }
 

@@ -82,8 +82,9 @@ func (h *Hub) Open(ctx context.Context, creator string, req OpenRequest) (Opened
 	if err := h.reserve(s, req.Key); err != nil {
 		return Opened{}, err
 	}
-	invite := &session.Envelope{Type: session.EventInvite, Payload: session.Invite{Invitees: meta.Invitees()},
-		Audience: session.Only(meta.Invitees()...)}
+	// Every participant gets the invite (the creator too: it is the
+	// session's first record); Invitees says who must acknowledge.
+	invite := &session.Envelope{Type: session.EventInvite, Payload: session.Invite{Invitees: meta.Invitees()}}
 	if _, err := h.commit(ctx, s, []*session.Envelope{invite}, encMeta); err != nil {
 		h.unreserve(s, req.Key)
 		return Opened{}, err

@@ -50,7 +50,7 @@ func (sub *Subscription) push(d Delivery) {
 		return
 	}
 	if len(sub.queue) >= sub.h.cfg.SubscriberBuffer {
-		sub.err = fmt.Errorf("%d deliveries waiting: %w", len(sub.queue), ErrSlowSubscriber)
+		sub.err = fmt.Errorf("the subscriber's buffer of %d deliveries is full: %w", len(sub.queue), ErrSlowSubscriber)
 		sub.queue = nil
 		sub.h.lg.Warn().Str("agent", sub.agent).Str("session", sub.watch.String()).Msg("slow subscriber cut off")
 		go sub.unregister()

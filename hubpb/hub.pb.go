@@ -2277,7 +2277,9 @@ func (x *ListSessionsRequest) GetPageSize() int32 {
 // ListSessionsResponse is one page of sessions.
 type ListSessionsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The sessions, oldest first.
+	// The sessions, oldest first. A listing carries each session's metadata,
+	// state, seq and close reason; GetSession has the rest (turn, expected,
+	// context, usage).
 	Sessions []*SessionInfo `protobuf:"bytes,1,rep,name=sessions,proto3" json:"sessions,omitempty"`
 	// Pass as page_token for the next page; "" when this is the last.
 	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`

@@ -128,7 +128,7 @@ func TestStreamResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	var seen []uint64
-	for len(seen) < 2 { // opened (2), alice's text (3)
+	for len(seen) < 3 { // invite (1), opened (2), alice's text (3)
 		d, err := stream.Recv()
 		if err != nil {
 			t.Fatal(err)
@@ -147,7 +147,7 @@ func TestStreamResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	var types []string
-	for len(seen) < 4 { // bob's text (4), the close (6); carol's own (5) is not delivered
+	for len(seen) < 5 { // bob's text (4), the close (6); carol's own (5) is not delivered
 		d, err := stream.Recv()
 		if err != nil {
 			t.Fatal(err)
@@ -155,7 +155,7 @@ func TestStreamResume(t *testing.T) {
 		seen = append(seen, d.GetEnvelope().GetSeq())
 		types = append(types, d.GetEnvelope().GetType())
 	}
-	if got := seqString(seen); got != "2 3 4 6" || types[1] != "session_closed" {
+	if got := seqString(seen); got != "1 2 3 4 6" || types[1] != "session_closed" {
 		t.Fatalf("seqs %s, types %v", got, types)
 	}
 }

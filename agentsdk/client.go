@@ -1,0 +1,187 @@
+package agentsdk
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/hubd/hubd/hubpb"
+)
+
+// AgentHeader is the metadata key that names the caller to a hub in
+// development mode (no tokens, loopback only).
+const AgentHeader = "x-hubd-agent"
+
+// Options configure a Client. The zero value of every field but Name (or
+// Token) means its default.
+type Options struct {
+	// Name is the agent's name. Without a Token it is sent as the
+	// x-hubd-agent metadata (the hub's development mode, loopback only).
+	// With a Token the hub knows the agent from the token; Name may then be
+	// left empty, or must be the token's agent (Serve uses it to recognise
+	// its invites, Client.Name reports it).
+	Name string
+	// Token, when set, is sent as "authorization: Bearer <token>" on every
+	// call.
+	Token string
+	// TLS, when set, secures the connection; nil means plaintext, which
+	// carries a Token only to a loopback address unless Insecure is set.
+	// With a client certificate (mTLS) the hub names the agent by the
+	// certificate's common name, and Name and Token may be empty.
+	TLS *tls.Config
+	// Insecure allows a Token over plaintext to a non-loopback target (a
+	// trusted network, or a custom dialer in DialOptions).
+	Insecure bool
+	// DialOptions are appended to the client's own (and so override them).
+	DialOptions []grpc.DialOption
+	// SendAttempts is how many times a send is tried when the hub is
+	// unavailable, always with the same client message id so a retry never
+	// duplicates; default 3, 1 disables retries.
+	SendAttempts int
+	// Logf, when set, receives the client's diagnostics (reconnects,
+	// stale turns, ignored errors), one line per call.
+	Logf func(format string, args ...any)
+}
+
+// Client is a connection to a hub as one agent. It is safe for concurrent
+// use. Close it when done.
+type Client struct {
+	conn     *grpc.ClientConn
+	rpc      hubpb.HubClient
+	name     string
+	attempts int
+	logf     func(format string, args ...any)
+}
+
+// Dial connects to the hub at target ("host:port", or any gRPC target) as
+// the agent of opts, and waits until the connection is ready or ctx is
+// done: a wrong address fails here, not at the first call, so bound ctx.
+func Dial(ctx context.Context, target string, opts Options) (*Client, error) {
+	if opts.Name == "" && opts.Token == "" && !hasClientCert(opts.TLS) {
+		return nil, errors.New("agentsdk: Options.Name, Options.Token or a client certificate is required")
+	}
+	if opts.Token != "" && opts.TLS == nil && !opts.Insecure && !isLoopback(target) {
+		return nil, fmt.Errorf("agentsdk: refusing to send a token over plaintext to %s: set Options.TLS (or Options.Insecure on a trusted network)", target)
+	}
+	conn, err := grpc.NewClient(target, dialOptions(opts)...)
+	if err != nil {
+		return nil, fmt.Errorf("agentsdk: dial %s: %w", target, err)
+	}
+	if err := waitReady(ctx, conn); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("agentsdk: dial %s: %w", target, err)
+	}
+	c := &Client{conn: conn, rpc: hubpb.NewHubClient(conn), name: opts.Name, attempts: opts.SendAttempts, logf: opts.Logf}
+	if c.attempts <= 0 {
+		c.attempts = 3
+	}
+	if c.logf == nil {
+		c.logf = func(string, ...any) {}
+	}
+	return c, nil
+}
+
+func dialOptions(opts Options) []grpc.DialOption {
+	var do []grpc.DialOption
+	if opts.TLS != nil {
+		do = append(do, grpc.WithTransportCredentials(credentials.NewTLS(opts.TLS)))
+	} else {
+		do = append(do, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	}
+	switch {
+	case opts.Token != "":
+		do = append(do, grpc.WithPerRPCCredentials(bearer(opts.Token)))
+	case opts.Name != "":
+		do = append(do, grpc.WithPerRPCCredentials(devName(opts.Name)))
+	}
+	// gRPC's default reconnect backoff grows to two minutes; an agent
+	// wants its hub back within seconds of a restart.
+	bo := backoff.DefaultConfig
+	bo.BaseDelay, bo.MaxDelay = 100*time.Millisecond, 5*time.Second
+	do = append(do, grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: 5 * time.Second}))
+	return append(do, opts.DialOptions...)
+}
+
+// hasClientCert reports whether a TLS config presents a client
+// certificate (mTLS: the hub names the agent by its common name).
+func hasClientCert(c *tls.Config) bool {
+	return c != nil && (len(c.Certificates) > 0 || c.GetClientCertificate != nil)
+}
+
+// waitReady connects conn and waits until it is ready or ctx is done.
+func waitReady(ctx context.Context, conn *grpc.ClientConn) error {
+	conn.Connect()
+	for {
+		s := conn.GetState()
+		if s == connectivity.Ready {
+			return nil
+		}
+		if !conn.WaitForStateChange(ctx, s) {
+			return fmt.Errorf("connection %s: %w", strings.ToLower(s.String()), ctx.Err())
+		}
+	}
+}
+
+// isLoopback reports whether a gRPC target names a loopback host or a unix
+// socket.
+func isLoopback(target string) bool {
+	if strings.HasPrefix(target, "unix:") {
+		return true
+	}
+	if i := strings.Index(target, ":///"); i >= 0 {
+		target = target[i+4:]
+	}
+	host, _, err := net.SplitHostPort(target)
+	if err != nil {
+		host = target
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// bearer sends a token on every call.
+type bearer string
+
+// GetRequestMetadata implements credentials.PerRPCCredentials.
+func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + string(b)}, nil
+}
+
+// RequireTransportSecurity is false: Dial already refused plaintext to a
+// non-loopback target unless the caller allowed it.
+func (bearer) RequireTransportSecurity() bool { return false }
+
+// devName names the agent in development mode.
+type devName string
+
+// GetRequestMetadata implements credentials.PerRPCCredentials.
+func (d devName) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{AgentHeader: string(d)}, nil
+}
+
+// RequireTransportSecurity is false: development mode is loopback only.
+func (devName) RequireTransportSecurity() bool { return false }
+
+// Close closes the connection. Streams and calls in flight fail.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// Name returns the agent's name as given in Options (empty when a Token
+// alone identifies the agent).
+func (c *Client) Name() string { return c.name }
+
+// Raw returns the generated gRPC client on the same connection and
+// credentials, for calls the SDK does not wrap.
+func (c *Client) Raw() hubpb.HubClient { return c.rpc }

@@ -1,0 +1,235 @@
+package agentsdk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// ErrorDomain is the google.rpc.ErrorInfo domain of the hub's errors.
+const ErrorDomain = "hubd"
+
+// Sentinel errors, one per condition a caller branches on. Every error a
+// Client method returns for a refused call is an [*Error] that matches one of
+// them with errors.Is, and keeps the hub's message, reason and code.
+var (
+	// ErrOutOfTurn: the caller is a participant but not the one expected to
+	// speak (OUT_OF_TURN).
+	ErrOutOfTurn = errors.New("agentsdk: out of turn")
+	// ErrSessionClosed: the session has ended and accepts nothing more
+	// (SESSION_CLOSED).
+	ErrSessionClosed = errors.New("agentsdk: session closed")
+	// ErrSessionNotOpen: the session is still waiting for invite
+	// acknowledgements (SESSION_NOT_OPEN).
+	ErrSessionNotOpen = errors.New("agentsdk: session not open")
+	// ErrNotParticipant: the caller does not take part in the session
+	// (NOT_PARTICIPANT).
+	ErrNotParticipant = errors.New("agentsdk: not a participant")
+	// ErrBadHandoffTarget: a handoff names an agent that cannot take the
+	// turn; the message lists the valid targets (BAD_HANDOFF_TARGET).
+	ErrBadHandoffTarget = errors.New("agentsdk: bad handoff target")
+	// ErrInvalidGraph: the workflow graph is refused; the message names the
+	// offending node (INVALID_GRAPH).
+	ErrInvalidGraph = errors.New("agentsdk: invalid graph")
+	// ErrUnknownSessionType: the hub serves no such session type
+	// (UNKNOWN_SESSION_TYPE).
+	ErrUnknownSessionType = errors.New("agentsdk: unknown session type")
+	// ErrBadTransition: the session's lifecycle does not allow this, e.g.
+	// acknowledging an invite twice (BAD_LIFECYCLE_TRANSITION).
+	ErrBadTransition = errors.New("agentsdk: bad lifecycle transition")
+	// ErrHubOnly: the event type is written by the hub only
+	// (HUB_ONLY_EVENT).
+	ErrHubOnly = errors.New("agentsdk: event type reserved for the hub")
+	// ErrMalformed: a request or payload is malformed (MALFORMED).
+	ErrMalformed = errors.New("agentsdk: malformed request")
+	// ErrUnknownSession: no session has that id (UNKNOWN_SESSION).
+	ErrUnknownSession = errors.New("agentsdk: unknown session")
+	// ErrTooLarge: the envelope is over the hub's size limit (TOO_LARGE).
+	ErrTooLarge = errors.New("agentsdk: envelope too large")
+	// ErrPermissionDenied: the caller may not do this to the session, e.g.
+	// close a session it did not create (PERMISSION_DENIED).
+	ErrPermissionDenied = errors.New("agentsdk: permission denied")
+	// ErrImpersonation: an envelope names a sender other than the caller
+	// (IMPERSONATION).
+	ErrImpersonation = errors.New("agentsdk: impersonation")
+	// ErrUnauthenticated: the hub does not know the caller (UNAUTHENTICATED
+	// or the gRPC code Unauthenticated).
+	ErrUnauthenticated = errors.New("agentsdk: unauthenticated")
+	// ErrLimit: a per-agent limit is reached (LIMIT_REACHED).
+	ErrLimit = errors.New("agentsdk: limit reached")
+	// ErrDepthExceeded: a child session would be deeper than the hub allows
+	// (DEPTH_EXCEEDED).
+	ErrDepthExceeded = errors.New("agentsdk: delegation depth exceeded")
+	// ErrSlowSubscriber: the hub cut a stream off because its reader fell
+	// behind; resubscribe from the cursors (SLOW_SUBSCRIBER).
+	ErrSlowSubscriber = errors.New("agentsdk: subscriber too slow")
+	// ErrUnavailable: the hub cannot serve the call now: it is shutting
+	// down (DRAINING), the session failed to write its log and is reloading
+	// (SESSION_FAILED), or the connection is down (gRPC Unavailable). Retry.
+	ErrUnavailable = errors.New("agentsdk: hub unavailable")
+	// ErrInternal: the hub failed in a way it did not expect (INTERNAL).
+	ErrInternal = errors.New("agentsdk: internal hub error")
+)
+
+// sentinelOf maps the hub's stable reasons to the sentinels.
+func sentinelOf(reason string) error {
+	switch reason {
+	case "OUT_OF_TURN":
+		return ErrOutOfTurn
+	case "SESSION_CLOSED":
+		return ErrSessionClosed
+	case "SESSION_NOT_OPEN":
+		return ErrSessionNotOpen
+	case "NOT_PARTICIPANT":
+		return ErrNotParticipant
+	case "BAD_HANDOFF_TARGET":
+		return ErrBadHandoffTarget
+	case "INVALID_GRAPH":
+		return ErrInvalidGraph
+	case "UNKNOWN_SESSION_TYPE":
+		return ErrUnknownSessionType
+	case "BAD_LIFECYCLE_TRANSITION":
+		return ErrBadTransition
+	case "HUB_ONLY_EVENT":
+		return ErrHubOnly
+	case "MALFORMED":
+		return ErrMalformed
+	case "UNKNOWN_SESSION":
+		return ErrUnknownSession
+	case "TOO_LARGE":
+		return ErrTooLarge
+	case "PERMISSION_DENIED":
+		return ErrPermissionDenied
+	case "IMPERSONATION":
+		return ErrImpersonation
+	case "UNAUTHENTICATED":
+		return ErrUnauthenticated
+	case "LIMIT_REACHED":
+		return ErrLimit
+	case "DEPTH_EXCEEDED":
+		return ErrDepthExceeded
+	case "SLOW_SUBSCRIBER":
+		return ErrSlowSubscriber
+	case "DRAINING", "SESSION_FAILED":
+		return ErrUnavailable
+	case "CANCELED":
+		return context.Canceled
+	case "DEADLINE_EXCEEDED":
+		return context.DeadlineExceeded
+	case "INTERNAL":
+		return ErrInternal
+	}
+	return nil
+}
+
+// sentinelOfCode is the sentinel of a status without a known reason (one
+// made by gRPC itself rather than by the hub).
+func sentinelOfCode(c codes.Code) error {
+	switch c {
+	case codes.Unavailable:
+		return ErrUnavailable
+	case codes.Unauthenticated:
+		return ErrUnauthenticated
+	case codes.Canceled:
+		return context.Canceled
+	case codes.DeadlineExceeded:
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// Error is a call the hub refused (or that failed on the way). It keeps the
+// hub's message, its stable reason and the gRPC code, and matches the
+// sentinel of its reason with errors.Is:
+//
+//	if errors.Is(err, agentsdk.ErrOutOfTurn) { ... }
+//
+// Use errors.As to read Reason or Code.
+type Error struct {
+	// Op is the call that failed ("send", "open", "subscribe", ...).
+	Op string
+	// Code is the gRPC status code.
+	Code codes.Code
+	// Reason is the hub's stable reason ("OUT_OF_TURN", ...); empty for an
+	// error gRPC made itself (a broken connection).
+	Reason string
+	// Message is the hub's message, e.g. `workflow expects "bob" to speak,
+	// got "carol"`.
+	Message string
+
+	sentinel error
+	st       *status.Status
+}
+
+// Error implements error: "agentsdk: op: message (REASON)".
+func (e *Error) Error() string {
+	tag := e.Reason
+	if tag == "" {
+		tag = e.Code.String()
+	}
+	return fmt.Sprintf("agentsdk: %s: %s (%s)", e.Op, e.Message, tag)
+}
+
+// Unwrap returns the sentinel the error matches, if any.
+func (e *Error) Unwrap() error { return e.sentinel }
+
+// GRPCStatus returns the original status, so status.Code and
+// status.FromError work on the error.
+func (e *Error) GRPCStatus() *status.Status { return e.st }
+
+// wrapErr turns a gRPC call's error into an *Error; errors that are not a
+// status (a local failure) are returned as they are.
+func wrapErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return fmt.Errorf("agentsdk: %s: %w", op, err)
+	}
+	e := &Error{Op: op, Code: st.Code(), Message: st.Message(), st: st}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == ErrorDomain {
+			e.Reason = info.GetReason()
+			break
+		}
+	}
+	e.sentinel = sentinelOf(e.Reason)
+	if e.sentinel == nil {
+		e.sentinel = sentinelOfCode(e.Code)
+	}
+	return e
+}
+
+// Reason returns the hub's stable reason of err ("OUT_OF_TURN", ...) and
+// true, or "" and false when err carries none.
+func Reason(err error) (string, bool) {
+	var e *Error
+	if errors.As(err, &e) && e.Reason != "" {
+		return e.Reason, true
+	}
+	return "", false
+}
+
+// retryable reports whether a failed call may succeed if repeated as it
+// is: the hub or the connection was unavailable, or a stream was cut off
+// as slow.
+func retryable(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	switch {
+	case errors.Is(e, ErrUnavailable), errors.Is(e, ErrSlowSubscriber):
+		return true
+	case e.Reason == "" && (e.Code == codes.Internal || e.Code == codes.Unknown || e.Code == codes.Aborted):
+		// gRPC's own transport failures (a reset stream, a server that
+		// went away mid-stream).
+		return true
+	}
+	return false
+}

@@ -1,0 +1,150 @@
+package agentsdk
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"time"
+
+	"github.com/hubd/hubd/hubpb"
+)
+
+// Ack acknowledges a durable write.
+type Ack struct {
+	// Seq is the envelope's seq; for a Duplicate, the original's.
+	Seq uint64
+	// ID is the envelope's id.
+	ID string
+	// AcceptedAt is when the hub accepted it.
+	AcceptedAt time.Time
+	// Duplicate: a retry of an envelope already accepted (same sender,
+	// same client message id); nothing was written.
+	Duplicate bool
+	// Closed: the write ended the session, with CloseReason.
+	Closed      bool
+	CloseReason string
+	// ClientMsgID is the idempotency key the envelope was sent with
+	// (given with WithClientMsgID, or generated).
+	ClientMsgID string
+}
+
+func ackFromPB(r *hubpb.SendResponse, clientMsgID string) Ack {
+	a := Ack{Seq: r.GetSeq(), ID: r.GetId(), Duplicate: r.GetDuplicate(), Closed: r.GetClosed(), CloseReason: r.GetCloseReason(),
+		ClientMsgID: clientMsgID}
+	if t := r.GetAcceptedAt(); t != nil {
+		a.AcceptedAt = t.AsTime()
+	}
+	return a
+}
+
+// SendOption tunes one send.
+type SendOption func(*hubpb.Envelope)
+
+// WithClientMsgID sets the envelope's idempotency key: a send repeated with
+// the same key is answered with the original's seq (Ack.Duplicate) and
+// writes nothing. Without it the SDK generates a random key per call.
+func WithClientMsgID(id string) SendOption {
+	return func(e *hubpb.Envelope) { e.ClientMsgId = id }
+}
+
+// WithCausation names the envelope this one answers.
+func WithCausation(envelopeID string) SendOption {
+	return func(e *hubpb.Envelope) { e.CausationId = envelopeID }
+}
+
+// WithAudience delivers the envelope to the named participants only (none:
+// log only). Without it every participant but the sender receives it.
+func WithAudience(names ...string) SendOption {
+	return func(e *hubpb.Envelope) { e.Audience = &hubpb.Audience{Names: append([]string{}, names...)} }
+}
+
+// WithTraceParent carries a W3C traceparent with the envelope.
+func WithTraceParent(tp string) SendOption {
+	return func(e *hubpb.Envelope) { e.Traceparent = tp }
+}
+
+// SendText takes a turn with plain text.
+func (c *Client) SendText(ctx context.Context, sessionID, text string, opts ...SendOption) (Ack, error) {
+	return c.Send(ctx, sessionID, &hubpb.Envelope{Type: EventText, Payload: &hubpb.Envelope_Text{Text: &hubpb.Text{Text: text}}}, opts...)
+}
+
+// SendPacket takes a turn with a packet: its body, its routing (handoff,
+// finish, escalate), its context updates (applied before routing) and its
+// usage.
+func (c *Client) SendPacket(ctx context.Context, sessionID string, p *Packet, opts ...SendOption) (Ack, error) {
+	pb, err := p.toPB()
+	if err != nil {
+		return Ack{}, err
+	}
+	return c.Send(ctx, sessionID, &hubpb.Envelope{Type: EventPacket, Payload: &hubpb.Envelope_Packet{Packet: pb}}, opts...)
+}
+
+// SetContext sets session context variables (values encoded as JSON). Any
+// participant may do so at any time; it is not a turn.
+func (c *Client) SetContext(ctx context.Context, sessionID string, set map[string]any, opts ...SendOption) (Ack, error) {
+	return c.UpdateContext(ctx, sessionID, ContextUpdate{Set: set}, opts...)
+}
+
+// UpdateContext deletes, then sets, session context variables; it is not a
+// turn.
+func (c *Client) UpdateContext(ctx context.Context, sessionID string, u ContextUpdate, opts ...SendOption) (Ack, error) {
+	pb, err := u.toPB()
+	if err != nil {
+		return Ack{}, err
+	}
+	return c.Send(ctx, sessionID, &hubpb.Envelope{Type: EventContextSet, Payload: &hubpb.Envelope_ContextSet{ContextSet: pb}}, opts...)
+}
+
+// SendEvent sends a custom event: an application type with opaque data,
+// logged and delivered, never a turn.
+func (c *Client) SendEvent(ctx context.Context, sessionID, eventType string, data []byte, opts ...SendOption) (Ack, error) {
+	if data == nil {
+		data = []byte{}
+	}
+	return c.Send(ctx, sessionID, &hubpb.Envelope{Type: eventType, Payload: &hubpb.Envelope_Custom{Custom: data}}, opts...)
+}
+
+// Send sends any envelope (questions, answers, task progress, ...); the
+// hub sets its session, seq, id, sender and time. env is not modified. A
+// send the hub cannot take now ([ErrUnavailable]) is retried up to
+// Options.SendAttempts times with the same client message id, so it is
+// written at most once.
+func (c *Client) Send(ctx context.Context, sessionID string, env *hubpb.Envelope, opts ...SendOption) (Ack, error) {
+	e := cloneEnvelope(env)
+	for _, o := range opts {
+		o(e)
+	}
+	if e.ClientMsgId == "" {
+		e.ClientMsgId = newMsgID()
+	}
+	return c.send(ctx, sessionID, e, c.attempts)
+}
+
+// send sends e, trying up to attempts times while the hub is unavailable.
+func (c *Client) send(ctx context.Context, sessionID string, e *hubpb.Envelope, attempts int) (Ack, error) {
+	req := &hubpb.SendRequest{SessionId: sessionID, Envelope: e}
+	for attempt := 1; ; attempt++ {
+		resp, err := c.rpc.Send(ctx, req)
+		if err == nil {
+			return ackFromPB(resp, e.ClientMsgId), nil
+		}
+		err = wrapErr("send", err)
+		if attempt >= attempts || !errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
+			return Ack{}, err
+		}
+		c.logf("agentsdk: send to %s: %v; retrying (%d/%d)", sessionID, err, attempt, attempts)
+		if !sleep(ctx, backoffDelay(attempt, 50*time.Millisecond, time.Second)) {
+			return Ack{}, err
+		}
+	}
+}
+
+func cloneEnvelope(env *hubpb.Envelope) *hubpb.Envelope {
+	if env == nil {
+		return &hubpb.Envelope{}
+	}
+	return protoClone(env)
+}
+
+// newMsgID returns a random client message id.
+func newMsgID() string { return "m-" + rand.Text() }

@@ -1,0 +1,421 @@
+package agentsdk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/hubd/hubd/hubpb"
+)
+
+// Handler answers one of the agent's turns. Serve calls it once per turn
+// (per envelope that began a turn), one turn at a time per session; turns
+// of different sessions may run concurrently. ctx is cancelled when Serve
+// stops or the session ends. Return the reply to post, a zero Reply to post
+// nothing (the turn stays the agent's; the hub does not move on), or an
+// error, which is logged and posts nothing (the turn is offered again only
+// by a new Serve). The handler may call the Client itself (SetContext,
+// GetSession, ...).
+type Handler func(ctx context.Context, t *Turn) (Reply, error)
+
+// Turn is one turn of the agent in a session.
+type Turn struct {
+	// SessionID is the session.
+	SessionID string
+	// Trigger is the envelope that began the turn: the previous speaker's
+	// text or packet, or the session_opened envelope for the first speaker.
+	// Its payload is nil when the agent may not see it.
+	Trigger *Envelope
+	// View is the agent's view of the session (the default view unless
+	// WithView chose another); nil with WithView("").
+	View *View
+	// Client is the client serving the turn.
+	Client *Client
+}
+
+// Reply is what a handler says on its turn: a text, or a packet (with
+// routing, context updates, usage). The zero Reply says nothing.
+type Reply struct {
+	Text   string
+	Packet *Packet
+}
+
+// ReplyText is a Reply with plain text.
+func ReplyText(text string) Reply { return Reply{Text: text} }
+
+// ReplyPacket is a Reply with a packet.
+func ReplyPacket(p *Packet) Reply { return Reply{Packet: p} }
+
+// IsZero reports whether r says nothing.
+func (r Reply) IsZero() bool { return r.Packet == nil && r.Text == "" }
+
+// Invite is an invitation to a session, as given to an InviteFunc.
+type Invite struct {
+	SessionID string
+	// Invitees are everyone who must acknowledge.
+	Invitees []string
+	// Envelope is the session_invite envelope.
+	Envelope *Envelope
+}
+
+// InviteFunc decides an invite for Serve: nil accepts it (AckInvite), an
+// error rejects it (RejectInvite, with the error's text as the reason).
+// Call Client.GetSession to see the session's type, creator and
+// participants.
+type InviteFunc func(ctx context.Context, inv Invite) error
+
+// ServeOption tunes Serve.
+type ServeOption func(*serveConfig)
+
+type serveConfig struct {
+	invites        InviteFunc
+	view           *ViewOptions
+	base, maxDelay time.Duration
+	observe        func(Delivery)
+	onReconnect    func(error)
+}
+
+// WithInvites decides invites with f instead of accepting every one.
+func WithInvites(f InviteFunc) ServeOption {
+	return func(c *serveConfig) { c.invites = f }
+}
+
+// WithView chooses the view given to the handler by name (ViewDefault,
+// ViewFull, ViewWindowed with window, ViewLast); "" gives none and saves a
+// call per turn.
+func WithView(name string, window int) ServeOption {
+	return func(c *serveConfig) {
+		if name == "" {
+			c.view = nil
+			return
+		}
+		c.view = &ViewOptions{Name: name, Window: window}
+	}
+}
+
+// WithBackoff sets the reconnect backoff: exponential from base, capped at
+// max, jittered. Default 100ms to 5s.
+func WithBackoff(base, max time.Duration) ServeOption {
+	return func(c *serveConfig) { c.base, c.maxDelay = base, max }
+}
+
+// WithObserver calls f with every delivery of the agent's stream, in order,
+// before Serve acts on it (for transcripts and metrics). f runs on the
+// stream's reader: while it blocks, nothing is read.
+func WithObserver(f func(Delivery)) ServeOption {
+	return func(c *serveConfig) { c.observe = f }
+}
+
+// WithReconnectHook calls f with the error that broke the stream each time
+// Serve resubscribes.
+func WithReconnectHook(f func(err error)) ServeOption {
+	return func(c *serveConfig) { c.onReconnect = f }
+}
+
+// Serve runs the agent: it subscribes to the agent's deliveries, acts on
+// invites (accepting them unless WithInvites decides otherwise) and calls h
+// for each of the agent's turns with the triggering envelope and the
+// agent's view of the session, then posts h's reply. h is called once per
+// turn, one turn at a time per session (see [Handler]); a turn superseded
+// by a newer one of the same session before h started on it is skipped.
+//
+// A reply is posted with a client message id derived from the session and
+// the trigger's seq, so a post retried after a broken connection is written
+// once. When the stream breaks (the hub restarts or drains, the connection
+// drops, or the hub cuts the agent off as a slow subscriber), Serve
+// resubscribes with exponential backoff from the cursors it keeps (the last
+// seq seen per session), so nothing is missed or seen twice, and asks for
+// its pending turns. A reply that the hub refuses because the turn has
+// passed (a stale turn notice: OUT_OF_TURN, SESSION_CLOSED) is logged and
+// dropped.
+//
+// Serve returns nil once ctx is done, after every running handler has
+// returned, or an error that reconnecting cannot cure (ErrUnauthenticated,
+// ...).
+func (c *Client) Serve(ctx context.Context, h Handler, opts ...ServeOption) error {
+	if h == nil {
+		return errors.New("agentsdk: Serve needs a handler")
+	}
+	cfg := serveConfig{view: &ViewOptions{Name: ViewDefault}, base: 100 * time.Millisecond, maxDelay: 5 * time.Second}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	sv := &server{c: c, h: h, cfg: cfg, cursors: map[string]uint64{}, sessions: map[string]*worker{}}
+	defer func() {
+		cancel()
+		sv.wg.Wait()
+	}()
+	for attempt := 0; ; {
+		got, err := sv.subscription(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if !errors.Is(err, io.EOF) && !retryable(err) {
+			return err
+		}
+		if got {
+			attempt = 0
+		}
+		attempt++
+		if f := cfg.onReconnect; f != nil {
+			f(err)
+		}
+		c.logf("agentsdk: serve: stream ended: %v; resubscribing (attempt %d)", err, attempt)
+		if !sleep(ctx, backoffDelay(attempt, cfg.base, cfg.maxDelay)) {
+			return nil
+		}
+	}
+}
+
+// server is one run of Serve.
+type server struct {
+	c   *Client
+	h   Handler
+	cfg serveConfig
+	// cursors is the last seq seen per session; only the reader touches it.
+	cursors map[string]uint64
+
+	mu       sync.Mutex
+	sessions map[string]*worker
+	wg       sync.WaitGroup
+}
+
+// worker is the turn state of one session.
+type worker struct {
+	last    uint64    // the latest trigger seq taken
+	pending *Delivery // the newest turn not yet started
+	running bool
+	ended   bool
+	cancel  context.CancelFunc // of the running turn
+}
+
+// subscription reads one subscription until it breaks, and reports
+// whether it delivered anything.
+func (sv *server) subscription(ctx context.Context) (bool, error) {
+	s, err := sv.c.subscribe(ctx, SubscribeOptions{Cursors: sv.cursors}, grpc.WaitForReady(true))
+	if err != nil {
+		return false, err
+	}
+	defer s.Close()
+	turns, err := sv.c.PendingTurns(ctx)
+	if err != nil {
+		sv.c.logf("agentsdk: serve: pending turns: %v", err)
+	}
+	for _, d := range turns {
+		sv.dispatch(ctx, d)
+	}
+	got := false
+	for {
+		d, err := s.Recv()
+		if err != nil {
+			return got, err
+		}
+		got = true
+		sv.deliver(ctx, d)
+	}
+}
+
+// deliver acts on one delivery of the stream.
+func (sv *server) deliver(ctx context.Context, d Delivery) {
+	if f := sv.cfg.observe; f != nil {
+		f(d)
+	}
+	e := d.Envelope
+	if e.Seq > sv.cursors[e.SessionID] {
+		sv.cursors[e.SessionID] = e.Seq
+	}
+	switch {
+	case e.Ends():
+		delete(sv.cursors, e.SessionID)
+		sv.end(e.SessionID)
+		return
+	case e.Type == EventInvite:
+		sv.invite(ctx, e)
+	}
+	if d.YourTurn {
+		sv.dispatch(ctx, d)
+	}
+}
+
+// invite answers an invite in the background.
+func (sv *server) invite(ctx context.Context, e *Envelope) {
+	if me := sv.c.name; me != "" && !slices.Contains(e.Invitees, me) {
+		return
+	}
+	sv.wg.Add(1)
+	go func() {
+		defer sv.wg.Done()
+		inv := Invite{SessionID: e.SessionID, Invitees: e.Invitees, Envelope: e}
+		var decision error
+		if f := sv.cfg.invites; f != nil {
+			decision = f(ctx, inv)
+		}
+		err := sv.retry(ctx, func() error {
+			var err error
+			if decision == nil {
+				_, err = sv.c.AckInvite(ctx, e.SessionID)
+			} else {
+				_, err = sv.c.RejectInvite(ctx, e.SessionID, decision.Error())
+			}
+			return err
+		})
+		switch {
+		case err == nil, ctx.Err() != nil:
+		case errors.Is(err, ErrBadTransition), errors.Is(err, ErrSessionClosed):
+			// An invite seen again after a restart, already answered.
+		default:
+			sv.c.logf("agentsdk: serve: answering the invite to %s: %v", e.SessionID, err)
+		}
+	}()
+}
+
+// dispatch hands a turn to its session's worker, unless that turn (or a
+// later one) was already taken.
+func (sv *server) dispatch(ctx context.Context, d Delivery) {
+	id, seq := d.Envelope.SessionID, d.Envelope.Seq
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	w := sv.sessions[id]
+	if w == nil {
+		w = &worker{}
+		sv.sessions[id] = w
+	}
+	if w.ended || seq <= w.last {
+		return
+	}
+	w.last, w.pending = seq, &d
+	if !w.running {
+		w.running = true
+		sv.wg.Add(1)
+		go sv.work(ctx, id, w)
+	}
+}
+
+// end forgets an ended session: its pending turn is dropped and its
+// running handler cancelled.
+func (sv *server) end(id string) {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	w := sv.sessions[id]
+	if w == nil {
+		return
+	}
+	w.ended, w.pending = true, nil
+	if w.cancel != nil {
+		w.cancel()
+	}
+	if !w.running {
+		delete(sv.sessions, id)
+	}
+}
+
+// work runs a session's turns one at a time until none is pending.
+func (sv *server) work(ctx context.Context, id string, w *worker) {
+	defer sv.wg.Done()
+	for {
+		sv.mu.Lock()
+		d := w.pending
+		w.pending = nil
+		if d == nil || ctx.Err() != nil {
+			w.running, w.cancel = false, nil
+			if w.ended {
+				delete(sv.sessions, id)
+			}
+			sv.mu.Unlock()
+			return
+		}
+		tctx, cancel := context.WithCancel(ctx)
+		w.cancel = cancel
+		sv.mu.Unlock()
+		sv.turn(tctx, *d)
+		cancel()
+	}
+}
+
+// turn runs the handler on one turn and posts its reply.
+func (sv *server) turn(ctx context.Context, d Delivery) {
+	e := d.Envelope
+	t := &Turn{SessionID: e.SessionID, Trigger: e, Client: sv.c}
+	if v := sv.cfg.view; v != nil {
+		err := sv.retry(ctx, func() error {
+			var err error
+			t.View, err = sv.c.View(ctx, e.SessionID, *v)
+			return err
+		})
+		if err != nil {
+			sv.stale(e, "view", err)
+			return
+		}
+	}
+	reply, err := sv.h(ctx, t)
+	if err != nil {
+		sv.c.logf("agentsdk: serve: handler for session %s (turn begun by seq %d): %v", e.SessionID, e.Seq, err)
+		return
+	}
+	if reply.IsZero() {
+		return
+	}
+	env, err := reply.envelope()
+	if err != nil {
+		sv.c.logf("agentsdk: serve: reply in session %s: %v", e.SessionID, err)
+		return
+	}
+	env.ClientMsgId = TurnMsgID(e.SessionID, e.Seq)
+	env.CausationId = e.ID
+	err = sv.retry(ctx, func() error {
+		_, err := sv.c.send(ctx, e.SessionID, env, 1)
+		return err
+	})
+	if err != nil {
+		sv.stale(e, "reply", err)
+	}
+}
+
+// stale logs a failed step of a turn: quietly for a turn that had passed.
+func (sv *server) stale(e *Envelope, step string, err error) {
+	switch {
+	case errors.Is(err, context.Canceled):
+	case errors.Is(err, ErrOutOfTurn), errors.Is(err, ErrSessionClosed), errors.Is(err, ErrSessionNotOpen):
+		sv.c.logf("agentsdk: serve: stale turn in session %s (begun by seq %d) ignored: %v", e.SessionID, e.Seq, err)
+	default:
+		sv.c.logf("agentsdk: serve: %s in session %s (turn begun by seq %d): %v", step, e.SessionID, e.Seq, err)
+	}
+}
+
+// retry calls f until it succeeds, fails for good, or ctx is done.
+func (sv *server) retry(ctx context.Context, f func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := f()
+		if err == nil || !retryable(err) {
+			return err
+		}
+		if !sleep(ctx, backoffDelay(attempt, sv.cfg.base, sv.cfg.maxDelay)) {
+			return err
+		}
+	}
+}
+
+// TurnMsgID is the client message id Serve gives the reply to the turn
+// begun by seq in a session: the same for every retry, so the reply is
+// written once.
+func TurnMsgID(sessionID string, seq uint64) string {
+	return fmt.Sprintf("turn/%s/%d", sessionID, seq)
+}
+
+func (r Reply) envelope() (*hubpb.Envelope, error) {
+	if r.Packet == nil {
+		return &hubpb.Envelope{Type: EventText, Payload: &hubpb.Envelope_Text{Text: &hubpb.Text{Text: r.Text}}}, nil
+	}
+	p, err := r.Packet.toPB()
+	if err != nil {
+		return nil, err
+	}
+	return &hubpb.Envelope{Type: EventPacket, Payload: &hubpb.Envelope_Packet{Packet: p}}, nil
+}

@@ -1,0 +1,479 @@
+package agentsdk_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"google.golang.org/grpc"
+
+	"github.com/hubd/hubd/agentsdk"
+	"github.com/hubd/hubd/internal/server"
+)
+
+// serving runs Serve for each client until the test stops it.
+type serving struct {
+	t      *testing.T
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func serve(t *testing.T, ctx context.Context, clients []*agentsdk.Client, h func(c *agentsdk.Client) agentsdk.Handler, opts ...agentsdk.ServeOption) *serving {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &serving{t: t, cancel: cancel}
+	for _, c := range clients {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			if err := c.Serve(ctx, h(c), opts...); err != nil {
+				t.Errorf("%s: serve: %v", c.Name(), err)
+			}
+		}()
+	}
+	t.Cleanup(s.stop)
+	return s
+}
+
+// stop stops every Serve and waits for them to return.
+func (s *serving) stop() {
+	s.cancel()
+	s.wg.Wait()
+}
+
+// transcript watches a session until it ends and returns its turns as
+// "speaker: text" and its close reason.
+func transcript(t *testing.T, ctx context.Context, c *agentsdk.Client, sessionID string) ([]string, string) {
+	t.Helper()
+	var turns []string
+	end, err := c.Follow(ctx, sessionID, 1, func(e *agentsdk.Envelope) error {
+		if e.IsTurn() {
+			turns = append(turns, e.From+": "+e.Text)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("follow: %v (so far %v)", err, turns)
+	}
+	return turns, end.Reason
+}
+
+// calls records handler calls.
+type calls struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (c *calls) add(format string, args ...any) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.list = append(c.list, fmt.Sprintf(format, args...))
+	return len(c.list)
+}
+
+func (c *calls) get() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.list)
+}
+
+// TestServePipeline runs three agents with Serve through a pipeline: the
+// invites are acknowledged, each agent is called once with the trigger and
+// its view, and the session closes sequence_complete.
+func TestServePipeline(t *testing.T) {
+	srv := startHub(t, server.Config{})
+	ctx := testCtx(t)
+	names := []string{"researcher", "writer", "editor"}
+	var clients []*agentsdk.Client
+	for _, n := range names {
+		clients = append(clients, dial(t, srv.Addr(), n))
+	}
+	var got calls
+	serve(t, ctx, clients, func(c *agentsdk.Client) agentsdk.Handler {
+		return func(ctx context.Context, turn *agentsdk.Turn) (agentsdk.Reply, error) {
+			var seen []string
+			for _, it := range turn.View.Items {
+				seen = append(seen, it.From)
+			}
+			got.add("%s after %s(%s) seeing %v", c.Name(), turn.Trigger.Type, turn.Trigger.From, seen)
+			return agentsdk.ReplyText("notes from " + c.Name()), nil
+		}
+	})
+	info, err := clients[0].OpenWorkflow(ctx, agentsdk.Sequence(names...), "writer", "editor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	turns, reason := transcript(t, ctx, clients[0], info.ID)
+	if want := []string{"researcher: notes from researcher", "writer: notes from writer", "editor: notes from editor"}; !slices.Equal(turns, want) || reason != "sequence_complete" {
+		t.Errorf("turns %q reason %q", turns, reason)
+	}
+	want := []string{
+		"researcher after session_opened() seeing []",
+		"writer after text(researcher) seeing [researcher]",
+		"editor after text(writer) seeing [researcher writer]",
+	}
+	if !slices.Equal(got.get(), want) {
+		t.Errorf("calls:\n%s\nwant:\n%s", strings.Join(got.get(), "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestServeHandoff: a router hands off with packets by tool, specialists
+// answer and revert, the router finishes; Serve posts packets.
+func TestServeHandoff(t *testing.T) {
+	srv := startHub(t, server.Config{})
+	ctx := testCtx(t)
+	router, billing, tech := dial(t, srv.Addr(), "router"), dial(t, srv.Addr(), "billing"), dial(t, srv.Addr(), "tech")
+	g := agentsdk.NewGraph("router").
+		On(agentsdk.ToolCalled("transfer_to_billing"), agentsdk.ToAgent("billing")).
+		On(agentsdk.ToolCalled("transfer_to_tech"), agentsdk.ToAgent("tech")).
+		On(agentsdk.AnyOf(agentsdk.FromSpeaker("billing"), agentsdk.FromSpeaker("tech")), agentsdk.RevertToInitiator()).
+		Otherwise(agentsdk.Terminate("triage_done")).
+		WithMaxTurns(10)
+	serve(t, ctx, []*agentsdk.Client{router, billing, tech}, func(c *agentsdk.Client) agentsdk.Handler {
+		return func(ctx context.Context, turn *agentsdk.Turn) (agentsdk.Reply, error) {
+			switch {
+			case c.Name() != "router":
+				return agentsdk.ReplyPacket(agentsdk.NewPacket(c.Name()+" fixed it").Set(c.Name()+"_done", true)), nil
+			case turn.Trigger.From == "":
+				return agentsdk.ReplyPacket(agentsdk.NewPacket("billing first").Handoff("transfer_to_billing", "", "refund")), nil
+			case turn.Trigger.From == "billing":
+				return agentsdk.ReplyPacket(agentsdk.NewPacket("now tech").Handoff("transfer_to_tech", "", "")), nil
+			}
+			return agentsdk.ReplyPacket(agentsdk.NewPacket("all done").Finish("resolved", "refund and fix")), nil
+		}
+	}, agentsdk.WithView("", 0))
+	info, err := router.Open(ctx, agentsdk.OpenOptions{Graph: g, Participants: agentsdk.Invited("billing", "tech")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turns, reason := transcript(t, ctx, router, info.ID)
+	want := []string{"router: billing first", "billing: billing fixed it", "router: now tech", "tech: tech fixed it", "router: all done"}
+	if !slices.Equal(turns, want) || reason != "resolved" {
+		t.Errorf("turns %q reason %q", turns, reason)
+	}
+	s, err := router.GetSession(ctx, info.ID)
+	if err != nil || string(s.Context["billing_done"]) != "true" || string(s.Context["tech_done"]) != "true" {
+		t.Errorf("context %v %v", s.Context, err)
+	}
+}
+
+// TestServeRejectsInvites: an InviteFunc that refuses closes the session
+// with invite_rejected, its error's text logged as the reason.
+func TestServeRejectsInvites(t *testing.T) {
+	srv := startHub(t, server.Config{})
+	ctx := testCtx(t)
+	alice, bob := dial(t, srv.Addr(), "alice"), dial(t, srv.Addr(), "bob")
+	serve(t, ctx, []*agentsdk.Client{bob}, func(*agentsdk.Client) agentsdk.Handler {
+		return func(context.Context, *agentsdk.Turn) (agentsdk.Reply, error) {
+			return agentsdk.Reply{}, errors.New("never called")
+		}
+	}, agentsdk.WithInvites(func(ctx context.Context, inv agentsdk.Invite) error {
+		if !slices.Equal(inv.Invitees, []string{"bob"}) {
+			return fmt.Errorf("odd invitees %v", inv.Invitees)
+		}
+		return errors.New("busy")
+	}))
+	info, err := alice.OpenWorkflow(ctx, agentsdk.Sequence("alice", "bob"), "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, reason := transcript(t, ctx, alice, info.ID); reason != "invite_rejected" {
+		t.Errorf("reason %q", reason)
+	}
+	log, err := bob.ReadLog(ctx, info.ID, 2, 1)
+	if err != nil || len(log) != 1 || log[0].Reason != "busy" {
+		t.Errorf("reject %+v %v", log, err)
+	}
+}
+
+// logs collects a client's diagnostics, and closes stale at the first
+// report of a stale turn.
+type logs struct {
+	mu    sync.Mutex
+	lines []string
+	once  sync.Once
+	stale chan struct{}
+}
+
+func (l *logs) logf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	line := fmt.Sprintf(format, args...)
+	l.lines = append(l.lines, line)
+	if strings.Contains(line, "stale turn") {
+		l.once.Do(func() { close(l.stale) })
+	}
+}
+
+func (l *logs) text() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+// TestServeStaleTurn: a reply refused because the turn has passed is
+// logged and dropped, and Serve goes on serving.
+func TestServeStaleTurn(t *testing.T) {
+	srv := startHub(t, server.Config{})
+	ctx := testCtx(t)
+	bobLogs := logs{stale: make(chan struct{})}
+	alice, carol := dial(t, srv.Addr(), "alice"), dial(t, srv.Addr(), "carol")
+	bob := dial(t, srv.Addr(), "bob", func(o *agentsdk.Options) { o.Logf = bobLogs.logf })
+	var got calls
+	serve(t, ctx, []*agentsdk.Client{alice, bob, carol}, func(c *agentsdk.Client) agentsdk.Handler {
+		return func(ctx context.Context, turn *agentsdk.Turn) (agentsdk.Reply, error) {
+			got.add("%s", c.Name())
+			if c.Name() == "bob" {
+				// Bob answers by hand, so the reply Serve posts is stale.
+				if _, err := c.SendText(ctx, turn.SessionID, "by hand"); err != nil {
+					return agentsdk.Reply{}, err
+				}
+				return agentsdk.ReplyText("too late"), nil
+			}
+			if c.Name() == "carol" { // only once bob's stale reply was refused
+				select {
+				case <-bobLogs.stale:
+				case <-ctx.Done():
+				}
+			}
+			return agentsdk.ReplyText("from " + c.Name()), nil
+		}
+	}, agentsdk.WithView("", 0))
+	info, err := alice.Open(ctx, agentsdk.OpenOptions{Graph: agentsdk.Sequence("alice", "bob", "carol"), Participants: agentsdk.AutoAccepted("bob", "carol")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turns, reason := transcript(t, ctx, alice, info.ID)
+	if want := []string{"alice: from alice", "bob: by hand", "carol: from carol"}; !slices.Equal(turns, want) || reason != "sequence_complete" {
+		t.Errorf("turns %q reason %q", turns, reason)
+	}
+	if !slices.Equal(got.get(), []string{"alice", "bob", "carol"}) {
+		t.Errorf("calls %v", got.get())
+	}
+	if l := bobLogs.text(); !strings.Contains(l, "stale turn") || !strings.Contains(l, "OUT_OF_TURN") {
+		t.Errorf("bob's log does not report the stale turn:\n%s", l)
+	}
+}
+
+// TestServeRestart restarts the hub on the same data dir and address in
+// the middle of a round robin: every agent resubscribes, the held reply is
+// posted once, and all nine turns are taken exactly once each, in order.
+func TestServeRestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx := testCtx(t)
+	srv, err := server.Start(ctx, server.Config{Listen: "127.0.0.1:0", DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := srv.Addr()
+	names := []string{"a", "b", "c"}
+	var clients []*agentsdk.Client
+	for _, n := range names {
+		clients = append(clients, dial(t, addr, n))
+	}
+	var got calls
+	var reconnects calls
+	held, release := make(chan struct{}), make(chan struct{})
+	s := serve(t, ctx, clients, func(c *agentsdk.Client) agentsdk.Handler {
+		return func(ctx context.Context, turn *agentsdk.Turn) (agentsdk.Reply, error) {
+			n := got.add("%s@%d", c.Name(), turn.Trigger.Seq)
+			if n == 5 { // b's second turn waits for the restart
+				close(held)
+				select {
+				case <-release:
+				case <-ctx.Done():
+					return agentsdk.Reply{}, ctx.Err()
+				}
+			}
+			return agentsdk.ReplyText(fmt.Sprintf("turn %d", n)), nil
+		}
+	}, agentsdk.WithReconnectHook(func(err error) { reconnects.add("%v", err) }), agentsdk.WithBackoff(20*time.Millisecond, 500*time.Millisecond))
+	info, err := clients[0].OpenWorkflow(ctx, agentsdk.RoundRobin(names, 9), "b", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held:
+	case <-ctx.Done():
+		t.Fatalf("no fifth turn: %v", got.get())
+	}
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv, err = server.Start(ctx, server.Config{Listen: addr, DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown(context.Background())
+	close(release)
+
+	turns, reason := transcript(t, ctx, clients[0], info.ID)
+	s.stop()
+	var want []string
+	for i := range 9 {
+		want = append(want, fmt.Sprintf("%s: turn %d", names[i%3], i+1))
+	}
+	if !slices.Equal(turns, want) || reason != "max_turns" {
+		t.Errorf("turns %q reason %q", turns, reason)
+	}
+	// Triggers: the open (seq 4, after the invite and two acks), then each
+	// turn's seq.
+	wantCalls := []string{"a@4", "b@5", "c@6", "a@7", "b@8", "c@9", "a@10", "b@11", "c@12"}
+	if !slices.Equal(got.get(), wantCalls) {
+		t.Errorf("calls %v, want %v", got.get(), wantCalls)
+	}
+	if len(reconnects.get()) < len(names) {
+		t.Errorf("reconnects %v: every agent's stream should have broken", reconnects.get())
+	}
+}
+
+// cutoffWatch reports the hub's "slow subscriber cut off" log line.
+type cutoffWatch struct {
+	once sync.Once
+	cut  chan struct{}
+}
+
+func (w *cutoffWatch) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte("slow subscriber cut off")) {
+		w.once.Do(func() { close(w.cut) })
+	}
+	return len(p), nil
+}
+
+// TestServeSlowSubscriber: an agent that stops reading is cut off by the
+// hub (SLOW_SUBSCRIBER); Serve resubscribes from its cursor, sees every
+// envelope once, and still takes the turn that was lost with the stream.
+func TestServeSlowSubscriber(t *testing.T) {
+	watch := &cutoffWatch{cut: make(chan struct{})}
+	cfg := server.Config{Logger: zerolog.New(watch)}
+	cfg.Hub.SubscriberBuffer = 1
+	srv := startHub(t, cfg)
+	ctx := testCtx(t)
+	alice := dial(t, srv.Addr(), "alice")
+	// Fixed flow-control windows, so a reader that stops stalls the hub.
+	bob := dial(t, srv.Addr(), "bob", func(o *agentsdk.Options) {
+		o.DialOptions = []grpc.DialOption{grpc.WithInitialWindowSize(1 << 16), grpc.WithInitialConnWindowSize(1 << 16)}
+	})
+	blocked, release, ended := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var seen []agentsdk.Delivery // only the reader appends, until ended
+	var reconnects, got calls
+	observe := func(d agentsdk.Delivery) {
+		seen = append(seen, d)
+		if d.Envelope.Ends() {
+			close(ended)
+		}
+		if d.Envelope.Type == "note" && d.Envelope.Text == "" && len(d.Envelope.Data) == 1 {
+			close(blocked)
+			<-release
+		}
+	}
+	s := serve(t, ctx, []*agentsdk.Client{bob}, func(*agentsdk.Client) agentsdk.Handler {
+		return func(ctx context.Context, turn *agentsdk.Turn) (agentsdk.Reply, error) {
+			got.add("%d", turn.Trigger.Seq)
+			return agentsdk.ReplyText("got " + turn.Trigger.Text), nil
+		}
+	}, agentsdk.WithObserver(observe), agentsdk.WithReconnectHook(func(err error) { reconnects.add("%v", err) }), agentsdk.WithView("", 0))
+	info, err := alice.Open(ctx, agentsdk.OpenOptions{Graph: agentsdk.Sequence("alice", "bob"), Participants: agentsdk.AutoAccepted("bob")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.SendEvent(ctx, info.ID, "note", []byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	<-blocked
+	big := bytes.Repeat([]byte("x"), 32<<10)
+	for range 40 {
+		if _, err := alice.SendEvent(ctx, info.ID, "note", big); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := alice.SendText(ctx, info.ID, "the report"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-watch.cut:
+	case <-ctx.Done():
+		t.Fatal("the hub never cut bob off")
+	}
+	close(release)
+	turns, reason := transcript(t, ctx, alice, info.ID)
+	select { // bob may take the turn (from PendingTurns) before reading the catch-up
+	case <-ended:
+	case <-ctx.Done():
+		t.Fatal("bob never saw the close")
+	}
+	s.stop()
+	if want := []string{"alice: the report", "bob: got the report"}; !slices.Equal(turns, want) || reason != "sequence_complete" {
+		t.Errorf("turns %q reason %q", turns, reason)
+	}
+	if len(got.get()) != 1 {
+		t.Errorf("handler calls %v", got.get())
+	}
+	r := reconnects.get()
+	if len(r) == 0 || !strings.Contains(r[0], "SLOW_SUBSCRIBER") {
+		t.Errorf("reconnects %v", r)
+	}
+	// Every envelope bob may see, once, in order (a turn may be re-told).
+	log, err := bob.ReadLog(ctx, info.ID, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, have []uint64
+	for _, e := range log {
+		if e.From != "bob" {
+			want = append(want, e.Seq)
+		}
+	}
+	for _, d := range seen {
+		if n := len(have); n > 0 && d.Envelope.Seq <= have[n-1] {
+			if !d.YourTurn {
+				t.Errorf("seq %d delivered again after %d", d.Envelope.Seq, have[n-1])
+			}
+			continue
+		}
+		have = append(have, d.Envelope.Seq)
+	}
+	if !slices.Equal(have, want) {
+		t.Errorf("bob saw %v, want %v", have, want)
+	}
+}
+
+// TestIdempotentAcrossRestart: a send repeated with its client message id
+// after the hub restarted is answered with the original seq, which is what
+// makes Serve's reply posts safe to retry.
+func TestIdempotentAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx := testCtx(t)
+	srv, err := server.Start(ctx, server.Config{Listen: "127.0.0.1:0", DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := srv.Addr()
+	alice := dial(t, addr, "alice")
+	info := openPipeline(t, ctx, alice)
+	id := agentsdk.TurnMsgID(info.ID, 2)
+	first, err := alice.SendText(ctx, info.ID, "findings", agentsdk.WithClientMsgID(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if srv, err = server.Start(ctx, server.Config{Listen: addr, DataDir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown(context.Background())
+	again, err := alice.SendText(ctx, info.ID, "findings", agentsdk.WithClientMsgID(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Duplicate || again.Seq != first.Seq || again.ID != first.ID || !again.AcceptedAt.Equal(first.AcceptedAt) {
+		t.Errorf("first %+v, again %+v", first, again)
+	}
+}

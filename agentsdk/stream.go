@@ -1,0 +1,147 @@
+package agentsdk
+
+import (
+	"context"
+	"errors"
+	"io"
+	"iter"
+	"maps"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/hubd/hubd/hubpb"
+)
+
+// Stream is a stream of deliveries from Subscribe or Watch. Read it with
+// Recv, or range over All; Close it when done. A Stream is read by one
+// goroutine at a time.
+type Stream struct {
+	op     string
+	s      grpc.ServerStreamingClient[hubpb.Delivery]
+	cancel context.CancelFunc
+}
+
+// Recv returns the next delivery, waiting for it. It returns io.EOF when the
+// hub ended the stream cleanly, and an [*Error] when it was cut off: match
+// [ErrSlowSubscriber] or [ErrUnavailable] to resubscribe from your cursors.
+func (s *Stream) Recv() (Delivery, error) {
+	d, err := s.s.Recv()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return Delivery{}, io.EOF
+		}
+		return Delivery{}, wrapErr(s.op, err)
+	}
+	return deliveryFromPB(d), nil
+}
+
+// All ranges over the deliveries until the stream ends; a clean end (io.EOF)
+// stops the loop without an error, any other error is yielded once, last.
+func (s *Stream) All() iter.Seq2[Delivery, error] {
+	return func(yield func(Delivery, error) bool) {
+		for {
+			d, err := s.Recv()
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if !yield(d, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// Close ends the stream.
+func (s *Stream) Close() { s.cancel() }
+
+// SubscribeOptions tune Subscribe.
+type SubscribeOptions struct {
+	// Cursors are the last seq processed per session id; the stream resumes
+	// after each. Sessions without a cursor start from their beginning,
+	// unless they have ended.
+	Cursors map[string]uint64
+	// IncludeEnded also delivers ended sessions without a cursor.
+	IncludeEnded bool
+}
+
+// Subscribe opens the caller's delivery stream: what it missed after its
+// cursors (the close of a session it was in included), then its pending
+// turns, then everything live. Per session, seqs arrive in order with no gap
+// and no duplicate; a turn is told once per triggering envelope.
+func (c *Client) Subscribe(ctx context.Context, opts SubscribeOptions) (*Stream, error) {
+	return c.subscribe(ctx, opts)
+}
+
+func (c *Client) subscribe(ctx context.Context, opts SubscribeOptions, callOpts ...grpc.CallOption) (*Stream, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	s, err := c.rpc.Subscribe(ctx, &hubpb.SubscribeRequest{Cursors: maps.Clone(opts.Cursors), IncludeEnded: opts.IncludeEnded}, callOpts...)
+	if err != nil {
+		cancel()
+		return nil, wrapErr("subscribe", err)
+	}
+	return &Stream{op: "subscribe", s: s, cancel: cancel}, nil
+}
+
+// Watch streams every envelope of one session from seq fromSeq (0 or 1:
+// all), live, for dashboards, transcripts and audits. Only its participants
+// (or an operator) may watch. Deliveries of a watch never have YourTurn set.
+func (c *Client) Watch(ctx context.Context, sessionID string, fromSeq uint64) (*Stream, error) {
+	return c.watch(ctx, sessionID, fromSeq)
+}
+
+func (c *Client) watch(ctx context.Context, sessionID string, fromSeq uint64, callOpts ...grpc.CallOption) (*Stream, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	s, err := c.rpc.Watch(ctx, &hubpb.WatchRequest{SessionId: sessionID, FromSeq: fromSeq}, callOpts...)
+	if err != nil {
+		cancel()
+		return nil, wrapErr("watch", err)
+	}
+	return &Stream{op: "watch", s: s, cancel: cancel}, nil
+}
+
+// Follow calls fn with every envelope of a session from seq fromSeq (0 or
+// 1: all), in order and each once, until the session ends, and returns the
+// envelope that ended it (session_closed or session_expired). A watch that
+// breaks (a restarting hub, a slow reader cut off) is resumed after the
+// last envelope seen. It stops early with fn's error, or with ctx's.
+func (c *Client) Follow(ctx context.Context, sessionID string, fromSeq uint64, fn func(*Envelope) error) (*Envelope, error) {
+	next := max(fromSeq, 1)
+	for attempt := 0; ; {
+		var end *Envelope
+		w, err := c.watch(ctx, sessionID, next, grpc.WaitForReady(true))
+		if err == nil {
+			end, err = follow(w, &next, fn)
+			w.Close()
+		}
+		if end != nil || !retryable(err) || ctx.Err() != nil {
+			return end, err
+		}
+		attempt++
+		c.logf("agentsdk: follow %s: %v; watching again from seq %d", sessionID, err, next)
+		if !sleep(ctx, backoffDelay(attempt, 50*time.Millisecond, 2*time.Second)) {
+			return nil, err
+		}
+	}
+}
+
+// follow reads one watch, advancing next past each envelope handed to fn.
+func follow(w *Stream, next *uint64, fn func(*Envelope) error) (*Envelope, error) {
+	for {
+		d, err := w.Recv()
+		if err != nil {
+			return nil, err
+		}
+		e := d.Envelope
+		if e.Seq < *next {
+			continue
+		}
+		*next = e.Seq + 1
+		if err := fn(e); err != nil {
+			return nil, err
+		}
+		if e.Ends() {
+			return e, nil
+		}
+	}
+}

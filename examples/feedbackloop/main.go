@@ -1,0 +1,75 @@
+// Command feedbackloop runs a drafter and a reviewer taking turns until the
+// reviewer approves: its packet sets the context variable approved = true,
+// which a context_equals rule sees on the same turn and terminates the
+// session with "approved". A cap of max_turns stops a loop that never
+// converges.
+//
+//	go run ./examples/feedbackloop
+//	go run ./examples/feedbackloop --hub 127.0.0.1:7420
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/hubd/hubd/agentsdk"
+	"github.com/hubd/hubd/examples/internal/demo"
+)
+
+func main() { demo.Main(run) }
+
+// maxTurns is the safety cap: five drafts and five reviews.
+const maxTurns = 10
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	full := []agentsdk.ServeOption{agentsdk.WithView(agentsdk.ViewFull, 0)}
+	return demo.Run(ctx, "feedbackloop", args, stdout, stderr, demo.Scenario{
+		Agents: []demo.Agent{
+			{Name: "drafter", Handle: drafter, Serve: full},
+			{Name: "reviewer", Handle: reviewer, Serve: full},
+		},
+		Open: func(ctx context.Context, c *agentsdk.Client) (*agentsdk.SessionInfo, error) {
+			return c.OpenWorkflow(ctx, Graph(), "reviewer")
+		},
+	})
+}
+
+// Graph alternates drafter and reviewer; the approval rule comes first so it
+// wins on the turn that sets it.
+func Graph() *agentsdk.Graph {
+	return agentsdk.NewGraph("drafter").
+		On(agentsdk.ContextEquals("approved", true), agentsdk.Terminate("approved")).
+		On(agentsdk.FromSpeaker("drafter"), agentsdk.ToAgent("reviewer")).
+		On(agentsdk.FromSpeaker("reviewer"), agentsdk.ToAgent("drafter")).
+		WithMaxTurns(maxTurns)
+}
+
+// count returns how many items of the view name said.
+func count(v *agentsdk.View, name string) int {
+	n := 0
+	for _, it := range v.Items {
+		if it.From == name {
+			n++
+		}
+	}
+	return n
+}
+
+// drafter writes the next draft, taking in the reviewer's last note.
+func drafter(_ context.Context, t *agentsdk.Turn) (agentsdk.Reply, error) {
+	n := count(t.View, "drafter") + 1
+	if n == 1 {
+		return agentsdk.ReplyText("Draft 1: hubd keeps every session in a write-ahead log."), nil
+	}
+	return agentsdk.ReplyText(fmt.Sprintf("Draft %d: as asked (%q), revised.", n, t.Trigger.Text)), nil
+}
+
+// reviewer asks for changes twice, then approves the third draft.
+func reviewer(_ context.Context, t *agentsdk.Turn) (agentsdk.Reply, error) {
+	notes := []string{"Say why the log matters.", "Mention replay after a crash."}
+	if drafts := count(t.View, "drafter"); drafts <= len(notes) {
+		return agentsdk.ReplyText(notes[drafts-1]), nil
+	}
+	return agentsdk.ReplyPacket(agentsdk.NewPacket("Approved.").Set("approved", true)), nil
+}

@@ -1,0 +1,84 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hubd/hubd/agentsdk"
+	"github.com/hubd/hubd/hub/hubgrpc"
+	"github.com/hubd/hubd/internal/server"
+)
+
+func TestLine(t *testing.T) {
+	for _, tc := range []struct {
+		e    agentsdk.Envelope
+		want string
+	}{
+		{agentsdk.Envelope{Seq: 4, From: "a", Type: agentsdk.EventText, Text: "hi"}, "[4] a: hi"},
+		{agentsdk.Envelope{Seq: 5, From: "r", Type: agentsdk.EventPacket, Text: "over",
+			Packet: agentsdk.NewPacket("over").Handoff("transfer_to_b", "", "").Set("k", json.RawMessage(`"v"`)).Delete("old")},
+			`[5] r: over [handoff transfer_to_b; set k="v"; delete old]`},
+		{agentsdk.Envelope{Seq: 6, From: "r", Type: agentsdk.EventPacket, Text: "bye", Packet: agentsdk.NewPacket("bye").Finish("done", "")},
+			"[6] r: bye [finish done]"},
+		{agentsdk.Envelope{Seq: 7, From: "s", Type: agentsdk.EventPacket, Text: "help", Packet: agentsdk.NewPacket("help").Escalate("stuck")},
+			"[7] s: help [escalate]"},
+	} {
+		if got := Line(&tc.e); got != tc.want {
+			t.Errorf("got %q, want %q", got, tc.want)
+		}
+	}
+}
+
+func pair(ctx context.Context, c *agentsdk.Client) (*agentsdk.SessionInfo, error) {
+	return c.OpenWorkflow(ctx, agentsdk.Sequence("alice", "bob"), "bob")
+}
+
+func say(text string) agentsdk.Handler {
+	return func(context.Context, *agentsdk.Turn) (agentsdk.Reply, error) { return agentsdk.ReplyText(text), nil }
+}
+
+// TestRemoteHubWithTokens runs a scenario against a hub named by --hub,
+// with the agents' tokens from --token-file.
+func TestRemoteHubWithTokens(t *testing.T) {
+	const file = "# agents\nalice alice-token-0123456789\nbob bob-token-0123456789 operator\n"
+	tk, err := hubgrpc.ParseTokens(strings.NewReader(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.Start(context.Background(), server.Config{Listen: "127.0.0.1:0", InMemory: true, Tokens: tk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown(context.Background())
+	path := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sc := Scenario{Agents: []Agent{{Name: "alice", Handle: say("hello")}, {Name: "bob", Handle: say("bye")}}, Open: pair}
+	var out, errs bytes.Buffer
+	if err := Run(context.Background(), "test", []string{"--hub", srv.Addr(), "--token-file", path}, &out, &errs, sc); err != nil {
+		t.Fatalf("%v\n%s", err, errs.String())
+	}
+	if want := "[4] alice: hello\n[5] bob: bye\nclosed: sequence_complete\n"; out.String() != want {
+		t.Errorf("got:\n%s", out.String())
+	}
+	// Without tokens the hub refuses the agents.
+	out.Reset()
+	if err := Run(context.Background(), "test", []string{"--hub", srv.Addr()}, &out, &errs, sc); err == nil {
+		t.Errorf("development names accepted by a hub with tokens:\n%s", out.String())
+	}
+}
+
+func TestBadFlags(t *testing.T) {
+	var out, errs bytes.Buffer
+	for _, args := range [][]string{{"--nope"}, {"extra"}, {"--token-file", "/does/not/exist"}} {
+		if err := Run(context.Background(), "test", args, &out, &errs, Scenario{}); err == nil {
+			t.Errorf("%q: no error", args)
+		}
+	}
+}

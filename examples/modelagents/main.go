@@ -1,0 +1,157 @@
+// Command modelagents runs two model-backed agents, a writer and a critic,
+// in a feedback loop: each turn is a chat completion from an
+// OpenAI-compatible endpoint, prompted with the agent's view of the
+// session. The critic approves by starting its answer with "APPROVED",
+// which sets the context variable approved = true and ends the session;
+// max_turns caps the loop. It is not run by the tests (it needs a model).
+//
+//	export HUBD_MODEL_URL=http://localhost:11434/v1   # Ollama, vLLM, llama.cpp, OpenAI, ...
+//	export HUBD_MODEL=llama3.2
+//	export HUBD_MODEL_KEY=...                         # if the endpoint wants one
+//	go run ./examples/modelagents [--hub host:port] [--topic "..."]
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hubd/hubd/agentsdk"
+	"github.com/hubd/hubd/examples/internal/demo"
+)
+
+func main() { demo.Main(run) }
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	m, err := modelFromEnv()
+	if err != nil {
+		return err
+	}
+	var topic string
+	var maxTurns int
+	full := []agentsdk.ServeOption{agentsdk.WithView(agentsdk.ViewFull, 0)}
+	return demo.Run(ctx, "modelagents", args, stdout, stderr, demo.Scenario{
+		Flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&topic, "topic", "why a write-ahead log makes a multi-agent hub crash-safe", "what the writer writes about")
+			fs.IntVar(&maxTurns, "max-turns", 6, "the safety cap on turns")
+		},
+		Timeout: 10 * time.Minute,
+		Agents: []demo.Agent{
+			{Name: "writer", Serve: full, Handle: m.agent("writer", func() string {
+				return "You are a technical writer. Write or revise one short paragraph about " + topic +
+					". Take the critic's notes into account. Answer with the paragraph only."
+			}, nil)},
+			{Name: "critic", Serve: full, Handle: m.agent("critic", func() string {
+				return "You are a demanding editor. Give one concrete note on the writer's last paragraph, in one sentence. " +
+					"If it needs no more work, answer APPROVED and nothing else."
+			}, approve)},
+		},
+		Open: func(ctx context.Context, c *agentsdk.Client) (*agentsdk.SessionInfo, error) {
+			g := agentsdk.NewGraph("writer").
+				On(agentsdk.ContextEquals("approved", true), agentsdk.Terminate("approved")).
+				On(agentsdk.FromSpeaker("writer"), agentsdk.ToAgent("critic")).
+				On(agentsdk.FromSpeaker("critic"), agentsdk.ToAgent("writer")).
+				WithMaxTurns(maxTurns)
+			return c.OpenWorkflow(ctx, g, "critic")
+		},
+	})
+}
+
+// approve turns a critic's "APPROVED" into a packet that ends the loop.
+func approve(answer string) agentsdk.Reply {
+	if strings.HasPrefix(strings.TrimSpace(answer), "APPROVED") {
+		return agentsdk.ReplyPacket(agentsdk.NewPacket("Approved.").Set("approved", true))
+	}
+	return agentsdk.ReplyText(answer)
+}
+
+// model is an OpenAI-compatible chat completions endpoint.
+type model struct {
+	url, key, name string
+}
+
+func modelFromEnv() (model, error) {
+	m := model{url: os.Getenv("HUBD_MODEL_URL"), key: os.Getenv("HUBD_MODEL_KEY"), name: os.Getenv("HUBD_MODEL")}
+	if m.url == "" || m.name == "" {
+		return m, errors.New("set HUBD_MODEL_URL (e.g. http://localhost:11434/v1) and HUBD_MODEL (and HUBD_MODEL_KEY if needed)")
+	}
+	m.url = strings.TrimSuffix(m.url, "/") + "/chat/completions"
+	return m, nil
+}
+
+type message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// agent is a handler that asks the model, with the system prompt and the
+// session's transcript (its own turns as the assistant's), and replies with
+// its answer (through shape, when given).
+func (m model) agent(name string, system func() string, shape func(string) agentsdk.Reply) agentsdk.Handler {
+	return func(ctx context.Context, t *agentsdk.Turn) (agentsdk.Reply, error) {
+		msgs := []message{{Role: "system", Content: system()}}
+		for _, it := range t.View.Items {
+			role := "user"
+			if it.From == name {
+				role = "assistant"
+			}
+			msgs = append(msgs, message{Role: role, Content: fmt.Sprintf("%s: %s", it.From, it.Text)})
+		}
+		if len(t.View.Items) == 0 {
+			msgs = append(msgs, message{Role: "user", Content: "Begin."})
+		}
+		answer, err := m.complete(ctx, msgs)
+		if err != nil {
+			return agentsdk.Reply{}, err
+		}
+		if shape != nil {
+			return shape(answer), nil
+		}
+		return agentsdk.ReplyText(answer), nil
+	}
+}
+
+// complete asks for one chat completion.
+func (m model) complete(ctx context.Context, msgs []message) (string, error) {
+	body, err := json.Marshal(map[string]any{"model": m.name, "messages": msgs})
+	if err != nil {
+		return "", err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.url, bytes.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if m.key != "" {
+		req.Header.Set("Authorization", "Bearer "+m.key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return "", fmt.Errorf("%s: %s: %s", m.url, resp.Status, msg)
+	}
+	var out struct {
+		Choices []struct {
+			Message message `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return "", err
+	}
+	if len(out.Choices) == 0 {
+		return "", fmt.Errorf("%s: no choices in the answer", m.url)
+	}
+	return strings.TrimSpace(out.Choices[0].Message.Content), nil
+}

@@ -1,0 +1,49 @@
+// Command pipeline runs three scripted agents through a workflow session
+// that follows a Sequence graph: the researcher speaks first, the writer
+// drafts from the findings, the editor signs off, and the hub closes the
+// session with "sequence_complete".
+//
+//	go run ./examples/pipeline                       # with an in-process hub
+//	go run ./examples/pipeline --hub 127.0.0.1:7420  # against a running hubd
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/hubd/hubd/agentsdk"
+	"github.com/hubd/hubd/examples/internal/demo"
+)
+
+func main() { demo.Main(run) }
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return demo.Run(ctx, "pipeline", args, stdout, stderr, demo.Scenario{
+		Agents: []demo.Agent{
+			{Name: "researcher", Handle: researcher},
+			{Name: "writer", Handle: writer},
+			{Name: "editor", Handle: editor},
+		},
+		Open: func(ctx context.Context, c *agentsdk.Client) (*agentsdk.SessionInfo, error) {
+			return c.OpenWorkflow(ctx, agentsdk.Sequence("researcher", "writer", "editor"), "writer", "editor")
+		},
+	})
+}
+
+// researcher opens the work with its findings.
+func researcher(context.Context, *agentsdk.Turn) (agentsdk.Reply, error) {
+	return agentsdk.ReplyText("Findings: group commit batches the fsyncs of concurrent sends."), nil
+}
+
+// writer drafts from what the researcher found (the trigger of its turn).
+func writer(_ context.Context, t *agentsdk.Turn) (agentsdk.Reply, error) {
+	found := strings.TrimSuffix(strings.TrimPrefix(t.Trigger.Text, "Findings: "), ".")
+	return agentsdk.ReplyText(fmt.Sprintf("Draft: durable writes stay fast because %s.", found)), nil
+}
+
+// editor signs off, counting the turns in its view of the session.
+func editor(_ context.Context, t *agentsdk.Turn) (agentsdk.Reply, error) {
+	return agentsdk.ReplyText(fmt.Sprintf("Approved after reading %d turns.", len(t.View.Items))), nil
+}

@@ -1,0 +1,69 @@
+// Command triage runs a router that hands a customer's problems to
+// specialists with transfer_to_<name> handoff packets; each specialist
+// answers and the turn reverts to the router, which finishes the session
+// with a finish packet ("resolved"). The graph is built with the SDK's
+// builders (the same graph as examples/graphs/triage.json).
+//
+//	go run ./examples/triage
+//	go run ./examples/triage --hub 127.0.0.1:7420
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/hubd/hubd/agentsdk"
+	"github.com/hubd/hubd/examples/internal/demo"
+)
+
+func main() { demo.Main(run) }
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return demo.Run(ctx, "triage", args, stdout, stderr, demo.Scenario{
+		Agents: []demo.Agent{
+			{Name: "router", Handle: router},
+			{Name: "billing", Handle: specialist("billing", "Refund of the duplicate charge issued.")},
+			{Name: "tech", Handle: specialist("tech", "Password reset link sent; the login works again.")},
+		},
+		Open: func(ctx context.Context, c *agentsdk.Client) (*agentsdk.SessionInfo, error) {
+			return c.OpenWorkflow(ctx, Graph(), "billing", "tech")
+		},
+	})
+}
+
+// Graph routes by tool to the specialists and back to the router (who
+// opened the session); a turn no rule matches ends the session.
+func Graph() *agentsdk.Graph {
+	return agentsdk.NewGraph("router").
+		On(agentsdk.ToolCalled("transfer_to_billing"), agentsdk.ToAgent("billing")).
+		On(agentsdk.ToolCalled("transfer_to_tech"), agentsdk.ToAgent("tech")).
+		On(agentsdk.AnyOf(agentsdk.FromSpeaker("billing"), agentsdk.FromSpeaker("tech")), agentsdk.RevertToInitiator()).
+		Otherwise(agentsdk.Terminate("triage_done")).
+		WithMaxTurns(10)
+}
+
+// router works through the customer's two problems, one specialist at a
+// time, then finishes.
+func router(_ context.Context, t *agentsdk.Turn) (agentsdk.Reply, error) {
+	switch t.Trigger.From {
+	case "": // the session opened
+		return agentsdk.ReplyPacket(agentsdk.NewPacket("The customer was charged twice; over to billing.").
+			Handoff("transfer_to_billing", "", "double charge")), nil
+	case "billing":
+		return agentsdk.ReplyPacket(agentsdk.NewPacket("They cannot log in either; over to tech.").
+			Handoff("transfer_to_tech", "", "login")), nil
+	case "tech":
+		return agentsdk.ReplyPacket(agentsdk.NewPacket("Both problems are solved.").
+			Finish("resolved", "refund issued, login restored")), nil
+	}
+	return agentsdk.Reply{}, fmt.Errorf("unexpected turn after %q", t.Trigger.From)
+}
+
+// specialist answers with its fix and records it in the session's context;
+// the graph hands the turn back to the router.
+func specialist(name, answer string) agentsdk.Handler {
+	return func(context.Context, *agentsdk.Turn) (agentsdk.Reply, error) {
+		return agentsdk.ReplyPacket(agentsdk.NewPacket(answer).Set("fixed_by_"+name, true)), nil
+	}
+}
