@@ -216,3 +216,34 @@ func TestE2ETokensAndShutdown(t *testing.T) {
 		t.Fatalf("exit %d after SIGTERM:\n%s", code, d.log())
 	}
 }
+
+// TestE2EExamples runs every example end to end through agentsdk against
+// the real hubd binary.
+func TestE2EExamples(t *testing.T) {
+	d := startDaemon(t, t.TempDir(), "")
+	for _, ex := range []struct{ name, closed string }{
+		{"pipeline", "closed: sequence_complete"},
+		{"roundrobin", "closed: max_turns"},
+		{"triage", "closed: resolved"},
+		{"feedbackloop", "closed: approved"},
+	} {
+		t.Run(ex.name, func(t *testing.T) {
+			bin := buildBinary(t, "./examples/"+ex.name)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, bin, "--hub", d.addr).CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", ex.name, err, out)
+			}
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			if last := lines[len(lines)-1]; last != ex.closed || len(lines) < 3 {
+				t.Fatalf("%s printed:\n%s", ex.name, out)
+			}
+		})
+	}
+	// the sessions the examples ran are in the hub, closed
+	code, out, errs := runCmd(t, "", "sessions", "list", "--hub", d.addr, "--state", "CLOSED")
+	if code != 0 || strings.Count(out, "workflow@1") != 4 {
+		t.Fatalf("sessions list: exit %d\n%s%s", code, out, errs)
+	}
+}
