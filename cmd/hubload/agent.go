@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"maps"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hubd/hubd/adapters"
+	"github.com/hubd/hubd/hub/hubgrpc"
+	"github.com/hubd/hubd/hubpb"
+	"github.com/hubd/hubd/session"
+)
+
+// sessRun is one session of a load run.
+type sessRun struct {
+	id      string
+	creator *agent
+	corr    correlator
+	done    chan struct{} // closed once the session has ended
+	once    sync.Once
+	onEnd   func()
+}
+
+// end marks the session ended (idempotent).
+func (s *sessRun) end() {
+	s.once.Do(func() {
+		close(s.done)
+		s.onEnd()
+	})
+}
+
+// ended reports whether the session has ended.
+func (s *sessRun) ended() bool { return closed(s.done) }
+
+// agent is one simulated agent: a Subscribe stream, and a worker per
+// session it takes part in.
+type agent struct {
+	name   string
+	index  int
+	client hubpb.HubClient
+	// calls names the agent for its unary calls, built once so that calls
+	// add no metadata; it is cancelled when the run gives up on calls in
+	// flight.
+	calls   context.Context
+	workers map[string]*worker // by session id; fixed before the stream opens
+	cursors map[string]uint64  // last seq received per session; the stream's own
+}
+
+// listen keeps the agent's Subscribe stream open until ctx is done,
+// reopening it with cursors after a failure, and hands turns to workers.
+func (a *agent) listen(ctx context.Context, st *stats) {
+	var b backoff
+	for {
+		err := a.stream(as(ctx, a.name), st, &b)
+		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, io.EOF) {
+			st.reject("stream/EOF")
+		} else {
+			st.reject("stream/" + reasonOf(err))
+		}
+		if !b.wait(ctx.Done()) {
+			return
+		}
+	}
+}
+
+// stream runs one Subscribe stream until it fails.
+func (a *agent) stream(ctx context.Context, st *stats, b *backoff) error {
+	s, err := a.client.Subscribe(ctx, &hubpb.SubscribeRequest{Cursors: maps.Clone(a.cursors)})
+	if err != nil {
+		return err
+	}
+	for {
+		d, err := s.Recv()
+		if err != nil {
+			return err
+		}
+		a.handle(d, time.Now(), st)
+		b.reset()
+	}
+}
+
+// handle processes one delivery received at now.
+func (a *agent) handle(d *hubpb.Delivery, now time.Time, st *stats) {
+	env := d.GetEnvelope()
+	sid, seq := env.GetSessionId(), env.GetSeq()
+	if seq > a.cursors[sid] {
+		a.cursors[sid] = seq
+	}
+	w := a.workers[sid]
+	if w == nil {
+		return
+	}
+	if session.EventType(env.GetType()).Ends() {
+		w.sess.end()
+		return
+	}
+	if !d.GetYourTurn() {
+		return
+	}
+	if env.GetFrom() != "" { // a turn begun by a send, not by the hub
+		if start, lat, ok := w.sess.corr.toldAt(seq, now); ok {
+			st.toldAfter(start, lat)
+		}
+	}
+	w.notify(seq)
+}
+
+// worker takes one agent's turns in one session.
+type worker struct {
+	agent *agent
+	sess  *sessRun
+	turns chan uint64 // the seq that began each turn told; the newest only
+	last  uint64      // the highest seq acted on or acknowledged
+	n     int         // sends begun
+	idPre string      // client_msg_id prefix, unique to the run and agent
+	req   *hubpb.SendRequest
+}
+
+// newWorker builds agent a's worker in session s with a payload text.
+func newWorker(a *agent, s *sessRun, run, text string) *worker {
+	env := &hubpb.Envelope{Type: string(session.EventText), Payload: &hubpb.Envelope_Text{Text: &hubpb.Text{Text: text}}}
+	return &worker{agent: a, sess: s, turns: make(chan uint64, 1), idPre: run + "-" + strconv.Itoa(a.index) + "-",
+		req: &hubpb.SendRequest{SessionId: s.id, Envelope: env}}
+}
+
+// notify tells the worker a turn began at seq. The stream goroutine is the
+// only sender, so replacing a waiting notice cannot block.
+func (w *worker) notify(seq uint64) {
+	select {
+	case w.turns <- seq:
+	default:
+		select {
+		case <-w.turns:
+		default:
+		}
+		w.turns <- seq
+	}
+}
+
+// run takes turns until stop is closed or the session ends.
+func (w *worker) run(stop <-chan struct{}, st *stats, vl *verifyLog) {
+	for {
+		select {
+		case <-stop:
+			return
+		case <-w.sess.done:
+			return
+		case seq := <-w.turns:
+			if seq <= w.last {
+				continue // told again after a reopened stream
+			}
+			w.last = seq
+			if closed(stop) || !w.take(stop, st, vl) {
+				return
+			}
+		}
+	}
+}
+
+// take sends one envelope, retrying it (same client_msg_id) while the hub
+// is unavailable. It reports whether to go on taking turns.
+func (w *worker) take(stop <-chan struct{}, st *stats, vl *verifyLog) bool {
+	w.n++
+	w.req.Envelope.ClientMsgId = w.idPre + strconv.Itoa(w.n)
+	var b backoff
+	for {
+		start := time.Now()
+		resp, err := w.agent.client.Send(w.agent.calls, w.req)
+		if err == nil {
+			w.acked(resp, start, time.Now(), st, vl)
+			return !resp.GetClosed()
+		}
+		if w.agent.calls.Err() != nil {
+			return false // the run gave up waiting
+		}
+		reason := reasonOf(err)
+		st.reject(reason)
+		switch {
+		case reason == adapters.ReasonSessionClosed || reason == hubgrpc.ReasonUnknownSession:
+			w.sess.end()
+			return false
+		case !retryable(err):
+			return true // the turn is lost; wait to be told again
+		case !b.wait(stop):
+			return false
+		}
+	}
+}
+
+// acked records an acknowledged send begun at start.
+func (w *worker) acked(resp *hubpb.SendResponse, start, done time.Time, st *stats, vl *verifyLog) {
+	seq := resp.GetSeq()
+	w.last = max(w.last, seq)
+	st.acked(start, done)
+	if lat, ok := w.sess.corr.sent(seq, start); ok {
+		st.toldAfter(start, lat)
+	}
+	if vl != nil {
+		vl.add(ackRecord{session: w.sess.id, seq: seq, msgID: w.req.Envelope.ClientMsgId})
+	}
+	if resp.GetClosed() {
+		w.sess.end()
+	}
+}
+
+// closed reports whether ch is closed.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"net"
+	"strings"
+	"time"
+)
+
+// Limits of the command line: hubload is a bounded tool.
+const (
+	maxDuration = 10 * time.Minute
+	maxAgents   = 100_000
+	maxSessions = 100_000
+	maxPayload  = 1_000_000 // the hub stores envelopes up to 1 MiB by default
+)
+
+// config is the parsed command line.
+type config struct {
+	hub      string        // the hub's loopback address
+	agents   int           // agents in load mode
+	sessions int           // workflow sessions in load mode
+	payload  int           // text bytes per envelope
+	duration time.Duration // the measurement window (load) or how long to stay (idle)
+	warmup   time.Duration // turns taken before the window opens
+	maxTurns int           // the graph's max_turns; 0: none
+	conns    int           // gRPC connections; 0: one per agent
+	verify   string        // append acknowledged sends to this file
+	check    string        // check this verify file against the hub's logs
+	operator string        // the agent --check reads the logs as
+	idle     int           // idle mode: open this many idle subscriptions
+	hubPID   int           // report this process's RSS; 0: do not
+	json     bool          // print the report as JSON
+	cpuProf  string        // write hubload's own CPU profile here
+}
+
+// parseConfig parses and validates args; every failure is a usage error.
+func parseConfig(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("hubload", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.hub, "hub", "127.0.0.1:7420", "the hub's gRPC address (loopback only)")
+	fs.IntVar(&c.agents, "agents", 16, "total agents")
+	fs.IntVar(&c.sessions, "sessions", 0, "workflow sessions, each of at least 2 agents (default agents/2)")
+	fs.IntVar(&c.payload, "payload", 256, "text `bytes` per envelope")
+	fs.DurationVar(&c.duration, "duration", 10*time.Second, "how long to measure (at most 10m); in --idle mode, how long to stay")
+	fs.DurationVar(&c.warmup, "warmup", time.Second, "how long to send before measuring")
+	fs.IntVar(&c.maxTurns, "max-turns", 0, "close each session after this many turns (0: no cap)")
+	fs.IntVar(&c.conns, "conns", 0, "gRPC connections shared by the agents (0: one per agent)")
+	fs.StringVar(&c.verify, "verify", "", "append every acknowledged send to this `file` as \"SESSION SEQ CLIENT_MSG_ID\"")
+	fs.StringVar(&c.check, "check", "", "check that every send listed in this `file` (see --verify) is in the hub's logs")
+	fs.StringVar(&c.operator, "operator", "operator", "the agent with operator rights that --check reads the logs as")
+	fs.IntVar(&c.idle, "idle", 0, "open this many idle subscriptions and wait (memory measurements)")
+	fs.IntVar(&c.hubPID, "hub-pid", 0, "report this hub process's RSS from /proc")
+	fs.BoolVar(&c.json, "json", false, "print the report as JSON")
+	fs.StringVar(&c.cpuProf, "cpuprofile", "", "write hubload's own CPU profile to this `file` (load mode)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return c, &exitError{code: 0, err: err}
+		}
+		return c, usageError("%v", err)
+	}
+	if fs.NArg() != 0 {
+		return c, usageError("unexpected argument %q", fs.Arg(0))
+	}
+	if c.sessions == 0 {
+		c.sessions = max(c.agents/2, 1)
+	}
+	return c, c.validate()
+}
+
+// validate checks the bounds and the combinations of the flags.
+func (c *config) validate() error {
+	if err := checkLoopback(c.hub); err != nil {
+		return err
+	}
+	modes := 0
+	for _, on := range []bool{c.check != "", c.idle != 0, c.verify != ""} {
+		if on {
+			modes++
+		}
+	}
+	switch {
+	case modes > 1:
+		return usageError("--check, --idle and --verify exclude each other")
+	case c.agents < 2 || c.agents > maxAgents:
+		return usageError("--agents %d: want 2 to %d", c.agents, maxAgents)
+	case c.sessions < 1 || c.sessions > maxSessions:
+		return usageError("--sessions %d: want 1 to %d", c.sessions, maxSessions)
+	case c.payload < 1 || c.payload > maxPayload:
+		return usageError("--payload %d: want 1 to %d bytes", c.payload, maxPayload)
+	case c.duration <= 0 || c.duration > maxDuration:
+		return usageError("--duration %v: want more than 0 and at most %v", c.duration, maxDuration)
+	case c.warmup < 0 || c.warmup > maxDuration:
+		return usageError("--warmup %v: want 0 to %v", c.warmup, maxDuration)
+	case c.maxTurns < 0:
+		return usageError("--max-turns %d: want 0 (no cap) or more", c.maxTurns)
+	case c.conns < 0:
+		return usageError("--conns %d: want 0 (one per agent) or more", c.conns)
+	case c.idle < 0 || c.idle > maxAgents:
+		return usageError("--idle %d: want 0 to %d", c.idle, maxAgents)
+	case c.hubPID < 0:
+		return usageError("--hub-pid %d: want a process id", c.hubPID)
+	}
+	return nil
+}
+
+// checkLoopback accepts host:port whose host is "localhost" or a loopback
+// IP literal; other names are not resolved but refused.
+func checkLoopback(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usageError("--hub %q: want host:port: %v", addr, err)
+	}
+	if port == "" {
+		return usageError("--hub %q: no port", addr)
+	}
+	if strings.EqualFold(host, "localhost") {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return usageError("--hub %q: hubload only drives a hub on a loopback address (127.0.0.1, ::1, localhost)", addr)
+}
+
+// connsFor is how many connections n agents share.
+func (c *config) connsFor(n int) int {
+	if c.conns == 0 || c.conns > n {
+		return n
+	}
+	return c.conns
+}

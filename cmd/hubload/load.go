@@ -1,0 +1,255 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hubd/hubd/hubpb"
+)
+
+// drainTimeout is how long sends in flight may take to finish once the
+// window has closed, before the run cancels them.
+const drainTimeout = 10 * time.Second
+
+// openers is how many sessions are opened (and closed) concurrently.
+const openers = 16
+
+// load is one load run: its agents, sessions and workers.
+type load struct {
+	cfg      config
+	run      string
+	agents   []*agent
+	sessions []*sessRun
+	workers  []*worker
+	open     atomic.Int64  // sessions not ended
+	allEnded chan struct{} // closed when every session has ended
+	stop     chan struct{} // closed when no new send may start
+}
+
+// runLoad runs the load mode and prints its report.
+func runLoad(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) {
+	var vl *verifyLog
+	if cfg.verify != "" {
+		if vl, err = openVerify(cfg.verify); err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, vl.close()) }()
+	}
+	stopProfile, err := startProfile(cfg.cpuProf)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
+	before := readProc(cfg.hubPID)
+	p, err := dial(cfg.hub, cfg.connsFor(cfg.agents))
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	// Calls outlive ctx (an interrupt ends the run like --duration does)
+	// until the run gives up on them.
+	calls, giveUp := context.WithCancel(context.WithoutCancel(ctx))
+	defer giveUp()
+	l := newLoad(cfg, p, calls)
+	defer l.closeSessions(stderr)
+	if err := l.openSessions(calls); err != nil {
+		return err
+	}
+	st := newStats()
+	cpu := l.drive(ctx, calls, giveUp, st, vl)
+	rep := l.report(st, cpu, before, readProc(cfg.hubPID))
+	if err := rep.print(stdout, cfg.json); err != nil {
+		return err
+	}
+	if rep.Accepted == 0 {
+		return errors.New("no send was acknowledged in the measurement window")
+	}
+	return nil
+}
+
+// drive runs the agents through the warm-up and the window, then lets the
+// sends in flight finish and ends the streams. It returns the CPU used in
+// the window.
+func (l *load) drive(ctx, calls context.Context, giveUp context.CancelFunc, st *stats, vl *verifyLog) cpuUse {
+	subs, endStreams := context.WithCancel(calls)
+	defer endStreams()
+	var streams, workers sync.WaitGroup
+	st.open(time.Now().Add(l.cfg.warmup))
+	l.start(subs, st, vl, &streams, &workers)
+	cpu := l.measure(ctx, st)
+	l.drain(&workers, giveUp)
+	endStreams()
+	streams.Wait()
+	return cpu
+}
+
+// newLoad builds the agents and the plan of a run; nothing is sent yet.
+func newLoad(cfg config, p *pool, calls context.Context) *load {
+	l := &load{cfg: cfg, run: newRunID(), allEnded: make(chan struct{}), stop: make(chan struct{})}
+	for i := range cfg.agents {
+		name := agentName(l.run, "a", i)
+		l.agents = append(l.agents, &agent{name: name, index: i, client: p.client(i), calls: as(calls, name),
+			workers: map[string]*worker{}, cursors: map[string]uint64{}})
+	}
+	return l
+}
+
+// openSessions opens every session (as its first agent, all participants
+// auto-accepting, so each is open at once) and builds its workers.
+func (l *load) openSessions(ctx context.Context) error {
+	plan := assign(l.cfg.agents, l.cfg.sessions)
+	l.sessions = make([]*sessRun, len(plan))
+	l.open.Store(int64(len(plan)))
+	err := forEach(len(plan), func(j int) error {
+		s, err := l.openSession(ctx, plan[j])
+		l.sessions[j] = s
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	text := strings.Repeat("x", l.cfg.payload)
+	for j, s := range l.sessions {
+		for _, i := range plan[j] {
+			w := newWorker(l.agents[i], s, l.run, text)
+			l.agents[i].workers[s.id] = w
+			l.workers = append(l.workers, w)
+		}
+	}
+	return nil
+}
+
+// openSession opens one session of the agents members.
+func (l *load) openSession(ctx context.Context, members []int) (*sessRun, error) {
+	creator := l.agents[members[0]]
+	req := &hubpb.OpenRequest{Type: "workflow@1", GraphJson: graphJSON(creator.name, l.cfg.maxTurns),
+		Labels: map[string]string{"hubload": l.run}}
+	for _, i := range members {
+		req.Participants = append(req.Participants, &hubpb.Participant{Name: l.agents[i].name, AutoAccept: true})
+	}
+	resp, err := creator.client.Open(as(ctx, creator.name), req)
+	if err != nil {
+		return nil, fmt.Errorf("opening a session as %s: %w", creator.name, err)
+	}
+	info := resp.GetSession()
+	s := &sessRun{id: info.GetSessionId(), creator: creator, done: make(chan struct{}), onEnd: l.ended}
+	if info.GetState() != "OPEN" {
+		return s, fmt.Errorf("session %s opened in state %s, want OPEN", s.id, info.GetState())
+	}
+	return s, nil
+}
+
+// ended counts a session's end.
+func (l *load) ended() {
+	if l.open.Add(-1) == 0 {
+		close(l.allEnded)
+	}
+}
+
+// start starts every worker, then every agent's stream (which tells the
+// first speakers their pending turns).
+func (l *load) start(subs context.Context, st *stats, vl *verifyLog, streams, workers *sync.WaitGroup) {
+	for _, w := range l.workers {
+		workers.Go(func() { w.run(l.stop, st, vl) })
+	}
+	for _, a := range l.agents {
+		streams.Go(func() { a.listen(subs, st) })
+	}
+}
+
+// measure waits out the warm-up, then the window (which st opens at its
+// end), each cut short by ctx (an interrupt) or by every session having
+// ended. It returns the CPU time used in the window.
+func (l *load) measure(ctx context.Context, st *stats) cpuUse {
+	var use cpuUse
+	if l.sleep(ctx, l.cfg.warmup) {
+		u0 := cpuNow(l.cfg.hubPID)
+		l.sleep(ctx, l.cfg.duration)
+		use = cpuNow(l.cfg.hubPID).since(u0)
+	}
+	st.shut(time.Now())
+	return use
+}
+
+// sleep waits d, or until ctx is done or every session has ended; it
+// reports whether d elapsed.
+func (l *load) sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+	case <-l.allEnded:
+	}
+	return false
+}
+
+// drain stops new sends and waits for those in flight, giving up on them
+// (cancelling every call) after drainTimeout.
+func (l *load) drain(workers *sync.WaitGroup, giveUp context.CancelFunc) {
+	close(l.stop)
+	done := make(chan struct{})
+	go func() {
+		workers.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(drainTimeout):
+		giveUp()
+		<-done
+	}
+}
+
+// closeSessions closes, as their creators, the sessions still open; a
+// failure is only reported (the hub may be down).
+func (l *load) closeSessions(stderr io.Writer) {
+	var failed atomic.Int64
+	err := forEach(len(l.sessions), func(j int) error {
+		s := l.sessions[j]
+		if s == nil || s.ended() {
+			return nil
+		}
+		if _, err := s.creator.client.Close(s.creator.calls, &hubpb.CloseRequest{SessionId: s.id}); err != nil {
+			failed.Add(1)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "hubload: %d sessions could not be closed, the first: %v\n", failed.Load(), err)
+	}
+}
+
+// forEach calls f(0..n-1) from up to openers goroutines and returns the
+// first error.
+func forEach(n int, f func(int) error) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		next  atomic.Int64
+	)
+	for range min(n, openers) {
+		wg.Go(func() {
+			for j := int(next.Add(1) - 1); j < n; j = int(next.Add(1) - 1) {
+				if err := f(j); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"maps"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// stats gathers the measurements of a load run. Times are kept as offsets
+// from base (monotonic); the window is [from, until).
+type stats struct {
+	base        time.Time
+	from, until atomic.Int64
+	accepted    atomic.Uint64
+	ack, told   histogram
+
+	mu       sync.Mutex
+	rejected map[string]uint64
+}
+
+func newStats() *stats {
+	s := &stats{base: time.Now(), rejected: map[string]uint64{}}
+	s.from.Store(math.MaxInt64)
+	s.until.Store(math.MaxInt64)
+	return s
+}
+
+// open starts the measurement window at t.
+func (s *stats) open(t time.Time) { s.from.Store(int64(t.Sub(s.base))) }
+
+// shut ends the measurement window at t.
+func (s *stats) shut(t time.Time) { s.until.Store(int64(t.Sub(s.base))) }
+
+// window returns the length of the measurement window.
+func (s *stats) window() time.Duration {
+	from, until := s.from.Load(), s.until.Load()
+	if from == math.MaxInt64 || until < from {
+		return 0
+	}
+	return time.Duration(until - from)
+}
+
+// in reports whether t falls in the measurement window.
+func (s *stats) in(t time.Time) bool {
+	d := int64(t.Sub(s.base))
+	return d >= s.from.Load() && d < s.until.Load()
+}
+
+// acked records a send begun at start and acknowledged at done; it counts
+// when it began in the window.
+func (s *stats) acked(start, done time.Time) {
+	if s.in(start) {
+		s.accepted.Add(1)
+		s.ack.record(done.Sub(start))
+	}
+}
+
+// toldAfter records the time from a send begun at start to the next
+// speaker being told.
+func (s *stats) toldAfter(start time.Time, d time.Duration) {
+	if s.in(start) {
+		s.told.record(d)
+	}
+}
+
+// reject counts a failure by reason.
+func (s *stats) reject(reason string) {
+	s.mu.Lock()
+	s.rejected[reason]++
+	s.mu.Unlock()
+}
+
+// rejections returns a copy of the failure counts.
+func (s *stats) rejections() map[string]uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.rejected)
+}
+
+// correlator matches, in one session, the acknowledgement of a send (which
+// gives its seq and start) with the your_turn delivery of that seq to the
+// next speaker, in whichever order they arrive.
+type correlator struct {
+	mu    sync.Mutex
+	start map[uint64]time.Time // acked, not yet told
+	told  map[uint64]time.Time // told, not yet acked
+}
+
+// sent records that the send begun at start was acknowledged as seq; if
+// the next speaker was already told, it returns the latency.
+func (c *correlator) sent(seq uint64, start time.Time) (time.Duration, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if at, ok := c.told[seq]; ok {
+		delete(c.told, seq)
+		return at.Sub(start), true
+	}
+	c.start = remember(c.start, seq, start)
+	return 0, false
+}
+
+// toldAt records that the next speaker was told at at that seq began its
+// turn; if the send was already acknowledged, it returns its start and the
+// latency.
+func (c *correlator) toldAt(seq uint64, at time.Time) (time.Time, time.Duration, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if start, ok := c.start[seq]; ok {
+		delete(c.start, seq)
+		return start, at.Sub(start), true
+	}
+	c.told = remember(c.told, seq, at)
+	return time.Time{}, 0, false
+}
+
+// remember stores t at seq, forgetting entries far behind it (a send
+// whose told never comes: the session closed, or a stream was reopened).
+func remember(m map[uint64]time.Time, seq uint64, t time.Time) map[uint64]time.Time {
+	if m == nil {
+		m = map[uint64]time.Time{}
+	}
+	if len(m) > 16 {
+		for k := range m {
+			if k+16 < seq {
+				delete(m, k)
+			}
+		}
+	}
+	m[seq] = t
+	return m
+}
