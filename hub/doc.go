@@ -22,10 +22,13 @@
 //  5. append: the envelope and its follow-ups are written to the log in one
 //     atomic, durable write. This is the commit point: a close is never
 //     logged apart from the envelope that caused it;
-//  6. acknowledge: the caller gets the seq and time;
-//  7. deliver: subscribers get what they may see, in seq order, and the
-//     expected next speaker is told it is its turn, with the envelope that
-//     triggered it.
+//  6. deliver: subscribers' queues get what they may see, in seq order,
+//     and the expected next speaker is told it is its turn, with the
+//     envelope that triggered it (queuing never waits for a subscriber);
+//  7. acknowledge: the caller gets the seq and time.
+//
+// Nobody hears of an envelope before it is durable; the next speaker may
+// hear of it before the sender's acknowledgement arrives.
 //
 // The fold of step 4 runs before the append on the live state; if the
 // append fails, nothing is acknowledged and the session is marked failed:

@@ -247,3 +247,51 @@ func TestE2EExamples(t *testing.T) {
 		t.Fatalf("sessions list: exit %d\n%s%s", code, out, errs)
 	}
 }
+
+// TestE2EKillDuringLoad runs hubload --verify against the real hubd, kills
+// hubd with SIGKILL in the middle, restarts it on the same data directory,
+// and checks with hubload --check that every acknowledged envelope is
+// there: "acked N, found N".
+func TestE2EKillDuringLoad(t *testing.T) {
+	data := t.TempDir()
+	d := startDaemon(t, data, "")
+	load := buildBinary(t, "./cmd/hubload")
+	verify := filepath.Join(t.TempDir(), "acked.txt")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	lg := exec.CommandContext(ctx, load, "--hub", d.addr, "--agents", "8", "--sessions", "4", "--duration", "60s",
+		"--warmup", "0s", "--verify", verify)
+	var lgOut strings.Builder
+	lg.Stdout, lg.Stderr = &lgOut, &lgOut
+	if err := lg.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Kill hubd once a few hundred sends are acknowledged.
+	deadline := time.Now().Add(30 * time.Second)
+	for countLines(verify) < 300 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	d.stop(syscall.SIGKILL)
+	lg.Process.Signal(syscall.SIGINT)
+	lg.Wait()
+	acked := countLines(verify)
+	if acked < 300 {
+		t.Fatalf("only %d acknowledged sends before the kill\n%s", acked, lgOut.String())
+	}
+	d = startDaemon(t, data, d.addr)
+	out, err := exec.CommandContext(ctx, load, "--hub", d.addr, "--check", verify).CombinedOutput()
+	first := strings.SplitN(string(out), "\n", 2)[0]
+	if err != nil || first != fmt.Sprintf("acked %d, found %d", acked, acked) {
+		t.Fatalf("check after kill -9: %v\n%s", err, out)
+	}
+	t.Log(first)
+}
+
+// countLines counts the complete lines of a file (0 if it is missing).
+func countLines(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(b), "\n")
+}

@@ -9,9 +9,14 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/google/uuid"
 )
 
 func main() {
+	// Envelope ids (UUIDv7) draw their random bits from a pool instead of
+	// a system call each.
+	uuid.EnableRandPool()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/hubd/hubd/hub"
 	"github.com/hubd/hubd/hubpb"
@@ -311,8 +312,14 @@ func (s *Server) Watch(req *hubpb.WatchRequest, stream grpc.ServerStreamingServe
 
 // pump sends a subscription's deliveries until the client goes away or the
 // subscription ends.
+//
+// The response headers go out at once, so a client knows its subscription
+// is registered before any delivery arrives.
 func (s *Server) pump(ctx context.Context, method string, sub *hub.Subscription, stream grpc.ServerStreamingServer[hubpb.Delivery]) error {
 	defer sub.Close()
+	if err := stream.SendHeader(metadata.MD{}); err != nil {
+		return err
+	}
 	for {
 		d, err := sub.Next(ctx)
 		if err != nil {
