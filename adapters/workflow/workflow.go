@@ -24,19 +24,26 @@ const (
 	KnobSupervisor  = "supervisor"
 )
 
-// Adapter is the workflow session type. Its registry decodes graphs, so
-// custom conditions and targets registered there are available to sessions.
-type Adapter struct {
-	reg *transition.Registry
+// Decoder decodes a graph from its JSON form. A *transition.Registry is
+// one; a caller may put a cache in front of it, since a decoded Graph is
+// immutable and may be shared by every session with the same graph.
+type Decoder interface {
+	Decode(data []byte) (*transition.Graph, error)
 }
 
-// New returns the workflow adapter using reg to decode graphs (nil: a
+// Adapter is the workflow session type. Its decoder's registry decides
+// which conditions and targets sessions may use, custom ones included.
+type Adapter struct {
+	dec Decoder
+}
+
+// New returns the workflow adapter decoding graphs with dec (nil: a
 // registry of the built-ins).
-func New(reg *transition.Registry) *Adapter {
-	if reg == nil {
-		reg = transition.NewRegistry()
+func New(dec Decoder) *Adapter {
+	if dec == nil {
+		dec = transition.NewRegistry()
 	}
-	return &Adapter{reg: reg}
+	return &Adapter{dec: dec}
 }
 
 // Type implements adapters.Adapter.
@@ -61,7 +68,7 @@ func (a *Adapter) Start(meta *session.Meta) (adapters.State, error) {
 	if !ok {
 		return nil, fmt.Errorf("workflow needs the knob %q (a transition graph): %w", KnobGraph, transition.ErrInvalid)
 	}
-	g, err := a.reg.Decode(raw)
+	g, err := a.dec.Decode(raw)
 	if err != nil {
 		return nil, err
 	}

@@ -10,9 +10,14 @@ import (
 )
 
 // Adapters returns the registry of every session type hubd serves, with
-// graphs decoded by reg (nil: the built-in conditions and targets).
+// graphs decoded by reg (nil: the built-in conditions and targets) through
+// a cache, so sessions with the same graph share one decoded copy.
 func Adapters(reg *transition.Registry) *adapters.Registry {
-	r, err := adapters.NewRegistry(workflow.New(reg), conversation.Adapter{}, discussion.Adapter{}, consulting.Adapter{})
+	if reg == nil {
+		reg = transition.NewRegistry()
+	}
+	dec := &GraphCache{Registry: reg, Max: 4096}
+	r, err := adapters.NewRegistry(workflow.New(dec), conversation.Adapter{}, discussion.Adapter{}, consulting.Adapter{})
 	if err != nil {
 		panic(err) // the list above has no duplicates
 	}
