@@ -2,6 +2,7 @@ package wal
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -104,16 +105,34 @@ func (c *committer) commit(size int) {
 		if h := c.l.hooks.beforeCommit; h != nil {
 			h()
 		}
+		start := time.Now()
 		err = txn.Commit()
+		c.l.stats.commitNanos.Add(int64(time.Since(start)))
 	}
 	if err != nil {
 		c.fail(staged, err)
-	} else {
+	} else if staged > 0 {
 		for s, seq := range c.pend {
 			c.last[s] = seq
 		}
+		c.count(staged)
 	}
 	c.answer()
+}
+
+// count adds a committed transaction of staged requests to the stats.
+func (c *committer) count(staged int) {
+	records := 0
+	for _, r := range c.batch {
+		if r.err == nil {
+			for _, w := range r.writes {
+				records += len(w.Records)
+			}
+		}
+	}
+	c.l.stats.commits.Add(1)
+	c.l.stats.requests.Add(uint64(staged))
+	c.l.stats.records.Add(uint64(records))
 }
 
 // fail gives every request not already rejected the commit error, and

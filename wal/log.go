@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/rs/zerolog"
@@ -27,6 +29,28 @@ type Log struct {
 	reqPool sync.Pool     // of *request
 	c       committer     // owned by the committer goroutine
 	hooks   testHooks     // nil funcs outside tests
+	stats   counters
+}
+
+// counters are the committer's running totals.
+type counters struct {
+	commits, requests, records atomic.Uint64
+	commitNanos                atomic.Int64
+}
+
+// Stats are running totals of the log's writes since Open, for metrics
+// and for seeing how well group commit batches.
+type Stats struct {
+	Commits  uint64        // transactions committed (each one sync)
+	Requests uint64        // Append calls they held
+	Records  uint64        // records they held
+	Syncing  time.Duration // time spent committing (mostly syncing)
+}
+
+// Stats returns the log's running totals.
+func (l *Log) Stats() Stats {
+	return Stats{Commits: l.stats.commits.Load(), Requests: l.stats.requests.Load(),
+		Records: l.stats.records.Load(), Syncing: time.Duration(l.stats.commitNanos.Load())}
 }
 
 // testHooks lets tests stop the committer at fixed points. Set before the

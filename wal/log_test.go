@@ -406,3 +406,24 @@ func TestValueLogRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestStats(t *testing.T) {
+	l, err := Open(Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx := context.Background()
+	var s [16]byte
+	s[0] = 7
+	if err := l.Append(ctx, Write{Session: s, Meta: []byte("m"), Records: []Record{{Seq: 1, Data: []byte("a")}, {Seq: 2, Data: []byte("b")}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(ctx, Write{Session: s, Records: []Record{{Seq: 9, Data: []byte("gap")}}}); err == nil {
+		t.Fatal("a gap was accepted")
+	}
+	st := l.Stats()
+	if st.Commits != 1 || st.Requests != 1 || st.Records != 2 || st.Syncing <= 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}

@@ -201,3 +201,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // Done yields the gRPC server's exit error once it stops serving.
 func (s *Server) Done() <-chan error { return s.served }
+
+// LogStats returns the write-ahead log's running totals.
+func (s *Server) LogStats() wal.Stats { return s.wal.Stats() }
