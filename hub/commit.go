@@ -43,7 +43,9 @@ func (h *Hub) commit(ctx context.Context, s *sess, envs []*session.Envelope, met
 	if len(all) == 0 {
 		return nil, nil
 	}
-	if err := h.log.Append(ctx, LogWrite{Session: s.id, Meta: meta, Records: recs}); err != nil {
+	// The fold has run: from here the outcome must not depend on the
+	// caller giving up, or memory would run ahead of the log.
+	if err := h.log.Append(context.WithoutCancel(ctx), LogWrite{Session: s.id, Meta: meta, Records: recs}); err != nil {
 		h.fail(s, err)
 		return nil, fmt.Errorf("session %v: the write-ahead log did not take seq %d: %v: %w", s.id, all[0].Seq, err, ErrSessionFailed)
 	}

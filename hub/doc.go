@@ -34,8 +34,9 @@
 // append fails, nothing is acknowledged and the session is marked failed:
 // its state is rebuilt from the log before it accepts anything else, so
 // memory never runs ahead of what is durable. ctx bounds the wait for the
-// session and for the log to take the write; once the log has taken it, the
-// outcome no longer depends on ctx.
+// session; once validation has passed, the write goes through whatever ctx
+// does (a caller that gave up can retry with its client message id and get
+// the original seq).
 //
 // # Concurrency
 //
