@@ -427,3 +427,30 @@ func TestStats(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+func TestMetasMatchesSessions(t *testing.T) {
+	l, err := Open(Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx := context.Background()
+	for i := byte(1); i <= 3; i++ {
+		s := [16]byte{i}
+		if err := l.Append(ctx, Write{Session: s, Meta: []byte{'m', i}, Records: []Record{{Seq: 1, Data: []byte("x")}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var a, b []string
+	l.Sessions(ctx, func(s [16]byte, meta []byte, last uint64) error {
+		a = append(a, fmt.Sprintf("%x:%s", s[0], meta))
+		return nil
+	})
+	l.Metas(ctx, func(s [16]byte, meta []byte) error {
+		b = append(b, fmt.Sprintf("%x:%s", s[0], meta))
+		return nil
+	})
+	if fmt.Sprint(a) != fmt.Sprint(b) || len(b) != 3 {
+		t.Fatalf("Sessions %v, Metas %v", a, b)
+	}
+}

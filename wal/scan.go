@@ -117,6 +117,19 @@ func (s *scanner) value(v []byte) error {
 // no records), from one consistent snapshot. A bad key or value is
 // ErrCorrupt. An error from fn stops the walk and is returned as is.
 func (l *Log) Sessions(ctx context.Context, fn func(session [16]byte, meta []byte, last uint64) error) error {
+	return l.walkMeta(ctx, true, fn)
+}
+
+// Metas calls fn for every session's metadata, in key order, without
+// looking up last seqs (one forward iterator: what a hydrate that reads
+// every record anyway needs).
+func (l *Log) Metas(ctx context.Context, fn func(session [16]byte, meta []byte) error) error {
+	return l.walkMeta(ctx, false, func(s [16]byte, meta []byte, _ uint64) error { return fn(s, meta) })
+}
+
+// walkMeta walks the metadata keys, with each session's last seq when
+// withLast is set.
+func (l *Log) walkMeta(ctx context.Context, withLast bool, fn func(session [16]byte, meta []byte, last uint64) error) error {
 	if err := l.enterRead(); err != nil {
 		return err
 	}
@@ -125,9 +138,11 @@ func (l *Log) Sessions(ctx context.Context, fn func(session [16]byte, meta []byt
 	defer txn.Discard()
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{kindMeta}})
 	defer it.Close()
-	rev := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{kindRecord}, Reverse: true})
-	defer rev.Close()
-	w := sessionWalker{rev: rev, fn: fn}
+	w := sessionWalker{fn: fn}
+	if withLast {
+		w.rev = txn.NewIterator(badger.IteratorOptions{Prefix: []byte{kindRecord}, Reverse: true})
+		defer w.rev.Close()
+	}
 	value := w.value
 	n := 0
 	for it.Rewind(); it.Valid(); it.Next() {
@@ -155,38 +170,6 @@ type sessionWalker struct {
 	session [16]byte
 	last    uint64
 	fn      func(session [16]byte, meta []byte, last uint64) error
-}
-
-// Metas calls fn for every session's metadata, in key order, without
-// looking up last seqs (one forward iterator: what a hydrate that reads
-// every record anyway needs).
-func (l *Log) Metas(ctx context.Context, fn func(session [16]byte, meta []byte) error) error {
-	if err := l.enterRead(); err != nil {
-		return err
-	}
-	defer l.exitRead()
-	txn := l.db.NewTransaction(false)
-	defer txn.Discard()
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{kindMeta}})
-	defer it.Close()
-	w := sessionWalker{fn: func(s [16]byte, meta []byte, _ uint64) error { return fn(s, meta) }}
-	value := w.value
-	n := 0
-	for it.Rewind(); it.Valid(); it.Next() {
-		if n++; n%ctxEvery == 1 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		item := it.Item()
-		if err := w.next(item.Key()); err != nil {
-			return err
-		}
-		if err := item.Value(value); err != nil {
-			return err
-		}
-	}
-	return ctx.Err()
 }
 
 // next decodes the metadata key k and looks up the session's last seq
