@@ -26,7 +26,9 @@ type Delivery struct {
 func (h *Hub) deliver(s *sess, all []*session.Envelope, newTurn bool) {
 	for _, w := range s.watch {
 		for _, e := range all {
-			w.push(Delivery{Envelope: e})
+			if w.sees(e) {
+				w.push(Delivery{Envelope: e})
+			}
 		}
 	}
 	var expected []string
@@ -119,8 +121,10 @@ func (h *Hub) Subscribe(ctx context.Context, agent string, opts SubscribeOptions
 	return sub, nil
 }
 
-// Watch streams every envelope of one session from seq from (1: all), for
-// dashboards and audits; only its participants (or an operator) may watch.
+// Watch streams the envelopes of one session from seq from (1: all), for
+// dashboards and audits: every envelope for an operator, what the agent
+// may read (addressed to it, or its own) for a participant; nobody else
+// may watch.
 func (h *Hub) Watch(ctx context.Context, agent string, operator bool, id session.ID, from uint64) (*Subscription, error) {
 	if err := h.enter(); err != nil {
 		return nil, err
@@ -137,6 +141,9 @@ func (h *Hub) Watch(ctx context.Context, agent string, operator bool, id session
 		from = 1
 	}
 	sub := newSubscription(h, "", id)
+	if !operator {
+		sub.viewer = agent
+	}
 	if err := s.acquire(ctx); err != nil {
 		return nil, err
 	}

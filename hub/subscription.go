@@ -15,9 +15,10 @@ import (
 // subscriber that falls further behind than the hub's SubscriberBuffer is
 // cut off with ErrSlowSubscriber and resumes from its cursors.
 type Subscription struct {
-	h     *Hub
-	agent string     // "" for a watch
-	watch session.ID // the watched session
+	h      *Hub
+	agent  string     // the subscribing agent; "" for a watch
+	watch  session.ID // the watched session
+	viewer string     // whose audience filters what a watch sees; "" sees all (operators)
 
 	// Owned by the reader (Next).
 	spans []span                // catch-up still to read from the log
@@ -40,6 +41,19 @@ type span struct {
 func newSubscription(h *Hub, agent string, watch session.ID) *Subscription {
 	return &Subscription{h: h, agent: agent, watch: watch, sent: map[session.ID]uint64{}, told: map[session.ID]uint64{},
 		wake: make(chan struct{}, 1)}
+}
+
+// sees reports whether the subscriber may see e: an agent what is
+// addressed to it, a participant's watch what the participant may read
+// (its own envelopes too), an operator's watch everything.
+func (sub *Subscription) sees(e *session.Envelope) bool {
+	switch {
+	case sub.agent != "":
+		return e.Audience.Includes(sub.agent, e.From)
+	case sub.viewer != "":
+		return e.From == sub.viewer || e.Audience.Includes(sub.viewer, e.From)
+	}
+	return true
 }
 
 // push appends a live delivery; it never blocks.
@@ -224,7 +238,7 @@ func (sub *Subscription) readSpan(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if sub.agent == "" || e.Audience.Includes(sub.agent, e.From) {
+		if sub.sees(e) {
 			sub.batch = append(sub.batch, Delivery{Envelope: e})
 		}
 		return nil
