@@ -83,9 +83,11 @@ func (c *Client) subscribe(ctx context.Context, opts SubscribeOptions, callOpts 
 	return &Stream{op: "subscribe", s: s, cancel: cancel}, nil
 }
 
-// Watch streams every envelope of one session from seq fromSeq (0 or 1:
-// all), live, for dashboards, transcripts and audits. Only its participants
-// (or an operator) may watch. Deliveries of a watch never have YourTurn set.
+// Watch streams the envelopes of one session from seq fromSeq (0 or 1:
+// all), live, for dashboards, transcripts and audits: for a participant,
+// every envelope it may read (addressed to it, or its own); for an
+// operator, all of them. Nobody else may watch. Deliveries of a watch never
+// have YourTurn set.
 func (c *Client) Watch(ctx context.Context, sessionID string, fromSeq uint64) (*Stream, error) {
 	return c.watch(ctx, sessionID, fromSeq)
 }

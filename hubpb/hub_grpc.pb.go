@@ -76,7 +76,8 @@ type HubClient interface {
 	// cursors, its pending turns, then everything live. Per session, seqs
 	// arrive in order with no gap and no duplicate.
 	Subscribe(ctx context.Context, in *SubscribeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Delivery], error)
-	// Watch streams every envelope of one session from a seq.
+	// Watch streams a session's envelopes from a seq: all of them for an
+	// operator, those the caller may read for a participant.
 	Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Delivery], error)
 }
 
@@ -259,7 +260,8 @@ type HubServer interface {
 	// cursors, its pending turns, then everything live. Per session, seqs
 	// arrive in order with no gap and no duplicate.
 	Subscribe(*SubscribeRequest, grpc.ServerStreamingServer[Delivery]) error
-	// Watch streams every envelope of one session from a seq.
+	// Watch streams a session's envelopes from a seq: all of them for an
+	// operator, those the caller may read for a participant.
 	Watch(*WatchRequest, grpc.ServerStreamingServer[Delivery]) error
 	mustEmbedUnimplementedHubServer()
 }
