@@ -15,8 +15,12 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/hubd/hubd/hub"
 	"github.com/hubd/hubd/hub/hubgrpc"
 	"github.com/hubd/hubd/hubpb"
+	"github.com/hubd/hubd/internal/server"
+	"github.com/hubd/hubd/session"
+	"github.com/hubd/hubd/wal"
 )
 
 // serveInProcess runs `hubd serve` through run() on a free port and returns
@@ -164,4 +168,32 @@ func TestServeFlagErrors(t *testing.T) {
 		}
 	}
 	_ = time.Second
+}
+
+// TestLogVerifyFindsCorruption writes a session and a record that does not
+// decode straight into a data dir: log verify names the bad session and
+// exits 1.
+func TestLogVerifyFindsCorruption(t *testing.T) {
+	data := t.TempDir()
+	l, err := wal.Open(wal.Options{Dir: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	h, err := hub.New(ctx, hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, _ := h.Open(ctx, "a", hub.OpenRequest{Type: session.Type{Kind: "conversation", Version: 1}, Participants: []session.Participant{{Name: "b", AutoAccept: true}}})
+	bad, _ := h.Open(ctx, "a", hub.OpenRequest{Type: session.Type{Kind: "conversation", Version: 1}, Participants: []session.Participant{{Name: "b", AutoAccept: true}}})
+	h.Close()
+	if err := l.Append(ctx, wal.Write{Session: bad.Meta.ID, Records: []wal.Record{{Seq: 3, Data: []byte("not an envelope")}}}); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	code, out, _ := runCmd(t, "", "log", "verify", "--data", data)
+	if code != 1 || !strings.Contains(out, "BAD "+bad.Meta.ID.String()) || strings.Contains(out, good.Meta.ID.String()) ||
+		!strings.Contains(out, "2 sessions, 5 records, 1 bad") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
 }
