@@ -14,6 +14,7 @@ import (
 
 	"github.com/hubd/hubd/adapters"
 	"github.com/hubd/hubd/adapters/workflow"
+	"github.com/hubd/hubd/internal/exitcode"
 	"github.com/hubd/hubd/session"
 	"github.com/hubd/hubd/transition"
 )
@@ -21,7 +22,7 @@ import (
 func runGraph(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return usageError("graph: no subcommand (validate, render, simulate)")
+		return exitcode.Usage("graph: no subcommand (validate, render, simulate)")
 	}
 	switch args[0] {
 	case "validate":
@@ -31,7 +32,7 @@ func runGraph(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	case "simulate":
 		return graphSimulate(ctx, args[1:], stdin, stdout, stderr)
 	}
-	return usageError("graph: unknown subcommand %q (validate, render, simulate)", args[0])
+	return exitcode.Usage("graph: unknown subcommand %q (validate, render, simulate)", args[0])
 }
 
 func newFlags(name string, stderr io.Writer) *flag.FlagSet {
@@ -44,9 +45,9 @@ func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return &exitError{code: 0, err: err}
+			return exitcode.New(0, err)
 		}
-		return usageError("%s: %v", fs.Name(), err)
+		return exitcode.Usage("%s: %v", fs.Name(), err)
 	}
 	return nil
 }
@@ -55,11 +56,11 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 func loadGraph(path string) (*transition.Graph, []byte, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, usageError("%v", err)
+		return nil, nil, exitcode.Usage("%v", err)
 	}
 	g, err := transition.NewRegistry().Decode(data)
 	if err != nil {
-		return nil, nil, usageError("%s: %v", path, err)
+		return nil, nil, exitcode.Usage("%s: %v", path, err)
 	}
 	return g, data, nil
 }
@@ -81,7 +82,7 @@ func graphValidate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return usageError("graph validate: want one FILE, got %d arguments", fs.NArg())
+		return exitcode.Usage("graph validate: want one FILE, got %d arguments", fs.NArg())
 	}
 	g, _, err := loadGraph(fs.Arg(0))
 	if err != nil {
@@ -92,7 +93,7 @@ func graphValidate(args []string, stdout, stderr io.Writer) error {
 		participants = g.Agents()
 	}
 	if err := g.Validate(participants); err != nil {
-		return usageError("%s: %v", fs.Arg(0), err)
+		return exitcode.Usage("%s: %v", fs.Arg(0), err)
 	}
 	fmt.Fprintln(stdout, summary(g, participants))
 	return nil
@@ -117,7 +118,7 @@ func graphRender(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return usageError("graph render: want one FILE, got %d arguments", fs.NArg())
+		return exitcode.Usage("graph render: want one FILE, got %d arguments", fs.NArg())
 	}
 	g, _, err := loadGraph(fs.Arg(0))
 	if err != nil {
@@ -144,7 +145,7 @@ func graphSimulate(ctx context.Context, args []string, stdin io.Reader, stdout, 
 		return err
 	}
 	if fs.NArg() != 0 {
-		return usageError("graph simulate: unexpected argument %q (envelopes are read from stdin)", fs.Arg(0))
+		return exitcode.Usage("graph simulate: unexpected argument %q (envelopes are read from stdin)", fs.Arg(0))
 	}
 	meta, err := f.meta()
 	if err != nil {
@@ -152,7 +153,7 @@ func graphSimulate(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	}
 	dr, err := adapters.NewDryRun(workflow.New(nil), meta)
 	if err != nil {
-		return usageError("graph simulate: %v", err)
+		return exitcode.Usage("graph simulate: %v", err)
 	}
 	return simulate(ctx, dr, stdin, stdout)
 }
@@ -160,7 +161,7 @@ func graphSimulate(ctx context.Context, args []string, stdin io.Reader, stdout, 
 // meta builds the dry-run session's metadata from the flags.
 func (f *simulateFlags) meta() (*session.Meta, error) {
 	if f.graph == "" || f.participants == "" {
-		return nil, usageError("graph simulate: --graph and --participants are required")
+		return nil, exitcode.Usage("graph simulate: --graph and --participants are required")
 	}
 	_, data, err := loadGraph(f.graph)
 	if err != nil {
@@ -177,7 +178,7 @@ func (f *simulateFlags) meta() (*session.Meta, error) {
 	}
 	if f.context != "" {
 		if !json.Valid([]byte(f.context)) {
-			return nil, usageError("graph simulate: --context is not JSON")
+			return nil, exitcode.Usage("graph simulate: --context is not JSON")
 		}
 		meta.Knobs[adapters.KnobContext] = json.RawMessage(f.context)
 	}
@@ -203,7 +204,7 @@ func simulate(ctx context.Context, dr *adapters.DryRun, stdin io.Reader, stdout 
 			continue
 		}
 		if !json.Valid(line) {
-			return usageError("graph simulate: stdin line %d is not JSON: %.60q", n, line)
+			return exitcode.Usage("graph simulate: stdin line %d is not JSON: %.60q", n, line)
 		}
 		var step adapters.Step
 		var env session.Envelope
@@ -219,7 +220,7 @@ func simulate(ctx context.Context, dr *adapters.DryRun, stdin io.Reader, stdout 
 		out.Write(append(b, '\n'))
 	}
 	if err := sc.Err(); err != nil {
-		return usageError("graph simulate: reading stdin: %v", err)
+		return exitcode.Usage("graph simulate: reading stdin: %v", err)
 	}
 	return nil
 }

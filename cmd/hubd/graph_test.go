@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hubd/hubd/internal/exitcode"
 )
 
 // runCmd runs the program in-process and returns its exit code and output.
@@ -16,7 +18,7 @@ func runCmd(t *testing.T, stdin string, args ...string) (code int, stdout, stder
 	t.Helper()
 	var out, errb bytes.Buffer
 	err := run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
-	code = exitCode(err, &errb)
+	code = exitcode.Report("hubd", err, &errb)
 	return code, out.String(), errb.String()
 }
 
@@ -160,7 +162,7 @@ func TestExampleGraphs(t *testing.T) {
 
 func TestExitCode(t *testing.T) {
 	var b bytes.Buffer
-	if exitCode(nil, &b) != 0 || exitCode(errors.New("x"), &b) != 1 || exitCode(usageError("y"), &b) != 2 {
+	if exitcode.Report("hubd", nil, &b) != 0 || exitcode.Report("hubd", errors.New("x"), &b) != 1 || exitcode.Report("hubd", exitcode.Usage("y"), &b) != 2 {
 		t.Error("exit codes")
 	}
 }

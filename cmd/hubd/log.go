@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/internal/exitcode"
 	"github.com/hubd/hubd/internal/server"
 	"github.com/hubd/hubd/session"
 	"github.com/hubd/hubd/wal"
@@ -21,7 +22,7 @@ func protoJSON(m proto.Message) ([]byte, error) {
 
 func runLog(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "verify" {
-		return usageError("log: want verify")
+		return exitcode.Usage("log: want verify")
 	}
 	fs := newFlags("log verify", stderr)
 	data := fs.String("data", "./hubd-data", "the data directory to check (the hub must not be running on it)")
@@ -65,7 +66,7 @@ func verifyLog(ctx context.Context, dir string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%d sessions, %d records, %d bad\n", sessions, records, len(bad))
 	if len(bad) > 0 || scanErr != nil {
-		return &exitError{code: 1, err: fmt.Errorf("log verify: %d bad sessions in %s", len(bad), dir)}
+		return exitcode.New(1, fmt.Errorf("log verify: %d bad sessions in %s", len(bad), dir))
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"syscall"
 
 	"github.com/google/uuid"
+
+	"github.com/hubd/hubd/internal/exitcode"
 )
 
 func main() {
@@ -20,36 +21,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
-	os.Exit(exitCode(err, os.Stderr))
-}
-
-// exitError carries a process exit code with its error.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
-// usageError is an error of the command line or its input: exit code 2.
-func usageError(format string, args ...any) error {
-	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
-}
-
-func exitCode(err error, stderr io.Writer) int {
-	if err == nil {
-		return 0
-	}
-	var ee *exitError
-	if errors.As(err, &ee) && ee.code == 0 {
-		return 0 // --help
-	}
-	fmt.Fprintln(stderr, "hubd:", err)
-	if ee != nil {
-		return ee.code
-	}
-	return 1
+	os.Exit(exitcode.Report("hubd", err, os.Stderr))
 }
 
 const usage = `hubd: a session hub for multi-agent systems
@@ -88,5 +60,5 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return nil
 	}
 	fmt.Fprint(stderr, usage)
-	return usageError("unknown command %q", args[0])
+	return exitcode.Usage("unknown command %q", args[0])
 }

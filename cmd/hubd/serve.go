@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hubd/hubd/hub/hubgrpc"
+	"github.com/hubd/hubd/internal/exitcode"
 	"github.com/hubd/hubd/internal/server"
 )
 
@@ -46,7 +47,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if fs.NArg() != 0 {
-		return usageError("serve: unexpected argument %q", fs.Arg(0))
+		return exitcode.Usage("serve: unexpected argument %q", fs.Arg(0))
 	}
 	lg, err := newLogger(stderr, f.logFormat, f.logLevel)
 	if err != nil {
@@ -79,11 +80,11 @@ func (f *serveFlags) config(lg zerolog.Logger) (server.Config, error) {
 	if f.tokens != "" {
 		file, err := os.Open(f.tokens)
 		if err != nil {
-			return cfg, usageError("serve: %v", err)
+			return cfg, exitcode.Usage("serve: %v", err)
 		}
 		defer file.Close()
 		if cfg.Tokens, err = hubgrpc.ParseTokens(file); err != nil {
-			return cfg, usageError("serve: %s: %v", f.tokens, err)
+			return cfg, exitcode.Usage("serve: %s: %v", f.tokens, err)
 		}
 	}
 	if !f.fsync {
@@ -96,14 +97,14 @@ func (f *serveFlags) config(lg zerolog.Logger) (server.Config, error) {
 func newLogger(w io.Writer, format, level string) (zerolog.Logger, error) {
 	lvl, err := zerolog.ParseLevel(strings.ToLower(level))
 	if err != nil || level == "" {
-		return zerolog.Nop(), usageError("--log-level %q: want debug, info, warn or error", level)
+		return zerolog.Nop(), exitcode.Usage("--log-level %q: want debug, info, warn or error", level)
 	}
 	switch format {
 	case "json":
 	case "console":
 		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339, NoColor: !isTerminal(w)}
 	default:
-		return zerolog.Nop(), usageError("--log-format %q: want json or console", format)
+		return zerolog.Nop(), exitcode.Usage("--log-format %q: want json or console", format)
 	}
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/hubd/hubd/hub/hubgrpc"
 	"github.com/hubd/hubd/hubpb"
+	"github.com/hubd/hubd/internal/exitcode"
 	"github.com/hubd/hubd/session"
 )
 
@@ -41,7 +42,7 @@ func (c *clientFlags) dial() (hubpb.HubClient, func(), error) {
 	if c.caFile != "" {
 		tc, err := credentials.NewClientTLSFromFile(c.caFile, "")
 		if err != nil {
-			return nil, nil, usageError("--tls-ca: %v", err)
+			return nil, nil, exitcode.Usage("--tls-ca: %v", err)
 		}
 		creds = tc
 	}
@@ -73,7 +74,7 @@ func callError(err error) error {
 
 func runSessions(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageError("sessions: want list, show, tail or export")
+		return exitcode.Usage("sessions: want list, show, tail or export")
 	}
 	var c clientFlags
 	fs := newFlags("sessions "+args[0], stderr)
@@ -88,7 +89,7 @@ func runSessions(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	case "export":
 		return sessionsExport(ctx, fs, &c, args[1:], stdout)
 	}
-	return usageError("sessions: unknown subcommand %q (list, show, tail, export)", args[0])
+	return exitcode.Usage("sessions: unknown subcommand %q (list, show, tail, export)", args[0])
 }
 
 func sessionsList(ctx context.Context, fs *flag.FlagSet, c *clientFlags, args []string, stdout io.Writer) error {
@@ -149,7 +150,7 @@ func oneID(fs *flag.FlagSet, args []string) (string, error) {
 		return "", err
 	}
 	if fs.NArg() != 1 {
-		return "", usageError("%s: want one session id", fs.Name())
+		return "", exitcode.Usage("%s: want one session id", fs.Name())
 	}
 	return fs.Arg(0), nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hubd/hubd/hub/hubgrpc"
 	"github.com/hubd/hubd/hubpb"
+	"github.com/hubd/hubd/internal/exitcode"
 )
 
 // logPage is how many envelopes one ReadLog of --check asks for.
@@ -76,12 +77,12 @@ func runCheck(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 func loadVerify(path string) ([]ackRecord, bool, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, false, usageError("--check: %v", err)
+		return nil, false, exitcode.Usage("--check: %v", err)
 	}
 	defer f.Close()
 	recs, partial, err := readVerify(f)
 	if err != nil {
-		return nil, false, usageError("--check %s: %v", path, err)
+		return nil, false, exitcode.Usage("--check %s: %v", path, err)
 	}
 	return recs, partial, nil
 }
@@ -170,9 +171,9 @@ func (res *checkResult) print(w io.Writer, asJSON bool) error {
 func (res *checkResult) verdict() error {
 	switch {
 	case res.Found < res.Acked:
-		return &exitError{code: 1, err: fmt.Errorf("%d of %d acknowledged sends are missing", res.Acked-res.Found, res.Acked)}
+		return exitcode.New(1, fmt.Errorf("%d of %d acknowledged sends are missing", res.Acked-res.Found, res.Acked))
 	case len(res.Gaps) > 0:
-		return &exitError{code: 1, err: fmt.Errorf("%d gaps in the sessions' seqs", len(res.Gaps))}
+		return exitcode.New(1, fmt.Errorf("%d gaps in the sessions' seqs", len(res.Gaps)))
 	}
 	return nil
 }

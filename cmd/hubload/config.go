@@ -7,6 +7,8 @@ import (
 	"net"
 	"strings"
 	"time"
+
+	"github.com/hubd/hubd/internal/exitcode"
 )
 
 // Limits of the command line: hubload is a bounded tool.
@@ -58,12 +60,12 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.cpuProf, "cpuprofile", "", "write hubload's own CPU profile to this `file` (load mode)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return c, &exitError{code: 0, err: err}
+			return c, exitcode.New(0, err)
 		}
-		return c, usageError("%v", err)
+		return c, exitcode.Usage("%v", err)
 	}
 	if fs.NArg() != 0 {
-		return c, usageError("unexpected argument %q", fs.Arg(0))
+		return c, exitcode.Usage("unexpected argument %q", fs.Arg(0))
 	}
 	if c.sessions == 0 {
 		c.sessions = max(c.agents/2, 1)
@@ -84,25 +86,25 @@ func (c *config) validate() error {
 	}
 	switch {
 	case modes > 1:
-		return usageError("--check, --idle and --verify exclude each other")
+		return exitcode.Usage("--check, --idle and --verify exclude each other")
 	case c.agents < 2 || c.agents > maxAgents:
-		return usageError("--agents %d: want 2 to %d", c.agents, maxAgents)
+		return exitcode.Usage("--agents %d: want 2 to %d", c.agents, maxAgents)
 	case c.sessions < 1 || c.sessions > maxSessions:
-		return usageError("--sessions %d: want 1 to %d", c.sessions, maxSessions)
+		return exitcode.Usage("--sessions %d: want 1 to %d", c.sessions, maxSessions)
 	case c.payload < 1 || c.payload > maxPayload:
-		return usageError("--payload %d: want 1 to %d bytes", c.payload, maxPayload)
+		return exitcode.Usage("--payload %d: want 1 to %d bytes", c.payload, maxPayload)
 	case c.duration <= 0 || c.duration > maxDuration:
-		return usageError("--duration %v: want more than 0 and at most %v", c.duration, maxDuration)
+		return exitcode.Usage("--duration %v: want more than 0 and at most %v", c.duration, maxDuration)
 	case c.warmup < 0 || c.warmup > maxDuration:
-		return usageError("--warmup %v: want 0 to %v", c.warmup, maxDuration)
+		return exitcode.Usage("--warmup %v: want 0 to %v", c.warmup, maxDuration)
 	case c.maxTurns < 0:
-		return usageError("--max-turns %d: want 0 (no cap) or more", c.maxTurns)
+		return exitcode.Usage("--max-turns %d: want 0 (no cap) or more", c.maxTurns)
 	case c.conns < 0:
-		return usageError("--conns %d: want 0 (one per agent) or more", c.conns)
+		return exitcode.Usage("--conns %d: want 0 (one per agent) or more", c.conns)
 	case c.idle < 0 || c.idle > maxAgents:
-		return usageError("--idle %d: want 0 to %d", c.idle, maxAgents)
+		return exitcode.Usage("--idle %d: want 0 to %d", c.idle, maxAgents)
 	case c.hubPID < 0:
-		return usageError("--hub-pid %d: want a process id", c.hubPID)
+		return exitcode.Usage("--hub-pid %d: want a process id", c.hubPID)
 	}
 	return nil
 }
@@ -112,10 +114,10 @@ func (c *config) validate() error {
 func checkLoopback(addr string) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return usageError("--hub %q: want host:port: %v", addr, err)
+		return exitcode.Usage("--hub %q: want host:port: %v", addr, err)
 	}
 	if port == "" {
-		return usageError("--hub %q: no port", addr)
+		return exitcode.Usage("--hub %q: no port", addr)
 	}
 	if strings.EqualFold(host, "localhost") {
 		return nil
@@ -123,7 +125,7 @@ func checkLoopback(addr string) error {
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
 		return nil
 	}
-	return usageError("--hub %q: hubload only drives a hub on a loopback address (127.0.0.1, ::1, localhost)", addr)
+	return exitcode.Usage("--hub %q: hubload only drives a hub on a loopback address (127.0.0.1, ::1, localhost)", addr)
 }
 
 // connsFor is how many connections n agents share.

@@ -2,50 +2,19 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/hubd/hubd/internal/exitcode"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	os.Exit(exitCode(err, os.Stderr))
-}
-
-// exitError carries a process exit code with its error.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
-// usageError is an error of the command line or of an input file: exit 2.
-func usageError(format string, args ...any) error {
-	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
-}
-
-// exitCode prints err (if any) and returns the process exit code it
-// carries: 0 for none or --help, 2 for usage errors, 1 otherwise.
-func exitCode(err error, stderr io.Writer) int {
-	if err == nil {
-		return 0
-	}
-	var ee *exitError
-	if errors.As(err, &ee) && ee.code == 0 {
-		return 0
-	}
-	fmt.Fprintln(stderr, "hubload:", err)
-	if ee != nil {
-		return ee.code
-	}
-	return 1
+	os.Exit(exitcode.Report("hubload", err, os.Stderr))
 }
 
 // run is the whole program: it parses args and runs the load, the check

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hubd/hubd/internal/exitcode"
 	"github.com/hubd/hubd/internal/server"
 )
 
@@ -159,8 +160,8 @@ func TestVerifyCheckAcrossRestart(t *testing.T) {
 	}
 	appendLines(t, file, bogus...)
 	out, _, err = runArgs(t, "--hub", addr, "--check", file)
-	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != 1 {
+	var ee *exitcode.Error
+	if !errors.As(err, &ee) || ee.Code != 1 {
 		t.Fatalf("check of a tampered file: err %v, want exit 1\n%s", err, out)
 	}
 	head := "acked " + strconv.Itoa(len(recs)+3) + ", found " + strconv.Itoa(len(recs)) + "\n"
@@ -227,8 +228,8 @@ func TestFlagErrors(t *testing.T) {
 		{"--no-such-flag"},
 	} {
 		_, _, err := runArgs(t, args...)
-		var ee *exitError
-		if !errors.As(err, &ee) || ee.code != 2 {
+		var ee *exitcode.Error
+		if !errors.As(err, &ee) || ee.Code != 2 {
 			t.Errorf("%v: err %v, want a usage error (exit 2)", args, err)
 		}
 	}
@@ -236,7 +237,7 @@ func TestFlagErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "loopback") {
 		t.Errorf("a non-loopback hub: %v, want it refused as not loopback", err)
 	}
-	if _, _, err := runArgs(t, "--help"); exitCode(err, &bytes.Buffer{}) != 0 {
+	if _, _, err := runArgs(t, "--help"); exitcode.Report("hubload", err, &bytes.Buffer{}) != 0 {
 		t.Errorf("--help: %v", err)
 	}
 }
@@ -249,8 +250,8 @@ func TestCheckFileErrors(t *testing.T) {
 	}
 	for _, path := range []string{filepath.Join(dir, "missing.txt"), bad} {
 		_, _, err := runArgs(t, "--hub", "127.0.0.1:1", "--check", path)
-		var ee *exitError
-		if !errors.As(err, &ee) || ee.code != 2 {
+		var ee *exitcode.Error
+		if !errors.As(err, &ee) || ee.Code != 2 {
 			t.Errorf("--check %s: %v, want exit 2", path, err)
 		}
 	}
@@ -261,7 +262,7 @@ func TestHubDown(t *testing.T) {
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	err := run(ctx, []string{"--hub", "127.0.0.1:1", "--agents", "2", "--duration", "1s"}, &stdout, &stderr)
-	if err == nil || exitCode(err, &stderr) != 1 {
+	if err == nil || exitcode.Report("hubload", err, &stderr) != 1 {
 		t.Errorf("no hub: %v, want exit 1", err)
 	}
 }
