@@ -140,6 +140,9 @@ func (u ContextUpdate) check() error {
 // naming the first key whose value is not JSON.
 func (u ContextUpdate) Canonical() (ContextUpdate, error) {
 	out := ContextUpdate{Delete: u.Delete}
+	if len(u.Delete) == 0 {
+		out.Delete = nil // an empty list is no list: one canonical form
+	}
 	if len(u.Set) > 0 {
 		out.Set = make(map[string]json.RawMessage, len(u.Set))
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -123,8 +124,29 @@ func (e *Envelope) UnmarshalJSON(b []byte) error {
 		}
 		e.Audience = Audience{Restricted: true, Names: names}
 	}
-	e.Payload, err = decodePayloadJSON(t, body)
-	return err
+	if e.Payload, err = decodePayloadJSON(t, body); err != nil {
+		return err
+	}
+	if err := checkTime("accepted_at", e.AcceptedAt); err != nil {
+		return err
+	}
+	if v, ok := e.Payload.(Violation); ok {
+		return checkTime("since", v.Since)
+	}
+	return nil
+}
+
+// checkTime refuses a time the stored form cannot hold: it keeps Unix
+// nanoseconds, 0 meaning none, so a time must be after the Unix epoch and
+// before 2262 (or zero).
+func checkTime(field string, t time.Time) error {
+	if t.IsZero() {
+		return nil
+	}
+	if !t.After(time.Unix(0, 0)) || !t.Before(time.Unix(0, math.MaxInt64)) {
+		return fmt.Errorf("%s %v is outside 1970 to 2262: %w", field, t, ErrMalformed)
+	}
+	return nil
 }
 
 func decodePayloadJSON(t EventType, body map[string]json.RawMessage) (Payload, error) {

@@ -2,6 +2,7 @@ package session_test
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -230,5 +231,25 @@ func TestJSONRoundTripTimesWithoutZone(t *testing.T) {
 	got, err := unmarshalEnv(marshalEnv(t, e))
 	if err != nil || !got.AcceptedAt.IsZero() || strings.Contains(string(marshalEnv(t, e)), "accepted_at") {
 		t.Errorf("zero accepted_at: %v, %v", got.AcceptedAt, err)
+	}
+}
+
+// Times the stored form cannot hold (Unix nanoseconds, 0 meaning none) are
+// refused, so the JSON and binary forms always agree.
+func TestJSONTimeRange(t *testing.T) {
+	for _, in := range []string{
+		`{"type":"text","text":"x","accepted_at":"0000-01-01T00:00:00Z"}`,
+		`{"type":"text","text":"x","accepted_at":"1970-01-01T00:00:00Z"}`,
+		`{"type":"text","text":"x","accepted_at":"2300-01-01T00:00:00Z"}`,
+		`{"type":"expectation_violated","expectation":"turn_within","action":"warn","since":"1600-01-01T00:00:00Z"}`,
+	} {
+		var e session.Envelope
+		if err := json.Unmarshal([]byte(in), &e); !errors.Is(err, session.ErrMalformed) {
+			t.Errorf("%s: %v", in, err)
+		}
+	}
+	var e session.Envelope
+	if err := json.Unmarshal([]byte(`{"type":"text","text":"x","accepted_at":"2026-01-01T00:00:00Z"}`), &e); err != nil {
+		t.Error(err)
 	}
 }
