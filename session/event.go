@@ -5,48 +5,45 @@ import (
 	"strings"
 )
 
-// EventType names what an envelope carries. The built-in types are the
-// constants below; any other non-empty string is a custom application type,
-// logged and delivered like the rest but never advancing a turn.
-type EventType string
-
-// The built-in event types. Their strings are stable: they are stored in the
-// write-ahead log and sent on the wire.
+// The built-in event types (hubpb.Envelope.Type). Their strings are stable:
+// they are stored in the write-ahead log and sent on the wire. Any other
+// non-empty string is a custom application type, logged and delivered like
+// the rest but never a turn.
 const (
 	// Substantive events: they are turns.
-	EventText   EventType = "text"
-	EventPacket EventType = "packet"
+	EventText   = "text"
+	EventPacket = "packet"
 
 	// EventContextSet updates the session's context variables (delete first,
 	// then set). Any participant may send it at any time; it is not a turn.
-	EventContextSet EventType = "context_set"
+	EventContextSet = "context_set"
 
 	// Lifecycle events, written by the hub (acks and rejects are sent by the
 	// invitees).
-	EventInvite       EventType = "session_invite"
-	EventInviteAck    EventType = "session_invite_ack"
-	EventInviteReject EventType = "session_invite_reject"
-	EventOpened       EventType = "session_opened"
-	EventClosed       EventType = "session_closed"
-	EventExpired      EventType = "session_expired"
-	EventViolation    EventType = "expectation_violated"
+	EventInvite       = "session_invite"
+	EventInviteAck    = "session_invite_ack"
+	EventInviteReject = "session_invite_reject"
+	EventOpened       = "session_opened"
+	EventClosed       = "session_closed"
+	EventExpired      = "session_expired"
+	EventViolation    = "expectation_violated"
 
 	// Orchestration events.
-	EventQuestion         EventType = "question"
-	EventAnswer           EventType = "answer"
-	EventDelegationResult EventType = "delegation_result"
-	EventTaskProgress     EventType = "task_progress"
+	EventQuestion         = "question"
+	EventAnswer           = "answer"
+	EventDelegationResult = "delegation_result"
+	EventTaskProgress     = "task_progress"
 )
 
 // MaxEventTypeLen bounds the length of an event type string.
 const MaxEventTypeLen = 64
 
-// ParseEventType turns a type string into an EventType. It accepts the
-// protocol spellings of the built-in types as well ("EV_TEXT" for "text",
-// "EV_SESSION_CLOSED" for "session_closed"), so graphs and clients written
-// against the protocol document work unchanged. Any other non-empty string
-// of printable characters is a custom type.
-func ParseEventType(s string) (EventType, error) {
+// ParseEventType checks an event type string and returns its stored form.
+// It accepts the protocol spellings of the built-in types as well ("EV_TEXT"
+// for "text", "EV_SESSION_CLOSED" for "session_closed"), so graphs and
+// clients written against the protocol document work unchanged. Any other
+// non-empty string of printable characters is a custom type.
+func ParseEventType(s string) (string, error) {
 	if s == "" {
 		return "", fmt.Errorf("event type is empty: %w", ErrMalformed)
 	}
@@ -59,28 +56,27 @@ func ParseEventType(s string) (EventType, error) {
 		}
 	}
 	if rest, ok := strings.CutPrefix(s, "EV_"); ok {
-		lower := EventType(strings.ToLower(rest))
-		if lower.Builtin() {
+		if lower := strings.ToLower(rest); IsBuiltin(lower) {
 			return lower, nil
 		}
 	}
-	return EventType(s), nil
+	return s, nil
 }
 
-// Builtin reports whether t is one of the built-in event types.
-func (t EventType) Builtin() bool {
+// IsBuiltin reports whether t is one of the built-in event types.
+func IsBuiltin(t string) bool {
 	switch t {
 	case EventText, EventPacket, EventContextSet, EventQuestion, EventAnswer, EventDelegationResult, EventTaskProgress:
 		return true
 	}
-	return t.Lifecycle()
+	return IsLifecycle(t)
 }
 
-// Substantive reports whether t is a turn (text or packet).
-func (t EventType) Substantive() bool { return t == EventText || t == EventPacket }
+// IsTurn reports whether t is substantive: a turn (text or packet).
+func IsTurn(t string) bool { return t == EventText || t == EventPacket }
 
-// Lifecycle reports whether t is a lifecycle event.
-func (t EventType) Lifecycle() bool {
+// IsLifecycle reports whether t is a lifecycle event.
+func IsLifecycle(t string) bool {
 	switch t {
 	case EventInvite, EventInviteAck, EventInviteReject, EventOpened, EventClosed, EventExpired, EventViolation:
 		return true
@@ -88,10 +84,10 @@ func (t EventType) Lifecycle() bool {
 	return false
 }
 
-// HubOnly reports whether only the hub may write an envelope of type t.
+// IsHubOnly reports whether only the hub may write an envelope of type t.
 // Agents send invite acks and rejects themselves; every other lifecycle
 // event, and delegation results, come from the hub.
-func (t EventType) HubOnly() bool {
+func IsHubOnly(t string) bool {
 	switch t {
 	case EventInvite, EventOpened, EventClosed, EventExpired, EventViolation, EventDelegationResult:
 		return true
@@ -100,13 +96,13 @@ func (t EventType) HubOnly() bool {
 }
 
 // Ends reports whether t ends a session (closed or expired).
-func (t EventType) Ends() bool { return t == EventClosed || t == EventExpired }
+func Ends(t string) bool { return t == EventClosed || t == EventExpired }
 
 // ProtocolName returns the protocol document's spelling of a built-in type
 // ("EV_TEXT"); a custom type is returned unchanged.
-func (t EventType) ProtocolName() string {
-	if t.Builtin() {
-		return "EV_" + strings.ToUpper(string(t))
+func ProtocolName(t string) string {
+	if IsBuiltin(t) {
+		return "EV_" + strings.ToUpper(t)
 	}
-	return string(t)
+	return t
 }

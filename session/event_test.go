@@ -1,7 +1,6 @@
 package session_test
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -9,10 +8,10 @@ import (
 )
 
 func TestParseEventType(t *testing.T) {
+	long := strings.Repeat("x", session.MaxEventTypeLen)
 	tests := []struct {
-		in   string
-		want session.EventType
-		err  bool
+		in, want string
+		err      bool
 	}{
 		// Built-ins in their stored spelling.
 		{in: "text", want: session.EventText},
@@ -35,10 +34,10 @@ func TestParseEventType(t *testing.T) {
 		{in: "TEXT", want: "TEXT"},
 		{in: "app.note", want: "app.note"},
 		{in: "ünïcode/√", want: "ünïcode/√"},
-		{in: strings.Repeat("x", session.MaxEventTypeLen), want: session.EventType(strings.Repeat("x", session.MaxEventTypeLen))},
+		{in: long, want: long},
 		// Malformed.
 		{in: "", err: true},
-		{in: strings.Repeat("x", session.MaxEventTypeLen+1), err: true},
+		{in: long + "x", err: true},
 		{in: "has space", err: true},
 		{in: " text", err: true},
 		{in: "text\n", err: true},
@@ -64,9 +63,9 @@ func TestParseEventType(t *testing.T) {
 
 func TestEventTypePredicates(t *testing.T) {
 	tests := []struct {
-		t                                              session.EventType
-		builtin, substantive, lifecycle, hubOnly, ends bool
-		protocol                                       string
+		t                                       string
+		builtin, turn, lifecycle, hubOnly, ends bool
+		protocol                                string
 	}{
 		{session.EventText, true, true, false, false, false, "EV_TEXT"},
 		{session.EventPacket, true, true, false, false, false, "EV_PACKET"},
@@ -84,48 +83,25 @@ func TestEventTypePredicates(t *testing.T) {
 		{session.EventTaskProgress, true, false, false, false, false, "EV_TASK_PROGRESS"},
 		{"app.note", false, false, false, false, false, "app.note"},
 		{"EV_NOPE", false, false, false, false, false, "EV_NOPE"},
+		{"EV_TEXT", false, false, false, false, false, "EV_TEXT"}, // predicates want the stored form
 	}
-	if n := len(tests) - 2; n != len(allTypes) {
+	if n := len(tests) - 3; n != len(allTypes) {
 		t.Fatalf("table covers %d built-ins, there are %d", n, len(allTypes))
 	}
 	for _, tt := range tests {
-		got := [...]bool{tt.t.Builtin(), tt.t.Substantive(), tt.t.Lifecycle(), tt.t.HubOnly(), tt.t.Ends()}
-		want := [...]bool{tt.builtin, tt.substantive, tt.lifecycle, tt.hubOnly, tt.ends}
+		got := [...]bool{session.IsBuiltin(tt.t), session.IsTurn(tt.t), session.IsLifecycle(tt.t), session.IsHubOnly(tt.t), session.Ends(tt.t)}
+		want := [...]bool{tt.builtin, tt.turn, tt.lifecycle, tt.hubOnly, tt.ends}
 		if got != want {
-			t.Errorf("%s: Builtin, Substantive, Lifecycle, HubOnly, Ends = %v, want %v", tt.t, got, want)
+			t.Errorf("%s: IsBuiltin, IsTurn, IsLifecycle, IsHubOnly, Ends = %v, want %v", tt.t, got, want)
 		}
-		if p := tt.t.ProtocolName(); p != tt.protocol {
-			t.Errorf("%s.ProtocolName() = %q, want %q", tt.t, p, tt.protocol)
+		if p := session.ProtocolName(tt.t); p != tt.protocol {
+			t.Errorf("ProtocolName(%s) = %q, want %q", tt.t, p, tt.protocol)
 		}
-		// The protocol spelling parses back to the type.
-		if back, err := session.ParseEventType(tt.t.ProtocolName()); err != nil || back != tt.t {
-			t.Errorf("ParseEventType(%q) = %q, %v; want %q", tt.t.ProtocolName(), back, err, tt.t)
-		}
-	}
-}
-
-func TestPayloadFor(t *testing.T) {
-	for _, e := range samples() {
-		want := e.Payload
-		if c, ok := want.(session.Custom); ok {
-			c.Data = nil
-			want = c
-		}
-		got := session.PayloadFor(e.Type)
-		if want == nil {
-			if got != nil {
-				t.Errorf("PayloadFor(%s) = %#v, want nil", e.Type, got)
+		// A built-in's protocol spelling parses back to it.
+		if tt.builtin {
+			if back, err := session.ParseEventType(tt.protocol); err != nil || back != tt.t {
+				t.Errorf("ParseEventType(%q) = %q, %v; want %q", tt.protocol, back, err, tt.t)
 			}
-			continue
-		}
-		if got == nil {
-			t.Errorf("PayloadFor(%s) = nil, want a %T", e.Type, want)
-			continue
-		}
-		if gt, wt := typeName(got), typeName(want); gt != wt {
-			t.Errorf("PayloadFor(%s) is a %s, want a %s", e.Type, gt, wt)
 		}
 	}
 }
-
-func typeName(v any) string { return fmt.Sprintf("%T", v) }

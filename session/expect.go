@@ -1,27 +1,26 @@
 package session
 
 import (
-	"encoding/json"
 	"fmt"
-	"math"
 	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/hubd/hubd/hubpb"
 )
 
-// Action is what the hub does when an expectation is violated.
-type Action string
-
-// The expectation actions.
+// What the hub does when an expectation is violated (hubpb.Expectation.Action).
 const (
 	// ActionWarn writes a violation envelope addressed to the violators.
-	ActionWarn Action = "warn"
+	ActionWarn = "warn"
 	// ActionNotify writes a violation envelope addressed to everyone.
-	ActionNotify Action = "notify"
+	ActionNotify = "notify"
 	// ActionAutoClose closes the session with reason
 	// "expectation_violated:<name>".
-	ActionAutoClose Action = "auto_close"
+	ActionAutoClose = "auto_close"
 )
 
-// The expectation names.
+// The expectation names (hubpb.Expectation.Name).
 const (
 	// TurnWithin: the expected next speaker takes its turn within the
 	// threshold of the previous turn (or of the open).
@@ -37,66 +36,36 @@ const (
 	AcksWithin = "acks_within"
 )
 
-// Expectation is one timer of a session: a name, a threshold and an action.
-// In JSON: {"name": "turn_within", "seconds": 120, "action": "warn"}.
-type Expectation struct {
-	Name   string
-	Within time.Duration
-	Action Action
+// Expect returns an expectation: a name, a threshold and an action.
+func Expect(name string, within time.Duration, action string) *hubpb.Expectation {
+	return &hubpb.Expectation{Name: name, Within: durationpb.New(within), Action: action}
 }
 
-// Check reports whether e names a known expectation and action with a
-// positive threshold.
-func (e Expectation) Check() error {
-	switch e.Name {
+// CheckExpectation reports whether e names a known expectation and action
+// with a positive threshold. Messages quote the value sent.
+func CheckExpectation(e *hubpb.Expectation) error {
+	switch e.GetName() {
 	case TurnWithin, ReplyWithin, MaxSilence, AcksWithin:
 	default:
-		return fmt.Errorf("unknown expectation %q (known: turn_within, reply_within, max_silence, acks_within): %w", e.Name, ErrMalformed)
+		return fmt.Errorf("unknown expectation %q (known: turn_within, reply_within, max_silence, acks_within): %w", e.GetName(), ErrMalformed)
 	}
-	switch e.Action {
+	switch e.GetAction() {
 	case ActionWarn, ActionNotify, ActionAutoClose:
 	default:
-		return fmt.Errorf("expectation %s: unknown action %q (known: warn, notify, auto_close): %w", e.Name, e.Action, ErrMalformed)
+		return fmt.Errorf("expectation %s: unknown action %q (known: warn, notify, auto_close): %w", e.GetName(), e.GetAction(), ErrMalformed)
 	}
-	if e.Within <= 0 {
-		return fmt.Errorf("expectation %s: threshold %v must be positive: %w", e.Name, e.Within, ErrMalformed)
+	w := e.GetWithin()
+	if err := w.CheckValid(); err != nil {
+		return fmt.Errorf("expectation %s: within: %v: %w", e.GetName(), err, ErrMalformed)
+	}
+	if w.AsDuration() <= 0 {
+		return fmt.Errorf("expectation %s: within %v must be positive: %w", e.GetName(), w.AsDuration(), ErrMalformed)
 	}
 	return nil
 }
 
-// String returns "name(seconds, action)", e.g. "turn_within(120s, warn)".
-func (e Expectation) String() string {
-	return fmt.Sprintf("%s(%v, %s)", e.Name, e.Within, e.Action)
+// ExpectationString returns "name(threshold, action)", e.g.
+// "turn_within(2m0s, warn)".
+func ExpectationString(e *hubpb.Expectation) string {
+	return fmt.Sprintf("%s(%v, %s)", e.GetName(), Duration(e.GetWithin()), e.GetAction())
 }
-
-type expectationJSON struct {
-	Name    string  `json:"name"`
-	Seconds float64 `json:"seconds"`
-	Action  Action  `json:"action"`
-}
-
-// MarshalJSON implements json.Marshaler.
-func (e Expectation) MarshalJSON() ([]byte, error) {
-	return json.Marshal(expectationJSON{e.Name, e.Within.Seconds(), e.Action})
-}
-
-// UnmarshalJSON implements json.Unmarshaler; unknown fields are an error.
-func (e *Expectation) UnmarshalJSON(b []byte) error {
-	var x expectationJSON
-	if err := strictUnmarshal(b, &x); err != nil {
-		return fmt.Errorf("expectation: %v: %w", err, ErrMalformed)
-	}
-	// Both bounds: converting an out-of-range float to an integer is
-	// implementation-defined in Go.
-	if math.IsNaN(x.Seconds) || math.Abs(x.Seconds) > float64(math.MaxInt64/int64(time.Second)) {
-		return fmt.Errorf("expectation %s: seconds %v out of range: %w", x.Name, x.Seconds, ErrMalformed)
-	}
-	// Round, not truncate: 1.001 * 1e9 is 1000999999.9999999 in float64, and
-	// MarshalJSON's output must decode to the same duration.
-	within := time.Duration(math.Round(x.Seconds * float64(time.Second)))
-	*e = Expectation{Name: x.Name, Within: within, Action: x.Action}
-	return nil
-}
-
-// CloseReason returns the close reason of an auto_close of e.
-func (e Expectation) CloseReason() string { return ReasonExpectationViolated(e.Name) }

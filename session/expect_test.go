@@ -1,104 +1,95 @@
 package session_test
 
 import (
-	"encoding/json"
+	"math"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
 
-func TestExpectationCheck(t *testing.T) {
+func TestCheckExpectation(t *testing.T) {
 	for _, name := range []string{session.TurnWithin, session.ReplyWithin, session.MaxSilence, session.AcksWithin} {
-		for _, a := range []session.Action{session.ActionWarn, session.ActionNotify, session.ActionAutoClose} {
-			e := session.Expectation{Name: name, Within: time.Nanosecond, Action: a}
-			if err := e.Check(); err != nil {
-				t.Errorf("%v.Check() = %v", e, err)
+		for _, a := range []string{session.ActionWarn, session.ActionNotify, session.ActionAutoClose} {
+			e := session.Expect(name, time.Nanosecond, a)
+			if err := session.CheckExpectation(e); err != nil {
+				t.Errorf("CheckExpectation(%v) = %v", e, err)
 			}
 		}
 	}
 	tests := []struct {
-		e     session.Expectation
+		e     *hubpb.Expectation
 		frags []string
 	}{
-		{session.Expectation{Name: "nap", Within: time.Second, Action: session.ActionWarn}, []string{`"nap"`, "turn_within, reply_within, max_silence, acks_within"}},
-		{session.Expectation{Name: "", Within: time.Second, Action: session.ActionWarn}, []string{`""`}},
-		{session.Expectation{Name: session.TurnWithin, Within: time.Second, Action: "shout"}, []string{`"shout"`, "warn, notify, auto_close"}},
-		{session.Expectation{Name: session.TurnWithin, Within: time.Second}, []string{"action"}},
-		{session.Expectation{Name: session.TurnWithin, Action: session.ActionWarn}, []string{"positive"}},
-		{session.Expectation{Name: session.TurnWithin, Within: -time.Second, Action: session.ActionWarn}, []string{"-1s"}},
+		{session.Expect("nap", time.Second, session.ActionWarn), []string{`unknown expectation "nap"`, "turn_within, reply_within, max_silence, acks_within"}},
+		{session.Expect("", time.Second, session.ActionWarn), []string{`""`}},
+		{session.Expect("TURN_WITHIN", time.Second, session.ActionWarn), []string{`"TURN_WITHIN"`}},
+		{session.Expect(session.TurnWithin, time.Second, "shout"), []string{`expectation turn_within: unknown action "shout"`, "warn, notify, auto_close"}},
+		{session.Expect(session.TurnWithin, time.Second, ""), []string{"action"}},
+		{session.Expect(session.TurnWithin, 0, session.ActionWarn), []string{"within 0s must be positive"}},
+		{session.Expect(session.TurnWithin, -time.Second, session.ActionWarn), []string{"-1s"}},
+		{&hubpb.Expectation{Name: session.TurnWithin, Action: session.ActionWarn}, []string{"within"}},
+		{&hubpb.Expectation{Name: session.TurnWithin, Action: session.ActionWarn, Within: &durationpb.Duration{Seconds: 1, Nanos: -1}}, []string{"within"}},
+		{&hubpb.Expectation{Name: session.TurnWithin, Action: session.ActionWarn, Within: &durationpb.Duration{Seconds: math.MaxInt64}}, []string{"within"}},
+		{nil, []string{"unknown expectation"}},
 	}
 	for _, tt := range tests {
-		wantErr(t, tt.e.Check(), session.ErrMalformed, tt.frags...)
-	}
-	e := session.Expectation{Name: session.TurnWithin, Within: 120 * time.Second, Action: session.ActionWarn}
-	if got := e.String(); got != "turn_within(2m0s, warn)" {
-		t.Errorf("String() = %q", got)
-	}
-	if got := e.CloseReason(); got != "expectation_violated:turn_within" {
-		t.Errorf("CloseReason() = %q", got)
+		wantErr(t, session.CheckExpectation(tt.e), session.ErrMalformed, tt.frags...)
 	}
 }
 
+func TestExpect(t *testing.T) {
+	e := session.Expect(session.TurnWithin, 1500*time.Millisecond, session.ActionAutoClose)
+	want := &hubpb.Expectation{Name: session.TurnWithin, Action: session.ActionAutoClose, Within: &durationpb.Duration{Seconds: 1, Nanos: 5e8}}
+	if !proto.Equal(e, want) {
+		t.Errorf("Expect = %v, want %v", e, want)
+	}
+}
+
+func TestExpectationString(t *testing.T) {
+	for _, tt := range []struct {
+		e    *hubpb.Expectation
+		want string
+	}{
+		{session.Expect(session.TurnWithin, 120*time.Second, session.ActionWarn), "turn_within(2m0s, warn)"},
+		{session.Expect(session.AcksWithin, 1500*time.Millisecond, session.ActionAutoClose), "acks_within(1.5s, auto_close)"},
+		{session.Expect(session.ReplyWithin, time.Nanosecond, session.ActionNotify), "reply_within(1ns, notify)"},
+		{&hubpb.Expectation{Name: session.MaxSilence, Action: session.ActionWarn}, "max_silence(0s, warn)"},
+	} {
+		if got := session.ExpectationString(tt.e); got != tt.want {
+			t.Errorf("ExpectationString = %q, want %q", got, tt.want)
+		}
+	}
+}
+
+// Thresholds are exact in the JSON form: a Duration string, not seconds as
+// a float (1.001 s once came back as 1.000999999 s).
 func TestExpectationJSON(t *testing.T) {
-	tests := []struct {
-		e    session.Expectation
+	for _, tt := range []struct {
+		e    *hubpb.Expectation
 		json string
 	}{
-		{session.Expectation{Name: session.TurnWithin, Within: 120 * time.Second, Action: session.ActionWarn}, `{"name":"turn_within","seconds":120,"action":"warn"}`},
-		{session.Expectation{Name: session.AcksWithin, Within: 1500 * time.Millisecond, Action: session.ActionAutoClose}, `{"name":"acks_within","seconds":1.5,"action":"auto_close"}`},
-		{session.Expectation{Name: session.MaxSilence, Within: 1001 * time.Millisecond, Action: session.ActionNotify}, `{"name":"max_silence","seconds":1.001,"action":"notify"}`},
-		{session.Expectation{Name: session.ReplyWithin, Within: time.Nanosecond, Action: session.ActionWarn}, `{"name":"reply_within","seconds":1e-9,"action":"warn"}`},
-	}
-	for _, tt := range tests {
-		b, err := json.Marshal(tt.e)
-		if err != nil || string(b) != tt.json {
-			t.Errorf("Marshal(%v) = %s, %v; want %s", tt.e, b, err, tt.json)
-		}
-		var back session.Expectation
-		if err := json.Unmarshal([]byte(tt.json), &back); err != nil || back != tt.e {
-			t.Errorf("Unmarshal(%s) = %v, %v; want %v", tt.json, back, err, tt.e)
-		}
-	}
-}
-
-// Every millisecond threshold up to a minute survives the seconds form
-// (decoding used to truncate: 1.001 s became 1.000999999 s).
-func TestExpectationJSONMillis(t *testing.T) {
-	for ms := 1; ms <= 60000; ms++ {
-		e := session.Expectation{Name: session.TurnWithin, Within: time.Duration(ms) * time.Millisecond, Action: session.ActionWarn}
-		b, _ := json.Marshal(e)
-		var back session.Expectation
-		if err := json.Unmarshal(b, &back); err != nil || back != e {
-			t.Fatalf("%s decodes to %v, %v; want %v", b, back.Within, err, e.Within)
-		}
-	}
-}
-
-func TestExpectationJSONInvalid(t *testing.T) {
-	for _, in := range []string{
-		`{"name":"turn_within","seconds":120,"action":"warn","extra":1}`, // unknown field
-		`{"name":"turn_within","within":120,"action":"warn"}`,
-		`{"name":"turn_within","seconds":"120","action":"warn"}`,
-		`{"name":"turn_within","seconds":1e300,"action":"warn"}`, // out of range
-		`{"name":"turn_within","seconds":-1e300,"action":"warn"}`,
-		`{"name":"turn_within","seconds":1e400,"action":"warn"}`,
-		`[]`,
-		`{"name":"turn_within","seconds":1,"action":"warn"}}`,
+		{session.Expect(session.TurnWithin, 120*time.Second, session.ActionWarn), `{"name":"turn_within","action":"warn","within":"120s"}`},
+		{session.Expect(session.AcksWithin, 1500*time.Millisecond, session.ActionAutoClose), `{"name":"acks_within","action":"auto_close","within":"1.500s"}`},
+		{session.Expect(session.MaxSilence, 1001*time.Millisecond, session.ActionNotify), `{"name":"max_silence","action":"notify","within":"1.001s"}`},
+		{session.Expect(session.ReplyWithin, time.Nanosecond, session.ActionWarn), `{"name":"reply_within","action":"warn","within":"0.000000001s"}`},
 	} {
-		var e session.Expectation
-		// Call the method directly: json.Unmarshal would reject some of
-		// these before it.
-		wantErr(t, e.UnmarshalJSON([]byte(in)), session.ErrMalformed)
+		b, err := hubpb.MarshalJSON(tt.e)
+		if err != nil || string(b) != tt.json {
+			t.Errorf("MarshalJSON(%v) = %s, %v; want %s", tt.e, b, err, tt.json)
+		}
+		var back hubpb.Expectation
+		if err := hubpb.UnmarshalJSON([]byte(tt.json), &back); err != nil || !proto.Equal(&back, tt.e) {
+			t.Errorf("UnmarshalJSON(%s) = %v, %v; want %v", tt.json, &back, err, tt.e)
+		}
 	}
-	// Shape and meaning are separate: a zero threshold decodes, Check refuses.
-	var e session.Expectation
-	if err := json.Unmarshal([]byte(`{"name":"turn_within","seconds":0,"action":"warn"}`), &e); err != nil {
-		t.Fatal(err)
-	}
-	wantErr(t, e.Check(), session.ErrMalformed)
-	// Missing fields decode to zero values.
-	if err := json.Unmarshal([]byte(`{}`), &e); err != nil || e != (session.Expectation{}) {
-		t.Errorf("{} = %v, %v", e, err)
+	// The old form with seconds as a number is refused.
+	var e hubpb.Expectation
+	if err := hubpb.UnmarshalJSON([]byte(`{"name":"turn_within","seconds":120,"action":"warn"}`), &e); err == nil {
+		t.Error(`"seconds" accepted`)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hubd/hubd/hubpb"
 )
 
 // State is a session's place in its lifecycle:
@@ -106,7 +108,7 @@ type Lifecycle struct {
 
 // Admit reports whether an envelope of type t from sender may be appended to
 // a session in this lifecycle state. from == "" is the hub itself.
-func (l *Lifecycle) Admit(t EventType, from string) error {
+func (l *Lifecycle) Admit(t, from string) error {
 	if l.State.Ended() {
 		return fmt.Errorf("session is %v (%s): %w", l.State, l.Reason, ErrClosed)
 	}
@@ -137,35 +139,33 @@ func (l *Lifecycle) Admit(t EventType, from string) error {
 
 // Fold applies an accepted envelope to the lifecycle. Only lifecycle events
 // change it; the caller has checked the envelope with Admit.
-func (l *Lifecycle) Fold(e *Envelope) {
-	switch e.Type {
+func (l *Lifecycle) Fold(e *hubpb.Envelope) {
+	switch e.GetType() {
 	case EventInvite:
-		inv, _ := e.Payload.(Invite)
 		l.State = StatePending
-		l.Awaiting = slices.Clone(inv.Invitees)
-		l.Created = e.AcceptedAt
+		l.Awaiting = slices.Clone(e.GetInvite().GetInvitees())
+		l.Created = Time(e.GetAcceptedAt())
 	case EventInviteAck:
-		l.Awaiting = slices.DeleteFunc(l.Awaiting, func(n string) bool { return n == e.From })
+		l.Awaiting = slices.DeleteFunc(l.Awaiting, func(n string) bool { return n == e.GetFrom() })
 	case EventOpened:
 		l.State = StateOpen
 		l.Awaiting = nil
-		l.Opened = e.AcceptedAt
+		l.Opened = Time(e.GetAcceptedAt())
 	case EventClosed, EventExpired:
-		end, _ := e.Payload.(Ended)
 		l.State = StateClosed
-		if e.Type == EventExpired {
+		if e.GetType() == EventExpired {
 			l.State = StateExpired
 		}
 		l.Awaiting = nil
-		l.Reason = end.Reason
-		l.Ended = e.AcceptedAt
+		l.Reason = e.GetEnded().GetReason()
+		l.Ended = Time(e.GetAcceptedAt())
 	}
 }
 
 // EndType returns the event type that ends a session with reason: EXPIRED
 // for the reasons where the clock ran out with nobody deciding (ttl_expired,
 // invite_timeout), CLOSED for every other.
-func EndType(reason string) EventType {
+func EndType(reason string) string {
 	if reason == ReasonTTLExpired || reason == ReasonInviteTimeout {
 		return EventExpired
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
 
@@ -71,20 +72,20 @@ func TestStep(t *testing.T) {
 }
 
 func TestEndType(t *testing.T) {
-	for reason, want := range map[string]session.EventType{
-		session.ReasonTTLExpired:               session.EventExpired,
-		session.ReasonInviteTimeout:            session.EventExpired,
-		session.ReasonSequenceComplete:         session.EventClosed,
-		session.ReasonMaxTurns:                 session.EventClosed,
-		session.ReasonFinished:                 session.EventClosed,
-		session.ReasonExplicitClose:            session.EventClosed,
-		session.ReasonInviteRejected:           session.EventClosed,
-		session.ReasonExpectationViolated("x"): session.EventClosed,
-		"a graph's own reason":                 session.EventClosed,
-		"":                                     session.EventClosed,
+	for _, tt := range []struct{ reason, want string }{
+		{session.ReasonTTLExpired, session.EventExpired},
+		{session.ReasonInviteTimeout, session.EventExpired},
+		{session.ReasonSequenceComplete, session.EventClosed},
+		{session.ReasonMaxTurns, session.EventClosed},
+		{session.ReasonFinished, session.EventClosed},
+		{session.ReasonExplicitClose, session.EventClosed},
+		{session.ReasonInviteRejected, session.EventClosed},
+		{session.ReasonExpectationViolated("x"), session.EventClosed},
+		{"a graph's own reason", session.EventClosed},
+		{"", session.EventClosed},
 	} {
-		if got := session.EndType(reason); got != want {
-			t.Errorf("EndType(%q) = %s, want %s", reason, got, want)
+		if got := session.EndType(tt.reason); got != tt.want {
+			t.Errorf("EndType(%q) = %s, want %s", tt.reason, got, tt.want)
 		}
 	}
 	if got := session.ReasonExpectationViolated("turn_within"); got != "expectation_violated:turn_within" {
@@ -95,9 +96,9 @@ func TestEndType(t *testing.T) {
 // step is one envelope offered to a lifecycle: Admit, then Fold when it is
 // admitted.
 type step struct {
-	t    session.EventType
+	t    string
 	from string
-	p    session.Payload
+	p    any   // the payload (see with)
 	err  error // nil: admitted
 }
 
@@ -109,18 +110,22 @@ func runLifecycle(t *testing.T, l *session.Lifecycle, steps []step) {
 			t.Fatalf("step %d: Admit(%s, %q) in %v = %v, want %v", i, s.t, s.from, l.State, err, s.err)
 		}
 		if err == nil {
-			l.Fold(&session.Envelope{Type: s.t, From: s.from, Payload: s.p, AcceptedAt: t0.Add(time.Duration(i) * time.Second)})
+			l.Fold(with(&hubpb.Envelope{Type: s.t, From: s.from, AcceptedAt: session.Stamp(at(i))}, s.p))
 		}
 	}
 }
 
 func at(i int) time.Time { return t0.Add(time.Duration(i) * time.Second) }
 
+func invite(names ...string) *hubpb.Invite { return &hubpb.Invite{Invitees: names} }
+
+func ended(reason string) *hubpb.Ended { return &hubpb.Ended{Reason: reason} }
+
 func TestLifecycleOpenThenClose(t *testing.T) {
 	var l session.Lifecycle
-	steps := []step{
-		{t: session.EventInvite, p: session.Invite{Invitees: []string{"bob", "carol"}}}, // 0
-		{t: session.EventInvite, p: session.Invite{}, err: session.ErrBadTransition},
+	runLifecycle(t, &l, []step{
+		{t: session.EventInvite, p: invite("bob", "carol")}, // 0
+		{t: session.EventInvite, p: invite(), err: session.ErrBadTransition},
 		{t: session.EventText, from: "alice", err: session.ErrNotOpen},
 		{t: session.EventPacket, from: "bob", err: session.ErrNotOpen},
 		{t: session.EventQuestion, from: "alice", err: session.ErrNotOpen},
@@ -130,8 +135,7 @@ func TestLifecycleOpenThenClose(t *testing.T) {
 		{t: session.EventInviteAck, from: "alice", err: session.ErrBadTransition}, // the creator has no invite
 		{t: session.EventInviteAck, from: "bob"},
 		{t: session.EventInviteAck, from: "bob", err: session.ErrBadTransition}, // twice
-	}
-	runLifecycle(t, &l, steps)
+	})
 	want := session.Lifecycle{State: session.StatePending, Awaiting: []string{"carol"}, Created: at(0)}
 	if !reflect.DeepEqual(l, want) {
 		t.Fatalf("after bob's ack: %+v, want %+v", l, want)
@@ -147,13 +151,13 @@ func TestLifecycleOpenThenClose(t *testing.T) {
 	}
 	runLifecycle(t, &l, []step{
 		{t: session.EventOpened, err: session.ErrBadTransition},
-		{t: session.EventInvite, p: session.Invite{}, err: session.ErrBadTransition},
+		{t: session.EventInvite, p: invite(), err: session.ErrBadTransition},
 		{t: session.EventInviteAck, from: "carol", err: session.ErrBadTransition},
-		{t: session.EventText, from: "alice", p: session.Text{Text: "hi"}},
-		{t: session.EventPacket, from: "bob", p: session.Packet{}},
+		{t: session.EventText, from: "alice", p: &hubpb.Text{Text: "hi"}},
+		{t: session.EventPacket, from: "bob", p: &hubpb.Packet{}},
 		{t: customType, from: "carol"},
-		{t: session.EventViolation, p: session.Violation{Expectation: session.TurnWithin}},
-		{t: session.EventClosed, p: session.Ended{Reason: session.ReasonExplicitClose}}, // index 7
+		{t: session.EventViolation, p: &hubpb.Violation{Expectation: session.TurnWithin}},
+		{t: session.EventClosed, p: ended(session.ReasonExplicitClose)}, // index 7
 	})
 	want = session.Lifecycle{State: session.StateClosed, Reason: session.ReasonExplicitClose, Created: at(0), Opened: at(2), Ended: at(7)}
 	if !reflect.DeepEqual(l, want) {
@@ -177,11 +181,11 @@ func assertAllClosed(t *testing.T, l *session.Lifecycle) {
 func TestLifecycleRejected(t *testing.T) {
 	var l session.Lifecycle
 	runLifecycle(t, &l, []step{
-		{t: session.EventInvite, p: session.Invite{Invitees: []string{"bob", "carol"}}},
+		{t: session.EventInvite, p: invite("bob", "carol")},
 		{t: session.EventInviteReject, from: "zed", err: session.ErrBadTransition},
-		{t: session.EventInviteReject, from: "bob"},
+		{t: session.EventInviteReject, from: "bob", p: ended("busy")},
 		// The hub closes in the same write.
-		{t: session.EventClosed, p: session.Ended{Reason: session.ReasonInviteRejected}},
+		{t: session.EventClosed, p: ended(session.ReasonInviteRejected)},
 	})
 	if l.State != session.StateClosed || l.Reason != session.ReasonInviteRejected || l.Awaiting != nil || !l.Opened.IsZero() {
 		t.Fatalf("lifecycle %+v", l)
@@ -192,11 +196,11 @@ func TestLifecycleRejected(t *testing.T) {
 func TestLifecycleExpired(t *testing.T) {
 	for _, reason := range []string{session.ReasonInviteTimeout, session.ReasonTTLExpired} {
 		var l session.Lifecycle
-		steps := []step{{t: session.EventInvite, p: session.Invite{Invitees: []string{"bob"}}}}
+		steps := []step{{t: session.EventInvite, p: invite("bob")}}
 		if reason == session.ReasonTTLExpired {
 			steps = append(steps, step{t: session.EventInviteAck, from: "bob"}, step{t: session.EventOpened})
 		}
-		steps = append(steps, step{t: session.EndType(reason), p: session.Ended{Reason: reason}})
+		steps = append(steps, step{t: session.EndType(reason), p: ended(reason)})
 		runLifecycle(t, &l, steps)
 		if l.State != session.StateExpired || l.Reason != reason || !l.Ended.Equal(at(len(steps)-1)) {
 			t.Fatalf("%s: lifecycle %+v", reason, l)
@@ -208,7 +212,7 @@ func TestLifecycleExpired(t *testing.T) {
 func TestLifecycleNoInvitees(t *testing.T) {
 	var l session.Lifecycle
 	runLifecycle(t, &l, []step{
-		{t: session.EventInvite, p: session.Invite{}},
+		{t: session.EventInvite, p: invite()},
 		{t: session.EventInviteAck, from: "bob", err: session.ErrBadTransition},
 		{t: session.EventOpened},
 	})
@@ -227,12 +231,23 @@ func TestLifecycleOpenBeforeInvite(t *testing.T) {
 }
 
 func TestLifecycleFoldDoesNotAlias(t *testing.T) {
-	invitees := []string{"bob", "carol"}
+	inv := invite("bob", "carol")
 	var l session.Lifecycle
-	l.Fold(&session.Envelope{Type: session.EventInvite, Payload: session.Invite{Invitees: invitees}})
-	l.Fold(&session.Envelope{Type: session.EventInviteAck, From: "bob"})
-	if !reflect.DeepEqual(invitees, []string{"bob", "carol"}) {
-		t.Errorf("folding an ack changed the invite's payload: %v", invitees)
+	l.Fold(with(&hubpb.Envelope{Type: session.EventInvite}, inv))
+	l.Fold(&hubpb.Envelope{Type: session.EventInviteAck, From: "bob"})
+	if !reflect.DeepEqual(inv.GetInvitees(), []string{"bob", "carol"}) {
+		t.Errorf("folding an ack changed the invite's payload: %v", inv.GetInvitees())
+	}
+}
+
+// Fold without a time leaves the times zero (a nil Timestamp is not the
+// Unix epoch).
+func TestLifecycleFoldWithoutTime(t *testing.T) {
+	var l session.Lifecycle
+	l.Fold(with(&hubpb.Envelope{Type: session.EventInvite}, invite()))
+	l.Fold(&hubpb.Envelope{Type: session.EventOpened})
+	if !l.Created.IsZero() || !l.Opened.IsZero() {
+		t.Errorf("lifecycle %+v, want zero times", l)
 	}
 }
 

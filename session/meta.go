@@ -3,10 +3,14 @@ package session
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/hubd/hubd/hubpb"
 )
 
 // Type is a session type: an adapter kind and its version, written
@@ -49,61 +53,39 @@ func (t *Type) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// Participant is one member of a session, in the session's order.
-type Participant struct {
-	Name string `json:"name"`
-	// Role is descriptive ("creator", "member", "supervisor", "human", ...);
-	// routing never depends on it.
-	Role string `json:"role,omitempty"`
-	// AutoAccept: the hub counts this participant's invite as acknowledged
-	// at open (service agents, the creator itself).
-	AutoAccept bool `json:"auto_accept,omitempty"`
-}
-
-// Meta is a session's metadata, fixed at open and stored with its first log
-// record.
-type Meta struct {
-	ID           ID                         `json:"id"`
-	Type         Type                       `json:"type"`
-	Creator      string                     `json:"creator"`
-	Participants []Participant              `json:"participants"`
-	Knobs        map[string]json.RawMessage `json:"knobs,omitempty"`
-	Labels       map[string]string          `json:"labels,omitempty"`
-	// TTL is the session's lifetime from its creation; 0 means no TTL.
-	TTL time.Duration `json:"ttl,omitempty"`
-	// InviteTimeout bounds the wait for invite acks; 0 means the hub default.
-	InviteTimeout time.Duration `json:"invite_timeout,omitempty"`
-	// Expectations are the timers of this session: the type's defaults
-	// unless the opener gave its own.
-	Expectations []Expectation `json:"expectations,omitempty"`
-	// Parent, Root and Depth place a child session in a delegation tree.
-	Parent    ID        `json:"parent,omitzero"`
-	Root      ID        `json:"root,omitzero"`
-	Depth     int       `json:"depth,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-	// OpenKey is the creator's idempotency key for the open request.
-	OpenKey string `json:"open_key,omitempty"`
-}
-
-// Names returns the participant names in session order.
-func (m *Meta) Names() []string {
-	names := make([]string, len(m.Participants))
-	for i, p := range m.Participants {
-		names[i] = p.Name
+// Names returns the participant names of a session in session order.
+func Names(m *hubpb.SessionMeta) []string {
+	names := make([]string, len(m.GetParticipants()))
+	for i, p := range m.GetParticipants() {
+		names[i] = p.GetName()
 	}
 	return names
 }
 
-// IsParticipant reports whether name is a participant.
-func (m *Meta) IsParticipant(name string) bool {
-	return slices.ContainsFunc(m.Participants, func(p Participant) bool { return p.Name == name })
+// IsParticipant reports whether name is a participant of a session.
+func IsParticipant(m *hubpb.SessionMeta, name string) bool {
+	return slices.ContainsFunc(m.GetParticipants(), func(p *hubpb.Participant) bool { return p.GetName() == name })
 }
 
-// Knob decodes the knob named key into v, reporting whether it was present.
-func (m *Meta) Knob(key string, v any) (bool, error) {
-	raw, ok := m.Knobs[key]
-	if !ok {
-		return false, nil
+// Invitees returns the participants who must acknowledge the invite before
+// the session opens: everyone but the creator and the auto-accepting ones,
+// in session order.
+func Invitees(m *hubpb.SessionMeta) []string {
+	var out []string
+	for _, p := range m.GetParticipants() {
+		if p.GetName() != m.GetCreator() && !p.GetAutoAccept() {
+			out = append(out, p.GetName())
+		}
+	}
+	return out
+}
+
+// Knob decodes the knob named key of a session into v (as encoding/json
+// would decode the knob's JSON), reporting whether it was present.
+func Knob(m *hubpb.SessionMeta, key string, v any) (bool, error) {
+	raw, ok, err := KnobJSON(m, key)
+	if !ok || err != nil {
+		return ok, err
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
 		return true, fmt.Errorf("knob %q: %v: %w", key, err, ErrMalformed)
@@ -111,51 +93,80 @@ func (m *Meta) Knob(key string, v any) (bool, error) {
 	return true, nil
 }
 
-// Check reports whether the metadata is well formed: a type, a creator who
-// is a participant, participants with valid distinct names (how many a
-// session type needs is its adapter's to check),
-// valid expectations and non-negative durations. Adapters check their own
-// knobs (every knob must be one the adapter knows, and decode).
-func (m *Meta) Check() error {
-	if m.Type.Kind == "" {
-		return fmt.Errorf("session type is empty: %w", ErrMalformed)
+// KnobJSON returns the canonical JSON of the knob named key, reporting
+// whether it was present.
+func KnobJSON(m *hubpb.SessionMeta, key string) (json.RawMessage, bool, error) {
+	v, ok := m.GetKnobs()[key]
+	if !ok {
+		return nil, false, nil
 	}
-	if len(m.Participants) < 1 {
-		return fmt.Errorf("a session needs participants: %w", ErrMalformed)
+	raw, err := ValueJSON(v)
+	if err != nil {
+		return nil, true, fmt.Errorf("knob %q: %w", key, err)
 	}
-	seen := make(map[string]bool, len(m.Participants))
-	for i, p := range m.Participants {
-		if err := CheckName(p.Name); err != nil {
-			return fmt.Errorf("participants[%d]: %w", i, err)
-		}
-		if seen[p.Name] {
-			return fmt.Errorf("participant %q is listed twice: %w", p.Name, ErrMalformed)
-		}
-		seen[p.Name] = true
+	return raw, true, nil
+}
+
+// CheckMeta reports whether a session's metadata is well formed: an id, a
+// type, a creator who is a participant, participants with valid distinct
+// names (how many a session type needs is its adapter's to check), valid
+// knob values and expectations, non-negative durations and depth. Adapters
+// check their own knobs (every knob must be one the adapter knows, and
+// decode).
+func CheckMeta(m *hubpb.SessionMeta) error {
+	if _, err := ParseID(m.GetSessionId()); err != nil {
+		return fmt.Errorf("session_id: %v: %w", err, ErrMalformed)
 	}
-	if !seen[m.Creator] {
-		return fmt.Errorf("creator %q is not a participant (participants: %s): %w", m.Creator, strings.Join(m.Names(), ", "), ErrMalformed)
+	if _, err := ParseType(m.GetType()); err != nil {
+		return err
 	}
-	if m.TTL < 0 || m.InviteTimeout < 0 || m.Depth < 0 {
-		return fmt.Errorf("ttl, invite timeout and depth must not be negative: %w", ErrMalformed)
+	if err := checkParticipants(m); err != nil {
+		return err
 	}
-	for i, e := range m.Expectations {
-		if err := e.Check(); err != nil {
+	if err := checkKnobs(m.GetKnobs()); err != nil {
+		return err
+	}
+	if Duration(m.GetTtl()) < 0 || Duration(m.GetInviteTimeout()) < 0 || m.GetDepth() < 0 {
+		return fmt.Errorf("ttl, invite_timeout and depth must not be negative: %w", ErrMalformed)
+	}
+	for i, e := range m.GetExpectations() {
+		if err := CheckExpectation(e); err != nil {
 			return fmt.Errorf("expectations[%d]: %w", i, err)
 		}
 	}
 	return nil
 }
 
-// Invitees returns the participants who must acknowledge the invite before
-// the session opens: everyone but the creator and the auto-accepting ones,
-// in session order.
-func (m *Meta) Invitees() []string {
-	var out []string
-	for _, p := range m.Participants {
-		if p.Name != m.Creator && !p.AutoAccept {
-			out = append(out, p.Name)
+func checkParticipants(m *hubpb.SessionMeta) error {
+	if len(m.GetParticipants()) < 1 {
+		return fmt.Errorf("a session needs participants: %w", ErrMalformed)
+	}
+	seen := make(map[string]bool, len(m.GetParticipants()))
+	for i, p := range m.GetParticipants() {
+		if err := CheckName(p.GetName()); err != nil {
+			return fmt.Errorf("participants[%d]: %w", i, err)
+		}
+		if seen[p.GetName()] {
+			return fmt.Errorf("participant %q is listed twice: %w", p.GetName(), ErrMalformed)
+		}
+		seen[p.GetName()] = true
+	}
+	if !seen[m.GetCreator()] {
+		return fmt.Errorf("creator %q is not a participant (participants: %s): %w", m.GetCreator(), strings.Join(Names(m), ", "), ErrMalformed)
+	}
+	return nil
+}
+
+// checkKnobs checks every knob's value; the first bad one in key order is
+// named.
+func checkKnobs(knobs map[string]*structpb.Value) error {
+	if len(knobs) == 0 {
+		return nil
+	}
+	for _, k := range slices.Sorted(maps.Keys(knobs)) {
+		if err := CheckValue(knobs[k]); err != nil {
+			return fmt.Errorf("knobs[%q]: %w", k, err)
 		}
 	}
-	return out
+	return nil
 }

@@ -1,27 +1,18 @@
 package session_test
 
 import (
-	"encoding/json"
-	"reflect"
-	"strings"
+	"math"
+	"slices"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
-
-func TestCheckName(t *testing.T) {
-	ok := []string{"a", "alice", "Bob_2", "agent.billing", "ünï", "a@b", "x-y:z", strings.Repeat("n", session.MaxNameLen)}
-	for _, s := range ok {
-		if err := session.CheckName(s); err != nil {
-			t.Errorf("CheckName(%q) = %v", s, err)
-		}
-	}
-	bad := []string{"", strings.Repeat("n", session.MaxNameLen+1), "@bob", "a b", " a", "a\t", "a\nb", "a,b", "a\x00", "a\x7f"}
-	for _, s := range bad {
-		wantErr(t, session.CheckName(s), session.ErrMalformed)
-	}
-}
 
 func TestParseType(t *testing.T) {
 	tests := []struct {
@@ -52,7 +43,6 @@ func TestParseType(t *testing.T) {
 		if err != nil || got != tt.want || got.String() != tt.str {
 			t.Errorf("ParseType(%q) = %+v (%q), %v; want %+v (%q)", tt.in, got, got.String(), err, tt.want, tt.str)
 		}
-		// Text form round trip.
 		b, _ := got.MarshalText()
 		var back session.Type
 		if err := back.UnmarshalText(b); err != nil || back != got {
@@ -63,137 +53,153 @@ func TestParseType(t *testing.T) {
 	wantErr(t, ty.UnmarshalText([]byte("@")), session.ErrMalformed)
 }
 
-func validMeta() *session.Meta {
-	return &session.Meta{
-		ID:      sessionID,
-		Type:    session.Type{Kind: "workflow", Version: 1},
-		Creator: "alice",
-		Participants: []session.Participant{
+func validMeta() *hubpb.SessionMeta {
+	return &hubpb.SessionMeta{
+		SessionId: sessionID,
+		Type:      "workflow@1",
+		Creator:   "alice",
+		Participants: []*hubpb.Participant{
 			{Name: "alice", Role: "creator"},
 			{Name: "svc", AutoAccept: true},
 			{Name: "bob"},
 			{Name: "carol", Role: "human"},
 		},
-		Knobs:         map[string]json.RawMessage{"graph": json.RawMessage(`{"initial_speaker":"alice"}`), "max_handoffs": json.RawMessage(`3`)},
-		Labels:        map[string]string{"team": "core"},
-		TTL:           time.Hour,
-		InviteTimeout: time.Minute,
-		Expectations:  []session.Expectation{{Name: session.TurnWithin, Within: 2 * time.Minute, Action: session.ActionWarn}},
-		Parent:        childID,
-		Root:          childID,
-		Depth:         1,
-		CreatedAt:     t0,
-		OpenKey:       "open-1",
+		Knobs: map[string]*structpb.Value{
+			"graph":        session.MustValue(map[string]any{"initial_speaker": "alice"}),
+			"max_handoffs": structpb.NewNumberValue(3),
+		},
+		Labels:          map[string]string{"team": "core"},
+		Ttl:             durationpb.New(time.Hour),
+		InviteTimeout:   durationpb.New(time.Minute),
+		Expectations:    []*hubpb.Expectation{session.Expect(session.TurnWithin, 2*time.Minute, session.ActionWarn)},
+		ParentSessionId: childID,
+		RootSessionId:   childID,
+		Depth:           1,
+		CreatedAt:       timestamppb.New(t0),
+		OpenKey:         "open-1",
 	}
 }
 
-func TestMetaCheck(t *testing.T) {
-	if err := validMeta().Check(); err != nil {
-		t.Fatalf("valid meta: %v", err)
-	}
+func TestCheckMeta(t *testing.T) {
 	tests := []struct {
 		name   string
-		mutate func(m *session.Meta)
-		frags  []string
+		mutate func(m *hubpb.SessionMeta)
+		frags  []string // nil: valid
 	}{
-		{"no type", func(m *session.Meta) { m.Type = session.Type{} }, []string{"type"}},
-		{"no participants", func(m *session.Meta) { m.Participants = nil }, []string{"participants"}},
-		{"empty name", func(m *session.Meta) { m.Participants[2].Name = "" }, []string{"participants[2]"}},
-		{"name with space", func(m *session.Meta) { m.Participants[1].Name = "s v" }, []string{"participants[1]", `"s v"`}},
-		{"name with @", func(m *session.Meta) { m.Participants[3].Name = "@carol" }, []string{"participants[3]"}},
-		{"duplicate", func(m *session.Meta) { m.Participants[3].Name = "bob" }, []string{`"bob"`, "twice"}},
-		{"creator not a participant", func(m *session.Meta) { m.Creator = "zed" }, []string{`"zed"`, "alice, svc, bob, carol"}},
-		{"no creator", func(m *session.Meta) { m.Creator = "" }, []string{"creator"}},
-		{"negative ttl", func(m *session.Meta) { m.TTL = -time.Second }, []string{"ttl"}},
-		{"negative invite timeout", func(m *session.Meta) { m.InviteTimeout = -1 }, []string{"invite timeout"}},
-		{"negative depth", func(m *session.Meta) { m.Depth = -1 }, []string{"depth"}},
-		{"unknown expectation", func(m *session.Meta) {
-			m.Expectations = append(m.Expectations, session.Expectation{Name: "nap", Within: time.Second, Action: session.ActionWarn})
+		{"valid", func(*hubpb.SessionMeta) {}, nil},
+		{"bare kind", func(m *hubpb.SessionMeta) { m.Type = "workflow" }, nil},
+		{"only the creator", func(m *hubpb.SessionMeta) { m.Participants = m.Participants[:1] }, nil},
+		{"no durations, knobs or expectations", func(m *hubpb.SessionMeta) {
+			m.Ttl, m.InviteTimeout, m.Knobs, m.Expectations = nil, nil, nil, nil
+		}, nil},
+		{"no session id", func(m *hubpb.SessionMeta) { m.SessionId = "" }, []string{"session_id"}},
+		{"bad session id", func(m *hubpb.SessionMeta) { m.SessionId = "nope" }, []string{"session_id", `"nope"`}},
+		{"no type", func(m *hubpb.SessionMeta) { m.Type = "" }, []string{"session type"}},
+		{"bad type", func(m *hubpb.SessionMeta) { m.Type = "workflow@0" }, []string{`"workflow@0"`}},
+		{"no participants", func(m *hubpb.SessionMeta) { m.Participants = nil }, []string{"needs participants"}},
+		{"empty name", func(m *hubpb.SessionMeta) { m.Participants[2].Name = "" }, []string{"participants[2]"}},
+		{"name with space", func(m *hubpb.SessionMeta) { m.Participants[1].Name = "s v" }, []string{"participants[1]", `"s v"`}},
+		{"name with @", func(m *hubpb.SessionMeta) { m.Participants[3].Name = "@carol" }, []string{"participants[3]"}},
+		{"duplicate", func(m *hubpb.SessionMeta) { m.Participants[3].Name = "bob" }, []string{`"bob" is listed twice`}},
+		{"creator not a participant", func(m *hubpb.SessionMeta) { m.Creator = "zed" }, []string{`"zed"`, "alice, svc, bob, carol"}},
+		{"no creator", func(m *hubpb.SessionMeta) { m.Creator = "" }, []string{`creator ""`}},
+		{"NaN knob", func(m *hubpb.SessionMeta) { m.Knobs["x"] = structpb.NewNumberValue(math.NaN()) }, []string{`knobs["x"]`, "not finite"}},
+		{"knob without kind", func(m *hubpb.SessionMeta) { m.Knobs["x"] = &structpb.Value{} }, []string{`knobs["x"]`, "no kind"}},
+		{"negative ttl", func(m *hubpb.SessionMeta) { m.Ttl = durationpb.New(-time.Second) }, []string{"ttl"}},
+		{"negative invite timeout", func(m *hubpb.SessionMeta) { m.InviteTimeout = durationpb.New(-1) }, []string{"invite_timeout"}},
+		{"negative depth", func(m *hubpb.SessionMeta) { m.Depth = -1 }, []string{"depth"}},
+		{"unknown expectation", func(m *hubpb.SessionMeta) {
+			m.Expectations = append(m.Expectations, session.Expect("nap", time.Second, session.ActionWarn))
 		}, []string{"expectations[1]", `"nap"`}},
-		{"unknown action", func(m *session.Meta) { m.Expectations[0].Action = "shout" }, []string{"expectations[0]", `"shout"`}},
-		{"zero threshold", func(m *session.Meta) { m.Expectations[0].Within = 0 }, []string{"expectations[0]", "positive"}},
+		{"unknown action", func(m *hubpb.SessionMeta) { m.Expectations[0].Action = "shout" }, []string{"expectations[0]", `"shout"`}},
+		{"zero threshold", func(m *hubpb.SessionMeta) { m.Expectations[0].Within = durationpb.New(0) }, []string{"expectations[0]", "positive"}},
+		{"no threshold", func(m *hubpb.SessionMeta) { m.Expectations[0].Within = nil }, []string{"expectations[0]", "within"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := validMeta()
 			tt.mutate(m)
-			wantErr(t, m.Check(), session.ErrMalformed, tt.frags...)
+			err := session.CheckMeta(m)
+			if tt.frags == nil {
+				if err != nil {
+					t.Fatalf("CheckMeta = %v", err)
+				}
+				return
+			}
+			wantErr(t, err, session.ErrMalformed, tt.frags...)
 		})
 	}
 }
 
-func TestMetaNamesInvitees(t *testing.T) {
+func TestNamesInvitees(t *testing.T) {
 	m := validMeta()
-	if got, want := m.Names(), []string{"alice", "svc", "bob", "carol"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("Names() = %v, want %v", got, want)
+	if got, want := session.Names(m), []string{"alice", "svc", "bob", "carol"}; !slices.Equal(got, want) {
+		t.Errorf("Names = %v, want %v", got, want)
 	}
 	// Not the creator, not the auto-accepting ones; session order.
-	if got, want := m.Invitees(), []string{"bob", "carol"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("Invitees() = %v, want %v", got, want)
+	if got, want := session.Invitees(m), []string{"bob", "carol"}; !slices.Equal(got, want) {
+		t.Errorf("Invitees = %v, want %v", got, want)
 	}
-	m.Participants = []session.Participant{{Name: "alice"}, {Name: "svc", AutoAccept: true}}
-	if got := m.Invitees(); got != nil {
-		t.Errorf("Invitees() of a creator and an auto-accepting agent = %v, want none", got)
+	m.Participants = []*hubpb.Participant{{Name: "alice"}, {Name: "svc", AutoAccept: true}}
+	if got := session.Invitees(m); got != nil {
+		t.Errorf("Invitees of a creator and an auto-accepting agent = %v, want none", got)
 	}
-	// A creator marked AutoAccept is still not invited, once.
-	m.Participants = []session.Participant{{Name: "bob"}, {Name: "alice", AutoAccept: true}}
-	if got, want := m.Invitees(), []string{"bob"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("Invitees() = %v, want %v", got, want)
+	// A creator marked auto_accept is still not invited, once.
+	m.Participants = []*hubpb.Participant{{Name: "bob"}, {Name: "alice", AutoAccept: true}}
+	if got, want := session.Invitees(m), []string{"bob"}; !slices.Equal(got, want) {
+		t.Errorf("Invitees = %v, want %v", got, want)
 	}
-	if !m.IsParticipant("alice") || m.IsParticipant("carol") || m.IsParticipant("") {
+	if !session.IsParticipant(m, "alice") || session.IsParticipant(m, "carol") || session.IsParticipant(m, "") {
 		t.Error("IsParticipant is wrong")
+	}
+	if got := session.Names(nil); len(got) != 0 {
+		t.Errorf("Names(nil) = %v", got)
 	}
 }
 
-func TestMetaKnob(t *testing.T) {
+func TestKnob(t *testing.T) {
 	m := validMeta()
 	var n int
-	if ok, err := m.Knob("max_handoffs", &n); !ok || err != nil || n != 3 {
+	if ok, err := session.Knob(m, "max_handoffs", &n); !ok || err != nil || n != 3 {
 		t.Errorf("Knob(max_handoffs) = %v, %v, %d", ok, err, n)
 	}
-	if ok, err := m.Knob("absent", &n); ok || err != nil {
+	if ok, err := session.Knob(m, "absent", &n); ok || err != nil {
 		t.Errorf("Knob(absent) = %v, %v", ok, err)
 	}
+	var g struct {
+		Initial string `json:"initial_speaker"`
+	}
+	if ok, err := session.Knob(m, "graph", &g); !ok || err != nil || g.Initial != "alice" {
+		t.Errorf("Knob(graph) = %v, %v, %+v", ok, err, g)
+	}
 	var s string
-	ok, err := m.Knob("max_handoffs", &s)
+	ok, err := session.Knob(m, "max_handoffs", &s)
 	if !ok {
 		t.Error("Knob of a present key with the wrong type reported absent")
 	}
-	wantErr(t, err, session.ErrMalformed, `"max_handoffs"`)
-}
+	wantErr(t, err, session.ErrMalformed, `knob "max_handoffs"`)
 
-func TestMetaStoredForm(t *testing.T) {
-	m := validMeta()
-	b, err := session.EncodeMeta(m)
-	if err != nil {
-		t.Fatal(err)
+	raw, ok, err := session.KnobJSON(m, "graph")
+	if !ok || err != nil || string(raw) != `{"initial_speaker":"alice"}` {
+		t.Errorf("KnobJSON(graph) = %s, %v, %v", raw, ok, err)
 	}
-	back, err := session.DecodeMeta(b)
-	if err != nil {
-		t.Fatalf("DecodeMeta(%s): %v", b, err)
+	if raw, ok, err := session.KnobJSON(m, "absent"); raw != nil || ok || err != nil {
+		t.Errorf("KnobJSON(absent) = %s, %v, %v", raw, ok, err)
 	}
-	if !reflect.DeepEqual(back, m) {
-		t.Errorf("meta round trip:\n got %+v\nwant %+v", back, m)
+	m.Knobs["bad"] = structpb.NewNumberValue(math.NaN())
+	_, ok, err = session.KnobJSON(m, "bad")
+	if !ok {
+		t.Error("KnobJSON of a present bad knob reported absent")
 	}
-	for _, bad := range []string{
-		``,
-		`[]`,
-		`{"id":"","type":"workflow@1","creator":"a","participants":[],"created_at":"2026-01-01T00:00:00Z","color":"red"}`,
-		`{"type":"workflow@0"}`,
-		`{"id":"nope"}`,
-		`{"type":"workflow@1"} {}`,
-		`{"type":"workflow@1"}}`,
-	} {
-		_, err := session.DecodeMeta([]byte(bad))
-		wantErr(t, err, session.ErrCorrupt)
-	}
+	wantErr(t, err, session.ErrMalformed, `knob "bad"`)
+	_, err = session.Knob(m, "bad", &n)
+	wantErr(t, err, session.ErrMalformed, `knob "bad"`)
 }
 
 func TestID(t *testing.T) {
-	const s = "01890a5d-ac96-774b-bcce-b302099a8057"
-	id, err := session.ParseID(s)
-	if err != nil || id.String() != s || id.IsZero() {
-		t.Fatalf("ParseID(%q) = %v, %v", s, id, err)
+	id, err := session.ParseID(sessionID)
+	if err != nil || id.String() != sessionID || id.IsZero() {
+		t.Fatalf("ParseID(%q) = %v, %v", sessionID, id, err)
 	}
 	if _, err := session.ParseID("nope"); err == nil {
 		t.Error("ParseID(nope) succeeded")

@@ -10,6 +10,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // CanonicalJSON returns the canonical form of a JSON value: no insignificant
@@ -145,4 +148,153 @@ func Number(raw json.RawMessage) (float64, bool) {
 	}
 	f, err := strconv.ParseFloat(string(raw), 64)
 	return f, err == nil
+}
+
+// maxValueDepth bounds the nesting of a JSON value in context and knobs.
+const maxValueDepth = 64
+
+// CheckValue reports whether v is a JSON value the hub stores: set, numbers
+// finite, nesting at most 64 deep. Valid values are the rule, so it first
+// checks in any order, and only for a bad value walks objects in key order
+// to name the same error every time.
+func CheckValue(v *structpb.Value) error {
+	if valueOK(v, 0) {
+		return nil
+	}
+	var b bytes.Buffer // only for a bad value, to find its first error
+	return writeValue(&b, v, 0)
+}
+
+// valueOK reports whether v is valid, visiting object fields in any order.
+func valueOK(v *structpb.Value, depth int) bool {
+	if depth > maxValueDepth {
+		return false
+	}
+	switch k := v.GetKind().(type) {
+	case nil:
+		return false
+	case *structpb.Value_NumberValue:
+		return !math.IsNaN(k.NumberValue) && !math.IsInf(k.NumberValue, 0)
+	case *structpb.Value_ListValue:
+		for _, x := range k.ListValue.GetValues() {
+			if !valueOK(x, depth+1) {
+				return false
+			}
+		}
+	case *structpb.Value_StructValue:
+		for _, x := range k.StructValue.GetFields() { //hubd:orderless all must be valid; which is bad is found in key order by writeValue
+			if !valueOK(x, depth+1) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// ValueJSON returns the canonical JSON of a stored value (see
+// [CanonicalJSON]): how context values are kept and compared. A value
+// [CheckValue] refuses is an ErrMalformed error.
+func ValueJSON(v *structpb.Value) (json.RawMessage, error) {
+	var b bytes.Buffer
+	if err := writeValue(&b, v, 0); err != nil {
+		return nil, err
+	}
+	return json.RawMessage(b.Bytes()), nil
+}
+
+// writeValue writes v's canonical JSON, checking it (objects in key order,
+// so the first error is always the same).
+func writeValue(b *bytes.Buffer, v *structpb.Value, depth int) error {
+	if depth > maxValueDepth {
+		return fmt.Errorf("value nested deeper than %d: %w", maxValueDepth, ErrMalformed)
+	}
+	switch k := v.GetKind().(type) {
+	case nil:
+		return fmt.Errorf("value has no kind (use null_value for null): %w", ErrMalformed)
+	case *structpb.Value_NullValue:
+		b.WriteString("null")
+	case *structpb.Value_BoolValue:
+		b.WriteString(strconv.FormatBool(k.BoolValue))
+	case *structpb.Value_StringValue:
+		writeString(b, k.StringValue)
+	case *structpb.Value_NumberValue:
+		if math.IsNaN(k.NumberValue) || math.IsInf(k.NumberValue, 0) {
+			return fmt.Errorf("number %v is not finite: %w", k.NumberValue, ErrMalformed)
+		}
+		b.WriteString(floatString(k.NumberValue))
+	case *structpb.Value_ListValue:
+		b.WriteByte('[')
+		for i, x := range k.ListValue.GetValues() {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := writeValue(b, x, depth+1); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+	case *structpb.Value_StructValue:
+		return writeFields(b, k.StructValue.GetFields(), depth)
+	}
+	return nil
+}
+
+func writeFields(b *bytes.Buffer, fields map[string]*structpb.Value, depth int) error {
+	b.WriteByte('{')
+	for i, name := range slices.Sorted(maps.Keys(fields)) {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		writeString(b, name)
+		b.WriteByte(':')
+		if err := writeValue(b, fields[name], depth+1); err != nil {
+			return err
+		}
+	}
+	b.WriteByte('}')
+	return nil
+}
+
+// floatString writes a finite float64 as CanonicalJSON writes the shortest
+// decimal that reads back as it: integral values as integers, others in
+// their shortest round-trip form. So 1e23 is 100000000000000000000000 both
+// ways, not the double's exact 99999999999999991611392.
+func floatString(f float64) string {
+	if f != math.Trunc(f) {
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	if math.Abs(f) < 1<<53 {
+		return strconv.FormatInt(int64(f), 10) // exact; -0 is 0
+	}
+	s, err := canonicalNumber(strconv.FormatFloat(f, 'g', -1, 64))
+	if err != nil {
+		panic(fmt.Sprintf("session: canonical form of %v: %v", f, err)) // a finite float's exponent is at most 308
+	}
+	return s
+}
+
+// JSONValue parses a JSON value into its stored form. Numbers become
+// float64 (integers beyond 2^53 lose precision, as in every JSON
+// implementation that reads numbers as doubles); a number out of range is
+// an ErrMalformed error.
+func JSONValue(raw []byte) (*structpb.Value, error) {
+	c, err := CanonicalJSON(raw)
+	if err != nil {
+		return nil, err
+	}
+	v := &structpb.Value{}
+	if err := protojson.Unmarshal(c, v); err != nil {
+		return nil, fmt.Errorf("not a JSON value: %v: %w", err, ErrMalformed)
+	}
+	return v, CheckValue(v)
+}
+
+// MustValue returns the stored form of a Go value encoded as JSON. It panics
+// if v cannot be encoded; it is meant for literals in tests and examples.
+func MustValue(v any) *structpb.Value {
+	x, err := JSONValue(MustJSON(v))
+	if err != nil {
+		panic(err)
+	}
+	return x
 }

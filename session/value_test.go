@@ -2,7 +2,11 @@ package session_test
 
 import (
 	"encoding/json"
+	"math"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/hubd/hubd/session"
 )
@@ -69,7 +73,6 @@ func TestCanonicalJSONEquality(t *testing.T) {
 		{`1`, `1e0`},
 		{`1.0`, `1e0`},
 		{`{"a":1,"b":[1,2]}`, ` { "b" : [ 1.0 , 2e0 ] , "a" : 10e-1 } `},
-		{`"<"`, `"<"`},
 		{`1e20`, `100000000000000000000`},
 		{`9007199254740992.0`, `9007199254740992`},
 		{`-0.0`, `0`},
@@ -102,26 +105,11 @@ func TestCanonicalJSONEquality(t *testing.T) {
 
 func TestCanonicalJSONInvalid(t *testing.T) {
 	for _, in := range []string{
-		``,
-		`   `,
-		`{`,
-		`[1,]`,
-		`{"a":}`,
-		`nul`,
-		`'a'`,
-		`01`,
-		`+1`,
-		`.5`,
-		`NaN`,
-		`1e400`, // not a finite float64
-		`-1e400`,
-		`1 2`, // two values
-		`{} {}`,
-		`"a" "b"`,
-		`1]`, // stray closers after a value
-		`{"a":1}}`,
-		`[1]]`,
-		`"a",`,
+		``, `   `, `{`, `[1,]`, `{"a":}`, `nul`, `'a'`, `01`, `+1`, `.5`, `NaN`,
+		`1e400`, `-1e400`, // not a finite float64
+		`1e999999999999`,
+		`1 2`, `{} {}`, `"a" "b"`, // two values
+		`1]`, `{"a":1}}`, `[1]]`, `"a",`, // stray closers after a value
 	} {
 		if got, err := session.CanonicalJSON([]byte(in)); err == nil {
 			t.Errorf("CanonicalJSON(%q) = %s, want an error", in, got)
@@ -157,7 +145,6 @@ func TestNumber(t *testing.T) {
 			t.Errorf("Number(%s) = %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
 		}
 	}
-	// Every canonical number is a Number.
 	for _, in := range []string{`3.0`, `-0`, `1e2`, `0.1`} {
 		c, err := session.CanonicalJSON([]byte(in))
 		if err != nil {
@@ -185,33 +172,148 @@ func TestMustJSON(t *testing.T) {
 	session.MustJSON(func() {})
 }
 
-func TestContextUpdateCanonical(t *testing.T) {
-	u := session.ContextUpdate{
-		Set:    map[string]json.RawMessage{"a": json.RawMessage(` {"y": 1.0, "x": 2} `), "b": json.RawMessage(`1e0`)},
-		Delete: []string{"c"},
+func TestCheckValue(t *testing.T) {
+	list := func(vs ...*structpb.Value) *structpb.Value {
+		return structpb.NewListValue(&structpb.ListValue{Values: vs})
 	}
-	got, err := u.Canonical()
-	if err != nil {
-		t.Fatal(err)
+	obj := func(k string, v *structpb.Value) *structpb.Value {
+		return structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{k: v}})
 	}
-	if string(got.Set["a"]) != `{"x":2,"y":1}` || string(got.Set["b"]) != `1` || len(got.Delete) != 1 {
-		t.Errorf("Canonical() = %+v", got)
+	tests := []struct {
+		name string
+		v    *structpb.Value
+		frag string // "": valid
+	}{
+		{"null", structpb.NewNullValue(), ""},
+		{"number", structpb.NewNumberValue(-1.5), ""},
+		{"largest float", structpb.NewNumberValue(math.MaxFloat64), ""},
+		{"string", structpb.NewStringValue(""), ""},
+		{"bool", structpb.NewBoolValue(false), ""},
+		{"empty list", list(), ""},
+		{"empty object", structpb.NewStructValue(&structpb.Struct{}), ""},
+		{"64 deep", nested(64), ""},
+		{"64 deep in objects", func() *structpb.Value {
+			v := structpb.NewNullValue()
+			for range 64 {
+				v = obj("k", v)
+			}
+			return v
+		}(), ""},
+		{"NaN", structpb.NewNumberValue(math.NaN()), "NaN is not finite"},
+		{"+Inf", structpb.NewNumberValue(math.Inf(1)), "+Inf is not finite"},
+		{"-Inf in a list", list(structpb.NewNullValue(), structpb.NewNumberValue(math.Inf(-1))), "-Inf"},
+		{"NaN in an object", obj("k", structpb.NewNumberValue(math.NaN())), "NaN"},
+		{"no kind", &structpb.Value{}, "no kind"},
+		{"nil", nil, "no kind"},
+		{"no kind in a list", list(&structpb.Value{}), "no kind"},
+		{"nil in an object", obj("k", nil), "no kind"},
+		{"65 deep", nested(65), "deeper than 64"},
+		{"65 deep in objects", func() *structpb.Value {
+			v := structpb.NewNullValue()
+			for range 65 {
+				v = obj("k", v)
+			}
+			return v
+		}(), "deeper than 64"},
 	}
-	if string(u.Set["a"]) != ` {"y": 1.0, "x": 2} ` {
-		t.Error("Canonical modified its receiver")
-	}
-	_, err = session.ContextUpdate{Set: map[string]json.RawMessage{"ok": json.RawMessage(`1`), "bad": json.RawMessage(`{`)}}.Canonical()
-	wantErr(t, err, session.ErrMalformed, `"bad"`)
-
-	if !(session.ContextUpdate{}).Empty() || (session.ContextUpdate{Delete: []string{"x"}}).Empty() ||
-		(session.ContextUpdate{Set: map[string]json.RawMessage{"x": session.Null()}}).Empty() {
-		t.Error("Empty is wrong")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := session.CheckValue(tt.v)
+			if tt.frag == "" {
+				if err != nil {
+					t.Fatalf("CheckValue = %v", err)
+				}
+				if _, err := session.ValueJSON(tt.v); err != nil {
+					t.Fatalf("ValueJSON of a valid value: %v", err)
+				}
+				return
+			}
+			wantErr(t, err, session.ErrMalformed, tt.frag)
+			_, err = session.ValueJSON(tt.v)
+			wantErr(t, err, session.ErrMalformed, tt.frag)
+		})
 	}
 }
 
-func TestUsageAdd(t *testing.T) {
-	got := session.Usage{InputTokens: 1, OutputTokens: 2, CostUSD: 0.5}.Add(session.Usage{InputTokens: 10, OutputTokens: 20, CostUSD: 0.25})
-	if got != (session.Usage{InputTokens: 11, OutputTokens: 22, CostUSD: 0.75}) {
-		t.Errorf("Add = %+v", got)
+// TestValueJSONIsCanonical: the canonical JSON of a stored value is
+// CanonicalJSON of the JSON text it was parsed from, and parsing it back
+// gives the same value.
+func TestValueJSONIsCanonical(t *testing.T) {
+	for _, in := range []string{
+		`null`, `true`, `false`, `""`, `"a"`, `"\u00e9<&>\u2028"`, `"tab\tand\nnewline\u0000"`,
+		`0`, `-0`, `-0.0`, `1`, `1.0`, `1e0`, `-2.25`, `1.50`, `0.1`, `1e-7`, `1e20`, `1e21`, `1e23`, `1.5e300`, `-1e-300`, `1.7976931348623157e308`,
+		`123456789`, `9007199254740991`, `9007199254740992`, `-9007199254740992`, `9007199254740994`, `12345678901234568000000`, `4.35`, `1127000000000000.1`, `5e-324`,
+		`[]`, `{}`, `[1,[2,[3]]]`, `{"b":1,"a":[1e0,"x",null,true]}`, `{"B":1,"a":2,"_":3}`,
+		` { "z" : [ ] , "a" : { "y" : 2.50 } } `,
+	} {
+		canon, err := session.CanonicalJSON([]byte(in))
+		if err != nil {
+			t.Fatalf("CanonicalJSON(%s): %v", in, err)
+		}
+		v, err := session.JSONValue([]byte(in))
+		if err != nil {
+			t.Fatalf("JSONValue(%s): %v", in, err)
+		}
+		got, err := session.ValueJSON(v)
+		if err != nil || string(got) != string(canon) {
+			t.Errorf("ValueJSON(JSONValue(%s)) = %s, %v; CanonicalJSON gives %s", in, got, err, canon)
+		}
+		back, err := session.JSONValue(got)
+		if err != nil || !proto.Equal(back, v) {
+			t.Errorf("JSONValue(%s) = %v, %v; want %v", got, back, err, v)
+		}
 	}
+}
+
+// A stored value's numbers are doubles: a number with more digits than a
+// double holds (an integer past 2^53 that is not the shortest decimal of
+// its double) is exact in CanonicalJSON but rounded in a stored value, the
+// one place the two differ.
+func TestValueJSONLargeIntegers(t *testing.T) {
+	for _, tt := range []struct{ in, canon, value string }{
+		{`9007199254740993`, `9007199254740993`, `9007199254740992`},
+		{`12345678901234567890123`, `12345678901234567890123`, `12345678901234568000000`},
+	} {
+		canon, _ := session.CanonicalJSON([]byte(tt.in))
+		v, err := session.JSONValue([]byte(tt.in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := session.ValueJSON(v)
+		if string(canon) != tt.canon || string(got) != tt.value {
+			t.Errorf("%s: CanonicalJSON %s, ValueJSON %s; want %s and %s", tt.in, canon, got, tt.canon, tt.value)
+		}
+	}
+}
+
+func TestJSONValueInvalid(t *testing.T) {
+	deep := ""
+	for range 65 {
+		deep = "[" + deep
+	}
+	deep += "1"
+	for range 65 {
+		deep += "]"
+	}
+	for _, in := range []string{``, `{`, `NaN`, `1e400`, `1 2`, `[1]]`, `'a'`, deep} {
+		if v, err := session.JSONValue([]byte(in)); err == nil {
+			t.Errorf("JSONValue(%.20q) = %v, want an error", in, v)
+		} else {
+			wantErr(t, err, session.ErrMalformed)
+		}
+	}
+}
+
+func TestMustValue(t *testing.T) {
+	v := session.MustValue(map[string]any{"b": 1.0, "a": []any{"x", nil, 2}})
+	got, err := session.ValueJSON(v)
+	if want := `{"a":["x",null,2],"b":1}`; err != nil || string(got) != want {
+		t.Errorf("MustValue = %s, %v; want %s", got, err, want)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("MustValue of a func did not panic")
+		}
+	}()
+	session.MustValue(func() {})
 }
