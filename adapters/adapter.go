@@ -3,6 +3,7 @@ package adapters
 import (
 	"encoding/json"
 
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
 
@@ -14,10 +15,10 @@ type Adapter interface {
 	// Start checks the session's participants and knobs and returns its
 	// initial state. Errors wrap session.ErrMalformed or, for a workflow
 	// graph, transition.ErrInvalid, and name what was wrong.
-	Start(meta *session.Meta) (State, error)
+	Start(meta *hubpb.SessionMeta) (State, error)
 	// Expectations returns the type's default expectations, used when the
 	// opener gives none.
-	Expectations() []session.Expectation
+	Expectations() []*hubpb.Expectation
 }
 
 // State is one session's adapter state. It is owned by one goroutine at a
@@ -27,10 +28,10 @@ type State interface {
 	// checked the envelope's shape, that the session is open and that the
 	// sender is a participant. Errors wrap the sentinels of this package or
 	// of package session and say what was expected.
-	Validate(env *session.Envelope) error
+	Validate(env *hubpb.Envelope) error
 	// Fold applies an envelope the hub accepted and returns what it
 	// decided. Fold must not fail for an envelope Validate accepted.
-	Fold(env *session.Envelope) Outcome
+	Fold(env *hubpb.Envelope) Outcome
 	// Expected returns who is expected to speak next, in session order;
 	// empty when nobody is (the session is closing).
 	Expected() []string
@@ -58,7 +59,7 @@ type Summary struct {
 	Turn        int                        `json:"turn"`
 	LastSpeaker string                     `json:"last_speaker,omitempty"`
 	Context     map[string]json.RawMessage `json:"context"`
-	Usage       session.Usage              `json:"usage"`
+	Usage       *hubpb.Usage               `json:"usage"`
 	// Closing is set once a fold has decided the session ends.
 	Closing string `json:"closing,omitempty"`
 }

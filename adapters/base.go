@@ -7,19 +7,22 @@ import (
 	"slices"
 	"strings"
 
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
 
 // Base is the bookkeeping every session type shares: participants, turn
-// count, last speaker, context variables and usage. Adapters embed it and
-// call its methods from their Validate and Fold.
+// count, last speaker, context variables (as canonical JSON) and usage.
+// Adapters embed it and call its methods from their Validate and Fold.
 type Base struct {
 	Participants []string                   `json:"participants"`
 	Creator      string                     `json:"creator"`
 	Turn         int                        `json:"turn"`
 	LastSpeaker  string                     `json:"last_speaker,omitempty"`
 	Context      map[string]json.RawMessage `json:"context"`
-	Usage        session.Usage              `json:"usage"`
+	Usage        *hubpb.Usage               `json:"usage"`
 	Closing      string                     `json:"closing,omitempty"`
 }
 
@@ -30,23 +33,25 @@ const KnobContext = "context"
 // NewBase returns the bookkeeping of a new session, with the initial context
 // of the "context" knob. Any knob not in known (nor "context") is an
 // ErrMalformed error naming the known ones.
-func NewBase(meta *session.Meta, kind string, known ...string) (Base, error) {
-	b := Base{Participants: meta.Names(), Creator: meta.Creator, Context: map[string]json.RawMessage{}}
+func NewBase(meta *hubpb.SessionMeta, kind string, known ...string) (Base, error) {
+	b := Base{Participants: session.Names(meta), Creator: meta.GetCreator(), Context: map[string]json.RawMessage{}, Usage: &hubpb.Usage{}}
 	known = append(known, KnobContext)
-	for _, k := range slices.Sorted(maps.Keys(meta.Knobs)) {
+	for _, k := range slices.Sorted(maps.Keys(meta.GetKnobs())) {
 		if !slices.Contains(known, k) {
 			return Base{}, fmt.Errorf("%s: unknown knob %q (known: %s): %w", kind, k, strings.Join(known, ", "), session.ErrMalformed)
 		}
 	}
-	var init map[string]json.RawMessage
-	if _, err := meta.Knob(KnobContext, &init); err != nil {
-		return Base{}, err
+	init, ok := meta.GetKnobs()[KnobContext]
+	if _, null := init.GetKind().(*structpb.Value_NullValue); !ok || null {
+		return b, nil
 	}
-	u, err := session.ContextUpdate{Set: init}.Canonical()
-	if err != nil {
+	fields := init.GetStructValue()
+	if fields == nil {
+		return Base{}, fmt.Errorf("knob %q must be a JSON object: %w", KnobContext, session.ErrMalformed)
+	}
+	if err := b.ApplyContext(&hubpb.ContextUpdate{Set: fields.GetFields()}); err != nil {
 		return Base{}, fmt.Errorf("knob %q: %w", KnobContext, err)
 	}
-	b.ApplyContext(u)
 	return b, nil
 }
 
@@ -63,35 +68,54 @@ func (b *Base) CheckOpen() error {
 	return nil
 }
 
-// ApplyContext deletes, then sets, context variables.
-func (b *Base) ApplyContext(u session.ContextUpdate) {
-	for _, k := range u.Delete {
+// ApplyContext deletes, then sets, context variables, keeping each value as
+// canonical JSON. It fails only on a value session.CheckValue refuses, which
+// an envelope that passed session.CheckEnvelope never has.
+func (b *Base) ApplyContext(u *hubpb.ContextUpdate) error {
+	for _, k := range u.GetDelete() {
 		delete(b.Context, k)
 	}
-	for k, v := range u.Set { //hubd:orderless each key is written once; order cannot matter
+	if len(u.GetSet()) == 0 {
+		return nil
+	}
+	for _, k := range slices.Sorted(maps.Keys(u.GetSet())) {
+		v, err := session.ValueJSON(u.GetSet()[k])
+		if err != nil {
+			return fmt.Errorf("context %q: %w", k, err)
+		}
 		b.Context[k] = v
+	}
+	return nil
+}
+
+// mustApply applies the context updates of an accepted envelope.
+func (b *Base) mustApply(u *hubpb.ContextUpdate) {
+	if err := b.ApplyContext(u); err != nil {
+		panic(fmt.Sprintf("adapters: fold of an envelope that was not checked: %v", err))
 	}
 }
 
-// Turn records a substantive envelope: packet context updates first, then
-// the speaker, the turn count and usage.
-func (b *Base) CountTurn(env *session.Envelope) {
-	if p, ok := env.Payload.(session.Packet); ok {
-		b.ApplyContext(p.Context)
-		b.Usage = b.Usage.Add(p.Usage)
+// CountTurn records a substantive envelope: packet context updates first,
+// then the speaker, the turn count and usage.
+func (b *Base) CountTurn(env *hubpb.Envelope) {
+	if p := env.GetPacket(); p != nil {
+		b.mustApply(p.GetContextUpdates())
+		if u := p.GetUsage(); u != nil {
+			b.Usage = session.AddUsage(b.Usage, u)
+		}
 	}
-	b.LastSpeaker = env.From
+	b.LastSpeaker = env.GetFrom()
 	b.Turn++
 }
 
 // FoldOther folds the envelopes that are not turns (context sets; the rest
 // change nothing an adapter keeps) and reports whether env was one.
-func (b *Base) FoldOther(env *session.Envelope) bool {
-	if env.Type.Substantive() {
+func (b *Base) FoldOther(env *hubpb.Envelope) bool {
+	if session.IsTurn(env.GetType()) {
 		return false
 	}
-	if u, ok := env.Payload.(session.ContextUpdate); ok && env.Type == session.EventContextSet {
-		b.ApplyContext(u)
+	if u := env.GetContextSet(); u != nil && env.GetType() == session.EventContextSet {
+		b.mustApply(u)
 	}
 	return true
 }
@@ -100,7 +124,7 @@ func (b *Base) FoldOther(env *session.Envelope) bool {
 // shares: an envelope that is not a turn folds as such; a turn is counted
 // and a finish packet closes the session. done reports whether the fold is
 // complete; if not, the caller decides where the turn leads.
-func (b *Base) FoldTurn(env *session.Envelope) (out Outcome, done bool) {
+func (b *Base) FoldTurn(env *hubpb.Envelope) (out Outcome, done bool) {
 	if b.FoldOther(env) {
 		return Outcome{}, true
 	}
@@ -131,26 +155,22 @@ func OutOfTurn(kind string, want []string, got string) error {
 
 // CheckRouting rejects packets whose routing a session type without a graph
 // cannot honour (handoff, escalate); text and finish pass.
-func CheckRouting(kind string, env *session.Envelope) error {
-	p, ok := env.Payload.(session.Packet)
-	if !ok {
-		return nil
-	}
-	switch p.Routing.Kind {
+func CheckRouting(kind string, env *hubpb.Envelope) error {
+	switch k := env.GetPacket().GetRouting().GetKind(); k {
 	case session.RouteHandoff, session.RouteEscalate:
-		return fmt.Errorf("%s sessions take no %s routing (only text and finish): %w", kind, p.Routing.Kind, session.ErrMalformed)
+		return fmt.Errorf("%s sessions take no %s routing (only text and finish): %w", kind, k, session.ErrMalformed)
 	}
 	return nil
 }
 
 // FinishReason returns the close reason a finish packet asks for, or "".
-func FinishReason(env *session.Envelope) string {
-	p, ok := env.Payload.(session.Packet)
-	if !ok || p.Routing.Kind != session.RouteFinish {
+func FinishReason(env *hubpb.Envelope) string {
+	r := env.GetPacket().GetRouting()
+	if r.GetKind() != session.RouteFinish {
 		return ""
 	}
-	if p.Routing.Reason == "" {
+	if r.GetReason() == "" {
 		return session.ReasonFinished
 	}
-	return p.Routing.Reason
+	return r.GetReason()
 }

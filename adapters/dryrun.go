@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
 
@@ -16,18 +19,18 @@ type DryRun struct {
 	M *Machine
 	// Accepted holds every envelope folded so far, closing envelopes
 	// included, for replay checks.
-	Accepted []*session.Envelope
+	Accepted []*hubpb.Envelope
 	epoch    time.Time
 }
 
 // NewDryRun starts an open session of the adapter's type.
-func NewDryRun(a Adapter, meta *session.Meta) (*DryRun, error) {
+func NewDryRun(a Adapter, meta *hubpb.SessionMeta) (*DryRun, error) {
 	m, err := NewMachine(a, meta)
 	if err != nil {
 		return nil, err
 	}
-	epoch := meta.CreatedAt
-	m.Life = session.Lifecycle{State: session.StateOpen, Created: epoch, Opened: epoch}
+	epoch := session.Time(meta.GetCreatedAt())
+	m.Lifecycle = session.Lifecycle{State: session.StateOpen, Created: epoch, Opened: epoch}
 	return &DryRun{M: m, epoch: epoch}, nil
 }
 
@@ -45,26 +48,30 @@ type Step struct {
 	Err      error  // the rejection
 }
 
-// Try stamps env (seq, time) and admits and folds it, or reports why not.
-// The sender is taken from env.From as given.
-func (d *DryRun) Try(env *session.Envelope) Step {
+// Try stamps a copy of env (session, seq, time) and admits and folds it, or
+// reports why not. The sender is taken from env.from as given; an event
+// type in its protocol spelling ("EV_TEXT") is taken in its stored form.
+func (d *DryRun) Try(env *hubpb.Envelope) Step {
 	m := d.M
-	e := *env
-	e.Session, e.Seq = m.Meta.ID, m.Seq+1
-	e.AcceptedAt = d.epoch.Add(time.Duration(e.Seq) * time.Second)
-	if err := m.Admit(&e); err != nil {
-		code, ok := Reason(err)
-		if !ok {
-			code = "INTERNAL"
-		}
-		return Step{Code: code, Err: err}
+	e := proto.Clone(env).(*hubpb.Envelope)
+	e.SessionId, e.Seq = m.Meta.GetSessionId(), m.Seq+1
+	e.AcceptedAt = session.Stamp(d.epoch.Add(time.Duration(e.Seq) * time.Second))
+	if t, err := session.ParseEventType(e.GetType()); err == nil {
+		e.Type = t
 	}
-	all, out := m.Apply(&e)
+	if err := m.Admit(e); err != nil {
+		code, ok := session.ReasonOf(err)
+		if !ok {
+			code = hubpb.Reason_INTERNAL
+		}
+		return Step{Code: code.String(), Err: err}
+	}
+	all, out := m.Apply(e)
 	d.Accepted = append(d.Accepted, all...)
 	step := Step{Seq: e.Seq, Accepted: true, Fired: out.Rule}
-	sum := m.State.Summary()
+	sum := m.Turns.Summary()
 	step.Next, step.Turn, step.Context = m.Expected(), sum.Turn, sum.Context
-	step.Closed, step.Reason = m.Life.State.Ended(), m.Life.Reason
+	step.Closed, step.Reason = m.Lifecycle.State.Ended(), m.Lifecycle.Reason
 	return step
 }
 
@@ -76,7 +83,7 @@ func (s Step) MarshalJSON() ([]byte, error) {
 	if !s.Accepted {
 		msg := ""
 		if s.Err != nil {
-			msg = Detail(s.Err)
+			msg = session.Detail(s.Err)
 		}
 		return json.Marshal(struct {
 			Accepted bool   `json:"accepted"`
@@ -115,7 +122,7 @@ func (d *DryRun) Replay(a Adapter) (*Machine, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.Life = session.Lifecycle{State: session.StateOpen, Created: d.epoch, Opened: d.epoch}
+	m.Lifecycle = session.Lifecycle{State: session.StateOpen, Created: d.epoch, Opened: d.epoch}
 	for _, e := range d.Accepted {
 		m.Fold(e)
 	}

@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/structpb"
+
 	"github.com/hubd/hubd/adapters"
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 	"github.com/hubd/hubd/transition"
 )
@@ -26,26 +29,46 @@ func fuzzGraphs() []*transition.Graph {
 	}
 }
 
+// graphKnob returns the stored form of a graph, as a session's knob.
+func graphKnob(t testing.TB, g *transition.Graph) *structpb.Value {
+	raw, err := json.Marshal(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := session.JSONValue(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// fuzzMeta returns the metadata of a session of type kind among a, b and c
+// (a and b for the two-party types).
+func fuzzMeta(kind string) *hubpb.SessionMeta {
+	names := []string{"a", "b", "c"}
+	if kind == "conversation@1" || kind == "consulting@1" {
+		names = names[:2]
+	}
+	meta := &hubpb.SessionMeta{SessionId: scenarioSession, Type: kind, Creator: "a",
+		Knobs: map[string]*structpb.Value{}, CreatedAt: session.Stamp(time.Unix(0, 0).UTC())}
+	for _, n := range names {
+		meta.Participants = append(meta.Participants, &hubpb.Participant{Name: n})
+	}
+	return meta
+}
+
 // fuzzSession opens the session the first byte picks.
 func fuzzSession(t *testing.T, reg *adapters.Registry, pick byte) (*adapters.DryRun, adapters.Adapter) {
 	kinds := []string{"workflow@1", "conversation@1", "discussion@1", "consulting@1"}
-	typ, _ := session.ParseType(kinds[int(pick)%len(kinds)])
-	names := []string{"a", "b", "c"}
-	meta := &session.Meta{Type: typ, Creator: "a", Knobs: map[string]json.RawMessage{}, CreatedAt: time.Unix(0, 0).UTC()}
-	switch typ.Kind {
-	case "conversation", "consulting":
-		names = names[:2]
-	case "workflow":
+	meta := fuzzMeta(kinds[int(pick)%len(kinds)])
+	if meta.GetType() == "workflow@1" {
 		gs := fuzzGraphs()
-		raw, _ := json.Marshal(gs[int(pick/4)%len(gs)])
-		meta.Knobs["graph"] = raw
+		meta.Knobs["graph"] = graphKnob(t, gs[int(pick/4)%len(gs)])
 		if pick&0x40 != 0 {
-			meta.Knobs["max_handoffs"] = session.MustJSON(2)
+			meta.Knobs["max_handoffs"] = structpb.NewNumberValue(2)
 		}
 	}
-	for _, n := range names {
-		meta.Participants = append(meta.Participants, session.Participant{Name: n})
-	}
+	typ, _ := session.ParseType(meta.GetType())
 	a, err := reg.Lookup(typ)
 	if err != nil {
 		t.Fatal(err)
@@ -58,19 +81,18 @@ func fuzzSession(t *testing.T, reg *adapters.Registry, pick byte) (*adapters.Dry
 }
 
 // fuzzEnvelope builds an envelope from 4 bytes.
-func fuzzEnvelope(b []byte) *session.Envelope {
+func fuzzEnvelope(b []byte) *hubpb.Envelope {
 	senders := []string{"a", "b", "c", "x"}
-	types := []session.EventType{session.EventText, session.EventPacket, session.EventPacket, session.EventContextSet,
+	types := []string{session.EventText, session.EventPacket, session.EventPacket, session.EventContextSet,
 		session.EventQuestion, "app.custom", session.EventInviteAck, session.EventClosed}
-	kinds := []session.RoutingKind{"", session.RouteText, session.RouteHandoff, session.RouteFinish, session.RouteEscalate, "bogus"}
+	kinds := []string{"", session.RouteText, session.RouteHandoff, session.RouteFinish, session.RouteEscalate, "bogus"}
 	texts := []string{"hello", "@b hi", "@C.", "@x nope", ""}
-	e := &session.Envelope{From: senders[int(b[0])%len(senders)], Type: types[int(b[1])%len(types)]}
-	switch e.Type {
+	e := &hubpb.Envelope{From: senders[int(b[0])%len(senders)], Type: types[int(b[1])%len(types)]}
+	switch e.GetType() {
 	case session.EventText:
-		e.Payload = session.Text{Text: texts[int(b[2])%len(texts)]}
+		e.Payload = &hubpb.Envelope_Text{Text: &hubpb.Text{Text: texts[int(b[2])%len(texts)]}}
 	case session.EventPacket:
-		p := session.Packet{Body: texts[int(b[2])%len(texts)]}
-		p.Routing.Kind = kinds[int(b[3])%len(kinds)]
+		p := &hubpb.Packet{Body: texts[int(b[2])%len(texts)], Routing: &hubpb.Routing{Kind: kinds[int(b[3])%len(kinds)]}}
 		if b[3]&0x10 != 0 {
 			p.Routing.Target = senders[int(b[2])%len(senders)]
 		}
@@ -78,25 +100,26 @@ func fuzzEnvelope(b []byte) *session.Envelope {
 			p.Routing.Tool = "transfer_to_c"
 		}
 		if b[3]&0x40 != 0 {
-			p.Context.Set = map[string]json.RawMessage{"k": session.MustJSON(int(b[2] % 3))}
+			p.ContextUpdates = &hubpb.ContextUpdate{Set: map[string]*structpb.Value{"k": structpb.NewNumberValue(float64(b[2] % 3))}}
 		}
-		e.Payload = p
+		e.Payload = &hubpb.Envelope_Packet{Packet: p}
 	case session.EventContextSet:
-		u := session.ContextUpdate{Delete: []string{"k"}}
+		u := &hubpb.ContextUpdate{Delete: []string{"k"}}
 		if b[2]&1 != 0 {
-			u.Set = map[string]json.RawMessage{"k": session.MustJSON(int(b[3] % 3))}
+			u.Set = map[string]*structpb.Value{"k": structpb.NewNumberValue(float64(b[3] % 3))}
 		}
-		e.Payload = u
+		e.Payload = &hubpb.Envelope_ContextSet{ContextSet: u}
 	case session.EventQuestion:
-		e.Payload = session.Question{QuestionID: "q", Text: "?"}
+		e.Payload = &hubpb.Envelope_Question{Question: &hubpb.Question{QuestionId: "q", Text: "?"}}
 	case session.EventClosed:
-		e.Payload = session.Ended{Reason: "x"}
+		e.Payload = &hubpb.Envelope_Ended{Ended: &hubpb.Ended{Reason: "x"}}
 	}
 	return e
 }
 
 // FuzzAdapters drives every session type with random envelope streams: no
-// envelope panics, every accepted one folds, and replay equals live.
+// envelope panics, every accepted one folds, and replaying the accepted
+// envelopes through their stored form equals the live machine.
 func FuzzAdapters(f *testing.F) {
 	for i := range 16 {
 		f.Add([]byte{byte(i), 0, 0, 0, 0, 1, 1, 1, 1, 0, 2, 2, 2, 1, 1, 3, 0, 2, 3, 3})
@@ -110,16 +133,19 @@ func FuzzAdapters(f *testing.F) {
 		dr, a := fuzzSession(t, reg, data[0])
 		for rest := data[1:]; len(rest) >= 4; rest = rest[4:] {
 			step := dr.Try(fuzzEnvelope(rest[:4]))
-			if !step.Accepted && step.Code == "INTERNAL" {
+			if !step.Accepted && step.Code == hubpb.Reason_INTERNAL.String() {
 				t.Fatalf("unclassified rejection: %v", step.Err)
 			}
 		}
 		live, _ := json.Marshal(dr.M)
-		replayed, err := dr.Replay(a)
+		fresh, err := adapters.NewDryRun(a, dr.M.Meta)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, _ := json.Marshal(replayed)
+		for _, e := range dr.Accepted {
+			fresh.M.Fold(viaStoredForm(t, e))
+		}
+		got, _ := json.Marshal(fresh.M)
 		if !bytes.Equal(got, live) {
 			t.Fatalf("replay differs:\nlive:   %s\nreplay: %s", live, got)
 		}
@@ -132,23 +158,16 @@ func BenchmarkFold(b *testing.B) {
 		b.Run(kind, func(b *testing.B) {
 			typ, _ := session.ParseType(kind)
 			a, _ := reg.Lookup(typ)
-			names := []string{"a", "b", "c"}
-			if kind == "conversation@1" || kind == "consulting@1" {
-				names = names[:2]
-			}
-			meta := &session.Meta{Type: typ, Creator: "a", Knobs: map[string]json.RawMessage{}}
+			meta := fuzzMeta(kind)
+			meta.CreatedAt = nil
 			if kind == "workflow@1" {
-				raw, _ := json.Marshal(transition.RoundRobin(names, 0))
-				meta.Knobs["graph"] = raw
-			}
-			for _, n := range names {
-				meta.Participants = append(meta.Participants, session.Participant{Name: n})
+				meta.Knobs["graph"] = graphKnob(b, transition.RoundRobin(session.Names(meta), 0))
 			}
 			b.ReportAllocs()
 			var m *adapters.Machine
-			env := &session.Envelope{Type: session.EventPacket}
+			env := &hubpb.Envelope{Type: session.EventPacket}
 			for i := range b.N {
-				if m == nil || m.Life.State != session.StateOpen {
+				if m == nil || m.Lifecycle.State != session.StateOpen {
 					b.StopTimer()
 					dr, err := adapters.NewDryRun(a, meta)
 					if err != nil {
@@ -159,12 +178,12 @@ func BenchmarkFold(b *testing.B) {
 				}
 				env.From = m.Expected()[0]
 				env.Seq = m.Seq + 1
-				env.Payload = session.Packet{Body: fmt.Sprint("turn ", i&7)}
+				env.Payload = &hubpb.Envelope_Packet{Packet: &hubpb.Packet{Body: fmt.Sprint("turn ", i&7)}}
 				if err := m.Admit(env); err != nil {
 					b.Fatal(err)
 				}
 				if out := m.Fold(env); out.Close != "" {
-					m.Life.State = session.StateClosed
+					m.Lifecycle.State = session.StateClosed
 				}
 			}
 		})

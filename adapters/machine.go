@@ -5,18 +5,20 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
 
-// Machine is one session's whole pure state: its metadata, lifecycle,
-// adapter state and last seq. The hub keeps one per session and drives it
-// through Admit and Fold; tools and tests drive one directly. Folding a
-// session's log, record by record, into a new Machine rebuilds exactly the
-// live Machine.
+// Machine is one session's whole pure state: its metadata, lifecycle, the
+// session type's state and last seq. The hub keeps one per session and
+// drives it through Admit and Apply; tools and tests drive one directly.
+// Folding a session's log, record by record, into a new Machine rebuilds
+// exactly the live Machine.
 type Machine struct {
-	Meta  *session.Meta
-	Life  session.Lifecycle
-	State State
+	Meta      *hubpb.SessionMeta // immutable
+	Lifecycle session.Lifecycle
+	// Turns is the session type's state: who speaks, turns, context, usage.
+	Turns State
 	Seq   uint64 // the seq of the last folded envelope
 	// Clocks are the timestamps the session's timers derive from.
 	Clocks Clocks
@@ -27,60 +29,61 @@ type Machine struct {
 // NewMachine starts a session of the adapter's type: it checks the metadata
 // and the adapter's knobs. The lifecycle starts empty; the first envelope
 // folded must be the invite.
-func NewMachine(a Adapter, meta *session.Meta) (*Machine, error) {
-	if meta.Type != a.Type() {
-		return nil, fmt.Errorf("session type %v given to the %v adapter: %w", meta.Type, a.Type(), ErrUnknownType)
-	}
-	if err := meta.Check(); err != nil {
+func NewMachine(a Adapter, meta *hubpb.SessionMeta) (*Machine, error) {
+	if err := session.CheckMeta(meta); err != nil {
 		return nil, err
+	}
+	if t, _ := session.ParseType(meta.GetType()); t != a.Type() {
+		return nil, fmt.Errorf("session type %v given to the %v adapter: %w", t, a.Type(), ErrUnknownType)
 	}
 	st, err := a.Start(meta)
 	if err != nil {
 		return nil, err
 	}
-	return &Machine{Meta: meta, State: st}, nil
+	return &Machine{Meta: meta, Turns: st}, nil
 }
 
 // Admit reports whether env may be appended now, in the order of the send
 // path: the sender is a participant (from == "" is the hub, which may write
 // anything), the event is one its sender may write, the session's lifecycle
-// allows it, its shape is valid, and the adapter accepts it. Admit changes
-// nothing.
-func (m *Machine) Admit(env *session.Envelope) error {
-	if env.From != "" {
-		if !m.Meta.IsParticipant(env.From) {
-			return fmt.Errorf("%q is not a participant of session %v (participants: %s): %w",
-				env.From, m.Meta.ID, strings.Join(m.Meta.Names(), ", "), session.ErrNotParticipant)
+// allows it, its shape is valid, and the session type accepts it. Admit
+// changes nothing.
+func (m *Machine) Admit(env *hubpb.Envelope) error {
+	from, t := env.GetFrom(), env.GetType()
+	if from != "" {
+		if !session.IsParticipant(m.Meta, from) {
+			return fmt.Errorf("%q is not a participant of session %s (participants: %s): %w",
+				from, m.Meta.GetSessionId(), strings.Join(session.Names(m.Meta), ", "), session.ErrNotParticipant)
 		}
-		if env.Type.HubOnly() {
-			return fmt.Errorf("%s is written by the hub, not by agents: %w", env.Type, session.ErrHubOnly)
+		if session.IsHubOnly(t) {
+			return fmt.Errorf("%s is written by the hub, not by agents: %w", t, session.ErrHubOnly)
 		}
 	}
-	if err := m.Life.Admit(env.Type, env.From); err != nil {
+	if err := m.Lifecycle.Admit(t, from); err != nil {
 		return err
 	}
-	if err := env.Check(); err != nil {
+	if err := session.CheckEnvelope(env); err != nil {
 		return err
 	}
-	if env.Type.Lifecycle() {
+	if session.IsLifecycle(t) {
 		return nil
 	}
-	return m.State.Validate(env)
+	return m.Turns.Validate(env)
 }
 
 // Fold applies an accepted envelope. Its seq must follow the last one;
 // anything else is a bug in the caller and panics.
-func (m *Machine) Fold(env *session.Envelope) Outcome {
-	if env.Seq != m.Seq+1 {
-		panic(fmt.Sprintf("adapters: fold of seq %d after seq %d in session %v", env.Seq, m.Seq, m.Meta.ID))
+func (m *Machine) Fold(env *hubpb.Envelope) Outcome {
+	if env.GetSeq() != m.Seq+1 {
+		panic(fmt.Sprintf("adapters: fold of seq %d after seq %d in session %s", env.GetSeq(), m.Seq, m.Meta.GetSessionId()))
 	}
-	m.Seq = env.Seq
+	m.Seq = env.GetSeq()
 	m.Clocks.fold(m, env)
-	if env.Type.Lifecycle() {
-		m.Life.Fold(env)
+	if session.IsLifecycle(env.GetType()) {
+		m.Lifecycle.Fold(env)
 		return Outcome{}
 	}
-	out := m.State.Fold(env)
+	out := m.Turns.Fold(env)
 	if out.Rule != "" {
 		m.LastRule = out.Rule
 	}
@@ -88,16 +91,16 @@ func (m *Machine) Fold(env *session.Envelope) Outcome {
 }
 
 // Apply folds env and then the envelopes that fold decides, each stamped
-// with the next seq and env's time: the end of the session a fold decided
-// (Outcome.Close), the open once the last invite is acknowledged (or at once
-// when nobody is invited), the close after an invite reject or an
-// auto_close violation. It returns them all, env first, with env's outcome;
-// the caller gives the follow-ups their ids.
-func (m *Machine) Apply(env *session.Envelope) ([]*session.Envelope, Outcome) {
+// with the session, the next seq and env's time: the end of the session a
+// fold decided (Outcome.Close), the open once the last invite is
+// acknowledged (or at once when nobody is invited), the close after an
+// invite reject or an auto_close violation. It returns them all, env first,
+// with env's outcome; the caller gives the follow-ups their ids.
+func (m *Machine) Apply(env *hubpb.Envelope) ([]*hubpb.Envelope, Outcome) {
 	out := m.Fold(env)
-	all := []*session.Envelope{env}
+	all := []*hubpb.Envelope{env}
 	for next := m.follow(all[len(all)-1], out); next != nil; next = m.follow(next, Outcome{}) {
-		next.Session, next.Seq, next.AcceptedAt = m.Meta.ID, m.Seq+1, env.AcceptedAt
+		next.SessionId, next.Seq, next.AcceptedAt = m.Meta.GetSessionId(), m.Seq+1, session.Stamp(session.Time(env.GetAcceptedAt()))
 		m.Fold(next)
 		all = append(all, next)
 	}
@@ -105,30 +108,38 @@ func (m *Machine) Apply(env *session.Envelope) ([]*session.Envelope, Outcome) {
 }
 
 // follow returns the envelope that must follow env, or nil.
-func (m *Machine) follow(env *session.Envelope, out Outcome) *session.Envelope {
-	switch {
-	case out.Close != "" && !m.Life.State.Ended():
-		return endEnvelope(m.Meta.ID, out.Close)
-	case (env.Type == session.EventInvite || env.Type == session.EventInviteAck) &&
-		m.Life.State == session.StatePending && len(m.Life.Awaiting) == 0:
-		return &session.Envelope{Type: session.EventOpened}
-	case env.Type == session.EventInviteReject && !m.Life.State.Ended():
-		return endEnvelope(m.Meta.ID, session.ReasonInviteRejected)
-	case env.Type == session.EventViolation && !m.Life.State.Ended():
-		if v, ok := env.Payload.(session.Violation); ok && v.Action == session.ActionAutoClose {
-			return endEnvelope(m.Meta.ID, session.ReasonExpectationViolated(v.Expectation))
+func (m *Machine) follow(env *hubpb.Envelope, out Outcome) *hubpb.Envelope {
+	ended := m.Lifecycle.State.Ended()
+	switch t := env.GetType(); {
+	case out.Close != "" && !ended:
+		return EndEnvelope(out.Close)
+	case (t == session.EventInvite || t == session.EventInviteAck) &&
+		m.Lifecycle.State == session.StatePending && len(m.Lifecycle.Awaiting) == 0:
+		return &hubpb.Envelope{Type: session.EventOpened}
+	case t == session.EventInviteReject && !ended:
+		return EndEnvelope(session.ReasonInviteRejected)
+	case t == session.EventViolation && !ended:
+		if v := env.GetViolation(); v.GetAction() == session.ActionAutoClose {
+			return EndEnvelope(session.ReasonExpectationViolated(v.GetExpectation()))
 		}
 	}
 	return nil
 }
 
+// EndEnvelope returns the unstamped envelope that ends a session with
+// reason: session_expired for the reasons where the clock ran out,
+// session_closed for every other.
+func EndEnvelope(reason string) *hubpb.Envelope {
+	return session.Ended(session.EndType(reason), reason)
+}
+
 // Expected returns who is expected to speak next: nobody unless the session
 // is open.
 func (m *Machine) Expected() []string {
-	if m.Life.State != session.StateOpen {
+	if m.Lifecycle.State != session.StateOpen {
 		return nil
 	}
-	return m.State.Expected()
+	return m.Turns.Expected()
 }
 
 // MarshalJSON returns the machine's state as deterministic JSON.
@@ -139,5 +150,5 @@ func (m *Machine) MarshalJSON() ([]byte, error) {
 		State    State             `json:"state"`
 		LastRule string            `json:"last_rule,omitempty"`
 		Clocks   Clocks            `json:"clocks"`
-	}{m.Seq, m.Life, m.State, m.LastRule, m.Clocks})
+	}{m.Seq, m.Lifecycle, m.Turns, m.LastRule, m.Clocks})
 }

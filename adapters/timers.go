@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
 
@@ -17,19 +18,21 @@ type Clocks struct {
 }
 
 // fold records env's timestamps.
-func (c *Clocks) fold(m *Machine, env *session.Envelope) {
-	if env.From != "" {
-		c.LastActivityAt = env.AcceptedAt
+func (c *Clocks) fold(m *Machine, env *hubpb.Envelope) {
+	at := session.Time(env.GetAcceptedAt())
+	if env.GetFrom() != "" {
+		c.LastActivityAt = at
 	}
-	if env.Type.Substantive() {
-		c.LastTurnAt = env.AcceptedAt
+	if session.IsTurn(env.GetType()) {
+		c.LastTurnAt = at
 	}
-	if v, ok := env.Payload.(session.Violation); ok && env.Type == session.EventViolation {
-		if len(c.Fired) < len(m.Meta.Expectations) {
-			c.Fired = append(c.Fired, make([]time.Time, len(m.Meta.Expectations)-len(c.Fired))...)
+	if v := env.GetViolation(); v != nil && env.GetType() == session.EventViolation {
+		n := len(m.Meta.GetExpectations())
+		if len(c.Fired) < n {
+			c.Fired = append(c.Fired, make([]time.Time, n-len(c.Fired))...)
 		}
-		if v.Index >= 0 && v.Index < len(c.Fired) {
-			c.Fired[v.Index] = v.Since
+		if i := int(v.GetIndex()); i >= 0 && i < len(c.Fired) {
+			c.Fired[i] = session.Time(v.GetSince())
 		}
 	}
 }
@@ -53,23 +56,24 @@ type Deadline struct {
 // expectation order). A timer whose period already fired is not pending.
 // inviteTimeout applies when the metadata sets none.
 func (m *Machine) Deadlines() []Deadline {
-	if m.Life.State == 0 || m.Life.State.Ended() {
+	life := &m.Lifecycle
+	if life.State == 0 || life.State.Ended() {
 		return nil
 	}
 	var out []Deadline
-	if m.Meta.TTL > 0 {
-		out = append(out, Deadline{At: m.Life.Created.Add(m.Meta.TTL), Index: -1, Since: m.Life.Created, End: session.ReasonTTLExpired})
+	if ttl := session.Duration(m.Meta.GetTtl()); ttl > 0 {
+		out = append(out, Deadline{At: life.Created.Add(ttl), Index: -1, Since: life.Created, End: session.ReasonTTLExpired})
 	}
-	if m.Life.State == session.StatePending && m.Meta.InviteTimeout > 0 {
-		out = append(out, Deadline{At: m.Life.Created.Add(m.Meta.InviteTimeout), Index: -1, Since: m.Life.Created,
-			Violators: m.Life.Awaiting, End: session.ReasonInviteTimeout})
+	if it := session.Duration(m.Meta.GetInviteTimeout()); life.State == session.StatePending && it > 0 {
+		out = append(out, Deadline{At: life.Created.Add(it), Index: -1, Since: life.Created,
+			Violators: life.Awaiting, End: session.ReasonInviteTimeout})
 	}
-	for i, e := range m.Meta.Expectations {
+	for i, e := range m.Meta.GetExpectations() {
 		since, violators, ok := m.period(e)
 		if !ok || (i < len(m.Clocks.Fired) && m.Clocks.Fired[i].Equal(since)) {
 			continue
 		}
-		out = append(out, Deadline{At: since.Add(e.Within), Index: i, Since: since, Violators: violators})
+		out = append(out, Deadline{At: since.Add(session.Duration(e.GetWithin())), Index: i, Since: since, Violators: violators})
 	}
 	slices.SortStableFunc(out, func(a, b Deadline) int { return a.At.Compare(b.At) })
 	return out
@@ -77,20 +81,21 @@ func (m *Machine) Deadlines() []Deadline {
 
 // period returns when the period an expectation measures began and who
 // would violate it, or false when it does not apply now.
-func (m *Machine) period(e session.Expectation) (time.Time, []string, bool) {
-	open := m.Life.State == session.StateOpen
-	switch e.Name {
+func (m *Machine) period(e *hubpb.Expectation) (time.Time, []string, bool) {
+	life := &m.Lifecycle
+	open := life.State == session.StateOpen
+	switch e.GetName() {
 	case session.AcksWithin:
-		return m.Life.Created, m.Life.Awaiting, m.Life.State == session.StatePending && len(m.Life.Awaiting) > 0
+		return life.Created, life.Awaiting, life.State == session.StatePending && len(life.Awaiting) > 0
 	case session.TurnWithin:
 		exp := m.Expected()
-		return latest(m.Life.Opened, m.Clocks.LastTurnAt), exp, open && len(exp) > 0
+		return latest(life.Opened, m.Clocks.LastTurnAt), exp, open && len(exp) > 0
 	case session.ReplyWithin:
-		last := m.State.Summary().LastSpeaker
-		others := slices.DeleteFunc(m.Meta.Names(), func(n string) bool { return n == last })
+		last := m.Turns.Summary().LastSpeaker
+		others := slices.DeleteFunc(session.Names(m.Meta), func(n string) bool { return n == last })
 		return m.Clocks.LastTurnAt, others, open && !m.Clocks.LastTurnAt.IsZero()
 	case session.MaxSilence:
-		return latest(m.Life.Opened, m.Clocks.LastActivityAt), m.Meta.Names(), open
+		return latest(life.Opened, m.Clocks.LastActivityAt), session.Names(m.Meta), open
 	}
 	return time.Time{}, nil, false
 }
@@ -117,30 +122,26 @@ func (m *Machine) Next() (time.Time, bool) {
 // TTL or the invite timeout. Nothing follows an auto_close violation or an
 // end: folding an auto_close violation with Apply writes the close. A
 // deadline falls due when now is at or past it.
-func (m *Machine) Due(now time.Time) []*session.Envelope {
-	var out []*session.Envelope
+func (m *Machine) Due(now time.Time) []*hubpb.Envelope {
+	var out []*hubpb.Envelope
 	for _, d := range m.Deadlines() {
 		if now.Before(d.At) {
 			break
 		}
 		if d.Index < 0 {
-			return append(out, endEnvelope(m.Meta.ID, d.End))
+			return append(out, EndEnvelope(d.End))
 		}
-		e := m.Meta.Expectations[d.Index]
-		v := &session.Envelope{Session: m.Meta.ID, Type: session.EventViolation, Payload: session.Violation{
-			Expectation: e.Name, Index: d.Index, Action: e.Action, Since: d.Since,
-			Violators: d.Violators, Detail: e.String() + " not met"}}
-		if e.Action == session.ActionWarn {
+		e := m.Meta.GetExpectations()[d.Index]
+		v := &hubpb.Envelope{Type: session.EventViolation, Payload: &hubpb.Envelope_Violation{Violation: &hubpb.Violation{
+			Expectation: e.GetName(), Index: int32(d.Index), Action: e.GetAction(), Since: session.Stamp(d.Since),
+			Violators: d.Violators, Detail: session.ExpectationString(e) + " not met"}}}
+		if e.GetAction() == session.ActionWarn {
 			v.Audience = session.Only(d.Violators...)
 		}
 		out = append(out, v)
-		if e.Action == session.ActionAutoClose {
+		if e.GetAction() == session.ActionAutoClose {
 			return out
 		}
 	}
 	return out
-}
-
-func endEnvelope(id session.ID, reason string) *session.Envelope {
-	return &session.Envelope{Session: id, Type: session.EndType(reason), Payload: session.Ended{Reason: reason}}
 }

@@ -59,7 +59,7 @@ type TurnCountAtLeast struct{ N int }
 // EventTypeIs holds when the turn's event type is Type ("text" or "packet";
 // the protocol spellings "EV_TEXT" and "EV_PACKET" are accepted when
 // decoding).
-type EventTypeIs struct{ Type session.EventType }
+type EventTypeIs struct{ Type string }
 
 // Holds implements Condition.
 func (Always) Holds(*Input) bool { return true }

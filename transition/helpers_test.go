@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 	"github.com/hubd/hubd/transition"
 )
@@ -66,12 +67,16 @@ func marshal(t testing.TB, g *transition.Graph) []byte {
 	return b
 }
 
-// wantInvalid checks err wraps ErrInvalid and its message contains every
-// fragment (the first is normally the offending node's path).
+// wantInvalid checks err wraps ErrInvalid, so that its stable reason is
+// INVALID_GRAPH, and its message contains every fragment (the first is
+// normally the offending node's path).
 func wantInvalid(t testing.TB, err error, frags ...string) {
 	t.Helper()
 	if !errors.Is(err, transition.ErrInvalid) {
 		t.Fatalf("error %v does not wrap ErrInvalid", err)
+	}
+	if r, ok := session.ReasonOf(err); !ok || r != hubpb.Reason_INVALID_GRAPH {
+		t.Errorf("error %v has reason %v, want INVALID_GRAPH", err, r)
 	}
 	for _, f := range frags {
 		if !strings.Contains(err.Error(), f) {

@@ -18,11 +18,11 @@ type Input struct {
 	Supervisor     string   // who escalations go to
 	InitialSpeaker string   // the graph's initial speaker
 
-	Speaker string            // the sender of the turn just accepted
-	Event   session.EventType // its event type
-	Text    string            // its text, or its packet body
-	Tool    string            // its packet's routing tool, or ""
-	Mention string            // the participant named by a leading @name in Text, or ""
+	Speaker string // the sender of the turn just accepted
+	Event   string // its event type
+	Text    string // its text, or its packet body
+	Tool    string // its packet's routing tool, or ""
+	Mention string // the participant named by a leading @name in Text, or ""
 
 	Turn    int                        // turns taken, this one included
 	Active  string                     // the active agent (see ActiveAgent)

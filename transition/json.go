@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 )
 
@@ -71,13 +72,41 @@ func strictDecode(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return err
+		return plainTypeError(err)
 	}
 	// Decoder.More alone would let a stray ']' or '}' after the value pass.
 	if rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n"); len(rest) != 0 {
 		return fmt.Errorf("trailing data after the JSON value")
 	}
 	return nil
+}
+
+// plainTypeError says what JSON was expected where encoding/json would name
+// a Go type ("cannot unmarshal string into Go value of type ...").
+func plainTypeError(err error) error {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	want := "a value of another kind"
+	switch te.Type.Kind() {
+	case reflect.Struct, reflect.Map:
+		want = "an object"
+	case reflect.Slice, reflect.Array:
+		want = "a list"
+	case reflect.String:
+		want = "a string"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		want = "an integer"
+	case reflect.Float32, reflect.Float64:
+		want = "a number"
+	case reflect.Bool:
+		want = "true or false"
+	}
+	if te.Field == "" {
+		return fmt.Errorf("want %s, got a JSON %s", want, te.Value)
+	}
+	return fmt.Errorf("%s: want %s, got a JSON %s", te.Field, want, te.Value)
 }
 
 // Decode parses a graph from its JSON form and checks its shape: known

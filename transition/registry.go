@@ -8,13 +8,14 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
 
 // ErrInvalid is wrapped by every error about a graph that cannot be decoded
 // or does not validate; the message names the offending node by its path,
 // e.g. "transitions[2].when.args.conditions[0]".
-var ErrInvalid = errors.New("transition: invalid graph")
+var ErrInvalid = session.NewError(hubpb.Reason_INVALID_GRAPH, "transition: invalid graph")
 
 // ConditionFactory builds a condition from its JSON args.
 type ConditionFactory func(a *Args) (Condition, error)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/hubd/hubd/adapters"
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
 
@@ -22,14 +23,14 @@ func (Adapter) Type() session.Type { return session.Type{Kind: Kind, Version: Ve
 
 // Expectations implements adapters.Adapter: the answer within 600s or the
 // session closes.
-func (Adapter) Expectations() []session.Expectation {
-	return []session.Expectation{{Name: session.TurnWithin, Within: 600e9, Action: session.ActionAutoClose}}
+func (Adapter) Expectations() []*hubpb.Expectation {
+	return []*hubpb.Expectation{session.Expect(session.TurnWithin, 600e9, session.ActionAutoClose)}
 }
 
 // Start implements adapters.Adapter.
-func (Adapter) Start(meta *session.Meta) (adapters.State, error) {
-	if len(meta.Participants) != 2 {
-		return nil, fmt.Errorf("consulting needs exactly 2 participants (asker and consultant), got %d: %w", len(meta.Participants), session.ErrMalformed)
+func (Adapter) Start(meta *hubpb.SessionMeta) (adapters.State, error) {
+	if len(meta.GetParticipants()) != 2 {
+		return nil, fmt.Errorf("consulting needs exactly 2 participants (asker and consultant), got %d: %w", len(meta.GetParticipants()), session.ErrMalformed)
 	}
 	base, err := adapters.NewBase(meta, "consulting")
 	if err != nil {
@@ -58,25 +59,25 @@ func (s *State) next() string {
 }
 
 // Validate implements adapters.State.
-func (s *State) Validate(env *session.Envelope) error {
+func (s *State) Validate(env *hubpb.Envelope) error {
 	if err := s.CheckOpen(); err != nil {
 		return err
 	}
-	if !env.Type.Substantive() {
+	if !session.IsTurn(env.GetType()) {
 		return nil
 	}
-	if want := s.next(); env.From != want {
+	if want := s.next(); env.GetFrom() != want {
 		role := "the question from"
 		if s.Turn > 0 {
 			role = "the answer from"
 		}
-		return fmt.Errorf("consulting expects %s %q, got %q: %w", role, want, env.From, adapters.ErrOutOfTurn)
+		return fmt.Errorf("consulting expects %s %q, got %q: %w", role, want, env.GetFrom(), adapters.ErrOutOfTurn)
 	}
 	return adapters.CheckRouting("consulting", env)
 }
 
 // Fold implements adapters.State.
-func (s *State) Fold(env *session.Envelope) adapters.Outcome {
+func (s *State) Fold(env *hubpb.Envelope) adapters.Outcome {
 	if out, done := s.FoldTurn(env); done {
 		return out
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/hubd/hubd/adapters"
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
 
@@ -22,12 +23,12 @@ func (Adapter) Type() session.Type { return session.Type{Kind: Kind, Version: Ve
 
 // Expectations implements adapters.Adapter: none; conversations are long
 // lived.
-func (Adapter) Expectations() []session.Expectation { return nil }
+func (Adapter) Expectations() []*hubpb.Expectation { return nil }
 
 // Start implements adapters.Adapter.
-func (Adapter) Start(meta *session.Meta) (adapters.State, error) {
-	if len(meta.Participants) != 2 {
-		return nil, fmt.Errorf("conversation needs exactly 2 participants, got %d: %w", len(meta.Participants), session.ErrMalformed)
+func (Adapter) Start(meta *hubpb.SessionMeta) (adapters.State, error) {
+	if len(meta.GetParticipants()) != 2 {
+		return nil, fmt.Errorf("conversation needs exactly 2 participants, got %d: %w", len(meta.GetParticipants()), session.ErrMalformed)
 	}
 	base, err := adapters.NewBase(meta, "conversation")
 	if err != nil {
@@ -42,7 +43,7 @@ type State struct {
 }
 
 // Validate implements adapters.State.
-func (s *State) Validate(env *session.Envelope) error {
+func (s *State) Validate(env *hubpb.Envelope) error {
 	if err := s.CheckOpen(); err != nil {
 		return err
 	}
@@ -50,7 +51,7 @@ func (s *State) Validate(env *session.Envelope) error {
 }
 
 // Fold implements adapters.State.
-func (s *State) Fold(env *session.Envelope) adapters.Outcome {
+func (s *State) Fold(env *hubpb.Envelope) adapters.Outcome {
 	if out, done := s.FoldTurn(env); done {
 		return out
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/hubd/hubd/adapters"
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
 
@@ -27,24 +28,24 @@ func (Adapter) Type() session.Type { return session.Type{Kind: Kind, Version: Ve
 
 // Expectations implements adapters.Adapter: turn_within(120s, warn) and
 // turn_within(600s, auto_close), like workflow.
-func (Adapter) Expectations() []session.Expectation {
-	return []session.Expectation{
-		{Name: session.TurnWithin, Within: 120e9, Action: session.ActionWarn},
-		{Name: session.TurnWithin, Within: 600e9, Action: session.ActionAutoClose},
+func (Adapter) Expectations() []*hubpb.Expectation {
+	return []*hubpb.Expectation{
+		session.Expect(session.TurnWithin, 120e9, session.ActionWarn),
+		session.Expect(session.TurnWithin, 600e9, session.ActionAutoClose),
 	}
 }
 
 // Start implements adapters.Adapter.
-func (Adapter) Start(meta *session.Meta) (adapters.State, error) {
-	if len(meta.Participants) < 2 {
-		return nil, fmt.Errorf("discussion needs at least 2 participants, got %d: %w", len(meta.Participants), session.ErrMalformed)
+func (Adapter) Start(meta *hubpb.SessionMeta) (adapters.State, error) {
+	if len(meta.GetParticipants()) < 2 {
+		return nil, fmt.Errorf("discussion needs at least 2 participants, got %d: %w", len(meta.GetParticipants()), session.ErrMalformed)
 	}
 	base, err := adapters.NewBase(meta, "discussion", KnobMaxTurns)
 	if err != nil {
 		return nil, err
 	}
 	s := &State{Base: base}
-	if ok, err := meta.Knob(KnobMaxTurns, &s.MaxTurns); err != nil {
+	if ok, err := session.Knob(meta, KnobMaxTurns, &s.MaxTurns); err != nil {
 		return nil, err
 	} else if ok && s.MaxTurns < 1 {
 		return nil, fmt.Errorf("knob %q: %d must be at least 1: %w", KnobMaxTurns, s.MaxTurns, session.ErrMalformed)
@@ -66,22 +67,22 @@ type State struct {
 func (s *State) next() string { return s.Order[s.Turn%len(s.Order)] }
 
 // Validate implements adapters.State.
-func (s *State) Validate(env *session.Envelope) error {
+func (s *State) Validate(env *hubpb.Envelope) error {
 	if err := s.CheckOpen(); err != nil {
 		return err
 	}
-	if !env.Type.Substantive() {
+	if !session.IsTurn(env.GetType()) {
 		return nil
 	}
-	if want := s.next(); env.From != want {
+	if want := s.next(); env.GetFrom() != want {
 		return fmt.Errorf("discussion expects %q to speak (order: %s), got %q: %w",
-			want, strings.Join(s.Order, " → "), env.From, adapters.ErrOutOfTurn)
+			want, strings.Join(s.Order, " → "), env.GetFrom(), adapters.ErrOutOfTurn)
 	}
 	return adapters.CheckRouting("discussion", env)
 }
 
 // Fold implements adapters.State.
-func (s *State) Fold(env *session.Envelope) adapters.Outcome {
+func (s *State) Fold(env *hubpb.Envelope) adapters.Outcome {
 	if out, done := s.FoldTurn(env); done {
 		return out
 	}

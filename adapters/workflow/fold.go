@@ -4,19 +4,20 @@ import (
 	"slices"
 
 	"github.com/hubd/hubd/adapters"
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 	"github.com/hubd/hubd/transition"
 )
 
 // Fold implements adapters.State, in the order of the package doc.
-func (s *State) Fold(env *session.Envelope) adapters.Outcome {
+func (s *State) Fold(env *hubpb.Envelope) adapters.Outcome {
 	if s.FoldOther(env) {
 		return adapters.Outcome{}
 	}
 	s.CountTurn(env)
-	pkt, _ := env.Payload.(session.Packet)
-	d, rule := s.decide(env, pkt)
-	handoff := pkt.Routing.Kind == session.RouteHandoff || pkt.Routing.Kind == session.RouteEscalate
+	routing := env.GetPacket().GetRouting()
+	d, rule := s.decide(env, routing)
+	handoff := routing.GetKind() == session.RouteHandoff || routing.GetKind() == session.RouteEscalate
 	if handoff {
 		s.Handoffs++
 	}
@@ -46,14 +47,14 @@ func (s *State) close(reason, rule string) adapters.Outcome {
 }
 
 // decide returns where the turn leads and the rule that said so.
-func (s *State) decide(env *session.Envelope, pkt session.Packet) (transition.Decision, string) {
-	switch pkt.Routing.Kind {
+func (s *State) decide(env *hubpb.Envelope, routing *hubpb.Routing) (transition.Decision, string) {
+	switch routing.GetKind() {
 	case session.RouteFinish:
 		r := adapters.FinishReason(env)
 		return transition.End(r), "finish(" + r + ")"
 	case session.RouteHandoff:
-		if pkt.Routing.Target != "" {
-			return transition.Speak(pkt.Routing.Target), "handoff → " + pkt.Routing.Target
+		if t := routing.GetTarget(); t != "" {
+			return transition.Speak(t), "handoff → " + t
 		}
 	case session.RouteEscalate:
 		return transition.Speak(s.Supervisor), "escalate → " + s.Supervisor
@@ -77,17 +78,17 @@ func (s *State) explain(res transition.Result) string {
 }
 
 // Input returns what the graph sees for env after its bookkeeping.
-func (s *State) input(env *session.Envelope) transition.Input {
-	text := env.Text()
+func (s *State) input(env *hubpb.Envelope) transition.Input {
+	text := session.TextOf(env)
 	return transition.Input{
 		Participants:   s.Participants,
 		Initiator:      s.Creator,
 		Supervisor:     s.Supervisor,
 		InitialSpeaker: s.graph.InitialSpeaker,
-		Speaker:        env.From,
-		Event:          env.Type,
+		Speaker:        env.GetFrom(),
+		Event:          env.GetType(),
 		Text:           text,
-		Tool:           env.Tool(),
+		Tool:           session.ToolOf(env),
 		Mention:        transition.Mention(text, s.Participants),
 		Turn:           s.Turn,
 		Active:         s.Active,

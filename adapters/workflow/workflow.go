@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/hubd/hubd/adapters"
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 	"github.com/hubd/hubd/transition"
 )
@@ -51,20 +52,23 @@ func (a *Adapter) Type() session.Type { return session.Type{Kind: Kind, Version:
 
 // Expectations implements adapters.Adapter: turn_within(120s, warn) and
 // turn_within(600s, auto_close).
-func (a *Adapter) Expectations() []session.Expectation {
-	return []session.Expectation{
-		{Name: session.TurnWithin, Within: 120e9, Action: session.ActionWarn},
-		{Name: session.TurnWithin, Within: 600e9, Action: session.ActionAutoClose},
+func (a *Adapter) Expectations() []*hubpb.Expectation {
+	return []*hubpb.Expectation{
+		session.Expect(session.TurnWithin, 120e9, session.ActionWarn),
+		session.Expect(session.TurnWithin, 600e9, session.ActionAutoClose),
 	}
 }
 
 // Start implements adapters.Adapter: it decodes and validates the graph
 // against the participants, and reads max_handoffs and supervisor.
-func (a *Adapter) Start(meta *session.Meta) (adapters.State, error) {
-	if len(meta.Participants) < 2 {
-		return nil, fmt.Errorf("workflow needs at least 2 participants, got %d: %w", len(meta.Participants), session.ErrMalformed)
+func (a *Adapter) Start(meta *hubpb.SessionMeta) (adapters.State, error) {
+	if len(meta.GetParticipants()) < 2 {
+		return nil, fmt.Errorf("workflow needs at least 2 participants, got %d: %w", len(meta.GetParticipants()), session.ErrMalformed)
 	}
-	raw, ok := meta.Knobs[KnobGraph]
+	raw, ok, err := session.KnobJSON(meta, KnobGraph)
+	if err != nil {
+		return nil, fmt.Errorf("%v: %w", err, transition.ErrInvalid)
+	}
 	if !ok {
 		return nil, fmt.Errorf("workflow needs the knob %q (a transition graph): %w", KnobGraph, transition.ErrInvalid)
 	}
@@ -76,7 +80,7 @@ func (a *Adapter) Start(meta *session.Meta) (adapters.State, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &State{Base: base, graph: g, Supervisor: meta.Creator}
+	s := &State{Base: base, graph: g, Supervisor: meta.GetCreator()}
 	if err := g.Validate(s.Participants); err != nil {
 		return nil, err
 	}
@@ -87,13 +91,13 @@ func (a *Adapter) Start(meta *session.Meta) (adapters.State, error) {
 	return s, nil
 }
 
-func (s *State) readKnobs(meta *session.Meta) error {
-	if ok, err := meta.Knob(KnobMaxHandoffs, &s.MaxHandoffs); err != nil {
+func (s *State) readKnobs(meta *hubpb.SessionMeta) error {
+	if ok, err := session.Knob(meta, KnobMaxHandoffs, &s.MaxHandoffs); err != nil {
 		return err
 	} else if ok && s.MaxHandoffs < 1 {
 		return fmt.Errorf("knob %q: %d must be at least 1: %w", KnobMaxHandoffs, s.MaxHandoffs, session.ErrMalformed)
 	}
-	if ok, err := meta.Knob(KnobSupervisor, &s.Supervisor); err != nil {
+	if ok, err := session.Knob(meta, KnobSupervisor, &s.Supervisor); err != nil {
 		return err
 	} else if ok && !slices.Contains(s.Participants, s.Supervisor) {
 		return fmt.Errorf("knob %q: %q is not a participant (participants: %s): %w",
@@ -143,22 +147,22 @@ func (s *State) MarshalJSON() ([]byte, error) {
 }
 
 // Validate implements adapters.State.
-func (s *State) Validate(env *session.Envelope) error {
+func (s *State) Validate(env *hubpb.Envelope) error {
 	if err := s.CheckOpen(); err != nil {
 		return err
 	}
-	if !env.Type.Substantive() {
+	if !session.IsTurn(env.GetType()) {
 		return nil
 	}
-	if env.From != s.Expect {
-		return adapters.OutOfTurn("workflow", s.Expected(), env.From)
+	if env.GetFrom() != s.Expect {
+		return adapters.OutOfTurn("workflow", s.Expected(), env.GetFrom())
 	}
-	p, ok := env.Payload.(session.Packet)
-	if !ok || p.Routing.Kind != session.RouteHandoff || p.Routing.Target == "" {
+	r := env.GetPacket().GetRouting()
+	if r.GetKind() != session.RouteHandoff || r.GetTarget() == "" {
 		return nil
 	}
-	if t := p.Routing.Target; t == env.From || !slices.Contains(s.Participants, t) {
-		valid := slices.DeleteFunc(slices.Clone(s.Participants), func(n string) bool { return n == env.From })
+	if t := r.GetTarget(); t == env.GetFrom() || !slices.Contains(s.Participants, t) {
+		valid := slices.DeleteFunc(slices.Clone(s.Participants), func(n string) bool { return n == env.GetFrom() })
 		return fmt.Errorf("handoff target %q is not another participant; valid targets: %s: %w",
 			t, strings.Join(valid, ", "), adapters.ErrBadHandoffTarget)
 	}
