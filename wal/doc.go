@@ -56,7 +56,7 @@
 // one consistent snapshot and may run alongside appends; they may see a
 // transaction whose Append calls have not returned yet.
 //
-// # On-disk format (version 1)
+// # On-disk format (version 2)
 //
 // Keys are fixed-width: one kind byte, the 16 raw bytes of the session UUID,
 // and for records the seq as 8 bytes big-endian, so badger's key order is
@@ -68,13 +68,28 @@
 //
 // Every value is framed:
 //
-//	version (1 byte, = 1) | CRC-32C (4 bytes, BE) | data
+//	frame version (1 byte, = 1) | CRC-32C (4 bytes, BE) | data
 //
-// where the CRC-32C (Castagnoli) covers the key, the version byte and the
-// data, so a value under the wrong key is detected as well as a damaged one.
-// The format record's data is "hubd-wal" followed by the format version as
-// a big-endian uint32 (1). Open writes it into an empty store and fails with
-// ErrFormat when a non-empty store lacks it or holds another version.
+// where the CRC-32C (Castagnoli) covers the key, the frame version byte and
+// the data, so a value under the wrong key is detected as well as a damaged
+// one. The format record's data is "hubd-wal" followed by the store format
+// version as a big-endian uint32. Open writes it into an empty store and
+// fails with ErrFormat when a non-empty store lacks it, or with a
+// *FormatError (matching ErrFormat) when it holds another version.
+//
+// The store format version says what the data means to the hub, though wal
+// itself treats data as opaque:
+//
+//	1  records hold the hub's hand-written binary envelope codec (first
+//	   byte 0x01) and metadata its strict JSON (first byte '{').
+//	2  records hold the hub's deterministic protobuf of hubpb.Envelope and
+//	   metadata that of hubpb.SessionMeta, so new fields and payloads need
+//	   no new version.
+//
+// The keys and frames are the same in both. [Migrate] converts a store of
+// version 1 value by value (`hubd log migrate` does it with the hub's
+// decoder of version 1) and writes version 2 last, so an interrupted
+// migration leaves a store that Open refuses and a rerun finishes.
 //
 // A session's seqs are dense from 1 and its metadata is written in the same
 // transaction as its first record. Readers check both frames and density:

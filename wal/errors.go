@@ -1,6 +1,9 @@
 package wal
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors. Every error the package returns that matches one of these
 // wraps it with %w and adds detail (session, seq, sizes), so test with
@@ -25,7 +28,8 @@ var (
 	ErrNotFound = errors.New("wal: not found")
 
 	// ErrFormat is returned by Open when a non-empty store has no format
-	// version record, or has one for a different format version.
+	// version record, or has one for a different format version (then as a
+	// *FormatError), and by Migrate for a store it cannot convert.
 	ErrFormat = errors.New("wal: unsupported store format")
 
 	// ErrTooLarge is returned by Append for a single request whose encoded
@@ -41,3 +45,32 @@ var (
 	// has records. Nothing of such a request is written.
 	ErrInvalid = errors.New("wal: invalid argument")
 )
+
+// FormatError is the error of Open for a store whose format record names a
+// version other than the one this build reads. It matches ErrFormat with
+// errors.Is; errors.As gives the versions, and [FormatError.Migratable]
+// says whether [Migrate] converts the store.
+type FormatError struct {
+	Dir  string // the store's directory
+	Have uint32 // the store's format version
+	Want uint32 // the format version this build reads
+}
+
+// Error says which versions differ and, for a store Migrate converts, the
+// command that does it.
+func (e *FormatError) Error() string {
+	msg := fmt.Sprintf("%v: store has format version %d, this build reads %d", ErrFormat, e.Have, e.Want)
+	if e.Migratable() {
+		msg += fmt.Sprintf("; stop the hub and run `hubd log migrate --data %s` to convert it", e.Dir)
+	}
+	return msg
+}
+
+// Is reports whether target is ErrFormat.
+func (e *FormatError) Is(target error) bool { return target == ErrFormat }
+
+// Migratable reports whether Migrate converts a store of version Have to
+// the version this build reads: an older version from 1 on.
+func (e *FormatError) Migratable() bool {
+	return e.Have >= 1 && e.Have < formatVersion && e.Want == formatVersion
+}

@@ -27,8 +27,10 @@ const (
 	// frameHeaderLen is the version byte plus the CRC-32C.
 	frameHeaderLen = 5
 
-	// formatVersion is the store layout version kept under the format key.
-	formatVersion uint32 = 1
+	// formatVersion is the store format version kept under the format key:
+	// 2 since records and metadata hold the hub's protobuf (see the package
+	// doc). Migrate converts a store of an older version.
+	formatVersion uint32 = 2
 	// formatMagic precedes formatVersion in the format record's data.
 	formatMagic = "hubd-wal"
 	// formatDataLen is len(formatMagic) + 4 bytes of version.

@@ -76,7 +76,7 @@ func open(opts Options, hooks testHooks) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wal: open badger in %q: %w", opts.Dir, err)
 	}
-	if err := checkFormat(db); err != nil {
+	if err := checkFormat(db, opts.Dir); err != nil {
 		if cerr := db.Close(); cerr != nil {
 			opts.Logger.Warn().Err(cerr).Msg("wal: close badger after failed open")
 		}
@@ -98,32 +98,44 @@ func open(opts Options, hooks testHooks) (*Log, error) {
 }
 
 // checkFormat writes the format record into an empty store, or checks the
-// one present. A non-empty store without it is ErrFormat.
-func checkFormat(db *badger.DB) error {
+// one present. A non-empty store without it is ErrFormat; one of another
+// version is a *FormatError.
+func checkFormat(db *badger.DB, dir string) error {
 	return db.Update(func(txn *badger.Txn) error {
-		item, err := txn.Get(formatKey())
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			if !isEmpty(txn) {
-				return fmt.Errorf("%w: store is not empty but has no format record", ErrFormat)
-			}
+		ver, found, err := readFormat(txn)
+		switch {
+		case err != nil:
+			return err
+		case !found && !isEmpty(txn):
+			return fmt.Errorf("%w: store is not empty but has no format record", ErrFormat)
+		case !found:
 			return txn.Set(formatKey(), encodeFormat(formatVersion))
-		}
-		if err != nil {
-			return fmt.Errorf("wal: read format record: %w", err)
-		}
-		v, err := item.ValueCopy(nil)
-		if err != nil {
-			return fmt.Errorf("wal: read format record: %w", err)
-		}
-		ver, err := decodeFormat(v)
-		if err != nil {
-			return fmt.Errorf("%w: %w", ErrFormat, err)
-		}
-		if ver != formatVersion {
-			return fmt.Errorf("%w: store has format version %d, this build reads %d", ErrFormat, ver, formatVersion)
+		case ver != formatVersion:
+			return &FormatError{Dir: dir, Have: ver, Want: formatVersion}
 		}
 		return nil
 	})
+}
+
+// readFormat returns the store's format version, and whether it has a
+// format record at all. A record that does not decode is ErrFormat.
+func readFormat(txn *badger.Txn) (uint32, bool, error) {
+	item, err := txn.Get(formatKey())
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("wal: read format record: %w", err)
+	}
+	v, err := item.ValueCopy(nil)
+	if err != nil {
+		return 0, false, fmt.Errorf("wal: read format record: %w", err)
+	}
+	ver, err := decodeFormat(v)
+	if err != nil {
+		return 0, true, fmt.Errorf("%w: %w", ErrFormat, err)
+	}
+	return ver, true, nil
 }
 
 // isEmpty reports whether the store holds no user key at all.

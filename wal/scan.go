@@ -52,6 +52,22 @@ func (l *Log) ScanAll(ctx context.Context, fn func(session [16]byte, seq uint64,
 	return s.run(ctx, it, prefix)
 }
 
+// ScanRange is ScanAll over the sessions whose ids (as raw bytes) lie
+// between first and last, both included: callers split a hydrate into
+// ranges and scan them in parallel, each on its own snapshot.
+func (l *Log) ScanRange(ctx context.Context, first, last [16]byte, fn func(session [16]byte, seq uint64, data []byte) error) error {
+	if err := l.enterRead(); err != nil {
+		return err
+	}
+	defer l.exitRead()
+	txn := l.db.NewTransaction(false)
+	defer txn.Discard()
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{kindRecord}})
+	defer it.Close()
+	s := scanner{all: true, fn: fn, until: appendRecordKey(nil, last, math.MaxUint64)}
+	return s.run(ctx, it, appendRecordKey(nil, first, 1)[:metaKeyLen])
+}
+
 // scanner walks record keys and checks that seqs are dense: from want in a
 // single-session scan, from 1 for each session in a scan of all.
 type scanner struct {
@@ -60,6 +76,7 @@ type scanner struct {
 	want    uint64 // next expected seq of session
 	key     []byte // current key, for the value callback
 	seq     uint64
+	until   []byte // stop past this key; nil: the end
 	fn      func(session [16]byte, seq uint64, data []byte) error
 }
 
@@ -73,6 +90,9 @@ func (s *scanner) run(ctx context.Context, it *badger.Iterator, seek []byte) err
 			}
 		}
 		item := it.Item()
+		if s.until != nil && bytes.Compare(item.Key(), s.until) > 0 {
+			break
+		}
 		if err := s.next(item.Key()); err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package wal
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
@@ -29,8 +30,9 @@ func TestFormat(t *testing.T) {
 		name    string
 		prepare func(t *testing.T, dir string)
 		want    []error
+		migrate bool // the error is a *FormatError that Migrate fixes
 	}{
-		{"new store", func(*testing.T, string) {}, nil},
+		{"new store", func(*testing.T, string) {}, nil, false},
 		{"reopen", func(t *testing.T, dir string) {
 			l, err := Open(Options{Dir: dir})
 			if err != nil {
@@ -40,19 +42,22 @@ func TestFormat(t *testing.T) {
 			if err := l.Close(); err != nil {
 				t.Fatal(err)
 			}
-		}, nil},
-		{"other version", func(t *testing.T, dir string) {
+		}, nil, false},
+		{"newer version", func(t *testing.T, dir string) {
 			rawStore(t, dir, func(txn *badger.Txn) error { return txn.Set(formatKey(), encodeFormat(formatVersion+1)) })
-		}, []error{ErrFormat}},
+		}, []error{ErrFormat}, false},
+		{"version 1", func(t *testing.T, dir string) {
+			rawStore(t, dir, func(txn *badger.Txn) error { return txn.Set(formatKey(), encodeFormat(1)) })
+		}, []error{ErrFormat}, true},
 		{"corrupt format record", func(t *testing.T, dir string) {
 			rawStore(t, dir, func(txn *badger.Txn) error { return txn.Set(formatKey(), []byte("garbage")) })
-		}, []error{ErrFormat, ErrCorrupt}},
+		}, []error{ErrFormat, ErrCorrupt}, false},
 		{"non-empty without format", func(t *testing.T, dir string) {
 			rawStore(t, dir, func(txn *badger.Txn) error {
 				k := appendRecordKey(nil, sid(1), 1)
 				return txn.Set(k, appendValue(nil, k, nil))
 			})
-		}, []error{ErrFormat}},
+		}, []error{ErrFormat}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,9 +79,25 @@ func TestFormat(t *testing.T) {
 					t.Fatalf("Open = %v, want %v", err, want)
 				}
 			}
+			checkMigrateHint(t, err, dir, tc.migrate)
 			// The failed Open released the directory.
 			rawStore(t, dir, func(*badger.Txn) error { return nil })
 		})
+	}
+}
+
+// checkMigrateHint checks that err is a *FormatError telling the operator
+// to migrate dir exactly when migrate is set.
+func checkMigrateHint(t *testing.T, err error, dir string, migrate bool) {
+	t.Helper()
+	var fe *FormatError
+	isFE := errors.As(err, &fe)
+	hint := strings.Contains(err.Error(), "run `hubd log migrate --data "+dir+"`")
+	if migrate != (isFE && fe.Migratable()) || migrate != hint {
+		t.Fatalf("Open = %v (a *FormatError: %v); want a migration hint: %v", err, isFE, migrate)
+	}
+	if migrate && (fe.Have != 1 || fe.Want != formatVersion || fe.Dir != dir) {
+		t.Fatalf("FormatError = %+v", *fe)
 	}
 }
 
