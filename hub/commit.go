@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
-
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
 
@@ -15,28 +14,34 @@ import (
 // checked against the size limit before anything is applied. On success it
 // runs the post-commit work (indexes, timers, delivery) and returns every
 // envelope written, follow-ups included.
-func (h *Hub) commit(ctx context.Context, s *sess, envs []*session.Envelope, meta []byte) ([]*session.Envelope, error) {
-	now := h.stamp(s)
-	var all []*session.Envelope
+func (h *Hub) commit(ctx context.Context, s *sess, envs []*hubpb.Envelope, meta []byte) ([]*hubpb.Envelope, error) {
+	now := session.Stamp(h.stamp(s))
+	var all []*hubpb.Envelope
 	recs := make([]LogRecord, 0, len(envs)+1)
 	for i, e := range envs {
-		if s.m.Life.State.Ended() {
+		if s.m.Lifecycle.State.Ended() {
 			break
 		}
-		e.Session, e.Seq, e.AcceptedAt = s.id, s.m.Seq+1, now
-		if e.ID == uuid.Nil {
-			e.ID = h.newID()
+		e.SessionId, e.Seq, e.AcceptedAt = s.meta.GetSessionId(), s.m.Seq+1, now
+		if e.GetId() == "" {
+			e.Id = h.newID().String()
 		}
-		data, _ := e.AppendBinary(nil)
+		data, err := session.MarshalEnvelope(e)
+		if err != nil {
+			return nil, fmt.Errorf("encoding seq %d: %v: %w", e.GetSeq(), err, session.ErrMalformed)
+		}
 		if i == 0 && len(data) > h.cfg.MaxEnvelopeBytes {
 			return nil, fmt.Errorf("envelope is %d bytes stored, the limit is %d: %w", len(data), h.cfg.MaxEnvelopeBytes, ErrTooLarge)
 		}
 		applied, _ := s.m.Apply(e)
-		recs = append(recs, LogRecord{Seq: e.Seq, Data: data})
+		recs = append(recs, LogRecord{Seq: e.GetSeq(), Data: data})
 		for _, x := range applied[1:] {
-			x.ID = h.newID()
-			b, _ := x.AppendBinary(nil)
-			recs = append(recs, LogRecord{Seq: x.Seq, Data: b})
+			x.Id = h.newID().String()
+			b, err := session.MarshalEnvelope(x)
+			if err != nil {
+				panic(fmt.Sprintf("hub: encoding a follow-up envelope: %v", err))
+			}
+			recs = append(recs, LogRecord{Seq: x.GetSeq(), Data: b})
 		}
 		all = append(all, applied...)
 	}
@@ -45,9 +50,9 @@ func (h *Hub) commit(ctx context.Context, s *sess, envs []*session.Envelope, met
 	}
 	// The fold has run: from here the outcome must not depend on the
 	// caller giving up, or memory would run ahead of the log.
-	if err := h.log.Append(context.WithoutCancel(ctx), LogWrite{Session: s.id, Meta: meta, Records: recs}); err != nil {
+	if err := h.wal.Append(context.WithoutCancel(ctx), LogWrite{Session: s.id, Meta: meta, Records: recs}); err != nil {
 		h.fail(s, err)
-		return nil, fmt.Errorf("session %v: the write-ahead log did not take seq %d: %v: %w", s.id, all[0].Seq, err, ErrSessionFailed)
+		return nil, fmt.Errorf("session %v: the write-ahead log did not take seq %d: %v: %w", s.id, all[0].GetSeq(), err, ErrSessionFailed)
 	}
 	h.committed(s, all)
 	return all, nil
@@ -69,7 +74,7 @@ func (h *Hub) stamp(s *sess) time.Time {
 // next change (see ready).
 func (h *Hub) fail(s *sess, err error) {
 	s.failed = err
-	h.lg.Error().Err(err).Str("session", s.id.String()).Uint64("seq", s.m.Seq).Msg("write-ahead log append failed; session fails until reloaded")
+	h.logger.Error().Err(err).Str("session", s.id.String()).Uint64("seq", s.m.Seq).Msg("write-ahead log append failed; session fails until reloaded")
 	if f := h.cfg.Hooks.SessionFailed; f != nil {
 		f(s.id, err)
 	}
@@ -81,52 +86,57 @@ func (h *Hub) ready(ctx context.Context, s *sess) error {
 	if s.failed == nil {
 		return nil
 	}
-	fresh, err := h.load(ctx, s.meta)
+	fresh, err := h.load(ctx, s.id, s.meta)
 	if err != nil {
 		return fmt.Errorf("session %v failed (%v) and could not be reloaded: %v: %w", s.id, s.failed, err, ErrSessionFailed)
 	}
-	h.lg.Info().Str("session", s.id.String()).Uint64("seq", fresh.m.Seq).Msg("session reloaded from the write-ahead log")
+	h.logger.Info().Str("session", s.id.String()).Uint64("seq", fresh.m.Seq).Msg("session reloaded from the write-ahead log")
 	s.m, s.dedup, s.trigger, s.lastAt, s.failed = fresh.m, fresh.dedup, fresh.trigger, fresh.lastAt, nil
 	return nil
 }
 
 // observe records what the hub derives from each envelope besides the
 // machine: idempotency answers, the current turn's trigger, the last time.
-func (s *sess) observe(e *session.Envelope) {
-	if e.ClientMsgID != "" && e.From != "" {
+func (s *sess) observe(e *hubpb.Envelope) {
+	if k, from := e.GetClientMsgId(), e.GetFrom(); k != "" && from != "" {
 		if s.dedup == nil {
 			s.dedup = map[string]uint64{}
 		}
-		s.dedup[dedupKey(e.From, e.ClientMsgID)] = e.Seq
+		s.dedup[dedupKey(from, k)] = e.GetSeq()
 	}
-	if e.Type.Substantive() || e.Type == session.EventOpened {
+	if startsTurn(e) {
 		s.trigger = e
 	}
-	if e.AcceptedAt.After(s.lastAt) {
-		s.lastAt = e.AcceptedAt
+	if at := session.Time(e.GetAcceptedAt()); at.After(s.lastAt) {
+		s.lastAt = at
 	}
+}
+
+// startsTurn reports whether e begins a turn: a turn, or the open.
+func startsTurn(e *hubpb.Envelope) bool {
+	return session.IsTurn(e.GetType()) || e.GetType() == session.EventOpened
 }
 
 // committed runs after a successful append: derived state, indexes, hooks,
 // timers and delivery.
-func (h *Hub) committed(s *sess, all []*session.Envelope) {
+func (h *Hub) committed(s *sess, all []*hubpb.Envelope) {
 	before := session.State(s.state.Load())
 	newTurn := false
 	for _, e := range all {
 		s.observe(e)
-		newTurn = newTurn || e.Type.Substantive() || e.Type == session.EventOpened
+		newTurn = newTurn || startsTurn(e)
 		if f := h.cfg.Hooks.Accepted; f != nil {
 			f(e)
 		}
 	}
-	after := s.m.Life.State
+	after := s.m.Lifecycle.State
 	s.publish()
 	if after.Ended() && !before.Ended() {
 		h.mu.Lock()
-		h.openCount[s.meta.Creator]--
+		h.openCount[s.meta.GetCreator()]--
 		h.mu.Unlock()
 		if f := h.cfg.Hooks.Closed; f != nil {
-			f(s.id, after, s.m.Life.Reason)
+			f(s.id, after, s.m.Lifecycle.Reason)
 		}
 	}
 	h.sched.update(s)

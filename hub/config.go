@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hubd/hubd/adapters"
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
 
@@ -23,11 +24,13 @@ type Log interface {
 	Append(ctx context.Context, writes ...LogWrite) error
 	// Scan calls fn for one session's records with seq >= from, in order.
 	Scan(ctx context.Context, session [16]byte, from uint64, fn func(seq uint64, data []byte) error) error
-	// Sessions calls fn for every session's metadata.
-	Sessions(ctx context.Context, fn func(session [16]byte, meta []byte) error) error
-	// ScanAll calls fn for every record of every session, session by
-	// session, seq ascending.
-	ScanAll(ctx context.Context, fn func(session [16]byte, seq uint64, data []byte) error) error
+	// Metas calls fn for every session's metadata.
+	Metas(ctx context.Context, fn func(session [16]byte, meta []byte) error) error
+	// ScanRange calls fn for every record of the sessions whose ids (raw
+	// bytes) lie between first and last included, session by session in
+	// that order, seq ascending. Hydrate calls it on several ranges at
+	// once.
+	ScanRange(ctx context.Context, first, last [16]byte, fn func(session [16]byte, seq uint64, data []byte) error) error
 }
 
 // LogWrite is one session's part of an append.
@@ -53,25 +56,31 @@ type Clock interface {
 	AfterFunc(d time.Duration, f func()) (stop func() bool)
 }
 
+// systemClock is the wall clock, the default.
 type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
 
 func (systemClock) AfterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 
-// SystemClock returns the wall clock.
-func SystemClock() Clock { return systemClock{} }
-
 // Hooks let observers (metrics, tracing, audit logs) attach to the hub
 // without the hub importing them. Each is optional; they are called after
 // the fact, outside any session's critical path where possible, and must
 // not block.
 type Hooks struct {
-	Accepted      func(env *session.Envelope)
-	Rejected      func(id session.ID, from string, t session.EventType, err error)
-	Opened        func(meta *session.Meta)
-	Closed        func(id session.ID, state session.State, reason string)
-	TimerFired    func(id session.ID, env *session.Envelope)
+	// Accepted sees every envelope written, follow-ups included, after
+	// the commit. It must not change env.
+	Accepted func(env *hubpb.Envelope)
+	// Rejected sees every refused change: the session, the sender, the
+	// event type and why.
+	Rejected func(id session.ID, from, eventType string, err error)
+	// Opened sees every session created (pending until its invitees ack).
+	Opened func(meta *hubpb.SessionMeta)
+	// Closed sees every session that ends, with its final state and reason.
+	Closed func(id session.ID, state session.State, reason string)
+	// TimerFired sees every envelope a timer wrote (violations and ends).
+	TimerFired func(id session.ID, env *hubpb.Envelope)
+	// SessionFailed sees a session whose log could not be written or read.
 	SessionFailed func(id session.ID, err error)
 }
 

@@ -1,33 +1,26 @@
 package hub
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
 
+	"google.golang.org/protobuf/proto"
+
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
-
-// Delivery is one item of a subscription.
-type Delivery struct {
-	// Envelope is the envelope delivered; for a bare turn notice, the
-	// envelope that began the turn (without its payload when the
-	// subscriber may not see it).
-	Envelope *session.Envelope
-	// Turn: it is now the subscriber's turn in Envelope.Session, begun by
-	// Envelope.
-	Turn bool
-}
 
 // deliver hands a commit's envelopes to the session's watchers and to the
 // subscriptions of every participant who may see them, then tells the
 // expected speakers it is their turn when the commit began one. The caller
 // holds the session's lock, so deliveries of a session are in seq order.
-func (h *Hub) deliver(s *sess, all []*session.Envelope, newTurn bool) {
+func (h *Hub) deliver(s *sess, all []*hubpb.Envelope, newTurn bool) {
 	for _, w := range s.watch {
 		for _, e := range all {
 			if w.sees(e) {
-				w.push(Delivery{Envelope: e})
+				w.push(&hubpb.Delivery{Envelope: e})
 			}
 		}
 	}
@@ -37,25 +30,26 @@ func (h *Hub) deliver(s *sess, all []*session.Envelope, newTurn bool) {
 	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	for _, p := range s.meta.Participants {
-		subs := h.subs[p.Name]
+	for _, p := range s.meta.GetParticipants() {
+		name := p.GetName()
+		subs := h.subs[name]
 		if len(subs) == 0 {
 			continue
 		}
 		told := false
-		turn := slices.Contains(expected, p.Name)
+		turn := slices.Contains(expected, name)
 		for _, e := range all {
-			if !e.Audience.Includes(p.Name, e.From) {
+			if !session.Addressed(e, name) {
 				continue
 			}
-			d := Delivery{Envelope: e, Turn: turn && e == s.trigger}
-			told = told || d.Turn
+			d := &hubpb.Delivery{Envelope: e, YourTurn: turn && e == s.trigger}
+			told = told || d.YourTurn
 			for _, sub := range subs {
 				sub.push(d)
 			}
 		}
 		if turn && !told && s.trigger != nil {
-			d := Delivery{Envelope: visibleTo(s.trigger, p.Name), Turn: true}
+			d := &hubpb.Delivery{Envelope: visibleTo(s.trigger, name), YourTurn: true}
 			for _, sub := range subs {
 				sub.push(d)
 			}
@@ -65,13 +59,13 @@ func (h *Hub) deliver(s *sess, all []*session.Envelope, newTurn bool) {
 
 // visibleTo returns e, or a copy without its payload when name may not see
 // it.
-func visibleTo(e *session.Envelope, name string) *session.Envelope {
-	if e.From == name || e.Audience.Includes(name, e.From) {
+func visibleTo(e *hubpb.Envelope, name string) *hubpb.Envelope {
+	if session.Visible(e, name) {
 		return e
 	}
-	c := *e
+	c := proto.CloneOf(e)
 	c.Payload = nil
-	return &c
+	return c
 }
 
 // SubscribeOptions tune an agent's subscription.
@@ -97,7 +91,7 @@ func (h *Hub) Subscribe(ctx context.Context, agent string, opts SubscribeOptions
 	h.mu.Lock()
 	h.subs[agent] = append(h.subs[agent], sub)
 	mine := make([]*sess, 0, len(h.byAgent[agent]))
-	for _, s := range h.byAgent[agent] { //hubd:sorted below
+	for _, s := range h.byAgent[agent] { // sorted below
 		mine = append(mine, s)
 	}
 	h.mu.Unlock()
@@ -108,12 +102,12 @@ func (h *Hub) Subscribe(ctx context.Context, agent string, opts SubscribeOptions
 			sub.Close()
 			return nil, err
 		}
-		last, ended := s.m.Seq, s.m.Life.State.Ended()
+		last, ended := s.m.Seq, s.m.Lifecycle.State.Ended()
 		if slices.Contains(s.m.Expected(), agent) && s.trigger != nil {
-			sub.turns = append(sub.turns, Delivery{Envelope: visibleTo(s.trigger, agent), Turn: true})
+			sub.turns = append(sub.turns, &hubpb.Delivery{Envelope: visibleTo(s.trigger, agent), YourTurn: true})
 		}
 		s.release()
-		sub.sent[s.id] = cur
+		sub.sent[s.meta.GetSessionId()] = cur
 		if cur < last && (has || !ended || opts.Ended) {
 			sub.spans = append(sub.spans, span{id: s.id, from: cur + 1, to: last})
 		}
@@ -134,7 +128,7 @@ func (h *Hub) Watch(ctx context.Context, agent string, operator bool, id session
 	if err != nil {
 		return nil, err
 	}
-	if !operator && !s.meta.IsParticipant(agent) {
+	if !operator && !session.IsParticipant(s.meta, agent) {
 		return nil, fmt.Errorf("%q may not watch session %v: %w", agent, id, ErrPermissionDenied)
 	}
 	if from == 0 {
@@ -150,33 +144,26 @@ func (h *Hub) Watch(ctx context.Context, agent string, operator bool, id session
 	s.watch = append(s.watch, sub)
 	last := s.m.Seq
 	s.release()
-	sub.sent[id] = from - 1
+	sub.sent[s.meta.GetSessionId()] = from - 1
 	if from <= last {
 		sub.spans = append(sub.spans, span{id: id, from: from, to: last})
 	}
 	return sub, nil
 }
 
-func compareIDs(a, b session.ID) int {
-	for i := range a {
-		if a[i] != b[i] {
-			return int(a[i]) - int(b[i])
-		}
-	}
-	return 0
-}
+func compareIDs(a, b session.ID) int { return bytes.Compare(a[:], b[:]) }
 
 // PendingTurns returns agent's pending turns: for each open session where
 // it is expected to speak, the envelope that began the turn.
-func (h *Hub) PendingTurns(ctx context.Context, agent string) ([]Delivery, error) {
+func (h *Hub) PendingTurns(ctx context.Context, agent string) ([]*hubpb.Delivery, error) {
 	h.mu.RLock()
 	mine := make([]*sess, 0, len(h.byAgent[agent]))
-	for _, s := range h.byAgent[agent] { //hubd:sorted below
+	for _, s := range h.byAgent[agent] { // sorted below
 		mine = append(mine, s)
 	}
 	h.mu.RUnlock()
 	slices.SortFunc(mine, func(a, b *sess) int { return compareIDs(a.id, b.id) })
-	var out []Delivery
+	var out []*hubpb.Delivery
 	for _, s := range mine {
 		if session.State(s.state.Load()) != session.StateOpen {
 			continue
@@ -185,7 +172,7 @@ func (h *Hub) PendingTurns(ctx context.Context, agent string) ([]Delivery, error
 			return nil, err
 		}
 		if slices.Contains(s.m.Expected(), agent) && s.trigger != nil {
-			out = append(out, Delivery{Envelope: visibleTo(s.trigger, agent), Turn: true})
+			out = append(out, &hubpb.Delivery{Envelope: visibleTo(s.trigger, agent), YourTurn: true})
 		}
 		s.release()
 	}

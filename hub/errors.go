@@ -1,28 +1,33 @@
 package hub
 
-import "errors"
+import (
+	"github.com/hubd/hubd/hubpb"
+	"github.com/hubd/hubd/session"
+)
 
 // Errors of the hub itself; protocol errors of a send come from packages
-// session and adapters. The gRPC layer maps each to a status code and a
-// stable reason.
+// session, transition and adapters. Each carries its stable reason (see
+// session.Error); the gRPC layer maps the reason to a status code.
 var (
-	// ErrUnknownSession: no session has that id (UNKNOWN_SESSION).
-	ErrUnknownSession = errors.New("hub: unknown session")
-	// ErrTooLarge: an envelope over the size limit (TOO_LARGE).
-	ErrTooLarge = errors.New("hub: envelope too large")
+	// ErrImpersonation: an envelope names a sender other than the caller.
+	ErrImpersonation = session.NewError(hubpb.Reason_IMPERSONATION, "hub: impersonation")
+	// ErrUnknownSession: no session has that id.
+	ErrUnknownSession = session.NewError(hubpb.Reason_UNKNOWN_SESSION, "hub: unknown session")
+	// ErrTooLarge: an envelope over the size limit.
+	ErrTooLarge = session.NewError(hubpb.Reason_TOO_LARGE, "hub: envelope too large")
 	// ErrPermissionDenied: the caller may not do this to the session (only
 	// its creator closes it, only participants read it).
-	ErrPermissionDenied = errors.New("hub: permission denied")
+	ErrPermissionDenied = session.NewError(hubpb.Reason_PERMISSION_DENIED, "hub: permission denied")
 	// ErrLimit: a per-agent limit is reached (open sessions).
-	ErrLimit = errors.New("hub: limit reached")
+	ErrLimit = session.NewError(hubpb.Reason_LIMIT_REACHED, "hub: limit reached")
 	// ErrDepthExceeded: a child session would be deeper than allowed.
-	ErrDepthExceeded = errors.New("hub: delegation depth exceeded")
+	ErrDepthExceeded = session.NewError(hubpb.Reason_DEPTH_EXCEEDED, "hub: delegation depth exceeded")
 	// ErrSessionFailed: the session's log could not be written or read; it
 	// accepts nothing until it is reloaded from the log.
-	ErrSessionFailed = errors.New("hub: session failed")
+	ErrSessionFailed = session.NewError(hubpb.Reason_SESSION_FAILED, "hub: session failed")
 	// ErrClosed: the hub is shutting down or closed.
-	ErrClosed = errors.New("hub: closed")
+	ErrClosed = session.NewError(hubpb.Reason_DRAINING, "hub: closed")
 	// ErrSlowSubscriber: a subscriber fell behind its buffer and was cut
 	// off; it resumes from its cursors.
-	ErrSlowSubscriber = errors.New("hub: subscriber too slow")
+	ErrSlowSubscriber = session.NewError(hubpb.Reason_SLOW_SUBSCRIBER, "hub: subscriber too slow")
 )

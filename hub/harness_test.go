@@ -12,8 +12,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/internal/fakeclock"
 	"github.com/hubd/hubd/internal/server"
+	"github.com/hubd/hubd/session"
 	"github.com/hubd/hubd/wal"
 )
 
@@ -120,4 +122,23 @@ func (e *env) shutdown() {
 func (e *env) restart() {
 	e.shutdown()
 	e.open()
+}
+
+// textEnv returns a text envelope.
+func textEnv(text string) *hubpb.Envelope {
+	return &hubpb.Envelope{Type: session.EventText, Payload: &hubpb.Envelope_Text{Text: &hubpb.Text{Text: text}}}
+}
+
+// openConversation opens a conversation of creator with other (who
+// auto-accepts), with these expectations (none: no timers), and returns
+// its id.
+func openConversation(t testing.TB, h *hub.Hub, creator, other string, exp ...*hubpb.Expectation) session.ID {
+	t.Helper()
+	o, err := h.Open(context.Background(), creator, &hubpb.OpenRequest{Type: "conversation@1",
+		Participants: []*hubpb.Participant{{Name: other, AutoAccept: true}},
+		Expectations: &hubpb.Expectations{Items: exp}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return session.MustParseID(o.GetSession().GetMeta().GetSessionId())
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
 
@@ -23,26 +24,21 @@ func TestHooks(t *testing.T) {
 	}
 	e := newEnv(t, func(c *hub.Config) {
 		c.Hooks = hub.Hooks{
-			Accepted:      func(env *session.Envelope) { note("accepted:" + string(env.Type)) },
-			Rejected:      func(_ session.ID, from string, _ session.EventType, err error) { note("rejected:" + from) },
-			Opened:        func(m *session.Meta) { note("opened:" + m.Creator) },
+			Accepted:      func(env *hubpb.Envelope) { note("accepted:" + env.GetType()) },
+			Rejected:      func(_ session.ID, from, _ string, err error) { note("rejected:" + from) },
+			Opened:        func(m *hubpb.SessionMeta) { note("opened:" + m.GetCreator()) },
 			Closed:        func(_ session.ID, st session.State, reason string) { note("closed:" + st.String() + ":" + reason) },
-			TimerFired:    func(_ session.ID, env *session.Envelope) { note("timer:" + string(env.Type)) },
+			TimerFired:    func(_ session.ID, env *hubpb.Envelope) { note("timer:" + env.GetType()) },
 			SessionFailed: func(session.ID, error) { note("failed") },
 		}
 	})
 	ctx := context.Background()
-	o, err := e.hub.Open(ctx, "a", hub.OpenRequest{Type: session.Type{Kind: "conversation", Version: 1},
-		Participants: []session.Participant{{Name: "b", AutoAccept: true}},
-		Expectations: []session.Expectation{{Name: session.MaxSilence, Within: time.Minute, Action: session.ActionAutoClose}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.hub.Send(ctx, "c", o.Meta.ID, &session.Envelope{Type: session.EventText, Payload: session.Text{Text: "x"}}); err == nil {
+	id := openConversation(t, e.hub, "a", "b", session.Expect(session.MaxSilence, time.Minute, session.ActionAutoClose))
+	if _, err := e.hub.Send(ctx, "c", id, textEnv("x")); err == nil {
 		t.Fatal("a stranger's send was accepted")
 	}
 	e.log.failNth(1)
-	if _, err := e.hub.Send(ctx, "a", o.Meta.ID, &session.Envelope{Type: session.EventText, Payload: session.Text{Text: "x"}}); err == nil {
+	if _, err := e.hub.Send(ctx, "a", id, textEnv("x")); err == nil {
 		t.Fatal("a failed append was acknowledged")
 	}
 	e.clock.Advance(time.Minute)

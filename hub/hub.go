@@ -11,15 +11,16 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hubd/hubd/adapters"
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
 
 // Hub serves sessions. Create it with New; it is safe for concurrent use.
 type Hub struct {
-	cfg   Config
-	log   Log
-	clock Clock
-	lg    zerolog.Logger
+	cfg    Config
+	wal    Log
+	clock  Clock
+	logger zerolog.Logger
 
 	mu          sync.RWMutex
 	sessions    map[session.ID]*sess
@@ -29,6 +30,7 @@ type Hub struct {
 	subs        map[string][]*Subscription      // agent → live subscriptions
 	quarantined map[session.ID]error
 
+	interned interner // knob values shared between sessions
 	sched    scheduler
 	inflight sync.WaitGroup
 	closed   atomic.Bool
@@ -38,14 +40,14 @@ type Hub struct {
 // one-slot semaphore held for a whole change (validate → commit → deliver).
 type sess struct {
 	id   session.ID
-	meta *session.Meta // immutable
+	meta *hubpb.SessionMeta // immutable
 	lock chan struct{}
 
 	// Guarded by lock.
 	m       *adapters.Machine
 	failed  error
 	dedup   map[string]uint64 // sender \x00 client message id → seq
-	trigger *session.Envelope // the envelope that began the current turn
+	trigger *hubpb.Envelope   // the envelope that began the current turn
 	lastAt  time.Time
 	watch   []*Subscription
 
@@ -59,16 +61,16 @@ type sess struct {
 	heapIdx int
 }
 
-func newSess(m *adapters.Machine) *sess {
-	return &sess{id: m.Meta.ID, meta: m.Meta, m: m, lock: make(chan struct{}, 1), heapIdx: -1}
+func newSess(id session.ID, m *adapters.Machine) *sess {
+	return &sess{id: id, meta: m.Meta, m: m, lock: make(chan struct{}, 1), heapIdx: -1}
 }
 
 // publish copies what listings read without the lock; the caller holds it.
 func (s *sess) publish() {
-	s.state.Store(uint32(s.m.Life.State))
+	s.state.Store(uint32(s.m.Lifecycle.State))
 	s.lastSeq.Store(s.m.Seq)
-	if s.m.Life.State.Ended() && s.reason.Load() == nil {
-		r := s.m.Life.Reason
+	if s.m.Lifecycle.State.Ended() && s.reason.Load() == nil {
+		r := s.m.Lifecycle.Reason
 		s.reason.Store(&r)
 	}
 }
@@ -93,7 +95,7 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 	}
 	cfg = cfg.withDefaults()
 	h := &Hub{
-		cfg: cfg, log: cfg.Log, clock: cfg.Clock, lg: cfg.Logger,
+		cfg: cfg, wal: cfg.Log, clock: cfg.Clock, logger: cfg.Logger,
 		sessions: map[session.ID]*sess{}, byAgent: map[string]map[session.ID]*sess{},
 		openKeys: map[string]session.ID{}, openCount: map[string]int{}, subs: map[string][]*Subscription{},
 		quarantined: map[session.ID]error{},
@@ -172,19 +174,19 @@ func (h *Hub) lookup(id session.ID) (*sess, error) {
 // index adds a session to the hub's indexes.
 func (h *Hub) index(s *sess) {
 	h.sessions[s.id] = s
-	for _, p := range s.meta.Participants {
-		m := h.byAgent[p.Name]
+	for _, p := range s.meta.GetParticipants() {
+		m := h.byAgent[p.GetName()]
 		if m == nil {
 			m = map[session.ID]*sess{}
-			h.byAgent[p.Name] = m
+			h.byAgent[p.GetName()] = m
 		}
 		m[s.id] = s
 	}
-	if s.meta.OpenKey != "" {
-		h.openKeys[openKey(s.meta.Creator, s.meta.OpenKey)] = s.id
+	if k := s.meta.GetOpenKey(); k != "" {
+		h.openKeys[openKey(s.meta.GetCreator(), k)] = s.id
 	}
 	if !session.State(s.state.Load()).Ended() {
-		h.openCount[s.meta.Creator]++
+		h.openCount[s.meta.GetCreator()]++
 	}
 }
 

@@ -1,12 +1,18 @@
 package hub
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hubd/hubd/adapters"
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
 
@@ -17,91 +23,142 @@ var errStop = errors.New("stop")
 func (h *Hub) Quarantined() map[session.ID]error {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	out := make(map[session.ID]error, len(h.quarantined))
-	for id, err := range h.quarantined {
-		out[id] = err
-	}
-	return out
+	return maps.Clone(h.quarantined)
 }
 
 // loading is a session being rebuilt by hydrate.
 type loading struct {
-	s   *sess
-	err error // why it is quarantined
+	meta []byte // its stored metadata, until its machine starts
+	s    *sess
+	err  error // why it is quarantined
 }
 
-// hydrate rebuilds every session from the log: metadata first, then one
-// pass over every record. A session that fails is quarantined; the rest
-// serve.
+// hydrate rebuilds every session from the log: metadata first, then every
+// record, folded in parallel by ranges of sessions (one goroutine per CPU,
+// each on its own scan, so a session's records fold in order on one
+// goroutine and the result does not depend on scheduling). A session that
+// fails is quarantined; the rest serve.
 func (h *Hub) hydrate(ctx context.Context) error {
 	start := time.Now() // for the log line only
 	all := map[session.ID]*loading{}
 	var order []session.ID
-	err := h.log.Sessions(ctx, func(raw [16]byte, metaBytes []byte) error {
+	err := h.wal.Metas(ctx, func(raw [16]byte, metaBytes []byte) error {
 		id := session.ID(raw)
 		order = append(order, id)
-		l := &loading{}
-		all[id] = l
-		l.s, l.err = h.start(metaBytes, id)
+		all[id] = &loading{meta: bytes.Clone(metaBytes)}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("hub: hydrate: listing sessions: %w", err)
 	}
-	records := 0
-	scanErr := h.log.ScanAll(ctx, func(raw [16]byte, seq uint64, data []byte) error {
-		records++
-		l := all[session.ID(raw)]
-		if l == nil || l.err != nil {
-			return nil
+	records := h.foldAll(ctx, order, all)
+	n := h.install(order, all)
+	h.logger.Info().Int("sessions", n).Int("quarantined", len(h.quarantined)).Int64("records", records).
+		Str("took", time.Since(start).Round(time.Millisecond).String()).Msg("hydrated")
+	return nil
+}
+
+// foldAll folds every record of the sessions in order (sorted by id), in
+// one range per CPU, and returns how many records it read.
+func (h *Hub) foldAll(ctx context.Context, order []session.ID, all map[session.ID]*loading) int64 {
+	var records atomic.Int64
+	var wg sync.WaitGroup
+	for _, part := range split(order, runtime.GOMAXPROCS(0)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			records.Add(h.foldRange(ctx, part, all))
+		}()
+	}
+	wg.Wait()
+	return records.Load()
+}
+
+// split cuts ids into at most n contiguous runs of nearly equal length.
+func split(ids []session.ID, n int) [][]session.ID {
+	var out [][]session.ID
+	for i := range n {
+		lo, hi := i*len(ids)/n, (i+1)*len(ids)/n
+		if lo < hi {
+			out = append(out, ids[lo:hi])
 		}
-		l.err = replay(l.s, seq, data)
+	}
+	return out
+}
+
+// foldRange starts the machines of one run of sessions and folds their
+// records. One bad record stops the range's bulk scan: the rest of the
+// range is then rebuilt session by session, so only the sessions with bad
+// records are quarantined.
+func (h *Hub) foldRange(ctx context.Context, ids []session.ID, all map[session.ID]*loading) int64 {
+	for _, id := range ids {
+		l := all[id]
+		l.s, l.err = h.start(l.meta, id)
+		l.meta = nil
+	}
+	var n int64
+	var lastID session.ID
+	var last *loading
+	err := h.wal.ScanRange(ctx, ids[0], ids[len(ids)-1], func(raw [16]byte, seq uint64, data []byte) error {
+		n++
+		if id := session.ID(raw); last == nil || id != lastID {
+			lastID, last = id, all[id] // a session's records are contiguous
+		}
+		if last != nil && last.err == nil {
+			last.err = replay(last.s, seq, data)
+		}
 		return nil
 	})
-	if scanErr != nil {
-		// One bad record stops the bulk scan: finish session by session, so
-		// only the sessions with bad records are quarantined.
-		h.lg.Warn().Err(scanErr).Msg("hydrate: bulk scan failed; rebuilding session by session")
-		for _, id := range order {
+	if err != nil {
+		h.logger.Warn().Err(err).Msg("hydrate: bulk scan failed; rebuilding session by session")
+		for _, id := range ids {
 			if l := all[id]; l.err == nil {
 				l.err = h.scanRest(ctx, l.s)
 			}
 		}
 	}
-	n := h.install(order, all)
-	h.lg.Info().Int("sessions", n).Int("quarantined", len(h.quarantined)).Int("records", records).
-		Dur("took", time.Since(start)).Msg("hydrated")
-	return nil
+	return n
 }
 
 // start decodes a session's metadata and starts its machine.
 func (h *Hub) start(metaBytes []byte, id session.ID) (*sess, error) {
-	meta, err := session.DecodeMeta(metaBytes)
+	meta, err := session.UnmarshalMeta(metaBytes)
 	if err != nil {
 		return nil, err
 	}
-	if meta.ID != id {
-		return nil, fmt.Errorf("metadata names session %v: %w", meta.ID, session.ErrCorrupt)
+	if meta.Knobs, err = h.interned.knobs(meta.GetKnobs()); err != nil {
+		return nil, fmt.Errorf("metadata: %v: %w", err, session.ErrCorrupt)
 	}
-	a, err := h.cfg.Adapters.Lookup(meta.Type)
+	return h.startMeta(meta, id)
+}
+
+func (h *Hub) startMeta(meta *hubpb.SessionMeta, id session.ID) (*sess, error) {
+	if got, err := session.ParseID(meta.GetSessionId()); err != nil || got != id {
+		return nil, fmt.Errorf("metadata names session %q: %w", meta.GetSessionId(), session.ErrCorrupt)
+	}
+	typ, err := session.ParseType(meta.GetType())
+	if err != nil {
+		return nil, fmt.Errorf("metadata: %v: %w", err, session.ErrCorrupt)
+	}
+	a, err := h.cfg.Adapters.Lookup(typ)
 	if err != nil {
 		return nil, err
 	}
 	m, err := adapters.NewMachine(a, meta)
 	if err != nil {
-		return nil, fmt.Errorf("metadata no longer starts a %v session: %w", meta.Type, err)
+		return nil, fmt.Errorf("metadata no longer starts a %v session: %w", typ, err)
 	}
-	return newSess(m), nil
+	return newSess(id, m), nil
 }
 
 // replay folds one logged record into s.
 func replay(s *sess, seq uint64, data []byte) (err error) {
-	e, err := session.DecodeEnvelope(data)
+	e, err := session.UnmarshalEnvelope(data)
 	if err != nil {
 		return fmt.Errorf("seq %d: %w", seq, err)
 	}
-	if e.Seq != seq || seq != s.m.Seq+1 || e.Session != s.id {
-		return fmt.Errorf("record at seq %d holds seq %d of session %v after seq %d: %w", seq, e.Seq, e.Session, s.m.Seq, session.ErrCorrupt)
+	if e.GetSeq() != seq || seq != s.m.Seq+1 || e.GetSessionId() != s.meta.GetSessionId() {
+		return fmt.Errorf("record at seq %d holds seq %d of session %q after seq %d: %w", seq, e.GetSeq(), e.GetSessionId(), s.m.Seq, session.ErrCorrupt)
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -115,7 +172,7 @@ func replay(s *sess, seq uint64, data []byte) (err error) {
 
 // scanRest folds the records of s after its last folded seq.
 func (h *Hub) scanRest(ctx context.Context, s *sess) error {
-	return h.log.Scan(ctx, s.id, s.m.Seq+1, func(seq uint64, data []byte) error {
+	return h.wal.Scan(ctx, s.id, s.m.Seq+1, func(seq uint64, data []byte) error {
 		return replay(s, seq, data)
 	})
 }
@@ -128,12 +185,12 @@ func (h *Hub) install(order []session.ID, all map[session.ID]*loading) int {
 	n := 0
 	for _, id := range order {
 		l := all[id]
-		if l.err == nil && l.s.m.Life.State == 0 {
+		if l.err == nil && l.s.m.Lifecycle.State == 0 {
 			l.err = fmt.Errorf("no invite record: %w", session.ErrCorrupt)
 		}
 		if l.err != nil {
 			h.quarantined[id] = l.err
-			h.lg.Error().Err(l.err).Str("session", id.String()).Msg("hydrate: session quarantined")
+			h.logger.Error().Err(l.err).Str("session", id.String()).Msg("hydrate: session quarantined")
 			if f := h.cfg.Hooks.SessionFailed; f != nil {
 				f(id, l.err)
 			}
@@ -148,12 +205,8 @@ func (h *Hub) install(order []session.ID, all map[session.ID]*loading) int {
 }
 
 // load rebuilds one session from its log.
-func (h *Hub) load(ctx context.Context, meta *session.Meta) (*sess, error) {
-	metaBytes, err := session.EncodeMeta(meta)
-	if err != nil {
-		return nil, err
-	}
-	s, err := h.start(metaBytes, meta.ID)
+func (h *Hub) load(ctx context.Context, id session.ID, meta *hubpb.SessionMeta) (*sess, error) {
+	s, err := h.startMeta(meta, id)
 	if err != nil {
 		return nil, err
 	}

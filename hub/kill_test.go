@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/internal/server"
 	"github.com/hubd/hubd/session"
 	"github.com/hubd/hubd/wal"
@@ -96,13 +97,13 @@ func verifyAfterKill(t *testing.T, dir string, acks []ackRecord) {
 	ctx := context.Background()
 	for _, a := range acks {
 		es, err := h.ReadLog(ctx, "", true, a.id, a.seq, 1)
-		if err != nil || len(es) != 1 || es[0].ClientMsgID != a.cmid {
+		if err != nil || len(es) != 1 || es[0].GetClientMsgId() != a.cmid {
 			t.Fatalf("acknowledged %v seq %d (%s) missing after kill: %v %v", a.id, a.seq, a.cmid, es, err)
 		}
 		if a.closed {
 			info, err := h.Get(ctx, "", true, a.id)
-			if err != nil || !info.State.Ended() {
-				t.Fatalf("session %v acknowledged closed is %v after kill (%v)", a.id, info.State, err)
+			if st, _ := session.ParseState(info.GetState()); err != nil || !st.Ended() {
+				t.Fatalf("session %v acknowledged closed is %v after kill (%v)", a.id, info.GetState(), err)
 			}
 		}
 	}
@@ -126,13 +127,13 @@ func TestKillHelper(t *testing.T) {
 	}
 	var mu sync.Mutex
 	w := bufio.NewWriter(os.Stdout)
-	report := func(id session.ID, a hub.Ack, cmid string) {
+	report := func(id session.ID, a *hubpb.SendResponse, cmid string) {
 		mu.Lock()
 		closed := "open"
-		if a.Closed {
+		if a.GetClosed() {
 			closed = "closed"
 		}
-		fmt.Fprintf(w, "ack %v %d %s %s\n", id, a.Seq, cmid, closed)
+		fmt.Fprintf(w, "ack %v %d %s %s\n", id, a.GetSeq(), cmid, closed)
 		w.Flush()
 		mu.Unlock()
 	}
@@ -150,28 +151,31 @@ func TestKillHelper(t *testing.T) {
 
 // killLoad opens conversations and sends into them until killed; about one
 // send in 20 finishes its session.
-func killLoad(h *hub.Hub, round string, g int, report func(session.ID, hub.Ack, string)) {
+func killLoad(h *hub.Hub, round string, g int, report func(session.ID, *hubpb.SendResponse, string)) {
 	ctx := context.Background()
 	for n := 0; ; n++ {
-		o, err := h.Open(ctx, "a", hub.OpenRequest{Type: session.Type{Kind: "conversation", Version: 1},
-			Participants: []session.Participant{{Name: "b", AutoAccept: true}}, Expectations: []session.Expectation{}})
+		o, err := h.Open(ctx, "a", &hubpb.OpenRequest{Type: "conversation@1",
+			Participants: []*hubpb.Participant{{Name: "b", AutoAccept: true}}, Expectations: &hubpb.Expectations{}})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "open:", err)
 			os.Exit(2)
 		}
+		id := session.MustParseID(o.GetSession().GetMeta().GetSessionId())
 		for i := 0; ; i++ {
 			cmid := fmt.Sprintf("r%s-g%d-s%d-%d", round, g, n, i)
-			e := &session.Envelope{Type: session.EventText, Payload: session.Text{Text: strings.Repeat("x", 200)}, ClientMsgID: cmid}
+			e := textEnv(strings.Repeat("x", 200))
 			if rand.IntN(20) == 0 {
-				e = &session.Envelope{Type: session.EventPacket, Payload: session.Packet{Body: "bye", Routing: session.Routing{Kind: session.RouteFinish}}, ClientMsgID: cmid}
+				e = &hubpb.Envelope{Type: session.EventPacket, Payload: &hubpb.Envelope_Packet{Packet: &hubpb.Packet{Body: "bye",
+					Routing: &hubpb.Routing{Kind: session.RouteFinish}}}}
 			}
-			a, err := h.Send(ctx, []string{"a", "b"}[i%2], o.Meta.ID, e)
+			e.ClientMsgId = cmid
+			a, err := h.Send(ctx, []string{"a", "b"}[i%2], id, e)
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "send:", err)
 				os.Exit(2)
 			}
-			report(o.Meta.ID, a, cmid)
-			if a.Closed {
+			report(id, a, cmid)
+			if a.GetClosed() {
 				break
 			}
 		}

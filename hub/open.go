@@ -2,140 +2,176 @@ package hub
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
-	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/hubd/hubd/adapters"
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
 
-// OpenRequest asks for a new session.
-type OpenRequest struct {
-	Type session.Type
-	// Participants in session order; the creator is added first when
-	// missing. Participants marked AutoAccept need not acknowledge.
-	Participants []session.Participant
-	Knobs        map[string]json.RawMessage
-	Labels       map[string]string
-	TTL          time.Duration
-	// InviteTimeout overrides the hub's default wait for acks.
-	InviteTimeout time.Duration
-	// Expectations replace the session type's defaults when not nil (an
-	// empty, non-nil list means none).
-	Expectations []session.Expectation
-	// Parent makes this a child session of a session the creator takes
-	// part in.
-	Parent session.ID
-	// Key makes the open idempotent: the same creator and key return the
-	// session the first open made.
-	Key string
-}
-
-// Opened is the answer to an open.
-type Opened struct {
-	Meta *session.Meta
-	// Existing: an earlier open with the same key made this session.
-	Existing bool
-	State    session.State
-}
-
-// Open creates a session on behalf of creator. The session is logged with
-// its invite (and, when nobody needs to acknowledge, its open) in one
-// write; invitees are told through their subscriptions.
-func (h *Hub) Open(ctx context.Context, creator string, req OpenRequest) (Opened, error) {
+// Open creates a session on behalf of creator, who is its first
+// participant (added first to req's participants when missing; those marked
+// auto_accept need not acknowledge). The session is logged with its invite
+// (and, when nobody needs to acknowledge, its open) in one write; invitees
+// are told through their subscriptions. An open with the idempotency key of
+// an earlier one by the same creator returns that session with existing
+// set. req is not modified.
+func (h *Hub) Open(ctx context.Context, creator string, req *hubpb.OpenRequest) (*hubpb.OpenResponse, error) {
 	if err := h.enter(); err != nil {
-		return Opened{}, err
+		return nil, err
 	}
 	defer h.leave()
 	if err := session.CheckName(creator); err != nil {
-		return Opened{}, err
+		return nil, err
 	}
-	if req.Key != "" {
-		if o, ok := h.existing(creator, req.Key); ok {
-			return o, nil
+	if key := req.GetIdempotencyKey(); key != "" {
+		if s, ok := h.existing(creator, key); ok {
+			return h.openResponse(ctx, s, true)
 		}
 	}
-	meta, err := h.buildMeta(creator, req)
+	meta, typ, err := h.buildMeta(creator, req)
 	if err != nil {
-		return Opened{}, err
+		return nil, err
 	}
-	a, err := h.cfg.Adapters.Lookup(meta.Type)
+	a, err := h.cfg.Adapters.Lookup(typ)
 	if err != nil {
-		return Opened{}, err
+		return nil, err
 	}
-	if req.Expectations == nil {
+	if req.GetExpectations() == nil {
 		meta.Expectations = a.Expectations()
 	}
 	m, err := adapters.NewMachine(a, meta)
 	if err != nil {
-		return Opened{}, err
+		return nil, err
 	}
-	encMeta, err := session.EncodeMeta(meta)
+	s, err := h.create(ctx, m)
 	if err != nil {
-		return Opened{}, fmt.Errorf("encoding metadata: %v: %w", err, session.ErrMalformed)
-	}
-	s := newSess(m)
-	s.lock <- struct{}{} // nobody else knows s yet
-	defer s.release()
-	if err := h.reserve(s, req.Key); err != nil {
-		return Opened{}, err
-	}
-	// Every participant gets the invite (the creator too: it is the
-	// session's first record); Invitees says who must acknowledge.
-	invite := &session.Envelope{Type: session.EventInvite, Payload: session.Invite{Invitees: meta.Invitees()}}
-	if _, err := h.commit(ctx, s, []*session.Envelope{invite}, encMeta); err != nil {
-		h.unreserve(s, req.Key)
-		return Opened{}, err
+		return nil, err
 	}
 	if f := h.cfg.Hooks.Opened; f != nil {
 		f(meta)
 	}
-	return Opened{Meta: meta, State: s.m.Life.State}, nil
+	return h.openResponse(ctx, s, false)
+}
+
+// create logs a new session's metadata and invite and indexes it.
+func (h *Hub) create(ctx context.Context, m *adapters.Machine) (*sess, error) {
+	encMeta, err := session.MarshalMeta(m.Meta)
+	if err != nil {
+		return nil, fmt.Errorf("encoding metadata: %v: %w", err, session.ErrMalformed)
+	}
+	id, _ := session.ParseID(m.Meta.GetSessionId())
+	s := newSess(id, m)
+	s.lock <- struct{}{} // nobody else knows s yet
+	defer s.release()
+	key := m.Meta.GetOpenKey()
+	if err := h.reserve(s, key); err != nil {
+		return nil, err
+	}
+	// Every participant gets the invite (the creator too: it is the
+	// session's first record); invitees says who must acknowledge.
+	invite := &hubpb.Envelope{Type: session.EventInvite,
+		Payload: &hubpb.Envelope_Invite{Invite: &hubpb.Invite{Invitees: session.Invitees(m.Meta)}}}
+	if _, err := h.commit(ctx, s, []*hubpb.Envelope{invite}, encMeta); err != nil {
+		h.unreserve(s, key)
+		return nil, err
+	}
+	return s, nil
+}
+
+// openResponse answers an open with the session's state.
+func (h *Hub) openResponse(ctx context.Context, s *sess, existing bool) (*hubpb.OpenResponse, error) {
+	info, err := h.info(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	return &hubpb.OpenResponse{Session: info, Existing: existing}, nil
 }
 
 // buildMeta checks the request and makes the session's metadata.
-func (h *Hub) buildMeta(creator string, req OpenRequest) (*session.Meta, error) {
-	meta := &session.Meta{ID: session.ID(h.newID()), Type: req.Type, Creator: creator, Knobs: req.Knobs, Labels: req.Labels,
-		TTL: req.TTL, InviteTimeout: req.InviteTimeout, Expectations: req.Expectations, OpenKey: req.Key,
-		CreatedAt: h.clock.Now().UTC().Round(0)}
-	if meta.InviteTimeout == 0 {
-		meta.InviteTimeout = h.cfg.InviteTimeout
+func (h *Hub) buildMeta(creator string, req *hubpb.OpenRequest) (*hubpb.SessionMeta, session.Type, error) {
+	typ, err := session.ParseType(req.GetType())
+	if err != nil {
+		return nil, typ, err
 	}
-	meta.Participants = slices.Clone(req.Participants)
-	if !slices.ContainsFunc(meta.Participants, func(p session.Participant) bool { return p.Name == creator }) {
-		meta.Participants = append([]session.Participant{{Name: creator, Role: "creator"}}, meta.Participants...)
+	// The metadata owns every part (nothing is shared with req, which the
+	// caller may reuse), but its knob values are the interner's: shared
+	// by every session with equal values, never changed.
+	meta := proto.CloneOf(&hubpb.SessionMeta{Labels: req.GetLabels(), Ttl: req.GetTtl(), InviteTimeout: req.GetInviteTimeout(),
+		Expectations: req.GetExpectations().GetItems(), Participants: req.GetParticipants()})
+	meta.SessionId, meta.Type, meta.Creator, meta.OpenKey = h.newID().String(), typ.String(), creator, req.GetIdempotencyKey()
+	meta.CreatedAt = session.Stamp(h.clock.Now().UTC().Round(0))
+	if meta.InviteTimeout == nil {
+		meta.InviteTimeout = durationpb.New(h.cfg.InviteTimeout)
 	}
-	if !req.Parent.IsZero() {
-		parent, err := h.lookup(req.Parent)
-		if err != nil {
-			return nil, fmt.Errorf("parent: %w", err)
-		}
-		if !parent.meta.IsParticipant(creator) {
-			return nil, fmt.Errorf("%q is not a participant of the parent session %v: %w", creator, req.Parent, ErrPermissionDenied)
-		}
-		meta.Parent, meta.Root, meta.Depth = req.Parent, parent.meta.Root, parent.meta.Depth+1
-		if meta.Root.IsZero() {
-			meta.Root = req.Parent
-		}
-		if meta.Depth > h.cfg.MaxDepth {
-			return nil, fmt.Errorf("a child of %v would be at depth %d, the limit is %d: %w", req.Parent, meta.Depth, h.cfg.MaxDepth, ErrDepthExceeded)
-		}
+	knobs, err := knobs(req)
+	if err != nil {
+		return nil, typ, err
 	}
-	return meta, meta.Check()
+	if meta.Knobs, err = h.interned.knobs(knobs); err != nil {
+		return nil, typ, err
+	}
+	if !slices.ContainsFunc(meta.Participants, func(p *hubpb.Participant) bool { return p.GetName() == creator }) {
+		meta.Participants = append([]*hubpb.Participant{{Name: creator, Role: "creator"}}, meta.Participants...)
+	}
+	return meta, typ, h.placeChild(creator, req.GetParentSessionId(), meta)
+}
+
+// knobs returns the session's knobs: the request's, with its graph as the
+// "graph" knob.
+func knobs(req *hubpb.OpenRequest) (map[string]*structpb.Value, error) {
+	out := maps.Clone(req.GetKnobs())
+	if g := req.GetGraph(); g != nil {
+		if _, dup := out["graph"]; dup {
+			return nil, fmt.Errorf("the graph is given twice, as graph and as knobs[\"graph\"]: %w", session.ErrMalformed)
+		}
+		if out == nil {
+			out = map[string]*structpb.Value{}
+		}
+		out["graph"] = structpb.NewStructValue(g)
+	}
+	return out, nil
+}
+
+// placeChild makes meta a child of the session named parent, if any.
+func (h *Hub) placeChild(creator, parent string, meta *hubpb.SessionMeta) error {
+	if parent == "" {
+		return nil
+	}
+	pid, err := session.ParseID(parent)
+	if err != nil {
+		return fmt.Errorf("parent_session_id: %v: %w", err, session.ErrMalformed)
+	}
+	p, err := h.lookup(pid)
+	if err != nil {
+		return fmt.Errorf("parent: %w", err)
+	}
+	if !session.IsParticipant(p.meta, creator) {
+		return fmt.Errorf("%q is not a participant of the parent session %v: %w", creator, pid, ErrPermissionDenied)
+	}
+	meta.ParentSessionId, meta.RootSessionId, meta.Depth = pid.String(), p.meta.GetRootSessionId(), p.meta.GetDepth()+1
+	if meta.RootSessionId == "" {
+		meta.RootSessionId = pid.String()
+	}
+	if int(meta.Depth) > h.cfg.MaxDepth {
+		return fmt.Errorf("a child of %v would be at depth %d, the limit is %d: %w", pid, meta.Depth, h.cfg.MaxDepth, ErrDepthExceeded)
+	}
+	return nil
 }
 
 // existing returns the session an earlier open with this key made.
-func (h *Hub) existing(creator, key string) (Opened, bool) {
+func (h *Hub) existing(creator, key string) (*sess, bool) {
 	h.mu.RLock()
+	defer h.mu.RUnlock()
 	id, ok := h.openKeys[openKey(creator, key)]
 	s := h.sessions[id]
-	h.mu.RUnlock()
-	if !ok || s == nil {
-		return Opened{}, false
-	}
-	return Opened{Meta: s.meta, Existing: true, State: session.State(s.state.Load())}, true
+	return s, ok && s != nil
 }
 
 // reserve indexes a new session before its first write, checking the
@@ -143,13 +179,14 @@ func (h *Hub) existing(creator, key string) (Opened, bool) {
 func (h *Hub) reserve(s *sess, key string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	creator := s.meta.GetCreator()
 	if key != "" {
-		if _, dup := h.openKeys[openKey(s.meta.Creator, key)]; dup {
+		if _, dup := h.openKeys[openKey(creator, key)]; dup {
 			return fmt.Errorf("an open with key %q is in progress: %w", key, ErrLimit)
 		}
 	}
-	if max := h.cfg.MaxOpenPerAgent; max > 0 && h.openCount[s.meta.Creator] >= max {
-		return fmt.Errorf("%q has %d sessions pending or open, the limit is %d: %w", s.meta.Creator, h.openCount[s.meta.Creator], max, ErrLimit)
+	if max := h.cfg.MaxOpenPerAgent; max > 0 && h.openCount[creator] >= max {
+		return fmt.Errorf("%q has %d sessions pending or open, the limit is %d: %w", creator, h.openCount[creator], max, ErrLimit)
 	}
 	s.state.Store(uint32(session.StatePending))
 	h.index(s)
@@ -161,12 +198,12 @@ func (h *Hub) unreserve(s *sess, key string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.sessions, s.id)
-	for _, p := range s.meta.Participants {
-		delete(h.byAgent[p.Name], s.id)
+	for _, p := range s.meta.GetParticipants() {
+		delete(h.byAgent[p.GetName()], s.id)
 	}
 	if key != "" {
-		delete(h.openKeys, openKey(s.meta.Creator, key))
+		delete(h.openKeys, openKey(s.meta.GetCreator(), key))
 	}
-	h.openCount[s.meta.Creator]--
+	h.openCount[s.meta.GetCreator()]--
 	h.sched.remove(s)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/hubd/hubd/adapters"
 	"github.com/hubd/hubd/adapters/conversation"
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
 
@@ -20,12 +21,12 @@ func TestQuarantine(t *testing.T) {
 	ctx := context.Background()
 	open := func(kind string) session.ID {
 		t.Helper()
-		o, err := e.hub.Open(ctx, "a", hub.OpenRequest{Type: session.Type{Kind: kind, Version: 1},
-			Participants: []session.Participant{{Name: "b", AutoAccept: true}}})
+		o, err := e.hub.Open(ctx, "a", &hubpb.OpenRequest{Type: kind + "@1",
+			Participants: []*hubpb.Participant{{Name: "b", AutoAccept: true}}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return o.Meta.ID
+		return session.MustParseID(o.GetSession().GetMeta().GetSessionId())
 	}
 	healthy, corrupt, gone := open("conversation"), open("conversation"), open("consulting")
 	// A record that does not decode, at the corrupt session's next seq.
@@ -48,10 +49,10 @@ func TestQuarantine(t *testing.T) {
 	}
 	t.Logf("corrupt: %v", q[corrupt])
 	t.Logf("gone: %v", q[gone])
-	if _, err := h.Send(ctx, "a", healthy, &session.Envelope{Type: session.EventText, Payload: session.Text{Text: "still here"}}); err != nil {
+	if _, err := h.Send(ctx, "a", healthy, textEnv("still here")); err != nil {
 		t.Fatalf("the healthy session does not serve: %v", err)
 	}
-	_, err = h.Send(ctx, "a", corrupt, &session.Envelope{Type: session.EventText, Payload: session.Text{Text: "x"}})
+	_, err = h.Send(ctx, "a", corrupt, textEnv("x"))
 	if !errors.Is(err, hub.ErrSessionFailed) || !strings.Contains(err.Error(), "quarantined") {
 		t.Fatalf("send to a quarantined session: %v", err)
 	}

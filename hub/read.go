@@ -5,48 +5,76 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
 
-// Info describes a session for listings and reads.
-type Info struct {
-	Meta     *session.Meta
-	State    session.State
-	Reason   string
-	Seq      uint64
-	Turn     int
-	Expected []string
-	Context  map[string]json.RawMessage
-	Usage    session.Usage
-	LastRule string
-	// Snapshot is the whole folded state as JSON (see adapters.Machine).
-	Snapshot json.RawMessage
-}
-
-// Get returns a session's current state. Only its participants (or an
-// operator) may read it.
-func (h *Hub) Get(ctx context.Context, agent string, operator bool, id session.ID) (Info, error) {
+// Get returns a session's metadata and current state. Only its participants
+// (or an operator) may read it.
+func (h *Hub) Get(ctx context.Context, agent string, operator bool, id session.ID) (*hubpb.SessionInfo, error) {
 	s, err := h.readable(agent, operator, id)
 	if err != nil {
-		return Info{}, err
+		return nil, err
 	}
+	return h.info(ctx, s)
+}
+
+// info returns s's metadata and state, taking its lock.
+func (h *Hub) info(ctx context.Context, s *sess) (*hubpb.SessionInfo, error) {
 	if err := s.acquire(ctx); err != nil {
-		return Info{}, err
+		return nil, err
 	}
 	defer s.release()
 	if err := h.ready(ctx, s); err != nil {
-		return Info{}, err
+		return nil, err
 	}
-	sum := s.m.State.Summary()
-	snap, _ := json.Marshal(s.m)
-	ctxVars := make(map[string]json.RawMessage, len(sum.Context))
-	for k, v := range sum.Context { //hubd:orderless copying a map
-		ctxVars[k] = v
+	sum := s.m.Turns.Summary()
+	info := listing(s)
+	info.Turn, info.Expected, info.LastRule = int64(sum.Turn), s.m.Expected(), s.m.LastRule
+	info.Usage = proto.CloneOf(sum.Usage)
+	info.Context = make(map[string]*structpb.Value, len(sum.Context))
+	for _, k := range slices.Sorted(maps.Keys(sum.Context)) {
+		v, err := session.JSONValue(sum.Context[k])
+		if err != nil {
+			return nil, fmt.Errorf("context %q of session %v: %w", k, s.id, err)
+		}
+		info.Context[k] = v
 	}
-	return Info{Meta: s.meta, State: s.m.Life.State, Reason: s.m.Life.Reason, Seq: s.m.Seq, Turn: sum.Turn,
-		Expected: s.m.Expected(), Context: ctxVars, Usage: sum.Usage, LastRule: s.m.LastRule, Snapshot: snap}, nil
+	return info, nil
+}
+
+// listing returns what a listing says of s: metadata, state, last seq and
+// close reason. It needs no lock.
+func listing(s *sess) *hubpb.SessionInfo {
+	info := &hubpb.SessionInfo{Meta: s.meta, State: session.State(s.state.Load()).String(), Seq: s.lastSeq.Load()}
+	if r := s.reason.Load(); r != nil {
+		info.CloseReason = *r
+	}
+	return info
+}
+
+// Snapshot returns a session's whole folded state as deterministic JSON
+// (adapters.Machine.MarshalJSON), for audits and for checking that a replay
+// of its log gives the live state. Only an operator may read it.
+func (h *Hub) Snapshot(ctx context.Context, id session.ID) (json.RawMessage, error) {
+	s, err := h.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer s.release()
+	if err := h.ready(ctx, s); err != nil {
+		return nil, err
+	}
+	return json.Marshal(s.m)
 }
 
 func (h *Hub) readable(agent string, operator bool, id session.ID) (*sess, error) {
@@ -54,7 +82,7 @@ func (h *Hub) readable(agent string, operator bool, id session.ID) (*sess, error
 	if err != nil {
 		return nil, err
 	}
-	if !operator && !s.meta.IsParticipant(agent) {
+	if !operator && !session.IsParticipant(s.meta, agent) {
 		return nil, fmt.Errorf("%q is not a participant of session %v and may not read it: %w", agent, id, ErrPermissionDenied)
 	}
 	return s, nil
@@ -72,9 +100,9 @@ type Filter struct {
 
 // List returns the sessions matching f that agent may see (those it takes
 // part in, or all for an operator), oldest first, and the id to pass as
-// After for the next page (zero when there is none). Each Info has the
+// After for the next page (zero when there is none). Each has the
 // metadata, state, last seq and close reason; Get has the rest.
-func (h *Hub) List(agent string, operator bool, f Filter) ([]Info, session.ID, error) {
+func (h *Hub) List(agent string, operator bool, f Filter) ([]*hubpb.SessionInfo, session.ID, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 100
@@ -88,25 +116,21 @@ func (h *Hub) List(agent string, operator bool, f Filter) ([]Info, session.ID, e
 		pool = h.byAgent[agent]
 	}
 	var hits []*sess
-	for _, s := range pool { //hubd:sorted below
+	for _, s := range pool { // sorted below
 		if f.matches(s) {
 			hits = append(hits, s)
 		}
 	}
 	h.mu.RUnlock()
 	slices.SortFunc(hits, func(a, b *sess) int { return compareIDs(a.id, b.id) })
-	var out []Info
+	var out []*hubpb.SessionInfo
 	var next session.ID
-	for _, s := range hits {
+	for i, s := range hits {
 		if len(out) == limit {
-			next = out[len(out)-1].Meta.ID
+			next = hits[i-1].id
 			break
 		}
-		info := Info{Meta: s.meta, State: session.State(s.state.Load()), Seq: s.lastSeq.Load()}
-		if r := s.reason.Load(); r != nil {
-			info.Reason = *r
-		}
-		out = append(out, info)
+		out = append(out, listing(s))
 	}
 	return out, next, nil
 }
@@ -115,12 +139,12 @@ func (f Filter) matches(s *sess) bool {
 	switch {
 	case !f.After.IsZero() && compareIDs(s.id, f.After) <= 0,
 		f.State != 0 && session.State(s.state.Load()) != f.State,
-		f.Creator != "" && s.meta.Creator != f.Creator,
-		f.Participant != "" && !s.meta.IsParticipant(f.Participant):
+		f.Creator != "" && s.meta.GetCreator() != f.Creator,
+		f.Participant != "" && !session.IsParticipant(s.meta, f.Participant):
 		return false
 	}
 	for k, v := range f.Labels { //hubd:orderless all must match
-		if s.meta.Labels[k] != v {
+		if got, ok := s.meta.GetLabels()[k]; !ok || got != v {
 			return false
 		}
 	}
@@ -129,7 +153,7 @@ func (f Filter) matches(s *sess) bool {
 
 // ReadLog returns up to limit envelopes of a session from seq from (what
 // agent may see of them; everything for an operator).
-func (h *Hub) ReadLog(ctx context.Context, agent string, operator bool, id session.ID, from uint64, limit int) ([]*session.Envelope, error) {
+func (h *Hub) ReadLog(ctx context.Context, agent string, operator bool, id session.ID, from uint64, limit int) ([]*hubpb.Envelope, error) {
 	if _, err := h.readable(agent, operator, id); err != nil {
 		return nil, err
 	}
@@ -137,16 +161,16 @@ func (h *Hub) ReadLog(ctx context.Context, agent string, operator bool, id sessi
 		limit = 1000
 	}
 	from = max(from, 1)
-	var out []*session.Envelope
-	err := h.log.Scan(ctx, id, from, func(seq uint64, data []byte) error {
+	var out []*hubpb.Envelope
+	err := h.wal.Scan(ctx, id, from, func(seq uint64, data []byte) error {
 		if len(out) == limit {
 			return errStop
 		}
-		e, err := session.DecodeEnvelope(data)
+		e, err := session.UnmarshalEnvelope(data)
 		if err != nil {
 			return err
 		}
-		if operator || e.From == agent || e.Audience.Includes(agent, e.From) {
+		if operator || session.Visible(e, agent) {
 			out = append(out, e)
 		}
 		return nil

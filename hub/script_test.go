@@ -3,351 +3,330 @@ package hub_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"flag"
+	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hubd/hubd/adapters"
+	"github.com/cockroachdb/datadriven"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/internal/fakeclock"
 	"github.com/hubd/hubd/session"
 	"github.com/hubd/hubd/transition"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/scripts")
-
 // TestScripts runs the whole-hub interaction scripts under
-// testdata/scripts. A script is a list of commands, each a line "> cmd
-// args", followed by its expected output. After each script the sessions
-// are rebuilt from the log by a fresh hub and must equal the live ones.
+// testdata/scripts (github.com/cockroachdb/datadriven; -rewrite
+// regenerates the expected output). Envelopes and open requests are given,
+// and envelopes printed, in the one JSON form (hubpb.MarshalJSON). After
+// each script every session is rebuilt from the log by a fresh hub, and
+// its snapshot must equal the live one byte for byte.
+//
+// Commands (sessions are named s1, s2, ... in the order they were opened;
+// an agent named "" is written as ""):
+//
+//	config [subscriber_buffer=N] [max_open_per_agent=N] [max_depth=N] [max_envelope_bytes=N] [invite_timeout=D]
+//	    restart the hub with these limits
+//	open CREATOR type=KIND@V [with=(A,B)] [auto=(A,B)] [sequence=(A,B)] [round_robin=N] [parent=S] [key=K]
+//	    input: more of the hubpb.OpenRequest (labels, ttl, expectations, graph, knobs)
+//	send AGENT S      input: the hubpb.Envelope
+//	ack AGENT S | reject AGENT S [REASON...] | close AGENT S [REASON...]
+//	advance D         move the fake clock (timers fire)
+//	subscribe AGENT [ended] [S=SEQ ...] | watch AGENT S [FROM] | drain NAME
+//	state S | log S [FROM] | pending AGENT | view AGENT S [NAME [WINDOW]]
+//	list AGENT [state=STATE] [labels=(K=V,...)]  (AGENT "operator" sees all)
+//	stop | start | restart | fail-append N
 func TestScripts(t *testing.T) {
-	files, _ := filepath.Glob("testdata/scripts/*.txt")
-	if len(files) == 0 {
-		t.Fatal("no scripts")
-	}
-	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
-			data, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := &runner{t: t, names: map[string]session.ID{}, subs: map[string]*hub.Subscription{}}
-			r.env = newEnv(t, nil)
-			var out strings.Builder
-			for _, blk := range parseBlocks(string(data)) {
-				out.WriteString(blk.pre)
-				if blk.cmd == "" {
-					continue
-				}
-				got := r.run(blk.cmd)
-				out.WriteString("> " + blk.cmd + "\n" + got)
-				if !*rewrite && got != blk.want {
-					t.Errorf("%s: > %s\n--- got ---\n%s--- want ---\n%s", file, blk.cmd, got, blk.want)
-				}
-			}
-			r.checkReplay()
-			if *rewrite {
-				if err := os.WriteFile(file, []byte(out.String()), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+	datadriven.Walk(t, "testdata/scripts", func(t *testing.T, path string) {
+		r := &runner{names: map[string]session.ID{}, subs: map[string]*hub.Subscription{}}
+		r.env = newEnv(t, nil)
+		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
+			return r.run(t, td)
 		})
-	}
-}
-
-type block struct {
-	pre  string // comments and blank lines before the command
-	cmd  string
-	want string
-}
-
-func parseBlocks(text string) []block {
-	var out []block
-	cur := block{}
-	inWant := false
-	for _, line := range strings.SplitAfter(text, "\n") {
-		if line == "" {
-			continue
-		}
-		trim := strings.TrimRight(line, "\n")
-		switch {
-		case strings.HasPrefix(trim, "> "):
-			if cur.cmd != "" || cur.pre != "" {
-				out = append(out, cur)
-			}
-			cur = block{cmd: strings.TrimPrefix(trim, "> ")}
-			inWant = true
-		case inWant && (trim == "" || strings.HasPrefix(trim, "#")):
-			out = append(out, cur)
-			cur = block{pre: line}
-			inWant = false
-		case inWant:
-			cur.want += line
-		default:
-			cur.pre += line
-		}
-	}
-	if cur.cmd != "" || cur.pre != "" {
-		out = append(out, cur)
-	}
-	return out
+		r.checkReplay(t)
+	})
 }
 
 type runner struct {
-	t     *testing.T
 	env   *env
 	names map[string]session.ID // s1, s2, ... in open order
 	order []string
 	subs  map[string]*hub.Subscription
 }
 
+// id returns the session a script names; an unknown name is an unknown
+// session.
 func (r *runner) id(name string) session.ID {
 	if id, ok := r.names[name]; ok {
 		return id
 	}
-	return session.ID{0xde, 0xad} // an unknown session
+	return session.ID{0xde, 0xad}
 }
 
-func (r *runner) nameOf(id session.ID) string {
+// nameOf returns the script's name of a session id.
+func (r *runner) nameOf(id string) string {
 	for _, n := range r.order {
-		if r.names[n] == id {
+		if r.names[n].String() == id {
 			return n
 		}
 	}
-	return id.String()
+	return id
 }
 
-func (r *runner) run(cmd string) string {
-	verb, rest, _ := strings.Cut(cmd, " ")
-	args := strings.Fields(rest)
+// positional returns the command's arguments that have no value, with the
+// agent spelled "" as the empty string.
+func positional(td *datadriven.TestData) []string {
+	var out []string
+	for _, a := range td.CmdArgs {
+		if len(a.Vals) == 0 {
+			out = append(out, strings.Trim(a.Key, `"`))
+		}
+	}
+	return out
+}
+
+// arg returns the values of a key=value argument.
+func arg(td *datadriven.TestData, key string) []string {
+	a, _ := td.Arg(key)
+	return a.Vals
+}
+
+func (r *runner) run(t *testing.T, td *datadriven.TestData) string {
 	ctx := context.Background()
 	h := r.env.hub
-	switch verb {
-	case "open":
-		creator, spec, _ := strings.Cut(rest, " ")
-		return r.open(creator, spec)
-	case "send":
-		agent, rest2, _ := strings.Cut(rest, " ")
-		name, body, _ := strings.Cut(rest2, " ")
-		var e session.Envelope
-		if err := json.Unmarshal([]byte(body), &e); err != nil {
-			return errLine(err)
+	args := positional(td)
+	need := func(n int) {
+		if len(args) < n {
+			td.Fatalf(t, "%s needs %d arguments", td.Cmd, n)
 		}
-		return ackLine(h.Send(ctx, agent, r.id(name), &e))
+	}
+	switch td.Cmd {
+	case "config":
+		return r.config(t, td)
+	case "open":
+		need(1)
+		return r.open(args[0], td)
+	case "send":
+		need(2)
+		var e hubpb.Envelope
+		if err := hubpb.UnmarshalJSON([]byte(td.Input), &e); err != nil {
+			return "bad envelope: " + err.Error()
+		}
+		return ackLine(h.Send(ctx, args[0], r.id(args[1]), &e))
 	case "ack":
+		need(2)
 		return ackLine(h.AckInvite(ctx, args[0], r.id(args[1])))
 	case "reject":
+		need(2)
 		return ackLine(h.RejectInvite(ctx, args[0], r.id(args[1]), strings.Join(args[2:], " ")))
 	case "close":
+		need(2)
 		return ackLine(h.CloseSession(ctx, args[0], false, r.id(args[1]), strings.Join(args[2:], " ")))
 	case "advance":
+		need(1)
 		d, err := time.ParseDuration(args[0])
 		if err != nil {
-			return errLine(err)
+			td.Fatalf(t, "advance: %v", err)
 		}
-		if r.env.hub == nil {
-			r.env.clock.Advance(d) // time passes while the hub is down
-		} else {
-			r.env.clock.Advance(d)
-		}
-		return fmt.Sprintf("now +%v\n", r.env.clock.Now().Sub(epoch))
+		r.env.clock.Advance(d) // with the hub stopped, time passes while it is down
+		return fmt.Sprintf("now +%v", r.env.clock.Now().Sub(epoch))
 	case "subscribe":
-		return r.subscribe(args)
+		need(1)
+		return r.subscribe(td, args[0])
 	case "watch":
-		from := uint64(1)
-		if len(args) > 2 {
-			from, _ = strconv.ParseUint(args[2], 10, 64)
-		}
-		sub, err := h.Watch(ctx, args[0], false, r.id(args[1]), from)
-		if err != nil {
-			return errLine(err)
-		}
-		r.subs["watch:"+args[1]] = sub
-		return "watching\n"
+		need(2)
+		return r.watch(args)
 	case "drain":
+		need(1)
 		return r.drain(args[0])
 	case "state":
+		need(1)
 		return r.state(args[0])
 	case "log":
+		need(1)
 		return r.log(args)
 	case "pending":
-		ds, err := h.PendingTurns(ctx, args[0])
-		if err != nil {
-			return errLine(err)
-		}
-		var b strings.Builder
-		for _, d := range ds {
-			b.WriteString(r.delivery(d))
-		}
-		return b.String() + fmt.Sprintf("%d pending\n", len(ds))
+		need(1)
+		return r.pending(args[0])
 	case "view":
+		need(2)
 		return r.view(args)
 	case "list":
-		return r.list(args)
+		need(1)
+		return r.list(td, args[0])
 	case "stop":
 		r.env.shutdown()
-		return "stopped\n"
+		return "stopped"
 	case "start":
 		r.env.open()
-		return fmt.Sprintf("started: %d quarantined\n", len(r.env.hub.Quarantined()))
+		return fmt.Sprintf("started: %d quarantined", len(r.env.hub.Quarantined()))
 	case "restart":
 		r.env.restart()
-		return fmt.Sprintf("restarted: %d quarantined\n", len(r.env.hub.Quarantined()))
-	case "config":
-		var c struct {
-			SubscriberBuffer int    `json:"subscriber_buffer"`
-			MaxOpenPerAgent  int    `json:"max_open_per_agent"`
-			MaxDepth         int    `json:"max_depth"`
-			MaxEnvelopeBytes int    `json:"max_envelope_bytes"`
-			InviteTimeout    string `json:"invite_timeout"`
-		}
-		if err := json.Unmarshal([]byte(rest), &c); err != nil {
-			return errLine(err)
-		}
-		r.env.cfg.SubscriberBuffer, r.env.cfg.MaxOpenPerAgent = c.SubscriberBuffer, c.MaxOpenPerAgent
-		r.env.cfg.MaxDepth, r.env.cfg.MaxEnvelopeBytes = c.MaxDepth, c.MaxEnvelopeBytes
-		r.env.cfg.InviteTimeout, _ = time.ParseDuration(orZero(c.InviteTimeout))
-		r.env.restart()
-		return "restarted with config\n"
+		return fmt.Sprintf("restarted: %d quarantined", len(r.env.hub.Quarantined()))
 	case "fail-append":
-		n, _ := strconv.Atoi(args[0])
+		need(1)
+		n, err := strconv.Atoi(args[0])
+		if err != nil {
+			td.Fatalf(t, "fail-append: %v", err)
+		}
 		r.env.log.failNth(n)
-		return "armed\n"
+		return "armed"
 	}
-	return "unknown command " + verb + "\n"
+	td.Fatalf(t, "unknown command %q", td.Cmd)
+	return ""
 }
 
-// openSpec is the JSON of an open command.
-type openSpec struct {
-	Type          string                 `json:"type"`
-	With          []string               `json:"with"`
-	Auto          []string               `json:"auto"`
-	Graph         json.RawMessage        `json:"graph"`
-	Sequence      []string               `json:"sequence"`
-	RoundRobin    int                    `json:"round_robin"`
-	Knobs         map[string]any         `json:"knobs"`
-	Labels        map[string]string      `json:"labels"`
-	TTL           string                 `json:"ttl"`
-	InviteTimeout string                 `json:"invite_timeout"`
-	Expectations  *[]session.Expectation `json:"expectations"`
-	Key           string                 `json:"key"`
-	Parent        string                 `json:"parent"`
+// config restarts the hub with new limits; unset ones are defaults.
+func (r *runner) config(t *testing.T, td *datadriven.TestData) string {
+	c := &r.env.cfg
+	c.SubscriberBuffer, c.MaxOpenPerAgent, c.MaxDepth, c.MaxEnvelopeBytes, c.InviteTimeout = 0, 0, 0, 0, 0
+	td.MaybeScanArgs(t, "subscriber_buffer", &c.SubscriberBuffer)
+	td.MaybeScanArgs(t, "max_open_per_agent", &c.MaxOpenPerAgent)
+	td.MaybeScanArgs(t, "max_depth", &c.MaxDepth)
+	td.MaybeScanArgs(t, "max_envelope_bytes", &c.MaxEnvelopeBytes)
+	if v := arg(td, "invite_timeout"); len(v) == 1 {
+		d, err := time.ParseDuration(v[0])
+		if err != nil {
+			td.Fatalf(t, "invite_timeout: %v", err)
+		}
+		c.InviteTimeout = d
+	}
+	r.env.restart()
+	return "restarted with config"
 }
 
-func (r *runner) open(creator, spec string) string {
-	var s openSpec
-	dec := json.NewDecoder(strings.NewReader(spec))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&s); err != nil {
-		return "bad spec: " + err.Error() + "\n"
+// open opens a session: the input is the rest of the hubpb.OpenRequest.
+func (r *runner) open(creator string, td *datadriven.TestData) string {
+	req := &hubpb.OpenRequest{}
+	if td.Input != "" {
+		if err := hubpb.UnmarshalJSON([]byte(td.Input), req); err != nil {
+			return "bad open request: " + err.Error()
+		}
 	}
-	typ, _ := session.ParseType(s.Type)
-	req := hub.OpenRequest{Type: typ, Labels: s.Labels, Key: s.Key, Knobs: map[string]json.RawMessage{}}
-	for _, n := range s.With {
-		req.Participants = append(req.Participants, session.Participant{Name: n, AutoAccept: slices.Contains(s.Auto, n)})
+	if v := arg(td, "type"); len(v) == 1 {
+		req.Type = v[0]
 	}
-	names := append([]string{creator}, s.With...)
-	switch {
-	case s.Graph != nil:
-		req.Knobs["graph"] = s.Graph
-	case s.Sequence != nil:
-		req.Knobs["graph"], _ = json.Marshal(transition.Sequence(s.Sequence...))
-	case s.RoundRobin > 0:
-		req.Knobs["graph"], _ = json.Marshal(transition.RoundRobin(names, s.RoundRobin))
+	auto := arg(td, "auto")
+	for _, n := range arg(td, "with") {
+		req.Participants = append(req.Participants, &hubpb.Participant{Name: n, AutoAccept: slices.Contains(auto, n)})
 	}
-	for k, v := range s.Knobs {
-		req.Knobs[k], _ = json.Marshal(v)
+	if err := r.graph(td, creator, req); err != nil {
+		return "bad open request: " + err.Error()
 	}
-	if s.Expectations != nil {
-		req.Expectations = *s.Expectations
+	if v := arg(td, "parent"); len(v) == 1 {
+		req.ParentSessionId = r.id(v[0]).String()
 	}
-	req.TTL, _ = time.ParseDuration(orZero(s.TTL))
-	req.InviteTimeout, _ = time.ParseDuration(orZero(s.InviteTimeout))
-	if s.Parent != "" {
-		req.Parent = r.id(s.Parent)
+	if v := arg(td, "key"); len(v) == 1 {
+		req.IdempotencyKey = v[0]
 	}
 	o, err := r.env.hub.Open(context.Background(), creator, req)
 	if err != nil {
 		return errLine(err)
 	}
-	name := r.nameOf(o.Meta.ID)
-	if !o.Existing {
-		name = fmt.Sprintf("s%d", len(r.order)+1)
-		r.names[name] = o.Meta.ID
-		r.order = append(r.order, name)
+	id := o.GetSession().GetMeta().GetSessionId()
+	if o.GetExisting() {
+		return fmt.Sprintf("%s %s (existing)", r.nameOf(id), o.GetSession().GetState())
 	}
-	line := fmt.Sprintf("%s %v", name, o.State)
-	if o.Existing {
-		line += " (existing)"
-	}
-	return line + "\n"
+	name := fmt.Sprintf("s%d", len(r.order)+1)
+	r.names[name] = session.MustParseID(id)
+	r.order = append(r.order, name)
+	return fmt.Sprintf("%s %s", name, o.GetSession().GetState())
 }
 
-func orZero(s string) string {
-	if s == "" {
-		return "0s"
+// graph sets the request's graph from the sequence or round_robin
+// argument.
+func (r *runner) graph(td *datadriven.TestData, creator string, req *hubpb.OpenRequest) error {
+	var g *transition.Graph
+	if steps := arg(td, "sequence"); steps != nil {
+		g = transition.Sequence(steps...)
+	}
+	if v := arg(td, "round_robin"); len(v) == 1 {
+		n, err := strconv.Atoi(v[0])
+		if err != nil {
+			return err
+		}
+		g = transition.RoundRobin(append([]string{creator}, arg(td, "with")...), n)
+	}
+	if g == nil {
+		return nil
+	}
+	b, err := g.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	req.Graph = &structpb.Struct{}
+	return hubpb.UnmarshalJSON(b, req.Graph)
+}
+
+// errLine prints an error as its stable reason and its detail.
+func errLine(err error) string {
+	if r, ok := session.ReasonOf(err); ok {
+		return fmt.Sprintf("error %s: %s", r, session.Detail(err))
+	}
+	return "error: " + err.Error()
+}
+
+func ackLine(a *hubpb.SendResponse, err error) string {
+	if err != nil {
+		return errLine(err)
+	}
+	s := fmt.Sprintf("ack seq=%d", a.GetSeq())
+	if a.GetDuplicate() {
+		s += " duplicate"
+	}
+	if a.GetClosed() {
+		s += " closed=" + a.GetCloseReason()
 	}
 	return s
 }
 
-func errLine(err error) string {
-	code, ok := adapters.Reason(err)
-	if !ok {
-		code = "ERROR"
-	}
-	msg := adapters.Detail(err)
-	return fmt.Sprintf("error %s: %s\n", code, msg)
-}
-
-func ackLine(a hub.Ack, err error) string {
-	if err != nil {
-		return errLine(err)
-	}
-	s := fmt.Sprintf("ack seq=%d", a.Seq)
-	if a.Duplicate {
-		s += " duplicate"
-	}
-	if a.Closed {
-		s += " closed=" + a.Reason
-	}
-	return s + "\n"
-}
-
-func (r *runner) subscribe(args []string) string {
+func (r *runner) subscribe(td *datadriven.TestData, agent string) string {
 	opts := hub.SubscribeOptions{Cursors: map[session.ID]uint64{}}
-	for _, a := range args[1:] {
-		if a == "ended" {
+	for _, a := range td.CmdArgs {
+		switch {
+		case a.Key == "ended":
 			opts.Ended = true
-			continue
+		case len(a.Vals) == 1:
+			n, _ := strconv.ParseUint(a.Vals[0], 10, 64)
+			opts.Cursors[r.id(a.Key)] = n
 		}
-		name, seq, _ := strings.Cut(a, "=")
-		n, _ := strconv.ParseUint(seq, 10, 64)
-		opts.Cursors[r.id(name)] = n
 	}
-	if old := r.subs[args[0]]; old != nil {
+	if old := r.subs[agent]; old != nil {
 		old.Close()
 	}
-	sub, err := r.env.hub.Subscribe(context.Background(), args[0], opts)
+	sub, err := r.env.hub.Subscribe(context.Background(), agent, opts)
 	if err != nil {
 		return errLine(err)
 	}
-	r.subs[args[0]] = sub
-	return "subscribed\n"
+	r.subs[agent] = sub
+	return "subscribed"
+}
+
+func (r *runner) watch(args []string) string {
+	from := uint64(1)
+	if len(args) > 2 {
+		from, _ = strconv.ParseUint(args[2], 10, 64)
+	}
+	sub, err := r.env.hub.Watch(context.Background(), args[0], false, r.id(args[1]), from)
+	if err != nil {
+		return errLine(err)
+	}
+	r.subs["watch:"+args[1]] = sub
+	return "watching"
 }
 
 // drain prints every delivery available now, without waiting.
 func (r *runner) drain(name string) string {
 	sub := r.subs[name]
 	if sub == nil {
-		return "no subscription " + name + "\n"
+		return "no subscription " + name
 	}
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -355,8 +334,8 @@ func (r *runner) drain(name string) string {
 	for {
 		d, err := sub.Next(done)
 		if err != nil {
-			if err != context.Canceled {
-				b.WriteString("ended: " + err.Error() + "\n")
+			if !errors.Is(err, context.Canceled) {
+				b.WriteString("ended: " + errLine(err) + "\n")
 				delete(r.subs, name)
 			}
 			break
@@ -364,34 +343,43 @@ func (r *runner) drain(name string) string {
 		b.WriteString(r.delivery(d))
 	}
 	if b.Len() == 0 {
-		return "(nothing)\n"
+		return "(nothing)"
 	}
 	return b.String()
 }
 
-func (r *runner) delivery(d hub.Delivery) string {
-	s := r.envLine(d.Envelope)
-	if d.Turn {
+func (r *runner) delivery(d *hubpb.Delivery) string {
+	s := r.envLine(d.GetEnvelope())
+	if d.GetYourTurn() {
 		s = strings.TrimSuffix(s, "\n") + " [your turn]\n"
 	}
 	return s
 }
 
-func (r *runner) envLine(e *session.Envelope) string {
-	from := e.From
+// envLine prints an envelope on one line: session#seq, time since the
+// epoch, sender, type, restricted audience, then the rest of the envelope
+// (payload, client message id, ...) in the one JSON form.
+func (r *runner) envLine(e *hubpb.Envelope) string {
+	from := e.GetFrom()
 	if from == "" {
 		from = "hub"
 	}
 	to := ""
-	if e.Audience.Restricted {
-		to = " to=" + strings.Join(e.Audience.Names, ",")
+	if a := e.GetAudience(); a != nil {
+		to = " to=" + strings.Join(a.GetNames(), ",")
 	}
-	var data string
-	if e.Payload != nil {
-		b, _ := json.Marshal(e.Payload)
-		data = " " + string(b)
+	rest := proto.CloneOf(e)
+	rest.SessionId, rest.Seq, rest.Id, rest.From, rest.Type, rest.Audience, rest.AcceptedAt = "", 0, "", "", "", nil, nil
+	data, err := hubpb.MarshalJSON(rest)
+	if err != nil {
+		data = []byte("marshal: " + err.Error())
 	}
-	return fmt.Sprintf("%s#%d +%v %s %s%s%s\n", r.nameOf(e.Session), e.Seq, e.AcceptedAt.Sub(epoch), from, e.Type, to, data)
+	body := ""
+	if string(data) != "{}" {
+		body = " " + string(data)
+	}
+	at := session.Time(e.GetAcceptedAt()).Sub(epoch)
+	return fmt.Sprintf("%s#%d +%v %s %s%s%s\n", r.nameOf(e.GetSessionId()), e.GetSeq(), at, from, e.GetType(), to, body)
 }
 
 func (r *runner) state(name string) string {
@@ -399,12 +387,16 @@ func (r *runner) state(name string) string {
 	if err != nil {
 		return errLine(err)
 	}
-	ctx, _ := json.Marshal(info.Context)
-	s := fmt.Sprintf("%v seq=%d turn=%d expected=%s context=%s", info.State, info.Seq, info.Turn, strings.Join(info.Expected, ","), ctx)
-	if info.Reason != "" {
-		s += " reason=" + info.Reason
+	vars, err := hubpb.MarshalJSON(&structpb.Struct{Fields: info.GetContext()})
+	if err != nil {
+		return "context: " + err.Error()
 	}
-	return s + "\n"
+	s := fmt.Sprintf("%s seq=%d turn=%d expected=%s context=%s", info.GetState(), info.GetSeq(), info.GetTurn(),
+		strings.Join(info.GetExpected(), ","), vars)
+	if reason := info.GetCloseReason(); reason != "" {
+		s += " reason=" + reason
+	}
+	return s
 }
 
 func (r *runner) log(args []string) string {
@@ -416,11 +408,26 @@ func (r *runner) log(args []string) string {
 	if err != nil {
 		return errLine(err)
 	}
+	if len(es) == 0 {
+		return "(nothing)"
+	}
 	var b strings.Builder
 	for _, e := range es {
 		b.WriteString(r.envLine(e))
 	}
 	return b.String()
+}
+
+func (r *runner) pending(agent string) string {
+	ds, err := r.env.hub.PendingTurns(context.Background(), agent)
+	if err != nil {
+		return errLine(err)
+	}
+	var b strings.Builder
+	for _, d := range ds {
+		b.WriteString(r.delivery(d))
+	}
+	return b.String() + fmt.Sprintf("%d pending", len(ds))
 }
 
 func (r *runner) view(args []string) string {
@@ -436,62 +443,76 @@ func (r *runner) view(args []string) string {
 		return errLine(err)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "view %s: %d items", v.Name, len(v.Items))
-	if v.OlderTotal > 0 {
-		fmt.Fprintf(&b, ", %d older:", v.OlderTotal)
-		for _, c := range v.Older {
-			fmt.Fprintf(&b, " %s×%d", c.Speaker, c.Count)
+	fmt.Fprintf(&b, "view %s: %d items", v.GetName(), len(v.GetItems()))
+	if v.GetOlderTotal() > 0 {
+		fmt.Fprintf(&b, ", %d older:", v.GetOlderTotal())
+		for _, c := range v.GetOlder() {
+			fmt.Fprintf(&b, " %s×%d", c.GetSpeaker(), c.GetCount())
 		}
 	}
 	b.WriteString("\n")
-	for _, it := range v.Items {
-		fmt.Fprintf(&b, "  #%d %s: %s\n", it.Seq, it.From, it.Text)
+	for _, it := range v.GetItems() {
+		fmt.Fprintf(&b, "  #%d %s: %s\n", it.GetSeq(), it.GetFrom(), it.GetText())
 	}
 	return b.String()
 }
 
-func (r *runner) list(args []string) string {
+func (r *runner) list(td *datadriven.TestData, agent string) string {
 	f := hub.Filter{}
-	if len(args) > 1 {
-		if err := json.Unmarshal([]byte(strings.Join(args[1:], " ")), &f); err != nil {
+	if v := arg(td, "state"); len(v) == 1 {
+		st, err := session.ParseState(v[0])
+		if err != nil {
 			return errLine(err)
 		}
+		f.State = st
 	}
-	infos, _, err := r.env.hub.List(args[0], args[0] == "operator", f)
+	for _, kv := range arg(td, "labels") {
+		k, v, _ := strings.Cut(kv, "=")
+		if f.Labels == nil {
+			f.Labels = map[string]string{}
+		}
+		f.Labels[k] = v
+	}
+	infos, _, err := r.env.hub.List(agent, agent == "operator", f)
 	if err != nil {
 		return errLine(err)
 	}
 	var names []string
 	for _, i := range infos {
-		names = append(names, fmt.Sprintf("%s:%v", r.nameOf(i.Meta.ID), i.State))
+		names = append(names, fmt.Sprintf("%s:%s", r.nameOf(i.GetMeta().GetSessionId()), i.GetState()))
 	}
-	return fmt.Sprintf("%d: %s\n", len(infos), strings.Join(names, " "))
+	return strings.TrimSpace(fmt.Sprintf("%d: %s", len(infos), strings.Join(names, " ")))
 }
 
 // checkReplay hydrates a second hub from the same log and compares every
-// session's folded state with the live hub's.
-func (r *runner) checkReplay() {
+// session's snapshot (its whole folded state) with the live hub's.
+func (r *runner) checkReplay(t *testing.T) {
+	t.Helper()
 	e := r.env
+	if e.hub == nil {
+		e.open()
+	}
 	cfg := e.cfg
 	cfg.Log = e.log.Log
 	cfg.Clock = fakeclock.New(e.clock.Now()) // never advanced: no timer fires
 	fresh, err := hub.New(context.Background(), cfg)
 	if err != nil {
-		r.t.Fatal(err)
+		t.Fatal(err)
 	}
 	defer fresh.Close()
-	var names []string
-	names = append(names, r.order...)
-	sort.Strings(names)
-	for _, n := range names {
-		live, err1 := e.hub.Get(context.Background(), "", true, r.names[n])
-		again, err2 := fresh.Get(context.Background(), "", true, r.names[n])
+	if q := fresh.Quarantined(); len(q) > 0 {
+		t.Errorf("replay quarantined %v", q)
+	}
+	ctx := context.Background()
+	for _, n := range r.order {
+		live, err1 := e.hub.Snapshot(ctx, r.names[n])
+		again, err2 := fresh.Snapshot(ctx, r.names[n])
 		if err1 != nil || err2 != nil {
-			r.t.Errorf("replay %s: %v / %v", n, err1, err2)
+			t.Errorf("replay %s: %v / %v", n, err1, err2)
 			continue
 		}
-		if !bytes.Equal(live.Snapshot, again.Snapshot) {
-			r.t.Errorf("replay of %s differs:\nlive:   %s\nreplay: %s", n, live.Snapshot, again.Snapshot)
+		if !bytes.Equal(live, again) {
+			t.Errorf("replay of %s differs:\nlive:   %s\nreplay: %s", n, live, again)
 		}
 	}
 }

@@ -3,99 +3,110 @@ package hub
 import (
 	"context"
 	"fmt"
-	"time"
 
-	"github.com/google/uuid"
-
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
 
-// Ack is the answer to an accepted change.
-type Ack struct {
-	Seq        uint64
-	ID         uuid.UUID
-	AcceptedAt time.Time
-	// Duplicate: a retry of an envelope already accepted (same sender and
-	// client message id); nothing was written and Seq is the original's.
-	Duplicate bool
-	// Closed: the change ended the session (with Reason).
-	Closed bool
-	Reason string
-}
-
 // Send appends an envelope from the authenticated agent from to session id,
-// through the send path of the package doc. env.From is overwritten with
-// from, and the hub's fields (seq, id, time) with the hub's. Rejections
-// write nothing and wrap the protocol sentinels of packages session and
-// adapters, or ErrUnknownSession / ErrTooLarge / ErrSessionFailed.
-func (h *Hub) Send(ctx context.Context, from string, id session.ID, env *session.Envelope) (Ack, error) {
+// through the send path of the package doc, and acknowledges it once it is
+// durable. Send takes ownership of env: the hub stamps it (from, session,
+// seq, id, time; a protocol spelling of its type in the stored form) and
+// keeps it for delivery, so the caller must not use it afterwards.
+// Rejections write nothing and wrap the protocol sentinels of packages
+// session and adapters, or ErrUnknownSession / ErrTooLarge /
+// ErrSessionFailed.
+func (h *Hub) Send(ctx context.Context, from string, id session.ID, env *hubpb.Envelope) (*hubpb.SendResponse, error) {
 	if err := h.enter(); err != nil {
-		return Ack{}, err
+		return nil, err
 	}
 	defer h.leave()
 	if err := session.CheckName(from); err != nil {
-		return Ack{}, fmt.Errorf("sender: %w", err) // "" would be the hub itself
+		return nil, fmt.Errorf("sender: %w", err) // "" would be the hub itself
+	}
+	if env == nil {
+		return nil, fmt.Errorf("envelope is required: %w", session.ErrMalformed)
+	}
+	t, err := session.ParseEventType(env.GetType())
+	if err != nil {
+		return nil, err
+	}
+	if err := checkHeader(env, from, id); err != nil {
+		return nil, err
 	}
 	s, err := h.lookup(id)
 	if err != nil {
-		return Ack{}, err
+		return nil, err
 	}
 	if err := s.acquire(ctx); err != nil {
-		return Ack{}, err
+		return nil, err
 	}
 	defer s.release()
 	if err := h.ready(ctx, s); err != nil {
-		return Ack{}, err
+		return nil, err
 	}
-	e := *env
-	e.From, e.Session, e.ID = from, id, uuid.Nil
-	if e.ClientMsgID != "" {
-		if seq, ok := s.dedup[dedupKey(from, e.ClientMsgID)]; ok {
+	env.From, env.Type, env.SessionId, env.Id = from, t, s.meta.GetSessionId(), ""
+	env.Seq, env.AcceptedAt = 0, nil // the hub's: a caller's values are neither checked nor kept
+	if k := env.GetClientMsgId(); k != "" {
+		if seq, ok := s.dedup[dedupKey(from, k)]; ok {
 			return h.duplicate(ctx, s, seq)
 		}
 	}
-	if err := s.m.Admit(&e); err != nil {
-		h.rejected(s.id, from, e.Type, err)
-		return Ack{}, err
+	if err := s.m.Admit(env); err != nil {
+		h.rejected(s.id, from, t, err)
+		return nil, err
 	}
-	all, err := h.commit(ctx, s, []*session.Envelope{&e}, nil)
+	all, err := h.commit(ctx, s, []*hubpb.Envelope{env}, nil)
 	if err != nil {
-		h.rejected(s.id, from, e.Type, err)
-		return Ack{}, err
+		h.rejected(s.id, from, t, err)
+		return nil, err
 	}
 	return ackOf(all), nil
 }
 
-func ackOf(all []*session.Envelope) Ack {
-	first, last := all[0], all[len(all)-1]
-	a := Ack{Seq: first.Seq, ID: first.ID, AcceptedAt: first.AcceptedAt}
-	if last.Type.Ends() {
-		a.Closed = true
-		if p, ok := last.Payload.(session.Ended); ok {
-			a.Reason = p.Reason
+// checkHeader refuses an envelope that names another sender or session
+// than the call's.
+func checkHeader(env *hubpb.Envelope, from string, id session.ID) error {
+	if f := env.GetFrom(); f != "" && f != from {
+		return fmt.Errorf("the envelope says it is from %q but the caller is %q: %w", f, from, ErrImpersonation)
+	}
+	if sid := env.GetSessionId(); sid != "" {
+		if got, err := session.ParseID(sid); err != nil || got != id {
+			return fmt.Errorf("envelope.session_id %q differs from the session %v sent to: %w", sid, id, session.ErrMalformed)
 		}
+	}
+	return nil
+}
+
+// ackOf acknowledges a commit: the first envelope's seq, id and time, and
+// whether the commit ended the session.
+func ackOf(all []*hubpb.Envelope) *hubpb.SendResponse {
+	first, last := all[0], all[len(all)-1]
+	a := &hubpb.SendResponse{Seq: first.GetSeq(), Id: first.GetId(), AcceptedAt: first.GetAcceptedAt()}
+	if session.Ends(last.GetType()) {
+		a.Closed, a.CloseReason = true, last.GetEnded().GetReason()
 	}
 	return a
 }
 
 // duplicate answers a retry with the original envelope's seq, id and time.
-func (h *Hub) duplicate(ctx context.Context, s *sess, seq uint64) (Ack, error) {
-	a := Ack{Seq: seq, Duplicate: true}
-	err := h.log.Scan(ctx, s.id, seq, func(got uint64, data []byte) error {
-		e, err := session.DecodeEnvelope(data)
+func (h *Hub) duplicate(ctx context.Context, s *sess, seq uint64) (*hubpb.SendResponse, error) {
+	a := &hubpb.SendResponse{Seq: seq, Duplicate: true}
+	err := h.wal.Scan(ctx, s.id, seq, func(got uint64, data []byte) error {
+		e, err := session.UnmarshalEnvelope(data)
 		if err != nil {
 			return err
 		}
-		a.ID, a.AcceptedAt = e.ID, e.AcceptedAt
+		a.Id, a.AcceptedAt = e.GetId(), e.GetAcceptedAt()
 		return errStop
 	})
 	if err != nil && err != errStop {
-		return Ack{}, fmt.Errorf("reading seq %d of session %v: %w", seq, s.id, err)
+		return nil, fmt.Errorf("reading seq %d of session %v: %w", seq, s.id, err)
 	}
 	return a, nil
 }
 
-func (h *Hub) rejected(id session.ID, from string, t session.EventType, err error) {
+func (h *Hub) rejected(id session.ID, from, t string, err error) {
 	if f := h.cfg.Hooks.Rejected; f != nil {
 		f(id, from, t, err)
 	}
@@ -103,50 +114,50 @@ func (h *Hub) rejected(id session.ID, from string, t session.EventType, err erro
 
 // AckInvite acknowledges agent's invite to session id; the last ack opens
 // the session in the same write.
-func (h *Hub) AckInvite(ctx context.Context, agent string, id session.ID) (Ack, error) {
-	return h.Send(ctx, agent, id, &session.Envelope{Type: session.EventInviteAck})
+func (h *Hub) AckInvite(ctx context.Context, agent string, id session.ID) (*hubpb.SendResponse, error) {
+	return h.Send(ctx, agent, id, &hubpb.Envelope{Type: session.EventInviteAck})
 }
 
 // RejectInvite rejects agent's invite; the session closes with
 // "invite_rejected" in the same write.
-func (h *Hub) RejectInvite(ctx context.Context, agent string, id session.ID, reason string) (Ack, error) {
+func (h *Hub) RejectInvite(ctx context.Context, agent string, id session.ID, reason string) (*hubpb.SendResponse, error) {
 	if reason == "" {
 		reason = "declined"
 	}
-	return h.Send(ctx, agent, id, &session.Envelope{Type: session.EventInviteReject, Payload: session.Ended{Reason: reason}})
+	return h.Send(ctx, agent, id, session.Ended(session.EventInviteReject, reason))
 }
 
 // CloseSession closes session id on behalf of agent, who must be its
 // creator unless operator is true. reason defaults to "explicit_close".
-func (h *Hub) CloseSession(ctx context.Context, agent string, operator bool, id session.ID, reason string) (Ack, error) {
+func (h *Hub) CloseSession(ctx context.Context, agent string, operator bool, id session.ID, reason string) (*hubpb.SendResponse, error) {
 	if err := h.enter(); err != nil {
-		return Ack{}, err
+		return nil, err
 	}
 	defer h.leave()
 	s, err := h.lookup(id)
 	if err != nil {
-		return Ack{}, err
+		return nil, err
 	}
-	if !operator && agent != s.meta.Creator {
-		return Ack{}, fmt.Errorf("only the creator %q (or an operator) closes session %v, not %q: %w", s.meta.Creator, id, agent, ErrPermissionDenied)
+	if creator := s.meta.GetCreator(); !operator && agent != creator {
+		return nil, fmt.Errorf("only the creator %q (or an operator) closes session %v, not %q: %w", creator, id, agent, ErrPermissionDenied)
 	}
 	if reason == "" {
 		reason = session.ReasonExplicitClose
 	}
 	if err := s.acquire(ctx); err != nil {
-		return Ack{}, err
+		return nil, err
 	}
 	defer s.release()
 	if err := h.ready(ctx, s); err != nil {
-		return Ack{}, err
+		return nil, err
 	}
-	e := &session.Envelope{Type: session.EventClosed, Payload: session.Ended{Reason: reason}, Audience: session.Everyone()}
+	e := session.Ended(session.EventClosed, reason)
 	if err := s.m.Admit(e); err != nil {
-		return Ack{}, err
+		return nil, err
 	}
-	all, err := h.commit(ctx, s, []*session.Envelope{e}, nil)
+	all, err := h.commit(ctx, s, []*hubpb.Envelope{e}, nil)
 	if err != nil {
-		return Ack{}, err
+		return nil, err
 	}
 	return ackOf(all), nil
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
 
@@ -21,14 +22,14 @@ type Subscription struct {
 	viewer string     // whose audience filters what a watch sees; "" sees all (operators)
 
 	// Owned by the reader (Next).
-	spans []span                // catch-up still to read from the log
-	batch []Delivery            // catch-up read, not yet returned
-	turns []Delivery            // pending turns to re-tell after catch-up
-	sent  map[session.ID]uint64 // highest seq handed out per session
-	told  map[session.ID]uint64 // highest turn trigger handed out per session
+	spans []span            // catch-up still to read from the log
+	batch []*hubpb.Delivery // catch-up read, not yet returned
+	turns []*hubpb.Delivery // pending turns to re-tell after catch-up
+	sent  map[string]uint64 // highest seq handed out per session id
+	told  map[string]uint64 // highest turn trigger handed out per session id
 
 	mu    sync.Mutex
-	queue []Delivery
+	queue []*hubpb.Delivery
 	wake  chan struct{}
 	err   error
 }
@@ -39,25 +40,25 @@ type span struct {
 }
 
 func newSubscription(h *Hub, agent string, watch session.ID) *Subscription {
-	return &Subscription{h: h, agent: agent, watch: watch, sent: map[session.ID]uint64{}, told: map[session.ID]uint64{},
+	return &Subscription{h: h, agent: agent, watch: watch, sent: map[string]uint64{}, told: map[string]uint64{},
 		wake: make(chan struct{}, 1)}
 }
 
 // sees reports whether the subscriber may see e: an agent what is
 // addressed to it, a participant's watch what the participant may read
 // (its own envelopes too), an operator's watch everything.
-func (sub *Subscription) sees(e *session.Envelope) bool {
+func (sub *Subscription) sees(e *hubpb.Envelope) bool {
 	switch {
 	case sub.agent != "":
-		return e.Audience.Includes(sub.agent, e.From)
+		return session.Addressed(e, sub.agent)
 	case sub.viewer != "":
-		return e.From == sub.viewer || e.Audience.Includes(sub.viewer, e.From)
+		return session.Visible(e, sub.viewer)
 	}
 	return true
 }
 
 // push appends a live delivery; it never blocks.
-func (sub *Subscription) push(d Delivery) {
+func (sub *Subscription) push(d *hubpb.Delivery) {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
 	if sub.err != nil {
@@ -66,7 +67,7 @@ func (sub *Subscription) push(d Delivery) {
 	if len(sub.queue) >= sub.h.cfg.SubscriberBuffer {
 		sub.err = fmt.Errorf("the subscriber's buffer of %d deliveries is full: %w", len(sub.queue), ErrSlowSubscriber)
 		sub.queue = nil
-		sub.h.lg.Warn().Str("agent", sub.agent).Str("session", sub.watch.String()).Msg("slow subscriber cut off")
+		sub.h.logger.Warn().Str("agent", sub.agent).Str("session", sub.watch.String()).Msg("slow subscriber cut off")
 		go sub.unregister()
 	} else {
 		sub.queue = append(sub.queue, d)
@@ -123,10 +124,10 @@ func (sub *Subscription) unregister() {
 // Next returns the next delivery, waiting until there is one or ctx is
 // done. After the subscription ends it returns why: ErrSlowSubscriber,
 // ErrClosed, or a log read error.
-func (sub *Subscription) Next(ctx context.Context) (Delivery, error) {
+func (sub *Subscription) Next(ctx context.Context) (*hubpb.Delivery, error) {
 	for {
 		if err := sub.errNow(); err != nil {
-			return Delivery{}, err
+			return nil, err
 		}
 		if d, ok := sub.nextReady(); ok {
 			return d, nil
@@ -138,7 +139,7 @@ func (sub *Subscription) Next(ctx context.Context) (Delivery, error) {
 			continue
 		}
 		if d, ok, err := sub.pop(); err != nil {
-			return Delivery{}, err
+			return nil, err
 		} else if ok {
 			if d, keep := sub.filter(d); keep {
 				return d, nil
@@ -148,7 +149,7 @@ func (sub *Subscription) Next(ctx context.Context) (Delivery, error) {
 		select {
 		case <-sub.wake:
 		case <-ctx.Done():
-			return Delivery{}, ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
 }
@@ -161,19 +162,19 @@ func (sub *Subscription) errNow() error {
 
 // nextReady returns a catch-up delivery, or a pending turn once catch-up is
 // over.
-func (sub *Subscription) nextReady() (Delivery, bool) {
+func (sub *Subscription) nextReady() (*hubpb.Delivery, bool) {
 	for len(sub.batch) > 0 {
 		d := sub.batch[0]
 		sub.batch = sub.batch[1:]
-		d.Turn = slices.ContainsFunc(sub.turns, func(t Delivery) bool {
-			return t.Envelope.Session == d.Envelope.Session && t.Envelope.Seq == d.Envelope.Seq
+		d.YourTurn = slices.ContainsFunc(sub.turns, func(t *hubpb.Delivery) bool {
+			return t.GetEnvelope().GetSessionId() == d.GetEnvelope().GetSessionId() && t.GetEnvelope().GetSeq() == d.GetEnvelope().GetSeq()
 		})
 		if d, keep := sub.filter(d); keep {
 			return d, true
 		}
 	}
 	if len(sub.spans) > 0 {
-		return Delivery{}, false
+		return nil, false
 	}
 	for len(sub.turns) > 0 {
 		d := sub.turns[0]
@@ -182,16 +183,17 @@ func (sub *Subscription) nextReady() (Delivery, bool) {
 			return d, true
 		}
 	}
-	return Delivery{}, false
+	return nil, false
 }
 
 // filter drops what was already handed out and records what is. An
 // envelope is handed out once; a turn is told once per trigger, on the
 // envelope itself when it is handed out with it, else on its own.
-func (sub *Subscription) filter(d Delivery) (Delivery, bool) {
-	id, seq := d.Envelope.Session, d.Envelope.Seq
+func (sub *Subscription) filter(d *hubpb.Delivery) (*hubpb.Delivery, bool) {
+	e := d.GetEnvelope()
+	id, seq := e.GetSessionId(), e.GetSeq()
 	fresh := seq > sub.sent[id]
-	turn := d.Turn && seq > sub.told[id]
+	turn := d.GetYourTurn() && seq > sub.told[id]
 	if !fresh && !turn {
 		return d, false
 	}
@@ -201,21 +203,23 @@ func (sub *Subscription) filter(d Delivery) (Delivery, bool) {
 	if turn {
 		sub.told[id] = seq
 	}
-	d.Turn = turn
+	if turn != d.GetYourTurn() {
+		d = &hubpb.Delivery{Envelope: e, YourTurn: turn} // deliveries are shared: never change one
+	}
 	return d, true
 }
 
-func (sub *Subscription) pop() (Delivery, bool, error) {
+func (sub *Subscription) pop() (*hubpb.Delivery, bool, error) {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
 	if sub.err != nil {
-		return Delivery{}, false, sub.err
+		return nil, false, sub.err
 	}
 	if len(sub.queue) == 0 {
-		return Delivery{}, false, nil
+		return nil, false, nil
 	}
 	d := sub.queue[0]
-	sub.queue[0] = Delivery{}
+	sub.queue[0] = nil
 	sub.queue = sub.queue[1:]
 	return d, true, nil
 }
@@ -228,18 +232,18 @@ func (sub *Subscription) readSpan(ctx context.Context) error {
 	sp := &sub.spans[0]
 	n := 0
 	// A chunk is short; reading it does not depend on the caller giving up.
-	err := sub.h.log.Scan(context.WithoutCancel(ctx), sp.id, sp.from, func(seq uint64, data []byte) error {
+	err := sub.h.wal.Scan(context.WithoutCancel(ctx), sp.id, sp.from, func(seq uint64, data []byte) error {
 		if seq > sp.to || n >= catchupChunk {
 			return errStop
 		}
 		n++
 		sp.from = seq + 1
-		e, err := session.DecodeEnvelope(data)
+		e, err := session.UnmarshalEnvelope(data)
 		if err != nil {
 			return err
 		}
 		if sub.sees(e) {
-			sub.batch = append(sub.batch, Delivery{Envelope: e})
+			sub.batch = append(sub.batch, &hubpb.Delivery{Envelope: e})
 		}
 		return nil
 	})

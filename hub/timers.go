@@ -131,7 +131,7 @@ func (h *Hub) runTimers(s *sess) {
 	s.lock <- struct{}{}
 	defer s.release()
 	if err := h.ready(ctx, s); err != nil {
-		h.lg.Error().Err(err).Str("session", s.id.String()).Msg("timers not run")
+		h.logger.Error().Err(err).Str("session", s.id.String()).Msg("timers not run")
 		return
 	}
 	envs := s.m.Due(h.stamp(s))
@@ -141,12 +141,12 @@ func (h *Hub) runTimers(s *sess) {
 	}
 	all, err := h.commit(ctx, s, envs, nil)
 	if err != nil {
-		h.lg.Error().Err(err).Str("session", s.id.String()).Msg("timer envelopes not written")
+		h.logger.Error().Err(err).Str("session", s.id.String()).Msg("timer envelopes not written")
 		return
 	}
 	if f := h.cfg.Hooks.TimerFired; f != nil {
 		for _, e := range all {
-			if e.From == "" && (e.Type == session.EventViolation || e.Type.Ends()) {
+			if e.GetFrom() == "" && (e.GetType() == session.EventViolation || session.Ends(e.GetType())) {
 				f(s.id, e)
 			}
 		}

@@ -3,8 +3,8 @@ package hub
 import (
 	"context"
 	"fmt"
-	"time"
 
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
 
@@ -29,46 +29,19 @@ type ViewOptions struct {
 	Window int    // for ViewWindowed; default 10
 }
 
-// View is the transcript one participant may see, for building a prompt.
-type View struct {
-	Session session.ID
-	Name    string
-	Items   []ViewItem
-	// Older counts, per speaker in session order, the items before the
-	// window; OlderTotal is their sum.
-	Older      []SpeakerCount
-	OlderTotal int
-}
-
-// ViewItem is one entry of a view: a turn, a question, an answer or a
-// delegation result.
-type ViewItem struct {
-	Seq  uint64
-	From string
-	Type session.EventType
-	Text string
-	At   time.Time
-}
-
-// SpeakerCount is how many items of a speaker a window left out.
-type SpeakerCount struct {
-	Speaker string
-	Count   int
-}
-
 // View returns agent's view of a session.
-func (h *Hub) View(ctx context.Context, agent string, id session.ID, opts ViewOptions) (View, error) {
+func (h *Hub) View(ctx context.Context, agent string, id session.ID, opts ViewOptions) (*hubpb.View, error) {
 	s, err := h.readable(agent, false, id)
 	if err != nil {
-		return View{}, err
+		return nil, err
 	}
 	name, window, err := resolveView(s.meta, opts)
 	if err != nil {
-		return View{}, err
+		return nil, err
 	}
-	var items []ViewItem
-	err = h.log.Scan(ctx, id, 1, func(seq uint64, data []byte) error {
-		e, err := session.DecodeEnvelope(data)
+	var items []*hubpb.ViewItem
+	err = h.wal.Scan(ctx, id, 1, func(seq uint64, data []byte) error {
+		e, err := session.UnmarshalEnvelope(data)
 		if err != nil {
 			return err
 		}
@@ -78,29 +51,36 @@ func (h *Hub) View(ctx context.Context, agent string, id session.ID, opts ViewOp
 		return nil
 	})
 	if err != nil {
-		return View{}, fmt.Errorf("reading session %v: %w", id, err)
+		return nil, fmt.Errorf("reading session %v: %w", id, err)
 	}
-	v := View{Session: id, Name: name, Items: items}
+	v := &hubpb.View{SessionId: s.meta.GetSessionId(), Name: name, Items: items}
 	if window > 0 && len(items) > window {
 		cut := len(items) - window
-		v.Items, v.OlderTotal = items[cut:], cut
-		for _, p := range s.meta.Participants {
-			n := 0
-			for _, it := range items[:cut] {
-				if it.From == p.Name {
-					n++
-				}
-			}
-			if n > 0 {
-				v.Older = append(v.Older, SpeakerCount{Speaker: p.Name, Count: n})
-			}
-		}
+		v.Items, v.OlderTotal = items[cut:], int32(cut)
+		v.Older = olderCounts(s.meta, items[:cut])
 	}
 	return v, nil
 }
 
+// olderCounts counts the items per speaker, in session order.
+func olderCounts(meta *hubpb.SessionMeta, items []*hubpb.ViewItem) []*hubpb.SpeakerCount {
+	var out []*hubpb.SpeakerCount
+	for _, name := range session.Names(meta) {
+		n := 0
+		for _, it := range items {
+			if it.GetFrom() == name {
+				n++
+			}
+		}
+		if n > 0 {
+			out = append(out, &hubpb.SpeakerCount{Speaker: name, Count: int32(n)})
+		}
+	}
+	return out
+}
+
 // resolveView turns options into a view name and a window (0: all).
-func resolveView(meta *session.Meta, opts ViewOptions) (string, int, error) {
+func resolveView(meta *hubpb.SessionMeta, opts ViewOptions) (string, int, error) {
 	switch opts.Name {
 	case ViewFull:
 		return ViewFull, 0, nil
@@ -112,9 +92,9 @@ func resolveView(meta *session.Meta, opts ViewOptions) (string, int, error) {
 	case ViewLast:
 		return ViewLast, 1, nil
 	case "", ViewDefault:
-		switch meta.Type.Kind {
+		switch t, _ := session.ParseType(meta.GetType()); t.Kind {
 		case "workflow", "discussion":
-			return ViewDefault, 2 * len(meta.Participants), nil
+			return ViewDefault, 2 * len(meta.GetParticipants()), nil
 		}
 		return ViewDefault, 0, nil
 	}
@@ -122,24 +102,24 @@ func resolveView(meta *session.Meta, opts ViewOptions) (string, int, error) {
 }
 
 // viewItem returns the view entry of e for agent, if e is one it may see.
-func viewItem(e *session.Envelope, agent string) (ViewItem, bool) {
-	if e.From != agent && !e.Audience.Includes(agent, e.From) {
-		return ViewItem{}, false
+func viewItem(e *hubpb.Envelope, agent string) (*hubpb.ViewItem, bool) {
+	if !session.Visible(e, agent) {
+		return nil, false
 	}
-	it := ViewItem{Seq: e.Seq, From: e.From, Type: e.Type, At: e.AcceptedAt}
-	switch p := e.Payload.(type) {
-	case session.Text:
-		it.Text = p.Text
-	case session.Packet:
-		it.Text = p.Body
-	case session.Question:
-		it.Text = p.Text
-	case session.Answer:
-		it.Text = p.Text
-	case session.DelegationResult:
-		it.Text = p.Summary
+	it := &hubpb.ViewItem{Seq: e.GetSeq(), From: e.GetFrom(), Type: e.GetType(), At: e.GetAcceptedAt()}
+	switch p := e.GetPayload().(type) {
+	case *hubpb.Envelope_Text:
+		it.Text = p.Text.GetText()
+	case *hubpb.Envelope_Packet:
+		it.Text = p.Packet.GetBody()
+	case *hubpb.Envelope_Question:
+		it.Text = p.Question.GetText()
+	case *hubpb.Envelope_Answer:
+		it.Text = p.Answer.GetText()
+	case *hubpb.Envelope_DelegationResult:
+		it.Text = p.DelegationResult.GetSummary()
 	default:
-		return ViewItem{}, false
+		return nil, false
 	}
 	return it, true
 }
