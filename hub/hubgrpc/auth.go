@@ -165,7 +165,7 @@ func public(method string) bool {
 }
 
 // UnaryInterceptor authenticates unary calls.
-func (s *Server) UnaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+func (s *Service) UnaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	if public(info.FullMethod) {
 		return handler(ctx, req)
 	}
@@ -177,7 +177,7 @@ func (s *Server) UnaryInterceptor(ctx context.Context, req any, info *grpc.Unary
 }
 
 // StreamInterceptor authenticates streams.
-func (s *Server) StreamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+func (s *Service) StreamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	if public(info.FullMethod) {
 		return handler(srv, ss)
 	}

@@ -17,22 +17,23 @@ import (
 
 	"github.com/hubd/hubd/hub/hubgrpc"
 	"github.com/hubd/hubd/hubpb"
+	"github.com/hubd/hubd/hubpb/hubsvc"
 	"github.com/hubd/hubd/internal/server"
 	"github.com/hubd/hubd/internal/wiretest"
 )
 
-// fixture is a hubd on bufconn with an in-memory log.
+// fixture is a hubd on bufconn with an in-memory log and a 4096-byte
+// envelope limit.
 type fixture struct {
-	t   *testing.T
+	t   testing.TB
 	srv *server.Server
 	lis *bufconn.Listener
 }
 
-func start(t *testing.T, tokens string) *fixture {
+// start starts a fixture; with tokens (a tokens file), callers need them.
+func start(t testing.TB, tokens string) *fixture {
 	t.Helper()
-	lis := bufconn.Listen(1 << 20)
-	cfg := server.Config{InMemory: true}
-	cfg.Hub.MaxEnvelopeBytes = 4096
+	cfg := server.Config{}
 	if tokens != "" {
 		tk, err := hubgrpc.ParseTokens(strings.NewReader(tokens))
 		if err != nil {
@@ -40,6 +41,15 @@ func start(t *testing.T, tokens string) *fixture {
 		}
 		cfg.Tokens = tk
 	}
+	return startWith(t, cfg)
+}
+
+// startWith starts a fixture with cfg (in memory, 4096-byte envelopes).
+func startWith(t testing.TB, cfg server.Config) *fixture {
+	t.Helper()
+	lis := bufconn.Listen(1 << 20)
+	cfg.InMemory = true
+	cfg.Hub.MaxEnvelopeBytes = 4096
 	srv, err := server.StartOn(context.Background(), cfg, lis)
 	if err != nil {
 		t.Fatal(err)
@@ -50,11 +60,11 @@ func start(t *testing.T, tokens string) *fixture {
 }
 
 // client dials the fixture; md is sent with every call.
-func (f *fixture) client(md ...string) hubpb.HubClient {
+func (f *fixture) client(md ...string) hubsvc.HubClient {
 	f.t.Helper()
 	conn := f.dial(md...)
 	f.t.Cleanup(func() { conn.Close() })
-	return hubpb.NewHubClient(conn)
+	return hubsvc.NewHubClient(conn)
 }
 
 func (f *fixture) dial(md ...string) *grpc.ClientConn {
@@ -74,7 +84,9 @@ func (f *fixture) dial(md ...string) *grpc.ClientConn {
 	return conn
 }
 
-func (f *fixture) agent(name string) hubpb.HubClient { return f.client(hubgrpc.AgentHeader, name) }
+// agent is a client in development mode named name ("operator" has
+// operator rights).
+func (f *fixture) agent(name string) hubsvc.HubClient { return f.client(hubgrpc.AgentHeader, name) }
 
 func TestBadInput(t *testing.T) {
 	f := start(t, "")
@@ -179,7 +191,7 @@ func TestShutdownLeavesNoGoroutines(t *testing.T) {
 	}
 	f := &fixture{t: t, srv: srv, lis: lis}
 	conn := f.dial(hubgrpc.AgentHeader, "alice")
-	stream, err := hubpb.NewHubClient(conn).Subscribe(context.Background(), &hubpb.SubscribeRequest{})
+	stream, err := hubsvc.NewHubClient(conn).Subscribe(context.Background(), &hubpb.SubscribeRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
