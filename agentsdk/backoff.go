@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
-
-	"github.com/hubd/hubd/hubpb"
 )
 
 // backoffDelay is the wait before retry n (from 1): exponential from base,
@@ -35,4 +33,4 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func protoClone(e *hubpb.Envelope) *hubpb.Envelope { return proto.Clone(e).(*hubpb.Envelope) }
+func protoClone[M proto.Message](m M) M { return proto.CloneOf(m) }

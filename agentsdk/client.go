@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/hubd/hubd/hubpb"
+	"github.com/hubd/hubd/hubpb/hubsvc"
 )
 
 // AgentHeader is the metadata key that names the caller to a hub in
@@ -57,7 +57,7 @@ type Options struct {
 // use. Close it when done.
 type Client struct {
 	conn     *grpc.ClientConn
-	rpc      hubpb.HubClient
+	rpc      hubsvc.HubClient
 	name     string
 	attempts int
 	logf     func(format string, args ...any)
@@ -81,7 +81,7 @@ func Dial(ctx context.Context, target string, opts Options) (*Client, error) {
 		conn.Close()
 		return nil, fmt.Errorf("agentsdk: dial %s: %w", target, err)
 	}
-	c := &Client{conn: conn, rpc: hubpb.NewHubClient(conn), name: opts.Name, attempts: opts.SendAttempts, logf: opts.Logf}
+	c := &Client{conn: conn, rpc: hubsvc.NewHubClient(conn), name: opts.Name, attempts: opts.SendAttempts, logf: opts.Logf}
 	if c.attempts <= 0 {
 		c.attempts = 3
 	}
@@ -184,4 +184,4 @@ func (c *Client) Name() string { return c.name }
 
 // Raw returns the generated gRPC client on the same connection and
 // credentials, for calls the SDK does not wrap.
-func (c *Client) Raw() hubpb.HubClient { return c.rpc }
+func (c *Client) Raw() hubsvc.HubClient { return c.rpc }

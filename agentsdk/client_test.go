@@ -11,6 +11,7 @@ import (
 
 	"github.com/hubd/hubd/agentsdk"
 	"github.com/hubd/hubd/hub/hubgrpc"
+	"github.com/hubd/hubd/hub/hubtest"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/internal/server"
 )
@@ -20,42 +21,67 @@ alice alice-token-0123456789
 bob   bob-token-0123456789
 `
 
-// TestTokens: with a token every call is the token's agent; a wrong
-// token, or a name alone on a hub with tokens, is ErrUnauthenticated.
-func TestTokens(t *testing.T) {
+// startSecure starts a hub with tokens or TLS, which hubtest does not
+// offer, on a free loopback port.
+func startSecure(t *testing.T, cfg server.Config) string {
+	t.Helper()
+	cfg.Listen, cfg.InMemory = "127.0.0.1:0", true
+	srv, err := server.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("stopping the hub: %v", err)
+		}
+	})
+	return srv.Addr()
+}
+
+// parseTokens parses the test's tokens file.
+func parseTokens(t *testing.T) *hubgrpc.Tokens {
+	t.Helper()
 	tk, err := hubgrpc.ParseTokens(strings.NewReader(tokens))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := startHub(t, server.Config{Tokens: tk})
+	return tk
+}
+
+// TestTokens: with a token every call is the token's agent; a wrong
+// token, or a name alone on a hub with tokens, is ErrUnauthenticated.
+func TestTokens(t *testing.T) {
+	addr := startSecure(t, server.Config{Tokens: parseTokens(t)})
 	ctx := testCtx(t)
-	alice := dial(t, srv.Addr(), "", func(o *agentsdk.Options) { o.Token = "alice-token-0123456789" })
+	alice := dial(t, addr, "", func(o *agentsdk.Options) { o.Token = "alice-token-0123456789" })
 	if alice.Name() != "" {
 		t.Errorf("Name() = %q", alice.Name())
 	}
-	info, err := alice.Open(ctx, agentsdk.OpenOptions{Graph: agentsdk.Sequence("alice", "bob"), Participants: agentsdk.AutoAccepted("bob")})
+	s, err := alice.Open(ctx, agentsdk.OpenOptions{Graph: agentsdk.Sequence("alice", "bob"), Participants: agentsdk.AutoAccepted("bob")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Creator != "alice" {
-		t.Errorf("creator %q", info.Creator)
+	if s.GetMeta().GetCreator() != "alice" {
+		t.Errorf("creator %q", s.GetMeta().GetCreator())
 	}
-	bob := dial(t, srv.Addr(), "bob", func(o *agentsdk.Options) { o.Token = "bob-token-0123456789" })
-	_, err = bob.SendText(ctx, info.ID, "me first")
+	bob := dial(t, addr, "bob", func(o *agentsdk.Options) { o.Token = "bob-token-0123456789" })
+	_, err = bob.SendText(ctx, s.ID(), "me first")
 	checkErr(t, err, agentsdk.ErrOutOfTurn, "OUT_OF_TURN", codes.FailedPrecondition, `got "bob"`)
 
 	for name, o := range map[string]agentsdk.Options{
 		"wrong token": {Token: "mallory-token-0123456789"},
 		"dev name":    {Name: "alice"},
 	} {
-		c := dial(t, srv.Addr(), "", func(opts *agentsdk.Options) { *opts = o })
-		_, err := c.GetSession(ctx, info.ID)
+		c := dial(t, addr, "", func(opts *agentsdk.Options) { *opts = o })
+		_, err := c.GetSession(ctx, s.ID())
 		if !errors.Is(err, agentsdk.ErrUnauthenticated) {
 			t.Errorf("%s: %v", name, err)
 		}
-		s, err := c.Subscribe(ctx, agentsdk.SubscribeOptions{})
+		sub, err := c.Subscribe(ctx, agentsdk.SubscribeOptions{})
 		if err == nil {
-			_, err = s.Recv()
+			_, err = sub.Recv()
 		}
 		if !errors.Is(err, agentsdk.ErrUnauthenticated) {
 			t.Errorf("%s: subscribe: %v", name, err)
@@ -89,12 +115,12 @@ func TestDialRefusals(t *testing.T) {
 
 // TestRaw: the generated client shares the connection and credentials.
 func TestRaw(t *testing.T) {
-	srv := startHub(t, server.Config{})
+	h := hubtest.New(t)
 	ctx := testCtx(t)
-	alice := dial(t, srv.Addr(), "alice")
-	info := openPipeline(t, ctx, alice)
-	got, err := alice.Raw().GetSession(ctx, &hubpb.GetSessionRequest{SessionId: info.ID})
-	if err != nil || got.GetCreator() != "alice" || got.GetState() != "OPEN" {
+	alice := dial(t, h.Addr(), "alice")
+	s := openPipeline(t, ctx, alice)
+	got, err := alice.Raw().GetSession(ctx, &hubpb.GetSessionRequest{SessionId: s.ID()})
+	if err != nil || got.GetMeta().GetCreator() != "alice" || got.GetState() != agentsdk.StateOpen {
 		t.Fatalf("%v %v", got, err)
 	}
 }

@@ -5,15 +5,17 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/hubd/hubd/hubpb"
 )
 
-// Event types of the hub (Envelope.Type). Texts and packets are turns;
-// context sets are not; the lifecycle types are written by the hub. Any
-// other string is a custom type ([Client.SendEvent]): logged and delivered,
-// never a turn.
+// Event types of the hub (hubpb.Envelope.Type). Texts and packets are
+// turns; context sets are not; the lifecycle types are written by the hub.
+// Any other string is a custom type ([Client.SendEvent]): logged and
+// delivered, never a turn.
 const (
 	EventText         = "text"
 	EventPacket       = "packet"
@@ -31,7 +33,7 @@ const (
 	EventTaskProgress = "task_progress"
 )
 
-// Routing kinds of a packet (Routing.Kind).
+// Routing kinds of a packet (hubpb.Routing.Kind).
 const (
 	RoutingText     = "text"     // the graph decides ("" too)
 	RoutingHandoff  = "handoff"  // to Target, or by the graph on Tool
@@ -42,152 +44,120 @@ const (
 // defaultFinishReason is the hub's close reason of a finish without one.
 const defaultFinishReason = "finished"
 
-// Envelope is one entry of a session's log, as delivered or read.
-type Envelope struct {
-	SessionID string
-	Seq       uint64
-	ID        string
-	// From is the sender; "" for the hub itself.
-	From string
-	// To lists the recipients when the envelope is addressed (empty: log
-	// only); nil means every participant but the sender.
-	To   []string
-	Type string
-	// Text is what a text says, a packet's body, a question's or an
-	// answer's text, or a delegation result's summary.
-	Text string
-	// Packet is a packet's payload, nil for other types.
-	Packet *Packet
-	// Context is a context_set's update, nil for other types.
-	Context *ContextUpdate
-	// Reason is why a session closed or expired, why an invite was
-	// rejected, or a delegation result's close reason.
-	Reason string
-	// Invitees are who must acknowledge a session_invite.
-	Invitees []string
-	// Data is a custom event's payload.
-	Data []byte
+// The SDK works on the hub's own messages (package hubpb): envelopes,
+// deliveries, views and session info are the generated types, read with
+// their getters; the aliases below name the common ones without importing
+// hubpb, and the functions and builders make the common cases short.
+type (
+	// Envelope is one entry of a session's log (hubpb.Envelope).
+	Envelope = hubpb.Envelope
+	// Delivery is one item of a stream: an envelope, and whether it is now
+	// the receiver's turn (hubpb.Delivery).
+	Delivery = hubpb.Delivery
+	// View is the transcript of a session the caller may see
+	// (hubpb.View).
+	View = hubpb.View
+	// Usage is the token usage and cost of a round (hubpb.Usage).
+	Usage = hubpb.Usage
+)
 
-	CausationID string
-	ClientMsgID string
-	TraceParent string
-	AcceptedAt  time.Time
-
-	// Proto is the envelope as received, for the fields and payloads the
-	// SDK type does not carry (questions, answers, the call tree, ...).
-	Proto *hubpb.Envelope
-}
-
-// IsTurn reports whether the envelope is substantive: a text or a packet.
-func (e *Envelope) IsTurn() bool { return e.Type == EventText || e.Type == EventPacket }
-
-// Ends reports whether the envelope ends its session.
-func (e *Envelope) Ends() bool { return e.Type == EventClosed || e.Type == EventExpired }
-
-// Delivery is one item of a stream: an envelope, and whether it is now the
-// receiver's turn in its session.
-type Delivery struct {
-	// Envelope is the envelope delivered; for a bare turn notice, the
-	// envelope that began the turn (without payload if the receiver may not
-	// see it).
-	Envelope *Envelope
-	// YourTurn: it is now the receiver's turn in Envelope.SessionID, begun
-	// by Envelope.
-	YourTurn bool
-	// Proto is the delivery as received.
-	Proto *hubpb.Delivery
-}
-
-func deliveryFromPB(d *hubpb.Delivery) Delivery {
-	return Delivery{Envelope: envelopeFromPB(d.GetEnvelope()), YourTurn: d.GetYourTurn(), Proto: d}
-}
-
-func envelopeFromPB(p *hubpb.Envelope) *Envelope {
-	e := &Envelope{SessionID: p.GetSessionId(), Seq: p.GetSeq(), ID: p.GetId(), From: p.GetFrom(), Type: p.GetType(),
-		CausationID: p.GetCausationId(), ClientMsgID: p.GetClientMsgId(), TraceParent: p.GetTraceparent(), Proto: p}
-	if a := p.GetAudience(); a != nil {
-		e.To = append([]string{}, a.GetNames()...)
+// CloseReason returns why a session_closed or session_expired envelope
+// ended its session (the reason of its ended payload), "" for any other.
+func CloseReason(e *hubpb.Envelope) string {
+	if !Ends(e) {
+		return ""
 	}
-	if t := p.GetAcceptedAt(); t != nil {
-		e.AcceptedAt = t.AsTime()
-	}
-	switch x := p.GetPayload().(type) {
+	return e.GetEnded().GetReason()
+}
+
+// TextOf returns what an envelope says in words: a text's text, a packet's
+// body, a question's or an answer's text, a delegation result's summary;
+// "" for anything else.
+func TextOf(e *hubpb.Envelope) string {
+	switch p := e.GetPayload().(type) {
 	case *hubpb.Envelope_Text:
-		e.Text = x.Text.GetText()
+		return p.Text.GetText()
 	case *hubpb.Envelope_Packet:
-		e.Packet = packetFromPB(x.Packet)
-		e.Text = e.Packet.Body
-	case *hubpb.Envelope_ContextSet:
-		u := contextFromPB(x.ContextSet)
-		e.Context = &u
-	case *hubpb.Envelope_Ended:
-		e.Reason = x.Ended.GetReason()
-	case *hubpb.Envelope_Invite:
-		e.Invitees = x.Invite.GetInvitees()
-	case *hubpb.Envelope_Custom:
-		e.Data = x.Custom
+		return p.Packet.GetBody()
 	case *hubpb.Envelope_Question:
-		e.Text = x.Question.GetText()
+		return p.Question.GetText()
 	case *hubpb.Envelope_Answer:
-		e.Text = x.Answer.GetText()
+		return p.Answer.GetText()
 	case *hubpb.Envelope_DelegationResult:
-		e.Text, e.Reason = x.DelegationResult.GetSummary(), x.DelegationResult.GetReason()
+		return p.DelegationResult.GetSummary()
 	}
-	return e
+	return ""
 }
 
-// Packet is one agent round: a body, a routing decision, context updates
-// applied before routing, and token usage. Build one with [NewPacket] and
-// its methods:
+// IsTurn reports whether an envelope is substantive: a text or a packet.
+func IsTurn(e *hubpb.Envelope) bool {
+	return e.GetType() == EventText || e.GetType() == EventPacket
+}
+
+// Ends reports whether an envelope ends its session (closed or expired).
+func Ends(e *hubpb.Envelope) bool {
+	return e.GetType() == EventClosed || e.GetType() == EventExpired
+}
+
+// Value returns the stored form of a Go value (anything encoding/json
+// encodes): how context variables and knobs travel.
+func Value(v any) (*structpb.Value, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	out := &structpb.Value{}
+	if err := protojson.Unmarshal(b, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Decode decodes a stored value (a context variable, a knob) into v, as
+// encoding/json would decode its JSON.
+func Decode(val *structpb.Value, v any) error {
+	b, err := protojson.Marshal(val)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+// values returns the stored form of a map of Go values.
+func values(what string, m map[string]any) (map[string]*structpb.Value, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]*structpb.Value, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		v, err := Value(m[k])
+		if err != nil {
+			return nil, fmt.Errorf("agentsdk: %s %q: %w", what, k, err)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// Packet builds one agent round: a body, a routing decision, context
+// updates applied before routing, and token usage. Build one with
+// [NewPacket] and its methods:
 //
 //	agentsdk.NewPacket("Over to billing.").Handoff("transfer_to_billing", "", "a refund")
 //	agentsdk.NewPacket("Done.").Set("approved", true).Finish("approved", "shipped")
 type Packet struct {
-	Body    string
-	Routing Routing
-	Context ContextUpdate
-	Usage   Usage
-}
-
-// Routing is a packet's routing decision.
-type Routing struct {
-	// Kind is RoutingText (or ""), RoutingHandoff, RoutingFinish or
-	// RoutingEscalate.
-	Kind string
-	// Tool is the tool that routed (tool_called conditions match it).
-	Tool string
-	// Target is a handoff's target agent; "" lets the graph decide on Tool.
-	Target string
-	// Reason is a finish's close reason or an escalation's reason.
-	Reason string
-	// Summary is a finish's summary.
-	Summary string
-}
-
-// ContextUpdate deletes, then sets, session context variables.
-type ContextUpdate struct {
-	// Set maps variables to values: any Go value, encoded as JSON when
-	// sent. Values received from the hub are json.RawMessage.
-	Set map[string]any
-	// Delete lists variables to delete.
-	Delete []string
-}
-
-// Usage is the token usage of a round, summed per session by the hub.
-type Usage struct {
-	InputTokens  int64
-	OutputTokens int64
-	CostUSD      float64
+	pb  *hubpb.Packet
+	set map[string]any
 }
 
 // NewPacket returns a packet with body and text routing (the graph
 // decides).
-func NewPacket(body string) *Packet { return &Packet{Body: body} }
+func NewPacket(body string) *Packet { return &Packet{pb: &hubpb.Packet{Body: body}} }
 
 // Handoff routes the turn by tool (tool_called rules see it) and/or
 // directly to target; at least one must be set. It returns p.
 func (p *Packet) Handoff(tool, target, reason string) *Packet {
-	p.Routing = Routing{Kind: RoutingHandoff, Tool: tool, Target: target, Reason: reason}
+	p.pb.Routing = &hubpb.Routing{Kind: RoutingHandoff, Tool: tool, Target: target, Reason: reason}
 	return p
 }
 
@@ -197,93 +167,74 @@ func (p *Packet) Finish(reason, summary string) *Packet {
 	if reason == "" {
 		reason = defaultFinishReason
 	}
-	p.Routing = Routing{Kind: RoutingFinish, Reason: reason, Summary: summary}
+	p.pb.Routing = &hubpb.Routing{Kind: RoutingFinish, Reason: reason, Summary: summary}
 	return p
 }
 
 // Escalate hands the turn to the session's supervisor with reason. It
 // returns p.
 func (p *Packet) Escalate(reason string) *Packet {
-	p.Routing = Routing{Kind: RoutingEscalate, Reason: reason}
+	p.pb.Routing = &hubpb.Routing{Kind: RoutingEscalate, Reason: reason}
 	return p
 }
 
-// Set sets context variable key to value (any Go value, encoded as JSON
-// when sent) before the packet is routed, so a rule evaluated on this turn
+// Set sets context variable key to value (any Go value encoding/json
+// encodes) before the packet is routed, so a rule evaluated on this turn
 // sees it. It returns p.
 func (p *Packet) Set(key string, value any) *Packet {
-	if p.Context.Set == nil {
-		p.Context.Set = map[string]any{}
+	if p.set == nil {
+		p.set = map[string]any{}
 	}
-	p.Context.Set[key] = value
+	p.set[key] = value
 	return p
 }
 
 // Delete deletes context variables before the packet is routed. It returns
 // p.
 func (p *Packet) Delete(keys ...string) *Packet {
-	p.Context.Delete = append(p.Context.Delete, keys...)
-	return p
-}
-
-// WithUsage records the round's token usage. It returns p.
-func (p *Packet) WithUsage(u Usage) *Packet {
-	p.Usage = u
-	return p
-}
-
-func (p *Packet) toPB() (*hubpb.Packet, error) {
-	out := &hubpb.Packet{Body: p.Body}
-	if p.Routing != (Routing{}) {
-		r := p.Routing
-		out.Routing = &hubpb.Routing{Kind: r.Kind, Tool: r.Tool, Target: r.Target, Reason: r.Reason, Summary: r.Summary}
+	if p.pb.ContextUpdates == nil {
+		p.pb.ContextUpdates = &hubpb.ContextUpdate{}
 	}
-	if len(p.Context.Set) > 0 || len(p.Context.Delete) > 0 {
-		c, err := p.Context.toPB()
-		if err != nil {
-			return nil, err
+	p.pb.ContextUpdates.Delete = append(p.pb.ContextUpdates.Delete, keys...)
+	return p
+}
+
+// WithUsage records the round's token usage and cost. It returns p.
+func (p *Packet) WithUsage(u *hubpb.Usage) *Packet {
+	p.pb.Usage = protoClone(u)
+	return p
+}
+
+// Proto returns the packet as the hub's message, or the error of a context
+// value that does not encode.
+func (p *Packet) Proto() (*hubpb.Packet, error) {
+	set, err := values("context variable", p.set)
+	if err != nil {
+		return nil, err
+	}
+	out := protoClone(p.pb)
+	if set != nil {
+		if out.ContextUpdates == nil {
+			out.ContextUpdates = &hubpb.ContextUpdate{}
 		}
-		out.ContextUpdates = c
-	}
-	if p.Usage != (Usage{}) {
-		out.Usage = &hubpb.Usage{InputTokens: p.Usage.InputTokens, OutputTokens: p.Usage.OutputTokens, CostUsd: p.Usage.CostUSD}
+		out.ContextUpdates.Set = set
 	}
 	return out, nil
 }
 
-func packetFromPB(p *hubpb.Packet) *Packet {
-	r := p.GetRouting()
-	out := &Packet{Body: p.GetBody(),
-		Routing: Routing{Kind: r.GetKind(), Tool: r.GetTool(), Target: r.GetTarget(), Reason: r.GetReason(), Summary: r.GetSummary()},
-		Usage:   Usage{InputTokens: p.GetUsage().GetInputTokens(), OutputTokens: p.GetUsage().GetOutputTokens(), CostUSD: p.GetUsage().GetCostUsd()}}
-	if c := p.GetContextUpdates(); c != nil {
-		out.Context = contextFromPB(c)
-	}
-	return out
+// ContextUpdate deletes, then sets, session context variables.
+type ContextUpdate struct {
+	// Set maps variables to values: any Go value encoding/json encodes.
+	Set map[string]any
+	// Delete lists variables to delete.
+	Delete []string
 }
 
-func (u ContextUpdate) toPB() (*hubpb.ContextUpdate, error) {
-	out := &hubpb.ContextUpdate{Delete: u.Delete}
-	if len(u.Set) > 0 {
-		out.Set = make(map[string]string, len(u.Set))
+// Proto returns the update as the hub's message.
+func (u ContextUpdate) Proto() (*hubpb.ContextUpdate, error) {
+	set, err := values("context variable", u.Set)
+	if err != nil {
+		return nil, err
 	}
-	for _, k := range slices.Sorted(maps.Keys(u.Set)) {
-		b, err := json.Marshal(u.Set[k])
-		if err != nil {
-			return nil, fmt.Errorf("agentsdk: context variable %q: %w", k, err)
-		}
-		out.Set[k] = string(b)
-	}
-	return out, nil
-}
-
-func contextFromPB(c *hubpb.ContextUpdate) ContextUpdate {
-	u := ContextUpdate{Delete: c.GetDelete()}
-	if len(c.GetSet()) > 0 {
-		u.Set = make(map[string]any, len(c.GetSet()))
-		for k, v := range c.GetSet() {
-			u.Set[k] = json.RawMessage(v)
-		}
-	}
-	return u
+	return &hubpb.ContextUpdate{Set: set, Delete: slices.Clone(u.Delete)}, nil
 }

@@ -8,6 +8,8 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/hubd/hubd/hubpb"
 )
 
 // ErrorDomain is the google.rpc.ErrorInfo domain of the hub's errors.
@@ -75,55 +77,41 @@ var (
 	ErrInternal = errors.New("agentsdk: internal hub error")
 )
 
-// sentinelOf maps the hub's stable reasons to the sentinels.
+// sentinels maps the hub's stable reasons (hubpb.Reason) to the
+// sentinels; a test checks that every reason has one.
+var sentinels = map[hubpb.Reason]error{
+	hubpb.Reason_OUT_OF_TURN:              ErrOutOfTurn,
+	hubpb.Reason_SESSION_CLOSED:           ErrSessionClosed,
+	hubpb.Reason_SESSION_NOT_OPEN:         ErrSessionNotOpen,
+	hubpb.Reason_NOT_PARTICIPANT:          ErrNotParticipant,
+	hubpb.Reason_BAD_HANDOFF_TARGET:       ErrBadHandoffTarget,
+	hubpb.Reason_INVALID_GRAPH:            ErrInvalidGraph,
+	hubpb.Reason_UNKNOWN_SESSION_TYPE:     ErrUnknownSessionType,
+	hubpb.Reason_BAD_LIFECYCLE_TRANSITION: ErrBadTransition,
+	hubpb.Reason_HUB_ONLY_EVENT:           ErrHubOnly,
+	hubpb.Reason_MALFORMED:                ErrMalformed,
+	hubpb.Reason_UNKNOWN_SESSION:          ErrUnknownSession,
+	hubpb.Reason_TOO_LARGE:                ErrTooLarge,
+	hubpb.Reason_PERMISSION_DENIED:        ErrPermissionDenied,
+	hubpb.Reason_IMPERSONATION:            ErrImpersonation,
+	hubpb.Reason_UNAUTHENTICATED:          ErrUnauthenticated,
+	hubpb.Reason_LIMIT_REACHED:            ErrLimit,
+	hubpb.Reason_DEPTH_EXCEEDED:           ErrDepthExceeded,
+	hubpb.Reason_SLOW_SUBSCRIBER:          ErrSlowSubscriber,
+	hubpb.Reason_DRAINING:                 ErrUnavailable,
+	hubpb.Reason_SESSION_FAILED:           ErrUnavailable,
+	hubpb.Reason_CANCELED:                 context.Canceled,
+	hubpb.Reason_DEADLINE_EXCEEDED:        context.DeadlineExceeded,
+	hubpb.Reason_INTERNAL:                 ErrInternal,
+}
+
+// sentinelOf returns the sentinel of a reason name, nil for an unknown one.
 func sentinelOf(reason string) error {
-	switch reason {
-	case "OUT_OF_TURN":
-		return ErrOutOfTurn
-	case "SESSION_CLOSED":
-		return ErrSessionClosed
-	case "SESSION_NOT_OPEN":
-		return ErrSessionNotOpen
-	case "NOT_PARTICIPANT":
-		return ErrNotParticipant
-	case "BAD_HANDOFF_TARGET":
-		return ErrBadHandoffTarget
-	case "INVALID_GRAPH":
-		return ErrInvalidGraph
-	case "UNKNOWN_SESSION_TYPE":
-		return ErrUnknownSessionType
-	case "BAD_LIFECYCLE_TRANSITION":
-		return ErrBadTransition
-	case "HUB_ONLY_EVENT":
-		return ErrHubOnly
-	case "MALFORMED":
-		return ErrMalformed
-	case "UNKNOWN_SESSION":
-		return ErrUnknownSession
-	case "TOO_LARGE":
-		return ErrTooLarge
-	case "PERMISSION_DENIED":
-		return ErrPermissionDenied
-	case "IMPERSONATION":
-		return ErrImpersonation
-	case "UNAUTHENTICATED":
-		return ErrUnauthenticated
-	case "LIMIT_REACHED":
-		return ErrLimit
-	case "DEPTH_EXCEEDED":
-		return ErrDepthExceeded
-	case "SLOW_SUBSCRIBER":
-		return ErrSlowSubscriber
-	case "DRAINING", "SESSION_FAILED":
-		return ErrUnavailable
-	case "CANCELED":
-		return context.Canceled
-	case "DEADLINE_EXCEEDED":
-		return context.DeadlineExceeded
-	case "INTERNAL":
-		return ErrInternal
+	r, ok := hubpb.Reason_value[reason]
+	if !ok {
+		return nil
 	}
-	return nil
+	return sentinels[hubpb.Reason(r)]
 }
 
 // sentinelOfCode is the sentinel of a status without a known reason (one

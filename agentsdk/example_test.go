@@ -7,7 +7,8 @@ import (
 	"sync"
 
 	"github.com/hubd/hubd/agentsdk"
-	"github.com/hubd/hubd/internal/server"
+	"github.com/hubd/hubd/hub/hubtest"
+	"github.com/hubd/hubd/hubpb"
 )
 
 // Three agents run a pipeline: each serves its turns with a scripted
@@ -15,11 +16,11 @@ import (
 // following the session until it closes.
 func Example() {
 	ctx := context.Background()
-	srv, err := server.Start(ctx, server.Config{Listen: "127.0.0.1:0", InMemory: true})
+	h, err := hubtest.Start(ctx, hubtest.Options{})
 	if err != nil {
 		panic(err)
 	}
-	defer srv.Shutdown(ctx)
+	defer h.Close()
 
 	lines := map[string]string{
 		"researcher": "Badger syncs every transaction.",
@@ -30,7 +31,7 @@ func Example() {
 	var wg sync.WaitGroup
 	var researcher *agentsdk.Client
 	for _, name := range []string{"researcher", "writer", "editor"} {
-		c, err := agentsdk.Dial(ctx, srv.Addr(), agentsdk.Options{Name: name})
+		c, err := agentsdk.Dial(ctx, h.Addr(), agentsdk.Options{Name: name})
 		if err != nil {
 			panic(err)
 		}
@@ -48,20 +49,20 @@ func Example() {
 	}
 
 	// The writer and the editor are invited; their Serve accepts.
-	info, err := researcher.OpenWorkflow(ctx, agentsdk.Sequence("researcher", "writer", "editor"), "writer", "editor")
+	s, err := researcher.OpenWorkflow(ctx, agentsdk.Sequence("researcher", "writer", "editor"), "writer", "editor")
 	if err != nil {
 		panic(err)
 	}
-	end, err := researcher.Follow(ctx, info.ID, 1, func(e *agentsdk.Envelope) error {
-		if e.IsTurn() {
-			fmt.Printf("[%d] %s: %s\n", e.Seq, e.From, e.Text)
+	end, err := researcher.Follow(ctx, s.ID(), 1, func(e *hubpb.Envelope) error {
+		if agentsdk.IsTurn(e) {
+			fmt.Printf("[%d] %s: %s\n", e.GetSeq(), e.GetFrom(), agentsdk.TextOf(e))
 		}
 		return nil
 	})
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println("closed:", end.Reason)
+	fmt.Println("closed:", end.GetEnded().GetReason())
 	stop()
 	wg.Wait()
 	// Output:
@@ -75,34 +76,38 @@ func Example() {
 // tool; the graph's tool_called rule picks the specialist.
 func ExamplePacket_Handoff() {
 	ctx := context.Background()
-	srv, err := server.Start(ctx, server.Config{Listen: "127.0.0.1:0", InMemory: true})
+	h, err := hubtest.Start(ctx, hubtest.Options{})
 	if err != nil {
 		panic(err)
 	}
-	defer srv.Shutdown(ctx)
-	router, err := agentsdk.Dial(ctx, srv.Addr(), agentsdk.Options{Name: "router"})
+	defer h.Close()
+	router, err := agentsdk.Dial(ctx, h.Addr(), agentsdk.Options{Name: "router"})
 	if err != nil {
 		panic(err)
 	}
 	defer router.Close()
 
 	g := agentsdk.Supervisor(agentsdk.SupervisorSpec{Router: "router", Specialists: []string{"billing", "tech"}})
-	info, err := router.Open(ctx, agentsdk.OpenOptions{Graph: g, Participants: agentsdk.AutoAccepted("billing", "tech")})
+	s, err := router.Open(ctx, agentsdk.OpenOptions{Graph: g, Participants: agentsdk.AutoAccepted("billing", "tech")})
 	if err != nil {
 		panic(err)
 	}
 	p := agentsdk.NewPacket("The customer was charged twice.").
 		Handoff("transfer_to_billing", "", "double charge").
 		Set("ticket", 4711)
-	if _, err := router.SendPacket(ctx, info.ID, p); err != nil {
+	if _, err := router.SendPacket(ctx, s.ID(), p); err != nil {
 		panic(err)
 	}
-	s, err := router.GetSession(ctx, info.ID)
+	s, err = router.GetSession(ctx, s.ID())
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println("next:", s.Expected)
-	fmt.Println("ticket:", string(s.Context["ticket"]))
+	var ticket int
+	if _, err := s.Var("ticket", &ticket); err != nil {
+		panic(err)
+	}
+	fmt.Println("next:", s.GetExpected())
+	fmt.Println("ticket:", ticket)
 	// Output:
 	// next: [billing]
 	// ticket: 4711
@@ -112,30 +117,30 @@ func ExamplePacket_Handoff() {
 // matches; the hub's message says who was expected.
 func ExampleError() {
 	ctx := context.Background()
-	srv, err := server.Start(ctx, server.Config{Listen: "127.0.0.1:0", InMemory: true})
+	h, err := hubtest.Start(ctx, hubtest.Options{})
 	if err != nil {
 		panic(err)
 	}
-	defer srv.Shutdown(ctx)
-	alice, err := agentsdk.Dial(ctx, srv.Addr(), agentsdk.Options{Name: "alice"})
+	defer h.Close()
+	alice, err := agentsdk.Dial(ctx, h.Addr(), agentsdk.Options{Name: "alice"})
 	if err != nil {
 		panic(err)
 	}
 	defer alice.Close()
-	carol, err := agentsdk.Dial(ctx, srv.Addr(), agentsdk.Options{Name: "carol"})
+	carol, err := agentsdk.Dial(ctx, h.Addr(), agentsdk.Options{Name: "carol"})
 	if err != nil {
 		panic(err)
 	}
 	defer carol.Close()
 
-	info, err := alice.Open(ctx, agentsdk.OpenOptions{
+	s, err := alice.Open(ctx, agentsdk.OpenOptions{
 		Graph:        agentsdk.Sequence("alice", "bob", "carol"),
 		Participants: agentsdk.AutoAccepted("bob", "carol"),
 	})
 	if err != nil {
 		panic(err)
 	}
-	_, err = carol.SendText(ctx, info.ID, "Me first!")
+	_, err = carol.SendText(ctx, s.ID(), "Me first!")
 	if errors.Is(err, agentsdk.ErrOutOfTurn) {
 		var e *agentsdk.Error
 		errors.As(err, &e)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // graphVersion is the version of the graph JSON format this SDK writes.
@@ -90,10 +92,20 @@ func (g *Graph) WithMaxTurns(n int) *Graph {
 	return g
 }
 
-// JSON returns the graph's JSON form, as sent to the hub.
+// JSON returns the graph's JSON form, as the hub and `hubd graph validate`
+// read it.
 func (g *Graph) JSON() (string, error) {
 	b, err := json.Marshal(g)
 	return string(b), err
+}
+
+// Struct returns the graph as sent to the hub (OpenRequest.graph).
+func (g *Graph) Struct() (*structpb.Struct, error) {
+	b, err := json.Marshal(g)
+	if err != nil {
+		return nil, err
+	}
+	return graphStruct(b)
 }
 
 // The wire shapes; field order is the hub's.

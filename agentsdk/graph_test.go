@@ -5,6 +5,9 @@ import (
 	"os"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/hubd/hubd/agentsdk"
 	"github.com/hubd/hubd/transition"
 )
@@ -115,6 +118,39 @@ func TestGraphFromFile(t *testing.T) {
 	for _, bad := range []string{`{"version":2}`, `{"transitions":[{"when":{"name":"always"}}]}`, `[`} {
 		if err := json.Unmarshal([]byte(bad), &g); err == nil {
 			t.Errorf("%s: no error", bad)
+		}
+	}
+}
+
+// TestGraphStruct: the graph sent with an open (OpenRequest.graph, a
+// google.protobuf.Struct) is the same graph as its JSON.
+func TestGraphStruct(t *testing.T) {
+	for name, g := range map[string]*agentsdk.Graph{
+		"sequence": agentsdk.Sequence("a", "b"),
+		"custom": agentsdk.NewGraph("a").
+			OnPriority(2, agentsdk.ContextCompare("score", "ge", 0.5), agentsdk.ToAgent("b")).
+			On(agentsdk.ContextIn("k", "x", 3), agentsdk.Stay()).
+			WithMaxTurns(7),
+		"no cap": agentsdk.NewGraph("a"),
+	} {
+		s, err := g.Struct()
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := protojson.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hub, err := transition.NewRegistry().Decode(raw)
+		if err != nil {
+			t.Fatalf("%s: the hub refuses %s: %v", name, raw, err)
+		}
+		if got, want := mustJSON(t, hub), mustJSON(t, g); got != want {
+			t.Errorf("%s: through the Struct:\n%s\nwant:\n%s", name, got, want)
+		}
+		req, err := agentsdk.OpenOptions{Graph: g}.Proto()
+		if err != nil || !proto.Equal(req.GetGraph(), s) {
+			t.Errorf("%s: OpenOptions.Proto graph %v %v", name, req.GetGraph(), err)
 		}
 	}
 }

@@ -1,94 +1,123 @@
 package agentsdk_test
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/hubd/hubd/agentsdk"
+	"github.com/hubd/hubd/hub/hubtest"
 	"github.com/hubd/hubd/hubpb"
-	"github.com/hubd/hubd/internal/server"
 )
+
+// jsAll is the JSON form of a list of messages.
+func jsAll[M proto.Message](t *testing.T, ms []M) string {
+	t.Helper()
+	var parts []string
+	for _, m := range ms {
+		parts = append(parts, js(t, m))
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
 
 // TestOpenOptions sends every open option and reads them back.
 func TestOpenOptions(t *testing.T) {
-	srv := startHub(t, server.Config{})
+	h := hubtest.New(t)
 	ctx := testCtx(t)
-	alice, bob := dial(t, srv.Addr(), "alice"), dial(t, srv.Addr(), "bob")
+	alice, bob := dial(t, h.Addr(), "alice"), dial(t, h.Addr(), "bob")
 	parent := openPipeline(t, ctx, alice)
 	opts := agentsdk.OpenOptions{
-		Type:           agentsdk.TypeWorkflow,
-		Participants:   []agentsdk.Participant{{Name: "bob", Role: "reviewer"}, {Name: "carol", Role: "human", AutoAccept: true}},
+		Type: agentsdk.TypeWorkflow,
+		Participants: []*hubpb.Participant{{Name: "bob", Role: "reviewer"},
+			{Name: "carol", Role: "human", AutoAccept: true}},
 		Graph:          agentsdk.RoundRobin([]string{"alice", "bob", "carol"}, 5),
 		Knobs:          map[string]any{"max_handoffs": 3, "context": map[string]any{"topic": "wal"}},
 		Labels:         map[string]string{"team": "storage"},
 		TTL:            time.Hour,
 		InviteTimeout:  time.Minute,
-		Expectations:   []agentsdk.Expectation{{Name: "turn_within", Within: 90 * time.Second, Action: "warn"}},
-		Parent:         parent.ID,
+		Expectations:   []*hubpb.Expectation{agentsdk.Expect("turn_within", 90*time.Second, "warn")},
+		Parent:         parent.ID(),
 		IdempotencyKey: "review-1",
 	}
-	info, err := alice.Open(ctx, opts)
+	s, err := alice.Open(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.State != agentsdk.StatePending || info.Existing || info.Creator != "alice" || info.Type != "workflow@1" {
-		t.Errorf("opened %+v", info)
+	m := s.GetMeta()
+	if s.GetState() != agentsdk.StatePending || s.Existing || m.GetCreator() != "alice" || m.GetType() != "workflow@1" || s.Ended() {
+		t.Errorf("opened %s existing %v", js(t, s.SessionInfo), s.Existing)
 	}
-	wantParts := []agentsdk.Participant{{Name: "alice", Role: "creator"}, {Name: "bob", Role: "reviewer"}, {Name: "carol", Role: "human", AutoAccept: true}}
-	if !slices.Equal(info.Participants, wantParts) {
-		t.Errorf("participants %+v", info.Participants)
+	want := `[{"name":"alice","role":"creator"},{"name":"bob","role":"reviewer"},{"name":"carol","role":"human","auto_accept":true}]`
+	if got := jsAll(t, m.GetParticipants()); got != want {
+		t.Errorf("participants %s, want %s", got, want)
 	}
-	if info.TTL != time.Hour || info.Labels["team"] != "storage" || info.ParentID != parent.ID || info.RootID != parent.ID || info.Depth != 1 {
-		t.Errorf("ttl %v labels %v parent %q root %q depth %d", info.TTL, info.Labels, info.ParentID, info.RootID, info.Depth)
+	if m.GetTtl().AsDuration() != time.Hour || m.GetInviteTimeout().AsDuration() != time.Minute || m.GetLabels()["team"] != "storage" ||
+		m.GetParentSessionId() != parent.ID() || m.GetRootSessionId() != parent.ID() || m.GetDepth() != 1 {
+		t.Errorf("meta %s", js(t, m))
 	}
-	if len(info.Expectations) != 1 || info.Expectations[0] != (agentsdk.Expectation{Name: "turn_within", Within: 90 * time.Second, Action: "warn"}) {
-		t.Errorf("expectations %+v", info.Expectations)
+	if got, want := jsAll(t, m.GetExpectations()), `[{"name":"turn_within","action":"warn","within":"90s"}]`; got != want {
+		t.Errorf("expectations %s, want %s", got, want)
 	}
-	if string(info.Knobs["max_handoffs"]) != "3" {
-		t.Errorf("knobs %v", info.Knobs)
+	var maxHandoffs int
+	if err := agentsdk.Decode(m.GetKnobs()["max_handoffs"], &maxHandoffs); err != nil || maxHandoffs != 3 {
+		t.Errorf("knob max_handoffs %d %v (knobs %s)", maxHandoffs, err, js(t, m))
 	}
 	var topic string
-	if ok, err := info.Var("topic", &topic); !ok || err != nil || topic != "wal" {
-		t.Errorf("context var topic: %q %v %v (context %v)", topic, ok, err, info.Context)
+	if ok, err := s.Var("topic", &topic); !ok || err != nil || topic != "wal" {
+		t.Errorf("context var topic: %q %v %v (%s)", topic, ok, err, js(t, s.SessionInfo))
 	}
-	if ok, _ := info.Var("nope", &topic); ok {
+	if ok, _ := s.Var("nope", &topic); ok {
 		t.Error("a missing var is set")
 	}
 	again, err := alice.Open(ctx, opts)
-	if err != nil || !again.Existing || again.ID != info.ID {
-		t.Errorf("idempotent open: %+v %v", again, err)
+	if err != nil || !again.Existing || again.ID() != s.ID() {
+		t.Errorf("idempotent open: %v %v", again, err)
 	}
 
 	// Bob acks; the session opens and alice is expected.
-	ack, err := bob.AckInvite(ctx, info.ID)
-	if err != nil || ack.Seq != 2 {
-		t.Fatalf("ack %+v %v", ack, err)
+	ack, err := bob.AckInvite(ctx, s.ID())
+	if err != nil || ack.GetSeq() != 2 {
+		t.Fatalf("ack %v %v", ack.SendResponse, err)
 	}
-	got, err := bob.GetSession(ctx, info.ID)
-	if err != nil || got.State != agentsdk.StateOpen || !slices.Equal(got.Expected, []string{"alice"}) || got.Seq != 3 {
-		t.Fatalf("after ack %+v %v", got, err)
+	got, err := bob.GetSession(ctx, s.ID())
+	if err != nil || got.GetState() != agentsdk.StateOpen || !slices.Equal(got.GetExpected(), []string{"alice"}) || got.GetSeq() != 3 {
+		t.Fatalf("after ack %v %v", got, err)
 	}
 
 	// No expectations at all.
 	none, err := alice.Open(ctx, agentsdk.OpenOptions{Type: agentsdk.TypeConversation, Participants: agentsdk.AutoAccepted("bob"),
-		Expectations: []agentsdk.Expectation{}})
-	if err != nil || len(none.Expectations) != 0 {
-		t.Errorf("no expectations: %+v %v", none, err)
+		Expectations: []*hubpb.Expectation{}})
+	if err != nil || len(none.GetMeta().GetExpectations()) != 0 {
+		t.Errorf("no expectations: %v %v", none, err)
+	}
+}
+
+// TestOpenOptionsRefusesBadValues: a knob that does not encode fails
+// before the call.
+func TestOpenOptionsRefusesBadValues(t *testing.T) {
+	_, err := agentsdk.OpenOptions{Knobs: map[string]any{"f": func() {}}}.Proto()
+	if err == nil || !strings.Contains(err.Error(), `knob "f"`) {
+		t.Errorf("got %v", err)
+	}
+	req, err := agentsdk.OpenOptions{}.Proto()
+	if err != nil || req.GetType() != agentsdk.TypeWorkflow || req.GetExpectations() != nil {
+		t.Errorf("defaults: %v %v", req, err)
 	}
 }
 
 // TestListSessions filters and pages.
 func TestListSessions(t *testing.T) {
-	srv := startHub(t, server.Config{})
+	h := hubtest.New(t)
 	ctx := testCtx(t)
-	alice, bob := dial(t, srv.Addr(), "alice"), dial(t, srv.Addr(), "bob")
+	alice, bob := dial(t, h.Addr(), "alice"), dial(t, h.Addr(), "bob")
 	var ids []string
 	for range 3 {
-		ids = append(ids, openPipeline(t, ctx, alice).ID)
+		ids = append(ids, openPipeline(t, ctx, alice).ID())
 	}
 	if _, err := alice.CloseSession(ctx, ids[1], "done_here"); err != nil {
 		t.Fatal(err)
@@ -105,14 +134,14 @@ func TestListSessions(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, s := range page {
-			all = append(all, s.ID)
+			all = append(all, s.ID())
 		}
 		if next == "" {
 			break
 		}
 		token = next
 	}
-	if want := append(slices.Clone(ids), labelled.ID); !slices.Equal(all, want) {
+	if want := append(slices.Clone(ids), labelled.ID()); !slices.Equal(all, want) {
 		t.Errorf("paged %v, want %v", all, want)
 	}
 	for _, tc := range []struct {
@@ -120,9 +149,9 @@ func TestListSessions(t *testing.T) {
 		want []string
 	}{
 		{agentsdk.ListOptions{State: agentsdk.StateClosed}, []string{ids[1]}},
-		{agentsdk.ListOptions{Creator: "bob"}, []string{labelled.ID}},
+		{agentsdk.ListOptions{Creator: "bob"}, []string{labelled.ID()}},
 		{agentsdk.ListOptions{Participant: "carol"}, ids},
-		{agentsdk.ListOptions{Labels: map[string]string{"k": "v"}}, []string{labelled.ID}},
+		{agentsdk.ListOptions{Labels: map[string]string{"k": "v"}}, []string{labelled.ID()}},
 	} {
 		page, _, err := alice.ListSessions(ctx, tc.opts)
 		if err != nil {
@@ -130,7 +159,10 @@ func TestListSessions(t *testing.T) {
 		}
 		var got []string
 		for _, s := range page {
-			got = append(got, s.ID)
+			got = append(got, s.ID())
+			if s.ID() == ids[1] && (!s.Ended() || s.GetCloseReason() != "done_here") {
+				t.Errorf("closed session listed as %v", s)
+			}
 		}
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("%+v: %v, want %v", tc.opts, got, tc.want)
@@ -140,24 +172,24 @@ func TestListSessions(t *testing.T) {
 
 // TestInvites: a reject closes the session with invite_rejected.
 func TestInvites(t *testing.T) {
-	srv := startHub(t, server.Config{})
+	h := hubtest.New(t)
 	ctx := testCtx(t)
-	alice, bob := dial(t, srv.Addr(), "alice"), dial(t, srv.Addr(), "bob")
-	info, err := alice.OpenWorkflow(ctx, agentsdk.Sequence("alice", "bob"), "bob")
+	alice, bob := dial(t, h.Addr(), "alice"), dial(t, h.Addr(), "bob")
+	s, err := alice.OpenWorkflow(ctx, agentsdk.Sequence("alice", "bob"), "bob")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ack, err := bob.RejectInvite(ctx, info.ID, "busy")
-	if err != nil || !ack.Closed || ack.CloseReason != "invite_rejected" {
-		t.Fatalf("reject %+v %v", ack, err)
+	ack, err := bob.RejectInvite(ctx, s.ID(), "busy")
+	if err != nil || !ack.GetClosed() || ack.GetCloseReason() != "invite_rejected" {
+		t.Fatalf("reject %v %v", ack.SendResponse, err)
 	}
-	log, err := bob.ReadLog(ctx, info.ID, 0, 0)
+	log, err := bob.ReadLog(ctx, s.ID(), 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	for _, e := range log {
-		got = append(got, e.Type+":"+e.Reason)
+		got = append(got, e.GetType()+":"+e.GetEnded().GetReason())
 	}
 	want := []string{"session_invite:", "session_invite_reject:busy", "session_closed:invite_rejected"}
 	if !slices.Equal(got, want) {
@@ -168,89 +200,105 @@ func TestInvites(t *testing.T) {
 // TestSendAndRead takes turns with every kind of send, then reads them
 // back through the log, the view, pending turns, subscribe and watch.
 func TestSendAndRead(t *testing.T) {
-	srv := startHub(t, server.Config{})
+	h := hubtest.New(t)
 	ctx := testCtx(t)
-	alice, bob, carol := dial(t, srv.Addr(), "alice"), dial(t, srv.Addr(), "bob"), dial(t, srv.Addr(), "carol")
-	info := openPipeline(t, ctx, alice) // seq 1 invite, 2 opened
+	alice, bob, carol := dial(t, h.Addr(), "alice"), dial(t, h.Addr(), "bob"), dial(t, h.Addr(), "carol")
+	id := openPipeline(t, ctx, alice).ID() // seq 1 invite, 2 opened
 
 	turns, err := alice.PendingTurns(ctx)
-	if err != nil || len(turns) != 1 || !turns[0].YourTurn || turns[0].Envelope.Type != agentsdk.EventOpened || turns[0].Envelope.Seq != 2 {
-		t.Fatalf("pending %+v %v", turns, err)
+	if err != nil || len(turns) != 1 || !turns[0].GetYourTurn() || turns[0].GetEnvelope().GetType() != agentsdk.EventOpened || turns[0].GetEnvelope().GetSeq() != 2 {
+		t.Fatalf("pending %v %v", turns, err)
 	}
-	ack, err := bob.SetContext(ctx, info.ID, map[string]any{"topic": "wal", "n": 1}) // seq 3, not a turn
-	if err != nil || ack.Seq != 3 || ack.ClientMsgID == "" {
-		t.Fatalf("set context %+v %v", ack, err)
+	ack, err := bob.SetContext(ctx, id, map[string]any{"topic": "wal", "n": 1}) // seq 3, not a turn
+	if err != nil || ack.GetSeq() != 3 || ack.ClientMsgID == "" {
+		t.Fatalf("set context %v %v", ack.SendResponse, err)
 	}
-	ack, err = alice.SendText(ctx, info.ID, "findings", agentsdk.WithClientMsgID("r1"), agentsdk.WithTraceParent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")) // seq 4
-	if err != nil || ack.Seq != 4 || ack.Duplicate || ack.ClientMsgID != "r1" || ack.ID == "" || ack.AcceptedAt.IsZero() {
-		t.Fatalf("text %+v %v", ack, err)
+	ack, err = alice.SendText(ctx, id, "findings", agentsdk.WithClientMsgID("r1"), agentsdk.WithTraceParent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")) // seq 4
+	if err != nil || ack.GetSeq() != 4 || ack.GetDuplicate() || ack.ClientMsgID != "r1" || ack.GetId() == "" || ack.GetAcceptedAt().AsTime().IsZero() {
+		t.Fatalf("text %v %v", ack.SendResponse, err)
 	}
-	dup, err := alice.SendText(ctx, info.ID, "findings again", agentsdk.WithClientMsgID("r1"))
-	if err != nil || !dup.Duplicate || dup.Seq != 4 || dup.ID != ack.ID {
-		t.Fatalf("duplicate %+v %v", dup, err)
+	dup, err := alice.SendText(ctx, id, "findings again", agentsdk.WithClientMsgID("r1"))
+	if err != nil || !dup.GetDuplicate() || dup.GetSeq() != 4 || dup.GetId() != ack.GetId() {
+		t.Fatalf("duplicate %v %v", dup.SendResponse, err)
 	}
 	p := agentsdk.NewPacket("draft").Set("approved", false).Set("score", 0.5).Delete("n").
-		WithUsage(agentsdk.Usage{InputTokens: 10, OutputTokens: 3, CostUSD: 0.01})
-	if ack, err = bob.SendPacket(ctx, info.ID, p, agentsdk.WithCausation(ack.ID)); err != nil || ack.Seq != 5 { // seq 5
-		t.Fatalf("packet %+v %v", ack, err)
+		WithUsage(&hubpb.Usage{InputTokens: 10, OutputTokens: 3, CostUsd: 0.01})
+	if ack, err = bob.SendPacket(ctx, id, p, agentsdk.WithCausation(ack.GetId())); err != nil || ack.GetSeq() != 5 { // seq 5
+		t.Fatalf("packet %v %v", ack.SendResponse, err)
 	}
-	if ack, err = carol.SendEvent(ctx, info.ID, "note", []byte("psst"), agentsdk.WithAudience("alice")); err != nil || ack.Seq != 6 { // seq 6
-		t.Fatalf("event %+v %v", ack, err)
+	if ack, err = carol.SendEvent(ctx, id, "note", []byte("psst"), agentsdk.WithAudience("alice")); err != nil || ack.GetSeq() != 6 { // seq 6
+		t.Fatalf("event %v %v", ack.SendResponse, err)
 	}
-	if ack, err = carol.UpdateContext(ctx, info.ID, agentsdk.ContextUpdate{Delete: []string{"topic"}}); err != nil || ack.Seq != 7 { // seq 7
-		t.Fatalf("update context %+v %v", ack, err)
+	if ack, err = carol.UpdateContext(ctx, id, agentsdk.ContextUpdate{Delete: []string{"topic"}}); err != nil || ack.GetSeq() != 7 { // seq 7
+		t.Fatalf("update context %v %v", ack.SendResponse, err)
 	}
-	ack, err = carol.SendPacket(ctx, info.ID, agentsdk.NewPacket("edited").Finish("", "all good")) // seq 8, closes at 9
-	if err != nil || ack.Seq != 8 || !ack.Closed || ack.CloseReason != "finished" {
-		t.Fatalf("finish %+v %v", ack, err)
+	ack, err = carol.SendPacket(ctx, id, agentsdk.NewPacket("edited").Finish("", "all good")) // seq 8, closes at 9
+	if err != nil || ack.GetSeq() != 8 || !ack.GetClosed() || ack.GetCloseReason() != "finished" {
+		t.Fatalf("finish %v %v", ack.SendResponse, err)
 	}
 
-	s, err := alice.GetSession(ctx, info.ID)
+	s, err := alice.GetSession(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.State != agentsdk.StateClosed || s.CloseReason != "finished" || s.Turn != 3 || s.Seq != 9 ||
-		s.Usage != (agentsdk.Usage{InputTokens: 10, OutputTokens: 3, CostUSD: 0.01}) {
-		t.Errorf("session %+v", s)
+	if s.GetState() != agentsdk.StateClosed || !s.Ended() || s.GetCloseReason() != "finished" || s.GetTurn() != 3 || s.GetSeq() != 9 {
+		t.Errorf("session %s", js(t, s.SessionInfo))
 	}
-	if string(s.Context["approved"]) != "false" || string(s.Context["score"]) != "0.5" || s.Context["n"] != nil || s.Context["topic"] != nil {
-		t.Errorf("context %v", s.Context)
+	if got, want := js(t, s.GetUsage()), `{"input_tokens":"10","output_tokens":"3","cost_usd":0.01}`; got != want {
+		t.Errorf("usage %s, want %s", got, want)
 	}
+	if got, want := js(t, &hubpb.ContextUpdate{Set: s.GetContext()}), `{"set":{"approved":false,"score":0.5}}`; got != want {
+		t.Errorf("context %s, want %s", got, want)
+	}
+	checkLog(t, ctx, alice, bob, id)
+	checkView(t, ctx, bob, id)
+	checkStreams(t, ctx, bob, id)
+}
 
+// checkLog reads TestSendAndRead's log as alice and as bob.
+func checkLog(t *testing.T, ctx context.Context, alice, bob *agentsdk.Client, id string) {
+	t.Helper()
 	// The log, as alice may see it: bob's packet with its context updates,
 	// carol's note addressed to her.
-	log, err := alice.ReadLog(ctx, info.ID, 4, 3)
+	log, err := alice.ReadLog(ctx, id, 4, 3)
 	if err != nil || len(log) != 3 {
 		t.Fatalf("log %v %v", log, err)
 	}
 	text, packet, note := log[0], log[1], log[2]
-	if text.Text != "findings" || text.From != "alice" || text.ClientMsgID != "r1" || text.TraceParent == "" || !text.IsTurn() {
-		t.Errorf("text %+v", text)
+	if agentsdk.TextOf(text) != "findings" || text.GetFrom() != "alice" || text.GetClientMsgId() != "r1" || text.GetTraceparent() == "" || !agentsdk.IsTurn(text) {
+		t.Errorf("text %s", js(t, text))
 	}
-	if packet.Packet == nil || packet.Text != "draft" || packet.CausationID != text.ID || packet.Packet.Usage.InputTokens != 10 ||
-		!slices.Equal(packet.Packet.Context.Delete, []string{"n"}) || string(packet.Packet.Context.Set["approved"].(json.RawMessage)) != "false" {
-		t.Errorf("packet %+v %+v", packet, packet.Packet)
+	want := `{"body":"draft","context_updates":{"delete":["n"],"set":{"approved":false,"score":0.5}},"usage":{"input_tokens":"10","output_tokens":"3","cost_usd":0.01}}`
+	if agentsdk.TextOf(packet) != "draft" || packet.GetCausationId() != text.GetId() || js(t, packet.GetPacket()) != want {
+		t.Errorf("packet %s, want the payload %s", js(t, packet), want)
 	}
-	if note.Type != "note" || string(note.Data) != "psst" || !slices.Equal(note.To, []string{"alice"}) || note.IsTurn() {
-		t.Errorf("note %+v", note)
+	if note.GetType() != "note" || string(note.GetCustom()) != "psst" || !slices.Equal(note.GetAudience().GetNames(), []string{"alice"}) || agentsdk.IsTurn(note) {
+		t.Errorf("note %s", js(t, note))
 	}
 	// Bob may not see carol's note to alice.
-	blog, err := bob.ReadLog(ctx, info.ID, 6, 1)
-	if err != nil || len(blog) != 1 || blog[0].Seq != 7 || blog[0].Context == nil || !slices.Equal(blog[0].Context.Delete, []string{"topic"}) {
-		t.Errorf("bob's log from 6: %+v %v", blog, err)
+	blog, err := bob.ReadLog(ctx, id, 6, 1)
+	if err != nil || len(blog) != 1 || blog[0].GetSeq() != 7 || !slices.Equal(blog[0].GetContextSet().GetDelete(), []string{"topic"}) {
+		t.Errorf("bob's log from 6: %v %v", blog, err)
 	}
+}
 
-	v, err := bob.View(ctx, info.ID, agentsdk.ViewOptions{Name: agentsdk.ViewWindowed, Window: 1})
+// checkView reads bob's windowed view of TestSendAndRead's session.
+func checkView(t *testing.T, ctx context.Context, bob *agentsdk.Client, id string) {
+	t.Helper()
+	v, err := bob.View(ctx, id, agentsdk.ViewOptions{Name: agentsdk.ViewWindowed, Window: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(v.Items) != 1 || v.Items[0].Text != "edited" || v.OlderTotal != 2 || len(v.Older) != 2 || v.Name != "windowed" {
-		t.Errorf("view %+v", v)
+	if len(v.GetItems()) != 1 || v.GetItems()[0].GetText() != "edited" || v.GetOlderTotal() != 2 || len(v.GetOlder()) != 2 || v.GetName() != "windowed" {
+		t.Errorf("view %s", js(t, v))
 	}
+}
 
-	// Subscribe from a cursor, with ended sessions: bob gets 7..9 less his
-	// own, in order.
-	sub, err := bob.Subscribe(ctx, agentsdk.SubscribeOptions{Cursors: map[string]uint64{info.ID: 6}})
+// checkStreams subscribes and watches TestSendAndRead's session as bob.
+func checkStreams(t *testing.T, ctx context.Context, bob *agentsdk.Client, id string) {
+	t.Helper()
+	// Subscribe from a cursor: bob gets 7..9 less his own, in order.
+	sub, err := bob.Subscribe(ctx, agentsdk.SubscribeOptions{Cursors: map[string]uint64{id: 6}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,8 +308,8 @@ func TestSendAndRead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		seqs = append(seqs, d.Envelope.Seq)
-		if d.Envelope.Ends() {
+		seqs = append(seqs, d.GetEnvelope().GetSeq())
+		if agentsdk.Ends(d.GetEnvelope()) {
 			break
 		}
 	}
@@ -271,7 +319,7 @@ func TestSendAndRead(t *testing.T) {
 
 	// Watch shows what bob may read from a seq: not carol's note to alice
 	// (seq 6).
-	w, err := bob.Watch(ctx, info.ID, 5)
+	w, err := bob.Watch(ctx, id, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,10 +330,10 @@ func TestSendAndRead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		seqs = append(seqs, d.Envelope.Seq)
-		if d.Envelope.Ends() {
-			if d.Envelope.Reason != "finished" || d.YourTurn {
-				t.Errorf("close %+v", d)
+		seqs = append(seqs, d.GetEnvelope().GetSeq())
+		if agentsdk.Ends(d.GetEnvelope()) {
+			if d.GetEnvelope().GetEnded().GetReason() != "finished" || d.GetYourTurn() {
+				t.Errorf("close %s", js(t, d))
 			}
 			break
 		}
@@ -295,33 +343,37 @@ func TestSendAndRead(t *testing.T) {
 	}
 }
 
-// TestSendRawEnvelope: Send takes any envelope (here a question) and
+// TestSendRawEnvelope: Send takes any envelope (here task progress) and
 // leaves the caller's envelope alone.
 func TestSendRawEnvelope(t *testing.T) {
-	srv := startHub(t, server.Config{})
+	h := hubtest.New(t)
 	ctx := testCtx(t)
-	alice := dial(t, srv.Addr(), "alice")
-	info, err := alice.Open(ctx, agentsdk.OpenOptions{Type: agentsdk.TypeConversation, Participants: agentsdk.AutoAccepted("bob")})
+	alice := dial(t, h.Addr(), "alice")
+	s, err := alice.Open(ctx, agentsdk.OpenOptions{Type: agentsdk.TypeConversation, Participants: agentsdk.AutoAccepted("bob")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	env := &hubpb.Envelope{Type: agentsdk.EventTaskProgress, Payload: &hubpb.Envelope_TaskProgress{TaskProgress: &hubpb.TaskProgress{Task: "index", Percent: 50}}}
-	ack, err := alice.Send(ctx, info.ID, env, agentsdk.WithClientMsgID("p1"))
+	ack, err := alice.Send(ctx, s.ID(), env, agentsdk.WithClientMsgID("p1"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if env.GetClientMsgId() != "" {
 		t.Error("Send modified the caller's envelope")
 	}
-	log, err := alice.ReadLog(ctx, info.ID, ack.Seq, 1)
-	if err != nil || len(log) != 1 || log[0].Proto.GetTaskProgress().GetPercent() != 50 {
+	log, err := alice.ReadLog(ctx, s.ID(), ack.GetSeq(), 1)
+	if err != nil || len(log) != 1 || log[0].GetTaskProgress().GetPercent() != 50 || log[0].GetClientMsgId() != "p1" {
 		t.Fatalf("%v %v", log, err)
 	}
 	// A context value that cannot be JSON fails before the call.
-	_, err = alice.SetContext(ctx, info.ID, map[string]any{"f": func() {}})
+	_, err = alice.SetContext(ctx, s.ID(), map[string]any{"f": func() {}})
 	var e *agentsdk.Error
 	if err == nil || errors.As(err, &e) {
 		t.Errorf("bad context value: %v", err)
+	}
+	_, err = alice.SendPacket(ctx, s.ID(), agentsdk.NewPacket("x").Set("f", func() {}))
+	if err == nil || errors.As(err, &e) {
+		t.Errorf("bad packet value: %v", err)
 	}
 }
 
@@ -329,19 +381,19 @@ func TestSendRawEnvelope(t *testing.T) {
 // session's supervisor (its creator); a custom condition the hub does not
 // know is refused at open, naming the node.
 func TestEscalateAndCustomNodes(t *testing.T) {
-	srv := startHub(t, server.Config{})
+	h := hubtest.New(t)
 	ctx := testCtx(t)
-	alice, bob := dial(t, srv.Addr(), "alice"), dial(t, srv.Addr(), "bob")
-	info := openPipeline(t, ctx, alice)
-	if _, err := alice.SendText(ctx, info.ID, "go"); err != nil {
+	alice, bob := dial(t, h.Addr(), "alice"), dial(t, h.Addr(), "bob")
+	id := openPipeline(t, ctx, alice).ID()
+	if _, err := alice.SendText(ctx, id, "go"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := bob.SendPacket(ctx, info.ID, agentsdk.NewPacket("stuck").Escalate("need a decision")); err != nil {
+	if _, err := bob.SendPacket(ctx, id, agentsdk.NewPacket("stuck").Escalate("need a decision")); err != nil {
 		t.Fatal(err)
 	}
-	s, err := bob.GetSession(ctx, info.ID)
-	if err != nil || !slices.Equal(s.Expected, []string{"alice"}) || s.State.Ended() {
-		t.Errorf("after escalate: %+v %v", s, err)
+	s, err := bob.GetSession(ctx, id)
+	if err != nil || !slices.Equal(s.GetExpected(), []string{"alice"}) || s.Ended() {
+		t.Errorf("after escalate: %v %v", s, err)
 	}
 
 	g := agentsdk.NewGraph("alice").
@@ -349,5 +401,32 @@ func TestEscalateAndCustomNodes(t *testing.T) {
 	_, err = alice.Open(ctx, agentsdk.OpenOptions{Graph: g, Participants: agentsdk.AutoAccepted("bob")})
 	if !errors.Is(err, agentsdk.ErrInvalidGraph) || !strings.Contains(err.Error(), "sentiment_below") {
 		t.Errorf("unknown custom condition: %v", err)
+	}
+}
+
+// TestPacketProto: the packet builders write the hub's message, and Proto
+// leaves the builder reusable.
+func TestPacketProto(t *testing.T) {
+	for _, tc := range []struct {
+		p    *agentsdk.Packet
+		want string
+	}{
+		{agentsdk.NewPacket("hi"), `{"body":"hi"}`},
+		{agentsdk.NewPacket("over").Handoff("transfer_to_b", "b", "why"), `{"body":"over","routing":{"kind":"handoff","tool":"transfer_to_b","target":"b","reason":"why"}}`},
+		{agentsdk.NewPacket("bye").Finish("", "sum"), `{"body":"bye","routing":{"kind":"finish","reason":"finished","summary":"sum"}}`},
+		{agentsdk.NewPacket("help").Escalate("stuck"), `{"body":"help","routing":{"kind":"escalate","reason":"stuck"}}`},
+		{agentsdk.NewPacket("").Set("k", map[string]any{"a": []int{1}}).Delete("x", "y"), `{"context_updates":{"delete":["x","y"],"set":{"k":{"a":[1]}}}}`},
+	} {
+		pb, err := tc.p.Proto()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := js(t, pb); got != tc.want {
+			t.Errorf("got %s, want %s", got, tc.want)
+		}
+		pb.Body = "changed"
+		if again, _ := tc.p.Proto(); js(t, again) != tc.want {
+			t.Errorf("Proto shares its message: %s", js(t, again))
+		}
 	}
 }

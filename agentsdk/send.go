@@ -9,32 +9,14 @@ import (
 	"github.com/hubd/hubd/hubpb"
 )
 
-// Ack acknowledges a durable write.
+// Ack acknowledges a durable write: the hub's SendResponse (its seq, id,
+// time, duplicate and close fields and getters are promoted), with the
+// idempotency key the envelope was sent with.
 type Ack struct {
-	// Seq is the envelope's seq; for a Duplicate, the original's.
-	Seq uint64
-	// ID is the envelope's id.
-	ID string
-	// AcceptedAt is when the hub accepted it.
-	AcceptedAt time.Time
-	// Duplicate: a retry of an envelope already accepted (same sender,
-	// same client message id); nothing was written.
-	Duplicate bool
-	// Closed: the write ended the session, with CloseReason.
-	Closed      bool
-	CloseReason string
-	// ClientMsgID is the idempotency key the envelope was sent with
-	// (given with WithClientMsgID, or generated).
+	*hubpb.SendResponse
+	// ClientMsgID is the idempotency key the envelope was sent with (given
+	// with WithClientMsgID, or generated).
 	ClientMsgID string
-}
-
-func ackFromPB(r *hubpb.SendResponse, clientMsgID string) Ack {
-	a := Ack{Seq: r.GetSeq(), ID: r.GetId(), Duplicate: r.GetDuplicate(), Closed: r.GetClosed(), CloseReason: r.GetCloseReason(),
-		ClientMsgID: clientMsgID}
-	if t := r.GetAcceptedAt(); t != nil {
-		a.AcceptedAt = t.AsTime()
-	}
-	return a
 }
 
 // SendOption tunes one send.
@@ -65,18 +47,18 @@ func WithTraceParent(tp string) SendOption {
 
 // SendText takes a turn with plain text.
 func (c *Client) SendText(ctx context.Context, sessionID, text string, opts ...SendOption) (Ack, error) {
-	return c.Send(ctx, sessionID, &hubpb.Envelope{Type: EventText, Payload: &hubpb.Envelope_Text{Text: &hubpb.Text{Text: text}}}, opts...)
+	return c.sendOwned(ctx, sessionID, &hubpb.Envelope{Type: EventText, Payload: &hubpb.Envelope_Text{Text: &hubpb.Text{Text: text}}}, opts...)
 }
 
 // SendPacket takes a turn with a packet: its body, its routing (handoff,
 // finish, escalate), its context updates (applied before routing) and its
 // usage.
 func (c *Client) SendPacket(ctx context.Context, sessionID string, p *Packet, opts ...SendOption) (Ack, error) {
-	pb, err := p.toPB()
+	pb, err := p.Proto()
 	if err != nil {
 		return Ack{}, err
 	}
-	return c.Send(ctx, sessionID, &hubpb.Envelope{Type: EventPacket, Payload: &hubpb.Envelope_Packet{Packet: pb}}, opts...)
+	return c.sendOwned(ctx, sessionID, &hubpb.Envelope{Type: EventPacket, Payload: &hubpb.Envelope_Packet{Packet: pb}}, opts...)
 }
 
 // SetContext sets session context variables (values encoded as JSON). Any
@@ -88,11 +70,11 @@ func (c *Client) SetContext(ctx context.Context, sessionID string, set map[strin
 // UpdateContext deletes, then sets, session context variables; it is not a
 // turn.
 func (c *Client) UpdateContext(ctx context.Context, sessionID string, u ContextUpdate, opts ...SendOption) (Ack, error) {
-	pb, err := u.toPB()
+	pb, err := u.Proto()
 	if err != nil {
 		return Ack{}, err
 	}
-	return c.Send(ctx, sessionID, &hubpb.Envelope{Type: EventContextSet, Payload: &hubpb.Envelope_ContextSet{ContextSet: pb}}, opts...)
+	return c.sendOwned(ctx, sessionID, &hubpb.Envelope{Type: EventContextSet, Payload: &hubpb.Envelope_ContextSet{ContextSet: pb}}, opts...)
 }
 
 // SendEvent sends a custom event: an application type with opaque data,
@@ -101,7 +83,7 @@ func (c *Client) SendEvent(ctx context.Context, sessionID, eventType string, dat
 	if data == nil {
 		data = []byte{}
 	}
-	return c.Send(ctx, sessionID, &hubpb.Envelope{Type: eventType, Payload: &hubpb.Envelope_Custom{Custom: data}}, opts...)
+	return c.sendOwned(ctx, sessionID, &hubpb.Envelope{Type: eventType, Payload: &hubpb.Envelope_Custom{Custom: data}}, opts...)
 }
 
 // Send sends any envelope (questions, answers, task progress, ...); the
@@ -110,7 +92,11 @@ func (c *Client) SendEvent(ctx context.Context, sessionID, eventType string, dat
 // Options.SendAttempts times with the same client message id, so it is
 // written at most once.
 func (c *Client) Send(ctx context.Context, sessionID string, env *hubpb.Envelope, opts ...SendOption) (Ack, error) {
-	e := cloneEnvelope(env)
+	return c.sendOwned(ctx, sessionID, cloneEnvelope(env), opts...)
+}
+
+// sendOwned is Send of an envelope the SDK made (and may change).
+func (c *Client) sendOwned(ctx context.Context, sessionID string, e *hubpb.Envelope, opts ...SendOption) (Ack, error) {
 	for _, o := range opts {
 		o(e)
 	}
@@ -126,7 +112,7 @@ func (c *Client) send(ctx context.Context, sessionID string, e *hubpb.Envelope, 
 	for attempt := 1; ; attempt++ {
 		resp, err := c.rpc.Send(ctx, req)
 		if err == nil {
-			return ackFromPB(resp, e.ClientMsgId), nil
+			return Ack{SendResponse: resp, ClientMsgID: e.GetClientMsgId()}, nil
 		}
 		err = wrapErr("send", err)
 		if attempt >= attempts || !errors.Is(err, ErrUnavailable) || ctx.Err() != nil {

@@ -31,13 +31,16 @@ type Turn struct {
 	// Trigger is the envelope that began the turn: the previous speaker's
 	// text or packet, or the session_opened envelope for the first speaker.
 	// Its payload is nil when the agent may not see it.
-	Trigger *Envelope
+	Trigger *hubpb.Envelope
 	// View is the agent's view of the session (the default view unless
 	// WithView chose another); nil with WithView("").
-	View *View
+	View *hubpb.View
 	// Client is the client serving the turn.
 	Client *Client
 }
+
+// Text returns what the trigger says in words (see [TextOf]).
+func (t *Turn) Text() string { return TextOf(t.Trigger) }
 
 // Reply is what a handler says on its turn: a text, or a packet (with
 // routing, context updates, usage). The zero Reply says nothing.
@@ -61,7 +64,7 @@ type Invite struct {
 	// Invitees are everyone who must acknowledge.
 	Invitees []string
 	// Envelope is the session_invite envelope.
-	Envelope *Envelope
+	Envelope *hubpb.Envelope
 }
 
 // InviteFunc decides an invite for Serve: nil accepts it (AckInvite), an
@@ -77,7 +80,7 @@ type serveConfig struct {
 	invites        InviteFunc
 	view           *ViewOptions
 	base, maxDelay time.Duration
-	observe        func(Delivery)
+	observe        func(*hubpb.Delivery)
 	onReconnect    func(error)
 }
 
@@ -108,7 +111,7 @@ func WithBackoff(base, max time.Duration) ServeOption {
 // WithObserver calls f with every delivery of the agent's stream, in order,
 // before Serve acts on it (for transcripts and metrics). f runs on the
 // stream's reader: while it blocks, nothing is read.
-func WithObserver(f func(Delivery)) ServeOption {
+func WithObserver(f func(*hubpb.Delivery)) ServeOption {
 	return func(c *serveConfig) { c.observe = f }
 }
 
@@ -147,7 +150,7 @@ func (c *Client) Serve(ctx context.Context, h Handler, opts ...ServeOption) erro
 		o(&cfg)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	sv := &server{c: c, h: h, cfg: cfg, cursors: map[string]uint64{}, sessions: map[string]*worker{}}
+	sv := &serving{c: c, h: h, cfg: cfg, cursors: map[string]uint64{}, sessions: map[string]*worker{}}
 	defer func() {
 		cancel()
 		sv.wg.Wait()
@@ -174,8 +177,8 @@ func (c *Client) Serve(ctx context.Context, h Handler, opts ...ServeOption) erro
 	}
 }
 
-// server is one run of Serve.
-type server struct {
+// serving is one run of Serve.
+type serving struct {
 	c   *Client
 	h   Handler
 	cfg serveConfig
@@ -189,8 +192,8 @@ type server struct {
 
 // worker is the turn state of one session.
 type worker struct {
-	last    uint64    // the latest trigger seq taken
-	pending *Delivery // the newest turn not yet started
+	last    uint64          // the latest trigger seq taken
+	pending *hubpb.Delivery // the newest turn not yet started
 	running bool
 	ended   bool
 	cancel  context.CancelFunc // of the running turn
@@ -198,7 +201,7 @@ type worker struct {
 
 // subscription reads one subscription until it breaks, and reports
 // whether it delivered anything.
-func (sv *server) subscription(ctx context.Context) (bool, error) {
+func (sv *serving) subscription(ctx context.Context) (bool, error) {
 	s, err := sv.c.subscribe(ctx, SubscribeOptions{Cursors: sv.cursors}, grpc.WaitForReady(true))
 	if err != nil {
 		return false, err
@@ -223,36 +226,39 @@ func (sv *server) subscription(ctx context.Context) (bool, error) {
 }
 
 // deliver acts on one delivery of the stream.
-func (sv *server) deliver(ctx context.Context, d Delivery) {
+func (sv *serving) deliver(ctx context.Context, d *hubpb.Delivery) {
 	if f := sv.cfg.observe; f != nil {
 		f(d)
 	}
-	e := d.Envelope
-	if e.Seq > sv.cursors[e.SessionID] {
-		sv.cursors[e.SessionID] = e.Seq
+	e := d.GetEnvelope()
+	id := e.GetSessionId()
+	if e.GetSeq() > sv.cursors[id] {
+		sv.cursors[id] = e.GetSeq()
 	}
 	switch {
-	case e.Ends():
-		delete(sv.cursors, e.SessionID)
-		sv.end(e.SessionID)
+	case Ends(e):
+		delete(sv.cursors, id)
+		sv.end(id)
 		return
-	case e.Type == EventInvite:
+	case e.GetType() == EventInvite:
 		sv.invite(ctx, e)
 	}
-	if d.YourTurn {
+	if d.GetYourTurn() {
 		sv.dispatch(ctx, d)
 	}
 }
 
 // invite answers an invite in the background.
-func (sv *server) invite(ctx context.Context, e *Envelope) {
-	if me := sv.c.name; me != "" && !slices.Contains(e.Invitees, me) {
+func (sv *serving) invite(ctx context.Context, e *hubpb.Envelope) {
+	invitees := e.GetInvite().GetInvitees()
+	if me := sv.c.name; me != "" && !slices.Contains(invitees, me) {
 		return
 	}
+	id := e.GetSessionId()
 	sv.wg.Add(1)
 	go func() {
 		defer sv.wg.Done()
-		inv := Invite{SessionID: e.SessionID, Invitees: e.Invitees, Envelope: e}
+		inv := Invite{SessionID: id, Invitees: invitees, Envelope: e}
 		var decision error
 		if f := sv.cfg.invites; f != nil {
 			decision = f(ctx, inv)
@@ -260,9 +266,9 @@ func (sv *server) invite(ctx context.Context, e *Envelope) {
 		err := sv.retry(ctx, func() error {
 			var err error
 			if decision == nil {
-				_, err = sv.c.AckInvite(ctx, e.SessionID)
+				_, err = sv.c.AckInvite(ctx, id)
 			} else {
-				_, err = sv.c.RejectInvite(ctx, e.SessionID, decision.Error())
+				_, err = sv.c.RejectInvite(ctx, id, decision.Error())
 			}
 			return err
 		})
@@ -271,15 +277,15 @@ func (sv *server) invite(ctx context.Context, e *Envelope) {
 		case errors.Is(err, ErrBadTransition), errors.Is(err, ErrSessionClosed):
 			// An invite seen again after a restart, already answered.
 		default:
-			sv.c.logf("agentsdk: serve: answering the invite to %s: %v", e.SessionID, err)
+			sv.c.logf("agentsdk: serve: answering the invite to %s: %v", id, err)
 		}
 	}()
 }
 
 // dispatch hands a turn to its session's worker, unless that turn (or a
 // later one) was already taken.
-func (sv *server) dispatch(ctx context.Context, d Delivery) {
-	id, seq := d.Envelope.SessionID, d.Envelope.Seq
+func (sv *serving) dispatch(ctx context.Context, d *hubpb.Delivery) {
+	id, seq := d.GetEnvelope().GetSessionId(), d.GetEnvelope().GetSeq()
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
 	w := sv.sessions[id]
@@ -290,7 +296,7 @@ func (sv *server) dispatch(ctx context.Context, d Delivery) {
 	if w.ended || seq <= w.last {
 		return
 	}
-	w.last, w.pending = seq, &d
+	w.last, w.pending = seq, d
 	if !w.running {
 		w.running = true
 		sv.wg.Add(1)
@@ -300,7 +306,7 @@ func (sv *server) dispatch(ctx context.Context, d Delivery) {
 
 // end forgets an ended session: its pending turn is dropped and its
 // running handler cancelled.
-func (sv *server) end(id string) {
+func (sv *serving) end(id string) {
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
 	w := sv.sessions[id]
@@ -317,7 +323,7 @@ func (sv *server) end(id string) {
 }
 
 // work runs a session's turns one at a time until none is pending.
-func (sv *server) work(ctx context.Context, id string, w *worker) {
+func (sv *serving) work(ctx context.Context, id string, w *worker) {
 	defer sv.wg.Done()
 	for {
 		sv.mu.Lock()
@@ -334,19 +340,20 @@ func (sv *server) work(ctx context.Context, id string, w *worker) {
 		tctx, cancel := context.WithCancel(ctx)
 		w.cancel = cancel
 		sv.mu.Unlock()
-		sv.turn(tctx, *d)
+		sv.turn(tctx, d)
 		cancel()
 	}
 }
 
 // turn runs the handler on one turn and posts its reply.
-func (sv *server) turn(ctx context.Context, d Delivery) {
-	e := d.Envelope
-	t := &Turn{SessionID: e.SessionID, Trigger: e, Client: sv.c}
+func (sv *serving) turn(ctx context.Context, d *hubpb.Delivery) {
+	e := d.GetEnvelope()
+	id := e.GetSessionId()
+	t := &Turn{SessionID: id, Trigger: e, Client: sv.c}
 	if v := sv.cfg.view; v != nil {
 		err := sv.retry(ctx, func() error {
 			var err error
-			t.View, err = sv.c.View(ctx, e.SessionID, *v)
+			t.View, err = sv.c.View(ctx, id, *v)
 			return err
 		})
 		if err != nil {
@@ -356,7 +363,7 @@ func (sv *server) turn(ctx context.Context, d Delivery) {
 	}
 	reply, err := sv.h(ctx, t)
 	if err != nil {
-		sv.c.logf("agentsdk: serve: handler for session %s (turn begun by seq %d): %v", e.SessionID, e.Seq, err)
+		sv.c.logf("agentsdk: serve: handler for session %s (turn begun by seq %d): %v", id, e.GetSeq(), err)
 		return
 	}
 	if reply.IsZero() {
@@ -364,13 +371,13 @@ func (sv *server) turn(ctx context.Context, d Delivery) {
 	}
 	env, err := reply.envelope()
 	if err != nil {
-		sv.c.logf("agentsdk: serve: reply in session %s: %v", e.SessionID, err)
+		sv.c.logf("agentsdk: serve: reply in session %s: %v", id, err)
 		return
 	}
-	env.ClientMsgId = TurnMsgID(e.SessionID, e.Seq)
-	env.CausationId = e.ID
+	env.ClientMsgId = TurnMsgID(id, e.GetSeq())
+	env.CausationId = e.GetId()
 	err = sv.retry(ctx, func() error {
-		_, err := sv.c.send(ctx, e.SessionID, env, 1)
+		_, err := sv.c.send(ctx, id, env, 1)
 		return err
 	})
 	if err != nil {
@@ -379,18 +386,18 @@ func (sv *server) turn(ctx context.Context, d Delivery) {
 }
 
 // stale logs a failed step of a turn: quietly for a turn that had passed.
-func (sv *server) stale(e *Envelope, step string, err error) {
+func (sv *serving) stale(e *hubpb.Envelope, step string, err error) {
 	switch {
 	case errors.Is(err, context.Canceled):
 	case errors.Is(err, ErrOutOfTurn), errors.Is(err, ErrSessionClosed), errors.Is(err, ErrSessionNotOpen):
-		sv.c.logf("agentsdk: serve: stale turn in session %s (begun by seq %d) ignored: %v", e.SessionID, e.Seq, err)
+		sv.c.logf("agentsdk: serve: stale turn in session %s (begun by seq %d) ignored: %v", e.GetSessionId(), e.GetSeq(), err)
 	default:
-		sv.c.logf("agentsdk: serve: %s in session %s (turn begun by seq %d): %v", step, e.SessionID, e.Seq, err)
+		sv.c.logf("agentsdk: serve: %s in session %s (turn begun by seq %d): %v", step, e.GetSessionId(), e.GetSeq(), err)
 	}
 }
 
 // retry calls f until it succeeds, fails for good, or ctx is done.
-func (sv *server) retry(ctx context.Context, f func() error) error {
+func (sv *serving) retry(ctx context.Context, f func() error) error {
 	for attempt := 1; ; attempt++ {
 		err := f()
 		if err == nil || !retryable(err) {
@@ -413,7 +420,7 @@ func (r Reply) envelope() (*hubpb.Envelope, error) {
 	if r.Packet == nil {
 		return &hubpb.Envelope{Type: EventText, Payload: &hubpb.Envelope_Text{Text: &hubpb.Text{Text: r.Text}}}, nil
 	}
-	p, err := r.Packet.toPB()
+	p, err := r.Packet.Proto()
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/hubd/hubd/agentsdk"
-	"github.com/hubd/hubd/internal/server"
+	"github.com/hubd/hubd/hub/hubtest"
+	"github.com/hubd/hubd/hubpb"
 )
 
 // serving runs Serve for each client until the test stops it.
@@ -52,16 +53,16 @@ func (s *serving) stop() {
 func transcript(t *testing.T, ctx context.Context, c *agentsdk.Client, sessionID string) ([]string, string) {
 	t.Helper()
 	var turns []string
-	end, err := c.Follow(ctx, sessionID, 1, func(e *agentsdk.Envelope) error {
-		if e.IsTurn() {
-			turns = append(turns, e.From+": "+e.Text)
+	end, err := c.Follow(ctx, sessionID, 1, func(e *hubpb.Envelope) error {
+		if agentsdk.IsTurn(e) {
+			turns = append(turns, e.GetFrom()+": "+agentsdk.TextOf(e))
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatalf("follow: %v (so far %v)", err, turns)
 	}
-	return turns, end.Reason
+	return turns, end.GetEnded().GetReason()
 }
 
 // calls records handler calls.
@@ -87,29 +88,29 @@ func (c *calls) get() []string {
 // invites are acknowledged, each agent is called once with the trigger and
 // its view, and the session closes sequence_complete.
 func TestServePipeline(t *testing.T) {
-	srv := startHub(t, server.Config{})
+	h := hubtest.New(t)
 	ctx := testCtx(t)
 	names := []string{"researcher", "writer", "editor"}
 	var clients []*agentsdk.Client
 	for _, n := range names {
-		clients = append(clients, dial(t, srv.Addr(), n))
+		clients = append(clients, dial(t, h.Addr(), n))
 	}
 	var got calls
 	serve(t, ctx, clients, func(c *agentsdk.Client) agentsdk.Handler {
 		return func(ctx context.Context, turn *agentsdk.Turn) (agentsdk.Reply, error) {
 			var seen []string
-			for _, it := range turn.View.Items {
-				seen = append(seen, it.From)
+			for _, it := range turn.View.GetItems() {
+				seen = append(seen, it.GetFrom())
 			}
-			got.add("%s after %s(%s) seeing %v", c.Name(), turn.Trigger.Type, turn.Trigger.From, seen)
+			got.add("%s after %s(%s) seeing %v", c.Name(), turn.Trigger.GetType(), turn.Trigger.GetFrom(), seen)
 			return agentsdk.ReplyText("notes from " + c.Name()), nil
 		}
 	})
-	info, err := clients[0].OpenWorkflow(ctx, agentsdk.Sequence(names...), "writer", "editor")
+	s, err := clients[0].OpenWorkflow(ctx, agentsdk.Sequence(names...), "writer", "editor")
 	if err != nil {
 		t.Fatal(err)
 	}
-	turns, reason := transcript(t, ctx, clients[0], info.ID)
+	turns, reason := transcript(t, ctx, clients[0], s.ID())
 	if want := []string{"researcher: notes from researcher", "writer: notes from writer", "editor: notes from editor"}; !slices.Equal(turns, want) || reason != "sequence_complete" {
 		t.Errorf("turns %q reason %q", turns, reason)
 	}
@@ -126,9 +127,9 @@ func TestServePipeline(t *testing.T) {
 // TestServeHandoff: a router hands off with packets by tool, specialists
 // answer and revert, the router finishes; Serve posts packets.
 func TestServeHandoff(t *testing.T) {
-	srv := startHub(t, server.Config{})
+	h := hubtest.New(t)
 	ctx := testCtx(t)
-	router, billing, tech := dial(t, srv.Addr(), "router"), dial(t, srv.Addr(), "billing"), dial(t, srv.Addr(), "tech")
+	router, billing, tech := dial(t, h.Addr(), "router"), dial(t, h.Addr(), "billing"), dial(t, h.Addr(), "tech")
 	g := agentsdk.NewGraph("router").
 		On(agentsdk.ToolCalled("transfer_to_billing"), agentsdk.ToAgent("billing")).
 		On(agentsdk.ToolCalled("transfer_to_tech"), agentsdk.ToAgent("tech")).
@@ -140,35 +141,42 @@ func TestServeHandoff(t *testing.T) {
 			switch {
 			case c.Name() != "router":
 				return agentsdk.ReplyPacket(agentsdk.NewPacket(c.Name()+" fixed it").Set(c.Name()+"_done", true)), nil
-			case turn.Trigger.From == "":
+			case turn.Trigger.GetFrom() == "":
 				return agentsdk.ReplyPacket(agentsdk.NewPacket("billing first").Handoff("transfer_to_billing", "", "refund")), nil
-			case turn.Trigger.From == "billing":
+			case turn.Trigger.GetFrom() == "billing":
 				return agentsdk.ReplyPacket(agentsdk.NewPacket("now tech").Handoff("transfer_to_tech", "", "")), nil
 			}
 			return agentsdk.ReplyPacket(agentsdk.NewPacket("all done").Finish("resolved", "refund and fix")), nil
 		}
 	}, agentsdk.WithView("", 0))
-	info, err := router.Open(ctx, agentsdk.OpenOptions{Graph: g, Participants: agentsdk.Invited("billing", "tech")})
+	opened, err := router.Open(ctx, agentsdk.OpenOptions{Graph: g, Participants: agentsdk.Invited("billing", "tech")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	turns, reason := transcript(t, ctx, router, info.ID)
+	turns, reason := transcript(t, ctx, router, opened.ID())
 	want := []string{"router: billing first", "billing: billing fixed it", "router: now tech", "tech: tech fixed it", "router: all done"}
 	if !slices.Equal(turns, want) || reason != "resolved" {
 		t.Errorf("turns %q reason %q", turns, reason)
 	}
-	s, err := router.GetSession(ctx, info.ID)
-	if err != nil || string(s.Context["billing_done"]) != "true" || string(s.Context["tech_done"]) != "true" {
-		t.Errorf("context %v %v", s.Context, err)
+	s, err := router.GetSession(ctx, opened.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var billingDone, techDone bool
+	if _, err := s.Var("billing_done", &billingDone); err != nil || !billingDone {
+		t.Errorf("billing_done: %s %v", js(t, s.SessionInfo), err)
+	}
+	if _, err := s.Var("tech_done", &techDone); err != nil || !techDone {
+		t.Errorf("tech_done: %s %v", js(t, s.SessionInfo), err)
 	}
 }
 
 // TestServeRejectsInvites: an InviteFunc that refuses closes the session
 // with invite_rejected, its error's text logged as the reason.
 func TestServeRejectsInvites(t *testing.T) {
-	srv := startHub(t, server.Config{})
+	h := hubtest.New(t)
 	ctx := testCtx(t)
-	alice, bob := dial(t, srv.Addr(), "alice"), dial(t, srv.Addr(), "bob")
+	alice, bob := dial(t, h.Addr(), "alice"), dial(t, h.Addr(), "bob")
 	serve(t, ctx, []*agentsdk.Client{bob}, func(*agentsdk.Client) agentsdk.Handler {
 		return func(context.Context, *agentsdk.Turn) (agentsdk.Reply, error) {
 			return agentsdk.Reply{}, errors.New("never called")
@@ -183,11 +191,11 @@ func TestServeRejectsInvites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, reason := transcript(t, ctx, alice, info.ID); reason != "invite_rejected" {
+	if _, reason := transcript(t, ctx, alice, info.ID()); reason != "invite_rejected" {
 		t.Errorf("reason %q", reason)
 	}
-	log, err := bob.ReadLog(ctx, info.ID, 2, 1)
-	if err != nil || len(log) != 1 || log[0].Reason != "busy" {
+	log, err := bob.ReadLog(ctx, info.ID(), 2, 1)
+	if err != nil || len(log) != 1 || log[0].GetEnded().GetReason() != "busy" {
 		t.Errorf("reject %+v %v", log, err)
 	}
 }
@@ -220,11 +228,11 @@ func (l *logs) text() string {
 // TestServeStaleTurn: a reply refused because the turn has passed is
 // logged and dropped, and Serve goes on serving.
 func TestServeStaleTurn(t *testing.T) {
-	srv := startHub(t, server.Config{})
+	h := hubtest.New(t)
 	ctx := testCtx(t)
 	bobLogs := logs{stale: make(chan struct{})}
-	alice, carol := dial(t, srv.Addr(), "alice"), dial(t, srv.Addr(), "carol")
-	bob := dial(t, srv.Addr(), "bob", func(o *agentsdk.Options) { o.Logf = bobLogs.logf })
+	alice, carol := dial(t, h.Addr(), "alice"), dial(t, h.Addr(), "carol")
+	bob := dial(t, h.Addr(), "bob", func(o *agentsdk.Options) { o.Logf = bobLogs.logf })
 	var got calls
 	serve(t, ctx, []*agentsdk.Client{alice, bob, carol}, func(c *agentsdk.Client) agentsdk.Handler {
 		return func(ctx context.Context, turn *agentsdk.Turn) (agentsdk.Reply, error) {
@@ -249,7 +257,7 @@ func TestServeStaleTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	turns, reason := transcript(t, ctx, alice, info.ID)
+	turns, reason := transcript(t, ctx, alice, info.ID())
 	if want := []string{"alice: from alice", "bob: by hand", "carol: from carol"}; !slices.Equal(turns, want) || reason != "sequence_complete" {
 		t.Errorf("turns %q reason %q", turns, reason)
 	}
@@ -267,11 +275,8 @@ func TestServeStaleTurn(t *testing.T) {
 func TestServeRestart(t *testing.T) {
 	dir := t.TempDir()
 	ctx := testCtx(t)
-	srv, err := server.Start(ctx, server.Config{Listen: "127.0.0.1:0", DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := srv.Addr()
+	h := startAt(t, ctx, "", dir)
+	addr := h.Addr()
 	names := []string{"a", "b", "c"}
 	var clients []*agentsdk.Client
 	for _, n := range names {
@@ -282,7 +287,7 @@ func TestServeRestart(t *testing.T) {
 	held, release := make(chan struct{}), make(chan struct{})
 	s := serve(t, ctx, clients, func(c *agentsdk.Client) agentsdk.Handler {
 		return func(ctx context.Context, turn *agentsdk.Turn) (agentsdk.Reply, error) {
-			n := got.add("%s@%d", c.Name(), turn.Trigger.Seq)
+			n := got.add("%s@%d", c.Name(), turn.Trigger.GetSeq())
 			if n == 5 { // b's second turn waits for the restart
 				close(held)
 				select {
@@ -303,17 +308,14 @@ func TestServeRestart(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatalf("no fifth turn: %v", got.get())
 	}
-	if err := srv.Shutdown(ctx); err != nil {
+	if err := h.Close(); err != nil {
 		t.Fatal(err)
 	}
-	srv, err = server.Start(ctx, server.Config{Listen: addr, DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown(context.Background())
+	h = startAt(t, ctx, addr, dir)
+	defer h.Close()
 	close(release)
 
-	turns, reason := transcript(t, ctx, clients[0], info.ID)
+	turns, reason := transcript(t, ctx, clients[0], info.ID())
 	s.stop()
 	var want []string
 	for i := range 9 {
@@ -351,49 +353,49 @@ func (w *cutoffWatch) Write(p []byte) (int, error) {
 // envelope once, and still takes the turn that was lost with the stream.
 func TestServeSlowSubscriber(t *testing.T) {
 	watch := &cutoffWatch{cut: make(chan struct{})}
-	cfg := server.Config{Logger: zerolog.New(watch)}
-	cfg.Hub.SubscriberBuffer = 1
-	srv := startHub(t, cfg)
+	o := hubtest.Options{Logger: zerolog.New(watch)}
+	o.Hub.SubscriberBuffer = 1
+	h := hubtest.New(t, o)
 	ctx := testCtx(t)
-	alice := dial(t, srv.Addr(), "alice")
+	alice := dial(t, h.Addr(), "alice")
 	// Fixed flow-control windows, so a reader that stops stalls the hub.
-	bob := dial(t, srv.Addr(), "bob", func(o *agentsdk.Options) {
+	bob := dial(t, h.Addr(), "bob", func(o *agentsdk.Options) {
 		o.DialOptions = []grpc.DialOption{grpc.WithInitialWindowSize(1 << 16), grpc.WithInitialConnWindowSize(1 << 16)}
 	})
 	blocked, release, ended := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	var seen []agentsdk.Delivery // only the reader appends, until ended
+	var seen []*hubpb.Delivery // only the reader appends, until ended
 	var reconnects, got calls
-	observe := func(d agentsdk.Delivery) {
+	observe := func(d *hubpb.Delivery) {
 		seen = append(seen, d)
-		if d.Envelope.Ends() {
+		if agentsdk.Ends(d.GetEnvelope()) {
 			close(ended)
 		}
-		if d.Envelope.Type == "note" && d.Envelope.Text == "" && len(d.Envelope.Data) == 1 {
+		if e := d.GetEnvelope(); e.GetType() == "note" && len(e.GetCustom()) == 1 {
 			close(blocked)
 			<-release
 		}
 	}
 	s := serve(t, ctx, []*agentsdk.Client{bob}, func(*agentsdk.Client) agentsdk.Handler {
 		return func(ctx context.Context, turn *agentsdk.Turn) (agentsdk.Reply, error) {
-			got.add("%d", turn.Trigger.Seq)
-			return agentsdk.ReplyText("got " + turn.Trigger.Text), nil
+			got.add("%d", turn.Trigger.GetSeq())
+			return agentsdk.ReplyText("got " + turn.Text()), nil
 		}
 	}, agentsdk.WithObserver(observe), agentsdk.WithReconnectHook(func(err error) { reconnects.add("%v", err) }), agentsdk.WithView("", 0))
 	info, err := alice.Open(ctx, agentsdk.OpenOptions{Graph: agentsdk.Sequence("alice", "bob"), Participants: agentsdk.AutoAccepted("bob")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := alice.SendEvent(ctx, info.ID, "note", []byte{1}); err != nil {
+	if _, err := alice.SendEvent(ctx, info.ID(), "note", []byte{1}); err != nil {
 		t.Fatal(err)
 	}
 	<-blocked
 	big := bytes.Repeat([]byte("x"), 32<<10)
 	for range 40 {
-		if _, err := alice.SendEvent(ctx, info.ID, "note", big); err != nil {
+		if _, err := alice.SendEvent(ctx, info.ID(), "note", big); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := alice.SendText(ctx, info.ID, "the report"); err != nil {
+	if _, err := alice.SendText(ctx, info.ID(), "the report"); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -402,7 +404,7 @@ func TestServeSlowSubscriber(t *testing.T) {
 		t.Fatal("the hub never cut bob off")
 	}
 	close(release)
-	turns, reason := transcript(t, ctx, alice, info.ID)
+	turns, reason := transcript(t, ctx, alice, info.ID())
 	select { // bob may take the turn (from PendingTurns) before reading the catch-up
 	case <-ended:
 	case <-ctx.Done():
@@ -420,24 +422,25 @@ func TestServeSlowSubscriber(t *testing.T) {
 		t.Errorf("reconnects %v", r)
 	}
 	// Every envelope bob may see, once, in order (a turn may be re-told).
-	log, err := bob.ReadLog(ctx, info.ID, 0, 0)
+	log, err := bob.ReadLog(ctx, info.ID(), 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var want, have []uint64
 	for _, e := range log {
-		if e.From != "bob" {
-			want = append(want, e.Seq)
+		if e.GetFrom() != "bob" {
+			want = append(want, e.GetSeq())
 		}
 	}
 	for _, d := range seen {
-		if n := len(have); n > 0 && d.Envelope.Seq <= have[n-1] {
-			if !d.YourTurn {
-				t.Errorf("seq %d delivered again after %d", d.Envelope.Seq, have[n-1])
+		seq := d.GetEnvelope().GetSeq()
+		if n := len(have); n > 0 && seq <= have[n-1] {
+			if !d.GetYourTurn() {
+				t.Errorf("seq %d delivered again after %d", seq, have[n-1])
 			}
 			continue
 		}
-		have = append(have, d.Envelope.Seq)
+		have = append(have, seq)
 	}
 	if !slices.Equal(have, want) {
 		t.Errorf("bob saw %v, want %v", have, want)
@@ -450,30 +453,26 @@ func TestServeSlowSubscriber(t *testing.T) {
 func TestIdempotentAcrossRestart(t *testing.T) {
 	dir := t.TempDir()
 	ctx := testCtx(t)
-	srv, err := server.Start(ctx, server.Config{Listen: "127.0.0.1:0", DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := srv.Addr()
+	h := startAt(t, ctx, "", dir)
+	addr := h.Addr()
 	alice := dial(t, addr, "alice")
 	info := openPipeline(t, ctx, alice)
-	id := agentsdk.TurnMsgID(info.ID, 2)
-	first, err := alice.SendText(ctx, info.ID, "findings", agentsdk.WithClientMsgID(id))
+	id := agentsdk.TurnMsgID(info.ID(), 2)
+	first, err := alice.SendText(ctx, info.ID(), "findings", agentsdk.WithClientMsgID(id))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Shutdown(ctx); err != nil {
+	if err := h.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if srv, err = server.Start(ctx, server.Config{Listen: addr, DataDir: dir}); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown(context.Background())
-	again, err := alice.SendText(ctx, info.ID, "findings", agentsdk.WithClientMsgID(id))
+	h = startAt(t, ctx, addr, dir)
+	defer h.Close()
+	again, err := alice.SendText(ctx, info.ID(), "findings", agentsdk.WithClientMsgID(id))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !again.Duplicate || again.Seq != first.Seq || again.ID != first.ID || !again.AcceptedAt.Equal(first.AcceptedAt) {
-		t.Errorf("first %+v, again %+v", first, again)
+	if !again.GetDuplicate() || again.GetSeq() != first.GetSeq() || again.GetId() != first.GetId() ||
+		!again.GetAcceptedAt().AsTime().Equal(first.GetAcceptedAt().AsTime()) || again.ClientMsgID != id {
+		t.Errorf("first %s, again %s", js(t, first.SendResponse), js(t, again.SendResponse))
 	}
 }

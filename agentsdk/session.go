@@ -2,13 +2,13 @@ package agentsdk
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
-	"slices"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/hubd/hubd/hubpb"
 )
@@ -21,59 +21,39 @@ const (
 	TypeConsulting   = "consulting@1"   // a question, then its answer
 )
 
-// State is a session's lifecycle state.
-type State string
-
-// The lifecycle states: PENDING until every invitee has acknowledged, then
-// OPEN, then CLOSED or EXPIRED.
+// The lifecycle states (hubpb.SessionInfo.State): PENDING until every
+// invitee has acknowledged, then OPEN, then CLOSED or EXPIRED.
 const (
-	StatePending State = "PENDING"
-	StateOpen    State = "OPEN"
-	StateClosed  State = "CLOSED"
-	StateExpired State = "EXPIRED"
+	StatePending = "PENDING"
+	StateOpen    = "OPEN"
+	StateClosed  = "CLOSED"
+	StateExpired = "EXPIRED"
 )
-
-// Ended reports whether the session is over.
-func (s State) Ended() bool { return s == StateClosed || s == StateExpired }
-
-// Participant is one member of a session.
-type Participant struct {
-	Name string
-	// Role describes the member ("creator", "member", "human", ...).
-	Role string
-	// AutoAccept counts the member as acknowledged at open: it needs no
-	// AckInvite.
-	AutoAccept bool
-}
 
 // Invited returns participants who must acknowledge their invite, one per
 // name.
-func Invited(names ...string) []Participant {
-	out := make([]Participant, len(names))
+func Invited(names ...string) []*hubpb.Participant {
+	out := make([]*hubpb.Participant, len(names))
 	for i, n := range names {
-		out[i] = Participant{Name: n}
+		out[i] = &hubpb.Participant{Name: n}
 	}
 	return out
 }
 
 // AutoAccepted returns participants who need not acknowledge, one per name.
-func AutoAccepted(names ...string) []Participant {
-	out := make([]Participant, len(names))
+func AutoAccepted(names ...string) []*hubpb.Participant {
+	out := make([]*hubpb.Participant, len(names))
 	for i, n := range names {
-		out[i] = Participant{Name: n, AutoAccept: true}
+		out[i] = &hubpb.Participant{Name: n, AutoAccept: true}
 	}
 	return out
 }
 
-// Expectation is one timer of a session.
-type Expectation struct {
-	// Name is "turn_within", "reply_within", "max_silence" or
-	// "acks_within".
-	Name string
-	// Within is the threshold.
-	Within time.Duration
-	// Action is "warn", "notify" or "auto_close".
-	Action string
+// Expect returns one timer of a session: name is "turn_within",
+// "reply_within", "max_silence" or "acks_within"; action is "warn",
+// "notify" or "auto_close".
+func Expect(name string, within time.Duration, action string) *hubpb.Expectation {
+	return &hubpb.Expectation{Name: name, Within: durationpb.New(within), Action: action}
 }
 
 // OpenOptions describe a new session. The caller is its creator and first
@@ -81,13 +61,14 @@ type Expectation struct {
 type OpenOptions struct {
 	// Type is the session type, "kind@version"; default TypeWorkflow.
 	Type string
-	// Participants in session order; the caller is added first when
-	// missing.
-	Participants []Participant
+	// Participants in session order ([Invited], [AutoAccepted]); the caller
+	// is added first when missing.
+	Participants []*hubpb.Participant
 	// Graph is a workflow session's transition graph.
 	Graph *Graph
-	// Knobs are other settings of the session type, each encoded as JSON:
-	// "max_handoffs": 3, "supervisor": "lead", "context": map[string]any{...}.
+	// Knobs are other settings of the session type, any Go value
+	// encoding/json encodes: "max_handoffs": 3, "supervisor": "lead",
+	// "context": map[string]any{...}.
 	Knobs map[string]any
 	// Labels are for listing.
 	Labels map[string]string
@@ -96,121 +77,35 @@ type OpenOptions struct {
 	// InviteTimeout is how long invitees have to acknowledge; 0 means the
 	// hub's default.
 	InviteTimeout time.Duration
-	// Expectations replace the session type's default timers; nil keeps
-	// the defaults, an empty non-nil slice means none.
-	Expectations []Expectation
+	// Expectations replace the session type's default timers ([Expect]);
+	// nil keeps the defaults, an empty non-nil slice means none.
+	Expectations []*hubpb.Expectation
 	// Parent makes this a child of a session the caller takes part in.
 	Parent string
 	// IdempotencyKey makes the open idempotent: the same caller and key
-	// return the same session (SessionInfo.Existing).
+	// return the same session (Session.Existing).
 	IdempotencyKey string
 }
 
-// SessionInfo is a session's metadata and state.
-type SessionInfo struct {
-	ID           string
-	Type         string
-	Creator      string
-	Participants []Participant
-	State        State
-	// CloseReason is why the session ended, once it has.
-	CloseReason string
-	// Seq is the last seq of its log.
-	Seq uint64
-	// Turn is how many turns were taken.
-	Turn int64
-	// Expected are who is expected to speak next.
-	Expected []string
-	// Context maps context variables to their JSON values.
-	Context map[string]json.RawMessage
-	// Usage is summed over the session.
-	Usage Usage
-	// LastRule is the rule that decided the last turn.
-	LastRule     string
-	Labels       map[string]string
-	Knobs        map[string]json.RawMessage
-	Expectations []Expectation
-	CreatedAt    time.Time
-	TTL          time.Duration
-	ParentID     string
-	RootID       string
-	Depth        int
-	// Existing is set by Open when an earlier open with the same
-	// idempotency key made the session.
-	Existing bool
-	// Proto is the info as received.
-	Proto *hubpb.SessionInfo
-}
-
-// Var decodes context variable key into v (a pointer), and reports whether
-// the variable is set.
-func (s *SessionInfo) Var(key string, v any) (bool, error) {
-	raw, ok := s.Context[key]
-	if !ok {
-		return false, nil
-	}
-	return true, json.Unmarshal(raw, v)
-}
-
-func infoFromPB(p *hubpb.SessionInfo) *SessionInfo {
-	s := &SessionInfo{ID: p.GetSessionId(), Type: p.GetType(), Creator: p.GetCreator(), State: State(p.GetState()),
-		CloseReason: p.GetCloseReason(), Seq: p.GetSeq(), Turn: p.GetTurn(), Expected: p.GetExpected(), LastRule: p.GetLastRule(),
-		Labels: p.GetLabels(), ParentID: p.GetParentSessionId(), RootID: p.GetRootSessionId(), Depth: int(p.GetDepth()), Proto: p,
-		Usage: Usage{InputTokens: p.GetUsage().GetInputTokens(), OutputTokens: p.GetUsage().GetOutputTokens(), CostUSD: p.GetUsage().GetCostUsd()}}
-	for _, x := range p.GetParticipants() {
-		s.Participants = append(s.Participants, Participant{Name: x.GetName(), Role: x.GetRole(), AutoAccept: x.GetAutoAccept()})
-	}
-	s.Context = rawMap(p.GetContext())
-	s.Knobs = rawMap(p.GetKnobs())
-	for _, e := range p.GetExpectations() {
-		s.Expectations = append(s.Expectations, Expectation{Name: e.GetName(), Action: e.GetAction(),
-			Within: time.Duration(e.GetSeconds() * float64(time.Second))})
-	}
-	if t := p.GetCreatedAt(); t != nil {
-		s.CreatedAt = t.AsTime()
-	}
-	if d := p.GetTtl(); d != nil {
-		s.TTL = d.AsDuration()
-	}
-	return s
-}
-
-func rawMap(m map[string]string) map[string]json.RawMessage {
-	if len(m) == 0 {
-		return nil
-	}
-	out := make(map[string]json.RawMessage, len(m))
-	for k, v := range m {
-		out[k] = json.RawMessage(v)
-	}
-	return out
-}
-
-func (o OpenOptions) toPB() (*hubpb.OpenRequest, error) {
-	req := &hubpb.OpenRequest{Type: o.Type, Labels: o.Labels, ParentSessionId: o.Parent, IdempotencyKey: o.IdempotencyKey}
+// Proto returns the options as the hub's open request.
+func (o OpenOptions) Proto() (*hubpb.OpenRequest, error) {
+	req := &hubpb.OpenRequest{Type: o.Type, Participants: o.Participants, Labels: maps.Clone(o.Labels),
+		ParentSessionId: o.Parent, IdempotencyKey: o.IdempotencyKey}
 	if req.Type == "" {
 		req.Type = TypeWorkflow
 	}
-	for _, p := range o.Participants {
-		req.Participants = append(req.Participants, &hubpb.Participant{Name: p.Name, Role: p.Role, AutoAccept: p.AutoAccept})
-	}
 	if o.Graph != nil {
-		g, err := o.Graph.JSON()
+		g, err := o.Graph.Struct()
 		if err != nil {
 			return nil, fmt.Errorf("agentsdk: graph: %w", err)
 		}
-		req.GraphJson = g
+		req.Graph = g
 	}
-	if len(o.Knobs) > 0 {
-		req.Knobs = make(map[string]string, len(o.Knobs))
+	knobs, err := values("knob", o.Knobs)
+	if err != nil {
+		return nil, err
 	}
-	for _, k := range slices.Sorted(maps.Keys(o.Knobs)) {
-		b, err := json.Marshal(o.Knobs[k])
-		if err != nil {
-			return nil, fmt.Errorf("agentsdk: knob %q: %w", k, err)
-		}
-		req.Knobs[k] = string(b)
-	}
+	req.Knobs = knobs
 	if o.TTL > 0 {
 		req.Ttl = durationpb.New(o.TTL)
 	}
@@ -218,19 +113,42 @@ func (o OpenOptions) toPB() (*hubpb.OpenRequest, error) {
 		req.InviteTimeout = durationpb.New(o.InviteTimeout)
 	}
 	if o.Expectations != nil {
-		req.Expectations = &hubpb.Expectations{Items: []*hubpb.Expectation{}}
-		for _, e := range o.Expectations {
-			req.Expectations.Items = append(req.Expectations.Items, &hubpb.Expectation{Name: e.Name, Seconds: e.Within.Seconds(), Action: e.Action})
-		}
+		req.Expectations = &hubpb.Expectations{Items: o.Expectations}
 	}
 	return req, nil
+}
+
+// Session is a session's metadata and state as the hub answered: the hub's
+// SessionInfo (its fields and getters are promoted), with what an open
+// adds.
+type Session struct {
+	*hubpb.SessionInfo
+	// Existing is set by Open when an earlier open with the same
+	// idempotency key made the session.
+	Existing bool
+}
+
+// ID returns the session id.
+func (s *Session) ID() string { return s.GetMeta().GetSessionId() }
+
+// Ended reports whether the session is over (CLOSED or EXPIRED).
+func (s *Session) Ended() bool { return s.GetState() == StateClosed || s.GetState() == StateExpired }
+
+// Var decodes context variable key into v (a pointer), and reports whether
+// the variable is set.
+func (s *Session) Var(key string, v any) (bool, error) {
+	val, ok := s.GetContext()[key]
+	if !ok {
+		return false, nil
+	}
+	return true, Decode(val, v)
 }
 
 // Open creates a session. It is logged with its invite; it opens once every
 // participant not marked AutoAccept has acknowledged (at once when none
 // must), and the first speaker is then told it is its turn.
-func (c *Client) Open(ctx context.Context, opts OpenOptions) (*SessionInfo, error) {
-	req, err := opts.toPB()
+func (c *Client) Open(ctx context.Context, opts OpenOptions) (*Session, error) {
+	req, err := opts.Proto()
 	if err != nil {
 		return nil, err
 	}
@@ -238,31 +156,29 @@ func (c *Client) Open(ctx context.Context, opts OpenOptions) (*SessionInfo, erro
 	if err != nil {
 		return nil, wrapErr("open", err)
 	}
-	info := infoFromPB(resp.GetSession())
-	info.Existing = resp.GetExisting()
-	return info, nil
+	return &Session{SessionInfo: resp.GetSession(), Existing: resp.GetExisting()}, nil
 }
 
 // OpenWorkflow opens a workflow session following g with the caller as
 // creator and the named participants invited, in that order; each must
 // acknowledge (an agent running [Client.Serve] does so by default).
-func (c *Client) OpenWorkflow(ctx context.Context, g *Graph, participants ...string) (*SessionInfo, error) {
+func (c *Client) OpenWorkflow(ctx context.Context, g *Graph, participants ...string) (*Session, error) {
 	return c.Open(ctx, OpenOptions{Type: TypeWorkflow, Graph: g, Participants: Invited(participants...)})
 }
 
 // GetSession returns a session's metadata and current state. Only its
 // participants (or an operator) may read it.
-func (c *Client) GetSession(ctx context.Context, sessionID string) (*SessionInfo, error) {
+func (c *Client) GetSession(ctx context.Context, sessionID string) (*Session, error) {
 	resp, err := c.rpc.GetSession(ctx, &hubpb.GetSessionRequest{SessionId: sessionID})
 	if err != nil {
 		return nil, wrapErr("get session", err)
 	}
-	return infoFromPB(resp), nil
+	return &Session{SessionInfo: resp}, nil
 }
 
 // ListOptions filter ListSessions. Zero fields match everything.
 type ListOptions struct {
-	State       State
+	State       string
 	Creator     string
 	Participant string
 	// Labels must all match.
@@ -276,14 +192,14 @@ type ListOptions struct {
 // ListSessions lists the sessions the caller takes part in (all, for an
 // operator), oldest first, with only their metadata and state filled in.
 // next is the page token of the next page, "" after the last.
-func (c *Client) ListSessions(ctx context.Context, opts ListOptions) (sessions []*SessionInfo, next string, err error) {
-	resp, err := c.rpc.ListSessions(ctx, &hubpb.ListSessionsRequest{State: string(opts.State), Creator: opts.Creator,
+func (c *Client) ListSessions(ctx context.Context, opts ListOptions) (sessions []*Session, next string, err error) {
+	resp, err := c.rpc.ListSessions(ctx, &hubpb.ListSessionsRequest{State: opts.State, Creator: opts.Creator,
 		Participant: opts.Participant, Labels: opts.Labels, PageToken: opts.PageToken, PageSize: int32(opts.PageSize)})
 	if err != nil {
 		return nil, "", wrapErr("list sessions", err)
 	}
 	for _, s := range resp.GetSessions() {
-		sessions = append(sessions, infoFromPB(s))
+		sessions = append(sessions, &Session{SessionInfo: s})
 	}
 	return sessions, resp.GetNextPageToken(), nil
 }
@@ -295,7 +211,7 @@ func (c *Client) AckInvite(ctx context.Context, sessionID string) (Ack, error) {
 	if err != nil {
 		return Ack{}, wrapErr("ack invite", err)
 	}
-	return ackFromPB(resp, ""), nil
+	return Ack{SendResponse: resp}, nil
 }
 
 // RejectInvite declines the caller's invite; the session closes with
@@ -305,7 +221,7 @@ func (c *Client) RejectInvite(ctx context.Context, sessionID, reason string) (Ac
 	if err != nil {
 		return Ack{}, wrapErr("reject invite", err)
 	}
-	return ackFromPB(resp, ""), nil
+	return Ack{SendResponse: resp}, nil
 }
 
 // CloseSession ends a session with reason ("" is "explicit_close"). Only
@@ -315,5 +231,14 @@ func (c *Client) CloseSession(ctx context.Context, sessionID, reason string) (Ac
 	if err != nil {
 		return Ack{}, wrapErr("close session", err)
 	}
-	return ackFromPB(resp, ""), nil
+	return Ack{SendResponse: resp}, nil
+}
+
+// graphStruct turns graph JSON into the hub's Struct.
+func graphStruct(b []byte) (*structpb.Struct, error) {
+	s := &structpb.Struct{}
+	if err := protojson.Unmarshal(b, s); err != nil {
+		return nil, err
+	}
+	return s, nil
 }

@@ -25,21 +25,21 @@ type Stream struct {
 // Recv returns the next delivery, waiting for it. It returns io.EOF when the
 // hub ended the stream cleanly, and an [*Error] when it was cut off: match
 // [ErrSlowSubscriber] or [ErrUnavailable] to resubscribe from your cursors.
-func (s *Stream) Recv() (Delivery, error) {
+func (s *Stream) Recv() (*hubpb.Delivery, error) {
 	d, err := s.s.Recv()
 	if err != nil {
 		if errors.Is(err, io.EOF) {
-			return Delivery{}, io.EOF
+			return nil, io.EOF
 		}
-		return Delivery{}, wrapErr(s.op, err)
+		return nil, wrapErr(s.op, err)
 	}
-	return deliveryFromPB(d), nil
+	return d, nil
 }
 
 // All ranges over the deliveries until the stream ends; a clean end (io.EOF)
 // stops the loop without an error, any other error is yielded once, last.
-func (s *Stream) All() iter.Seq2[Delivery, error] {
-	return func(yield func(Delivery, error) bool) {
+func (s *Stream) All() iter.Seq2[*hubpb.Delivery, error] {
+	return func(yield func(*hubpb.Delivery, error) bool) {
 		for {
 			d, err := s.Recv()
 			if errors.Is(err, io.EOF) {
@@ -106,11 +106,12 @@ func (c *Client) watch(ctx context.Context, sessionID string, fromSeq uint64, ca
 // 1: all), in order and each once, until the session ends, and returns the
 // envelope that ended it (session_closed or session_expired). A watch that
 // breaks (a restarting hub, a slow reader cut off) is resumed after the
-// last envelope seen. It stops early with fn's error, or with ctx's.
-func (c *Client) Follow(ctx context.Context, sessionID string, fromSeq uint64, fn func(*Envelope) error) (*Envelope, error) {
+// last envelope seen. It stops early with fn's error, or with ctx's. A nil
+// fn just waits for the end.
+func (c *Client) Follow(ctx context.Context, sessionID string, fromSeq uint64, fn func(*hubpb.Envelope) error) (*hubpb.Envelope, error) {
 	next := max(fromSeq, 1)
 	for attempt := 0; ; {
-		var end *Envelope
+		var end *hubpb.Envelope
 		w, err := c.watch(ctx, sessionID, next, grpc.WaitForReady(true))
 		if err == nil {
 			end, err = follow(w, &next, fn)
@@ -128,21 +129,23 @@ func (c *Client) Follow(ctx context.Context, sessionID string, fromSeq uint64, f
 }
 
 // follow reads one watch, advancing next past each envelope handed to fn.
-func follow(w *Stream, next *uint64, fn func(*Envelope) error) (*Envelope, error) {
+func follow(w *Stream, next *uint64, fn func(*hubpb.Envelope) error) (*hubpb.Envelope, error) {
 	for {
 		d, err := w.Recv()
 		if err != nil {
 			return nil, err
 		}
-		e := d.Envelope
-		if e.Seq < *next {
+		e := d.GetEnvelope()
+		if e.GetSeq() < *next {
 			continue
 		}
-		*next = e.Seq + 1
-		if err := fn(e); err != nil {
-			return nil, err
+		*next = e.GetSeq() + 1
+		if fn != nil {
+			if err := fn(e); err != nil {
+				return nil, err
+			}
 		}
-		if e.Ends() {
+		if Ends(e) {
 			return e, nil
 		}
 	}

@@ -14,12 +14,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/hubd/hubd/agentsdk"
-	"github.com/hubd/hubd/hub/hubgrpc"
 	"github.com/hubd/hubd/internal/server"
 )
 
@@ -90,18 +88,13 @@ func (p *pki) issue(t *testing.T, cn string, usage x509.ExtKeyUsage) tls.Certifi
 // TestTLSToken: a token over TLS.
 func TestTLSToken(t *testing.T) {
 	p := newPKI(t)
-	tk, err := hubgrpc.ParseTokens(strings.NewReader(tokens))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := startHub(t, server.Config{Tokens: tk, TLSCert: p.certPEM, TLSKey: p.keyPEM})
+	addr := startSecure(t, server.Config{Tokens: parseTokens(t), TLSCert: p.certPEM, TLSKey: p.keyPEM})
 	ctx := testCtx(t)
-	alice := dial(t, srv.Addr(), "alice", func(o *agentsdk.Options) {
+	alice := dial(t, addr, "alice", func(o *agentsdk.Options) {
 		o.Token, o.TLS = "alice-token-0123456789", &tls.Config{RootCAs: p.pool}
 	})
-	info := openPipeline(t, ctx, alice)
-	if info.Creator != "alice" {
-		t.Errorf("creator %q", info.Creator)
+	if c := openPipeline(t, ctx, alice).GetMeta().GetCreator(); c != "alice" {
+		t.Errorf("creator %q", c)
 	}
 }
 
@@ -109,20 +102,19 @@ func TestTLSToken(t *testing.T) {
 // token.
 func TestMutualTLS(t *testing.T) {
 	p := newPKI(t)
-	srv := startHub(t, server.Config{TLSCert: p.certPEM, TLSKey: p.keyPEM, ClientCA: p.caPEM})
+	addr := startSecure(t, server.Config{TLSCert: p.certPEM, TLSKey: p.keyPEM, ClientCA: p.caPEM})
 	ctx := testCtx(t)
 	cert := p.issue(t, "alice", x509.ExtKeyUsageClientAuth)
-	alice := dial(t, srv.Addr(), "", func(o *agentsdk.Options) {
+	alice := dial(t, addr, "", func(o *agentsdk.Options) {
 		o.Name, o.TLS = "", &tls.Config{RootCAs: p.pool, Certificates: []tls.Certificate{cert}}
 	})
-	info := openPipeline(t, ctx, alice)
-	if info.Creator != "alice" {
-		t.Errorf("creator %q", info.Creator)
+	if c := openPipeline(t, ctx, alice).GetMeta().GetCreator(); c != "alice" {
+		t.Errorf("creator %q", c)
 	}
 	// Without a certificate the handshake fails: Dial waits until ctx ends.
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	_, err := agentsdk.Dial(short, srv.Addr(), agentsdk.Options{Name: "mallory", TLS: &tls.Config{RootCAs: p.pool}})
+	_, err := agentsdk.Dial(short, addr, agentsdk.Options{Name: "mallory", TLS: &tls.Config{RootCAs: p.pool}})
 	if err == nil {
 		t.Fatal("dial without a client certificate")
 	}
