@@ -1,11 +1,18 @@
-// Command hubd is the hubd session hub and its tools.
+// Command hubd is the hubd session hub and its tools: the hub itself
+// (hubd, or hubd serve), clients of a running hub built on agentsdk (hubd
+// sessions list|show|tail|export, printing the one JSON form of hub.proto),
+// offline work on a data directory (hubd log verify|migrate), workflow
+// graph tools that need no hub (hubd graph validate|render|simulate), and
+// hubd version and hubd help. The commands and their one-line help are
+// the table in help.go; hubd --help prints it, and the README's list of
+// commands is checked against it.
 //
-//	hubd graph validate [--participants a,b,c] FILE   check a workflow graph; exit 2 names the offending node
-//	hubd graph render FILE                            print the graph as a Mermaid flowchart
-//	hubd graph simulate --graph FILE --participants a,b,c [--creator a] [--context JSON] [--max-handoffs N]
-//	                                                  dry-run a workflow session: JSON envelopes on stdin,
-//	                                                  one JSON result per line on stdout
+// Flags may come before or after the positional arguments (parseFlags
+// parses again after each one). An error carries its exit code (package
+// internal/exitcode): 2 for a mistake on the command line, 1 otherwise; a
+// call the hub refused prints its stable reason.
 //
 // main is tiny: everything happens in run(ctx, args, stdin, stdout, stderr),
-// which the tests call directly.
+// which the tests call directly; the end-to-end tests build the binary in
+// TestMain and run it.
 package main

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,86 +16,137 @@ import (
 	"time"
 
 	"github.com/hubd/hubd/hubpb"
+	"github.com/hubd/hubd/hubpb/hubsvc"
 	"github.com/hubd/hubd/internal/wiretest"
 )
 
-// binaries holds the programs the end-to-end tests build once.
-type binaries struct {
-	once sync.Once
-	dir  string
-	err  error
+// e2e holds the binaries the end-to-end tests run: hubd, built by TestMain,
+// and the others, built by the first test that needs them.
+type e2e struct {
+	dir  string // where the binaries are
+	hubd string // the hubd binary; "" with -short
+
+	mu    sync.Mutex
+	built map[string]error
 }
 
-var built binaries
+// bins is set once by TestMain before any test runs.
+var bins e2e
 
-// buildBinary builds ./cmd/<name> (or another main package path) into a
-// temp dir shared by the tests of this run.
-func buildBinary(t *testing.T, pkg string) string {
-	t.Helper()
+func TestMain(m *testing.M) {
+	flag.Parse()
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
 	if testing.Short() {
-		t.Skip("end-to-end: builds and runs binaries")
+		return m.Run()
 	}
-	built.once.Do(func() { built.dir, built.err = os.MkdirTemp("", "hubd-e2e-") })
-	if built.err != nil {
-		t.Fatal(built.err)
+	dir, err := os.MkdirTemp("", "hubd-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
-	out := filepath.Join(built.dir, filepath.Base(pkg))
-	if _, err := os.Stat(out); err == nil {
-		return out
+	defer os.RemoveAll(dir)
+	bins = e2e{dir: dir, built: map[string]error{}}
+	if err := goBuild(filepath.Join(dir, "hubd"), "./cmd/hubd"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
-	cmd := exec.Command("go", "build", "-o", out, pkg)
+	bins.hubd = filepath.Join(dir, "hubd")
+	return m.Run()
+}
+
+// goBuild builds a main package of the module (a path from its root) to
+// out.
+func goBuild(out, pkg string, flags ...string) error {
+	cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", out, pkg)...)
 	cmd.Dir = "../.."
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+		return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+	}
+	return nil
+}
+
+// hubdBinary returns the hubd binary, skipping the test with -short.
+func hubdBinary(t *testing.T) string {
+	t.Helper()
+	if bins.hubd == "" {
+		t.Skip("end-to-end: builds and runs binaries")
+	}
+	return bins.hubd
+}
+
+// buildBinary builds another main package ("./cmd/hubload",
+// "./examples/pipeline") once per run and returns its path, named after
+// the package's last element.
+func buildBinary(t *testing.T, pkg string) string {
+	t.Helper()
+	hubdBinary(t)
+	out := filepath.Join(bins.dir, filepath.Base(pkg))
+	bins.mu.Lock()
+	defer bins.mu.Unlock()
+	err, done := bins.built[pkg]
+	if !done {
+		err = goBuild(out, pkg)
+		bins.built[pkg] = err
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
 
 // daemon is a running hubd process.
 type daemon struct {
-	t    *testing.T
-	bin  string
-	data string
-	addr string
-	cmd  *exec.Cmd
-	logs *strings.Builder
-	mu   sync.Mutex
+	t      *testing.T
+	data   string
+	addr   string
+	cmd    *exec.Cmd
+	mu     sync.Mutex
+	logs   strings.Builder
+	closed chan struct{} // the log stream ended
 }
 
 // startDaemon runs the real hubd binary on a free loopback port (or addr,
-// when restarting) with data dir data.
+// when restarting) with data dir data, logging JSON at info unless extra
+// says otherwise. It returns once hubd logs that it listens.
 func startDaemon(t *testing.T, data, addr string, extra ...string) *daemon {
 	t.Helper()
-	bin := buildBinary(t, "./cmd/hubd")
+	bin := hubdBinary(t)
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
-	d := &daemon{t: t, bin: bin, data: data, logs: &strings.Builder{}}
+	d := &daemon{t: t, data: data, closed: make(chan struct{})}
 	d.cmd = exec.Command(bin, append([]string{"serve", "--listen", addr, "--data", data, "--log-format", "json"}, extra...)...)
-	stdout, _ := d.cmd.StdoutPipe()
 	stderr, _ := d.cmd.StderrPipe()
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go d.collect(stderr)
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		d.cmd.Process.Kill()
+	listening := make(chan string, 1)
+	go d.collect(stderr, listening)
+	select {
+	case d.addr = <-listening:
+	case <-d.closed:
 		d.cmd.Wait()
-		t.Fatalf("hubd did not start: %v\n%s", err, d.log())
+		t.Fatalf("hubd did not start:\n%s", d.log())
 	}
-	go io.Copy(io.Discard, stdout)
-	d.addr = strings.Fields(strings.TrimPrefix(line, "hubd listening on "))[0]
 	t.Cleanup(func() { d.stop(syscall.SIGKILL) })
 	return d
 }
 
-func (d *daemon) collect(r io.Reader) {
+// collect keeps hubd's log and sends the address of its "hubd listening"
+// line on listening.
+func (d *daemon) collect(r io.Reader, listening chan<- string) {
+	defer close(d.closed)
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		d.mu.Lock()
 		d.logs.WriteString(sc.Text() + "\n")
 		d.mu.Unlock()
+		if addr, err := listenAddr(bufio.NewScanner(strings.NewReader(sc.Text()))); err == nil {
+			listening <- addr
+		}
 	}
 }
 
@@ -104,14 +156,14 @@ func (d *daemon) log() string {
 	return d.logs.String()
 }
 
-// stop signals the process and waits for it.
+// stop signals the process and waits for it and its log.
 func (d *daemon) stop(sig syscall.Signal) {
 	if d.cmd.ProcessState != nil {
 		return
 	}
 	d.cmd.Process.Signal(sig)
 	done := make(chan struct{})
-	go func() { d.cmd.Wait(); close(done) }()
+	go func() { <-d.closed; d.cmd.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(15 * time.Second):
@@ -121,9 +173,37 @@ func (d *daemon) stop(sig syscall.Signal) {
 	}
 }
 
+// hubd runs the hubd binary with args and returns its exit code and
+// output.
+func hubd(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	return runBinary(t, hubdBinary(t), "", args...)
+}
+
+// runBinary runs a binary with stdin and returns its exit code and output.
+// A leading argument "ENV=value" is set in its environment instead.
+func runBinary(t *testing.T, bin, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var env []string
+	for len(args) > 0 && strings.Contains(args[0], "=") && !strings.HasPrefix(args[0], "-") {
+		env, args = append(env, args[0]), args[1:]
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb strings.Builder
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &out, &errb
+	err := cmd.Run()
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		t.Fatalf("%s %v: %v", bin, args, err)
+	}
+	return cmd.ProcessState.ExitCode(), out.String(), errb.String()
+}
+
 func TestE2EBadInput(t *testing.T) {
 	d := startDaemon(t, t.TempDir(), "", "--max-envelope-bytes", "4096")
-	agent := func(name string) hubpb.HubClient { return devClient(t, d.addr, name) }
+	agent := func(name string) hubsvc.HubClient { return devClient(t, d.addr, name) }
 	wiretest.BadInput(t, agent, anonClient(t, d.addr))
 }
 
@@ -189,7 +269,8 @@ func TestE2EResumeAcrossKill(t *testing.T) {
 }
 
 // TestE2ETokensAndShutdown serves with a tokens file: missing and wrong
-// tokens are refused, a right one works; SIGTERM stops hubd cleanly.
+// tokens are refused, a right one works, over gRPC and from the CLI;
+// SIGTERM stops hubd cleanly.
 func TestE2ETokensAndShutdown(t *testing.T) {
 	tokens := filepath.Join(t.TempDir(), "tokens")
 	if err := os.WriteFile(tokens, []byte("# agents\nalice alice-secret-token-1\nbob bob-secret-token-22\n"), 0o600); err != nil {
@@ -197,7 +278,7 @@ func TestE2ETokensAndShutdown(t *testing.T) {
 	}
 	d := startDaemon(t, t.TempDir(), "", "--tokens", tokens)
 	ctx := context.Background()
-	for name, c := range map[string]hubpb.HubClient{
+	for name, c := range map[string]hubsvc.HubClient{
 		"missing token": anonClient(t, d.addr),
 		"wrong token":   dialWith(t, d.addr, "authorization", "Bearer bob-secret-token-2X"),
 		"dev name only": devClient(t, d.addr, "alice"),
@@ -210,6 +291,19 @@ func TestE2ETokensAndShutdown(t *testing.T) {
 	alice := dialWith(t, d.addr, "authorization", "Bearer alice-secret-token-1")
 	if _, err := alice.Open(ctx, &hubpb.OpenRequest{Type: "conversation", Participants: []*hubpb.Participant{{Name: "bob"}}}); err != nil {
 		t.Fatal(err)
+	}
+	if code, out, errs := hubd(t, "sessions", "list", "--hub", d.addr, "--token", "bob-secret-token-22"); code != 0 || !strings.Contains(out, "PENDING") {
+		t.Errorf("sessions list with bob's token: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := hubd(t, "HUBD_TOKEN=bob-secret-token-22", "sessions", "list", "--hub", d.addr); code != 0 || !strings.Contains(out, "PENDING") {
+		t.Errorf("sessions list with $HUBD_TOKEN: exit %d\n%s%s", code, out, errs)
+	}
+	if _, out, _ := hubd(t, "HUBD_TOKEN=bob-secret-token-22", "sessions", "list", "--help"); strings.Contains(out, "bob-secret") {
+		t.Errorf("--help shows the token of $HUBD_TOKEN:\n%s", out)
+	}
+	code, _, errs := hubd(t, "sessions", "list", "--hub", d.addr, "--token", "bob-secret-token-2X")
+	if want := "hubd: sessions list: unknown token (UNAUTHENTICATED)\n"; code != 1 || errs != want {
+		t.Errorf("sessions list with a wrong token: exit %d, stderr %q; want exit 1, %q", code, errs, want)
 	}
 	d.stop(syscall.SIGTERM)
 	if code := d.cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(d.log(), "hubd stopped") {
@@ -242,7 +336,7 @@ func TestE2EExamples(t *testing.T) {
 		})
 	}
 	// the sessions the examples ran are in the hub, closed
-	code, out, errs := runCmd(t, "", "sessions", "list", "--hub", d.addr, "--state", "CLOSED")
+	code, out, errs := hubd(t, "sessions", "list", "--hub", d.addr, "--state", "CLOSED")
 	if code != 0 || strings.Count(out, "workflow@1") != 4 {
 		t.Fatalf("sessions list: exit %d\n%s%s", code, out, errs)
 	}
@@ -266,7 +360,8 @@ func TestE2EKillDuringLoad(t *testing.T) {
 	if err := lg.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Kill hubd once a few hundred sends are acknowledged.
+	// Kill hubd once a few hundred sends are acknowledged: poll the file
+	// hubload appends to (a real process writing, so no clock to inject).
 	deadline := time.Now().Add(30 * time.Second)
 	for countLines(verify) < 300 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)

@@ -12,8 +12,11 @@ import (
 	"os"
 	"strings"
 
+	"google.golang.org/protobuf/types/known/structpb"
+
 	"github.com/hubd/hubd/adapters"
 	"github.com/hubd/hubd/adapters/workflow"
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/internal/exitcode"
 	"github.com/hubd/hubd/session"
 	"github.com/hubd/hubd/transition"
@@ -21,35 +24,23 @@ import (
 
 func runGraph(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return exitcode.Usage("graph: no subcommand (validate, render, simulate)")
+		return wantGroupCommand("graph", stderr)
 	}
+	if isHelp(args[0]) {
+		groupHelp(stdout, "graph")
+		return nil
+	}
+	info := lookup("graph " + args[0])
+	fs := newCommand(info.name, info.args, info.summary, stdout)
 	switch args[0] {
 	case "validate":
-		return graphValidate(args[1:], stdout, stderr)
+		return graphValidate(fs, args[1:], stdout)
 	case "render":
-		return graphRender(args[1:], stdout, stderr)
+		return graphRender(fs, args[1:], stdout)
 	case "simulate":
-		return graphSimulate(ctx, args[1:], stdin, stdout, stderr)
+		return graphSimulate(ctx, fs, args[1:], stdin, stdout)
 	}
-	return exitcode.Usage("graph: unknown subcommand %q (validate, render, simulate)", args[0])
-}
-
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
-}
-
-// parseFlags parses args, turning a flag error into an exit-2 error.
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitcode.New(0, err)
-		}
-		return exitcode.Usage("%s: %v", fs.Name(), err)
-	}
-	return nil
+	return unknownGroupCommand("graph", args[0])
 }
 
 // loadGraph reads and decodes a graph file; any failure is exit 2.
@@ -65,18 +56,7 @@ func loadGraph(path string) (*transition.Graph, []byte, error) {
 	return g, data, nil
 }
 
-func splitNames(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func graphValidate(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("graph validate", stderr)
+func graphValidate(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 	parts := fs.String("participants", "", "comma-separated participants to check the graph against (default: the agents the graph names)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -88,18 +68,18 @@ func graphValidate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	participants := splitNames(*parts)
+	participants, inferred := splitNames(*parts), ""
 	if len(participants) == 0 {
-		participants = g.Agents()
+		participants, inferred = g.Agents(), " (inferred from the graph; give --participants to check it against a session's)"
 	}
 	if err := g.Validate(participants); err != nil {
 		return exitcode.Usage("%s: %v", fs.Arg(0), err)
 	}
-	fmt.Fprintln(stdout, summary(g, participants))
+	fmt.Fprintln(stdout, summary(g, participants, inferred))
 	return nil
 }
 
-func summary(g *transition.Graph, participants []string) string {
+func summary(g *transition.Graph, participants []string, inferred string) string {
 	def := "terminate(after_work)"
 	if g.DefaultTarget != nil {
 		def = transition.Describe(g.DefaultTarget)
@@ -108,12 +88,11 @@ func summary(g *transition.Graph, participants []string) string {
 	if g.MaxTurns > 0 {
 		turns = fmt.Sprintf("max_turns %d", g.MaxTurns)
 	}
-	return fmt.Sprintf("ok: %d transitions, initial speaker %s, participants %s, default %s, %s",
-		len(g.Transitions), g.InitialSpeaker, strings.Join(participants, ", "), def, turns)
+	return fmt.Sprintf("ok: %d transitions, initial speaker %s, participants %s%s, default %s, %s",
+		len(g.Transitions), g.InitialSpeaker, strings.Join(participants, ", "), inferred, def, turns)
 }
 
-func graphRender(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("graph render", stderr)
+func graphRender(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -133,8 +112,7 @@ type simulateFlags struct {
 	maxHandoffs                           int
 }
 
-func graphSimulate(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("graph simulate", stderr)
+func graphSimulate(ctx context.Context, fs *flag.FlagSet, args []string, stdin io.Reader, stdout io.Writer) error {
 	var f simulateFlags
 	fs.StringVar(&f.graph, "graph", "", "the graph `FILE` (required)")
 	fs.StringVar(&f.participants, "participants", "", "comma-separated participants in session order (required)")
@@ -158,8 +136,11 @@ func graphSimulate(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	return simulate(ctx, dr, stdin, stdout)
 }
 
+// dryRunID is the session id of a dry run.
+const dryRunID = "00000000-0000-0000-0000-000000000000"
+
 // meta builds the dry-run session's metadata from the flags.
-func (f *simulateFlags) meta() (*session.Meta, error) {
+func (f *simulateFlags) meta() (*hubpb.SessionMeta, error) {
 	if f.graph == "" || f.participants == "" {
 		return nil, exitcode.Usage("graph simulate: --graph and --participants are required")
 	}
@@ -167,29 +148,35 @@ func (f *simulateFlags) meta() (*session.Meta, error) {
 	if err != nil {
 		return nil, err
 	}
+	graph, err := session.JSONValue(data)
+	if err != nil {
+		return nil, exitcode.Usage("graph simulate: %s: %v", f.graph, err)
+	}
 	names := splitNames(f.participants)
 	if f.creator == "" && len(names) > 0 {
 		f.creator = names[0]
 	}
-	meta := &session.Meta{Type: session.Type{Kind: workflow.Kind, Version: workflow.Version}, Creator: f.creator,
-		Knobs: map[string]json.RawMessage{workflow.KnobGraph: data}}
+	meta := &hubpb.SessionMeta{SessionId: dryRunID, Type: session.Type{Kind: workflow.Kind, Version: workflow.Version}.String(), Creator: f.creator,
+		Knobs: map[string]*structpb.Value{workflow.KnobGraph: graph}}
 	for _, n := range names {
-		meta.Participants = append(meta.Participants, session.Participant{Name: n})
+		meta.Participants = append(meta.Participants, &hubpb.Participant{Name: n})
 	}
 	if f.context != "" {
-		if !json.Valid([]byte(f.context)) {
-			return nil, exitcode.Usage("graph simulate: --context is not JSON")
+		v, err := session.JSONValue([]byte(f.context))
+		if err != nil {
+			return nil, exitcode.Usage("graph simulate: --context is not JSON: %v", err)
 		}
-		meta.Knobs[adapters.KnobContext] = json.RawMessage(f.context)
+		meta.Knobs[adapters.KnobContext] = v
 	}
 	if f.maxHandoffs != 0 {
-		meta.Knobs[workflow.KnobMaxHandoffs] = session.MustJSON(f.maxHandoffs)
+		meta.Knobs[workflow.KnobMaxHandoffs] = structpb.NewNumberValue(float64(f.maxHandoffs))
 	}
 	return meta, nil
 }
 
-// simulate reads one envelope per line and writes one result per line. A
-// rejected envelope is output; a line that is not JSON stops with exit 2.
+// simulate reads one envelope per line (hubpb.Envelope in the one JSON
+// form) and writes one result per line (adapters.Step's JSON). A rejected
+// envelope is a result; a line that is not JSON at all stops with exit 2.
 func simulate(ctx context.Context, dr *adapters.DryRun, stdin io.Reader, stdout io.Writer) error {
 	sc := bufio.NewScanner(stdin)
 	sc.Buffer(make([]byte, 64*1024), 16<<20)
@@ -206,21 +193,27 @@ func simulate(ctx context.Context, dr *adapters.DryRun, stdin io.Reader, stdout 
 		if !json.Valid(line) {
 			return exitcode.Usage("graph simulate: stdin line %d is not JSON: %.60q", n, line)
 		}
-		var step adapters.Step
-		var env session.Envelope
-		switch err := json.Unmarshal(line, &env); {
-		case err != nil:
-			step = adapters.Step{Code: adapters.ReasonMalformed, Err: err}
-		case env.From == "":
-			step = adapters.Step{Code: adapters.ReasonMalformed, Err: errors.New("envelope needs a \"from\"")}
-		default:
-			step = dr.Try(&env)
+		b, err := json.Marshal(tryLine(dr, line))
+		if err != nil {
+			return err
 		}
-		b, _ := json.Marshal(step)
 		out.Write(append(b, '\n'))
 	}
 	if err := sc.Err(); err != nil {
 		return exitcode.Usage("graph simulate: reading stdin: %v", err)
 	}
 	return nil
+}
+
+// tryLine decodes one line as an envelope and tries it.
+func tryLine(dr *adapters.DryRun, line []byte) adapters.Step {
+	malformed := hubpb.Reason_MALFORMED.String()
+	env := &hubpb.Envelope{}
+	if err := hubpb.UnmarshalJSON(line, env); err != nil {
+		return adapters.Step{Code: malformed, Err: fmt.Errorf(`not an envelope (want e.g. {"from":"a","type":"text","text":{"text":"hi"}}): %v`, err)}
+	}
+	if env.GetFrom() == "" {
+		return adapters.Step{Code: malformed, Err: errors.New(`the envelope needs a "from"`)}
+	}
+	return dr.Try(env)
 }

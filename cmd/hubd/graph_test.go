@@ -43,15 +43,18 @@ func TestGraphValidate(t *testing.T) {
 		out, err string
 	}{
 		{"ok", []string{"graph", "validate", pipelineGraph}, 0, "ok: 2 transitions, initial speaker researcher", ""},
-		{"ok against participants", []string{"graph", "validate", "--participants", "researcher,writer,editor,extra", pipelineGraph}, 0, "participants researcher, writer, editor, extra", ""},
+		{"participants inferred", []string{"graph", "validate", pipelineGraph}, 0, "participants researcher, writer, editor (inferred from the graph; give --participants to check it against a session's), default", ""},
+		{"ok against participants", []string{"graph", "validate", "--participants", "researcher,writer,editor,extra", pipelineGraph}, 0, "participants researcher, writer, editor, extra, default", ""},
+		{"flags after the file", []string{"graph", "validate", pipelineGraph, "--participants", "researcher,writer,editor"}, 0, "participants researcher, writer, editor, default", ""},
 		{"participant missing", []string{"graph", "validate", "--participants", "researcher,writer", pipelineGraph}, 2, "", `transitions[1].then (agent): agent "editor" is not a participant`},
 		{"agent not named anywhere else is still a participant", []string{"graph", "validate", bad}, 0, "participants a, zed", ""},
 		{"against participants", []string{"graph", "validate", "--participants", "a,b", bad}, 2, "", `transitions[0].then (agent): agent "zed" is not a participant (participants: a, b)`},
 		{"not JSON", []string{"graph", "validate", notJSON}, 2, "", "invalid graph"},
 		{"missing file", []string{"graph", "validate", "/nonexistent.json"}, 2, "", "no such file"},
 		{"no file", []string{"graph", "validate"}, 2, "", "want one FILE"},
-		{"unknown subcommand", []string{"graph", "frobnicate"}, 2, "", `unknown subcommand "frobnicate"`},
-		{"unknown command", []string{"frobnicate"}, 2, "", `unknown command "frobnicate"`},
+		{"two files", []string{"graph", "validate", pipelineGraph, "--", "--participants"}, 2, "", "want one FILE, got 2"},
+		{"unknown subcommand", []string{"graph", "frobnicate"}, 2, "", `graph: unknown command "frobnicate" (want validate, render, simulate; see hubd graph --help)`},
+		{"unknown command", []string{"frobnicate"}, 2, "", `unknown command "frobnicate" (see hubd --help)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errs := runCmd(t, "", tc.args...)
@@ -77,15 +80,16 @@ func TestGraphRender(t *testing.T) {
 
 func TestGraphSimulate(t *testing.T) {
 	stdin := strings.Join([]string{
-		`{"from":"researcher","type":"text","text":"notes"}`,
-		`{"from":"editor","type":"text","text":"me first"}`,
+		`{"from":"researcher","type":"text","text":{"text":"notes"}}`,
+		`{"from":"editor","type":"text","text":{"text":"me first"}}`,
 		``,
-		`{"from":"writer","type":"packet","body":"draft","context_updates":{"set":{"words":120},"delete":[]}}`,
-		`{"from":"editor","type":"context_set","set":{"k":"v"}}`,
-		`{"from":"editor","type":"text","text":"done"}`,
-		`{"from":"writer","type":"text","text":"late"}`,
-		`{"type":"text","text":"no sender"}`,
+		`{"from":"writer","type":"packet","packet":{"body":"draft","context_updates":{"set":{"words":120}}}}`,
+		`{"from":"editor","type":"context_set","context_set":{"set":{"k":"v"}}}`,
+		`{"from":"editor","type":"EV_TEXT","text":{"text":"done"}}`,
+		`{"from":"writer","type":"text","text":{"text":"late"}}`,
+		`{"type":"text","text":{"text":"no sender"}}`,
 		`{"from":"writer","type":"text","txt":"typo"}`,
+		`{"from":"writer","type":"text","text":"the old flat form"}`,
 	}, "\n")
 	code, out, errs := runCmd(t, stdin, "graph", "simulate", "--graph", pipelineGraph, "--participants", "researcher,writer,editor", "--context", `{"lang":"en"}`)
 	if code != 0 {
@@ -98,6 +102,7 @@ func TestGraphSimulate(t *testing.T) {
 		{"seq": 3.0, "accepted": true, "next": "editor", "turn": 2.0},
 		{"seq": 4.0, "accepted": true, "next": nil, "turn": 3.0, "closed": true, "reason": "sequence_complete", "fired": "default_target terminate(sequence_complete)"},
 		{"accepted": false, "code": "SESSION_CLOSED"},
+		{"accepted": false, "code": "MALFORMED", "error": `the envelope needs a "from"`},
 		{"accepted": false, "code": "MALFORMED"},
 		{"accepted": false, "code": "MALFORMED"},
 	}
@@ -115,6 +120,9 @@ func TestGraphSimulate(t *testing.T) {
 				t.Errorf("line %d: %s = %v, want %v (%s)", i+1, k, got[k], v, line)
 			}
 		}
+	}
+	if !strings.Contains(lines[8], `want e.g. {\"from\":\"a\",\"type\":\"text\",\"text\":{\"text\":\"hi\"}}`) {
+		t.Errorf("a line in the old form does not say the form wanted: %s", lines[8])
 	}
 	var last map[string]any
 	_ = json.Unmarshal([]byte(lines[4]), &last)
@@ -147,7 +155,8 @@ func TestGraphSimulateErrors(t *testing.T) {
 }
 
 // TestExampleGraphs checks every shipped graph validates and every shipped
-// simulation input runs without a rejection it does not expect.
+// simulation input (examples/graphs/NAME.jsonl, against NAME.json) runs
+// with exactly the rejections it shows on purpose, and ends its session.
 func TestExampleGraphs(t *testing.T) {
 	graphs, _ := filepath.Glob("../../examples/graphs/*.json")
 	if len(graphs) == 0 {
@@ -157,6 +166,36 @@ func TestExampleGraphs(t *testing.T) {
 		if code, _, errs := runCmd(t, "", "graph", "validate", g); code != 0 {
 			t.Errorf("%s: exit %d: %s", g, code, errs)
 		}
+	}
+	for name, tc := range map[string]struct{ participants, codes string }{
+		"pipeline": {"researcher,writer,editor", "ok OUT_OF_TURN ok ok SESSION_CLOSED"},
+		"triage":   {"router,billing,tech", "ok OUT_OF_TURN ok ok"},
+	} {
+		input, err := os.ReadFile("../../examples/graphs/" + name + ".jsonl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, out, errs := runCmd(t, string(input), "graph", "simulate", "--graph", "../../examples/graphs/"+name+".json", "--participants", tc.participants)
+		var codes []string
+		closed := false
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			var step struct {
+				Accepted, Closed bool
+				Code             string
+			}
+			json.Unmarshal([]byte(line), &step)
+			closed = closed || step.Closed
+			if step.Accepted {
+				step.Code = "ok"
+			}
+			codes = append(codes, step.Code)
+		}
+		if got := strings.Join(codes, " "); code != 0 || got != tc.codes || !closed {
+			t.Errorf("%s.jsonl: exit %d, results %q (closed %v), want %q and a close\n%s%s", name, code, got, closed, tc.codes, out, errs)
+		}
+	}
+	if jsonl, _ := filepath.Glob("../../examples/graphs/*.jsonl"); len(jsonl) != 2 {
+		t.Errorf("simulation inputs %v: add the new ones to this test", jsonl)
 	}
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -24,26 +23,17 @@ func main() {
 	os.Exit(exitcode.Report("hubd", err, os.Stderr))
 }
 
-const usage = `hubd: a session hub for multi-agent systems
-
-Usage:
-  hubd [serve] [--listen 127.0.0.1:7420] [--data ./hubd-data] [--tokens FILE] [--tls-cert F --tls-key F [--client-ca F]]
-               [--log-format json|console] [--log-level info]
-  hubd sessions list [--state S] [--participant P] [--label k=v]   (client flags: --hub, --as, --token)
-  hubd sessions show ID
-  hubd sessions tail ID [--from N]
-  hubd sessions export [ID ...]
-  hubd log verify [--data DIR]
-  hubd graph validate [--participants a,b,c] FILE
-  hubd graph render FILE
-  hubd graph simulate --graph FILE --participants a,b,c [--creator a] [--context JSON] [--max-handoffs N]
-`
-
 // run is the whole program: it parses args and runs one command, reading
 // stdin and writing stdout and stderr. The returned error carries the exit
-// code (see exitCode).
+// code (see package exitcode).
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+	if len(args) == 0 {
+		return runServe(ctx, args, stdout, stderr)
+	}
+	if isHelp(args[0]) {
+		return runHelp(ctx, args[1:], stdout)
+	}
+	if strings.HasPrefix(args[0], "-") {
 		return runServe(ctx, args, stdout, stderr)
 	}
 	switch args[0] {
@@ -55,10 +45,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runLog(ctx, args[1:], stdout, stderr)
 	case "graph":
 		return runGraph(ctx, args[1:], stdin, stdout, stderr)
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, usage)
-		return nil
+	case "version":
+		return runVersion(args[1:], stdout)
 	}
-	fmt.Fprint(stderr, usage)
-	return exitcode.Usage("unknown command %q", args[0])
+	return exitcode.Usage("unknown command %q (see hubd --help)", args[0])
 }

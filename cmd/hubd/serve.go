@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
+	"flag"
 	"io"
 	"os"
 	"strings"
@@ -25,24 +25,30 @@ type serveFlags struct {
 	maxEnvelope, maxOpen, subscriberBuffer                                          int
 }
 
-// runServe runs the hub until ctx is done, then shuts it down gracefully.
-func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", stderr)
-	var f serveFlags
-	fs.StringVar(&f.listen, "listen", DefaultListen, "gRPC address to serve (host:port)")
-	fs.StringVar(&f.data, "data", "./hubd-data", "directory of the write-ahead log (created if missing)")
+// register defines serve's flags.
+func (f *serveFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.listen, "listen", DefaultListen, "gRPC `address` to serve (host:port)")
+	fs.StringVar(&f.data, "data", "./hubd-data", "`directory` of the write-ahead log (created if missing)")
 	fs.StringVar(&f.tokens, "tokens", "", "tokens `file`: one \"agent token [operator]\" per line; without it only a loopback address is served, in development mode")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "server certificate (PEM `file`)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "server key (PEM `file`)")
 	fs.StringVar(&f.clientCA, "client-ca", "", "require client certificates signed by this CA (PEM `file`); a certificate's common name is its agent")
-	fs.StringVar(&f.operators, "operators", "", "comma-separated agents with operator rights when they authenticate by certificate or in development mode")
-	fs.StringVar(&f.logFormat, "log-format", "console", "log format: json or console")
-	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&f.operators, "operators", "", "comma-separated `agents` with operator rights when they authenticate by certificate or in development mode (default operator in development mode)")
+	fs.StringVar(&f.logFormat, "log-format", "console", "log `format`: json or console")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log `level`: debug (adds every envelope and rejection), info, warn, error")
 	fs.BoolVar(&f.fsync, "fsync", true, "fsync the log before acknowledging; false loses acknowledged envelopes on a crash (benchmarks only)")
 	fs.DurationVar(&f.inviteTimeout, "invite-timeout", 5*time.Minute, "default time invitees have to acknowledge")
-	fs.IntVar(&f.maxEnvelope, "max-envelope-bytes", 1<<20, "largest envelope stored")
+	fs.IntVar(&f.maxEnvelope, "max-envelope-bytes", 1<<20, "largest envelope stored, in bytes")
 	fs.IntVar(&f.maxOpen, "max-open-per-agent", 0, "most pending or open sessions an agent may have created (0: no limit)")
 	fs.IntVar(&f.subscriberBuffer, "subscriber-buffer", 4096, "deliveries buffered per subscriber before it is cut off")
+}
+
+// runServe runs the hub until ctx is done, then shuts it down gracefully.
+// It logs to stderr; stdout has only --help.
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newCommand("serve", "[flags]", "Run the hub until interrupted (SIGINT or SIGTERM), then stop gracefully.", stdout)
+	var f serveFlags
+	f.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -61,7 +67,6 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "hubd listening on %s (data %s)\n", srv.Addr(), f.data)
 	select {
 	case <-ctx.Done():
 	case err := <-srv.Done():

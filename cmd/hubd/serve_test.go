@@ -14,10 +14,12 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/hubd/hubd/agentsdk"
 	"github.com/hubd/hubd/hub"
-	"github.com/hubd/hubd/hub/hubgrpc"
 	"github.com/hubd/hubd/hubpb"
+	"github.com/hubd/hubd/hubpb/hubsvc"
 	"github.com/hubd/hubd/internal/server"
 	"github.com/hubd/hubd/session"
 	"github.com/hubd/hubd/wal"
@@ -31,15 +33,14 @@ func serveInProcess(t *testing.T, args ...string) (string, func()) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, append([]string{"serve", "--listen", "127.0.0.1:0", "--log-level", "warn"}, args...), nil, pw, io.Discard)
+		done <- run(ctx, append([]string{"serve", "--listen", "127.0.0.1:0", "--log-format", "json", "--log-level", "info"}, args...), nil, io.Discard, pw)
 		pw.Close()
 	}()
-	line, err := bufio.NewReader(pr).ReadString('\n')
+	addr, err := listenAddr(bufio.NewScanner(pr))
 	if err != nil {
-		t.Fatalf("serve printed nothing: %v (%v)", err, <-done)
+		t.Fatalf("serve did not say it listens: %v (%v)", err, <-done)
 	}
 	go io.Copy(io.Discard, pr)
-	addr := strings.Fields(strings.TrimPrefix(line, "hubd listening on "))[0]
 	return addr, func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -48,33 +49,60 @@ func serveInProcess(t *testing.T, args ...string) (string, func()) {
 	}
 }
 
-// devClient dials addr as agent (development mode).
-func devClient(t *testing.T, addr, agent string) hubpb.HubClient {
-	return dialWith(t, addr, hubgrpc.AgentHeader, agent)
+// listenAddr reads JSON log lines until the "hubd listening" one and
+// returns its address.
+func listenAddr(sc *bufio.Scanner) (string, error) {
+	for sc.Scan() {
+		var line struct{ Message, Listen string }
+		if json.Unmarshal(sc.Bytes(), &line) == nil && line.Message == "hubd listening" {
+			return line.Listen, nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", err
+	}
+	return "", io.ErrUnexpectedEOF
+}
+
+// devClient dials addr as agent (development mode) through agentsdk.
+func devClient(t *testing.T, addr, agent string) hubsvc.HubClient {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := agentsdk.Dial(ctx, addr, agentsdk.Options{Name: agent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c.Raw()
 }
 
 // anonClient dials addr without credentials.
-func anonClient(t *testing.T, addr string) hubpb.HubClient { return dialWith(t, addr) }
+func anonClient(t *testing.T, addr string) hubsvc.HubClient { return dialWith(t, addr) }
 
-func dialWith(t *testing.T, addr string, md ...string) hubpb.HubClient {
+// dialWith dials addr sending the metadata md on every call.
+func dialWith(t *testing.T, addr string, md ...string) hubsvc.HubClient {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithUnaryInterceptor(func(ctx context.Context, m string, req, reply any, cc *grpc.ClientConn, inv grpc.UnaryInvoker, o ...grpc.CallOption) error {
 			return inv(metadata.AppendToOutgoingContext(ctx, md...), m, req, reply, cc, o...)
-		}),
-		grpc.WithStreamInterceptor(func(ctx context.Context, d *grpc.StreamDesc, cc *grpc.ClientConn, m string, s grpc.Streamer, o ...grpc.CallOption) (grpc.ClientStream, error) {
-			return s(metadata.AppendToOutgoingContext(ctx, md...), d, cc, m, o...)
 		}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return hubpb.NewHubClient(conn)
+	return hubsvc.NewHubClient(conn)
+}
+
+// text is a text envelope.
+func text(s string) *hubpb.Envelope {
+	return &hubpb.Envelope{Type: "text", Payload: &hubpb.Envelope_Text{Text: &hubpb.Text{Text: s}}}
 }
 
 // TestServeAndClientCommands serves on a temp data dir, drives a session,
-// uses the sessions commands against it, stops it, verifies the log
-// offline, and checks a restart serves the same session.
+// uses the sessions commands against it (flags before and after the
+// arguments), stops it, verifies the log offline, and checks a restart
+// serves the same session.
 func TestServeAndClientCommands(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	addr, stop := serveInProcess(t, "--data", data)
@@ -85,27 +113,28 @@ func TestServeAndClientCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := resp.GetSession().GetSessionId()
+	id := resp.GetSession().GetMeta().GetSessionId()
 	for _, txt := range []string{"hello", "bye"} {
-		if _, err := alice.Send(ctx, &hubpb.SendRequest{SessionId: id, Envelope: &hubpb.Envelope{Type: "text",
-			Payload: &hubpb.Envelope_Text{Text: &hubpb.Text{Text: txt}}}}); err != nil {
+		if _, err := alice.Send(ctx, &hubpb.SendRequest{SessionId: id, Envelope: text(txt)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if _, err := alice.Close(ctx, &hubpb.CloseRequest{SessionId: id, Reason: "done"}); err != nil {
 		t.Fatal(err)
 	}
-	hub := []string{"--hub", addr}
 	for _, tc := range []struct {
 		args []string
 		want []string
 	}{
-		{append([]string{"sessions", "list"}, hub...), []string{id, "conversation@1", "CLOSED", "alice", "alice,bob", "done"}},
-		{append([]string{"sessions", "list", "--label", "team=other"}, hub...), []string{"SESSION"}},
-		{append([]string{"sessions", "list", "--as", "carol"}, hub...), []string{"SESSION"}},
-		{append(append([]string{"sessions", "show"}, hub...), id), []string{`"closeReason"`, `"done"`, `"5"`}},
-		{append(append([]string{"sessions", "tail", "--from", "3"}, hub...), id), []string{`"seq":3`, `"text":"hello"`, `"type":"session_closed"`}},
-		{append([]string{"sessions", "export"}, hub...), []string{`"seq":1`, `"type":"session_invite"`, `"seq":5`}},
+		{[]string{"sessions", "list", "--hub", addr}, []string{id, "conversation@1", "CLOSED", "alice", "alice,bob", "done"}},
+		{[]string{"sessions", "list", "--label", "team=other", "--hub", addr}, []string{"SESSION"}},
+		{[]string{"sessions", "list", "--as", "carol", "--hub", addr}, []string{"SESSION"}},
+		{[]string{"sessions", "show", "--hub", addr, id}, []string{`"close_reason":"done"`, `"seq":"5"`, `"session_id":"` + id + `"`}},
+		{[]string{"sessions", "show", id, "--hub", addr}, []string{`"close_reason":"done"`}},
+		{[]string{"sessions", "tail", id, "--from", "3", "--hub", addr}, []string{`"seq":"3"`, `"text":{"text":"hello"}`, `"type":"session_closed"`}},
+		{[]string{"sessions", "tail", "--hub", addr, id, "--from", "6"}, nil},
+		{[]string{"sessions", "export", "--hub", addr}, []string{`"seq":"1"`, `"type":"session_invite"`, `"seq":"5"`}},
+		{[]string{"sessions", "export", id, "--hub", addr}, []string{`"seq":"1"`, `"seq":"5"`}},
 	} {
 		code, out, errs := runCmd(t, "", tc.args...)
 		if code != 0 {
@@ -116,17 +145,14 @@ func TestServeAndClientCommands(t *testing.T) {
 				t.Errorf("%v: output lacks %q:\n%s", tc.args, w, out)
 			}
 		}
+		if tc.want == nil && out != "" {
+			t.Errorf("%v: printed %q, want nothing", tc.args, out)
+		}
 		if strings.Contains(strings.Join(tc.args, " "), "carol") && strings.Contains(out, id) {
 			t.Errorf("carol listed a session she is not in:\n%s", out)
 		}
 	}
-	_, out, _ := runCmd(t, "", append([]string{"sessions", "export"}, hub...)...)
-	for i, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		var e map[string]any
-		if err := json.Unmarshal([]byte(line), &e); err != nil || e["seq"] != float64(i+1) {
-			t.Fatalf("export line %d: %v %s", i+1, err, line)
-		}
-	}
+	checkExport(t, addr, id)
 	stop()
 
 	code, out, errs := runCmd(t, "", "log", "verify", "--data", data)
@@ -138,6 +164,27 @@ func TestServeAndClientCommands(t *testing.T) {
 	info, err := devClient(t, addr, "bob").GetSession(ctx, &hubpb.GetSessionRequest{SessionId: id})
 	if err != nil || info.GetState() != "CLOSED" || info.GetSeq() != 5 {
 		t.Fatalf("after restart: %v %v", info, err)
+	}
+}
+
+// checkExport reads the export back as envelopes: every line is one in the
+// one JSON form, seq 1 to 5, and equals the log read over gRPC.
+func checkExport(t *testing.T, addr, id string) {
+	t.Helper()
+	_, out, _ := runCmd(t, "", "sessions", "export", "--hub", addr)
+	log, err := devClient(t, addr, "operator").ReadLog(context.Background(), &hubpb.ReadLogRequest{SessionId: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != len(log.GetEnvelopes()) {
+		t.Fatalf("export has %d lines, the log %d envelopes", len(lines), len(log.GetEnvelopes()))
+	}
+	for i, line := range lines {
+		e := &hubpb.Envelope{}
+		if err := hubpb.UnmarshalJSON([]byte(line), e); err != nil || e.GetSeq() != uint64(i+1) || !proto.Equal(e, log.GetEnvelopes()[i]) {
+			t.Fatalf("export line %d: %v %s", i+1, err, line)
+		}
 	}
 }
 
@@ -167,7 +214,6 @@ func TestServeFlagErrors(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q, want %q", tc.args, code, errs, tc.err)
 		}
 	}
-	_ = time.Second
 }
 
 // TestLogVerifyFindsCorruption writes a session and a record that does not
@@ -184,15 +230,21 @@ func TestLogVerifyFindsCorruption(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	good, _ := h.Open(ctx, "a", hub.OpenRequest{Type: session.Type{Kind: "conversation", Version: 1}, Participants: []session.Participant{{Name: "b", AutoAccept: true}}})
-	bad, _ := h.Open(ctx, "a", hub.OpenRequest{Type: session.Type{Kind: "conversation", Version: 1}, Participants: []session.Participant{{Name: "b", AutoAccept: true}}})
+	open := func() string {
+		resp, err := h.Open(ctx, "a", &hubpb.OpenRequest{Type: "conversation", Participants: []*hubpb.Participant{{Name: "b", AutoAccept: true}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.GetSession().GetMeta().GetSessionId()
+	}
+	good, bad := open(), open()
 	h.Close()
-	if err := l.Append(ctx, wal.Write{Session: bad.Meta.ID, Records: []wal.Record{{Seq: 3, Data: []byte("not an envelope")}}}); err != nil {
+	if err := l.Append(ctx, wal.Write{Session: session.MustParseID(bad), Records: []wal.Record{{Seq: 3, Data: []byte("not an envelope")}}}); err != nil {
 		t.Fatal(err)
 	}
 	l.Close()
 	code, out, _ := runCmd(t, "", "log", "verify", "--data", data)
-	if code != 1 || !strings.Contains(out, "BAD "+bad.Meta.ID.String()) || strings.Contains(out, good.Meta.ID.String()) ||
+	if code != 1 || !strings.Contains(out, "BAD "+bad) || strings.Contains(out, good) ||
 		!strings.Contains(out, "2 sessions, 5 records, 1 bad") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}

@@ -3,7 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,123 +12,192 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
-	"github.com/hubd/hubd/hub/hubgrpc"
+	"github.com/hubd/hubd/agentsdk"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/internal/exitcode"
-	"github.com/hubd/hubd/session"
 )
 
 // clientFlags are the flags of the commands that talk to a running hub.
 type clientFlags struct {
 	hub, as, token, caFile string
+	connectTimeout         time.Duration
 }
 
 func (c *clientFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.hub, "hub", DefaultListen, "the hub's gRPC address")
-	fs.StringVar(&c.as, "as", "operator", "the agent to act as (development mode, or with a client certificate)")
-	fs.StringVar(&c.token, "token", os.Getenv("HUBD_TOKEN"), "bearer token (default $HUBD_TOKEN)")
+	fs.StringVar(&c.hub, "hub", DefaultListen, "the hub's gRPC `address`")
+	fs.StringVar(&c.as, "as", "operator", "the agent `name` to act as (development mode; ignored with --token)")
+	fs.StringVar(&c.token, "token", "", "bearer `token` (default $HUBD_TOKEN)")
 	fs.StringVar(&c.caFile, "tls-ca", "", "verify the hub's TLS certificate with this CA (PEM `file`); without it the connection is plaintext")
+	fs.DurationVar(&c.connectTimeout, "connect-timeout", 10*time.Second, "how long to wait for the hub to answer")
 }
 
-// dial connects to the hub with the caller's credentials on every call.
-func (c *clientFlags) dial() (hubpb.HubClient, func(), error) {
-	creds := insecure.NewCredentials()
-	if c.caFile != "" {
-		tc, err := credentials.NewClientTLSFromFile(c.caFile, "")
-		if err != nil {
-			return nil, nil, exitcode.Usage("--tls-ca: %v", err)
-		}
-		creds = tc
+// dial connects to the hub as the flags say, through agentsdk. The token
+// comes from $HUBD_TOKEN unless --token gives one (read here, not as the
+// flag's default, so --help never prints it).
+func (c *clientFlags) dial(ctx context.Context, cmd string) (*agentsdk.Client, error) {
+	if c.token == "" {
+		c.token = os.Getenv("HUBD_TOKEN")
 	}
-	md := []string{hubgrpc.AgentHeader, c.as}
+	if c.as == "" && c.token == "" {
+		return nil, exitcode.Usage("%s: want --as NAME or --token TOKEN", cmd)
+	}
+	opts := agentsdk.Options{Name: c.as, Token: c.token}
 	if c.token != "" {
-		md = []string{"authorization", "Bearer " + c.token}
+		opts.Name = "" // the token names the agent
 	}
-	conn, err := grpc.NewClient(c.hub, grpc.WithTransportCredentials(creds),
-		grpc.WithUnaryInterceptor(func(ctx context.Context, m string, req, reply any, cc *grpc.ClientConn, inv grpc.UnaryInvoker, o ...grpc.CallOption) error {
-			return inv(metadata.AppendToOutgoingContext(ctx, md...), m, req, reply, cc, o...)
-		}),
-		grpc.WithStreamInterceptor(func(ctx context.Context, d *grpc.StreamDesc, cc *grpc.ClientConn, m string, s grpc.Streamer, o ...grpc.CallOption) (grpc.ClientStream, error) {
-			return s(metadata.AppendToOutgoingContext(ctx, md...), d, cc, m, o...)
-		}))
+	if c.caFile != "" {
+		pem, err := os.ReadFile(c.caFile)
+		if err != nil {
+			return nil, exitcode.Usage("%s: --tls-ca: %v", cmd, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, exitcode.Usage("%s: --tls-ca: %s holds no PEM certificate", cmd, c.caFile)
+		}
+		opts.TLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	dctx, cancel := context.WithTimeout(ctx, c.connectTimeout)
+	defer cancel()
+	client, err := agentsdk.Dial(dctx, c.hub, opts)
 	if err != nil {
-		return nil, nil, err
+		return nil, fmt.Errorf("%s: connecting to the hub at %s: %w", cmd, c.hub, err)
 	}
-	return hubpb.NewHubClient(conn), func() { conn.Close() }, nil
+	return client, nil
 }
 
-// callError makes a gRPC error readable: its message and reason.
-func callError(err error) error {
-	st, ok := status.FromError(err)
-	if !ok {
-		return err
-	}
-	return fmt.Errorf("%s: %s", st.Code(), st.Message())
+// callError is a refused call as the CLI prints it: the command, the
+// hub's message and its stable reason ("sessions show: no session …
+// (UNKNOWN_SESSION)"). It matches the agentsdk sentinel with errors.Is.
+type callError struct {
+	cmd string
+	err *agentsdk.Error
 }
+
+func (e *callError) Error() string {
+	tag := e.err.Reason
+	if tag == "" {
+		tag = e.err.Code.String()
+	}
+	return fmt.Sprintf("%s: %s (%s)", e.cmd, e.err.Message, tag)
+}
+
+func (e *callError) Unwrap() error { return e.err }
+
+// wrapCall names the command in an error of a call.
+func wrapCall(cmd string, err error) error {
+	var e *agentsdk.Error
+	if errors.As(err, &e) {
+		return &callError{cmd: cmd, err: e}
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", cmd, err)
+	}
+	return nil
+}
+
+// subcommand is one of "hubd sessions ..." after its flags are parsed.
+type subcommand func(ctx context.Context, c *agentsdk.Client, fs *flag.FlagSet, w *bufio.Writer) error
 
 func runSessions(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return exitcode.Usage("sessions: want list, show, tail or export")
+		return wantGroupCommand("sessions", stderr)
 	}
+	if isHelp(args[0]) {
+		groupHelp(stdout, "sessions")
+		return nil
+	}
+	info := lookup("sessions " + args[0])
+	fs := newCommand(info.name, info.args, info.summary, stdout)
 	var c clientFlags
-	fs := newFlags("sessions "+args[0], stderr)
 	c.register(fs)
-	switch args[0] {
-	case "list":
-		return sessionsList(ctx, fs, &c, args[1:], stdout)
-	case "show":
-		return sessionsShow(ctx, fs, &c, args[1:], stdout)
-	case "tail":
-		return sessionsTail(ctx, fs, &c, args[1:], stdout)
-	case "export":
-		return sessionsExport(ctx, fs, &c, args[1:], stdout)
+	sub, npos := sessionsCommand(args[0], fs)
+	if sub == nil {
+		return unknownGroupCommand("sessions", args[0])
 	}
-	return exitcode.Usage("sessions: unknown subcommand %q (list, show, tail, export)", args[0])
-}
-
-func sessionsList(ctx context.Context, fs *flag.FlagSet, c *clientFlags, args []string, stdout io.Writer) error {
-	state := fs.String("state", "", "only sessions in this state (PENDING, OPEN, CLOSED, EXPIRED)")
-	participant := fs.String("participant", "", "only sessions with this participant")
-	creator := fs.String("creator", "", "only sessions this agent created")
-	var labels labelFlag
-	fs.Var(&labels, "label", "only sessions with this label (k=v; repeatable)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
-	client, done, err := c.dial()
+	if npos == 0 && fs.NArg() > 0 {
+		return exitcode.Usage("%s: unexpected argument %q (see hubd %s --help)", fs.Name(), fs.Arg(0), fs.Name())
+	}
+	if npos > 0 && fs.NArg() != npos {
+		return exitcode.Usage("%s: want %s, got %d arguments (see hubd %s --help)", fs.Name(), strings.TrimSpace(info.args), fs.NArg(), fs.Name())
+	}
+	client, err := c.dial(ctx, fs.Name())
 	if err != nil {
 		return err
 	}
-	defer done()
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SESSION\tTYPE\tSTATE\tCREATOR\tPARTICIPANTS\tSEQ\tREASON")
-	token := ""
-	for {
-		resp, err := client.ListSessions(ctx, &hubpb.ListSessionsRequest{State: *state, Participant: *participant, Creator: *creator,
-			Labels: labels, PageToken: token, PageSize: 1000})
-		if err != nil {
-			return callError(err)
-		}
-		for _, s := range resp.GetSessions() {
+	defer client.Close()
+	w := bufio.NewWriter(stdout)
+	err = sub(ctx, client, fs, w)
+	return errors.Join(wrapCall(fs.Name(), err), w.Flush())
+}
+
+// sessionsCommand returns the sessions command name, with its flags
+// registered on fs, and how many positional arguments it takes (-1: any
+// number); nil for an unknown name.
+func sessionsCommand(name string, fs *flag.FlagSet) (subcommand, int) {
+	switch name {
+	case "list":
+		return listFlags(fs), 0
+	case "show":
+		return sessionsShow, 1
+	case "tail":
+		return tailFlags(fs), 1
+	case "export":
+		return sessionsExport, -1
+	}
+	return nil, 0
+}
+
+// listFlags registers the filters of "sessions list" and returns it.
+func listFlags(fs *flag.FlagSet) subcommand {
+	var opts agentsdk.ListOptions
+	fs.StringVar(&opts.State, "state", "", "only sessions in this `state` (PENDING, OPEN, CLOSED, EXPIRED)")
+	fs.StringVar(&opts.Participant, "participant", "", "only sessions with this participant")
+	fs.StringVar(&opts.Creator, "creator", "", "only sessions this agent created")
+	fs.Var((*labelFlag)(&opts.Labels), "label", "only sessions with this label (`k=v`; repeatable)")
+	return func(ctx context.Context, c *agentsdk.Client, _ *flag.FlagSet, w *bufio.Writer) error {
+		opts.State = strings.ToUpper(opts.State)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "SESSION\tTYPE\tSTATE\tCREATOR\tPARTICIPANTS\tSEQ\tREASON")
+		err := eachSession(ctx, c, opts, func(s *agentsdk.Session) {
+			m := s.GetMeta()
 			var names []string
-			for _, p := range s.GetParticipants() {
+			for _, p := range m.GetParticipants() {
 				names = append(names, p.GetName())
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s.GetSessionId(), s.GetType(), s.GetState(), s.GetCreator(),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", m.GetSessionId(), m.GetType(), s.GetState(), m.GetCreator(),
 				strings.Join(names, ","), s.GetSeq(), s.GetCloseReason())
+		})
+		if err != nil {
+			return err // and no header: the table is empty only when no session matches
 		}
-		if token = resp.GetNextPageToken(); token == "" {
-			break
-		}
+		return tw.Flush()
 	}
-	return tw.Flush()
+}
+
+// eachSession calls fn for every session the listing returns, page by
+// page.
+func eachSession(ctx context.Context, c *agentsdk.Client, opts agentsdk.ListOptions, fn func(*agentsdk.Session)) error {
+	opts.PageSize = 1000
+	for {
+		page, next, err := c.ListSessions(ctx, opts)
+		if err != nil {
+			return err
+		}
+		for _, s := range page {
+			fn(s)
+		}
+		if next == "" {
+			return nil
+		}
+		opts.PageToken = next
+	}
 }
 
 type labelFlag map[string]string
@@ -145,146 +215,85 @@ func (l *labelFlag) Set(v string) error {
 	return nil
 }
 
-func oneID(fs *flag.FlagSet, args []string) (string, error) {
-	if err := parseFlags(fs, args); err != nil {
-		return "", err
+// sessionsShow prints a session's SessionInfo as JSON.
+func sessionsShow(ctx context.Context, c *agentsdk.Client, fs *flag.FlagSet, w *bufio.Writer) error {
+	s, err := c.GetSession(ctx, fs.Arg(0))
+	if err != nil {
+		return err
 	}
-	if fs.NArg() != 1 {
-		return "", exitcode.Usage("%s: want one session id", fs.Name())
-	}
-	return fs.Arg(0), nil
+	return writeJSON(w, s.SessionInfo)
 }
 
-func sessionsShow(ctx context.Context, fs *flag.FlagSet, c *clientFlags, args []string, stdout io.Writer) error {
-	id, err := oneID(fs, args)
-	if err != nil {
-		return err
-	}
-	client, done, err := c.dial()
-	if err != nil {
-		return err
-	}
-	defer done()
-	info, err := client.GetSession(ctx, &hubpb.GetSessionRequest{SessionId: id})
-	if err != nil {
-		return callError(err)
-	}
-	b, _ := protoJSON(info)
-	_, err = fmt.Fprintln(stdout, string(b))
-	return err
-}
-
-// sessionsTail prints a session's envelopes as JSON lines from a seq,
-// following it live until it ends (or the command is interrupted).
-func sessionsTail(ctx context.Context, fs *flag.FlagSet, c *clientFlags, args []string, stdout io.Writer) error {
-	from := fs.Uint64("from", 1, "first seq")
-	id, err := oneID(fs, args)
-	if err != nil {
-		return err
-	}
-	client, done, err := c.dial()
-	if err != nil {
-		return err
-	}
-	defer done()
-	stream, err := client.Watch(ctx, &hubpb.WatchRequest{SessionId: id, FromSeq: *from})
-	if err != nil {
-		return callError(err)
-	}
-	w := bufio.NewWriter(stdout)
-	defer w.Flush()
-	for {
-		d, err := stream.Recv()
+// tailFlags registers --from and returns "sessions tail": a session's
+// envelopes as JSON lines from a seq, following it live (through hub
+// restarts) until it ends or the command is interrupted.
+func tailFlags(fs *flag.FlagSet) subcommand {
+	from := fs.Uint64("from", 1, "the first `seq` to print")
+	return func(ctx context.Context, c *agentsdk.Client, fs *flag.FlagSet, w *bufio.Writer) error {
+		id := fs.Arg(0)
+		s, err := c.GetSession(ctx, id)
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil
+			return err
+		}
+		if s.Ended() && *from > s.GetSeq() {
+			return nil // nothing more will come
+		}
+		_, err = c.Follow(ctx, id, *from, func(e *hubpb.Envelope) error {
+			if err := writeJSON(w, e); err != nil {
+				return err
 			}
-			return callError(err)
+			return w.Flush()
+		})
+		if ctx.Err() != nil {
+			return nil // interrupted: a normal end of a tail
 		}
-		e, err := hubgrpc.EnvelopeFromPB(d.GetEnvelope())
-		if err != nil {
-			return err
-		}
-		if err := writeJSONLine(w, e); err != nil {
-			return err
-		}
-		w.Flush()
-		if e.Type.Ends() {
-			return nil
-		}
+		return err
 	}
 }
 
-// sessionsExport writes every envelope of the named sessions (default: all
-// the caller may list) as JSON lines, in seq order per session.
-func sessionsExport(ctx context.Context, fs *flag.FlagSet, c *clientFlags, args []string, stdout io.Writer) error {
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	client, done, err := c.dial()
-	if err != nil {
-		return err
-	}
-	defer done()
+// sessionsExport writes every envelope of the named sessions (default: of
+// every session the caller may list) as JSON lines, in seq order per
+// session.
+func sessionsExport(ctx context.Context, c *agentsdk.Client, fs *flag.FlagSet, w *bufio.Writer) error {
 	ids := fs.Args()
 	if len(ids) == 0 {
-		if ids, err = allSessions(ctx, client); err != nil {
+		err := eachSession(ctx, c, agentsdk.ListOptions{}, func(s *agentsdk.Session) { ids = append(ids, s.ID()) })
+		if err != nil {
 			return err
 		}
 	}
-	w := bufio.NewWriter(stdout)
-	defer w.Flush()
 	for _, id := range ids {
-		if err := exportOne(ctx, client, id, w); err != nil {
+		if err := exportOne(ctx, c, id, w); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func allSessions(ctx context.Context, client hubpb.HubClient) ([]string, error) {
-	var ids []string
-	token := ""
-	for {
-		resp, err := client.ListSessions(ctx, &hubpb.ListSessionsRequest{PageToken: token, PageSize: 1000})
-		if err != nil {
-			return nil, callError(err)
-		}
-		for _, s := range resp.GetSessions() {
-			ids = append(ids, s.GetSessionId())
-		}
-		if token = resp.GetNextPageToken(); token == "" {
-			return ids, nil
-		}
-	}
-}
-
-func exportOne(ctx context.Context, client hubpb.HubClient, id string, w io.Writer) error {
+// exportOne writes one session's envelopes, reading its log page by page.
+func exportOne(ctx context.Context, c *agentsdk.Client, id string, w io.Writer) error {
+	const page = 1000
 	from := uint64(1)
 	for {
-		resp, err := client.ReadLog(ctx, &hubpb.ReadLogRequest{SessionId: id, FromSeq: from, Limit: 1000})
+		es, err := c.ReadLog(ctx, id, from, page)
 		if err != nil {
-			return callError(err)
+			return err
 		}
-		es := resp.GetEnvelopes()
-		for _, p := range es {
-			e, err := hubgrpc.EnvelopeFromPB(p)
-			if err != nil {
+		for _, e := range es {
+			if err := writeJSON(w, e); err != nil {
 				return err
 			}
-			if err := writeJSONLine(w, e); err != nil {
-				return err
-			}
-			from = e.Seq + 1
+			from = e.GetSeq() + 1
 		}
-		if len(es) < 1000 {
+		if len(es) < page {
 			return nil
 		}
 	}
 }
 
-func writeJSONLine(w io.Writer, e *session.Envelope) error {
-	b, err := json.Marshal(e)
+// writeJSON writes m in the one JSON form (hubpb.MarshalJSON) on a line.
+func writeJSON(w io.Writer, m proto.Message) error {
+	b, err := hubpb.MarshalJSON(m)
 	if err != nil {
 		return err
 	}

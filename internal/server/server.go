@@ -36,7 +36,7 @@ type Config struct {
 	TLSKey    string
 	ClientCA  string // require client certificates signed by this CA (mTLS)
 
-	Hub         hub.Config // limits and clock; Log and Adapters are filled in
+	Hub         hub.Config // limits, clock, hooks; Log, Adapters and Logger are filled in, and its Hooks run after the server's logging (see logHooks)
 	MaxMsgBytes int        // largest request; default the hub's envelope limit + 64 KiB
 	Logger      zerolog.Logger
 }
@@ -81,6 +81,7 @@ func StartOn(ctx context.Context, cfg Config, lis net.Listener) (*Server, error)
 	}
 	hc := cfg.Hub
 	hc.Log, hc.Adapters, hc.Logger = WALLog(l), Adapters(nil), cfg.Logger
+	hc.Hooks = logHooks(cfg.Logger, hc.Hooks)
 	h, err := hub.New(ctx, hc)
 	if err != nil {
 		l.Close()
@@ -100,11 +101,21 @@ func StartOn(ctx context.Context, cfg Config, lis net.Listener) (*Server, error)
 	reflection.Register(g)
 	s := &Server{cfg: cfg, wal: l, hub: h, grpc: g, health: hs, lis: lis, served: make(chan error, 1)}
 	go func() { s.served <- g.Serve(lis) }()
-	if auth.Dev {
-		cfg.Logger.Warn().Str("listen", lis.Addr().String()).Msg("no tokens: development mode, any agent name is accepted (loopback only)")
-	}
-	cfg.Logger.Info().Str("listen", lis.Addr().String()).Str("data", cfg.DataDir).Bool("in_memory", cfg.InMemory).Msg("hubd serving")
+	announce(cfg, auth.Dev, lis.Addr())
 	return s, nil
+}
+
+// announce logs, once, where the server listens and on what data, after a
+// warning in development mode.
+func announce(cfg Config, dev bool, addr net.Addr) {
+	if dev {
+		cfg.Logger.Warn().Msg("no tokens: development mode, any agent name is accepted (loopback only)")
+	}
+	data := cfg.DataDir
+	if cfg.InMemory {
+		data = "(in memory)"
+	}
+	cfg.Logger.Info().Str("listen", addr.String()).Str("data", data).Msg("hubd listening")
 }
 
 // authFor decides how callers authenticate: tokens, client certificates,
@@ -201,6 +212,3 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // Done yields the gRPC server's exit error once it stops serving.
 func (s *Server) Done() <-chan error { return s.served }
-
-// LogStats returns the write-ahead log's running totals.
-func (s *Server) LogStats() wal.Stats { return s.wal.Stats() }

@@ -8,8 +8,7 @@ import (
 )
 
 // walLog adapts a wal.Log to the hub's Log interface: Append converts its
-// types, Sessions lists metadata only (wal.Metas); Scan and ScanAll are the
-// log's own.
+// types; Scan, ScanRange and Metas are the log's own.
 type walLog struct{ *wal.Log }
 
 // WALLog returns l as the hub's log.
@@ -30,8 +29,4 @@ func (w walLog) Append(ctx context.Context, writes ...hub.LogWrite) error {
 		ws[i] = wal.Write{Session: x.Session, Meta: x.Meta, Records: recs[start:len(recs):len(recs)]}
 	}
 	return w.Log.Append(ctx, ws...)
-}
-
-func (w walLog) Sessions(ctx context.Context, fn func(session [16]byte, meta []byte) error) error {
-	return w.Log.Metas(ctx, fn)
 }

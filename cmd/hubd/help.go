@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/hubd/hubd/internal/exitcode"
+)
+
+// command is one line of the help: a command, its arguments and what it
+// does. Every command's --help starts from its line.
+type command struct {
+	name    string // "sessions show"
+	args    string // "ID"
+	summary string
+}
+
+// commands lists every command in the order the help shows them. It is
+// never changed.
+var commands = []command{
+	{"[serve]", "[flags]", "run the hub until interrupted (its flags: hubd serve --help)"},
+	{"sessions list", "[--state S] [--participant P] [--creator C] [--label k=v]", "the sessions you may read, one per line"},
+	{"sessions show", "ID", "a session's metadata and state, as JSON"},
+	{"sessions tail", "ID [--from N]", "a session's envelopes as JSON lines, live, until it ends"},
+	{"sessions export", "[ID ...]", "every envelope as JSON lines (default: of every session you may read)"},
+	{"log verify", "[--data DIR]", "check a data directory offline (the hub stopped)"},
+	{"log migrate", "[--data DIR]", "convert a data directory of an older format in place (the hub stopped)"},
+	{"graph validate", "[--participants a,b,c] FILE", "check a workflow graph; exit 2 names the offending node"},
+	{"graph render", "FILE", "print a workflow graph as a Mermaid flowchart"},
+	{"graph simulate", "--graph FILE --participants a,b,c [--creator a] [--context JSON] [--max-handoffs N] < envelopes.jsonl",
+		"dry-run a workflow session: one JSON envelope per line on stdin, one JSON result per line on stdout"},
+	{"version", "", "print the module version, the commit and the Go version"},
+	{"help", "[COMMAND]", "print this help, or a command's (the same as hubd COMMAND --help)"},
+}
+
+// groups are the commands that have subcommands, with a sentence each.
+var groups = map[string]string{
+	"sessions": "Read the sessions of a running hub. These commands take the client flags below.",
+	"log":      "Check or convert a data directory offline; stop the hub that serves it first.",
+	"graph":    "Check, draw and dry-run workflow graphs (the JSON of the graph knob); no hub needed.",
+}
+
+// lookup returns the help line of a command.
+func lookup(name string) command {
+	for _, c := range commands {
+		if c.name == name {
+			return c
+		}
+	}
+	return command{name: name, args: "[flags]"}
+}
+
+// writeCommands writes the help lines of the commands whose name starts
+// with prefix, aligned.
+func writeCommands(w io.Writer, prefix string) {
+	const col = 44
+	for _, c := range commands {
+		if !strings.HasPrefix(c.name, prefix) {
+			continue
+		}
+		syn := strings.TrimSpace("hubd " + c.name + " " + c.args)
+		if len(syn) < col-3 {
+			fmt.Fprintf(w, "  %-*s %s\n", col-3, syn, c.summary)
+			continue
+		}
+		fmt.Fprintf(w, "  %s\n  %-*s %s\n", syn, col-3, "", c.summary)
+	}
+}
+
+// topHelp writes the whole program's help: every command, the client
+// flags, and the flags of serve.
+func topHelp(w io.Writer) {
+	fmt.Fprint(w, "hubd: a session hub for multi-agent systems\n\nusage:\n")
+	writeCommands(w, "")
+	fmt.Fprint(w, "\nFlags may come before or after the arguments: hubd sessions show ID --hub ADDR.\n")
+	fmt.Fprint(w, "\nclient flags (sessions commands):\n")
+	fs := newFlags("sessions", w)
+	var c clientFlags
+	c.register(fs)
+	fs.PrintDefaults()
+	fmt.Fprint(w, "\nserve flags:\n")
+	fs = newFlags("serve", w)
+	var f serveFlags
+	f.register(fs)
+	fs.PrintDefaults()
+}
+
+// groupHelp writes the help of a command group ("sessions", "graph",
+// "log").
+func groupHelp(w io.Writer, group string) {
+	fmt.Fprintf(w, "usage: hubd %s COMMAND [ARGS] [flags]\n\n%s\n\ncommands:\n", group, groups[group])
+	writeCommands(w, group+" ")
+	if group == "sessions" {
+		fmt.Fprint(w, "\nclient flags (before or after the arguments):\n")
+		fs := newFlags("sessions", w)
+		var c clientFlags
+		c.register(fs)
+		fs.PrintDefaults()
+	}
+	fmt.Fprintf(w, "\nhubd %s COMMAND --help lists a command's flags.\n", group)
+}
+
+// isHelp reports whether arg asks for help.
+func isHelp(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--help", "help":
+		return true
+	}
+	return false
+}
+
+// runHelp is "hubd help [COMMAND ...]": the help of the program, of a
+// group, or of one command (which is the command's own --help).
+func runHelp(ctx context.Context, args []string, stdout io.Writer) error {
+	switch {
+	case len(args) == 0 || isHelp(args[0]):
+		topHelp(stdout)
+		return nil
+	case groups[args[0]] != "" && len(args) == 1:
+		groupHelp(stdout, args[0])
+		return nil
+	}
+	err := run(ctx, append(slices.Clone(args), "--help"), nil, stdout, stdout)
+	var e *exitcode.Error
+	if errors.As(err, &e) && e.Code == 0 {
+		return nil
+	}
+	return err
+}
+
+// wantGroupCommand is the error of a group run without a command: its
+// help on stderr, exit 2.
+func wantGroupCommand(group string, stderr io.Writer) error {
+	groupHelp(stderr, group)
+	return exitcode.Usage("%s: want a command", group)
+}
+
+// unknownGroupCommand is the error of a group given a command it lacks.
+func unknownGroupCommand(group, name string) error {
+	var names []string
+	for _, c := range commands {
+		if g, sub, ok := strings.Cut(c.name, " "); ok && g == group {
+			names = append(names, sub)
+		}
+	}
+	return exitcode.Usage("%s: unknown command %q (want %s; see hubd %s --help)", group, name, strings.Join(names, ", "), group)
+}
