@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"io"
-	"maps"
 	"strconv"
 	"sync"
 	"time"
 
-	"github.com/hubd/hubd/adapters"
-	"github.com/hubd/hubd/hub/hubgrpc"
+	"github.com/hubd/hubd/agentsdk"
 	"github.com/hubd/hubd/hubpb"
-	"github.com/hubd/hubd/session"
 )
 
 // sessRun is one session of a load run.
@@ -41,10 +38,9 @@ func (s *sessRun) ended() bool { return closed(s.done) }
 type agent struct {
 	name   string
 	index  int
-	client hubpb.HubClient
-	// calls names the agent for its unary calls, built once so that calls
-	// add no metadata; it is cancelled when the run gives up on calls in
-	// flight.
+	client *agentsdk.Client
+	// calls names the agent for its unary calls (see as), built once; it
+	// is cancelled when the run gives up on calls in flight.
 	calls   context.Context
 	workers map[string]*worker // by session id; fixed before the stream opens
 	cursors map[string]uint64  // last seq received per session; the stream's own
@@ -72,10 +68,11 @@ func (a *agent) listen(ctx context.Context, st *stats) {
 
 // stream runs one Subscribe stream until it fails.
 func (a *agent) stream(ctx context.Context, st *stats, b *backoff) error {
-	s, err := a.client.Subscribe(ctx, &hubpb.SubscribeRequest{Cursors: maps.Clone(a.cursors)})
+	s, err := a.client.Subscribe(ctx, agentsdk.SubscribeOptions{Cursors: a.cursors})
 	if err != nil {
 		return err
 	}
+	defer s.Close()
 	for {
 		d, err := s.Recv()
 		if err != nil {
@@ -97,7 +94,7 @@ func (a *agent) handle(d *hubpb.Delivery, now time.Time, st *stats) {
 	if w == nil {
 		return
 	}
-	if session.EventType(env.GetType()).Ends() {
+	if agentsdk.Ends(env) {
 		w.sess.end()
 		return
 	}
@@ -120,14 +117,13 @@ type worker struct {
 	last  uint64      // the highest seq acted on or acknowledged
 	n     int         // sends begun
 	idPre string      // client_msg_id prefix, unique to the run and agent
-	req   *hubpb.SendRequest
+	msgID string      // the client_msg_id of the send being taken
+	text  string      // the payload
 }
 
 // newWorker builds agent a's worker in session s with a payload text.
 func newWorker(a *agent, s *sessRun, run, text string) *worker {
-	env := &hubpb.Envelope{Type: string(session.EventText), Payload: &hubpb.Envelope_Text{Text: &hubpb.Text{Text: text}}}
-	return &worker{agent: a, sess: s, turns: make(chan uint64, 1), idPre: run + "-" + strconv.Itoa(a.index) + "-",
-		req: &hubpb.SendRequest{SessionId: s.id, Envelope: env}}
+	return &worker{agent: a, sess: s, turns: make(chan uint64, 1), idPre: run + "-" + strconv.Itoa(a.index) + "-", text: text}
 }
 
 // notify tells the worker a turn began at seq. The stream goroutine is the
@@ -168,22 +164,21 @@ func (w *worker) run(stop <-chan struct{}, st *stats, vl *verifyLog) {
 // is unavailable. It reports whether to go on taking turns.
 func (w *worker) take(stop <-chan struct{}, st *stats, vl *verifyLog) bool {
 	w.n++
-	w.req.Envelope.ClientMsgId = w.idPre + strconv.Itoa(w.n)
+	w.msgID = w.idPre + strconv.Itoa(w.n)
 	var b backoff
 	for {
 		start := time.Now()
-		resp, err := w.agent.client.Send(w.agent.calls, w.req)
+		ack, err := w.agent.client.SendText(w.agent.calls, w.sess.id, w.text, agentsdk.WithClientMsgID(w.msgID))
 		if err == nil {
-			w.acked(resp, start, time.Now(), st, vl)
-			return !resp.GetClosed()
+			w.acked(ack.SendResponse, start, time.Now(), st, vl)
+			return !ack.GetClosed()
 		}
 		if w.agent.calls.Err() != nil {
 			return false // the run gave up waiting
 		}
-		reason := reasonOf(err)
-		st.reject(reason)
+		st.reject(reasonOf(err))
 		switch {
-		case reason == adapters.ReasonSessionClosed || reason == hubgrpc.ReasonUnknownSession:
+		case sessionGone(err):
 			w.sess.end()
 			return false
 		case !retryable(err):
@@ -192,6 +187,12 @@ func (w *worker) take(stop <-chan struct{}, st *stats, vl *verifyLog) bool {
 			return false
 		}
 	}
+}
+
+// sessionGone reports whether a send failed because its session has ended
+// (or is unknown to the hub): no later turn can succeed.
+func sessionGone(err error) bool {
+	return errors.Is(err, agentsdk.ErrSessionClosed) || errors.Is(err, agentsdk.ErrUnknownSession)
 }
 
 // acked records an acknowledged send begun at start.
@@ -203,7 +204,7 @@ func (w *worker) acked(resp *hubpb.SendResponse, start, done time.Time, st *stat
 		st.toldAfter(start, lat)
 	}
 	if vl != nil {
-		vl.add(ackRecord{session: w.sess.id, seq: seq, msgID: w.req.Envelope.ClientMsgId})
+		vl.add(ackRecord{session: w.sess.id, seq: seq, msgID: w.msgID})
 	}
 	if resp.GetClosed() {
 		w.sess.end()

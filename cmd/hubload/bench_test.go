@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hubd/hubd/internal/server"
+	"github.com/hubd/hubd/hub/hubtest"
 )
 
 // BenchmarkLoadInProcess runs hubload against an in-process hub (fsync on,
@@ -22,14 +22,10 @@ import (
 func BenchmarkLoadInProcess(b *testing.B) {
 	for _, c := range []struct{ agents, sessions int }{{16, 8}, {16, 64}, {128, 64}, {3, 1}} {
 		b.Run(fmt.Sprintf("agents=%d/sessions=%d", c.agents, c.sessions), func(b *testing.B) {
-			srv, err := server.Start(context.Background(), server.Config{Listen: "127.0.0.1:0", DataDir: b.TempDir()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer srv.Shutdown(context.Background())
+			h := hubtest.New(b, hubtest.Options{DataDir: b.TempDir()})
 			var last report
 			for b.Loop() {
-				last = benchRun(b, srv.Addr(), c.agents, c.sessions)
+				last = benchRun(b, h.Addr(), c.agents, c.sessions)
 			}
 			b.ReportMetric(last.PerSecond, "accepted/s")
 			b.ReportMetric(last.SendToAck.P50, "ack-p50-ms")

@@ -3,14 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"os"
 	"slices"
-	"time"
 
-	"github.com/hubd/hubd/hub/hubgrpc"
+	"github.com/hubd/hubd/agentsdk"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/internal/exitcode"
 )
@@ -18,20 +18,17 @@ import (
 // logPage is how many envelopes one ReadLog of --check asks for.
 const logPage = 2000
 
-// readyTimeout is how long --check waits for the hub to accept
-// connections (it may have just been restarted).
-const readyTimeout = 10 * time.Second
-
 // maxListed is how many missing sends --check prints.
 const maxListed = 100
 
 // checkResult is the outcome of --check; --json prints it as is.
 type checkResult struct {
-	Acked   int      `json:"acked"`
-	Found   int      `json:"found"`
-	Missing []string `json:"missing,omitempty"` // "SESSION SEQ CLIENT_MSG_ID (why)", the first maxListed
-	Gaps    []string `json:"gaps,omitempty"`    // "SESSION: seq A follows seq B"
-	Partial bool     `json:"partial_last_line,omitempty"`
+	Acked    int      `json:"acked"`
+	Found    int      `json:"found"`
+	Missing  []string `json:"missing,omitempty"`  // "SESSION SEQ CLIENT_MSG_ID (why)", the first maxListed
+	Gaps     []string `json:"gaps,omitempty"`     // "SESSION: seq A follows seq B"
+	Reopened []string `json:"reopened,omitempty"` // "SESSION: seq A follows the session's end at seq B"
+	Partial  bool     `json:"partial_last_line,omitempty"`
 }
 
 // runCheck checks a verify file against the hub's logs (see the package
@@ -41,26 +38,23 @@ func runCheck(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	p, err := dial(cfg.hub, 1)
+	p, err := dial(ctx, cfg.hub, []string{cfg.operator}, 1)
 	if err != nil {
 		return err
 	}
 	defer p.close()
-	if err := p.waitReady(ctx, readyTimeout); err != nil {
-		return err
-	}
 	res := checkResult{Acked: len(recs), Partial: partial}
 	bySession := map[string][]ackRecord{}
 	for _, r := range recs {
 		bySession[r.session] = append(bySession[r.session], r)
 	}
-	calls := as(ctx, cfg.operator)
 	for _, sid := range slices.Sorted(maps.Keys(bySession)) {
-		lg, err := readSessionLog(calls, p.client(0), sid)
+		lg, err := readSessionLog(ctx, p.client(0), sid)
 		if err != nil {
 			return err
 		}
 		res.Gaps = append(res.Gaps, lg.gaps...)
+		res.Reopened = append(res.Reopened, lg.reopened...)
 		res.compare(bySession[sid], lg)
 	}
 	if partial {
@@ -89,40 +83,56 @@ func loadVerify(path string) ([]ackRecord, bool, error) {
 
 // sessionLog is what --check learnt of one session's log.
 type sessionLog struct {
-	ids     map[uint64]string // client_msg_id by seq
-	unknown bool              // the hub does not know the session
-	gaps    []string
+	id       string
+	ids      map[uint64]string // client_msg_id by seq
+	last     uint64            // the highest seq read
+	end      uint64            // the seq of the envelope that ended the session; 0: none
+	unknown  bool              // the hub does not know the session
+	gaps     []string
+	reopened []string
 }
 
 // readSessionLog reads a whole session's log and checks its seqs are
-// dense from 1.
-func readSessionLog(ctx context.Context, c hubpb.HubClient, sid string) (sessionLog, error) {
-	lg := sessionLog{ids: map[uint64]string{}}
-	var last uint64
+// dense from 1 and that nothing follows the envelope that ended it.
+func readSessionLog(ctx context.Context, c *agentsdk.Client, sid string) (sessionLog, error) {
+	lg := sessionLog{id: sid, ids: map[uint64]string{}}
 	for {
-		resp, err := c.ReadLog(ctx, &hubpb.ReadLogRequest{SessionId: sid, FromSeq: last + 1, Limit: logPage})
-		if reasonOf(err) == hubgrpc.ReasonUnknownSession {
+		envs, err := c.ReadLog(ctx, sid, lg.last+1, logPage)
+		if errors.Is(err, agentsdk.ErrUnknownSession) {
 			lg.unknown = true
 			return lg, nil
 		}
 		if err != nil {
-			return lg, fmt.Errorf("reading session %s from seq %d: %w", sid, last+1, err)
+			return lg, fmt.Errorf("reading session %s from seq %d: %w", sid, lg.last+1, err)
 		}
-		envs := resp.GetEnvelopes()
 		if len(envs) == 0 {
 			return lg, nil
 		}
 		for _, e := range envs {
-			if e.GetSeq() != last+1 {
-				lg.gaps = append(lg.gaps, fmt.Sprintf("%s: seq %d follows seq %d", sid, e.GetSeq(), last))
+			if err := lg.add(e); err != nil {
+				return lg, err
 			}
-			if e.GetSeq() <= last {
-				return lg, fmt.Errorf("session %s: ReadLog from seq %d went back to seq %d", sid, last+1, e.GetSeq())
-			}
-			last = e.GetSeq()
-			lg.ids[last] = e.GetClientMsgId()
 		}
 	}
+}
+
+// add checks and records the next envelope read.
+func (lg *sessionLog) add(e *hubpb.Envelope) error {
+	seq := e.GetSeq()
+	if seq != lg.last+1 {
+		lg.gaps = append(lg.gaps, fmt.Sprintf("%s: seq %d follows seq %d", lg.id, seq, lg.last))
+	}
+	if seq <= lg.last {
+		return fmt.Errorf("session %s: ReadLog from seq %d went back to seq %d", lg.id, lg.last+1, seq)
+	}
+	if lg.end != 0 {
+		lg.reopened = append(lg.reopened, fmt.Sprintf("%s: seq %d follows the session's end at seq %d", lg.id, seq, lg.end))
+	} else if agentsdk.Ends(e) {
+		lg.end = seq
+	}
+	lg.last = seq
+	lg.ids[seq] = e.GetClientMsgId()
+	return nil
 }
 
 // compare counts the records of one session found in its log.
@@ -164,6 +174,9 @@ func (res *checkResult) print(w io.Writer, asJSON bool) error {
 	for _, g := range res.Gaps {
 		fmt.Fprintf(w, "gap %s\n", g)
 	}
+	for _, r := range res.Reopened {
+		fmt.Fprintf(w, "reopened %s\n", r)
+	}
 	return nil
 }
 
@@ -174,6 +187,8 @@ func (res *checkResult) verdict() error {
 		return exitcode.New(1, fmt.Errorf("%d of %d acknowledged sends are missing", res.Acked-res.Found, res.Acked))
 	case len(res.Gaps) > 0:
 		return exitcode.New(1, fmt.Errorf("%d gaps in the sessions' seqs", len(res.Gaps)))
+	case len(res.Reopened) > 0:
+		return exitcode.New(1, fmt.Errorf("%d envelopes follow their session's end", len(res.Reopened)))
 	}
 	return nil
 }

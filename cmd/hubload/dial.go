@@ -7,98 +7,117 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/connectivity"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 
-	"github.com/hubd/hubd/hub/hubgrpc"
-	"github.com/hubd/hubd/hubpb"
+	"github.com/hubd/hubd/agentsdk"
 )
 
 // maxRecvBytes bounds one response (a page of ReadLog is the largest).
 const maxRecvBytes = 256 << 20
 
-// pool is a set of plaintext gRPC connections to one hub.
+// readyTimeout is how long hubload waits for the hub to accept
+// connections (it may have just been started or restarted).
+const readyTimeout = 10 * time.Second
+
+// pool is the agents' clients: one agentsdk.Client per connection. With
+// one connection per agent (the default) each client is its agent's own.
+// Agents sharing a connection (--conns) name themselves per call: see
+// callerCreds.
 type pool struct {
-	conns   []*grpc.ClientConn
-	clients []hubpb.HubClient
+	clients []*agentsdk.Client
 }
 
-// dial opens n connections to addr (connecting eagerly).
-func dial(addr string, n int) (*pool, error) {
-	p := &pool{}
-	for range n {
-		cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvBytes)))
+// dial connects the agents names over conns connections to addr (agent i
+// uses connection i mod conns), each named after its first agent, and
+// waits up to readyTimeout for each connection to be ready. Sends are
+// tried once: hubload retries them itself.
+func dial(ctx context.Context, addr string, names []string, conns int) (*pool, error) {
+	p := &pool{clients: make([]*agentsdk.Client, conns)}
+	opts := []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvBytes))}
+	if conns < len(names) { // agents share connections
+		opts = append(opts, grpc.WithPerRPCCredentials(callerCreds{}))
+	}
+	ctx, giveUp := context.WithCancel(ctx) // after the first failure
+	defer giveUp()
+	err := forEach(conns, func(i int) error {
+		ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+		defer cancel()
+		c, err := agentsdk.Dial(ctx, addr, agentsdk.Options{Name: names[i], SendAttempts: 1, DialOptions: opts})
 		if err != nil {
-			p.close()
-			return nil, fmt.Errorf("connecting to %s: %w", addr, err)
+			giveUp()
 		}
-		cc.Connect()
-		p.conns = append(p.conns, cc)
-		p.clients = append(p.clients, hubpb.NewHubClient(cc))
+		p.clients[i] = c
+		return err
+	})
+	if err != nil {
+		p.close()
+		return nil, fmt.Errorf("the hub at %s is not reachable (waited at most %v): %w", addr, readyTimeout, err)
 	}
 	return p, nil
 }
 
-// waitReady waits until every connection is ready, at most d.
-func (p *pool) waitReady(ctx context.Context, d time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	for _, cc := range p.conns {
-		for st := cc.GetState(); st != connectivity.Ready; st = cc.GetState() {
-			cc.Connect()
-			if !cc.WaitForStateChange(ctx, st) {
-				return fmt.Errorf("the hub at %s is not reachable (%v after %v)", cc.Target(), st, d)
-			}
-		}
-	}
-	return nil
-}
-
 // client returns the client agent i uses.
-func (p *pool) client(i int) hubpb.HubClient { return p.clients[i%len(p.clients)] }
+func (p *pool) client(i int) *agentsdk.Client { return p.clients[i%len(p.clients)] }
 
 // close closes every connection.
 func (p *pool) close() {
-	for _, cc := range p.conns {
-		cc.Close()
+	for _, c := range p.clients {
+		if c != nil {
+			c.Close()
+		}
 	}
 }
 
-// as returns ctx naming agent as the caller (development mode), built once
-// per agent so calls add no metadata of their own.
+// callerKey is the context key of the agent a call is made as.
+type callerKey struct{}
+
+// as returns ctx naming agent as the caller, built once per agent. It
+// matters only on a shared connection, where callerCreds reads it.
 func as(ctx context.Context, agent string) context.Context {
-	return metadata.NewOutgoingContext(ctx, metadata.Pairs(hubgrpc.AgentHeader, agent))
+	return context.WithValue(ctx, callerKey{}, agent)
 }
 
-// reasonOf is an error's google.rpc.ErrorInfo reason, or its gRPC code in
-// upper snake case when it carries none ("UNAVAILABLE").
-func reasonOf(err error) string {
-	st, ok := status.FromError(err)
+// callerCreds names the agent of each call on a connection several agents
+// share (development mode). agentsdk names the agent per connection;
+// per-call credentials given in Options.DialOptions come after its own and
+// so override its x-hubd-agent value with the agent in the call's context.
+type callerCreds struct{}
+
+// GetRequestMetadata implements credentials.PerRPCCredentials.
+func (callerCreds) GetRequestMetadata(ctx context.Context, _ ...string) (map[string]string, error) {
+	name, ok := ctx.Value(callerKey{}).(string)
 	if !ok {
-		if errors.Is(err, context.Canceled) {
-			return "CANCELED"
-		}
-		return "ERROR"
+		return nil, nil // the connection's own agent
 	}
-	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetReason() != "" {
-			return info.GetReason()
-		}
-	}
-	return codeName(st.Code())
+	return map[string]string{agentsdk.AgentHeader: name}, nil
 }
 
-// codeName spells a gRPC code the way ErrorInfo reasons are spelled.
-func codeName(c codes.Code) string {
+// RequireTransportSecurity is false: hubload only drives a loopback hub.
+func (callerCreds) RequireTransportSecurity() bool { return false }
+
+// reasonOf names a failure for the rejected counts: the hub's stable
+// reason (a hubpb.Reason name), or the gRPC code in upper snake case when
+// it carries none ("UNAVAILABLE" while the hub is down).
+func reasonOf(err error) string {
+	if r, ok := agentsdk.Reason(err); ok {
+		return r
+	}
+	var e *agentsdk.Error
+	switch {
+	case errors.As(err, &e):
+		return codeName(e.Code.String())
+	case errors.Is(err, context.Canceled):
+		return "CANCELED"
+	}
+	return "ERROR"
+}
+
+// codeName spells a gRPC code's name ("FailedPrecondition") the way
+// reasons are spelled ("FAILED_PRECONDITION").
+func codeName(code string) string {
 	var b strings.Builder
 	lower := false
-	for _, r := range c.String() {
+	for _, r := range code {
 		upper := r >= 'A' && r <= 'Z'
 		if upper && lower {
 			b.WriteByte('_')
@@ -109,18 +128,10 @@ func codeName(c codes.Code) string {
 	return strings.ToUpper(b.String())
 }
 
-// retryable reports whether a failed Send may be retried with the same
-// client_msg_id: the hub was unreachable, draining or reloading.
-func retryable(err error) bool {
-	if status.Code(err) == codes.Unavailable {
-		return true
-	}
-	switch reasonOf(err) {
-	case hubgrpc.ReasonDraining, hubgrpc.ReasonSessionFailed:
-		return true
-	}
-	return false
-}
+// retryable reports whether a failed send may be retried with the same
+// client_msg_id: the hub was unreachable, draining or reloading the
+// session.
+func retryable(err error) bool { return errors.Is(err, agentsdk.ErrUnavailable) }
 
 // backoff is a retry delay doubling from 20ms to 1s.
 type backoff struct{ d time.Duration }

@@ -2,7 +2,9 @@
 // a loopback address (development mode: each agent names itself in the
 // "x-hubd-agent" metadata) with workflow@1 round-robin sessions whose agents
 // take their turns as fast as the hub lets them, and reports throughput and
-// latency. It refuses any hub address that is not loopback.
+// latency. It refuses any hub address that is not loopback. It is an
+// ordinary agentsdk client: what it measures is what an agent built on the
+// SDK gets.
 //
 // # Usage
 //
@@ -12,9 +14,11 @@
 //	hubload --check FILE [--hub ADDR] [--operator operator] [--json]
 //	hubload --idle N [--duration D] [--conns N] [--hub-pid PID]
 //
-// Each agent has its own gRPC connection, as separate agent processes
-// would; --conns N makes all agents share N connections instead, which
-// costs the client and the hub far fewer system calls per envelope.
+// Each agent has its own gRPC connection (an agentsdk.Client), as
+// separate agent processes would; --conns N makes all agents share N
+// connections instead (each call names its agent), which costs the client
+// and the hub far fewer system calls per envelope. Every mode waits up to
+// 10s for the hub to accept connections, then fails (exit 1).
 //
 // # Load
 //
@@ -88,18 +92,21 @@
 // whole log of each session named in FILE with ReadLog, and checks:
 //
 //   - every line's seq is in its session's log with the same client_msg_id;
-//   - each of these sessions' seqs is dense from 1 (no gap).
+//   - each of these sessions' seqs is dense from 1 (no gap);
+//   - nothing follows the envelope that ended a session (session_closed
+//     or session_expired): a closed session never reopens.
 //
 // Its first line on stdout is exactly "acked N, found M" (N: lines of
 // FILE, M: lines whose seq and client_msg_id were found). If M < N it
 // then prints each missing line (the first 100) as "missing SESSION_ID SEQ
 // CLIENT_MSG_ID (why)" and exits 1; a gap prints "gap SESSION_ID: seq A
-// follows seq B" and exits 1. Exit 0 means every acknowledged send
-// survived; an empty FILE gives "acked 0, found 0" and exit 0, so a test
+// follows seq B", an envelope after the end "reopened SESSION_ID: seq A
+// follows the session's end at seq B", and both exit 1. Exit 0 means every
+// acknowledged send survived; an empty FILE gives "acked 0, found 0" and exit 0, so a test
 // should also require N > 0. A missing or malformed FILE exits 2, a hub
 // error (unreachable, ReadLog refused) exits 1, both with a message on
 // stderr and nothing on stdout. With --json the result is one object:
-// {"acked":N,"found":M,"missing":[...],"gaps":[...],"partial_last_line":bool}.
+// {"acked":N,"found":M,"missing":[...],"gaps":[...],"reopened":[...],"partial_last_line":bool}.
 //
 // A kill -9 test therefore runs: hubd serve --data DIR; hubload --verify
 // FILE --duration D in the background; kill -9 hubd at any moment; then

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hubd/hubd/hubpb"
+	"github.com/hubd/hubd/agentsdk"
 )
 
 // settle is how long idle mode waits after opening its streams for the
@@ -20,7 +20,12 @@ const settle = time.Second
 func runIdle(ctx context.Context, cfg config, stdout io.Writer) error {
 	before := readProc(cfg.hubPID)
 	conns := cfg.connsFor(cfg.idle)
-	p, err := dial(cfg.hub, conns)
+	run := newRunID()
+	names := make([]string, cfg.idle)
+	for i := range names {
+		names[i] = agentName(run, "i", i)
+	}
+	p, err := dial(ctx, cfg.hub, names, conns)
 	if err != nil {
 		return err
 	}
@@ -29,15 +34,33 @@ func runIdle(ctx context.Context, cfg config, stdout io.Writer) error {
 	defer cancel()
 	var streams sync.WaitGroup
 	broken := make(chan error, cfg.idle)
-	run := newRunID()
-	for i := range cfg.idle {
-		s, err := p.client(i).Subscribe(as(subs, agentName(run, "i", i)), &hubpb.SubscribeRequest{})
+	err = subscribeIdle(subs, p, names, &streams, broken)
+	if err == nil {
+		sleepCtx(ctx, settle)
+		fmt.Fprintf(stdout, "idle: %d subscriptions open on %d connections\n", cfg.idle, conns)
+		printIdleUsage(stdout, cfg, before)
+		sleepCtx(ctx, cfg.duration)
+	}
+	cancel()
+	streams.Wait()
+	close(broken)
+	if n := len(broken); n > 0 && err == nil {
+		err = fmt.Errorf("%d idle subscriptions failed, the first: %w", n, <-broken)
+	}
+	return err
+}
+
+// subscribeIdle opens a Subscribe stream as each agent of names, each read
+// by a goroutine of streams until subs is done; a stream that breaks
+// before is sent to broken.
+func subscribeIdle(subs context.Context, p *pool, names []string, streams *sync.WaitGroup, broken chan<- error) error {
+	for i, name := range names {
+		s, err := p.client(i).Subscribe(as(subs, name), agentsdk.SubscribeOptions{})
 		if err != nil {
-			cancel()
-			streams.Wait()
 			return fmt.Errorf("opening idle subscription %d: %w", i, err)
 		}
 		streams.Go(func() {
+			defer s.Close()
 			for {
 				if _, err := s.Recv(); err != nil {
 					if subs.Err() == nil {
@@ -48,22 +71,19 @@ func runIdle(ctx context.Context, cfg config, stdout io.Writer) error {
 			}
 		})
 	}
-	sleepCtx(ctx, settle)
-	fmt.Fprintf(stdout, "idle: %d subscriptions open on %d connections\n", cfg.idle, conns)
-	if cfg.hubPID != 0 {
-		after := readProc(cfg.hubPID)
-		per := (after.rssKiB - before.rssKiB) * 1024 / int64(cfg.idle)
-		fmt.Fprintf(stdout, "hub pid %d: VmRSS %.1f MiB → %.1f MiB (%+d B per subscription), threads %d → %d\n",
-			cfg.hubPID, before.rssMiB(), after.rssMiB(), per, before.threads, after.threads)
-	}
-	sleepCtx(ctx, cfg.duration)
-	cancel()
-	streams.Wait()
-	close(broken)
-	if n := len(broken); n > 0 {
-		return fmt.Errorf("%d idle subscriptions failed, the first: %w", n, <-broken)
-	}
 	return nil
+}
+
+// printIdleUsage prints, with --hub-pid, the hub's memory and threads
+// before and now.
+func printIdleUsage(stdout io.Writer, cfg config, before procStatus) {
+	if cfg.hubPID == 0 {
+		return
+	}
+	after := readProc(cfg.hubPID)
+	per := (after.rssKiB - before.rssKiB) * 1024 / int64(cfg.idle)
+	fmt.Fprintf(stdout, "hub pid %d: VmRSS %.1f MiB → %.1f MiB (%+d B per subscription), threads %d → %d\n",
+		cfg.hubPID, before.rssMiB(), after.rssMiB(), per, before.threads, after.threads)
 }
 
 // sleepCtx waits d or until ctx is done.

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hubd/hubd/hubpb"
+	"github.com/hubd/hubd/agentsdk"
 )
 
 // drainTimeout is how long sends in flight may take to finish once the
@@ -47,7 +47,8 @@ func runLoad(ctx context.Context, cfg config, stdout, stderr io.Writer) (err err
 	}
 	defer stopProfile()
 	before := readProc(cfg.hubPID)
-	p, err := dial(cfg.hub, cfg.connsFor(cfg.agents))
+	l := newLoad(cfg)
+	p, err := dial(ctx, cfg.hub, l.names(), cfg.connsFor(cfg.agents))
 	if err != nil {
 		return err
 	}
@@ -56,7 +57,7 @@ func runLoad(ctx context.Context, cfg config, stdout, stderr io.Writer) (err err
 	// until the run gives up on them.
 	calls, giveUp := context.WithCancel(context.WithoutCancel(ctx))
 	defer giveUp()
-	l := newLoad(cfg, p, calls)
+	l.connect(p, calls)
 	defer l.closeSessions(stderr)
 	if err := l.openSessions(calls); err != nil {
 		return err
@@ -89,15 +90,30 @@ func (l *load) drive(ctx, calls context.Context, giveUp context.CancelFunc, st *
 	return cpu
 }
 
-// newLoad builds the agents and the plan of a run; nothing is sent yet.
-func newLoad(cfg config, p *pool, calls context.Context) *load {
+// newLoad builds the agents of a run, not yet connected.
+func newLoad(cfg config) *load {
 	l := &load{cfg: cfg, run: newRunID(), allEnded: make(chan struct{}), stop: make(chan struct{})}
 	for i := range cfg.agents {
-		name := agentName(l.run, "a", i)
-		l.agents = append(l.agents, &agent{name: name, index: i, client: p.client(i), calls: as(calls, name),
+		l.agents = append(l.agents, &agent{name: agentName(l.run, "a", i), index: i,
 			workers: map[string]*worker{}, cursors: map[string]uint64{}})
 	}
 	return l
+}
+
+// names returns the agents' names, in order.
+func (l *load) names() []string {
+	out := make([]string, len(l.agents))
+	for i, a := range l.agents {
+		out[i] = a.name
+	}
+	return out
+}
+
+// connect gives each agent its client and the context of its calls.
+func (l *load) connect(p *pool, calls context.Context) {
+	for i, a := range l.agents {
+		a.client, a.calls = p.client(i), as(calls, a.name)
+	}
 }
 
 // openSessions opens every session (as its first agent, all participants
@@ -125,22 +141,22 @@ func (l *load) openSessions(ctx context.Context) error {
 	return nil
 }
 
-// openSession opens one session of the agents members.
+// openSession opens one session of the agents members, in speaking order.
 func (l *load) openSession(ctx context.Context, members []int) (*sessRun, error) {
 	creator := l.agents[members[0]]
-	req := &hubpb.OpenRequest{Type: "workflow@1", GraphJson: graphJSON(creator.name, l.cfg.maxTurns),
-		Labels: map[string]string{"hubload": l.run}}
-	for _, i := range members {
-		req.Participants = append(req.Participants, &hubpb.Participant{Name: l.agents[i].name, AutoAccept: true})
+	names := make([]string, len(members))
+	for k, i := range members {
+		names[k] = l.agents[i].name
 	}
-	resp, err := creator.client.Open(as(ctx, creator.name), req)
+	info, err := creator.client.Open(as(ctx, creator.name), agentsdk.OpenOptions{Type: agentsdk.TypeWorkflow,
+		Participants: agentsdk.AutoAccepted(names...), Graph: graph(names, l.cfg.maxTurns),
+		Labels: map[string]string{"hubload": l.run}})
 	if err != nil {
 		return nil, fmt.Errorf("opening a session as %s: %w", creator.name, err)
 	}
-	info := resp.GetSession()
-	s := &sessRun{id: info.GetSessionId(), creator: creator, done: make(chan struct{}), onEnd: l.ended}
-	if info.GetState() != "OPEN" {
-		return s, fmt.Errorf("session %s opened in state %s, want OPEN", s.id, info.GetState())
+	s := &sessRun{id: info.ID(), creator: creator, done: make(chan struct{}), onEnd: l.ended}
+	if info.GetState() != agentsdk.StateOpen {
+		return s, fmt.Errorf("session %s opened in state %s, want %s", s.id, info.GetState(), agentsdk.StateOpen)
 	}
 	return s, nil
 }
@@ -217,7 +233,7 @@ func (l *load) closeSessions(stderr io.Writer) {
 		if s == nil || s.ended() {
 			return nil
 		}
-		if _, err := s.creator.client.Close(s.creator.calls, &hubpb.CloseRequest{SessionId: s.id}); err != nil {
+		if _, err := s.creator.client.CloseSession(s.creator.calls, s.id, ""); err != nil {
 			failed.Add(1)
 			return err
 		}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hubd/hubd/agentsdk"
+	"github.com/hubd/hubd/hub/hubtest"
 	"github.com/hubd/hubd/internal/exitcode"
 	"github.com/hubd/hubd/internal/server"
 )
@@ -38,12 +40,10 @@ func stopHub(t *testing.T, srv *server.Server) {
 	}
 }
 
-// hubFor starts a hub for the whole test.
-func hubFor(t *testing.T) *server.Server {
+// hubFor starts a hub (development mode, fsync on) for the whole test.
+func hubFor(t *testing.T) *hubtest.Hub {
 	t.Helper()
-	srv := startHub(t, t.TempDir(), "127.0.0.1:0")
-	t.Cleanup(func() { stopHub(t, srv) })
-	return srv
+	return hubtest.New(t, hubtest.Options{DataDir: t.TempDir()})
 }
 
 // runArgs runs hubload and returns its stdout and stderr.
@@ -208,6 +208,53 @@ func TestIdle(t *testing.T) {
 	}
 }
 
+// TestRejections classifies errors a real hub answers: a turn out of order
+// is counted by its reason and neither retried nor the end of the session;
+// a closed session ends its workers; a hub shutting down is retried.
+func TestRejections(t *testing.T) {
+	ctx := t.Context()
+	h, err := hubtest.Start(ctx, hubtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := true
+	defer func() {
+		if up {
+			h.Close()
+		}
+	}()
+	names := []string{"hl-test-a0", "hl-test-a1"}
+	p, err := dial(ctx, h.Addr(), names, 1) // one shared connection
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	a0, a1 := as(ctx, names[0]), as(ctx, names[1])
+	s, err := p.client(0).Open(a0, agentsdk.OpenOptions{Participants: agentsdk.AutoAccepted(names...), Graph: graph(names, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.client(1).SendText(a1, s.ID(), "not yet")
+	if reasonOf(err) != "OUT_OF_TURN" || retryable(err) || sessionGone(err) {
+		t.Errorf("out of turn: %v (%s)", err, reasonOf(err))
+	}
+	if _, err := p.client(0).CloseSession(a0, s.ID(), ""); err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.client(0).SendText(a0, s.ID(), "too late")
+	if reasonOf(err) != "SESSION_CLOSED" || retryable(err) || !sessionGone(err) {
+		t.Errorf("closed: %v (%s)", err, reasonOf(err))
+	}
+	up = false
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.client(0).SendText(a0, s.ID(), "hub down")
+	if r := reasonOf(err); (r != "UNAVAILABLE" && r != "DRAINING") || !retryable(err) {
+		t.Errorf("hub down: %v (%s)", err, r)
+	}
+}
+
 func TestFlagErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"--hub", "10.1.2.3:7420"},
@@ -262,8 +309,8 @@ func TestHubDown(t *testing.T) {
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	err := run(ctx, []string{"--hub", "127.0.0.1:1", "--agents", "2", "--duration", "1s"}, &stdout, &stderr)
-	if err == nil || exitcode.Report("hubload", err, &stderr) != 1 {
-		t.Errorf("no hub: %v, want exit 1", err)
+	if err == nil || exitcode.Report("hubload", err, &stderr) != 1 || !strings.Contains(stderr.String(), "not reachable") {
+		t.Errorf("no hub: %v, want exit 1 saying the hub is not reachable\n%s", err, stderr.String())
 	}
 }
 

@@ -2,9 +2,10 @@ package main
 
 import (
 	"crypto/rand"
-	"encoding/json"
 	"strconv"
 	"strings"
+
+	"github.com/hubd/hubd/agentsdk"
 )
 
 // assign spreads agents over sessions, each session with at least two
@@ -38,36 +39,10 @@ func agentName(run, kind string, i int) string {
 	return "hl-" + run + "-" + kind + strconv.Itoa(i)
 }
 
-// graphJSON is the round-robin workflow graph of a session whose first
-// speaker is first, capped at maxTurns turns when maxTurns > 0.
-func graphJSON(first string, maxTurns int) string {
-	type fn struct {
-		Name string         `json:"name"`
-		Args map[string]any `json:"args"`
-	}
-	type rule struct {
-		When     fn  `json:"when"`
-		Then     fn  `json:"then"`
-		Priority int `json:"priority"`
-	}
-	g := struct {
-		Version        int    `json:"version"`
-		InitialSpeaker string `json:"initial_speaker"`
-		Transitions    []rule `json:"transitions"`
-		DefaultTarget  fn     `json:"default_target"`
-		MaxTurns       *int   `json:"max_turns"`
-	}{
-		Version:        1,
-		InitialSpeaker: first,
-		Transitions:    []rule{{When: fn{"always", map[string]any{}}, Then: fn{"round_robin", map[string]any{}}}},
-		DefaultTarget:  fn{"terminate", map[string]any{"reason": "after_work"}},
-	}
-	if maxTurns > 0 {
-		g.MaxTurns = &maxTurns
-	}
-	b, err := json.Marshal(g)
-	if err != nil {
-		panic(err) // plain structs of strings and ints always marshal
-	}
-	return string(b)
+// graph is the round-robin workflow graph of a session of participants
+// (the first speaks first), capped at maxTurns turns when maxTurns > 0:
+// every turn hands to the next participant, and the default target is
+// terminate "after_work".
+func graph(participants []string, maxTurns int) *agentsdk.Graph {
+	return agentsdk.RoundRobin(participants, maxTurns)
 }

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -9,7 +12,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
+
+	"github.com/hubd/hubd/agentsdk"
+	"github.com/hubd/hubd/hubpb"
 )
 
 func TestAssign(t *testing.T) {
@@ -38,16 +43,17 @@ func TestAssign(t *testing.T) {
 	}
 }
 
-func TestGraphJSON(t *testing.T) {
+func TestGraph(t *testing.T) {
 	want := `{"version":1,"initial_speaker":"a0","transitions":[{"when":{"name":"always","args":{}},"then":{"name":"round_robin","args":{}},"priority":0}],"default_target":{"name":"terminate","args":{"reason":"after_work"}},"max_turns":null}`
-	if got := graphJSON("a0", 0); got != want {
-		t.Errorf("graph:\n got %s\nwant %s", got, want)
+	if got, err := graph([]string{"a0", "a1"}, 0).JSON(); err != nil || got != want {
+		t.Errorf("graph: %v\n got %s\nwant %s", err, got, want)
 	}
+	js, err := graph([]string{"a0", "a1"}, 7).JSON()
 	var g struct {
 		MaxTurns int `json:"max_turns"`
 	}
-	if err := json.Unmarshal([]byte(graphJSON("a0", 7)), &g); err != nil || g.MaxTurns != 7 {
-		t.Errorf("max_turns: %v %d", err, g.MaxTurns)
+	if err != nil || json.Unmarshal([]byte(js), &g) != nil || g.MaxTurns != 7 {
+		t.Errorf("max_turns: %v %s", err, js)
 	}
 }
 
@@ -142,14 +148,52 @@ func TestCheckLoopback(t *testing.T) {
 }
 
 func TestReasonOf(t *testing.T) {
-	if got := reasonOf(status.Error(codes.Unavailable, "down")); got != "UNAVAILABLE" {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{&agentsdk.Error{Op: "send", Code: codes.FailedPrecondition, Reason: "OUT_OF_TURN"}, "OUT_OF_TURN"},
+		{fmt.Errorf("wrapped: %w", &agentsdk.Error{Op: "send", Code: codes.Unavailable}), "UNAVAILABLE"},
+		{&agentsdk.Error{Op: "subscribe", Code: codes.ResourceExhausted}, "RESOURCE_EXHAUSTED"},
+		{fmt.Errorf("agentsdk: send: %w", context.Canceled), "CANCELED"},
+		{errors.New("boom"), "ERROR"},
+	} {
+		if got := reasonOf(c.err); got != c.want {
+			t.Errorf("reasonOf(%v) = %s, want %s", c.err, got, c.want)
+		}
+	}
+	if got := codeName(codes.FailedPrecondition.String()); got != "FAILED_PRECONDITION" {
 		t.Errorf("got %s", got)
 	}
-	if got := codeName(codes.FailedPrecondition); got != "FAILED_PRECONDITION" {
-		t.Errorf("got %s", got)
+}
+
+// TestSessionLog checks what --check sees in one session's log: gaps, and
+// envelopes after the one that ended the session.
+func TestSessionLog(t *testing.T) {
+	env := func(seq uint64, typ string) *hubpb.Envelope {
+		return &hubpb.Envelope{Seq: seq, Type: typ, ClientMsgId: "m"}
 	}
-	if !retryable(status.Error(codes.Unavailable, "down")) || retryable(status.Error(codes.FailedPrecondition, "x")) {
-		t.Error("retryable")
+	for _, c := range []struct {
+		log            []*hubpb.Envelope
+		gaps, reopened int
+	}{
+		{[]*hubpb.Envelope{env(1, "session_invite"), env(2, "text"), env(3, "session_closed")}, 0, 0},
+		{[]*hubpb.Envelope{env(1, "text"), env(3, "text")}, 1, 0},
+		{[]*hubpb.Envelope{env(1, "text"), env(2, "session_expired"), env(3, "text"), env(4, "session_closed")}, 0, 2},
+	} {
+		lg := sessionLog{id: "s", ids: map[uint64]string{}}
+		for _, e := range c.log {
+			if err := lg.add(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(lg.gaps) != c.gaps || len(lg.reopened) != c.reopened {
+			t.Errorf("%v: gaps %q reopened %q, want %d and %d", c.log, lg.gaps, lg.reopened, c.gaps, c.reopened)
+		}
+	}
+	lg := sessionLog{id: "s", ids: map[uint64]string{}}
+	if lg.add(env(2, "text")) != nil || lg.add(env(1, "text")) == nil {
+		t.Error("a log going back in seq is not refused")
 	}
 }
 
