@@ -7,6 +7,7 @@ import (
 
 	"github.com/hubd/hubd/agentsdk"
 	"github.com/hubd/hubd/examples/internal/demo"
+	"github.com/hubd/hubd/hubpb"
 )
 
 func main() { demo.Main(run) }
@@ -21,7 +22,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			{Name: "drafter", Handle: drafter, Serve: full},
 			{Name: "reviewer", Handle: reviewer, Serve: full},
 		},
-		Open: func(ctx context.Context, c *agentsdk.Client) (*agentsdk.SessionInfo, error) {
+		Open: func(ctx context.Context, c *agentsdk.Client) (*agentsdk.Session, error) {
 			return c.OpenWorkflow(ctx, Graph(), "reviewer")
 		},
 	})
@@ -38,10 +39,10 @@ func Graph() *agentsdk.Graph {
 }
 
 // count returns how many items of the view name said.
-func count(v *agentsdk.View, name string) int {
+func count(v *hubpb.View, name string) int {
 	n := 0
-	for _, it := range v.Items {
-		if it.From == name {
+	for _, it := range v.GetItems() {
+		if it.GetFrom() == name {
 			n++
 		}
 	}
@@ -54,7 +55,7 @@ func drafter(_ context.Context, t *agentsdk.Turn) (agentsdk.Reply, error) {
 	if n == 1 {
 		return agentsdk.ReplyText("Draft 1: hubd keeps every session in a write-ahead log."), nil
 	}
-	return agentsdk.ReplyText(fmt.Sprintf("Draft %d: as asked (%q), revised.", n, t.Trigger.Text)), nil
+	return agentsdk.ReplyText(fmt.Sprintf("Draft %d: as asked (%q), revised.", n, t.Text())), nil
 }
 
 // reviewer asks for changes twice, then approves the third draft.

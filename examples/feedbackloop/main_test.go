@@ -39,7 +39,7 @@ func TestSafetyCap(t *testing.T) {
 			{Name: "drafter", Handle: drafter, Serve: []agentsdk.ServeOption{agentsdk.WithView(agentsdk.ViewFull, 0)}},
 			{Name: "reviewer", Handle: never},
 		},
-		Open: func(ctx context.Context, c *agentsdk.Client) (*agentsdk.SessionInfo, error) {
+		Open: func(ctx context.Context, c *agentsdk.Client) (*agentsdk.Session, error) {
 			return c.OpenWorkflow(ctx, Graph(), "reviewer")
 		},
 	})

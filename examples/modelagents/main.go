@@ -43,7 +43,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 					"If it needs no more work, answer APPROVED and nothing else."
 			}, approve)},
 		},
-		Open: func(ctx context.Context, c *agentsdk.Client) (*agentsdk.SessionInfo, error) {
+		Open: func(ctx context.Context, c *agentsdk.Client) (*agentsdk.Session, error) {
 			g := agentsdk.NewGraph("writer").
 				On(agentsdk.ContextEquals("approved", true), agentsdk.Terminate("approved")).
 				On(agentsdk.FromSpeaker("writer"), agentsdk.ToAgent("critic")).
@@ -87,14 +87,14 @@ type message struct {
 func (m model) agent(name string, system func() string, shape func(string) agentsdk.Reply) agentsdk.Handler {
 	return func(ctx context.Context, t *agentsdk.Turn) (agentsdk.Reply, error) {
 		msgs := []message{{Role: "system", Content: system()}}
-		for _, it := range t.View.Items {
+		for _, it := range t.View.GetItems() {
 			role := "user"
-			if it.From == name {
+			if it.GetFrom() == name {
 				role = "assistant"
 			}
-			msgs = append(msgs, message{Role: role, Content: fmt.Sprintf("%s: %s", it.From, it.Text)})
+			msgs = append(msgs, message{Role: role, Content: fmt.Sprintf("%s: %s", it.GetFrom(), it.GetText())})
 		}
-		if len(t.View.Items) == 0 {
+		if len(t.View.GetItems()) == 0 {
 			msgs = append(msgs, message{Role: "user", Content: "Begin."})
 		}
 		answer, err := m.complete(ctx, msgs)

@@ -19,7 +19,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			{Name: "writer", Handle: writer},
 			{Name: "editor", Handle: editor},
 		},
-		Open: func(ctx context.Context, c *agentsdk.Client) (*agentsdk.SessionInfo, error) {
+		Open: func(ctx context.Context, c *agentsdk.Client) (*agentsdk.Session, error) {
 			return c.OpenWorkflow(ctx, agentsdk.Sequence("researcher", "writer", "editor"), "writer", "editor")
 		},
 	})
@@ -32,11 +32,11 @@ func researcher(context.Context, *agentsdk.Turn) (agentsdk.Reply, error) {
 
 // writer drafts from what the researcher found (the trigger of its turn).
 func writer(_ context.Context, t *agentsdk.Turn) (agentsdk.Reply, error) {
-	found := strings.TrimSuffix(strings.TrimPrefix(t.Trigger.Text, "Findings: "), ".")
+	found := strings.TrimSuffix(strings.TrimPrefix(t.Text(), "Findings: "), ".")
 	return agentsdk.ReplyText(fmt.Sprintf("Draft: durable writes stay fast because %s.", found)), nil
 }
 
 // editor signs off, counting the turns in its view of the session.
 func editor(_ context.Context, t *agentsdk.Turn) (agentsdk.Reply, error) {
-	return agentsdk.ReplyText(fmt.Sprintf("Approved after reading %d turns.", len(t.View.Items))), nil
+	return agentsdk.ReplyText(fmt.Sprintf("Approved after reading %d turns.", len(t.View.GetItems()))), nil
 }

@@ -25,7 +25,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	return demo.Run(ctx, "roundrobin", args, stdout, stderr, demo.Scenario{
 		Agents: agents,
-		Open: func(ctx context.Context, c *agentsdk.Client) (*agentsdk.SessionInfo, error) {
+		Open: func(ctx context.Context, c *agentsdk.Client) (*agentsdk.Session, error) {
 			// The creator comes first in participant order, then the
 			// invitees: the order of the round.
 			return c.OpenWorkflow(ctx, agentsdk.RoundRobin(names, 6), names[1:]...)
@@ -38,8 +38,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 func speaker(name string, ideas []string) agentsdk.Handler {
 	return func(_ context.Context, t *agentsdk.Turn) (agentsdk.Reply, error) {
 		mine := 0
-		for _, it := range t.View.Items {
-			if it.From == name {
+		for _, it := range t.View.GetItems() {
+			if it.GetFrom() == name {
 				mine++
 			}
 		}

@@ -18,7 +18,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			{Name: "billing", Handle: specialist("billing", "Refund of the duplicate charge issued.")},
 			{Name: "tech", Handle: specialist("tech", "Password reset link sent; the login works again.")},
 		},
-		Open: func(ctx context.Context, c *agentsdk.Client) (*agentsdk.SessionInfo, error) {
+		Open: func(ctx context.Context, c *agentsdk.Client) (*agentsdk.Session, error) {
 			return c.OpenWorkflow(ctx, Graph(), "billing", "tech")
 		},
 	})
@@ -38,7 +38,7 @@ func Graph() *agentsdk.Graph {
 // router works through the customer's two problems, one specialist at a
 // time, then finishes.
 func router(_ context.Context, t *agentsdk.Turn) (agentsdk.Reply, error) {
-	switch t.Trigger.From {
+	switch t.Trigger.GetFrom() {
 	case "": // the session opened
 		return agentsdk.ReplyPacket(agentsdk.NewPacket("The customer was charged twice; over to billing.").
 			Handoff("transfer_to_billing", "", "double charge")), nil
@@ -49,7 +49,7 @@ func router(_ context.Context, t *agentsdk.Turn) (agentsdk.Reply, error) {
 		return agentsdk.ReplyPacket(agentsdk.NewPacket("Both problems are solved.").
 			Finish("resolved", "refund issued, login restored")), nil
 	}
-	return agentsdk.Reply{}, fmt.Errorf("unexpected turn after %q", t.Trigger.From)
+	return agentsdk.Reply{}, fmt.Errorf("unexpected turn after %q", t.Trigger.GetFrom())
 }
 
 // specialist answers with its fix and records it in the session's context;

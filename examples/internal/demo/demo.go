@@ -15,7 +15,8 @@ import (
 	"time"
 
 	"github.com/hubd/hubd/agentsdk"
-	"github.com/hubd/hubd/internal/server"
+	"github.com/hubd/hubd/hub/hubtest"
+	"github.com/hubd/hubd/hubpb"
 )
 
 // Agent is one scripted agent of an example.
@@ -32,7 +33,7 @@ type Scenario struct {
 	// Agents serve their turns; Agents[0] opens the session.
 	Agents []Agent
 	// Open opens the session as Agents[0].
-	Open func(ctx context.Context, c *agentsdk.Client) (*agentsdk.SessionInfo, error)
+	Open func(ctx context.Context, c *agentsdk.Client) (*agentsdk.Session, error)
 	// Flags, when set, defines the example's own flags; they are parsed
 	// before any agent runs.
 	Flags func(fs *flag.FlagSet)
@@ -95,12 +96,12 @@ func Run(ctx context.Context, name string, args []string, stdout, stderr io.Writ
 	defer cancel()
 	addr := cfg.hub
 	if addr == "" {
-		srv, err := server.Start(ctx, server.Config{Listen: "127.0.0.1:0", InMemory: true})
+		h, err := hubtest.Start(ctx, hubtest.Options{})
 		if err != nil {
 			return fmt.Errorf("starting an in-process hub: %w", err)
 		}
-		defer srv.Shutdown(context.WithoutCancel(ctx))
-		addr = srv.Addr()
+		defer h.Close()
+		addr = h.Addr()
 	}
 	tokens, err := readTokens(cfg.tokenFile)
 	if err != nil {
@@ -155,43 +156,48 @@ func play(ctx context.Context, sc Scenario, clients []*agentsdk.Client, out io.W
 
 // transcript opens the session and follows it to its end.
 func transcript(ctx context.Context, sc Scenario, opener *agentsdk.Client, out io.Writer) (string, error) {
-	info, err := sc.Open(ctx, opener)
+	s, err := sc.Open(ctx, opener)
 	if err != nil {
 		return "", fmt.Errorf("opening the session: %w", err)
 	}
-	end, err := opener.Follow(ctx, info.ID, 1, func(e *agentsdk.Envelope) error {
-		if e.IsTurn() {
+	end, err := opener.Follow(ctx, s.ID(), 1, func(e *hubpb.Envelope) error {
+		if agentsdk.IsTurn(e) {
 			fmt.Fprintln(out, Line(e))
 		}
 		return nil
 	})
 	if err != nil {
-		return "", fmt.Errorf("following session %s: %w", info.ID, err)
+		return "", fmt.Errorf("following session %s: %w", s.ID(), err)
 	}
-	return end.Reason, nil
+	return end.GetEnded().GetReason(), nil
 }
 
 // Line formats a turn: "[seq] speaker: text", with a packet's routing and
 // context updates in brackets.
-func Line(e *agentsdk.Envelope) string {
-	s := fmt.Sprintf("[%d] %s: %s", e.Seq, e.From, e.Text)
-	p := e.Packet
+func Line(e *hubpb.Envelope) string {
+	s := fmt.Sprintf("[%d] %s: %s", e.GetSeq(), e.GetFrom(), agentsdk.TextOf(e))
+	p := e.GetPacket()
 	if p == nil {
 		return s
 	}
 	var notes []string
-	switch r := p.Routing; r.Kind {
+	switch r := p.GetRouting(); r.GetKind() {
 	case agentsdk.RoutingHandoff:
-		notes = append(notes, strings.TrimSpace("handoff "+r.Tool+" "+r.Target))
+		notes = append(notes, strings.TrimSpace("handoff "+r.GetTool()+" "+r.GetTarget()))
 	case agentsdk.RoutingFinish:
-		notes = append(notes, "finish "+r.Reason)
+		notes = append(notes, "finish "+r.GetReason())
 	case agentsdk.RoutingEscalate:
 		notes = append(notes, "escalate")
 	}
-	for _, k := range slices.Sorted(maps.Keys(p.Context.Set)) {
-		notes = append(notes, fmt.Sprintf("set %s=%s", k, p.Context.Set[k]))
+	set := p.GetContextUpdates().GetSet()
+	for _, k := range slices.Sorted(maps.Keys(set)) {
+		v, err := hubpb.MarshalJSON(set[k])
+		if err != nil {
+			v = []byte("?")
+		}
+		notes = append(notes, fmt.Sprintf("set %s=%s", k, v))
 	}
-	for _, k := range p.Context.Delete {
+	for _, k := range p.GetContextUpdates().GetDelete() {
 		notes = append(notes, "delete "+k)
 	}
 	if len(notes) > 0 {

@@ -3,7 +3,6 @@ package demo
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,30 +10,39 @@ import (
 
 	"github.com/hubd/hubd/agentsdk"
 	"github.com/hubd/hubd/hub/hubgrpc"
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/internal/server"
 )
 
+// packet is a packet envelope from the builder p.
+func packet(t *testing.T, seq uint64, from string, p *agentsdk.Packet) *hubpb.Envelope {
+	t.Helper()
+	pb, err := p.Proto()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &hubpb.Envelope{Seq: seq, From: from, Type: agentsdk.EventPacket, Payload: &hubpb.Envelope_Packet{Packet: pb}}
+}
+
 func TestLine(t *testing.T) {
 	for _, tc := range []struct {
-		e    agentsdk.Envelope
+		e    *hubpb.Envelope
 		want string
 	}{
-		{agentsdk.Envelope{Seq: 4, From: "a", Type: agentsdk.EventText, Text: "hi"}, "[4] a: hi"},
-		{agentsdk.Envelope{Seq: 5, From: "r", Type: agentsdk.EventPacket, Text: "over",
-			Packet: agentsdk.NewPacket("over").Handoff("transfer_to_b", "", "").Set("k", json.RawMessage(`"v"`)).Delete("old")},
-			`[5] r: over [handoff transfer_to_b; set k="v"; delete old]`},
-		{agentsdk.Envelope{Seq: 6, From: "r", Type: agentsdk.EventPacket, Text: "bye", Packet: agentsdk.NewPacket("bye").Finish("done", "")},
-			"[6] r: bye [finish done]"},
-		{agentsdk.Envelope{Seq: 7, From: "s", Type: agentsdk.EventPacket, Text: "help", Packet: agentsdk.NewPacket("help").Escalate("stuck")},
-			"[7] s: help [escalate]"},
+		{&hubpb.Envelope{Seq: 4, From: "a", Type: agentsdk.EventText, Payload: &hubpb.Envelope_Text{Text: &hubpb.Text{Text: "hi"}}}, "[4] a: hi"},
+		{packet(t, 5, "r", agentsdk.NewPacket("over").Handoff("transfer_to_b", "", "").Set("k", "v").Set("n", map[string]any{"a": []int{1, 2}}).Delete("old")),
+			`[5] r: over [handoff transfer_to_b; set k="v"; set n={"a":[1,2]}; delete old]`},
+		{packet(t, 6, "r", agentsdk.NewPacket("bye").Finish("done", "")), "[6] r: bye [finish done]"},
+		{packet(t, 7, "s", agentsdk.NewPacket("help").Escalate("stuck")), "[7] s: help [escalate]"},
+		{packet(t, 8, "s", agentsdk.NewPacket("plain")), "[8] s: plain"},
 	} {
-		if got := Line(&tc.e); got != tc.want {
+		if got := Line(tc.e); got != tc.want {
 			t.Errorf("got %q, want %q", got, tc.want)
 		}
 	}
 }
 
-func pair(ctx context.Context, c *agentsdk.Client) (*agentsdk.SessionInfo, error) {
+func pair(ctx context.Context, c *agentsdk.Client) (*agentsdk.Session, error) {
 	return c.OpenWorkflow(ctx, agentsdk.Sequence("alice", "bob"), "bob")
 }
 

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/hubd/hubd/hub/hubtest"
+)
+
+// TestMinimal runs the program against an in-process hub.
+func TestMinimal(t *testing.T) {
+	h := hubtest.New(t)
+	var out bytes.Buffer
+	if err := run(h.Addr(), &out); err != nil {
+		t.Fatal(err)
+	}
+	want := `asker: What is a write-ahead log?
+answerer: The record written before the answer.
+closed: sequence_complete
+`
+	if out.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
+
+// TestImports: the program imports the standard library and agentsdk
+// only.
+func TestImports(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "main.go", nil, parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, imp := range f.Imports {
+		path, _ := strconv.Unquote(imp.Path.Value)
+		first, _, _ := strings.Cut(path, "/")
+		if strings.Contains(first, ".") && path != "github.com/hubd/hubd/agentsdk" {
+			t.Errorf("main.go imports %s", path)
+		}
+	}
+}
+
+// TestBuildsOutsideTheRepository copies main.go into a fresh module outside
+// the repository, which requires hubd through a replace directive, and
+// builds it: the example imports nothing a user's module cannot.
+func TestBuildsOutsideTheRepository(t *testing.T) {
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("cannot build the copy: no go command in PATH (%v)", err)
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("the repository root %s has no go.mod: %v", root, err)
+	}
+	dir := t.TempDir() // under os.TempDir, outside the repository
+	if rel, err := filepath.Rel(root, dir); err == nil && !strings.HasPrefix(rel, "..") {
+		t.Fatalf("the temporary directory %s is inside the repository %s", dir, root)
+	}
+	src, err := os.ReadFile("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gomod := "module example.com/minimal\n\ngo 1.26\n\nrequire github.com/hubd/hubd v0.0.0\n\nreplace github.com/hubd/hubd => " + root + "\n"
+	for name, data := range map[string][]byte{"main.go": src, "go.mod": []byte(gomod)} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(goCmd, "build", "-o", filepath.Join(dir, "minimal"), ".")
+	cmd.Dir = dir
+	// -mod=mod writes the copy's go.sum from the (warm) module cache.
+	cmd.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"), "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			t.Fatalf("go build: %v", err)
+		}
+		t.Fatalf("go build in a module outside the repository: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "minimal")); err != nil {
+		t.Errorf("no binary: %v", err)
+	}
+}
