@@ -30,23 +30,27 @@ var allowed = []struct {
 	pattern string
 	may     []string
 }{
-	{"session", nil},
-	{"transition", []string{"session"}},
-	{"adapters", []string{"session", "transition"}},
-	{"adapters/*", []string{"adapters", "session", "transition"}},
+	{"session", []string{"hubpb"}},
+	{"transition", []string{"session", "hubpb"}},
+	{"adapters", []string{"session", "transition", "hubpb"}},
+	{"adapters/*", []string{"adapters", "session", "transition", "hubpb"}},
 	{"wal", nil},
 	{"hubpb", nil},
-	{"hub", []string{"session", "adapters", "transition"}},
-	{"hub/hubgrpc", []string{"hub", "hubpb", "session", "adapters", "transition"}},
-	{"agentsdk", []string{"hubpb"}},
+	{"hubpb/hubsvc", []string{"hubpb"}},
+	{"hub", []string{"session", "adapters", "transition", "hubpb"}},
+	{"hub/hubgrpc", []string{"hub", "hubpb", "hubpb/hubsvc", "session", "adapters", "transition"}},
+	{"hub/hubtest", []string{"internal/server", "hub"}},
+	{"agentsdk", []string{"hubpb", "hubpb/hubsvc"}},
+	{"cmd/hubload", []string{"agentsdk", "hubpb", "internal/exitcode"}},
 	{"cmd/*", []string{"*"}},
-	{"examples/*", []string{"agentsdk", "hubpb", "internal/server", "examples/internal/*"}},
+	{"examples/*", []string{"agentsdk", "hubpb", "hub/hubtest", "examples/internal/*"}},
+	{"internal/logv1", []string{"session", "hubpb"}},
 	{"internal/*", []string{"*"}},
 }
 
 // pure are the packages that must read no clock, draw no randomness, do no
 // I/O, start no goroutine and never iterate a map in an order that matters.
-var pure = []string{"session", "transition", "adapters", "adapters/workflow", "adapters/conversation", "adapters/discussion", "adapters/consulting"}
+var pure = []string{"session", "transition", "adapters", "adapters/workflow", "adapters/conversation", "adapters/discussion", "adapters/consulting", "internal/logv1"}
 
 // forbiddenInPure are imports a pure package may not have.
 var forbiddenInPure = []string{"math/rand", "math/rand/v2", "crypto/rand", "os", "os/exec", "net", "net/http", "io/fs", "sync", "sync/atomic", "unsafe", "syscall",
@@ -133,6 +137,7 @@ func TestPureImports(t *testing.T) {
 var forbiddenCalls = map[string][]string{
 	"time":                   {"Now", "Since", "Until", "Sleep", "After", "AfterFunc", "Tick", "NewTimer", "NewTicker"},
 	"github.com/google/uuid": {"New", "NewRandom", "NewV7", "NewV1", "NewUUID", "NewString", "Must"},
+	"google.golang.org/protobuf/types/known/timestamppb": {"Now"},
 }
 
 // TestPurity type-checks every pure package and rejects clock reads,
@@ -227,8 +232,8 @@ func checkPure(t *testing.T, fset *token.FileSet, imp types.Importer, path, dir 
 	return bad
 }
 
-// checkGlobals reports package-level variables other than errors.New
-// sentinels and blank interface assertions.
+// checkGlobals reports package-level variables other than error sentinels
+// (errors.New or session.NewError) and blank interface assertions.
 func checkGlobals(f *ast.File, report func(token.Pos, string, ...any)) {
 	for _, d := range f.Decls {
 		gd, ok := d.(*ast.GenDecl)
@@ -255,12 +260,22 @@ func isErrorsNew(e ast.Expr) bool {
 	if !ok {
 		return false
 	}
+	if fn, ok := call.Fun.(*ast.Ident); ok {
+		return fn.Name == "NewError" // package session's own sentinels
+	}
 	sel, ok := call.Fun.(*ast.SelectorExpr)
 	if !ok {
 		return false
 	}
 	id, ok := sel.X.(*ast.Ident)
-	return ok && id.Name == "errors" && sel.Sel.Name == "New"
+	if !ok {
+		return false
+	}
+	switch {
+	case id.Name == "errors" && sel.Sel.Name == "New", id.Name == "session" && sel.Sel.Name == "NewError":
+		return true
+	}
+	return false
 }
 
 func calleeOf(info *types.Info, call *ast.CallExpr) (pkg, name string) {
