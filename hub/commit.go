@@ -33,7 +33,13 @@ func (h *Hub) commit(ctx context.Context, s *sess, envs []*hubpb.Envelope, meta 
 		if i == 0 && len(data) > h.cfg.MaxEnvelopeBytes {
 			return nil, fmt.Errorf("envelope is %d bytes stored, the limit is %d: %w", len(data), h.cfg.MaxEnvelopeBytes, ErrTooLarge)
 		}
-		applied, _ := s.m.Apply(e)
+		applied, out := s.m.Apply(e)
+		if out.Rule != "" {
+			e.Rule = out.Rule
+			if data, err = session.MarshalEnvelope(e); err != nil {
+				panic(fmt.Sprintf("hub: encoding seq %d with its rule: %v", e.GetSeq(), err))
+			}
+		}
 		recs = append(recs, LogRecord{Seq: e.GetSeq(), Data: data})
 		for _, x := range applied[1:] {
 			x.Id = h.newID().String()

@@ -46,7 +46,7 @@ func (h *Hub) Send(ctx context.Context, from string, id session.ID, env *hubpb.E
 		return nil, err
 	}
 	env.From, env.Type, env.SessionId, env.Id = from, t, s.meta.GetSessionId(), ""
-	env.Seq, env.AcceptedAt = 0, nil // the hub's: a caller's values are neither checked nor kept
+	env.Seq, env.AcceptedAt, env.Rule = 0, nil, "" // the hub's: a caller's values are neither checked nor kept
 	if k := env.GetClientMsgId(); k != "" {
 		if seq, ok := s.dedup[dedupKey(from, k)]; ok {
 			return h.duplicate(ctx, s, seq)

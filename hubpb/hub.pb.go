@@ -230,7 +230,12 @@ type Envelope struct {
 	// A W3C traceparent, carried as given.
 	Traceparent string `protobuf:"bytes,33,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
 	// When the hub accepted it (the hub's clock). Set by the hub.
-	AcceptedAt    *timestamppb.Timestamp `protobuf:"bytes,34,opt,name=accepted_at,json=acceptedAt,proto3" json:"accepted_at,omitempty"`
+	AcceptedAt *timestamppb.Timestamp `protobuf:"bytes,34,opt,name=accepted_at,json=acceptedAt,proto3" json:"accepted_at,omitempty"`
+	// For a turn: the rule that decided where it led ("transitions[1]
+	// from_speaker(alice) → agent(bob)", "handoff → bob", "finish(done)"),
+	// written by the hub from the fold, so an audit of the log shows why
+	// every turn went where it went. Set by the hub.
+	Rule          string `protobuf:"bytes,35,opt,name=rule,proto3" json:"rule,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -446,6 +451,13 @@ func (x *Envelope) GetAcceptedAt() *timestamppb.Timestamp {
 		return x.AcceptedAt
 	}
 	return nil
+}
+
+func (x *Envelope) GetRule() string {
+	if x != nil {
+		return x.Rule
+	}
+	return ""
 }
 
 type isEnvelope_Payload interface {
@@ -3205,7 +3217,7 @@ var File_hub_proto protoreflect.FileDescriptor
 
 const file_hub_proto_rawDesc = "" +
 	"\n" +
-	"\thub.proto\x12\ahubd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x86\a\n" +
+	"\thub.proto\x12\ahubd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9a\a\n" +
 	"\bEnvelope\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
@@ -3232,7 +3244,8 @@ const file_hub_proto_rawDesc = "" +
 	"\x04call\x18  \x01(\v2\r.hubd.v1.CallR\x04call\x12 \n" +
 	"\vtraceparent\x18! \x01(\tR\vtraceparent\x12;\n" +
 	"\vaccepted_at\x18\" \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"acceptedAtB\t\n" +
+	"acceptedAt\x12\x12\n" +
+	"\x04rule\x18# \x01(\tR\x04ruleB\t\n" +
 	"\apayload\" \n" +
 	"\bAudience\x12\x14\n" +
 	"\x05names\x18\x01 \x03(\tR\x05names\"\x1a\n" +

@@ -55,6 +55,7 @@ func header(t string) *hubpb.Envelope {
 		Call:        &hubpb.Call{Id: "call-2", Parent: "call-1", Root: "call-0", Depth: 2},
 		Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
 		AcceptedAt:  timestamppb.New(t0),
+		Rule:        "transitions[0] from_speaker(alice) → agent(bob)",
 	}
 }
 

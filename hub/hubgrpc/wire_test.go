@@ -55,7 +55,7 @@ func sent() []*hubpb.Envelope {
 // hubFields clears what the hub sets on an envelope and returns a copy.
 func hubFields(e *hubpb.Envelope) *hubpb.Envelope {
 	c := proto.CloneOf(e)
-	c.SessionId, c.Seq, c.Id, c.From, c.AcceptedAt = "", 0, "", "", nil
+	c.SessionId, c.Seq, c.Id, c.From, c.AcceptedAt, c.Rule = "", 0, "", "", nil, ""
 	return c
 }
 
