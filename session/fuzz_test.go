@@ -3,6 +3,7 @@ package session_test
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -49,7 +50,12 @@ func FuzzUnmarshalEnvelope(f *testing.F) {
 		}
 		b1, err := session.MarshalEnvelope(e)
 		if err != nil {
-			t.Fatalf("MarshalEnvelope of a decoded envelope: %v", err)
+			// Reads do not check strings for UTF-8 (TestStoredUTF8); writes
+			// refuse them, and nothing else may fail.
+			if !strings.Contains(err.Error(), "UTF-8") {
+				t.Fatalf("MarshalEnvelope of a decoded envelope: %v", err)
+			}
+			return
 		}
 		e2, err := session.UnmarshalEnvelope(b1)
 		if err != nil {
