@@ -75,6 +75,10 @@ var (
 	ErrUnavailable = errors.New("agentsdk: hub unavailable")
 	// ErrInternal: the hub failed in a way it did not expect (INTERNAL).
 	ErrInternal = errors.New("agentsdk: internal hub error")
+	// ErrDiskFull: the hub's disk is below its reserve and it refuses
+	// writes until space returns; reads go on (DISK_FULL). Not retried
+	// automatically.
+	ErrDiskFull = errors.New("agentsdk: hub disk full")
 )
 
 // sentinels maps the hub's stable reasons (hubpb.Reason) to the
@@ -103,6 +107,7 @@ var sentinels = map[hubpb.Reason]error{
 	hubpb.Reason_CANCELED:                 context.Canceled,
 	hubpb.Reason_DEADLINE_EXCEEDED:        context.DeadlineExceeded,
 	hubpb.Reason_INTERNAL:                 ErrInternal,
+	hubpb.Reason_DISK_FULL:                ErrDiskFull,
 }
 
 // sentinelOf returns the sentinel of a reason name, nil for an unknown one.

@@ -97,6 +97,9 @@ const (
 	Reason_DEADLINE_EXCEEDED Reason = 22
 	// A bug in the hub; it is logged there.
 	Reason_INTERNAL Reason = 23
+	// The hub's disk is below its free-space reserve: writes are refused
+	// until space returns; reads and streams go on.
+	Reason_DISK_FULL Reason = 24
 )
 
 // Enum value maps for Reason.
@@ -126,6 +129,7 @@ var (
 		21: "CANCELED",
 		22: "DEADLINE_EXCEEDED",
 		23: "INTERNAL",
+		24: "DISK_FULL",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":       0,
@@ -152,6 +156,7 @@ var (
 		"CANCELED":                 21,
 		"DEADLINE_EXCEEDED":        22,
 		"INTERNAL":                 23,
+		"DISK_FULL":                24,
 	}
 )
 
@@ -3463,7 +3468,7 @@ const file_hub_proto_rawDesc = "" +
 	"\bfrom_seq\x18\x02 \x01(\x04R\afromSeq\"V\n" +
 	"\bDelivery\x12-\n" +
 	"\benvelope\x18\x01 \x01(\v2\x11.hubd.v1.EnvelopeR\benvelope\x12\x1b\n" +
-	"\tyour_turn\x18\x02 \x01(\bR\byourTurn*\xea\x03\n" +
+	"\tyour_turn\x18\x02 \x01(\bR\byourTurn*\xf9\x03\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vOUT_OF_TURN\x10\x01\x12\x13\n" +
@@ -3489,7 +3494,8 @@ const file_hub_proto_rawDesc = "" +
 	"\rIMPERSONATION\x10\x14\x12\f\n" +
 	"\bCANCELED\x10\x15\x12\x15\n" +
 	"\x11DEADLINE_EXCEEDED\x10\x16\x12\f\n" +
-	"\bINTERNAL\x10\x17B\"Z github.com/hubd/hubd/hubpb;hubpbb\x06proto3"
+	"\bINTERNAL\x10\x17\x12\r\n" +
+	"\tDISK_FULL\x10\x18B\"Z github.com/hubd/hubd/hubpb;hubpbb\x06proto3"
 
 var (
 	file_hub_proto_rawDescOnce sync.Once

@@ -13,17 +13,20 @@ import (
 )
 
 // withoutUnknown returns a copy of e without the fields this version does
-// not know, at any depth (what the JSON form cannot carry).
-func withoutUnknown(t *testing.T, e *hubpb.Envelope) *hubpb.Envelope {
+// not know, at any depth (what the JSON form cannot carry), and false when
+// the unknown bytes are ones protobuf's own decoder refuses (the stored
+// form is read by vtprotobuf's decoder, which keeps some of those as
+// unknown bytes; only a damaged record can hold them).
+func withoutUnknown(t *testing.T, e *hubpb.Envelope) (*hubpb.Envelope, bool) {
 	b, err := session.MarshalEnvelope(e)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := &hubpb.Envelope{}
 	if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(b, out); err != nil {
-		t.Fatal(err)
+		return nil, false
 	}
-	return out
+	return out, true
 }
 
 // FuzzUnmarshalEnvelope: decoding the stored form never panics; whatever
@@ -78,7 +81,7 @@ func FuzzUnmarshalEnvelope(f *testing.F) {
 		if err := hubpb.UnmarshalJSON(j, &back); err != nil {
 			t.Fatalf("the JSON form %s does not parse: %v", j, err)
 		}
-		if known := withoutUnknown(t, e); !proto.Equal(&back, known) {
+		if known, ok := withoutUnknown(t, e); ok && !proto.Equal(&back, known) {
 			t.Fatalf("the JSON form %s parses to\n%v\nwant\n%v", j, &back, known)
 		}
 	})

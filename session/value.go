@@ -173,6 +173,8 @@ func valueOK(v *structpb.Value, depth int) bool {
 	switch k := v.GetKind().(type) {
 	case nil:
 		return false
+	case *structpb.Value_NullValue:
+		return k.NullValue == structpb.NullValue_NULL_VALUE
 	case *structpb.Value_NumberValue:
 		return !math.IsNaN(k.NumberValue) && !math.IsInf(k.NumberValue, 0)
 	case *structpb.Value_ListValue:
@@ -212,6 +214,9 @@ func writeValue(b *bytes.Buffer, v *structpb.Value, depth int) error {
 	case nil:
 		return fmt.Errorf("value has no kind (use null_value for null): %w", ErrMalformed)
 	case *structpb.Value_NullValue:
+		if k.NullValue != structpb.NullValue_NULL_VALUE {
+			return fmt.Errorf("null_value %d is not NULL_VALUE: %w", k.NullValue, ErrMalformed)
+		}
 		b.WriteString("null")
 	case *structpb.Value_BoolValue:
 		b.WriteString(strconv.FormatBool(k.BoolValue))

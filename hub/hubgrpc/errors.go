@@ -46,6 +46,7 @@ var codeOf = map[hubpb.Reason]codes.Code{
 	hubpb.Reason_CANCELED:                 codes.Canceled,
 	hubpb.Reason_DEADLINE_EXCEEDED:        codes.DeadlineExceeded,
 	hubpb.Reason_INTERNAL:                 codes.Internal,
+	hubpb.Reason_DISK_FULL:                codes.ResourceExhausted,
 }
 
 // Code returns the gRPC status code of a stable reason.
