@@ -100,6 +100,16 @@ const (
 	// The hub's disk is below its free-space reserve: writes are refused
 	// until space returns; reads and streams go on.
 	Reason_DISK_FULL Reason = 24
+	// The turn is held: its holder waits for a child session or an answer,
+	// and nobody speaks meanwhile (the message names what is awaited).
+	Reason_TURN_HELD Reason = 25
+	// The delegate is not in the parent session's allow-list (the message
+	// names who may be called).
+	Reason_DELEGATE_NOT_ALLOWED Reason = 26
+	// The answer does not fit its question: no such pending question, not
+	// the named answerer, an unknown option, or text that fails the schema
+	// (the message says what would be valid).
+	Reason_BAD_ANSWER Reason = 27
 )
 
 // Enum value maps for Reason.
@@ -130,6 +140,9 @@ var (
 		22: "DEADLINE_EXCEEDED",
 		23: "INTERNAL",
 		24: "DISK_FULL",
+		25: "TURN_HELD",
+		26: "DELEGATE_NOT_ALLOWED",
+		27: "BAD_ANSWER",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":       0,
@@ -157,6 +170,9 @@ var (
 		"DEADLINE_EXCEEDED":        22,
 		"INTERNAL":                 23,
 		"DISK_FULL":                24,
+		"TURN_HELD":                25,
+		"DELEGATE_NOT_ALLOWED":     26,
+		"BAD_ANSWER":               27,
 	}
 )
 
@@ -206,7 +222,8 @@ type Envelope struct {
 	// The event type: "text", "packet", "context_set", "session_invite",
 	// "session_invite_ack", "session_invite_reject", "session_opened",
 	// "session_closed", "session_expired", "expectation_violated", "question",
-	// "answer", "delegation_result", "task_progress", or a custom type
+	// "answer", "question_closed", "delegation", "delegation_result",
+	// "task_progress", "tool_call", "tool_result", "message", or a custom type
 	// (carried, never a turn). The protocol spellings ("EV_TEXT") are
 	// accepted.
 	Type string `protobuf:"bytes,6,opt,name=type,proto3" json:"type,omitempty"`
@@ -225,12 +242,18 @@ type Envelope struct {
 	//	*Envelope_DelegationResult
 	//	*Envelope_TaskProgress
 	//	*Envelope_Custom
+	//	*Envelope_Delegation
+	//	*Envelope_QuestionClosed
+	//	*Envelope_ToolCall
+	//	*Envelope_ToolResult
+	//	*Envelope_Message
 	Payload isEnvelope_Payload `protobuf_oneof:"payload"`
 	// The id of the envelope this one answers, if any.
 	CausationId string `protobuf:"bytes,30,opt,name=causation_id,json=causationId,proto3" json:"causation_id,omitempty"`
 	// The sender's idempotency key.
 	ClientMsgId string `protobuf:"bytes,31,opt,name=client_msg_id,json=clientMsgId,proto3" json:"client_msg_id,omitempty"`
-	// The envelope's place in a delegation tree.
+	// The envelope's place in the call tree: its session's call, the parent
+	// session's and the root's, and the depth. Set by the hub.
 	Call *Call `protobuf:"bytes,32,opt,name=call,proto3" json:"call,omitempty"`
 	// A W3C traceparent, carried as given.
 	Traceparent string `protobuf:"bytes,33,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
@@ -423,6 +446,51 @@ func (x *Envelope) GetCustom() []byte {
 	return nil
 }
 
+func (x *Envelope) GetDelegation() *Delegation {
+	if x != nil {
+		if x, ok := x.Payload.(*Envelope_Delegation); ok {
+			return x.Delegation
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetQuestionClosed() *QuestionClosed {
+	if x != nil {
+		if x, ok := x.Payload.(*Envelope_QuestionClosed); ok {
+			return x.QuestionClosed
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetToolCall() *ToolCall {
+	if x != nil {
+		if x, ok := x.Payload.(*Envelope_ToolCall); ok {
+			return x.ToolCall
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetToolResult() *ToolResult {
+	if x != nil {
+		if x, ok := x.Payload.(*Envelope_ToolResult); ok {
+			return x.ToolResult
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetMessage() *Text {
+	if x != nil {
+		if x, ok := x.Payload.(*Envelope_Message); ok {
+			return x.Message
+		}
+	}
+	return nil
+}
+
 func (x *Envelope) GetCausationId() string {
 	if x != nil {
 		return x.CausationId
@@ -524,6 +592,32 @@ type Envelope_Custom struct {
 	Custom []byte `protobuf:"bytes,20,opt,name=custom,proto3,oneof"`
 }
 
+type Envelope_Delegation struct {
+	// A "delegation": the hub's record, in the parent, of children opened.
+	Delegation *Delegation `protobuf:"bytes,21,opt,name=delegation,proto3,oneof"`
+}
+
+type Envelope_QuestionClosed struct {
+	// A "question_closed": a question withdrawn or timed out.
+	QuestionClosed *QuestionClosed `protobuf:"bytes,22,opt,name=question_closed,json=questionClosed,proto3,oneof"`
+}
+
+type Envelope_ToolCall struct {
+	// A "tool_call" (not a turn).
+	ToolCall *ToolCall `protobuf:"bytes,23,opt,name=tool_call,json=toolCall,proto3,oneof"`
+}
+
+type Envelope_ToolResult struct {
+	// A "tool_result" (not a turn).
+	ToolResult *ToolResult `protobuf:"bytes,24,opt,name=tool_result,json=toolResult,proto3,oneof"`
+}
+
+type Envelope_Message struct {
+	// A "message" (not a turn): text for a session's next speaker, e.g. a
+	// delegator's word to a running child.
+	Message *Text `protobuf:"bytes,25,opt,name=message,proto3,oneof"`
+}
+
 func (*Envelope_Text) isEnvelope_Payload() {}
 
 func (*Envelope_Packet) isEnvelope_Payload() {}
@@ -545,6 +639,16 @@ func (*Envelope_DelegationResult) isEnvelope_Payload() {}
 func (*Envelope_TaskProgress) isEnvelope_Payload() {}
 
 func (*Envelope_Custom) isEnvelope_Payload() {}
+
+func (*Envelope_Delegation) isEnvelope_Payload() {}
+
+func (*Envelope_QuestionClosed) isEnvelope_Payload() {}
+
+func (*Envelope_ToolCall) isEnvelope_Payload() {}
+
+func (*Envelope_ToolResult) isEnvelope_Payload() {}
+
+func (*Envelope_Message) isEnvelope_Payload() {}
 
 // Audience restricts delivery to the named participants.
 type Audience struct {
@@ -717,7 +821,9 @@ type Routing struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// "text" (or ""): the graph decides; "handoff": to target, or by the
 	// graph on tool; "finish": end the session with reason; "escalate": to
-	// the session's supervisor.
+	// the session's supervisor; "pass_caller": hand the turn to target, which
+	// takes over the duty to answer the session's caller (its finish closes
+	// the session and answers the parent).
 	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
 	// The tool that routed (tool_called conditions match it).
 	Tool string `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
@@ -859,7 +965,9 @@ type Usage struct {
 	// Completion tokens.
 	OutputTokens int64 `protobuf:"varint,2,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
 	// Cost in US dollars.
-	CostUsd       float64 `protobuf:"fixed64,3,opt,name=cost_usd,json=costUsd,proto3" json:"cost_usd,omitempty"`
+	CostUsd float64 `protobuf:"fixed64,3,opt,name=cost_usd,json=costUsd,proto3" json:"cost_usd,omitempty"`
+	// Tool calls made.
+	ToolCalls     int64 `protobuf:"varint,4,opt,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -915,6 +1023,13 @@ func (x *Usage) GetCostUsd() float64 {
 	return 0
 }
 
+func (x *Usage) GetToolCalls() int64 {
+	if x != nil {
+		return x.ToolCalls
+	}
+	return 0
+}
+
 // Invite lists who must acknowledge before a session opens.
 type Invite struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -965,7 +1080,10 @@ func (x *Invite) GetInvitees() []string {
 type Ended struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The stable reason ("sequence_complete", "max_turns", "ttl_expired", ...).
-	Reason        string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	Reason string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	// In words, when the reason needs it ("budget_exceeded": which session
+	// crossed which budget).
+	Detail        string `protobuf:"bytes,2,opt,name=detail,proto3" json:"detail,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1007,6 +1125,13 @@ func (x *Ended) GetReason() string {
 	return ""
 }
 
+func (x *Ended) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
 // Violation reports an expectation that was not met.
 type Violation struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1021,7 +1146,9 @@ type Violation struct {
 	// Who did not meet it.
 	Violators []string `protobuf:"bytes,5,rep,name=violators,proto3" json:"violators,omitempty"`
 	// In words.
-	Detail        string `protobuf:"bytes,6,opt,name=detail,proto3" json:"detail,omitempty"`
+	Detail string `protobuf:"bytes,6,opt,name=detail,proto3" json:"detail,omitempty"`
+	// For "answer_within": the question not answered in time.
+	QuestionId    string `protobuf:"bytes,7,opt,name=question_id,json=questionId,proto3" json:"question_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1098,6 +1225,13 @@ func (x *Violation) GetDetail() string {
 	return ""
 }
 
+func (x *Violation) GetQuestionId() string {
+	if x != nil {
+		return x.QuestionId
+	}
+	return ""
+}
+
 // Question asks a person or an agent to choose or answer.
 type Question struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1105,8 +1239,25 @@ type Question struct {
 	QuestionId string `protobuf:"bytes,1,opt,name=question_id,json=questionId,proto3" json:"question_id,omitempty"`
 	// The question.
 	Text string `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
-	// The choices, if any.
-	Options       []*Option `protobuf:"bytes,3,rep,name=options,proto3" json:"options,omitempty"`
+	// The choices; none: a free-text answer.
+	Options []*Option `protobuf:"bytes,3,rep,name=options,proto3" json:"options,omitempty"`
+	// Who must answer: any agent, a participant or not (a person's agent);
+	// "": the root session's creator.
+	Answerer string `protobuf:"bytes,4,opt,name=answerer,proto3" json:"answerer,omitempty"`
+	// Several options may be chosen (default: exactly one).
+	Multiple bool `protobuf:"varint,5,opt,name=multiple,proto3" json:"multiple,omitempty"`
+	// For a free-text answer: a JSON Schema the answer's text, read as JSON,
+	// must meet (type, enum, const, required, properties, items, minimum,
+	// maximum, minLength, maxLength, pattern are checked).
+	Schema *structpb.Struct `protobuf:"bytes,6,opt,name=schema,proto3" json:"schema,omitempty"`
+	// How long the answerer has; unset: no deadline.
+	Within *durationpb.Duration `protobuf:"bytes,7,opt,name=within,proto3" json:"within,omitempty"`
+	// At the deadline: "warn" or "notify" (a violation envelope, the
+	// question stays pending), "auto_close" (the session closes), or
+	// "default" (default_option is chosen, logged as the hub's answer).
+	OnDeadline string `protobuf:"bytes,8,opt,name=on_deadline,json=onDeadline,proto3" json:"on_deadline,omitempty"`
+	// The option chosen at the deadline with on_deadline "default".
+	DefaultOption string `protobuf:"bytes,9,opt,name=default_option,json=defaultOption,proto3" json:"default_option,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1160,6 +1311,48 @@ func (x *Question) GetOptions() []*Option {
 		return x.Options
 	}
 	return nil
+}
+
+func (x *Question) GetAnswerer() string {
+	if x != nil {
+		return x.Answerer
+	}
+	return ""
+}
+
+func (x *Question) GetMultiple() bool {
+	if x != nil {
+		return x.Multiple
+	}
+	return false
+}
+
+func (x *Question) GetSchema() *structpb.Struct {
+	if x != nil {
+		return x.Schema
+	}
+	return nil
+}
+
+func (x *Question) GetWithin() *durationpb.Duration {
+	if x != nil {
+		return x.Within
+	}
+	return nil
+}
+
+func (x *Question) GetOnDeadline() string {
+	if x != nil {
+		return x.OnDeadline
+	}
+	return ""
+}
+
+func (x *Question) GetDefaultOption() string {
+	if x != nil {
+		return x.DefaultOption
+	}
+	return ""
 }
 
 // Option is one choice of a question.
@@ -1225,7 +1418,12 @@ type Answer struct {
 	// The chosen options.
 	OptionIds []string `protobuf:"bytes,2,rep,name=option_ids,json=optionIds,proto3" json:"option_ids,omitempty"`
 	// A free-text answer.
-	Text          string `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	Text string `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	// Chosen by the hub at the deadline (the question's default option).
+	Defaulted bool `protobuf:"varint,4,opt,name=defaulted,proto3" json:"defaulted,omitempty"`
+	// Who answered, when the hub wrote the answer for someone other than
+	// the answerer (an operator).
+	By            string `protobuf:"bytes,5,opt,name=by,proto3" json:"by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1281,6 +1479,300 @@ func (x *Answer) GetText() string {
 	return ""
 }
 
+func (x *Answer) GetDefaulted() bool {
+	if x != nil {
+		return x.Defaulted
+	}
+	return false
+}
+
+func (x *Answer) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+// QuestionClosed withdraws a pending question: its session ended, or its
+// deadline closed it. The asker's hold is released.
+type QuestionClosed struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The question.
+	QuestionId string `protobuf:"bytes,1,opt,name=question_id,json=questionId,proto3" json:"question_id,omitempty"`
+	// Why ("session_ended", "expired").
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuestionClosed) Reset() {
+	*x = QuestionClosed{}
+	mi := &file_hub_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuestionClosed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuestionClosed) ProtoMessage() {}
+
+func (x *QuestionClosed) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuestionClosed.ProtoReflect.Descriptor instead.
+func (*QuestionClosed) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *QuestionClosed) GetQuestionId() string {
+	if x != nil {
+		return x.QuestionId
+	}
+	return ""
+}
+
+func (x *QuestionClosed) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// Delegation is the hub's record, in the parent session, of children a
+// participant opened on its turn (one atomic write with their opening).
+type Delegation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The children, in the order given.
+	ChildSessionIds []string `protobuf:"bytes,1,rep,name=child_session_ids,json=childSessionIds,proto3" json:"child_session_ids,omitempty"`
+	// Who delegated (the sender of the request).
+	Delegator string `protobuf:"bytes,2,opt,name=delegator,proto3" json:"delegator,omitempty"`
+	// "blocking": the delegator's turn is held until the children are done;
+	// "background": the delegator goes on, holding task handles.
+	Mode string `protobuf:"bytes,3,opt,name=mode,proto3" json:"mode,omitempty"`
+	// For blocking: "all" (default) or "any" child done releases the turn.
+	Await string `protobuf:"bytes,4,opt,name=await,proto3" json:"await,omitempty"`
+	// For background: "" (a notice only) or "turn" (the result gives the
+	// delegator a turn).
+	Notify        string `protobuf:"bytes,5,opt,name=notify,proto3" json:"notify,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Delegation) Reset() {
+	*x = Delegation{}
+	mi := &file_hub_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Delegation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Delegation) ProtoMessage() {}
+
+func (x *Delegation) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Delegation.ProtoReflect.Descriptor instead.
+func (*Delegation) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *Delegation) GetChildSessionIds() []string {
+	if x != nil {
+		return x.ChildSessionIds
+	}
+	return nil
+}
+
+func (x *Delegation) GetDelegator() string {
+	if x != nil {
+		return x.Delegator
+	}
+	return ""
+}
+
+func (x *Delegation) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
+func (x *Delegation) GetAwait() string {
+	if x != nil {
+		return x.Await
+	}
+	return ""
+}
+
+func (x *Delegation) GetNotify() string {
+	if x != nil {
+		return x.Notify
+	}
+	return ""
+}
+
+// ToolCall records a tool an agent called (not a turn; verbose feeds show
+// it: seed 000's tool_usage).
+type ToolCall struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The caller's id of the call.
+	CallId string `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	// The tool.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// Its arguments.
+	Arguments     *structpb.Struct `protobuf:"bytes,3,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolCall) Reset() {
+	*x = ToolCall{}
+	mi := &file_hub_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolCall) ProtoMessage() {}
+
+func (x *ToolCall) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
+func (*ToolCall) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ToolCall) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *ToolCall) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ToolCall) GetArguments() *structpb.Struct {
+	if x != nil {
+		return x.Arguments
+	}
+	return nil
+}
+
+// ToolResult records a tool's result (not a turn: seed 000's
+// tool_response).
+type ToolResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The call it answers.
+	CallId string `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	// The tool.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// What it returned.
+	Result *structpb.Value `protobuf:"bytes,3,opt,name=result,proto3" json:"result,omitempty"`
+	// Why it failed, if it did.
+	Error         string `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolResult) Reset() {
+	*x = ToolResult{}
+	mi := &file_hub_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolResult) ProtoMessage() {}
+
+func (x *ToolResult) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
+func (*ToolResult) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ToolResult) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *ToolResult) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ToolResult) GetResult() *structpb.Value {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *ToolResult) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 // DelegationResult is a child session's outcome posted to its parent.
 type DelegationResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1288,15 +1780,24 @@ type DelegationResult struct {
 	ChildSessionId string `protobuf:"bytes,1,opt,name=child_session_id,json=childSessionId,proto3" json:"child_session_id,omitempty"`
 	// The child's close reason.
 	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
-	// Its finish summary or last body.
-	Summary       string `protobuf:"bytes,3,opt,name=summary,proto3" json:"summary,omitempty"`
+	// Its finish summary, or its last turn's words.
+	Summary string `protobuf:"bytes,3,opt,name=summary,proto3" json:"summary,omitempty"`
+	// "CLOSED" or "EXPIRED".
+	State string `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
+	// The usage of the child's whole tree.
+	Usage *Usage `protobuf:"bytes,5,opt,name=usage,proto3" json:"usage,omitempty"`
+	// Who answered: the participant holding the duty to answer the caller
+	// when the child ended.
+	Responder string `protobuf:"bytes,6,opt,name=responder,proto3" json:"responder,omitempty"`
+	// The delegation envelope that opened the child.
+	DelegationId  string `protobuf:"bytes,7,opt,name=delegation_id,json=delegationId,proto3" json:"delegation_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DelegationResult) Reset() {
 	*x = DelegationResult{}
-	mi := &file_hub_proto_msgTypes[13]
+	mi := &file_hub_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1308,7 +1809,7 @@ func (x *DelegationResult) String() string {
 func (*DelegationResult) ProtoMessage() {}
 
 func (x *DelegationResult) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[13]
+	mi := &file_hub_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1321,7 +1822,7 @@ func (x *DelegationResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DelegationResult.ProtoReflect.Descriptor instead.
 func (*DelegationResult) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{13}
+	return file_hub_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DelegationResult) GetChildSessionId() string {
@@ -1345,6 +1846,34 @@ func (x *DelegationResult) GetSummary() string {
 	return ""
 }
 
+func (x *DelegationResult) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *DelegationResult) GetUsage() *Usage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+func (x *DelegationResult) GetResponder() string {
+	if x != nil {
+		return x.Responder
+	}
+	return ""
+}
+
+func (x *DelegationResult) GetDelegationId() string {
+	if x != nil {
+		return x.DelegationId
+	}
+	return ""
+}
+
 // TaskProgress reports progress of a long task.
 type TaskProgress struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1360,7 +1889,7 @@ type TaskProgress struct {
 
 func (x *TaskProgress) Reset() {
 	*x = TaskProgress{}
-	mi := &file_hub_proto_msgTypes[14]
+	mi := &file_hub_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1372,7 +1901,7 @@ func (x *TaskProgress) String() string {
 func (*TaskProgress) ProtoMessage() {}
 
 func (x *TaskProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[14]
+	mi := &file_hub_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1385,7 +1914,7 @@ func (x *TaskProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskProgress.ProtoReflect.Descriptor instead.
 func (*TaskProgress) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{14}
+	return file_hub_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TaskProgress) GetTask() string {
@@ -1426,7 +1955,7 @@ type Call struct {
 
 func (x *Call) Reset() {
 	*x = Call{}
-	mi := &file_hub_proto_msgTypes[15]
+	mi := &file_hub_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1438,7 +1967,7 @@ func (x *Call) String() string {
 func (*Call) ProtoMessage() {}
 
 func (x *Call) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[15]
+	mi := &file_hub_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1451,7 +1980,7 @@ func (x *Call) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Call.ProtoReflect.Descriptor instead.
 func (*Call) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{15}
+	return file_hub_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Call) GetId() string {
@@ -1497,7 +2026,7 @@ type Participant struct {
 
 func (x *Participant) Reset() {
 	*x = Participant{}
-	mi := &file_hub_proto_msgTypes[16]
+	mi := &file_hub_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1509,7 +2038,7 @@ func (x *Participant) String() string {
 func (*Participant) ProtoMessage() {}
 
 func (x *Participant) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[16]
+	mi := &file_hub_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1522,7 +2051,7 @@ func (x *Participant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Participant.ProtoReflect.Descriptor instead.
 func (*Participant) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{16}
+	return file_hub_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Participant) GetName() string {
@@ -1561,7 +2090,7 @@ type Expectation struct {
 
 func (x *Expectation) Reset() {
 	*x = Expectation{}
-	mi := &file_hub_proto_msgTypes[17]
+	mi := &file_hub_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1573,7 +2102,7 @@ func (x *Expectation) String() string {
 func (*Expectation) ProtoMessage() {}
 
 func (x *Expectation) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[17]
+	mi := &file_hub_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1586,7 +2115,7 @@ func (x *Expectation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Expectation.ProtoReflect.Descriptor instead.
 func (*Expectation) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{17}
+	return file_hub_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Expectation) GetName() string {
@@ -1621,7 +2150,7 @@ type Expectations struct {
 
 func (x *Expectations) Reset() {
 	*x = Expectations{}
-	mi := &file_hub_proto_msgTypes[18]
+	mi := &file_hub_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1633,7 +2162,7 @@ func (x *Expectations) String() string {
 func (*Expectations) ProtoMessage() {}
 
 func (x *Expectations) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[18]
+	mi := &file_hub_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1646,7 +2175,7 @@ func (x *Expectations) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Expectations.ProtoReflect.Descriptor instead.
 func (*Expectations) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{18}
+	return file_hub_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Expectations) GetItems() []*Expectation {
@@ -1688,14 +2217,29 @@ type SessionMeta struct {
 	// When it was created (the hub's clock).
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	// The creator's idempotency key of the open.
-	OpenKey       string `protobuf:"bytes,14,opt,name=open_key,json=openKey,proto3" json:"open_key,omitempty"`
+	OpenKey string `protobuf:"bytes,14,opt,name=open_key,json=openKey,proto3" json:"open_key,omitempty"`
+	// For a child: the parent's delegation envelope that opened it.
+	DelegationId string `protobuf:"bytes,15,opt,name=delegation_id,json=delegationId,proto3" json:"delegation_id,omitempty"`
+	// For a child: the participant first holding the duty to answer the
+	// caller (the delegate).
+	Responder string `protobuf:"bytes,16,opt,name=responder,proto3" json:"responder,omitempty"`
+	// The agents this session may delegate to; empty: anyone.
+	Delegates []string `protobuf:"bytes,17,rep,name=delegates,proto3" json:"delegates,omitempty"`
+	// Budgets over the whole tree (a root's; children inherit the root's).
+	Budget *Budget `protobuf:"bytes,18,opt,name=budget,proto3" json:"budget,omitempty"`
+	// The conversation thread this session continues (creator-scoped).
+	ThreadKey string `protobuf:"bytes,19,opt,name=thread_key,json=threadKey,proto3" json:"thread_key,omitempty"`
+	// The previous session of the thread, if any.
+	PreviousSessionId string `protobuf:"bytes,20,opt,name=previous_session_id,json=previousSessionId,proto3" json:"previous_session_id,omitempty"`
+	// The creator of the root session (who answers questions by default).
+	RootCreator   string `protobuf:"bytes,21,opt,name=root_creator,json=rootCreator,proto3" json:"root_creator,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SessionMeta) Reset() {
 	*x = SessionMeta{}
-	mi := &file_hub_proto_msgTypes[19]
+	mi := &file_hub_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1707,7 +2251,7 @@ func (x *SessionMeta) String() string {
 func (*SessionMeta) ProtoMessage() {}
 
 func (x *SessionMeta) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[19]
+	mi := &file_hub_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1720,7 +2264,7 @@ func (x *SessionMeta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionMeta.ProtoReflect.Descriptor instead.
 func (*SessionMeta) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{19}
+	return file_hub_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SessionMeta) GetSessionId() string {
@@ -1821,6 +2365,112 @@ func (x *SessionMeta) GetOpenKey() string {
 	return ""
 }
 
+func (x *SessionMeta) GetDelegationId() string {
+	if x != nil {
+		return x.DelegationId
+	}
+	return ""
+}
+
+func (x *SessionMeta) GetResponder() string {
+	if x != nil {
+		return x.Responder
+	}
+	return ""
+}
+
+func (x *SessionMeta) GetDelegates() []string {
+	if x != nil {
+		return x.Delegates
+	}
+	return nil
+}
+
+func (x *SessionMeta) GetBudget() *Budget {
+	if x != nil {
+		return x.Budget
+	}
+	return nil
+}
+
+func (x *SessionMeta) GetThreadKey() string {
+	if x != nil {
+		return x.ThreadKey
+	}
+	return ""
+}
+
+func (x *SessionMeta) GetPreviousSessionId() string {
+	if x != nil {
+		return x.PreviousSessionId
+	}
+	return ""
+}
+
+func (x *SessionMeta) GetRootCreator() string {
+	if x != nil {
+		return x.RootCreator
+	}
+	return ""
+}
+
+// Budget bounds a tree's usage: the turn that crosses a bound is accepted
+// and the root closes with "budget_exceeded", every open descendant with
+// it, in one write.
+type Budget struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The most tokens (input + output) over the tree; 0: no bound.
+	MaxTokens int64 `protobuf:"varint,1,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
+	// The most cost in US dollars over the tree; 0: no bound.
+	MaxCost       float64 `protobuf:"fixed64,2,opt,name=max_cost,json=maxCost,proto3" json:"max_cost,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Budget) Reset() {
+	*x = Budget{}
+	mi := &file_hub_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Budget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Budget) ProtoMessage() {}
+
+func (x *Budget) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Budget.ProtoReflect.Descriptor instead.
+func (*Budget) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *Budget) GetMaxTokens() int64 {
+	if x != nil {
+		return x.MaxTokens
+	}
+	return 0
+}
+
+func (x *Budget) GetMaxCost() float64 {
+	if x != nil {
+		return x.MaxCost
+	}
+	return 0
+}
+
 // OpenRequest asks for a new session.
 type OpenRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1846,14 +2496,28 @@ type OpenRequest struct {
 	Graph *structpb.Struct `protobuf:"bytes,11,opt,name=graph,proto3" json:"graph,omitempty"`
 	// Other knobs of the session type: "max_handoffs": 3, "supervisor":
 	// "lead", "context": {"k": 1}, "max_turns": 4.
-	Knobs         map[string]*structpb.Value `protobuf:"bytes,12,rep,name=knobs,proto3" json:"knobs,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Knobs map[string]*structpb.Value `protobuf:"bytes,12,rep,name=knobs,proto3" json:"knobs,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The agents this session may delegate to; empty: anyone.
+	Delegates []string `protobuf:"bytes,13,rep,name=delegates,proto3" json:"delegates,omitempty"`
+	// Tree budgets (for a root).
+	Budget *Budget `protobuf:"bytes,14,opt,name=budget,proto3" json:"budget,omitempty"`
+	// Continue a conversation thread: while a session the caller opened with
+	// this key is open, Open returns it; otherwise the new session links
+	// the thread's previous one.
+	ThreadKey string `protobuf:"bytes,15,opt,name=thread_key,json=threadKey,proto3" json:"thread_key,omitempty"`
+	// The session's first input from its creator (a delegated child's task),
+	// written with the open: as the creator's first turn (a text) when the
+	// session type expects the creator to speak first (a conversation), else
+	// as a message its first speaker sees in its view (a workflow starting
+	// with another). Every participant must be auto_accept.
+	Task          string `protobuf:"bytes,16,opt,name=task,proto3" json:"task,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *OpenRequest) Reset() {
 	*x = OpenRequest{}
-	mi := &file_hub_proto_msgTypes[20]
+	mi := &file_hub_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1865,7 +2529,7 @@ func (x *OpenRequest) String() string {
 func (*OpenRequest) ProtoMessage() {}
 
 func (x *OpenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[20]
+	mi := &file_hub_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1878,7 +2542,7 @@ func (x *OpenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenRequest.ProtoReflect.Descriptor instead.
 func (*OpenRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{20}
+	return file_hub_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *OpenRequest) GetType() string {
@@ -1951,6 +2615,34 @@ func (x *OpenRequest) GetKnobs() map[string]*structpb.Value {
 	return nil
 }
 
+func (x *OpenRequest) GetDelegates() []string {
+	if x != nil {
+		return x.Delegates
+	}
+	return nil
+}
+
+func (x *OpenRequest) GetBudget() *Budget {
+	if x != nil {
+		return x.Budget
+	}
+	return nil
+}
+
+func (x *OpenRequest) GetThreadKey() string {
+	if x != nil {
+		return x.ThreadKey
+	}
+	return ""
+}
+
+func (x *OpenRequest) GetTask() string {
+	if x != nil {
+		return x.Task
+	}
+	return ""
+}
+
 // OpenResponse is the opened session.
 type OpenResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1964,7 +2656,7 @@ type OpenResponse struct {
 
 func (x *OpenResponse) Reset() {
 	*x = OpenResponse{}
-	mi := &file_hub_proto_msgTypes[21]
+	mi := &file_hub_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1976,7 +2668,7 @@ func (x *OpenResponse) String() string {
 func (*OpenResponse) ProtoMessage() {}
 
 func (x *OpenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[21]
+	mi := &file_hub_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1989,7 +2681,7 @@ func (x *OpenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenResponse.ProtoReflect.Descriptor instead.
 func (*OpenResponse) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{21}
+	return file_hub_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *OpenResponse) GetSession() *SessionInfo {
@@ -2019,7 +2711,7 @@ type SendRequest struct {
 
 func (x *SendRequest) Reset() {
 	*x = SendRequest{}
-	mi := &file_hub_proto_msgTypes[22]
+	mi := &file_hub_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2031,7 +2723,7 @@ func (x *SendRequest) String() string {
 func (*SendRequest) ProtoMessage() {}
 
 func (x *SendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[22]
+	mi := &file_hub_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2044,7 +2736,7 @@ func (x *SendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendRequest.ProtoReflect.Descriptor instead.
 func (*SendRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{22}
+	return file_hub_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SendRequest) GetSessionId() string {
@@ -2082,7 +2774,7 @@ type SendResponse struct {
 
 func (x *SendResponse) Reset() {
 	*x = SendResponse{}
-	mi := &file_hub_proto_msgTypes[23]
+	mi := &file_hub_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2094,7 +2786,7 @@ func (x *SendResponse) String() string {
 func (*SendResponse) ProtoMessage() {}
 
 func (x *SendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[23]
+	mi := &file_hub_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2107,7 +2799,7 @@ func (x *SendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendResponse.ProtoReflect.Descriptor instead.
 func (*SendResponse) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{23}
+	return file_hub_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SendResponse) GetSeq() uint64 {
@@ -2165,7 +2857,7 @@ type InviteRequest struct {
 
 func (x *InviteRequest) Reset() {
 	*x = InviteRequest{}
-	mi := &file_hub_proto_msgTypes[24]
+	mi := &file_hub_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2177,7 +2869,7 @@ func (x *InviteRequest) String() string {
 func (*InviteRequest) ProtoMessage() {}
 
 func (x *InviteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[24]
+	mi := &file_hub_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2190,7 +2882,7 @@ func (x *InviteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InviteRequest.ProtoReflect.Descriptor instead.
 func (*InviteRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{24}
+	return file_hub_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *InviteRequest) GetSessionId() string {
@@ -2220,7 +2912,7 @@ type CloseRequest struct {
 
 func (x *CloseRequest) Reset() {
 	*x = CloseRequest{}
-	mi := &file_hub_proto_msgTypes[25]
+	mi := &file_hub_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2232,7 +2924,7 @@ func (x *CloseRequest) String() string {
 func (*CloseRequest) ProtoMessage() {}
 
 func (x *CloseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[25]
+	mi := &file_hub_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2245,7 +2937,7 @@ func (x *CloseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseRequest.ProtoReflect.Descriptor instead.
 func (*CloseRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{25}
+	return file_hub_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CloseRequest) GetSessionId() string {
@@ -2273,7 +2965,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_hub_proto_msgTypes[26]
+	mi := &file_hub_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2285,7 +2977,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[26]
+	mi := &file_hub_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2298,7 +2990,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{26}
+	return file_hub_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetSessionRequest) GetSessionId() string {
@@ -2328,14 +3020,29 @@ type SessionInfo struct {
 	// Usage summed over the session.
 	Usage *Usage `protobuf:"bytes,8,opt,name=usage,proto3" json:"usage,omitempty"`
 	// Which rule decided the last turn (for audits).
-	LastRule      string `protobuf:"bytes,9,opt,name=last_rule,json=lastRule,proto3" json:"last_rule,omitempty"`
+	LastRule string `protobuf:"bytes,9,opt,name=last_rule,json=lastRule,proto3" json:"last_rule,omitempty"`
+	// The active agent (workflow: the last one handed to).
+	ActiveAgent string `protobuf:"bytes,10,opt,name=active_agent,json=activeAgent,proto3" json:"active_agent,omitempty"`
+	// Handoffs and escalations honoured.
+	Handoffs int64 `protobuf:"varint,11,opt,name=handoffs,proto3" json:"handoffs,omitempty"`
+	// Who escalations go to.
+	Supervisor string `protobuf:"bytes,12,opt,name=supervisor,proto3" json:"supervisor,omitempty"`
+	// Turns held: waiting for children or answers.
+	Holds []*Hold `protobuf:"bytes,13,rep,name=holds,proto3" json:"holds,omitempty"`
+	// Usage summed over the session's whole tree (itself and every
+	// descendant).
+	TreeUsage *Usage `protobuf:"bytes,14,opt,name=tree_usage,json=treeUsage,proto3" json:"tree_usage,omitempty"`
+	// The participant holding the duty to answer the caller (a child).
+	Responder string `protobuf:"bytes,15,opt,name=responder,proto3" json:"responder,omitempty"`
+	// The open children, oldest first.
+	OpenChildren  []string `protobuf:"bytes,16,rep,name=open_children,json=openChildren,proto3" json:"open_children,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SessionInfo) Reset() {
 	*x = SessionInfo{}
-	mi := &file_hub_proto_msgTypes[27]
+	mi := &file_hub_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2347,7 +3054,7 @@ func (x *SessionInfo) String() string {
 func (*SessionInfo) ProtoMessage() {}
 
 func (x *SessionInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[27]
+	mi := &file_hub_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2360,7 +3067,7 @@ func (x *SessionInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
 func (*SessionInfo) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{27}
+	return file_hub_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SessionInfo) GetMeta() *SessionMeta {
@@ -2426,6 +3133,174 @@ func (x *SessionInfo) GetLastRule() string {
 	return ""
 }
 
+func (x *SessionInfo) GetActiveAgent() string {
+	if x != nil {
+		return x.ActiveAgent
+	}
+	return ""
+}
+
+func (x *SessionInfo) GetHandoffs() int64 {
+	if x != nil {
+		return x.Handoffs
+	}
+	return 0
+}
+
+func (x *SessionInfo) GetSupervisor() string {
+	if x != nil {
+		return x.Supervisor
+	}
+	return ""
+}
+
+func (x *SessionInfo) GetHolds() []*Hold {
+	if x != nil {
+		return x.Holds
+	}
+	return nil
+}
+
+func (x *SessionInfo) GetTreeUsage() *Usage {
+	if x != nil {
+		return x.TreeUsage
+	}
+	return nil
+}
+
+func (x *SessionInfo) GetResponder() string {
+	if x != nil {
+		return x.Responder
+	}
+	return ""
+}
+
+func (x *SessionInfo) GetOpenChildren() []string {
+	if x != nil {
+		return x.OpenChildren
+	}
+	return nil
+}
+
+// Hold is a turn that waits: for children (a blocking delegation) or for
+// an answer (a question).
+type Hold struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Whose turn it is.
+	Holder string `protobuf:"bytes,1,opt,name=holder,proto3" json:"holder,omitempty"`
+	// "children" or "question".
+	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	// The envelope that began the hold (the delegation, or the question).
+	EnvelopeId string `protobuf:"bytes,3,opt,name=envelope_id,json=envelopeId,proto3" json:"envelope_id,omitempty"`
+	// The awaited children (kind children).
+	Children []string `protobuf:"bytes,4,rep,name=children,proto3" json:"children,omitempty"`
+	// "all" or "any" (kind children).
+	Await string `protobuf:"bytes,5,opt,name=await,proto3" json:"await,omitempty"`
+	// The children already done.
+	Done []string `protobuf:"bytes,6,rep,name=done,proto3" json:"done,omitempty"`
+	// The question (kind question).
+	QuestionId string `protobuf:"bytes,7,opt,name=question_id,json=questionId,proto3" json:"question_id,omitempty"`
+	// Who must answer it.
+	Answerer string `protobuf:"bytes,8,opt,name=answerer,proto3" json:"answerer,omitempty"`
+	// Since when.
+	Since         *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=since,proto3" json:"since,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Hold) Reset() {
+	*x = Hold{}
+	mi := &file_hub_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Hold) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Hold) ProtoMessage() {}
+
+func (x *Hold) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Hold.ProtoReflect.Descriptor instead.
+func (*Hold) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *Hold) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
+func (x *Hold) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Hold) GetEnvelopeId() string {
+	if x != nil {
+		return x.EnvelopeId
+	}
+	return ""
+}
+
+func (x *Hold) GetChildren() []string {
+	if x != nil {
+		return x.Children
+	}
+	return nil
+}
+
+func (x *Hold) GetAwait() string {
+	if x != nil {
+		return x.Await
+	}
+	return ""
+}
+
+func (x *Hold) GetDone() []string {
+	if x != nil {
+		return x.Done
+	}
+	return nil
+}
+
+func (x *Hold) GetQuestionId() string {
+	if x != nil {
+		return x.QuestionId
+	}
+	return ""
+}
+
+func (x *Hold) GetAnswerer() string {
+	if x != nil {
+		return x.Answerer
+	}
+	return ""
+}
+
+func (x *Hold) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
 // ListSessionsRequest filters sessions.
 type ListSessionsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2447,7 +3322,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_hub_proto_msgTypes[28]
+	mi := &file_hub_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2459,7 +3334,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[28]
+	mi := &file_hub_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2472,7 +3347,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{28}
+	return file_hub_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListSessionsRequest) GetState() string {
@@ -2532,7 +3407,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_hub_proto_msgTypes[29]
+	mi := &file_hub_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2544,7 +3419,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[29]
+	mi := &file_hub_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2557,7 +3432,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{29}
+	return file_hub_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*SessionInfo {
@@ -2589,7 +3464,7 @@ type ReadLogRequest struct {
 
 func (x *ReadLogRequest) Reset() {
 	*x = ReadLogRequest{}
-	mi := &file_hub_proto_msgTypes[30]
+	mi := &file_hub_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2601,7 +3476,7 @@ func (x *ReadLogRequest) String() string {
 func (*ReadLogRequest) ProtoMessage() {}
 
 func (x *ReadLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[30]
+	mi := &file_hub_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2614,7 +3489,7 @@ func (x *ReadLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadLogRequest.ProtoReflect.Descriptor instead.
 func (*ReadLogRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{30}
+	return file_hub_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ReadLogRequest) GetSessionId() string {
@@ -2649,7 +3524,7 @@ type ReadLogResponse struct {
 
 func (x *ReadLogResponse) Reset() {
 	*x = ReadLogResponse{}
-	mi := &file_hub_proto_msgTypes[31]
+	mi := &file_hub_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2661,7 +3536,7 @@ func (x *ReadLogResponse) String() string {
 func (*ReadLogResponse) ProtoMessage() {}
 
 func (x *ReadLogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[31]
+	mi := &file_hub_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2674,7 +3549,7 @@ func (x *ReadLogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadLogResponse.ProtoReflect.Descriptor instead.
 func (*ReadLogResponse) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{31}
+	return file_hub_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ReadLogResponse) GetEnvelopes() []*Envelope {
@@ -2693,7 +3568,7 @@ type PendingTurnsRequest struct {
 
 func (x *PendingTurnsRequest) Reset() {
 	*x = PendingTurnsRequest{}
-	mi := &file_hub_proto_msgTypes[32]
+	mi := &file_hub_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2705,7 +3580,7 @@ func (x *PendingTurnsRequest) String() string {
 func (*PendingTurnsRequest) ProtoMessage() {}
 
 func (x *PendingTurnsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[32]
+	mi := &file_hub_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2718,7 +3593,7 @@ func (x *PendingTurnsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingTurnsRequest.ProtoReflect.Descriptor instead.
 func (*PendingTurnsRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{32}
+	return file_hub_proto_rawDescGZIP(), []int{38}
 }
 
 // PendingTurnsResponse lists pending turns.
@@ -2733,7 +3608,7 @@ type PendingTurnsResponse struct {
 
 func (x *PendingTurnsResponse) Reset() {
 	*x = PendingTurnsResponse{}
-	mi := &file_hub_proto_msgTypes[33]
+	mi := &file_hub_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2745,7 +3620,7 @@ func (x *PendingTurnsResponse) String() string {
 func (*PendingTurnsResponse) ProtoMessage() {}
 
 func (x *PendingTurnsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[33]
+	mi := &file_hub_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2758,7 +3633,7 @@ func (x *PendingTurnsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingTurnsResponse.ProtoReflect.Descriptor instead.
 func (*PendingTurnsResponse) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{33}
+	return file_hub_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *PendingTurnsResponse) GetTurns() []*Delivery {
@@ -2776,14 +3651,18 @@ type GetViewRequest struct {
 	// "full", "windowed", "default" (the session type's) or "last".
 	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	// For "windowed": how many recent items in full (default 10).
-	Window        int32 `protobuf:"varint,3,opt,name=window,proto3" json:"window,omitempty"`
+	Window int32 `protobuf:"varint,3,opt,name=window,proto3" json:"window,omitempty"`
+	// Earlier sessions whose turns come first: "thread" (the previous
+	// sessions of the session's thread) or "delegate" (for a child: the
+	// earlier children its delegator gave the same delegate); "": none.
+	History       string `protobuf:"bytes,4,opt,name=history,proto3" json:"history,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetViewRequest) Reset() {
 	*x = GetViewRequest{}
-	mi := &file_hub_proto_msgTypes[34]
+	mi := &file_hub_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2795,7 +3674,7 @@ func (x *GetViewRequest) String() string {
 func (*GetViewRequest) ProtoMessage() {}
 
 func (x *GetViewRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[34]
+	mi := &file_hub_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2808,7 +3687,7 @@ func (x *GetViewRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetViewRequest.ProtoReflect.Descriptor instead.
 func (*GetViewRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{34}
+	return file_hub_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *GetViewRequest) GetSessionId() string {
@@ -2832,6 +3711,13 @@ func (x *GetViewRequest) GetWindow() int32 {
 	return 0
 }
 
+func (x *GetViewRequest) GetHistory() string {
+	if x != nil {
+		return x.History
+	}
+	return ""
+}
+
 // View is the transcript a participant may see.
 type View struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2851,7 +3737,7 @@ type View struct {
 
 func (x *View) Reset() {
 	*x = View{}
-	mi := &file_hub_proto_msgTypes[35]
+	mi := &file_hub_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2863,7 +3749,7 @@ func (x *View) String() string {
 func (*View) ProtoMessage() {}
 
 func (x *View) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[35]
+	mi := &file_hub_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2876,7 +3762,7 @@ func (x *View) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use View.ProtoReflect.Descriptor instead.
 func (*View) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{35}
+	return file_hub_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *View) GetSessionId() string {
@@ -2917,6 +3803,8 @@ func (x *View) GetOlderTotal() int32 {
 // ViewItem is one transcript entry.
 type ViewItem struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
+	// Its session (another one's for history items).
+	SessionId string `protobuf:"bytes,6,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// Its seq.
 	Seq uint64 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
 	// Its sender.
@@ -2933,7 +3821,7 @@ type ViewItem struct {
 
 func (x *ViewItem) Reset() {
 	*x = ViewItem{}
-	mi := &file_hub_proto_msgTypes[36]
+	mi := &file_hub_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2945,7 +3833,7 @@ func (x *ViewItem) String() string {
 func (*ViewItem) ProtoMessage() {}
 
 func (x *ViewItem) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[36]
+	mi := &file_hub_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2958,7 +3846,14 @@ func (x *ViewItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ViewItem.ProtoReflect.Descriptor instead.
 func (*ViewItem) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{36}
+	return file_hub_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *ViewItem) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
 }
 
 func (x *ViewItem) GetSeq() uint64 {
@@ -3009,7 +3904,7 @@ type SpeakerCount struct {
 
 func (x *SpeakerCount) Reset() {
 	*x = SpeakerCount{}
-	mi := &file_hub_proto_msgTypes[37]
+	mi := &file_hub_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3021,7 +3916,7 @@ func (x *SpeakerCount) String() string {
 func (*SpeakerCount) ProtoMessage() {}
 
 func (x *SpeakerCount) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[37]
+	mi := &file_hub_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3034,7 +3929,7 @@ func (x *SpeakerCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpeakerCount.ProtoReflect.Descriptor instead.
 func (*SpeakerCount) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{37}
+	return file_hub_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SpeakerCount) GetSpeaker() string {
@@ -3065,7 +3960,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_hub_proto_msgTypes[38]
+	mi := &file_hub_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3077,7 +3972,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[38]
+	mi := &file_hub_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3090,7 +3985,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{38}
+	return file_hub_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *SubscribeRequest) GetCursors() map[string]uint64 {
@@ -3112,15 +4007,24 @@ type WatchRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The session.
 	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	// The first seq (default 1).
-	FromSeq       uint64 `protobuf:"varint,2,opt,name=from_seq,json=fromSeq,proto3" json:"from_seq,omitempty"`
+	// The first seq (default 1); with tree, of the session itself (its
+	// descendants from their start).
+	FromSeq uint64 `protobuf:"varint,2,opt,name=from_seq,json=fromSeq,proto3" json:"from_seq,omitempty"`
+	// Also the session's descendants, each envelope carrying its session and
+	// depth (envelope.call).
+	Tree bool `protobuf:"varint,3,opt,name=tree,proto3" json:"tree,omitempty"`
+	// With tree: every envelope of every descendant (true), or only the
+	// session's own plus questions, answers and delegation results (false).
+	Verbose bool `protobuf:"varint,4,opt,name=verbose,proto3" json:"verbose,omitempty"`
+	// With tree: resume cursors of descendants (session id → last seq seen).
+	Cursors       map[string]uint64 `protobuf:"bytes,5,rep,name=cursors,proto3" json:"cursors,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_hub_proto_msgTypes[39]
+	mi := &file_hub_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3132,7 +4036,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[39]
+	mi := &file_hub_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3145,7 +4049,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{39}
+	return file_hub_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *WatchRequest) GetSessionId() string {
@@ -3162,6 +4066,27 @@ func (x *WatchRequest) GetFromSeq() uint64 {
 	return 0
 }
 
+func (x *WatchRequest) GetTree() bool {
+	if x != nil {
+		return x.Tree
+	}
+	return false
+}
+
+func (x *WatchRequest) GetVerbose() bool {
+	if x != nil {
+		return x.Verbose
+	}
+	return false
+}
+
+func (x *WatchRequest) GetCursors() map[string]uint64 {
+	if x != nil {
+		return x.Cursors
+	}
+	return nil
+}
+
 // Delivery is one item of a stream.
 type Delivery struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3176,7 +4101,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_hub_proto_msgTypes[40]
+	mi := &file_hub_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3188,7 +4113,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[40]
+	mi := &file_hub_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3201,7 +4126,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{40}
+	return file_hub_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Delivery) GetEnvelope() *Envelope {
@@ -3218,11 +4143,729 @@ func (x *Delivery) GetYourTurn() bool {
 	return false
 }
 
+// DelegateRequest opens children of a session on the caller's turn.
+type DelegateRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The parent session: the caller must be expected to speak there.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The children to open: the caller is each one's creator; each child's
+	// parent_session_id is set by the hub.
+	Children []*OpenRequest `protobuf:"bytes,2,rep,name=children,proto3" json:"children,omitempty"`
+	// "blocking" (default) or "background".
+	Mode string `protobuf:"bytes,3,opt,name=mode,proto3" json:"mode,omitempty"`
+	// Blocking: "all" (default) or "any".
+	Await string `protobuf:"bytes,4,opt,name=await,proto3" json:"await,omitempty"`
+	// Background: "" or "turn".
+	Notify string `protobuf:"bytes,5,opt,name=notify,proto3" json:"notify,omitempty"`
+	// Makes the request idempotent (the same caller and key return the
+	// first answer).
+	ClientMsgId   string `protobuf:"bytes,6,opt,name=client_msg_id,json=clientMsgId,proto3" json:"client_msg_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DelegateRequest) Reset() {
+	*x = DelegateRequest{}
+	mi := &file_hub_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DelegateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DelegateRequest) ProtoMessage() {}
+
+func (x *DelegateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DelegateRequest.ProtoReflect.Descriptor instead.
+func (*DelegateRequest) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *DelegateRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *DelegateRequest) GetChildren() []*OpenRequest {
+	if x != nil {
+		return x.Children
+	}
+	return nil
+}
+
+func (x *DelegateRequest) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
+func (x *DelegateRequest) GetAwait() string {
+	if x != nil {
+		return x.Await
+	}
+	return ""
+}
+
+func (x *DelegateRequest) GetNotify() string {
+	if x != nil {
+		return x.Notify
+	}
+	return ""
+}
+
+func (x *DelegateRequest) GetClientMsgId() string {
+	if x != nil {
+		return x.ClientMsgId
+	}
+	return ""
+}
+
+// DelegateResponse names the children and the delegation.
+type DelegateResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The delegation envelope in the parent.
+	Delegation *SendResponse `protobuf:"bytes,1,opt,name=delegation,proto3" json:"delegation,omitempty"`
+	// The children, in request order (task handles).
+	Children []*SessionInfo `protobuf:"bytes,2,rep,name=children,proto3" json:"children,omitempty"`
+	// A retry of a delegation already made.
+	Duplicate     bool `protobuf:"varint,3,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DelegateResponse) Reset() {
+	*x = DelegateResponse{}
+	mi := &file_hub_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DelegateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DelegateResponse) ProtoMessage() {}
+
+func (x *DelegateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DelegateResponse.ProtoReflect.Descriptor instead.
+func (*DelegateResponse) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *DelegateResponse) GetDelegation() *SendResponse {
+	if x != nil {
+		return x.Delegation
+	}
+	return nil
+}
+
+func (x *DelegateResponse) GetChildren() []*SessionInfo {
+	if x != nil {
+		return x.Children
+	}
+	return nil
+}
+
+func (x *DelegateResponse) GetDuplicate() bool {
+	if x != nil {
+		return x.Duplicate
+	}
+	return false
+}
+
+// AnswerRequest answers a pending question.
+type AnswerRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session holding the question.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The answer.
+	Answer *Answer `protobuf:"bytes,2,opt,name=answer,proto3" json:"answer,omitempty"`
+	// Makes the answer idempotent.
+	ClientMsgId   string `protobuf:"bytes,3,opt,name=client_msg_id,json=clientMsgId,proto3" json:"client_msg_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AnswerRequest) Reset() {
+	*x = AnswerRequest{}
+	mi := &file_hub_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AnswerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AnswerRequest) ProtoMessage() {}
+
+func (x *AnswerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AnswerRequest.ProtoReflect.Descriptor instead.
+func (*AnswerRequest) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *AnswerRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *AnswerRequest) GetAnswer() *Answer {
+	if x != nil {
+		return x.Answer
+	}
+	return nil
+}
+
+func (x *AnswerRequest) GetClientMsgId() string {
+	if x != nil {
+		return x.ClientMsgId
+	}
+	return ""
+}
+
+// ListQuestionsRequest asks for pending questions.
+type ListQuestionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only those this agent must answer ("" : the caller's, or every one
+	// for an operator).
+	Answerer string `protobuf:"bytes,1,opt,name=answerer,proto3" json:"answerer,omitempty"`
+	// Only those of this session's tree.
+	RootSessionId string `protobuf:"bytes,2,opt,name=root_session_id,json=rootSessionId,proto3" json:"root_session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListQuestionsRequest) Reset() {
+	*x = ListQuestionsRequest{}
+	mi := &file_hub_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListQuestionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListQuestionsRequest) ProtoMessage() {}
+
+func (x *ListQuestionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListQuestionsRequest.ProtoReflect.Descriptor instead.
+func (*ListQuestionsRequest) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *ListQuestionsRequest) GetAnswerer() string {
+	if x != nil {
+		return x.Answerer
+	}
+	return ""
+}
+
+func (x *ListQuestionsRequest) GetRootSessionId() string {
+	if x != nil {
+		return x.RootSessionId
+	}
+	return ""
+}
+
+// PendingQuestion is a question waiting for its answer.
+type PendingQuestion struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Its session.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Who asked.
+	Asker string `protobuf:"bytes,2,opt,name=asker,proto3" json:"asker,omitempty"`
+	// The question envelope.
+	Envelope      *Envelope `protobuf:"bytes,3,opt,name=envelope,proto3" json:"envelope,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PendingQuestion) Reset() {
+	*x = PendingQuestion{}
+	mi := &file_hub_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PendingQuestion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PendingQuestion) ProtoMessage() {}
+
+func (x *PendingQuestion) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PendingQuestion.ProtoReflect.Descriptor instead.
+func (*PendingQuestion) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *PendingQuestion) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *PendingQuestion) GetAsker() string {
+	if x != nil {
+		return x.Asker
+	}
+	return ""
+}
+
+func (x *PendingQuestion) GetEnvelope() *Envelope {
+	if x != nil {
+		return x.Envelope
+	}
+	return nil
+}
+
+// ListQuestionsResponse lists pending questions, oldest first.
+type ListQuestionsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The questions.
+	Questions     []*PendingQuestion `protobuf:"bytes,1,rep,name=questions,proto3" json:"questions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListQuestionsResponse) Reset() {
+	*x = ListQuestionsResponse{}
+	mi := &file_hub_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListQuestionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListQuestionsResponse) ProtoMessage() {}
+
+func (x *ListQuestionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListQuestionsResponse.ProtoReflect.Descriptor instead.
+func (*ListQuestionsResponse) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *ListQuestionsResponse) GetQuestions() []*PendingQuestion {
+	if x != nil {
+		return x.Questions
+	}
+	return nil
+}
+
+// GetTreeRequest names a session whose tree to show.
+type GetTreeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Any session of the tree; the tree is shown from this session down.
+	SessionId     string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetTreeRequest) Reset() {
+	*x = GetTreeRequest{}
+	mi := &file_hub_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetTreeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetTreeRequest) ProtoMessage() {}
+
+func (x *GetTreeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetTreeRequest.ProtoReflect.Descriptor instead.
+func (*GetTreeRequest) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *GetTreeRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+// TreeNode is one session of a tree.
+type TreeNode struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Its state and metadata (the listing's fields).
+	Session *SessionInfo `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	// Turns taken.
+	Turns int64 `protobuf:"varint,2,opt,name=turns,proto3" json:"turns,omitempty"`
+	// Its own usage.
+	Usage *Usage `protobuf:"bytes,3,opt,name=usage,proto3" json:"usage,omitempty"`
+	// From creation to end (or now).
+	Duration *durationpb.Duration `protobuf:"bytes,4,opt,name=duration,proto3" json:"duration,omitempty"`
+	// Its children, oldest first.
+	Children      []*TreeNode `protobuf:"bytes,5,rep,name=children,proto3" json:"children,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TreeNode) Reset() {
+	*x = TreeNode{}
+	mi := &file_hub_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TreeNode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TreeNode) ProtoMessage() {}
+
+func (x *TreeNode) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TreeNode.ProtoReflect.Descriptor instead.
+func (*TreeNode) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *TreeNode) GetSession() *SessionInfo {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+func (x *TreeNode) GetTurns() int64 {
+	if x != nil {
+		return x.Turns
+	}
+	return 0
+}
+
+func (x *TreeNode) GetUsage() *Usage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+func (x *TreeNode) GetDuration() *durationpb.Duration {
+	if x != nil {
+		return x.Duration
+	}
+	return nil
+}
+
+func (x *TreeNode) GetChildren() []*TreeNode {
+	if x != nil {
+		return x.Children
+	}
+	return nil
+}
+
+// ReplayRequest asks the hub to re-fold one session from its log.
+type ReplayRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session.
+	SessionId     string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplayRequest) Reset() {
+	*x = ReplayRequest{}
+	mi := &file_hub_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplayRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplayRequest) ProtoMessage() {}
+
+func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplayRequest.ProtoReflect.Descriptor instead.
+func (*ReplayRequest) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *ReplayRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+// ReplayStep is one envelope of a replay.
+type ReplayStep struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The envelope as logged.
+	Envelope *Envelope `protobuf:"bytes,1,opt,name=envelope,proto3" json:"envelope,omitempty"`
+	// The rule the replay decided for it (a turn).
+	Rule string `protobuf:"bytes,2,opt,name=rule,proto3" json:"rule,omitempty"`
+	// Who is expected next after it.
+	Expected []string `protobuf:"bytes,3,rep,name=expected,proto3" json:"expected,omitempty"`
+	// Turns taken after it.
+	Turn int64 `protobuf:"varint,4,opt,name=turn,proto3" json:"turn,omitempty"`
+	// The lifecycle state after it.
+	State         string `protobuf:"bytes,5,opt,name=state,proto3" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplayStep) Reset() {
+	*x = ReplayStep{}
+	mi := &file_hub_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplayStep) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplayStep) ProtoMessage() {}
+
+func (x *ReplayStep) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplayStep.ProtoReflect.Descriptor instead.
+func (*ReplayStep) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *ReplayStep) GetEnvelope() *Envelope {
+	if x != nil {
+		return x.Envelope
+	}
+	return nil
+}
+
+func (x *ReplayStep) GetRule() string {
+	if x != nil {
+		return x.Rule
+	}
+	return ""
+}
+
+func (x *ReplayStep) GetExpected() []string {
+	if x != nil {
+		return x.Expected
+	}
+	return nil
+}
+
+func (x *ReplayStep) GetTurn() int64 {
+	if x != nil {
+		return x.Turn
+	}
+	return 0
+}
+
+func (x *ReplayStep) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+// ReplayResponse is a session re-folded from its log.
+type ReplayResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Every envelope with what the replay decided.
+	Steps []*ReplayStep `protobuf:"bytes,1,rep,name=steps,proto3" json:"steps,omitempty"`
+	// The replayed state equals the live one (and every logged rule equals
+	// the replayed one).
+	Equal bool `protobuf:"varint,2,opt,name=equal,proto3" json:"equal,omitempty"`
+	// The first seq whose logged rule differs from the replay's, or where the
+	// states part (0: none).
+	FirstDifference uint64 `protobuf:"varint,3,opt,name=first_difference,json=firstDifference,proto3" json:"first_difference,omitempty"`
+	// In words, when they differ.
+	Detail        string `protobuf:"bytes,4,opt,name=detail,proto3" json:"detail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplayResponse) Reset() {
+	*x = ReplayResponse{}
+	mi := &file_hub_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplayResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplayResponse) ProtoMessage() {}
+
+func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplayResponse.ProtoReflect.Descriptor instead.
+func (*ReplayResponse) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *ReplayResponse) GetSteps() []*ReplayStep {
+	if x != nil {
+		return x.Steps
+	}
+	return nil
+}
+
+func (x *ReplayResponse) GetEqual() bool {
+	if x != nil {
+		return x.Equal
+	}
+	return false
+}
+
+func (x *ReplayResponse) GetFirstDifference() uint64 {
+	if x != nil {
+		return x.FirstDifference
+	}
+	return 0
+}
+
+func (x *ReplayResponse) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
 var File_hub_proto protoreflect.FileDescriptor
 
 const file_hub_proto_rawDesc = "" +
 	"\n" +
-	"\thub.proto\x12\ahubd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9a\a\n" +
+	"\thub.proto\x12\ahubd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xaa\t\n" +
 	"\bEnvelope\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
@@ -3243,7 +4886,15 @@ const file_hub_proto_rawDesc = "" +
 	"\x06answer\x18\x11 \x01(\v2\x0f.hubd.v1.AnswerH\x00R\x06answer\x12H\n" +
 	"\x11delegation_result\x18\x12 \x01(\v2\x19.hubd.v1.DelegationResultH\x00R\x10delegationResult\x12<\n" +
 	"\rtask_progress\x18\x13 \x01(\v2\x15.hubd.v1.TaskProgressH\x00R\ftaskProgress\x12\x18\n" +
-	"\x06custom\x18\x14 \x01(\fH\x00R\x06custom\x12!\n" +
+	"\x06custom\x18\x14 \x01(\fH\x00R\x06custom\x125\n" +
+	"\n" +
+	"delegation\x18\x15 \x01(\v2\x13.hubd.v1.DelegationH\x00R\n" +
+	"delegation\x12B\n" +
+	"\x0fquestion_closed\x18\x16 \x01(\v2\x17.hubd.v1.QuestionClosedH\x00R\x0equestionClosed\x120\n" +
+	"\ttool_call\x18\x17 \x01(\v2\x11.hubd.v1.ToolCallH\x00R\btoolCall\x126\n" +
+	"\vtool_result\x18\x18 \x01(\v2\x13.hubd.v1.ToolResultH\x00R\n" +
+	"toolResult\x12)\n" +
+	"\amessage\x18\x19 \x01(\v2\r.hubd.v1.TextH\x00R\amessage\x12!\n" +
 	"\fcausation_id\x18\x1e \x01(\tR\vcausationId\x12\"\n" +
 	"\rclient_msg_id\x18\x1f \x01(\tR\vclientMsgId\x12!\n" +
 	"\x04call\x18  \x01(\v2\r.hubd.v1.CallR\x04call\x12 \n" +
@@ -3272,40 +4923,79 @@ const file_hub_proto_rawDesc = "" +
 	"\x03set\x18\x03 \x03(\v2\x1f.hubd.v1.ContextUpdate.SetEntryR\x03set\x1aN\n" +
 	"\bSetEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12,\n" +
-	"\x05value\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\x05value:\x028\x01J\x04\b\x01\x10\x02\"j\n" +
+	"\x05value\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\x05value:\x028\x01J\x04\b\x01\x10\x02\"\x89\x01\n" +
 	"\x05Usage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\x12#\n" +
 	"\routput_tokens\x18\x02 \x01(\x03R\foutputTokens\x12\x19\n" +
-	"\bcost_usd\x18\x03 \x01(\x01R\acostUsd\"$\n" +
+	"\bcost_usd\x18\x03 \x01(\x01R\acostUsd\x12\x1d\n" +
+	"\n" +
+	"tool_calls\x18\x04 \x01(\x03R\ttoolCalls\"$\n" +
 	"\x06Invite\x12\x1a\n" +
-	"\binvitees\x18\x01 \x03(\tR\binvitees\"\x1f\n" +
+	"\binvitees\x18\x01 \x03(\tR\binvitees\"7\n" +
 	"\x05Ended\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xc3\x01\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x16\n" +
+	"\x06detail\x18\x02 \x01(\tR\x06detail\"\xe4\x01\n" +
 	"\tViolation\x12 \n" +
 	"\vexpectation\x18\x01 \x01(\tR\vexpectation\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x05R\x05index\x12\x16\n" +
 	"\x06action\x18\x03 \x01(\tR\x06action\x120\n" +
 	"\x05since\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x12\x1c\n" +
 	"\tviolators\x18\x05 \x03(\tR\tviolators\x12\x16\n" +
-	"\x06detail\x18\x06 \x01(\tR\x06detail\"j\n" +
+	"\x06detail\x18\x06 \x01(\tR\x06detail\x12\x1f\n" +
+	"\vquestion_id\x18\a \x01(\tR\n" +
+	"questionId\"\xce\x02\n" +
 	"\bQuestion\x12\x1f\n" +
 	"\vquestion_id\x18\x01 \x01(\tR\n" +
 	"questionId\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x12)\n" +
-	"\aoptions\x18\x03 \x03(\v2\x0f.hubd.v1.OptionR\aoptions\".\n" +
+	"\aoptions\x18\x03 \x03(\v2\x0f.hubd.v1.OptionR\aoptions\x12\x1a\n" +
+	"\banswerer\x18\x04 \x01(\tR\banswerer\x12\x1a\n" +
+	"\bmultiple\x18\x05 \x01(\bR\bmultiple\x12/\n" +
+	"\x06schema\x18\x06 \x01(\v2\x17.google.protobuf.StructR\x06schema\x121\n" +
+	"\x06within\x18\a \x01(\v2\x19.google.protobuf.DurationR\x06within\x12\x1f\n" +
+	"\von_deadline\x18\b \x01(\tR\n" +
+	"onDeadline\x12%\n" +
+	"\x0edefault_option\x18\t \x01(\tR\rdefaultOption\".\n" +
 	"\x06Option\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
-	"\x05label\x18\x02 \x01(\tR\x05label\"\\\n" +
+	"\x05label\x18\x02 \x01(\tR\x05label\"\x8a\x01\n" +
 	"\x06Answer\x12\x1f\n" +
 	"\vquestion_id\x18\x01 \x01(\tR\n" +
 	"questionId\x12\x1d\n" +
 	"\n" +
 	"option_ids\x18\x02 \x03(\tR\toptionIds\x12\x12\n" +
-	"\x04text\x18\x03 \x01(\tR\x04text\"n\n" +
+	"\x04text\x18\x03 \x01(\tR\x04text\x12\x1c\n" +
+	"\tdefaulted\x18\x04 \x01(\bR\tdefaulted\x12\x0e\n" +
+	"\x02by\x18\x05 \x01(\tR\x02by\"I\n" +
+	"\x0eQuestionClosed\x12\x1f\n" +
+	"\vquestion_id\x18\x01 \x01(\tR\n" +
+	"questionId\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x98\x01\n" +
+	"\n" +
+	"Delegation\x12*\n" +
+	"\x11child_session_ids\x18\x01 \x03(\tR\x0fchildSessionIds\x12\x1c\n" +
+	"\tdelegator\x18\x02 \x01(\tR\tdelegator\x12\x12\n" +
+	"\x04mode\x18\x03 \x01(\tR\x04mode\x12\x14\n" +
+	"\x05await\x18\x04 \x01(\tR\x05await\x12\x16\n" +
+	"\x06notify\x18\x05 \x01(\tR\x06notify\"n\n" +
+	"\bToolCall\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x125\n" +
+	"\targuments\x18\x03 \x01(\v2\x17.google.protobuf.StructR\targuments\"\x7f\n" +
+	"\n" +
+	"ToolResult\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12.\n" +
+	"\x06result\x18\x03 \x01(\v2\x16.google.protobuf.ValueR\x06result\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\"\xed\x01\n" +
 	"\x10DelegationResult\x12(\n" +
 	"\x10child_session_id\x18\x01 \x01(\tR\x0echildSessionId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
-	"\asummary\x18\x03 \x01(\tR\asummary\"T\n" +
+	"\asummary\x18\x03 \x01(\tR\asummary\x12\x14\n" +
+	"\x05state\x18\x04 \x01(\tR\x05state\x12$\n" +
+	"\x05usage\x18\x05 \x01(\v2\x0e.hubd.v1.UsageR\x05usage\x12\x1c\n" +
+	"\tresponder\x18\x06 \x01(\tR\tresponder\x12#\n" +
+	"\rdelegation_id\x18\a \x01(\tR\fdelegationId\"T\n" +
 	"\fTaskProgress\x12\x12\n" +
 	"\x04task\x18\x01 \x01(\tR\x04task\x12\x18\n" +
 	"\apercent\x18\x02 \x01(\x01R\apercent\x12\x16\n" +
@@ -3325,7 +5015,7 @@ const file_hub_proto_rawDesc = "" +
 	"\x06action\x18\x03 \x01(\tR\x06action\x121\n" +
 	"\x06within\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x06withinJ\x04\b\x02\x10\x03R\aseconds\":\n" +
 	"\fExpectations\x12*\n" +
-	"\x05items\x18\x01 \x03(\v2\x14.hubd.v1.ExpectationR\x05items\"\xfb\x05\n" +
+	"\x05items\x18\x01 \x03(\v2\x14.hubd.v1.ExpectationR\x05items\"\xf7\a\n" +
 	"\vSessionMeta\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
@@ -3343,14 +5033,26 @@ const file_hub_proto_rawDesc = "" +
 	"\x05depth\x18\f \x01(\x05R\x05depth\x129\n" +
 	"\n" +
 	"created_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x19\n" +
-	"\bopen_key\x18\x0e \x01(\tR\aopenKey\x1aP\n" +
+	"\bopen_key\x18\x0e \x01(\tR\aopenKey\x12#\n" +
+	"\rdelegation_id\x18\x0f \x01(\tR\fdelegationId\x12\x1c\n" +
+	"\tresponder\x18\x10 \x01(\tR\tresponder\x12\x1c\n" +
+	"\tdelegates\x18\x11 \x03(\tR\tdelegates\x12'\n" +
+	"\x06budget\x18\x12 \x01(\v2\x0f.hubd.v1.BudgetR\x06budget\x12\x1d\n" +
+	"\n" +
+	"thread_key\x18\x13 \x01(\tR\tthreadKey\x12.\n" +
+	"\x13previous_session_id\x18\x14 \x01(\tR\x11previousSessionId\x12!\n" +
+	"\froot_creator\x18\x15 \x01(\tR\vrootCreator\x1aP\n" +
 	"\n" +
 	"KnobsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12,\n" +
 	"\x05value\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\x05value:\x028\x01\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9f\x05\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"B\n" +
+	"\x06Budget\x12\x1d\n" +
+	"\n" +
+	"max_tokens\x18\x01 \x01(\x03R\tmaxTokens\x12\x19\n" +
+	"\bmax_cost\x18\x02 \x01(\x01R\amaxCost\"\x99\x06\n" +
 	"\vOpenRequest\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x128\n" +
 	"\fparticipants\x18\x02 \x03(\v2\x14.hubd.v1.ParticipantR\fparticipants\x128\n" +
@@ -3362,7 +5064,12 @@ const file_hub_proto_rawDesc = "" +
 	"\x0fidempotency_key\x18\n" +
 	" \x01(\tR\x0eidempotencyKey\x12-\n" +
 	"\x05graph\x18\v \x01(\v2\x17.google.protobuf.StructR\x05graph\x125\n" +
-	"\x05knobs\x18\f \x03(\v2\x1f.hubd.v1.OpenRequest.KnobsEntryR\x05knobs\x1a9\n" +
+	"\x05knobs\x18\f \x03(\v2\x1f.hubd.v1.OpenRequest.KnobsEntryR\x05knobs\x12\x1c\n" +
+	"\tdelegates\x18\r \x03(\tR\tdelegates\x12'\n" +
+	"\x06budget\x18\x0e \x01(\v2\x0f.hubd.v1.BudgetR\x06budget\x12\x1d\n" +
+	"\n" +
+	"thread_key\x18\x0f \x01(\tR\tthreadKey\x12\x12\n" +
+	"\x04task\x18\x10 \x01(\tR\x04task\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aP\n" +
@@ -3396,7 +5103,7 @@ const file_hub_proto_rawDesc = "" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"2\n" +
 	"\x11GetSessionRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"\x86\x03\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\xfc\x04\n" +
 	"\vSessionInfo\x12(\n" +
 	"\x04meta\x18\x01 \x01(\v2\x14.hubd.v1.SessionMetaR\x04meta\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12!\n" +
@@ -3406,10 +5113,33 @@ const file_hub_proto_rawDesc = "" +
 	"\bexpected\x18\x06 \x03(\tR\bexpected\x12;\n" +
 	"\acontext\x18\a \x03(\v2!.hubd.v1.SessionInfo.ContextEntryR\acontext\x12$\n" +
 	"\x05usage\x18\b \x01(\v2\x0e.hubd.v1.UsageR\x05usage\x12\x1b\n" +
-	"\tlast_rule\x18\t \x01(\tR\blastRule\x1aR\n" +
+	"\tlast_rule\x18\t \x01(\tR\blastRule\x12!\n" +
+	"\factive_agent\x18\n" +
+	" \x01(\tR\vactiveAgent\x12\x1a\n" +
+	"\bhandoffs\x18\v \x01(\x03R\bhandoffs\x12\x1e\n" +
+	"\n" +
+	"supervisor\x18\f \x01(\tR\n" +
+	"supervisor\x12#\n" +
+	"\x05holds\x18\r \x03(\v2\r.hubd.v1.HoldR\x05holds\x12-\n" +
+	"\n" +
+	"tree_usage\x18\x0e \x01(\v2\x0e.hubd.v1.UsageR\ttreeUsage\x12\x1c\n" +
+	"\tresponder\x18\x0f \x01(\tR\tresponder\x12#\n" +
+	"\ropen_children\x18\x10 \x03(\tR\fopenChildren\x1aR\n" +
 	"\fContextEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12,\n" +
-	"\x05value\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\x05value:\x028\x01\"\xa0\x02\n" +
+	"\x05value\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\x05value:\x028\x01\"\x88\x02\n" +
+	"\x04Hold\x12\x16\n" +
+	"\x06holder\x18\x01 \x01(\tR\x06holder\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x1f\n" +
+	"\venvelope_id\x18\x03 \x01(\tR\n" +
+	"envelopeId\x12\x1a\n" +
+	"\bchildren\x18\x04 \x03(\tR\bchildren\x12\x14\n" +
+	"\x05await\x18\x05 \x01(\tR\x05await\x12\x12\n" +
+	"\x04done\x18\x06 \x03(\tR\x04done\x12\x1f\n" +
+	"\vquestion_id\x18\a \x01(\tR\n" +
+	"questionId\x12\x1a\n" +
+	"\banswerer\x18\b \x01(\tR\banswerer\x120\n" +
+	"\x05since\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\xa0\x02\n" +
 	"\x13ListSessionsRequest\x12\x14\n" +
 	"\x05state\x18\x01 \x01(\tR\x05state\x12\x18\n" +
 	"\acreator\x18\x02 \x01(\tR\acreator\x12 \n" +
@@ -3433,12 +5163,13 @@ const file_hub_proto_rawDesc = "" +
 	"\tenvelopes\x18\x01 \x03(\v2\x11.hubd.v1.EnvelopeR\tenvelopes\"\x15\n" +
 	"\x13PendingTurnsRequest\"?\n" +
 	"\x14PendingTurnsResponse\x12'\n" +
-	"\x05turns\x18\x01 \x03(\v2\x11.hubd.v1.DeliveryR\x05turns\"[\n" +
+	"\x05turns\x18\x01 \x03(\v2\x11.hubd.v1.DeliveryR\x05turns\"u\n" +
 	"\x0eGetViewRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
-	"\x06window\x18\x03 \x01(\x05R\x06window\"\xb0\x01\n" +
+	"\x06window\x18\x03 \x01(\x05R\x06window\x12\x18\n" +
+	"\ahistory\x18\x04 \x01(\tR\ahistory\"\xb0\x01\n" +
 	"\x04View\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
@@ -3446,8 +5177,10 @@ const file_hub_proto_rawDesc = "" +
 	"\x05items\x18\x03 \x03(\v2\x11.hubd.v1.ViewItemR\x05items\x12+\n" +
 	"\x05older\x18\x04 \x03(\v2\x15.hubd.v1.SpeakerCountR\x05older\x12\x1f\n" +
 	"\volder_total\x18\x05 \x01(\x05R\n" +
-	"olderTotal\"\x84\x01\n" +
-	"\bViewItem\x12\x10\n" +
+	"olderTotal\"\xa3\x01\n" +
+	"\bViewItem\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x06 \x01(\tR\tsessionId\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x12\n" +
 	"\x04from\x18\x02 \x01(\tR\x04from\x12\x12\n" +
 	"\x04type\x18\x03 \x01(\tR\x04type\x12\x12\n" +
@@ -3461,14 +5194,73 @@ const file_hub_proto_rawDesc = "" +
 	"\rinclude_ended\x18\x02 \x01(\bR\fincludeEnded\x1a:\n" +
 	"\fCursorsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"H\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"\xf0\x01\n" +
 	"\fWatchRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x19\n" +
-	"\bfrom_seq\x18\x02 \x01(\x04R\afromSeq\"V\n" +
+	"\bfrom_seq\x18\x02 \x01(\x04R\afromSeq\x12\x12\n" +
+	"\x04tree\x18\x03 \x01(\bR\x04tree\x12\x18\n" +
+	"\averbose\x18\x04 \x01(\bR\averbose\x12<\n" +
+	"\acursors\x18\x05 \x03(\v2\".hubd.v1.WatchRequest.CursorsEntryR\acursors\x1a:\n" +
+	"\fCursorsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"V\n" +
 	"\bDelivery\x12-\n" +
 	"\benvelope\x18\x01 \x01(\v2\x11.hubd.v1.EnvelopeR\benvelope\x12\x1b\n" +
-	"\tyour_turn\x18\x02 \x01(\bR\byourTurn*\xf9\x03\n" +
+	"\tyour_turn\x18\x02 \x01(\bR\byourTurn\"\xc8\x01\n" +
+	"\x0fDelegateRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x120\n" +
+	"\bchildren\x18\x02 \x03(\v2\x14.hubd.v1.OpenRequestR\bchildren\x12\x12\n" +
+	"\x04mode\x18\x03 \x01(\tR\x04mode\x12\x14\n" +
+	"\x05await\x18\x04 \x01(\tR\x05await\x12\x16\n" +
+	"\x06notify\x18\x05 \x01(\tR\x06notify\x12\"\n" +
+	"\rclient_msg_id\x18\x06 \x01(\tR\vclientMsgId\"\x99\x01\n" +
+	"\x10DelegateResponse\x125\n" +
+	"\n" +
+	"delegation\x18\x01 \x01(\v2\x15.hubd.v1.SendResponseR\n" +
+	"delegation\x120\n" +
+	"\bchildren\x18\x02 \x03(\v2\x14.hubd.v1.SessionInfoR\bchildren\x12\x1c\n" +
+	"\tduplicate\x18\x03 \x01(\bR\tduplicate\"{\n" +
+	"\rAnswerRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12'\n" +
+	"\x06answer\x18\x02 \x01(\v2\x0f.hubd.v1.AnswerR\x06answer\x12\"\n" +
+	"\rclient_msg_id\x18\x03 \x01(\tR\vclientMsgId\"Z\n" +
+	"\x14ListQuestionsRequest\x12\x1a\n" +
+	"\banswerer\x18\x01 \x01(\tR\banswerer\x12&\n" +
+	"\x0froot_session_id\x18\x02 \x01(\tR\rrootSessionId\"u\n" +
+	"\x0fPendingQuestion\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
+	"\x05asker\x18\x02 \x01(\tR\x05asker\x12-\n" +
+	"\benvelope\x18\x03 \x01(\v2\x11.hubd.v1.EnvelopeR\benvelope\"O\n" +
+	"\x15ListQuestionsResponse\x126\n" +
+	"\tquestions\x18\x01 \x03(\v2\x18.hubd.v1.PendingQuestionR\tquestions\"/\n" +
+	"\x0eGetTreeRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\xdc\x01\n" +
+	"\bTreeNode\x12.\n" +
+	"\asession\x18\x01 \x01(\v2\x14.hubd.v1.SessionInfoR\asession\x12\x14\n" +
+	"\x05turns\x18\x02 \x01(\x03R\x05turns\x12$\n" +
+	"\x05usage\x18\x03 \x01(\v2\x0e.hubd.v1.UsageR\x05usage\x125\n" +
+	"\bduration\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\bduration\x12-\n" +
+	"\bchildren\x18\x05 \x03(\v2\x11.hubd.v1.TreeNodeR\bchildren\".\n" +
+	"\rReplayRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\x95\x01\n" +
+	"\n" +
+	"ReplayStep\x12-\n" +
+	"\benvelope\x18\x01 \x01(\v2\x11.hubd.v1.EnvelopeR\benvelope\x12\x12\n" +
+	"\x04rule\x18\x02 \x01(\tR\x04rule\x12\x1a\n" +
+	"\bexpected\x18\x03 \x03(\tR\bexpected\x12\x12\n" +
+	"\x04turn\x18\x04 \x01(\x03R\x04turn\x12\x14\n" +
+	"\x05state\x18\x05 \x01(\tR\x05state\"\x94\x01\n" +
+	"\x0eReplayResponse\x12)\n" +
+	"\x05steps\x18\x01 \x03(\v2\x13.hubd.v1.ReplayStepR\x05steps\x12\x14\n" +
+	"\x05equal\x18\x02 \x01(\bR\x05equal\x12)\n" +
+	"\x10first_difference\x18\x03 \x01(\x04R\x0ffirstDifference\x12\x16\n" +
+	"\x06detail\x18\x04 \x01(\tR\x06detail*\xb2\x04\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vOUT_OF_TURN\x10\x01\x12\x13\n" +
@@ -3495,7 +5287,11 @@ const file_hub_proto_rawDesc = "" +
 	"\bCANCELED\x10\x15\x12\x15\n" +
 	"\x11DEADLINE_EXCEEDED\x10\x16\x12\f\n" +
 	"\bINTERNAL\x10\x17\x12\r\n" +
-	"\tDISK_FULL\x10\x18B\"Z github.com/hubd/hubd/hubpb;hubpbb\x06proto3"
+	"\tDISK_FULL\x10\x18\x12\r\n" +
+	"\tTURN_HELD\x10\x19\x12\x18\n" +
+	"\x14DELEGATE_NOT_ALLOWED\x10\x1a\x12\x0e\n" +
+	"\n" +
+	"BAD_ANSWER\x10\x1bB\"Z github.com/hubd/hubd/hubpb;hubpbb\x06proto3"
 
 var (
 	file_hub_proto_rawDescOnce sync.Once
@@ -3510,7 +5306,7 @@ func file_hub_proto_rawDescGZIP() []byte {
 }
 
 var file_hub_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
 var file_hub_proto_goTypes = []any{
 	(Reason)(0),                   // 0: hubd.v1.Reason
 	(*Envelope)(nil),              // 1: hubd.v1.Envelope
@@ -3526,46 +5322,64 @@ var file_hub_proto_goTypes = []any{
 	(*Question)(nil),              // 11: hubd.v1.Question
 	(*Option)(nil),                // 12: hubd.v1.Option
 	(*Answer)(nil),                // 13: hubd.v1.Answer
-	(*DelegationResult)(nil),      // 14: hubd.v1.DelegationResult
-	(*TaskProgress)(nil),          // 15: hubd.v1.TaskProgress
-	(*Call)(nil),                  // 16: hubd.v1.Call
-	(*Participant)(nil),           // 17: hubd.v1.Participant
-	(*Expectation)(nil),           // 18: hubd.v1.Expectation
-	(*Expectations)(nil),          // 19: hubd.v1.Expectations
-	(*SessionMeta)(nil),           // 20: hubd.v1.SessionMeta
-	(*OpenRequest)(nil),           // 21: hubd.v1.OpenRequest
-	(*OpenResponse)(nil),          // 22: hubd.v1.OpenResponse
-	(*SendRequest)(nil),           // 23: hubd.v1.SendRequest
-	(*SendResponse)(nil),          // 24: hubd.v1.SendResponse
-	(*InviteRequest)(nil),         // 25: hubd.v1.InviteRequest
-	(*CloseRequest)(nil),          // 26: hubd.v1.CloseRequest
-	(*GetSessionRequest)(nil),     // 27: hubd.v1.GetSessionRequest
-	(*SessionInfo)(nil),           // 28: hubd.v1.SessionInfo
-	(*ListSessionsRequest)(nil),   // 29: hubd.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),  // 30: hubd.v1.ListSessionsResponse
-	(*ReadLogRequest)(nil),        // 31: hubd.v1.ReadLogRequest
-	(*ReadLogResponse)(nil),       // 32: hubd.v1.ReadLogResponse
-	(*PendingTurnsRequest)(nil),   // 33: hubd.v1.PendingTurnsRequest
-	(*PendingTurnsResponse)(nil),  // 34: hubd.v1.PendingTurnsResponse
-	(*GetViewRequest)(nil),        // 35: hubd.v1.GetViewRequest
-	(*View)(nil),                  // 36: hubd.v1.View
-	(*ViewItem)(nil),              // 37: hubd.v1.ViewItem
-	(*SpeakerCount)(nil),          // 38: hubd.v1.SpeakerCount
-	(*SubscribeRequest)(nil),      // 39: hubd.v1.SubscribeRequest
-	(*WatchRequest)(nil),          // 40: hubd.v1.WatchRequest
-	(*Delivery)(nil),              // 41: hubd.v1.Delivery
-	nil,                           // 42: hubd.v1.ContextUpdate.SetEntry
-	nil,                           // 43: hubd.v1.SessionMeta.KnobsEntry
-	nil,                           // 44: hubd.v1.SessionMeta.LabelsEntry
-	nil,                           // 45: hubd.v1.OpenRequest.LabelsEntry
-	nil,                           // 46: hubd.v1.OpenRequest.KnobsEntry
-	nil,                           // 47: hubd.v1.SessionInfo.ContextEntry
-	nil,                           // 48: hubd.v1.ListSessionsRequest.LabelsEntry
-	nil,                           // 49: hubd.v1.SubscribeRequest.CursorsEntry
-	(*timestamppb.Timestamp)(nil), // 50: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 51: google.protobuf.Duration
-	(*structpb.Struct)(nil),       // 52: google.protobuf.Struct
-	(*structpb.Value)(nil),        // 53: google.protobuf.Value
+	(*QuestionClosed)(nil),        // 14: hubd.v1.QuestionClosed
+	(*Delegation)(nil),            // 15: hubd.v1.Delegation
+	(*ToolCall)(nil),              // 16: hubd.v1.ToolCall
+	(*ToolResult)(nil),            // 17: hubd.v1.ToolResult
+	(*DelegationResult)(nil),      // 18: hubd.v1.DelegationResult
+	(*TaskProgress)(nil),          // 19: hubd.v1.TaskProgress
+	(*Call)(nil),                  // 20: hubd.v1.Call
+	(*Participant)(nil),           // 21: hubd.v1.Participant
+	(*Expectation)(nil),           // 22: hubd.v1.Expectation
+	(*Expectations)(nil),          // 23: hubd.v1.Expectations
+	(*SessionMeta)(nil),           // 24: hubd.v1.SessionMeta
+	(*Budget)(nil),                // 25: hubd.v1.Budget
+	(*OpenRequest)(nil),           // 26: hubd.v1.OpenRequest
+	(*OpenResponse)(nil),          // 27: hubd.v1.OpenResponse
+	(*SendRequest)(nil),           // 28: hubd.v1.SendRequest
+	(*SendResponse)(nil),          // 29: hubd.v1.SendResponse
+	(*InviteRequest)(nil),         // 30: hubd.v1.InviteRequest
+	(*CloseRequest)(nil),          // 31: hubd.v1.CloseRequest
+	(*GetSessionRequest)(nil),     // 32: hubd.v1.GetSessionRequest
+	(*SessionInfo)(nil),           // 33: hubd.v1.SessionInfo
+	(*Hold)(nil),                  // 34: hubd.v1.Hold
+	(*ListSessionsRequest)(nil),   // 35: hubd.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),  // 36: hubd.v1.ListSessionsResponse
+	(*ReadLogRequest)(nil),        // 37: hubd.v1.ReadLogRequest
+	(*ReadLogResponse)(nil),       // 38: hubd.v1.ReadLogResponse
+	(*PendingTurnsRequest)(nil),   // 39: hubd.v1.PendingTurnsRequest
+	(*PendingTurnsResponse)(nil),  // 40: hubd.v1.PendingTurnsResponse
+	(*GetViewRequest)(nil),        // 41: hubd.v1.GetViewRequest
+	(*View)(nil),                  // 42: hubd.v1.View
+	(*ViewItem)(nil),              // 43: hubd.v1.ViewItem
+	(*SpeakerCount)(nil),          // 44: hubd.v1.SpeakerCount
+	(*SubscribeRequest)(nil),      // 45: hubd.v1.SubscribeRequest
+	(*WatchRequest)(nil),          // 46: hubd.v1.WatchRequest
+	(*Delivery)(nil),              // 47: hubd.v1.Delivery
+	(*DelegateRequest)(nil),       // 48: hubd.v1.DelegateRequest
+	(*DelegateResponse)(nil),      // 49: hubd.v1.DelegateResponse
+	(*AnswerRequest)(nil),         // 50: hubd.v1.AnswerRequest
+	(*ListQuestionsRequest)(nil),  // 51: hubd.v1.ListQuestionsRequest
+	(*PendingQuestion)(nil),       // 52: hubd.v1.PendingQuestion
+	(*ListQuestionsResponse)(nil), // 53: hubd.v1.ListQuestionsResponse
+	(*GetTreeRequest)(nil),        // 54: hubd.v1.GetTreeRequest
+	(*TreeNode)(nil),              // 55: hubd.v1.TreeNode
+	(*ReplayRequest)(nil),         // 56: hubd.v1.ReplayRequest
+	(*ReplayStep)(nil),            // 57: hubd.v1.ReplayStep
+	(*ReplayResponse)(nil),        // 58: hubd.v1.ReplayResponse
+	nil,                           // 59: hubd.v1.ContextUpdate.SetEntry
+	nil,                           // 60: hubd.v1.SessionMeta.KnobsEntry
+	nil,                           // 61: hubd.v1.SessionMeta.LabelsEntry
+	nil,                           // 62: hubd.v1.OpenRequest.LabelsEntry
+	nil,                           // 63: hubd.v1.OpenRequest.KnobsEntry
+	nil,                           // 64: hubd.v1.SessionInfo.ContextEntry
+	nil,                           // 65: hubd.v1.ListSessionsRequest.LabelsEntry
+	nil,                           // 66: hubd.v1.SubscribeRequest.CursorsEntry
+	nil,                           // 67: hubd.v1.WatchRequest.CursorsEntry
+	(*timestamppb.Timestamp)(nil), // 68: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),       // 69: google.protobuf.Struct
+	(*durationpb.Duration)(nil),   // 70: google.protobuf.Duration
+	(*structpb.Value)(nil),        // 71: google.protobuf.Value
 }
 var file_hub_proto_depIdxs = []int32{
 	2,  // 0: hubd.v1.Envelope.audience:type_name -> hubd.v1.Audience
@@ -3577,56 +5391,84 @@ var file_hub_proto_depIdxs = []int32{
 	10, // 6: hubd.v1.Envelope.violation:type_name -> hubd.v1.Violation
 	11, // 7: hubd.v1.Envelope.question:type_name -> hubd.v1.Question
 	13, // 8: hubd.v1.Envelope.answer:type_name -> hubd.v1.Answer
-	14, // 9: hubd.v1.Envelope.delegation_result:type_name -> hubd.v1.DelegationResult
-	15, // 10: hubd.v1.Envelope.task_progress:type_name -> hubd.v1.TaskProgress
-	16, // 11: hubd.v1.Envelope.call:type_name -> hubd.v1.Call
-	50, // 12: hubd.v1.Envelope.accepted_at:type_name -> google.protobuf.Timestamp
-	5,  // 13: hubd.v1.Packet.routing:type_name -> hubd.v1.Routing
-	6,  // 14: hubd.v1.Packet.context_updates:type_name -> hubd.v1.ContextUpdate
-	7,  // 15: hubd.v1.Packet.usage:type_name -> hubd.v1.Usage
-	42, // 16: hubd.v1.ContextUpdate.set:type_name -> hubd.v1.ContextUpdate.SetEntry
-	50, // 17: hubd.v1.Violation.since:type_name -> google.protobuf.Timestamp
-	12, // 18: hubd.v1.Question.options:type_name -> hubd.v1.Option
-	51, // 19: hubd.v1.Expectation.within:type_name -> google.protobuf.Duration
-	18, // 20: hubd.v1.Expectations.items:type_name -> hubd.v1.Expectation
-	17, // 21: hubd.v1.SessionMeta.participants:type_name -> hubd.v1.Participant
-	43, // 22: hubd.v1.SessionMeta.knobs:type_name -> hubd.v1.SessionMeta.KnobsEntry
-	44, // 23: hubd.v1.SessionMeta.labels:type_name -> hubd.v1.SessionMeta.LabelsEntry
-	51, // 24: hubd.v1.SessionMeta.ttl:type_name -> google.protobuf.Duration
-	51, // 25: hubd.v1.SessionMeta.invite_timeout:type_name -> google.protobuf.Duration
-	18, // 26: hubd.v1.SessionMeta.expectations:type_name -> hubd.v1.Expectation
-	50, // 27: hubd.v1.SessionMeta.created_at:type_name -> google.protobuf.Timestamp
-	17, // 28: hubd.v1.OpenRequest.participants:type_name -> hubd.v1.Participant
-	45, // 29: hubd.v1.OpenRequest.labels:type_name -> hubd.v1.OpenRequest.LabelsEntry
-	51, // 30: hubd.v1.OpenRequest.ttl:type_name -> google.protobuf.Duration
-	51, // 31: hubd.v1.OpenRequest.invite_timeout:type_name -> google.protobuf.Duration
-	19, // 32: hubd.v1.OpenRequest.expectations:type_name -> hubd.v1.Expectations
-	52, // 33: hubd.v1.OpenRequest.graph:type_name -> google.protobuf.Struct
-	46, // 34: hubd.v1.OpenRequest.knobs:type_name -> hubd.v1.OpenRequest.KnobsEntry
-	28, // 35: hubd.v1.OpenResponse.session:type_name -> hubd.v1.SessionInfo
-	1,  // 36: hubd.v1.SendRequest.envelope:type_name -> hubd.v1.Envelope
-	50, // 37: hubd.v1.SendResponse.accepted_at:type_name -> google.protobuf.Timestamp
-	20, // 38: hubd.v1.SessionInfo.meta:type_name -> hubd.v1.SessionMeta
-	47, // 39: hubd.v1.SessionInfo.context:type_name -> hubd.v1.SessionInfo.ContextEntry
-	7,  // 40: hubd.v1.SessionInfo.usage:type_name -> hubd.v1.Usage
-	48, // 41: hubd.v1.ListSessionsRequest.labels:type_name -> hubd.v1.ListSessionsRequest.LabelsEntry
-	28, // 42: hubd.v1.ListSessionsResponse.sessions:type_name -> hubd.v1.SessionInfo
-	1,  // 43: hubd.v1.ReadLogResponse.envelopes:type_name -> hubd.v1.Envelope
-	41, // 44: hubd.v1.PendingTurnsResponse.turns:type_name -> hubd.v1.Delivery
-	37, // 45: hubd.v1.View.items:type_name -> hubd.v1.ViewItem
-	38, // 46: hubd.v1.View.older:type_name -> hubd.v1.SpeakerCount
-	50, // 47: hubd.v1.ViewItem.at:type_name -> google.protobuf.Timestamp
-	49, // 48: hubd.v1.SubscribeRequest.cursors:type_name -> hubd.v1.SubscribeRequest.CursorsEntry
-	1,  // 49: hubd.v1.Delivery.envelope:type_name -> hubd.v1.Envelope
-	53, // 50: hubd.v1.ContextUpdate.SetEntry.value:type_name -> google.protobuf.Value
-	53, // 51: hubd.v1.SessionMeta.KnobsEntry.value:type_name -> google.protobuf.Value
-	53, // 52: hubd.v1.OpenRequest.KnobsEntry.value:type_name -> google.protobuf.Value
-	53, // 53: hubd.v1.SessionInfo.ContextEntry.value:type_name -> google.protobuf.Value
-	54, // [54:54] is the sub-list for method output_type
-	54, // [54:54] is the sub-list for method input_type
-	54, // [54:54] is the sub-list for extension type_name
-	54, // [54:54] is the sub-list for extension extendee
-	0,  // [0:54] is the sub-list for field type_name
+	18, // 9: hubd.v1.Envelope.delegation_result:type_name -> hubd.v1.DelegationResult
+	19, // 10: hubd.v1.Envelope.task_progress:type_name -> hubd.v1.TaskProgress
+	15, // 11: hubd.v1.Envelope.delegation:type_name -> hubd.v1.Delegation
+	14, // 12: hubd.v1.Envelope.question_closed:type_name -> hubd.v1.QuestionClosed
+	16, // 13: hubd.v1.Envelope.tool_call:type_name -> hubd.v1.ToolCall
+	17, // 14: hubd.v1.Envelope.tool_result:type_name -> hubd.v1.ToolResult
+	3,  // 15: hubd.v1.Envelope.message:type_name -> hubd.v1.Text
+	20, // 16: hubd.v1.Envelope.call:type_name -> hubd.v1.Call
+	68, // 17: hubd.v1.Envelope.accepted_at:type_name -> google.protobuf.Timestamp
+	5,  // 18: hubd.v1.Packet.routing:type_name -> hubd.v1.Routing
+	6,  // 19: hubd.v1.Packet.context_updates:type_name -> hubd.v1.ContextUpdate
+	7,  // 20: hubd.v1.Packet.usage:type_name -> hubd.v1.Usage
+	59, // 21: hubd.v1.ContextUpdate.set:type_name -> hubd.v1.ContextUpdate.SetEntry
+	68, // 22: hubd.v1.Violation.since:type_name -> google.protobuf.Timestamp
+	12, // 23: hubd.v1.Question.options:type_name -> hubd.v1.Option
+	69, // 24: hubd.v1.Question.schema:type_name -> google.protobuf.Struct
+	70, // 25: hubd.v1.Question.within:type_name -> google.protobuf.Duration
+	69, // 26: hubd.v1.ToolCall.arguments:type_name -> google.protobuf.Struct
+	71, // 27: hubd.v1.ToolResult.result:type_name -> google.protobuf.Value
+	7,  // 28: hubd.v1.DelegationResult.usage:type_name -> hubd.v1.Usage
+	70, // 29: hubd.v1.Expectation.within:type_name -> google.protobuf.Duration
+	22, // 30: hubd.v1.Expectations.items:type_name -> hubd.v1.Expectation
+	21, // 31: hubd.v1.SessionMeta.participants:type_name -> hubd.v1.Participant
+	60, // 32: hubd.v1.SessionMeta.knobs:type_name -> hubd.v1.SessionMeta.KnobsEntry
+	61, // 33: hubd.v1.SessionMeta.labels:type_name -> hubd.v1.SessionMeta.LabelsEntry
+	70, // 34: hubd.v1.SessionMeta.ttl:type_name -> google.protobuf.Duration
+	70, // 35: hubd.v1.SessionMeta.invite_timeout:type_name -> google.protobuf.Duration
+	22, // 36: hubd.v1.SessionMeta.expectations:type_name -> hubd.v1.Expectation
+	68, // 37: hubd.v1.SessionMeta.created_at:type_name -> google.protobuf.Timestamp
+	25, // 38: hubd.v1.SessionMeta.budget:type_name -> hubd.v1.Budget
+	21, // 39: hubd.v1.OpenRequest.participants:type_name -> hubd.v1.Participant
+	62, // 40: hubd.v1.OpenRequest.labels:type_name -> hubd.v1.OpenRequest.LabelsEntry
+	70, // 41: hubd.v1.OpenRequest.ttl:type_name -> google.protobuf.Duration
+	70, // 42: hubd.v1.OpenRequest.invite_timeout:type_name -> google.protobuf.Duration
+	23, // 43: hubd.v1.OpenRequest.expectations:type_name -> hubd.v1.Expectations
+	69, // 44: hubd.v1.OpenRequest.graph:type_name -> google.protobuf.Struct
+	63, // 45: hubd.v1.OpenRequest.knobs:type_name -> hubd.v1.OpenRequest.KnobsEntry
+	25, // 46: hubd.v1.OpenRequest.budget:type_name -> hubd.v1.Budget
+	33, // 47: hubd.v1.OpenResponse.session:type_name -> hubd.v1.SessionInfo
+	1,  // 48: hubd.v1.SendRequest.envelope:type_name -> hubd.v1.Envelope
+	68, // 49: hubd.v1.SendResponse.accepted_at:type_name -> google.protobuf.Timestamp
+	24, // 50: hubd.v1.SessionInfo.meta:type_name -> hubd.v1.SessionMeta
+	64, // 51: hubd.v1.SessionInfo.context:type_name -> hubd.v1.SessionInfo.ContextEntry
+	7,  // 52: hubd.v1.SessionInfo.usage:type_name -> hubd.v1.Usage
+	34, // 53: hubd.v1.SessionInfo.holds:type_name -> hubd.v1.Hold
+	7,  // 54: hubd.v1.SessionInfo.tree_usage:type_name -> hubd.v1.Usage
+	68, // 55: hubd.v1.Hold.since:type_name -> google.protobuf.Timestamp
+	65, // 56: hubd.v1.ListSessionsRequest.labels:type_name -> hubd.v1.ListSessionsRequest.LabelsEntry
+	33, // 57: hubd.v1.ListSessionsResponse.sessions:type_name -> hubd.v1.SessionInfo
+	1,  // 58: hubd.v1.ReadLogResponse.envelopes:type_name -> hubd.v1.Envelope
+	47, // 59: hubd.v1.PendingTurnsResponse.turns:type_name -> hubd.v1.Delivery
+	43, // 60: hubd.v1.View.items:type_name -> hubd.v1.ViewItem
+	44, // 61: hubd.v1.View.older:type_name -> hubd.v1.SpeakerCount
+	68, // 62: hubd.v1.ViewItem.at:type_name -> google.protobuf.Timestamp
+	66, // 63: hubd.v1.SubscribeRequest.cursors:type_name -> hubd.v1.SubscribeRequest.CursorsEntry
+	67, // 64: hubd.v1.WatchRequest.cursors:type_name -> hubd.v1.WatchRequest.CursorsEntry
+	1,  // 65: hubd.v1.Delivery.envelope:type_name -> hubd.v1.Envelope
+	26, // 66: hubd.v1.DelegateRequest.children:type_name -> hubd.v1.OpenRequest
+	29, // 67: hubd.v1.DelegateResponse.delegation:type_name -> hubd.v1.SendResponse
+	33, // 68: hubd.v1.DelegateResponse.children:type_name -> hubd.v1.SessionInfo
+	13, // 69: hubd.v1.AnswerRequest.answer:type_name -> hubd.v1.Answer
+	1,  // 70: hubd.v1.PendingQuestion.envelope:type_name -> hubd.v1.Envelope
+	52, // 71: hubd.v1.ListQuestionsResponse.questions:type_name -> hubd.v1.PendingQuestion
+	33, // 72: hubd.v1.TreeNode.session:type_name -> hubd.v1.SessionInfo
+	7,  // 73: hubd.v1.TreeNode.usage:type_name -> hubd.v1.Usage
+	70, // 74: hubd.v1.TreeNode.duration:type_name -> google.protobuf.Duration
+	55, // 75: hubd.v1.TreeNode.children:type_name -> hubd.v1.TreeNode
+	1,  // 76: hubd.v1.ReplayStep.envelope:type_name -> hubd.v1.Envelope
+	57, // 77: hubd.v1.ReplayResponse.steps:type_name -> hubd.v1.ReplayStep
+	71, // 78: hubd.v1.ContextUpdate.SetEntry.value:type_name -> google.protobuf.Value
+	71, // 79: hubd.v1.SessionMeta.KnobsEntry.value:type_name -> google.protobuf.Value
+	71, // 80: hubd.v1.OpenRequest.KnobsEntry.value:type_name -> google.protobuf.Value
+	71, // 81: hubd.v1.SessionInfo.ContextEntry.value:type_name -> google.protobuf.Value
+	82, // [82:82] is the sub-list for method output_type
+	82, // [82:82] is the sub-list for method input_type
+	82, // [82:82] is the sub-list for extension type_name
+	82, // [82:82] is the sub-list for extension extendee
+	0,  // [0:82] is the sub-list for field type_name
 }
 
 func init() { file_hub_proto_init() }
@@ -3646,6 +5488,11 @@ func file_hub_proto_init() {
 		(*Envelope_DelegationResult)(nil),
 		(*Envelope_TaskProgress)(nil),
 		(*Envelope_Custom)(nil),
+		(*Envelope_Delegation)(nil),
+		(*Envelope_QuestionClosed)(nil),
+		(*Envelope_ToolCall)(nil),
+		(*Envelope_ToolResult)(nil),
+		(*Envelope_Message)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3653,7 +5500,7 @@ func file_hub_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hub_proto_rawDesc), len(file_hub_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   49,
+			NumMessages:   67,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -36,7 +36,7 @@ var File_hub_service_proto protoreflect.FileDescriptor
 
 const file_hub_service_proto_rawDesc = "" +
 	"\n" +
-	"\x11hub_service.proto\x12\ahubd.v1\x1a\thub.proto2\xde\x05\n" +
+	"\x11hub_service.proto\x12\ahubd.v1\x1a\thub.proto2\x9a\b\n" +
 	"\x03Hub\x123\n" +
 	"\x04Open\x12\x14.hubd.v1.OpenRequest\x1a\x15.hubd.v1.OpenResponse\x123\n" +
 	"\x04Send\x12\x14.hubd.v1.SendRequest\x1a\x15.hubd.v1.SendResponse\x12:\n" +
@@ -50,28 +50,42 @@ const file_hub_service_proto_rawDesc = "" +
 	"\fPendingTurns\x12\x1c.hubd.v1.PendingTurnsRequest\x1a\x1d.hubd.v1.PendingTurnsResponse\x121\n" +
 	"\aGetView\x12\x17.hubd.v1.GetViewRequest\x1a\r.hubd.v1.View\x12;\n" +
 	"\tSubscribe\x12\x19.hubd.v1.SubscribeRequest\x1a\x11.hubd.v1.Delivery0\x01\x123\n" +
-	"\x05Watch\x12\x15.hubd.v1.WatchRequest\x1a\x11.hubd.v1.Delivery0\x01B*Z(github.com/hubd/hubd/hubpb/hubsvc;hubsvcb\x06proto3"
+	"\x05Watch\x12\x15.hubd.v1.WatchRequest\x1a\x11.hubd.v1.Delivery0\x01\x12?\n" +
+	"\bDelegate\x12\x18.hubd.v1.DelegateRequest\x1a\x19.hubd.v1.DelegateResponse\x127\n" +
+	"\x06Answer\x12\x16.hubd.v1.AnswerRequest\x1a\x15.hubd.v1.SendResponse\x12N\n" +
+	"\rListQuestions\x12\x1d.hubd.v1.ListQuestionsRequest\x1a\x1e.hubd.v1.ListQuestionsResponse\x125\n" +
+	"\aGetTree\x12\x17.hubd.v1.GetTreeRequest\x1a\x11.hubd.v1.TreeNode\x129\n" +
+	"\x06Replay\x12\x16.hubd.v1.ReplayRequest\x1a\x17.hubd.v1.ReplayResponseB*Z(github.com/hubd/hubd/hubpb/hubsvc;hubsvcb\x06proto3"
 
 var file_hub_service_proto_goTypes = []any{
-	(*hubpb.OpenRequest)(nil),          // 0: hubd.v1.OpenRequest
-	(*hubpb.SendRequest)(nil),          // 1: hubd.v1.SendRequest
-	(*hubpb.InviteRequest)(nil),        // 2: hubd.v1.InviteRequest
-	(*hubpb.CloseRequest)(nil),         // 3: hubd.v1.CloseRequest
-	(*hubpb.GetSessionRequest)(nil),    // 4: hubd.v1.GetSessionRequest
-	(*hubpb.ListSessionsRequest)(nil),  // 5: hubd.v1.ListSessionsRequest
-	(*hubpb.ReadLogRequest)(nil),       // 6: hubd.v1.ReadLogRequest
-	(*hubpb.PendingTurnsRequest)(nil),  // 7: hubd.v1.PendingTurnsRequest
-	(*hubpb.GetViewRequest)(nil),       // 8: hubd.v1.GetViewRequest
-	(*hubpb.SubscribeRequest)(nil),     // 9: hubd.v1.SubscribeRequest
-	(*hubpb.WatchRequest)(nil),         // 10: hubd.v1.WatchRequest
-	(*hubpb.OpenResponse)(nil),         // 11: hubd.v1.OpenResponse
-	(*hubpb.SendResponse)(nil),         // 12: hubd.v1.SendResponse
-	(*hubpb.SessionInfo)(nil),          // 13: hubd.v1.SessionInfo
-	(*hubpb.ListSessionsResponse)(nil), // 14: hubd.v1.ListSessionsResponse
-	(*hubpb.ReadLogResponse)(nil),      // 15: hubd.v1.ReadLogResponse
-	(*hubpb.PendingTurnsResponse)(nil), // 16: hubd.v1.PendingTurnsResponse
-	(*hubpb.View)(nil),                 // 17: hubd.v1.View
-	(*hubpb.Delivery)(nil),             // 18: hubd.v1.Delivery
+	(*hubpb.OpenRequest)(nil),           // 0: hubd.v1.OpenRequest
+	(*hubpb.SendRequest)(nil),           // 1: hubd.v1.SendRequest
+	(*hubpb.InviteRequest)(nil),         // 2: hubd.v1.InviteRequest
+	(*hubpb.CloseRequest)(nil),          // 3: hubd.v1.CloseRequest
+	(*hubpb.GetSessionRequest)(nil),     // 4: hubd.v1.GetSessionRequest
+	(*hubpb.ListSessionsRequest)(nil),   // 5: hubd.v1.ListSessionsRequest
+	(*hubpb.ReadLogRequest)(nil),        // 6: hubd.v1.ReadLogRequest
+	(*hubpb.PendingTurnsRequest)(nil),   // 7: hubd.v1.PendingTurnsRequest
+	(*hubpb.GetViewRequest)(nil),        // 8: hubd.v1.GetViewRequest
+	(*hubpb.SubscribeRequest)(nil),      // 9: hubd.v1.SubscribeRequest
+	(*hubpb.WatchRequest)(nil),          // 10: hubd.v1.WatchRequest
+	(*hubpb.DelegateRequest)(nil),       // 11: hubd.v1.DelegateRequest
+	(*hubpb.AnswerRequest)(nil),         // 12: hubd.v1.AnswerRequest
+	(*hubpb.ListQuestionsRequest)(nil),  // 13: hubd.v1.ListQuestionsRequest
+	(*hubpb.GetTreeRequest)(nil),        // 14: hubd.v1.GetTreeRequest
+	(*hubpb.ReplayRequest)(nil),         // 15: hubd.v1.ReplayRequest
+	(*hubpb.OpenResponse)(nil),          // 16: hubd.v1.OpenResponse
+	(*hubpb.SendResponse)(nil),          // 17: hubd.v1.SendResponse
+	(*hubpb.SessionInfo)(nil),           // 18: hubd.v1.SessionInfo
+	(*hubpb.ListSessionsResponse)(nil),  // 19: hubd.v1.ListSessionsResponse
+	(*hubpb.ReadLogResponse)(nil),       // 20: hubd.v1.ReadLogResponse
+	(*hubpb.PendingTurnsResponse)(nil),  // 21: hubd.v1.PendingTurnsResponse
+	(*hubpb.View)(nil),                  // 22: hubd.v1.View
+	(*hubpb.Delivery)(nil),              // 23: hubd.v1.Delivery
+	(*hubpb.DelegateResponse)(nil),      // 24: hubd.v1.DelegateResponse
+	(*hubpb.ListQuestionsResponse)(nil), // 25: hubd.v1.ListQuestionsResponse
+	(*hubpb.TreeNode)(nil),              // 26: hubd.v1.TreeNode
+	(*hubpb.ReplayResponse)(nil),        // 27: hubd.v1.ReplayResponse
 }
 var file_hub_service_proto_depIdxs = []int32{
 	0,  // 0: hubd.v1.Hub.Open:input_type -> hubd.v1.OpenRequest
@@ -86,20 +100,30 @@ var file_hub_service_proto_depIdxs = []int32{
 	8,  // 9: hubd.v1.Hub.GetView:input_type -> hubd.v1.GetViewRequest
 	9,  // 10: hubd.v1.Hub.Subscribe:input_type -> hubd.v1.SubscribeRequest
 	10, // 11: hubd.v1.Hub.Watch:input_type -> hubd.v1.WatchRequest
-	11, // 12: hubd.v1.Hub.Open:output_type -> hubd.v1.OpenResponse
-	12, // 13: hubd.v1.Hub.Send:output_type -> hubd.v1.SendResponse
-	12, // 14: hubd.v1.Hub.AckInvite:output_type -> hubd.v1.SendResponse
-	12, // 15: hubd.v1.Hub.RejectInvite:output_type -> hubd.v1.SendResponse
-	12, // 16: hubd.v1.Hub.Close:output_type -> hubd.v1.SendResponse
-	13, // 17: hubd.v1.Hub.GetSession:output_type -> hubd.v1.SessionInfo
-	14, // 18: hubd.v1.Hub.ListSessions:output_type -> hubd.v1.ListSessionsResponse
-	15, // 19: hubd.v1.Hub.ReadLog:output_type -> hubd.v1.ReadLogResponse
-	16, // 20: hubd.v1.Hub.PendingTurns:output_type -> hubd.v1.PendingTurnsResponse
-	17, // 21: hubd.v1.Hub.GetView:output_type -> hubd.v1.View
-	18, // 22: hubd.v1.Hub.Subscribe:output_type -> hubd.v1.Delivery
-	18, // 23: hubd.v1.Hub.Watch:output_type -> hubd.v1.Delivery
-	12, // [12:24] is the sub-list for method output_type
-	0,  // [0:12] is the sub-list for method input_type
+	11, // 12: hubd.v1.Hub.Delegate:input_type -> hubd.v1.DelegateRequest
+	12, // 13: hubd.v1.Hub.Answer:input_type -> hubd.v1.AnswerRequest
+	13, // 14: hubd.v1.Hub.ListQuestions:input_type -> hubd.v1.ListQuestionsRequest
+	14, // 15: hubd.v1.Hub.GetTree:input_type -> hubd.v1.GetTreeRequest
+	15, // 16: hubd.v1.Hub.Replay:input_type -> hubd.v1.ReplayRequest
+	16, // 17: hubd.v1.Hub.Open:output_type -> hubd.v1.OpenResponse
+	17, // 18: hubd.v1.Hub.Send:output_type -> hubd.v1.SendResponse
+	17, // 19: hubd.v1.Hub.AckInvite:output_type -> hubd.v1.SendResponse
+	17, // 20: hubd.v1.Hub.RejectInvite:output_type -> hubd.v1.SendResponse
+	17, // 21: hubd.v1.Hub.Close:output_type -> hubd.v1.SendResponse
+	18, // 22: hubd.v1.Hub.GetSession:output_type -> hubd.v1.SessionInfo
+	19, // 23: hubd.v1.Hub.ListSessions:output_type -> hubd.v1.ListSessionsResponse
+	20, // 24: hubd.v1.Hub.ReadLog:output_type -> hubd.v1.ReadLogResponse
+	21, // 25: hubd.v1.Hub.PendingTurns:output_type -> hubd.v1.PendingTurnsResponse
+	22, // 26: hubd.v1.Hub.GetView:output_type -> hubd.v1.View
+	23, // 27: hubd.v1.Hub.Subscribe:output_type -> hubd.v1.Delivery
+	23, // 28: hubd.v1.Hub.Watch:output_type -> hubd.v1.Delivery
+	24, // 29: hubd.v1.Hub.Delegate:output_type -> hubd.v1.DelegateResponse
+	17, // 30: hubd.v1.Hub.Answer:output_type -> hubd.v1.SendResponse
+	25, // 31: hubd.v1.Hub.ListQuestions:output_type -> hubd.v1.ListQuestionsResponse
+	26, // 32: hubd.v1.Hub.GetTree:output_type -> hubd.v1.TreeNode
+	27, // 33: hubd.v1.Hub.Replay:output_type -> hubd.v1.ReplayResponse
+	17, // [17:34] is the sub-list for method output_type
+	0,  // [0:17] is the sub-list for method input_type
 	0,  // [0:0] is the sub-list for extension type_name
 	0,  // [0:0] is the sub-list for extension extendee
 	0,  // [0:0] is the sub-list for field type_name

@@ -31,18 +31,23 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Hub_Open_FullMethodName         = "/hubd.v1.Hub/Open"
-	Hub_Send_FullMethodName         = "/hubd.v1.Hub/Send"
-	Hub_AckInvite_FullMethodName    = "/hubd.v1.Hub/AckInvite"
-	Hub_RejectInvite_FullMethodName = "/hubd.v1.Hub/RejectInvite"
-	Hub_Close_FullMethodName        = "/hubd.v1.Hub/Close"
-	Hub_GetSession_FullMethodName   = "/hubd.v1.Hub/GetSession"
-	Hub_ListSessions_FullMethodName = "/hubd.v1.Hub/ListSessions"
-	Hub_ReadLog_FullMethodName      = "/hubd.v1.Hub/ReadLog"
-	Hub_PendingTurns_FullMethodName = "/hubd.v1.Hub/PendingTurns"
-	Hub_GetView_FullMethodName      = "/hubd.v1.Hub/GetView"
-	Hub_Subscribe_FullMethodName    = "/hubd.v1.Hub/Subscribe"
-	Hub_Watch_FullMethodName        = "/hubd.v1.Hub/Watch"
+	Hub_Open_FullMethodName          = "/hubd.v1.Hub/Open"
+	Hub_Send_FullMethodName          = "/hubd.v1.Hub/Send"
+	Hub_AckInvite_FullMethodName     = "/hubd.v1.Hub/AckInvite"
+	Hub_RejectInvite_FullMethodName  = "/hubd.v1.Hub/RejectInvite"
+	Hub_Close_FullMethodName         = "/hubd.v1.Hub/Close"
+	Hub_GetSession_FullMethodName    = "/hubd.v1.Hub/GetSession"
+	Hub_ListSessions_FullMethodName  = "/hubd.v1.Hub/ListSessions"
+	Hub_ReadLog_FullMethodName       = "/hubd.v1.Hub/ReadLog"
+	Hub_PendingTurns_FullMethodName  = "/hubd.v1.Hub/PendingTurns"
+	Hub_GetView_FullMethodName       = "/hubd.v1.Hub/GetView"
+	Hub_Subscribe_FullMethodName     = "/hubd.v1.Hub/Subscribe"
+	Hub_Watch_FullMethodName         = "/hubd.v1.Hub/Watch"
+	Hub_Delegate_FullMethodName      = "/hubd.v1.Hub/Delegate"
+	Hub_Answer_FullMethodName        = "/hubd.v1.Hub/Answer"
+	Hub_ListQuestions_FullMethodName = "/hubd.v1.Hub/ListQuestions"
+	Hub_GetTree_FullMethodName       = "/hubd.v1.Hub/GetTree"
+	Hub_Replay_FullMethodName        = "/hubd.v1.Hub/Replay"
 )
 
 // HubClient is the client API for Hub service.
@@ -80,8 +85,23 @@ type HubClient interface {
 	// arrive in order with no gap and no duplicate.
 	Subscribe(ctx context.Context, in *hubpb.SubscribeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[hubpb.Delivery], error)
 	// Watch streams a session's envelopes from a seq: all of them for an
-	// operator, those the caller may read for a participant.
+	// operator, those the caller may read for a participant; with tree, its
+	// descendants' too.
 	Watch(ctx context.Context, in *hubpb.WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[hubpb.Delivery], error)
+	// Delegate opens children of a session on the caller's turn, recorded in
+	// the parent in the same write; blocking holds the caller's turn until
+	// they are done.
+	Delegate(ctx context.Context, in *hubpb.DelegateRequest, opts ...grpc.CallOption) (*hubpb.DelegateResponse, error)
+	// Answer answers a pending question (its answerer, or an operator).
+	Answer(ctx context.Context, in *hubpb.AnswerRequest, opts ...grpc.CallOption) (*hubpb.SendResponse, error)
+	// ListQuestions lists pending questions.
+	ListQuestions(ctx context.Context, in *hubpb.ListQuestionsRequest, opts ...grpc.CallOption) (*hubpb.ListQuestionsResponse, error)
+	// GetTree returns a session's tree: state, close reason, turns, usage
+	// and duration per node.
+	GetTree(ctx context.Context, in *hubpb.GetTreeRequest, opts ...grpc.CallOption) (*hubpb.TreeNode, error)
+	// Replay re-folds one session from its log with no agent called and says
+	// whether the result equals the live state (operators).
+	Replay(ctx context.Context, in *hubpb.ReplayRequest, opts ...grpc.CallOption) (*hubpb.ReplayResponse, error)
 }
 
 type hubClient struct {
@@ -230,6 +250,56 @@ func (c *hubClient) Watch(ctx context.Context, in *hubpb.WatchRequest, opts ...g
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Hub_WatchClient = grpc.ServerStreamingClient[hubpb.Delivery]
 
+func (c *hubClient) Delegate(ctx context.Context, in *hubpb.DelegateRequest, opts ...grpc.CallOption) (*hubpb.DelegateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(hubpb.DelegateResponse)
+	err := c.cc.Invoke(ctx, Hub_Delegate_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hubClient) Answer(ctx context.Context, in *hubpb.AnswerRequest, opts ...grpc.CallOption) (*hubpb.SendResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(hubpb.SendResponse)
+	err := c.cc.Invoke(ctx, Hub_Answer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hubClient) ListQuestions(ctx context.Context, in *hubpb.ListQuestionsRequest, opts ...grpc.CallOption) (*hubpb.ListQuestionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(hubpb.ListQuestionsResponse)
+	err := c.cc.Invoke(ctx, Hub_ListQuestions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hubClient) GetTree(ctx context.Context, in *hubpb.GetTreeRequest, opts ...grpc.CallOption) (*hubpb.TreeNode, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(hubpb.TreeNode)
+	err := c.cc.Invoke(ctx, Hub_GetTree_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hubClient) Replay(ctx context.Context, in *hubpb.ReplayRequest, opts ...grpc.CallOption) (*hubpb.ReplayResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(hubpb.ReplayResponse)
+	err := c.cc.Invoke(ctx, Hub_Replay_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // HubServer is the server API for Hub service.
 // All implementations must embed UnimplementedHubServer
 // for forward compatibility.
@@ -265,8 +335,23 @@ type HubServer interface {
 	// arrive in order with no gap and no duplicate.
 	Subscribe(*hubpb.SubscribeRequest, grpc.ServerStreamingServer[hubpb.Delivery]) error
 	// Watch streams a session's envelopes from a seq: all of them for an
-	// operator, those the caller may read for a participant.
+	// operator, those the caller may read for a participant; with tree, its
+	// descendants' too.
 	Watch(*hubpb.WatchRequest, grpc.ServerStreamingServer[hubpb.Delivery]) error
+	// Delegate opens children of a session on the caller's turn, recorded in
+	// the parent in the same write; blocking holds the caller's turn until
+	// they are done.
+	Delegate(context.Context, *hubpb.DelegateRequest) (*hubpb.DelegateResponse, error)
+	// Answer answers a pending question (its answerer, or an operator).
+	Answer(context.Context, *hubpb.AnswerRequest) (*hubpb.SendResponse, error)
+	// ListQuestions lists pending questions.
+	ListQuestions(context.Context, *hubpb.ListQuestionsRequest) (*hubpb.ListQuestionsResponse, error)
+	// GetTree returns a session's tree: state, close reason, turns, usage
+	// and duration per node.
+	GetTree(context.Context, *hubpb.GetTreeRequest) (*hubpb.TreeNode, error)
+	// Replay re-folds one session from its log with no agent called and says
+	// whether the result equals the live state (operators).
+	Replay(context.Context, *hubpb.ReplayRequest) (*hubpb.ReplayResponse, error)
 	mustEmbedUnimplementedHubServer()
 }
 
@@ -312,6 +397,21 @@ func (UnimplementedHubServer) Subscribe(*hubpb.SubscribeRequest, grpc.ServerStre
 }
 func (UnimplementedHubServer) Watch(*hubpb.WatchRequest, grpc.ServerStreamingServer[hubpb.Delivery]) error {
 	return status.Error(codes.Unimplemented, "method Watch not implemented")
+}
+func (UnimplementedHubServer) Delegate(context.Context, *hubpb.DelegateRequest) (*hubpb.DelegateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Delegate not implemented")
+}
+func (UnimplementedHubServer) Answer(context.Context, *hubpb.AnswerRequest) (*hubpb.SendResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Answer not implemented")
+}
+func (UnimplementedHubServer) ListQuestions(context.Context, *hubpb.ListQuestionsRequest) (*hubpb.ListQuestionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListQuestions not implemented")
+}
+func (UnimplementedHubServer) GetTree(context.Context, *hubpb.GetTreeRequest) (*hubpb.TreeNode, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetTree not implemented")
+}
+func (UnimplementedHubServer) Replay(context.Context, *hubpb.ReplayRequest) (*hubpb.ReplayResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Replay not implemented")
 }
 func (UnimplementedHubServer) mustEmbedUnimplementedHubServer() {}
 func (UnimplementedHubServer) testEmbeddedByValue()             {}
@@ -536,6 +636,96 @@ func _Hub_Watch_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Hub_WatchServer = grpc.ServerStreamingServer[hubpb.Delivery]
 
+func _Hub_Delegate_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(hubpb.DelegateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServer).Delegate(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Hub_Delegate_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServer).Delegate(ctx, req.(*hubpb.DelegateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Hub_Answer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(hubpb.AnswerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServer).Answer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Hub_Answer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServer).Answer(ctx, req.(*hubpb.AnswerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Hub_ListQuestions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(hubpb.ListQuestionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServer).ListQuestions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Hub_ListQuestions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServer).ListQuestions(ctx, req.(*hubpb.ListQuestionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Hub_GetTree_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(hubpb.GetTreeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServer).GetTree(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Hub_GetTree_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServer).GetTree(ctx, req.(*hubpb.GetTreeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Hub_Replay_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(hubpb.ReplayRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServer).Replay(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Hub_Replay_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServer).Replay(ctx, req.(*hubpb.ReplayRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Hub_ServiceDesc is the grpc.ServiceDesc for Hub service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -582,6 +772,26 @@ var Hub_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetView",
 			Handler:    _Hub_GetView_Handler,
+		},
+		{
+			MethodName: "Delegate",
+			Handler:    _Hub_Delegate_Handler,
+		},
+		{
+			MethodName: "Answer",
+			Handler:    _Hub_Answer_Handler,
+		},
+		{
+			MethodName: "ListQuestions",
+			Handler:    _Hub_ListQuestions_Handler,
+		},
+		{
+			MethodName: "GetTree",
+			Handler:    _Hub_GetTree_Handler,
+		},
+		{
+			MethodName: "Replay",
+			Handler:    _Hub_Replay_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
