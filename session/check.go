@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 
+	"google.golang.org/protobuf/types/known/structpb"
+
 	"github.com/hubd/hubd/hubpb"
 )
 
@@ -40,7 +42,8 @@ func CheckName(s string) error {
 // and "" for the types without data (invite acks, opened).
 func PayloadField(t string) string {
 	switch t {
-	case EventText, EventPacket, EventQuestion, EventAnswer, EventDelegationResult, EventTaskProgress:
+	case EventText, EventPacket, EventQuestion, EventAnswer, EventQuestionClosed, EventDelegation, EventDelegationResult,
+		EventTaskProgress, EventToolCall, EventToolResult, EventMessage:
 		return t
 	case EventContextSet:
 		return "context_set"
@@ -83,6 +86,16 @@ func payloadName(e *hubpb.Envelope) string {
 		return "task_progress"
 	case *hubpb.Envelope_Custom:
 		return "custom"
+	case *hubpb.Envelope_QuestionClosed:
+		return "question_closed"
+	case *hubpb.Envelope_Delegation:
+		return "delegation"
+	case *hubpb.Envelope_ToolCall:
+		return "tool_call"
+	case *hubpb.Envelope_ToolResult:
+		return "tool_result"
+	case *hubpb.Envelope_Message:
+		return "message"
 	}
 	return "unknown"
 }
@@ -166,6 +179,31 @@ func checkPayload(t string, e *hubpb.Envelope) error {
 		if pc := p.TaskProgress.GetPercent(); math.IsNaN(pc) || math.IsInf(pc, 0) {
 			return fmt.Errorf("task_progress.percent %v is not a finite number: %w", pc, ErrMalformed)
 		}
+	case *hubpb.Envelope_ToolCall:
+		return checkToolCall(p.ToolCall)
+	case *hubpb.Envelope_ToolResult:
+		if p.ToolResult.GetCallId() == "" {
+			return fmt.Errorf("tool_result needs tool_result.call_id: %w", ErrMalformed)
+		}
+		if r := p.ToolResult.GetResult(); r != nil {
+			if err := CheckValue(r); err != nil {
+				return fmt.Errorf("tool_result.result: %w", err)
+			}
+		}
+	case *hubpb.Envelope_Delegation:
+		return checkDelegation(p.Delegation)
+	}
+	return nil
+}
+
+func checkToolCall(c *hubpb.ToolCall) error {
+	if c.GetCallId() == "" || c.GetName() == "" {
+		return fmt.Errorf("tool_call needs tool_call.call_id and tool_call.name: %w", ErrMalformed)
+	}
+	if a := c.GetArguments(); a != nil {
+		if err := CheckValue(structpb.NewStructValue(a)); err != nil {
+			return fmt.Errorf("tool_call.arguments: %w", err)
+		}
 	}
 	return nil
 }
@@ -174,6 +212,10 @@ func checkPacket(p *hubpb.Packet) error {
 	r := p.GetRouting()
 	switch r.GetKind() {
 	case "", RouteText, RouteFinish, RouteEscalate:
+	case RoutePassCaller:
+		if err := CheckName(r.GetTarget()); err != nil {
+			return fmt.Errorf("pass_caller needs packet.routing.target: %w", err)
+		}
 	case RouteHandoff:
 		if r.GetTool() == "" && r.GetTarget() == "" {
 			return fmt.Errorf("a handoff needs packet.routing.tool or packet.routing.target: %w", ErrMalformed)
@@ -184,7 +226,7 @@ func checkPacket(p *hubpb.Packet) error {
 			}
 		}
 	default:
-		return fmt.Errorf("packet.routing.kind %q is not one of text, handoff, finish, escalate: %w", r.GetKind(), ErrMalformed)
+		return fmt.Errorf("packet.routing.kind %q is not one of text, handoff, finish, escalate, pass_caller: %w", r.GetKind(), ErrMalformed)
 	}
 	if err := checkUsage(p.GetUsage()); err != nil {
 		return err
@@ -194,9 +236,9 @@ func checkPacket(p *hubpb.Packet) error {
 
 func checkUsage(u *hubpb.Usage) error {
 	c := u.GetCostUsd()
-	if u.GetInputTokens() < 0 || u.GetOutputTokens() < 0 || c < 0 || math.IsNaN(c) || math.IsInf(c, 0) {
-		return fmt.Errorf("packet.usage {input_tokens: %d, output_tokens: %d, cost_usd: %v} has a negative or non-finite value: %w",
-			u.GetInputTokens(), u.GetOutputTokens(), c, ErrMalformed)
+	if u.GetInputTokens() < 0 || u.GetOutputTokens() < 0 || u.GetToolCalls() < 0 || c < 0 || math.IsNaN(c) || math.IsInf(c, 0) {
+		return fmt.Errorf("packet.usage {input_tokens: %d, output_tokens: %d, tool_calls: %d, cost_usd: %v} has a negative or non-finite value: %w",
+			u.GetInputTokens(), u.GetOutputTokens(), u.GetToolCalls(), c, ErrMalformed)
 	}
 	return nil
 }
@@ -229,18 +271,100 @@ func checkContextKey(field, k string) error {
 }
 
 func checkQuestion(q *hubpb.Question) error {
-	if q.GetQuestionId() == "" {
+	id := q.GetQuestionId()
+	if id == "" {
 		return fmt.Errorf("question needs question.question_id: %w", ErrMalformed)
 	}
 	seen := make(map[string]bool, len(q.GetOptions()))
 	for _, o := range q.GetOptions() {
 		if o.GetId() == "" {
-			return fmt.Errorf("question %q has an option without an id: %w", q.GetQuestionId(), ErrMalformed)
+			return fmt.Errorf("question %q has an option without an id: %w", id, ErrMalformed)
 		}
 		if seen[o.GetId()] {
-			return fmt.Errorf("question %q has option id %q twice: %w", q.GetQuestionId(), o.GetId(), ErrMalformed)
+			return fmt.Errorf("question %q has option id %q twice: %w", id, o.GetId(), ErrMalformed)
 		}
 		seen[o.GetId()] = true
+	}
+	if a := q.GetAnswerer(); a != "" {
+		if err := CheckName(a); err != nil {
+			return fmt.Errorf("question.answerer: %w", err)
+		}
+	}
+	switch {
+	case q.GetMultiple() && len(seen) == 0:
+		return fmt.Errorf("question %q: question.multiple needs options: %w", id, ErrMalformed)
+	case q.GetSchema() != nil && len(seen) > 0:
+		return fmt.Errorf("question %q: question.schema is for free-text questions, not with options: %w", id, ErrMalformed)
+	case q.GetSchema() != nil:
+		if err := CheckSchema(q.GetSchema()); err != nil {
+			return fmt.Errorf("question %q: question.schema: %w", id, err)
+		}
+	}
+	return checkDeadline(q, seen)
+}
+
+// checkDeadline checks a question's deadline and what happens at it.
+func checkDeadline(q *hubpb.Question, options map[string]bool) error {
+	id, w := q.GetQuestionId(), q.GetWithin()
+	if w == nil {
+		if q.GetOnDeadline() != "" || q.GetDefaultOption() != "" {
+			return fmt.Errorf("question %q: question.on_deadline needs question.within: %w", id, ErrMalformed)
+		}
+		return nil
+	}
+	if err := w.CheckValid(); err != nil || w.AsDuration() <= 0 {
+		return fmt.Errorf("question %q: question.within %v must be a positive duration: %w", id, w.AsDuration(), ErrMalformed)
+	}
+	switch q.GetOnDeadline() {
+	case ActionWarn, ActionNotify, ActionAutoClose:
+	case "default":
+		if !options[q.GetDefaultOption()] {
+			return fmt.Errorf("question %q: question.default_option %q is not one of its options: %w", id, q.GetDefaultOption(), ErrMalformed)
+		}
+		return nil
+	default:
+		return fmt.Errorf("question %q: question.on_deadline %q is not one of warn, notify, auto_close, default: %w", id, q.GetOnDeadline(), ErrMalformed)
+	}
+	if q.GetDefaultOption() != "" {
+		return fmt.Errorf("question %q: question.default_option needs on_deadline \"default\": %w", id, ErrMalformed)
+	}
+	return nil
+}
+
+// Delegation modes and awaits (hubpb.Delegation).
+const (
+	ModeBlocking   = "blocking"
+	ModeBackground = "background"
+	AwaitAll       = "all"
+	AwaitAny       = "any"
+	NotifyTurn     = "turn"
+)
+
+func checkDelegation(d *hubpb.Delegation) error {
+	if len(d.GetChildSessionIds()) == 0 {
+		return fmt.Errorf("delegation names no child: %w", ErrMalformed)
+	}
+	for _, c := range d.GetChildSessionIds() {
+		if _, err := ParseID(c); err != nil {
+			return fmt.Errorf("delegation.child_session_ids: %v: %w", err, ErrMalformed)
+		}
+	}
+	return CheckDelegationMode(d.GetMode(), d.GetAwait(), d.GetNotify())
+}
+
+// CheckDelegationMode checks a delegation's mode, await and notify.
+func CheckDelegationMode(mode, await, notify string) error {
+	switch {
+	case mode != ModeBlocking && mode != ModeBackground:
+		return fmt.Errorf("delegation mode %q is not blocking or background: %w", mode, ErrMalformed)
+	case mode == ModeBlocking && await != AwaitAll && await != AwaitAny:
+		return fmt.Errorf("delegation await %q is not all or any: %w", await, ErrMalformed)
+	case mode == ModeBlocking && notify != "":
+		return fmt.Errorf("notify is for background delegations: %w", ErrMalformed)
+	case mode == ModeBackground && await != "":
+		return fmt.Errorf("await is for blocking delegations: %w", ErrMalformed)
+	case mode == ModeBackground && notify != "" && notify != NotifyTurn:
+		return fmt.Errorf("delegation notify %q is not \"\" or turn: %w", notify, ErrMalformed)
 	}
 	return nil
 }

@@ -96,7 +96,7 @@ func TestCheckEnvelope(t *testing.T) {
 		{"handoff to @name", session.EventPacket, handoff(&hubpb.Routing{Kind: session.RouteHandoff, Target: "@bob"}), []string{"packet.routing.target", "'@'"}},
 		{"bad routing kind", session.EventPacket, handoff(&hubpb.Routing{Kind: "teleport"}), []string{`packet.routing.kind "teleport"`, "text, handoff, finish, escalate"}},
 		{"upper-case routing kind", session.EventPacket, handoff(&hubpb.Routing{Kind: "TEXT"}), []string{`"TEXT"`}},
-		{"negative input tokens", session.EventPacket, &hubpb.Packet{Usage: &hubpb.Usage{InputTokens: -1}}, []string{"packet.usage {input_tokens: -1, output_tokens: 0, cost_usd: 0}"}},
+		{"negative input tokens", session.EventPacket, &hubpb.Packet{Usage: &hubpb.Usage{InputTokens: -1}}, []string{"packet.usage {input_tokens: -1, output_tokens: 0, tool_calls: 0, cost_usd: 0}"}},
 		{"negative output tokens", session.EventPacket, &hubpb.Packet{Usage: &hubpb.Usage{OutputTokens: -1}}, []string{"output_tokens: -1"}},
 		{"negative cost", session.EventPacket, &hubpb.Packet{Usage: &hubpb.Usage{CostUsd: -0.01}}, []string{"cost_usd: -0.01"}},
 		{"NaN cost", session.EventPacket, &hubpb.Packet{Usage: &hubpb.Usage{CostUsd: math.NaN()}}, []string{"cost_usd: NaN"}},
@@ -198,6 +198,8 @@ func TestPayloadField(t *testing.T) {
 		session.EventOpened: "", session.EventClosed: "ended", session.EventExpired: "ended",
 		session.EventViolation: "violation", session.EventQuestion: "question", session.EventAnswer: "answer",
 		session.EventDelegationResult: "delegation_result", session.EventTaskProgress: "task_progress",
+		session.EventQuestionClosed: "question_closed", session.EventDelegation: "delegation",
+		session.EventToolCall: "tool_call", session.EventToolResult: "tool_result", session.EventMessage: "message",
 		customType: "custom", "EV_TEXT": "custom",
 	}
 	for _, ty := range append(allTypes, customType, "EV_TEXT") {
@@ -209,7 +211,7 @@ func TestPayloadField(t *testing.T) {
 	// the samples carry exactly that field.
 	oneof := (&hubpb.Envelope{}).ProtoReflect().Descriptor().Oneofs().ByName("payload")
 	for _, s := range samples() {
-		f := session.PayloadField(s.name)
+		f := session.PayloadField(typeOf(s.name))
 		got := s.e.ProtoReflect().WhichOneof(oneof)
 		switch {
 		case f == "" && got != nil:

@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -62,6 +63,9 @@ const (
 	RouteFinish = "finish"
 	// RouteEscalate: the sender asks the session's supervisor for help.
 	RouteEscalate = "escalate"
+	// RoutePassCaller: hand the turn to the target, which takes over the
+	// duty to answer the session's caller.
+	RoutePassCaller = "pass_caller"
 )
 
 // Ended returns an envelope of type t ending a session, or rejecting an
@@ -70,13 +74,23 @@ func Ended(t, reason string) *hubpb.Envelope {
 	return &hubpb.Envelope{Type: t, Payload: &hubpb.Envelope_Ended{Ended: &hubpb.Ended{Reason: reason}}}
 }
 
-// AddUsage returns the sum of a and b (either may be nil).
+// AddUsage returns the sum of a and b (either may be nil). Token and tool
+// call counts saturate at the largest int64 rather than wrap.
 func AddUsage(a, b *hubpb.Usage) *hubpb.Usage {
 	return &hubpb.Usage{
-		InputTokens:  a.GetInputTokens() + b.GetInputTokens(),
-		OutputTokens: a.GetOutputTokens() + b.GetOutputTokens(),
+		InputTokens:  addSat(a.GetInputTokens(), b.GetInputTokens()),
+		OutputTokens: addSat(a.GetOutputTokens(), b.GetOutputTokens()),
 		CostUsd:      a.GetCostUsd() + b.GetCostUsd(),
+		ToolCalls:    addSat(a.GetToolCalls(), b.GetToolCalls()),
 	}
+}
+
+// addSat adds two non-negative counts, saturating at math.MaxInt64.
+func addSat(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // Time returns a stored time, or the zero time for none (a nil

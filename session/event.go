@@ -28,11 +28,21 @@ const (
 	EventExpired      = "session_expired"
 	EventViolation    = "expectation_violated"
 
-	// Orchestration events.
+	// Orchestration events. A question holds its asker's turn until its
+	// answer (or its withdrawal, question_closed); a blocking delegation
+	// holds the delegator's turn until its children's delegation_results.
 	EventQuestion         = "question"
 	EventAnswer           = "answer"
+	EventQuestionClosed   = "question_closed"
+	EventDelegation       = "delegation"
 	EventDelegationResult = "delegation_result"
 	EventTaskProgress     = "task_progress"
+
+	// Side events, never turns: tools an agent used, and a message for a
+	// session's next speaker.
+	EventToolCall   = "tool_call"
+	EventToolResult = "tool_result"
+	EventMessage    = "message"
 )
 
 // MaxEventTypeLen bounds the length of an event type string.
@@ -66,7 +76,8 @@ func ParseEventType(s string) (string, error) {
 // IsBuiltin reports whether t is one of the built-in event types.
 func IsBuiltin(t string) bool {
 	switch t {
-	case EventText, EventPacket, EventContextSet, EventQuestion, EventAnswer, EventDelegationResult, EventTaskProgress:
+	case EventText, EventPacket, EventContextSet, EventQuestion, EventAnswer, EventQuestionClosed, EventDelegation,
+		EventDelegationResult, EventTaskProgress, EventToolCall, EventToolResult, EventMessage:
 		return true
 	}
 	return IsLifecycle(t)
@@ -86,10 +97,12 @@ func IsLifecycle(t string) bool {
 
 // IsHubOnly reports whether only the hub may write an envelope of type t.
 // Agents send invite acks and rejects themselves; every other lifecycle
-// event, and delegation results, come from the hub.
+// event, delegations, their results and question withdrawals come from the
+// hub (an answer is sent through the Answer call, which the hub checks).
 func IsHubOnly(t string) bool {
 	switch t {
-	case EventInvite, EventOpened, EventClosed, EventExpired, EventViolation, EventDelegationResult:
+	case EventInvite, EventOpened, EventClosed, EventExpired, EventViolation, EventDelegation, EventDelegationResult,
+		EventQuestionClosed:
 		return true
 	}
 	return false

@@ -81,6 +81,11 @@ func TestEventTypePredicates(t *testing.T) {
 		{session.EventAnswer, true, false, false, false, false, "EV_ANSWER"},
 		{session.EventDelegationResult, true, false, false, true, false, "EV_DELEGATION_RESULT"},
 		{session.EventTaskProgress, true, false, false, false, false, "EV_TASK_PROGRESS"},
+		{session.EventQuestionClosed, true, false, false, true, false, "EV_QUESTION_CLOSED"},
+		{session.EventDelegation, true, false, false, true, false, "EV_DELEGATION"},
+		{session.EventToolCall, true, false, false, false, false, "EV_TOOL_CALL"},
+		{session.EventToolResult, true, false, false, false, false, "EV_TOOL_RESULT"},
+		{session.EventMessage, true, false, false, false, false, "EV_MESSAGE"},
 		{"app.note", false, false, false, false, false, "app.note"},
 		{"EV_NOPE", false, false, false, false, false, "EV_NOPE"},
 		{"EV_TEXT", false, false, false, false, false, "EV_TEXT"}, // predicates want the stored form

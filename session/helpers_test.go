@@ -3,11 +3,14 @@ package session_test
 import (
 	"errors"
 	"flag"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -37,6 +40,7 @@ var allTypes = []string{
 	session.EventInvite, session.EventInviteAck, session.EventInviteReject,
 	session.EventOpened, session.EventClosed, session.EventExpired, session.EventViolation,
 	session.EventQuestion, session.EventAnswer, session.EventDelegationResult, session.EventTaskProgress,
+	session.EventQuestionClosed, session.EventDelegation, session.EventToolCall, session.EventToolResult, session.EventMessage,
 }
 
 const customType = "app.note"
@@ -85,11 +89,24 @@ func with(e *hubpb.Envelope, p any) *hubpb.Envelope {
 		e.Payload = &hubpb.Envelope_TaskProgress{TaskProgress: p}
 	case []byte:
 		e.Payload = &hubpb.Envelope_Custom{Custom: p}
+	case *hubpb.QuestionClosed:
+		e.Payload = &hubpb.Envelope_QuestionClosed{QuestionClosed: p}
+	case *hubpb.Delegation:
+		e.Payload = &hubpb.Envelope_Delegation{Delegation: p}
+	case *hubpb.ToolCall:
+		e.Payload = &hubpb.Envelope_ToolCall{ToolCall: p}
+	case *hubpb.ToolResult:
+		e.Payload = &hubpb.Envelope_ToolResult{ToolResult: p}
+	case message:
+		e.Payload = &hubpb.Envelope_Message{Message: &hubpb.Text{Text: string(p)}}
 	default:
 		panic("with: not a payload")
 	}
 	return e
 }
+
+// message is the text of a sample "message" envelope.
+type message string
 
 // sample is one envelope of samples(), named for the golden files.
 type sample struct {
@@ -97,13 +114,18 @@ type sample struct {
 	e    *hubpb.Envelope
 }
 
-// samples returns one valid envelope of every event type and a custom one,
-// with every header field and every payload field set (TestSamplesSetEveryField
-// checks it, so a field added to hub.proto must be added here, which makes
-// TestStoredGolden ask for its stored form). A sample's name is its type;
-// samples only ever grow (see TestStoredGolden).
+// samples returns valid envelopes of every event type and a custom one:
+// every header field and, over the samples of a type, every payload field
+// set (TestSamplesSetEveryField checks it, so a field added to hub.proto
+// must be added here, which makes TestStoredGolden ask for its stored
+// form). A sample's name is its type, or its type and a variant where one
+// envelope cannot set every field validly; samples only ever grow (see
+// TestStoredGolden).
 func samples() []sample {
-	all := []*hubpb.Envelope{
+	usage := &hubpb.Usage{InputTokens: 120, OutputTokens: 80, CostUsd: 0.0125, ToolCalls: 3}
+	out := []sample{}
+	add := func(name string, e *hubpb.Envelope) { out = append(out, sample{name: name, e: e}) }
+	for _, e := range []*hubpb.Envelope{
 		with(header(session.EventText), &hubpb.Text{Text: "hello, bob"}),
 		with(header(session.EventPacket), &hubpb.Packet{
 			Body:    "over to you",
@@ -116,7 +138,7 @@ func samples() []sample {
 				},
 				Delete: []string{"old", "stale"},
 			},
-			Usage: &hubpb.Usage{InputTokens: 120, OutputTokens: 80, CostUsd: 0.0125},
+			Usage: usage,
 		}),
 		with(header(session.EventContextSet), &hubpb.ContextUpdate{
 			Set:    map[string]*structpb.Value{"done": session.MustValue(true), "none": structpb.NewNullValue()},
@@ -124,28 +146,50 @@ func samples() []sample {
 		}),
 		with(header(session.EventInvite), &hubpb.Invite{Invitees: []string{"bob", "carol"}}),
 		header(session.EventInviteAck),
-		with(header(session.EventInviteReject), &hubpb.Ended{Reason: "busy"}),
+		with(header(session.EventInviteReject), &hubpb.Ended{Reason: "busy", Detail: "in a meeting"}),
 		header(session.EventOpened),
-		with(header(session.EventClosed), &hubpb.Ended{Reason: session.ReasonSequenceComplete}),
-		with(header(session.EventExpired), &hubpb.Ended{Reason: session.ReasonTTLExpired}),
+		with(header(session.EventClosed), &hubpb.Ended{Reason: session.ReasonSequenceComplete, Detail: "after 3 turns"}),
+		with(header(session.EventExpired), &hubpb.Ended{Reason: session.ReasonTTLExpired, Detail: "ttl 1h"}),
 		with(header(session.EventViolation), &hubpb.Violation{
 			Expectation: session.TurnWithin, Index: 1, Action: session.ActionWarn,
 			Since: timestamppb.New(t0.Add(-time.Minute)), Violators: []string{"bob"}, Detail: "bob has not spoken for 120s",
+			QuestionId: "q1",
 		}),
 		with(header(session.EventQuestion), &hubpb.Question{
-			QuestionId: "q1", Text: "Deploy now?",
+			QuestionId: "q1", Text: "Deploy now?", Answerer: "carol", Multiple: true,
 			Options: []*hubpb.Option{{Id: "yes", Label: "Yes"}, {Id: "no", Label: "Not yet"}},
+			Within:  durationpb.New(5*time.Minute + 500*time.Millisecond), OnDeadline: "default", DefaultOption: "no",
 		}),
-		with(header(session.EventAnswer), &hubpb.Answer{QuestionId: "q1", OptionIds: []string{"yes"}, Text: "go ahead"}),
-		with(header(session.EventDelegationResult), &hubpb.DelegationResult{ChildSessionId: childID, Reason: session.ReasonFinished, Summary: "all done"}),
+		with(header(session.EventAnswer), &hubpb.Answer{QuestionId: "q1", OptionIds: []string{"yes"}, Text: "go ahead",
+			Defaulted: true, By: "ops"}),
+		with(header(session.EventDelegationResult), &hubpb.DelegationResult{ChildSessionId: childID, Reason: session.ReasonFinished,
+			Summary: "all done", State: "CLOSED", Usage: usage, Responder: "carol", DelegationId: causeID}),
 		with(header(session.EventTaskProgress), &hubpb.TaskProgress{Task: "index", Percent: 42.5, Detail: "3 of 7 shards"}),
 		with(header(customType), []byte{0, 1, 2, 0xff}),
+		with(header(session.EventQuestionClosed), &hubpb.QuestionClosed{QuestionId: "q1", Reason: "session_ended"}),
+		with(header(session.EventDelegation), &hubpb.Delegation{ChildSessionIds: []string{childID}, Delegator: "alice",
+			Mode: session.ModeBackground, Notify: session.NotifyTurn}),
+		with(header(session.EventToolCall), &hubpb.ToolCall{CallId: "t1", Name: "web_search",
+			Arguments: session.MustValue(map[string]any{"q": "hubd"}).GetStructValue()}),
+		with(header(session.EventToolResult), &hubpb.ToolResult{CallId: "t1", Name: "web_search",
+			Result: session.MustValue([]any{"a", "b"}), Error: "partial"}),
+		with(header(session.EventMessage), message("one more thing")),
+	} {
+		add(e.GetType(), e)
 	}
-	out := make([]sample, len(all))
-	for i, e := range all {
-		out[i] = sample{name: e.GetType(), e: e}
-	}
+	add("question/schema", with(header(session.EventQuestion), &hubpb.Question{QuestionId: "q2", Text: "How many?", Answerer: "carol",
+		Schema:     session.MustValue(map[string]any{"type": "integer", "minimum": 1}).GetStructValue(),
+		Within:     durationpb.New(time.Minute),
+		OnDeadline: session.ActionNotify}))
+	add("delegation/blocking", with(header(session.EventDelegation), &hubpb.Delegation{ChildSessionIds: []string{childID, sessionID},
+		Delegator: "alice", Mode: session.ModeBlocking, Await: session.AwaitAny}))
 	return out
+}
+
+// typeOf returns the event type a sample name stands for.
+func typeOf(name string) string {
+	t, _, _ := strings.Cut(name, "/")
+	return t
 }
 
 func TestSamplesCoverEveryType(t *testing.T) {
@@ -170,12 +214,26 @@ func TestSamplesCoverEveryType(t *testing.T) {
 // payload's nested messages; of the payload oneof, exactly the member its
 // type needs (none for the types without data).
 func TestSamplesSetEveryField(t *testing.T) {
+	left := map[string]map[string]int{} // type → unset path → samples leaving it
+	count := map[string]int{}
 	for _, s := range samples() {
+		ty := typeOf(s.name)
+		count[ty]++
+		if left[ty] == nil {
+			left[ty] = map[string]int{}
+		}
 		for _, path := range unset(s.e.ProtoReflect(), "") {
-			if path == "payload" && session.PayloadField(s.name) == "" {
+			if path == "payload" && session.PayloadField(ty) == "" {
 				continue
 			}
-			t.Errorf("sample %s leaves %s unset", s.name, path)
+			left[ty][path]++
+		}
+	}
+	for _, ty := range slices.Sorted(maps.Keys(left)) {
+		for _, path := range slices.Sorted(maps.Keys(left[ty])) {
+			if left[ty][path] == count[ty] {
+				t.Errorf("no sample of %s sets %s", ty, path)
+			}
 		}
 	}
 }
