@@ -32,6 +32,10 @@ type State interface {
 	// Fold applies an envelope the hub accepted and returns what it
 	// decided. Fold must not fail for an envelope Validate accepted.
 	Fold(env *hubpb.Envelope) Outcome
+	// Aside folds a turn taken outside the session type's order (a turn a
+	// background result granted): its usage and context updates count,
+	// nothing else changes. Base implements it.
+	Aside(env *hubpb.Envelope)
 	// Expected returns who is expected to speak next, in session order;
 	// empty when nobody is (the session is closing).
 	Expected() []string
@@ -52,6 +56,21 @@ type Outcome struct {
 	// "transitions[1] from_speaker(alice) → agent(bob)", "handoff → bob",
 	// "finish", "max_turns", ... Empty for envelopes that are not turns.
 	Rule string
+	// Begins: the envelope begins a turn (a turn itself, the open, or the
+	// envelope that released a hold or granted a turn): whoever may speak
+	// next is told, with it as the trigger. Machine sets it.
+	Begins bool
+	// Trigger, from Machine.Apply, is the last envelope written (the one
+	// applied or a follow-up) that began a turn; nil when none did.
+	Trigger *hubpb.Envelope
+}
+
+// Router is implemented by session types that route turns between agents
+// (workflow): what they say of it, for SessionInfo.
+type Router interface {
+	// Routing returns the active agent, the handoffs honoured and who
+	// escalations go to.
+	Routing() (active string, handoffs int, supervisor string)
 }
 
 // Summary is the common part of every session type's state.

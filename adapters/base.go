@@ -108,6 +108,17 @@ func (b *Base) CountTurn(env *hubpb.Envelope) {
 	b.Turn++
 }
 
+// Aside implements part of State: a turn outside the session type's order
+// counts its usage and applies its context updates.
+func (b *Base) Aside(env *hubpb.Envelope) {
+	if p := env.GetPacket(); p != nil {
+		b.mustApply(p.GetContextUpdates())
+		if u := p.GetUsage(); u != nil {
+			b.Usage = session.AddUsage(b.Usage, u)
+		}
+	}
+}
+
 // FoldOther folds the envelopes that are not turns (context sets; the rest
 // change nothing an adapter keeps) and reports whether env was one.
 func (b *Base) FoldOther(env *hubpb.Envelope) bool {
@@ -157,7 +168,7 @@ func OutOfTurn(kind string, want []string, got string) error {
 // cannot honour (handoff, escalate); text and finish pass.
 func CheckRouting(kind string, env *hubpb.Envelope) error {
 	switch k := env.GetPacket().GetRouting().GetKind(); k {
-	case session.RouteHandoff, session.RouteEscalate:
+	case session.RouteHandoff, session.RouteEscalate, session.RoutePassCaller:
 		return fmt.Errorf("%s sessions take no %s routing (only text and finish): %w", kind, k, session.ErrMalformed)
 	}
 	return nil

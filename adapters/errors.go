@@ -16,4 +16,10 @@ var (
 	ErrBadHandoffTarget = session.NewError(hubpb.Reason_BAD_HANDOFF_TARGET, "adapters: bad handoff target")
 	// ErrUnknownType: no adapter is registered for a session type.
 	ErrUnknownType = session.NewError(hubpb.Reason_UNKNOWN_SESSION_TYPE, "adapters: unknown session type")
+	// ErrTurnHeld: the turn is held waiting for children or an answer; the
+	// message names what is awaited.
+	ErrTurnHeld = session.NewError(hubpb.Reason_TURN_HELD, "adapters: turn held")
+	// ErrBadAnswer: an answer that does not fit its question; the message
+	// says what would be valid.
+	ErrBadAnswer = session.NewError(hubpb.Reason_BAD_ANSWER, "adapters: bad answer")
 )

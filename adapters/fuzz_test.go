@@ -84,8 +84,12 @@ func fuzzSession(t *testing.T, reg *adapters.Registry, pick byte) (*adapters.Dry
 func fuzzEnvelope(b []byte) *hubpb.Envelope {
 	senders := []string{"a", "b", "c", "x"}
 	types := []string{session.EventText, session.EventPacket, session.EventPacket, session.EventContextSet,
-		session.EventQuestion, "app.custom", session.EventInviteAck, session.EventClosed}
-	kinds := []string{"", session.RouteText, session.RouteHandoff, session.RouteFinish, session.RouteEscalate, "bogus"}
+		session.EventQuestion, "app.custom", session.EventInviteAck, session.EventClosed,
+		session.EventAnswer, session.EventDelegation, session.EventDelegationResult, session.EventQuestionClosed,
+		session.EventToolCall, session.EventMessage, session.EventTaskProgress, session.EventAnswer}
+	kinds := []string{"", session.RouteText, session.RouteHandoff, session.RouteFinish, session.RouteEscalate, "bogus", session.RoutePassCaller}
+	kids := []string{"01940000-0000-7000-8000-00000000c001", "01940000-0000-7000-8000-00000000c002"}
+	qids := []string{"q", "r"}
 	texts := []string{"hello", "@b hi", "@C.", "@x nope", ""}
 	e := &hubpb.Envelope{From: senders[int(b[0])%len(senders)], Type: types[int(b[1])%len(types)]}
 	switch e.GetType() {
@@ -110,7 +114,47 @@ func fuzzEnvelope(b []byte) *hubpb.Envelope {
 		}
 		e.Payload = &hubpb.Envelope_ContextSet{ContextSet: u}
 	case session.EventQuestion:
-		e.Payload = &hubpb.Envelope_Question{Question: &hubpb.Question{QuestionId: "q", Text: "?"}}
+		q := &hubpb.Question{QuestionId: qids[int(b[2])%2], Text: "?", Answerer: senders[int(b[3])%len(senders)]}
+		if b[2]&2 != 0 {
+			q.Options = []*hubpb.Option{{Id: "y", Label: "yes"}, {Id: "n", Label: "no"}}
+			q.Multiple = b[2]&4 != 0
+		}
+		e.Payload = &hubpb.Envelope_Question{Question: q}
+	case session.EventAnswer:
+		a := &hubpb.Answer{QuestionId: qids[int(b[2])%2], Text: texts[int(b[3])%len(texts)]}
+		if b[3]&0x10 != 0 {
+			a.OptionIds = []string{"y"}
+			if b[3]&0x20 != 0 {
+				a.OptionIds = append(a.OptionIds, "n")
+			}
+		}
+		if b[3]&0x40 != 0 {
+			e.From, a.Defaulted = "", true // the hub's default at a deadline
+		}
+		e.Payload = &hubpb.Envelope_Answer{Answer: a}
+	case session.EventQuestionClosed:
+		e.From = ""
+		e.Payload = &hubpb.Envelope_QuestionClosed{QuestionClosed: &hubpb.QuestionClosed{QuestionId: qids[int(b[2])%2], Reason: "expired"}}
+	case session.EventDelegation:
+		e.From = ""
+		d := &hubpb.Delegation{Delegator: senders[int(b[0])%3], ChildSessionIds: kids[:1+int(b[2])%2], Mode: session.ModeBlocking, Await: session.AwaitAll}
+		switch b[3] % 3 {
+		case 1:
+			d.Await = session.AwaitAny
+		case 2:
+			d.Mode, d.Await, d.Notify = session.ModeBackground, "", []string{"", session.NotifyTurn}[int(b[3]>>4)%2]
+		}
+		e.Payload = &hubpb.Envelope_Delegation{Delegation: d}
+	case session.EventDelegationResult:
+		e.From = ""
+		e.Payload = &hubpb.Envelope_DelegationResult{DelegationResult: &hubpb.DelegationResult{ChildSessionId: kids[int(b[2])%2],
+			Reason: "finished", State: "CLOSED", Summary: texts[int(b[3])%len(texts)], Usage: &hubpb.Usage{InputTokens: int64(b[3])}}}
+	case session.EventToolCall:
+		e.Payload = &hubpb.Envelope_ToolCall{ToolCall: &hubpb.ToolCall{CallId: "c1", Name: "search"}}
+	case session.EventMessage:
+		e.Payload = &hubpb.Envelope_Message{Message: &hubpb.Text{Text: texts[int(b[2])%len(texts)]}}
+	case session.EventTaskProgress:
+		e.Payload = &hubpb.Envelope_TaskProgress{TaskProgress: &hubpb.TaskProgress{Task: "t", Percent: float64(b[2] % 101)}}
 	case session.EventClosed:
 		e.Payload = &hubpb.Envelope_Ended{Ended: &hubpb.Ended{Reason: "x"}}
 	}
@@ -125,6 +169,12 @@ func FuzzAdapters(f *testing.F) {
 		f.Add([]byte{byte(i), 0, 0, 0, 0, 1, 1, 1, 1, 0, 2, 2, 2, 1, 1, 3, 0, 2, 3, 3})
 	}
 	f.Add([]byte{0x40, 1, 2, 0x72, 0, 1, 1, 1, 1, 1, 1, 0x52, 2, 1, 1, 4})
+	// A question and its answers; a blocking delegation, a turn refused
+	// while it holds, its results; a background one with a turn notice.
+	f.Add([]byte{1, 0, 4, 2, 1, 1, 8, 0, 0x10, 0, 4, 3, 0, 1, 8, 0, 0x10, 0, 0, 0, 0})
+	f.Add([]byte{1, 0, 9, 1, 0, 0, 0, 0, 0, 0, 10, 0, 0, 0, 10, 1, 1, 0, 0, 0, 0})
+	f.Add([]byte{0, 0, 9, 0, 0x12, 0, 10, 0, 0, 0, 0, 0, 0, 1, 13, 2, 0, 0, 12, 0, 0})
+	f.Add([]byte{4, 0, 4, 1, 0, 0, 11, 1, 0, 0, 0, 0, 0, 1, 14, 3, 0, 1, 2, 0, 0x16})
 	reg := registry(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) == 0 {

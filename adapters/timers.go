@@ -1,6 +1,7 @@
 package adapters
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -50,7 +51,12 @@ type Deadline struct {
 	// End, for the TTL and the invite timeout, is the reason the session
 	// ends with.
 	End string
+	// Question, for a question's deadline, is the question.
+	Question *Pending
 }
+
+// AnswerWithin names the expectation a question's deadline reports.
+const AnswerWithin = "answer_within"
 
 // Deadlines returns the session's pending timers, earliest first (ties by
 // expectation order). A timer whose period already fired is not pending.
@@ -74,6 +80,12 @@ func (m *Machine) Deadlines() []Deadline {
 			continue
 		}
 		out = append(out, Deadline{At: since.Add(session.Duration(e.GetWithin())), Index: i, Since: since, Violators: violators})
+	}
+	for _, p := range m.Calls.Questions {
+		if w := session.Duration(p.Question.GetWithin()); w > 0 && !p.Fired && life.State == session.StateOpen {
+			out = append(out, Deadline{At: p.Asked.Add(w), Index: -1, Since: p.Asked,
+				Violators: []string{p.Question.GetAnswerer()}, Question: p})
+		}
 	}
 	slices.SortStableFunc(out, func(a, b Deadline) int { return a.At.Compare(b.At) })
 	return out
@@ -128,8 +140,16 @@ func (m *Machine) Due(now time.Time) []*hubpb.Envelope {
 		if now.Before(d.At) {
 			break
 		}
+		if d.Question != nil {
+			q := questionDue(d)
+			out = append(out, q)
+			if q.GetType() == session.EventViolation && q.GetViolation().GetAction() == session.ActionAutoClose {
+				return out
+			}
+			continue
+		}
 		if d.Index < 0 {
-			return append(out, EndEnvelope(d.End))
+			return append(out, m.Ending(d.End)...)
 		}
 		e := m.Meta.GetExpectations()[d.Index]
 		v := &hubpb.Envelope{Type: session.EventViolation, Payload: &hubpb.Envelope_Violation{Violation: &hubpb.Violation{
@@ -144,4 +164,24 @@ func (m *Machine) Due(now time.Time) []*hubpb.Envelope {
 		}
 	}
 	return out
+}
+
+// questionDue returns what a question's deadline writes: the default
+// option as the hub's answer, or a violation (to the answerer for warn, to
+// everyone for notify and auto_close; folding an auto_close one with Apply
+// closes the session).
+func questionDue(d Deadline) *hubpb.Envelope {
+	q := d.Question.Question
+	if q.GetOnDeadline() == "default" {
+		return &hubpb.Envelope{Type: session.EventAnswer, Payload: &hubpb.Envelope_Answer{Answer: &hubpb.Answer{
+			QuestionId: q.GetQuestionId(), OptionIds: []string{q.GetDefaultOption()}, Defaulted: true}}}
+	}
+	v := &hubpb.Envelope{Type: session.EventViolation, Payload: &hubpb.Envelope_Violation{Violation: &hubpb.Violation{
+		Expectation: AnswerWithin, Index: -1, Action: q.GetOnDeadline(), Since: session.Stamp(d.Since), Violators: d.Violators,
+		QuestionId: q.GetQuestionId(),
+		Detail:     fmt.Sprintf("question %q not answered by %q within %v", q.GetQuestionId(), q.GetAnswerer(), session.Duration(q.GetWithin()))}}}
+	if q.GetOnDeadline() == session.ActionWarn {
+		v.Audience = session.Only(d.Violators...)
+	}
+	return v
 }

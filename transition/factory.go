@@ -66,8 +66,10 @@ type SupervisorSpec struct {
 //  3. from_speaker(router) → terminate("finished")
 //  4. default: agent(router)
 //
-// A packet with routing kind "handoff" and a target skips the graph and goes
-// to the target directly; kind "escalate" goes to the session's supervisor.
+// The router is the graph's supervisor: a packet with routing kind
+// "escalate" goes to it (unless the session's "supervisor" knob names
+// another), as request_help does. A packet with routing kind "handoff" and
+// a target skips the graph and goes to the target directly.
 func Supervisor(spec SupervisorSpec) *Graph {
 	prefix, help := spec.TransferPrefix, spec.HelpTool
 	if prefix == "" {
@@ -76,7 +78,7 @@ func Supervisor(spec SupervisorSpec) *Graph {
 	if help == "" {
 		help = "request_help"
 	}
-	g := &Graph{Version: FormatVersion, InitialSpeaker: spec.Router, MaxTurns: spec.MaxTurns}
+	g := &Graph{Version: FormatVersion, InitialSpeaker: spec.Router, MaxTurns: spec.MaxTurns, Supervisor: spec.Router}
 	for _, s := range spec.Specialists {
 		g.Transitions = append(g.Transitions, Transition{When: ToolCalled{prefix + s}, Then: AgentTarget{s}})
 	}

@@ -96,6 +96,7 @@ func TestSupervisorWithoutUser(t *testing.T) {
 			{When: from("router"), Then: transition.TerminateTarget{Reason: session.ReasonFinished}},
 		},
 		DefaultTarget: to("router"),
+		Supervisor:    "router",
 	}
 	if !reflect.DeepEqual(g, want) {
 		t.Fatalf("Supervisor = %#v", g)
@@ -141,6 +142,7 @@ func TestSupervisorWithUser(t *testing.T) {
 		},
 		DefaultTarget: to("user"),
 		MaxTurns:      20,
+		Supervisor:    "router",
 	}
 	if !reflect.DeepEqual(g, want) {
 		t.Fatalf("Supervisor = %#v", g)

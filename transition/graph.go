@@ -53,6 +53,9 @@ type Graph struct {
 	Transitions    []Transition
 	DefaultTarget  Target // nil terminates with "after_work"
 	MaxTurns       int    // 0: no cap
+	// Supervisor is who escalations go to, unless the session's
+	// "supervisor" knob names another; "": the session's creator.
+	Supervisor string
 }
 
 // FormatVersion is the graph format version this package writes.

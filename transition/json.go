@@ -15,6 +15,7 @@ type graphJSONIn struct {
 	Transitions    []transitionJSONIn `json:"transitions"`
 	DefaultTarget  json.RawMessage    `json:"default_target"`
 	MaxTurns       *int               `json:"max_turns"`
+	Supervisor     string             `json:"supervisor"`
 }
 
 type transitionJSONIn struct {
@@ -34,6 +35,7 @@ type graphJSONOut struct {
 	Transitions    []transitionJSONOut `json:"transitions"`
 	DefaultTarget  nodeJSONOut         `json:"default_target"`
 	MaxTurns       *int                `json:"max_turns"`
+	Supervisor     string              `json:"supervisor,omitempty"`
 }
 
 type transitionJSONOut struct {
@@ -119,7 +121,7 @@ func (r *Registry) Decode(data []byte) (*Graph, error) {
 	if err := strictDecode(data, &in); err != nil {
 		return nil, fmt.Errorf("graph: %v: %w", err, ErrInvalid)
 	}
-	g := &Graph{Version: FormatVersion, InitialSpeaker: in.InitialSpeaker}
+	g := &Graph{Version: FormatVersion, InitialSpeaker: in.InitialSpeaker, Supervisor: in.Supervisor}
 	if in.Version != nil && *in.Version != FormatVersion && *in.Version != 0 {
 		return nil, fmt.Errorf("version: %d is not supported (this hub reads version %d): %w", *in.Version, FormatVersion, ErrInvalid)
 	}
@@ -224,7 +226,7 @@ func wrapInvalid(a *Args, err error) error {
 // MarshalJSON encodes the graph in its JSON form. The output is canonical:
 // decoding it and encoding again gives the same bytes.
 func (g Graph) MarshalJSON() ([]byte, error) {
-	out := graphJSONOut{Version: FormatVersion, InitialSpeaker: g.InitialSpeaker, Transitions: []transitionJSONOut{}}
+	out := graphJSONOut{Version: FormatVersion, InitialSpeaker: g.InitialSpeaker, Transitions: []transitionJSONOut{}, Supervisor: g.Supervisor}
 	for _, t := range g.Transitions {
 		out.Transitions = append(out.Transitions, transitionJSONOut{When: node(t.When), Then: node(t.Then), Priority: t.Priority})
 	}

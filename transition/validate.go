@@ -37,6 +37,10 @@ func (g *Graph) Validate(participants []string) error {
 	if g.MaxTurns < 0 {
 		return fmt.Errorf("max_turns: %d must be at least 1: %w", g.MaxTurns, ErrInvalid)
 	}
+	if g.Supervisor != "" && !slices.Contains(participants, g.Supervisor) {
+		return fmt.Errorf("supervisor: %q is not a participant (participants: %s): %w",
+			g.Supervisor, strings.Join(participants, ", "), ErrInvalid)
+	}
 	for i, t := range g.Transitions {
 		path := fmt.Sprintf("transitions[%d]", i)
 		if t.When == nil || t.Then == nil {

@@ -17,7 +17,8 @@ func (s *State) Fold(env *hubpb.Envelope) adapters.Outcome {
 	s.CountTurn(env)
 	routing := env.GetPacket().GetRouting()
 	d, rule := s.decide(env, routing)
-	handoff := routing.GetKind() == session.RouteHandoff || routing.GetKind() == session.RouteEscalate
+	handoff := routing.GetKind() == session.RouteHandoff || routing.GetKind() == session.RouteEscalate ||
+		routing.GetKind() == session.RoutePassCaller
 	if handoff {
 		s.Handoffs++
 	}
@@ -58,6 +59,8 @@ func (s *State) decide(env *hubpb.Envelope, routing *hubpb.Routing) (transition.
 		}
 	case session.RouteEscalate:
 		return transition.Speak(s.Supervisor), "escalate → " + s.Supervisor
+	case session.RoutePassCaller:
+		return transition.Speak(routing.GetTarget()), "pass_caller → " + routing.GetTarget()
 	}
 	in := s.input(env)
 	res := s.graph.Evaluate(&in)

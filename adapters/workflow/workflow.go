@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -80,7 +81,7 @@ func (a *Adapter) Start(meta *hubpb.SessionMeta) (adapters.State, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &State{Base: base, graph: g, Supervisor: meta.GetCreator()}
+	s := &State{Base: base, graph: g, Supervisor: cmp.Or(g.Supervisor, meta.GetCreator())}
 	if err := g.Validate(s.Participants); err != nil {
 		return nil, err
 	}
@@ -131,6 +132,11 @@ func (s *State) Expected() []string {
 	return []string{s.Expect}
 }
 
+// Routing implements adapters.Router.
+func (s *State) Routing() (active string, handoffs int, supervisor string) {
+	return s.ActiveAgent(), s.Handoffs, s.Supervisor
+}
+
 // ActiveAgent returns the active agent: the participant most recently made
 // speaker by a handoff or escalation, or the initial speaker before any.
 func (s *State) ActiveAgent() string {
@@ -158,7 +164,7 @@ func (s *State) Validate(env *hubpb.Envelope) error {
 		return adapters.OutOfTurn("workflow", s.Expected(), env.GetFrom())
 	}
 	r := env.GetPacket().GetRouting()
-	if r.GetKind() != session.RouteHandoff || r.GetTarget() == "" {
+	if (r.GetKind() != session.RouteHandoff && r.GetKind() != session.RoutePassCaller) || r.GetTarget() == "" {
 		return nil
 	}
 	if t := r.GetTarget(); t == env.GetFrom() || !slices.Contains(s.Participants, t) {
