@@ -63,6 +63,9 @@ func (l *Log) Append(ctx context.Context, writes ...Write) error {
 		l.exitRead()
 		return nil
 	}
+	if l.readOnly {
+		return ErrReadOnly
+	}
 	size, err := checkRequest(writes, l.limits)
 	if err != nil {
 		return err
@@ -110,6 +113,16 @@ func (l *Log) release(r *request) {
 	l.reqPool.Put(r)
 }
 
+const (
+	// headEntrySize is what a session's head costs against MaxBatchBytes:
+	// every write is charged one, though a transaction writes one per
+	// session.
+	headEntrySize = headKeyLen + frameHeaderLen + headDataLen + entryOverhead
+	// writeMinBytes is the least a write costs: one empty record and a
+	// head. A batch holds at most MaxBatchBytes/writeMinBytes writes.
+	writeMinBytes = recordKeyLen + frameHeaderLen + entryOverhead + headEntrySize
+)
+
 // entrySize is what one stored entry costs against MaxBatchBytes.
 func entrySize(keyLen, dataLen int) int {
 	return keyLen + frameLen(dataLen) + entryOverhead
@@ -134,6 +147,7 @@ func checkRequest(writes []Write, lim limits) (int, error) {
 		if w.Records[0].Seq == 0 {
 			return 0, fmt.Errorf("%w: session %x: seq 0 (seqs start at 1)", ErrInvalid, w.Session)
 		}
+		size += headEntrySize
 		if w.Meta != nil {
 			size += entrySize(metaKeyLen, len(w.Meta))
 		}

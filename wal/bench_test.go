@@ -155,3 +155,19 @@ func BenchmarkRawFsync(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50_us")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99_us")
 }
+
+// BenchmarkFreeBytes measures the free-space check the committer makes
+// before each commit (statfs of the data directory).
+func BenchmarkFreeBytes(b *testing.B) {
+	d, err := os.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := freeBytesOf(d); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,11 +1,21 @@
 package wal
 
 import (
+	"cmp"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
+
+// ackDelay is how long the log must be idle after a commit before the
+// committer records in the journal that the commit was acknowledged (a
+// busy log records it with the next commit, at no cost). It bounds the
+// window in which a commit that badger loses would pass for one that
+// never completed: see the journal in journal.go.
+const ackDelay = 10 * time.Millisecond
 
 // committer is the single goroutine that writes. Its fields are touched by
 // that goroutine only.
@@ -14,9 +24,21 @@ type committer struct {
 	batch   []*request          // requests of the current transaction
 	last    map[[16]byte]uint64 // committed last seq per session (cache)
 	pend    map[[16]byte]uint64 // last seqs accepted into the current transaction
+	spans   []span              // sessions of the current transaction, first..last
+	spanAt  map[[16]byte]int    // index in spans by session
 	scratch []sessionSeq        // last seqs accepted within the current request
 	buf     []byte              // keys and values of the current transaction
 	rtxn    *badger.Txn         // read transaction for loading, per batch
+	marks   marks               // damaged sessions (read-only after open)
+
+	journal    *journal    // nil in memory
+	jreq       chan []byte // entries for the journal writer goroutine
+	jres       chan error  // its results
+	jerr       error       // a journal failure: no commit is acknowledged after it
+	unrecorded uint64      // a commit whose acknowledgement the journal does not yet say
+	ackDelay   time.Duration
+	recheck    time.Duration
+	timer      *time.Timer // for wait; stopped and drained between uses
 }
 
 // sessionSeq is a session with a seq.
@@ -25,15 +47,31 @@ type sessionSeq struct {
 	seq     uint64
 }
 
-func (c *committer) init(l *Log) {
+func (c *committer) init(l *Log, j *journal) {
 	c.l = l
 	c.last = make(map[[16]byte]uint64)
 	c.pend = make(map[[16]byte]uint64)
+	c.spanAt = make(map[[16]byte]int)
+	c.marks = l.marks
+	c.journal = j
+	if j != nil && !j.noSync { // a write without a sync is cheaper inline
+		c.jreq, c.jres = make(chan []byte), make(chan error, 1)
+		go func() {
+			for b := range c.jreq {
+				c.jres <- j.write(b)
+			}
+		}()
+	}
+	c.ackDelay = cmp.Or(l.hooks.ackDelay, ackDelay)
+	c.recheck = cmp.Or(l.hooks.recheck, spaceRecheck)
 }
 
 // run takes batches until Close has begun and the queue is drained.
 func (c *committer) run() {
 	defer close(c.l.stopped)
+	if c.jreq != nil {
+		defer close(c.jreq)
+	}
 	for {
 		if h := c.l.hooks.beforeTake; h != nil {
 			h()
@@ -49,8 +87,88 @@ func (c *committer) run() {
 		if closed {
 			return
 		}
-		<-c.l.wake
+		c.wait()
 	}
+}
+
+// wait blocks until something is queued. Meanwhile, after ackDelay it
+// records the last commit's acknowledgement in the journal, and while the
+// disk is full it measures the free space every recheck, so that Space
+// and OnSpace see it return.
+func (c *committer) wait() {
+	for {
+		var d time.Duration
+		switch {
+		case c.unrecorded != 0:
+			d = c.ackDelay
+		case c.l.space.full():
+			d = c.recheck
+		default:
+			<-c.l.wake
+			return
+		}
+		if c.timer == nil {
+			c.timer = time.NewTimer(d)
+		} else {
+			c.timer.Reset(d)
+		}
+		select {
+		case <-c.l.wake:
+			c.timer.Stop()
+			return
+		case <-c.timer.C:
+		}
+		if c.unrecorded != 0 {
+			c.recordAck()
+		} else {
+			c.l.space.recheck()
+		}
+	}
+}
+
+// recordAck writes an entryAcked for the last commit.
+func (c *committer) recordAck() {
+	n := c.unrecorded
+	c.unrecorded = 0
+	if c.journal == nil || c.jerr != nil {
+		return
+	}
+	b := encodeMarker(entryAcked, n)
+	if err := c.ensureRoom(len(b)); err != nil {
+		c.l.logger.Warn().Err(err).Msg("wal: journal: recording an acknowledgement")
+		return
+	}
+	if err := c.journal.write(b); err != nil {
+		c.jerr = err
+		c.l.logger.Error().Err(err).Msg("wal: journal failed; refusing appends")
+	}
+	if h := c.l.hooks.afterAck; h != nil {
+		h()
+	}
+}
+
+// ensureRoom rotates the journal when an entry of n bytes does not fit
+// its active segment.
+func (c *committer) ensureRoom(n int) error {
+	j := c.journal
+	if j.fits(n) {
+		return nil
+	}
+	err := j.rotate(c.l.db.MaxVersion(), flushedVersion(c.l.db))
+	if isNoSpace(err) {
+		err = fmt.Errorf("%w: %w", ErrDiskFull, err)
+	}
+	return err
+}
+
+// flushedVersion is the greatest version badger has written into a table:
+// every commit at or below it has left the memtable logs.
+func flushedVersion(db *badger.DB) uint64 {
+	var v uint64
+	for _, t := range db.Tables() {
+		v = max(v, t.MaxVersion)
+	}
+	return v
 }
 
 // take moves queued requests into c.batch, oldest first, while they fit in
@@ -80,8 +198,17 @@ func (c *committer) take() (size int, closed bool) {
 }
 
 // commit checks each request of c.batch, stages the valid ones in one
-// transaction, commits it and answers every request.
+// transaction, commits it (writing its journal entry at the same time)
+// and answers every request. A disk below its reserve or a failed
+// journal fails the whole batch before anything is written.
 func (c *committer) commit(size int) {
+	if err := c.precheck(size); err != nil {
+		for _, r := range c.batch {
+			r.err = err
+		}
+		c.answer()
+		return
+	}
 	txn := c.l.db.NewTransaction(true)
 	defer txn.Discard()
 	if cap(c.buf) < size {
@@ -89,6 +216,8 @@ func (c *committer) commit(size int) {
 	}
 	c.buf = c.buf[:0]
 	clear(c.pend)
+	clear(c.spanAt)
+	c.spans = c.spans[:0]
 	staged := 0
 	var err error
 	for _, r := range c.batch {
@@ -102,12 +231,10 @@ func (c *committer) commit(size int) {
 	}
 	c.endRead()
 	if err == nil && staged > 0 {
-		if h := c.l.hooks.beforeCommit; h != nil {
-			h()
-		}
-		start := time.Now()
-		err = txn.Commit()
-		c.l.stats.commitNanos.Add(int64(time.Since(start)))
+		err = c.stageHeads(txn)
+	}
+	if err == nil && staged > 0 {
+		err = c.commitTxn(txn)
 	}
 	if err != nil {
 		c.fail(staged, err)
@@ -116,8 +243,74 @@ func (c *committer) commit(size int) {
 			c.last[s] = seq
 		}
 		c.count(staged)
+		c.l.space.committed(size)
 	}
 	c.answer()
+}
+
+// precheck fails a batch of size bytes when the journal has failed or the
+// disk is below its reserve (the batch, and a new journal segment, must
+// fit above it).
+func (c *committer) precheck(size int) error {
+	if c.jerr != nil {
+		return fmt.Errorf("wal: the journal failed earlier, appends are refused: %w", c.jerr)
+	}
+	need := uint64(2 * size)
+	if c.journal != nil {
+		need += uint64(c.journal.segSize)
+	}
+	return c.l.space.check(need)
+}
+
+// commitTxn writes the transaction's journal entry and commits txn at the
+// same time, and returns once both are durable. A commit error is
+// recorded in the journal (entryVoid); a journal error stops all later
+// appends.
+func (c *committer) commitTxn(txn *badger.Txn) error {
+	if h := c.l.hooks.beforeCommit; h != nil {
+		h()
+	}
+	j := c.journal
+	if j != nil {
+		entry := j.encodeCommit(j.next, c.spans)
+		if err := c.ensureRoom(len(entry)); err != nil {
+			return err
+		}
+		if c.jreq != nil {
+			c.jreq <- entry // written and synced while badger commits
+		} else {
+			if err := j.write(entry); err != nil {
+				c.jerr = err
+				return err
+			}
+		}
+	}
+	start := time.Now()
+	err := txn.Commit()
+	c.l.stats.commitNanos.Add(int64(time.Since(start)))
+	if j == nil {
+		return err
+	}
+	var jerr error
+	if c.jreq != nil {
+		jerr = <-c.jres
+	}
+	n := j.next
+	j.next++
+	switch {
+	case jerr != nil:
+		c.jerr = jerr
+		c.l.logger.Error().Err(jerr).Msg("wal: journal failed; refusing appends")
+		return errors.Join(err, jerr)
+	case err != nil:
+		c.unrecorded = 0
+		if verr := j.write(encodeMarker(entryVoid, n)); verr != nil {
+			c.jerr = verr
+		}
+		return err
+	}
+	c.unrecorded = n
+	return nil
 }
 
 // count adds a committed transaction of staged requests to the stats.
@@ -171,6 +364,9 @@ func (c *committer) check(r *request) error {
 	c.scratch = c.scratch[:0]
 	for i := range r.writes {
 		w := &r.writes[i]
+		if d, ok := c.marks[w.Session]; ok {
+			return markErr(d)
+		}
 		last, err := c.lastSeq(w.Session)
 		if err != nil {
 			return err
@@ -189,6 +385,36 @@ func (c *committer) check(r *request) error {
 	}
 	for _, s := range c.scratch {
 		c.pend[s.session] = s.seq
+	}
+	for i := range r.writes {
+		c.addSpan(&r.writes[i])
+	}
+	return nil
+}
+
+// addSpan adds w's seqs to its session's span in this transaction.
+func (c *committer) addSpan(w *Write) {
+	first, last := w.Records[0].Seq, w.Records[len(w.Records)-1].Seq
+	if i, ok := c.spanAt[w.Session]; ok {
+		c.spans[i].last = last
+		return
+	}
+	c.spanAt[w.Session] = len(c.spans)
+	c.spans = append(c.spans, span{session: w.Session, first: first, last: last})
+}
+
+// stageHeads writes each session's new head, once per transaction.
+func (c *committer) stageHeads(txn *badger.Txn) error {
+	if !c.l.heads {
+		return nil
+	}
+	var data [headDataLen]byte
+	for _, sp := range c.spans {
+		binary.BigEndian.PutUint64(data[:], sp.last)
+		c.buf = appendSessionKey(c.buf, kindHead, sp.session)
+		if err := c.set(txn, headKeyLen, data[:]); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -214,6 +440,11 @@ func (c *committer) lastSeq(session [16]byte) (uint64, error) {
 	seq, err := lastSeqIn(c.rtxn, session, nil)
 	if err != nil {
 		return 0, err
+	}
+	if c.l.heads {
+		if err := checkHead(c.rtxn, session, seq); err != nil {
+			return 0, err
+		}
 	}
 	c.last[session] = seq
 	return seq, nil

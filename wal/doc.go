@@ -33,6 +33,70 @@
 // With NoSync true an acknowledgement survives a crash of the process (the
 // data is in the kernel's page cache) but not of the machine.
 //
+// Append also returns ErrDiskFull (the disk is below its reserve: nothing
+// was written, and appends resume by themselves once space is freed) and
+// ErrDamaged (the session is marked damaged: see below); nothing of that
+// call was written either.
+//
+// # Damage is detected, never served silently
+//
+// Badger keeps recent commits in its memtable log (*.mem, synced on every
+// commit) and replays it at open; a replay that meets a damaged, zeroed or
+// truncated entry, or a missing file, silently drops what follows. So the
+// log keeps a journal of its commits outside badger's files (journal.go:
+// one entry per commit naming each session's seqs, written and synced at
+// the same time as badger's commit, and the commit is answered only when
+// both are durable). Open compares the journal with the store: a commit
+// whose records are missing lost acknowledged records, and Open either
+// fails with a *DamageError listing each affected session from its first
+// lost seq (Options.OnDamage RefuseDamaged, the default), or records a
+// durable damage mark per session and opens (MarkDamaged): [Log.Damaged]
+// lists them, and Append and Scan of a marked session fail with
+// ErrDamaged. The last commit before a crash may have been in flight and
+// never answered; it is not counted unless the journal says it was
+// acknowledged (the next commit says so, or, after ackDelay (10 ms) of
+// idleness, a marker). That is the one window of lag: a commit badger
+// loses within 10 ms of a pause that precedes a crash is taken for one in
+// flight. Journal segments are deleted once badger has flushed their
+// commits into tables, and all of them at a clean Close.
+//
+// Badger verifies every table block's checksum when it reads it
+// (ChecksumVerificationMode OnBlockRead); it then skips a bad block, and
+// its iterators the rest of that table. Every session therefore has a
+// head, its last seq, written in the same transaction as its records:
+// scans check records against heads and density, so records a damaged
+// block took are an error (ErrCorrupt or ErrGap naming session and seq),
+// never a shorter session; the committer checks it too before it appends.
+// [Log.Verify] reads everything (tables block by block, sessions by
+// seeks) and reports each damaged table and session. [Log.Backup] writes
+// a consistent snapshot of a log that is serving, and [Restore] loads it
+// into a new directory, where it can be opened and verified.
+//
+// Before badger opens a directory, Open refuses a missing MANIFEST while
+// data files exist (badger would start empty and delete every table), an
+// unreadable MANIFEST and a table it lists that is gone, and moves into
+// orphans/ the tables it does not list and empty memtable logs (badger
+// would delete the first and cannot open with the second). With ReadOnly,
+// Open changes nothing: it refuses a directory a running hub holds
+// (ErrLocked) and one whose hub crashed, which badger can only read after
+// replaying it (ErrUnclean; open a copy).
+//
+// # Disk full
+//
+// Badger writes through memory maps, so a full disk ends the process with
+// SIGBUS. Before each commit the committer measures the free space of the
+// data directory (statfs, about a microsecond) and refuses the whole batch
+// with ErrDiskFull unless it leaves Options.MinFreeBytes (default 256 MiB,
+// room for badger to flush its memtables and compact) plus twice the
+// batch and a journal segment. Badger's memtable log files are
+// preallocated (fallocate) up to what badger writes into them, where the
+// file system allows. While the disk is below the reserve, Space reports
+// it, OnSpace is called on each change, and the free space is measured
+// every second so that appends resume by themselves. Open fails with
+// ErrDiskFull when the memtable logs it must replay would not fit, and
+// Close, in the same case, leaves badger unflushed (as a crash would)
+// rather than die.
+//
 // # Context and Close
 //
 // If ctx is done before the committer has taken the request, Append returns
@@ -56,7 +120,7 @@
 // one consistent snapshot and may run alongside appends; they may see a
 // transaction whose Append calls have not returned yet.
 //
-// # On-disk format (version 2)
+// # On-disk format (version 3)
 //
 // Keys are fixed-width: one kind byte, the 16 raw bytes of the session UUID,
 // and for records the seq as 8 bytes big-endian, so badger's key order is
@@ -65,6 +129,8 @@
 //	kind 0x00  format   0x00 | 16 zero bytes          (17 bytes)
 //	kind 0x01  metadata 0x01 | session                (17 bytes)
 //	kind 0x02  record   0x02 | session | seq (BE u64) (25 bytes), seq >= 1
+//	kind 0x03  head     0x03 | session                (17 bytes) -> last seq (BE u64)
+//	kind 0x04  mark     0x04 | session                (17 bytes) -> from seq (BE u64) | cause
 //
 // Every value is framed:
 //
@@ -85,11 +151,16 @@
 //	2  records hold the hub's deterministic protobuf of hubpb.Envelope and
 //	   metadata that of hubpb.SessionMeta, so new fields and payloads need
 //	   no new version.
+//	3  as 2, and every session with records has a head (its last seq,
+//	   written with every commit); damage marks may exist.
 //
-// The keys and frames are the same in both. [Migrate] converts a store of
+// The keys and frames are the same in all. [Migrate] converts a store of
 // version 1 value by value (`hubd log migrate` does it with the hub's
-// decoder of version 1) and writes version 2 last, so an interrupted
-// migration leaves a store that Open refuses and a rerun finishes.
+// decoder of version 1), then writes the heads and version 3 last, so an
+// interrupted migration leaves a store that Open refuses and a rerun
+// finishes. Open upgrades a store of version 2 by itself (heads, then the
+// version), crash-safely; a release that reads version 2 refuses the
+// upgraded store.
 //
 // A session's seqs are dense from 1 and its metadata is written in the same
 // transaction as its first record. Readers check both frames and density:
@@ -100,6 +171,8 @@
 //
 // Badger is tuned for a small machine: 2 compactors, 32 MiB memtables
 // (larger when MaxBatchBytes needs it), 4 of them, a 16 MiB block cache,
-// values under 1 MiB kept in the LSM tree, conflict detection off, its
-// logging bridged to the zerolog Logger at warning level and above.
+// values under 1 MiB kept in the LSM tree, conflict detection off, block
+// checksums verified on read, its logging bridged to the zerolog Logger at
+// warning level and above. MaxBatchBytes charges every write a head entry
+// (130 bytes) on top of its records.
 package wal

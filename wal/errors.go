@@ -40,6 +40,34 @@ var (
 	// (first record seq 1) without metadata.
 	ErrNoMeta = errors.New("wal: first record of a session without metadata")
 
+	// ErrDamaged reports a store that lost data it had acknowledged, or
+	// whose files are damaged: Open returns a *DamageError (matching it)
+	// when it finds new damage and Options.OnDamage is RefuseDamaged, and
+	// on a store whose MANIFEST is missing; Append and Scan return it for
+	// a session marked damaged (see [Log.Damaged]).
+	ErrDamaged = errors.New("wal: store damaged")
+
+	// ErrDiskFull is returned by Append when the free space of the data
+	// directory's file system is below Options.MinFreeBytes (plus the size
+	// of the batch): nothing of the call was written, and appends succeed
+	// again by themselves once space is freed. Open returns it when the
+	// store cannot even flush what it replays. Reads are not affected.
+	ErrDiskFull = errors.New("wal: disk full")
+
+	// ErrReadOnly is returned by Append on a log opened with
+	// Options.ReadOnly.
+	ErrReadOnly = errors.New("wal: log opened read-only")
+
+	// ErrLocked is returned by Open when another process (a running hub)
+	// holds the directory.
+	ErrLocked = errors.New("wal: data directory in use by another process")
+
+	// ErrUnclean is returned by a read-only Open of a store that was not
+	// closed cleanly (its hub crashed or was killed): badger must replay
+	// and truncate its memtable log before reading it, which a read-only
+	// open cannot do. Open it read-write once, or open a copy.
+	ErrUnclean = errors.New("wal: store was not closed cleanly")
+
 	// ErrInvalid reports invalid Options or a malformed Append request: an
 	// empty Write, a seq of 0, or Meta given for a session that already
 	// has records. Nothing of such a request is written.

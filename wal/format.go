@@ -14,6 +14,8 @@ const (
 	kindFormat byte = 0x00 // kindFormat|16 zero bytes -> framed format version
 	kindMeta   byte = 0x01 // kindMeta|session -> framed session metadata
 	kindRecord byte = 0x02 // kindRecord|session|seq -> framed record data
+	kindHead   byte = 0x03 // kindHead|session -> framed last seq (8 bytes BE)
+	kindMark   byte = 0x04 // kindMark|session -> framed damage mark
 )
 
 const (
@@ -21,6 +23,8 @@ const (
 	metaKeyLen   = 1 + sessionLen
 	recordKeyLen = metaKeyLen + 8
 	formatKeyLen = metaKeyLen
+	headKeyLen   = metaKeyLen
+	markKeyLen   = metaKeyLen
 
 	// frameVersion is the first byte of every value.
 	frameVersion byte = 1
@@ -28,9 +32,12 @@ const (
 	frameHeaderLen = 5
 
 	// formatVersion is the store format version kept under the format key:
-	// 2 since records and metadata hold the hub's protobuf (see the package
-	// doc). Migrate converts a store of an older version.
-	formatVersion uint32 = 2
+	// 2 since records and metadata hold the hub's protobuf, 3 since every
+	// session also has a head key (see the package doc). Open upgrades a
+	// store of version 2 by itself; Migrate converts one of version 1.
+	formatVersion uint32 = 3
+	// headsVersion is the first format version whose sessions have heads.
+	headsVersion uint32 = 3
 	// formatMagic precedes formatVersion in the format record's data.
 	formatMagic = "hubd-wal"
 	// formatDataLen is len(formatMagic) + 4 bytes of version.
@@ -53,7 +60,13 @@ func appendRecordKey(dst []byte, session [16]byte, seq uint64) []byte {
 
 // appendMetaKey appends kindMeta|session to dst.
 func appendMetaKey(dst []byte, session [16]byte) []byte {
-	dst = append(dst, kindMeta)
+	return appendSessionKey(dst, kindMeta, session)
+}
+
+// appendSessionKey appends kind|session to dst: the key of a session's
+// metadata, head or mark.
+func appendSessionKey(dst []byte, kind byte, session [16]byte) []byte {
+	dst = append(dst, kind)
 	return append(dst, session[:]...)
 }
 
@@ -69,8 +82,8 @@ func (k key) encode(dst []byte) []byte {
 	switch k.kind {
 	case kindRecord:
 		return appendRecordKey(dst, k.session, k.seq)
-	case kindMeta:
-		return appendMetaKey(dst, k.session)
+	case kindMeta, kindHead, kindMark:
+		return appendSessionKey(dst, k.kind, k.session)
 	default:
 		return append(dst, formatKey()...)
 	}
@@ -86,7 +99,7 @@ func decodeKey(b []byte) (key, error) {
 	k.kind = b[0]
 	want := 0
 	switch k.kind {
-	case kindFormat, kindMeta:
+	case kindFormat, kindMeta, kindHead, kindMark:
 		want = metaKeyLen
 	case kindRecord:
 		want = recordKeyLen
@@ -186,4 +199,47 @@ func decodeFormat(v []byte) (uint32, error) {
 		return 0, fmt.Errorf("%w: format record is not a %q record", ErrCorrupt, formatMagic)
 	}
 	return binary.BigEndian.Uint32(data[len(formatMagic):]), nil
+}
+
+// headDataLen is the length of a head's data: the last seq, big-endian.
+const headDataLen = 8
+
+// encodeHead returns the framed head value of a session whose last seq is
+// last.
+func encodeHead(session [16]byte, last uint64) []byte {
+	var data [headDataLen]byte
+	binary.BigEndian.PutUint64(data[:], last)
+	return appendValue(nil, appendSessionKey(nil, kindHead, session), data[:])
+}
+
+// decodeHead checks a head value stored under key k and returns its seq.
+func decodeHead(k, v []byte) (uint64, error) {
+	data, err := decodeValue(k, v)
+	if err != nil {
+		return 0, err
+	}
+	if len(data) != headDataLen {
+		return 0, fmt.Errorf("%w: head of %d bytes, want %d", ErrCorrupt, len(data), headDataLen)
+	}
+	return binary.BigEndian.Uint64(data), nil
+}
+
+// encodeMark returns the framed value of a damage mark: the first seq
+// that cannot be trusted, then the cause as text.
+func encodeMark(session [16]byte, from uint64, cause string) []byte {
+	data := binary.BigEndian.AppendUint64(nil, from)
+	data = append(data, cause...)
+	return appendValue(nil, appendSessionKey(nil, kindMark, session), data)
+}
+
+// decodeMark checks a mark value stored under key k.
+func decodeMark(k, v []byte) (from uint64, cause string, err error) {
+	data, err := decodeValue(k, v)
+	if err != nil {
+		return 0, "", err
+	}
+	if len(data) < 8 {
+		return 0, "", fmt.Errorf("%w: mark of %d bytes", ErrCorrupt, len(data))
+	}
+	return binary.BigEndian.Uint64(data), string(data[8:]), nil
 }

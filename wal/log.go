@@ -3,6 +3,10 @@ package wal
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,15 +18,21 @@ import (
 // Log is a write-ahead log of per-session records on badger. Its methods are
 // safe for concurrent use. Open one per directory.
 type Log struct {
-	db     *badger.DB
-	logger zerolog.Logger
-	limits limits
+	db       *badger.DB
+	logger   zerolog.Logger
+	limits   limits
+	readOnly bool
+	heads    bool        // the store keeps a head per session (format 3)
+	space    *spaceGuard // free-space reserve
+	dir      string
 
-	mu      sync.Mutex
-	queue   []*request // appends not yet taken by the committer, FIFO
-	closed  bool       // set by Close; no request is queued afterwards
-	readers int        // read calls in flight
-	idle    sync.Cond  // signalled (on mu) when readers drops to 0
+	mu          sync.Mutex
+	queue       []*request // appends not yet taken by the committer, FIFO
+	closed      bool       // set by Close; no request is queued afterwards
+	readers     int        // read calls in flight
+	idle        sync.Cond  // signalled (on mu) when readers drops to 0
+	marks       marks      // damaged sessions; written only while opening
+	storeDamage []string   // store problems found at open
 
 	wake    chan struct{} // capacity 1: something was queued, or Close began
 	stopped chan struct{} // closed when the committer has exited
@@ -53,16 +63,33 @@ func (l *Log) Stats() Stats {
 		Records: l.stats.records.Load(), Syncing: time.Duration(l.stats.commitNanos.Load())}
 }
 
-// testHooks lets tests stop the committer at fixed points. Set before the
-// committer starts; nil in production.
+// Space returns the data directory's free space as last measured (before
+// the last commit, or by the periodic check while the disk is full).
+// Space.Full means appends are being refused with ErrDiskFull: a daemon
+// reports itself not serving writes while it holds.
+func (l *Log) Space() Space { return l.space.Space() }
+
+// testHooks lets tests stop the committer at fixed points and shorten its
+// timers. Set before the committer starts; zero in production.
 type testHooks struct {
 	beforeTake   func() // before each look at the queue
 	afterTake    func() // after taking a non-empty batch, before checking it
 	beforeCommit func() // after staging a transaction, before committing it
+	afterAck     func() // after writing an entryAcked marker
+	ackDelay     time.Duration
+	recheck      time.Duration
 }
 
 // Open opens (creating it if needed) the log in opts.Dir, or an in-memory
-// log, checks the store's format version and starts the committer.
+// log. Before badger opens the directory it refuses a store whose
+// MANIFEST is missing or unreadable, or lists a table that is gone, and
+// moves aside table files the MANIFEST does not list (badger would delete
+// them); see [DamageError]. It then checks the store's format version
+// (upgrading a store of version 2 to 3), compares the journal of recent
+// commits with the store, and, where acknowledged records are missing,
+// fails with a *DamageError or marks the sessions, as opts.OnDamage says.
+// A store that could not flush what it replays on the free space left
+// fails with ErrDiskFull; one in use by a running hub with ErrLocked.
 func Open(opts Options) (*Log, error) {
 	return open(opts, testHooks{})
 }
@@ -72,49 +99,208 @@ func open(opts Options, hooks testHooks) (*Log, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	db, err := badger.Open(opts.badgerOptions())
-	if err != nil {
-		return nil, fmt.Errorf("wal: open badger in %q: %w", opts.Dir, err)
+	if !opts.InMemory {
+		if err := checkFiles(opts.Dir, opts.ReadOnly, opts.Logger); err != nil {
+			return nil, err
+		}
+		if err := checkOpenSpace(opts); err != nil {
+			return nil, err
+		}
 	}
-	if err := checkFormat(db, opts.Dir); err != nil {
+	bopts := opts.badgerOptions()
+	db, err := badger.Open(bopts)
+	if err != nil {
+		return nil, openError(opts, err)
+	}
+	l := &Log{
+		db:       db,
+		logger:   opts.Logger,
+		limits:   opts.limits(),
+		readOnly: opts.ReadOnly,
+		space:    newSpaceGuard(opts, bopts.MemTableSize),
+		dir:      opts.Dir,
+		marks:    marks{},
+		wake:     make(chan struct{}, 1),
+		stopped:  make(chan struct{}),
+		hooks:    hooks,
+	}
+	l.idle.L = &l.mu
+	j, err := l.setup(opts)
+	if err != nil {
 		if cerr := db.Close(); cerr != nil {
 			opts.Logger.Warn().Err(cerr).Msg("wal: close badger after failed open")
 		}
 		return nil, err
 	}
-	l := &Log{
-		db:      db,
-		logger:  opts.Logger,
-		limits:  opts.limits(),
-		wake:    make(chan struct{}, 1),
-		stopped: make(chan struct{}),
-		hooks:   hooks,
-	}
-	l.idle.L = &l.mu
 	l.reqPool.New = func() any { return &request{done: make(chan error, 1)} }
-	l.c.init(l)
+	if opts.ReadOnly {
+		close(l.stopped)
+		return l, nil
+	}
+	l.space.open()
+	if err := l.space.check(0); err != nil {
+		l.logger.Warn().Err(err).Msg("wal: opened with the disk below its reserve")
+	}
+	l.space.preallocMem()
+	l.c.init(l, j)
 	go l.c.run()
 	return l, nil
 }
 
-// checkFormat writes the format record into an empty store, or checks the
-// one present. A non-empty store without it is ErrFormat; one of another
-// version is a *FormatError.
-func checkFormat(db *badger.DB, dir string) error {
-	return db.Update(func(txn *badger.Txn) error {
-		ver, found, err := readFormat(txn)
-		switch {
-		case err != nil:
-			return err
-		case !found && !isEmpty(txn):
-			return fmt.Errorf("%w: store is not empty but has no format record", ErrFormat)
-		case !found:
-			return txn.Set(formatKey(), encodeFormat(formatVersion))
-		case ver != formatVersion:
-			return &FormatError{Dir: dir, Have: ver, Want: formatVersion}
-		}
+// checkOpenSpace fails with ErrDiskFull when badger could not flush the
+// memtable logs it will replay into tables on the free space left: it
+// would end the process with SIGBUS.
+func checkOpenSpace(opts Options) error {
+	if opts.ReadOnly || opts.MinFreeBytes < 0 {
 		return nil
+	}
+	need, err := openSpaceNeed(opts.Dir)
+	if err != nil {
+		return nil // a missing directory: badger creates it
+	}
+	free, ok, err := freeBytes(opts.Dir)
+	if !ok || err != nil || free >= need {
+		return nil
+	}
+	return fmt.Errorf("%w: opening %s replays memtable logs of %d bytes into tables, but only %d bytes are free",
+		ErrDiskFull, opts.Dir, need, free)
+}
+
+// openError names the cause of badger's failure to open the store where
+// it is one a caller acts on.
+func openError(opts Options, err error) error {
+	dir := opts.Dir
+	switch {
+	case strings.Contains(err.Error(), "Another process is using this Badger database"):
+		return fmt.Errorf("%w: %s (a hub is running on it: stop it, or verify a backup): %w", ErrLocked, dir, err)
+	case strings.Contains(err.Error(), badger.ErrTruncateNeeded.Error()), // wrapped as text
+		opts.ReadOnly && strings.Contains(err.Error(), "while opening memtables"):
+		return fmt.Errorf("%w: %s: a read-only open cannot replay its memtable log; open it read-write once, or open a copy: %w",
+			ErrUnclean, dir, err)
+	}
+	return fmt.Errorf("wal: open badger in %q: %w", dir, err)
+}
+
+// setup checks the format (upgrading version 2), loads the marks, checks
+// the journal against the store and applies the damage policy. It returns
+// the journal to write (nil read-only or in memory).
+func (l *Log) setup(opts Options) (*journal, error) {
+	jdir := filepath.Join(opts.Dir, journalDir)
+	_, statErr := os.Stat(jdir)
+	hadJournal := statErr == nil
+	if !opts.InMemory && !opts.ReadOnly {
+		if err := os.MkdirAll(jdir, 0o755); err != nil { // before a new store's format record
+			return nil, fmt.Errorf("wal: journal: %w", err)
+		}
+	}
+	ver, existed, err := checkFormat(l.db, opts, l.logger)
+	if err != nil {
+		return nil, err
+	}
+	l.heads = ver >= headsVersion
+	if l.marks, err = loadMarks(l.db); err != nil {
+		return nil, err
+	}
+	if opts.InMemory {
+		return nil, nil
+	}
+	rep, err := readJournal(jdir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	l.storeDamage = rep.damage
+	if !hadJournal && existed {
+		l.storeDamage = append(l.storeDamage, "the journal directory is missing: commits the store lost cannot be detected")
+	}
+	found, err := checkJournal(l.db, rep)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.applyPolicy(opts, found); err != nil {
+		return nil, err
+	}
+	if opts.ReadOnly {
+		return nil, nil
+	}
+	j, err := startJournal(jdir, opts.NoSync, opts.maxBatchBytes(), rep, l.db.MaxVersion())
+	if err != nil {
+		return nil, err
+	}
+	if err := j.ensureActive(); err != nil && !isNoSpace(err) {
+		_ = j.close(false)
+		return nil, err
+	} else if err != nil {
+		l.logger.Warn().Err(err).Msg("wal: no space for a journal segment; appends wait for space")
+	}
+	return j, nil
+}
+
+// applyPolicy refuses or marks the damage found at open that the store's
+// marks do not already cover.
+func (l *Log) applyPolicy(opts Options, found []SessionDamage) error {
+	var fresh []SessionDamage
+	for _, d := range found {
+		if old, ok := l.marks[d.Session]; !ok || old.From > d.From {
+			fresh = append(fresh, d)
+		}
+	}
+	if len(fresh) == 0 && len(l.storeDamage) == 0 {
+		return nil
+	}
+	dmg := Damage{Sessions: fresh, Store: l.storeDamage}
+	if opts.OnDamage == RefuseDamaged {
+		return &DamageError{Dir: opts.Dir, Damage: dmg}
+	}
+	if !opts.ReadOnly && len(fresh) > 0 {
+		if err := writeMarks(l.db, fresh); err != nil {
+			return fmt.Errorf("wal: recording damage marks: %w", err)
+		}
+	}
+	for _, d := range fresh {
+		l.marks.add(d)
+	}
+	l.logger.Error().Int("sessions", len(fresh)).Strs("store", l.storeDamage).Str("report", dmg.String()).
+		Msg("wal: damaged store opened; affected sessions are marked")
+	return nil
+}
+
+// checkFormat writes the format record into an empty store, upgrades a
+// store of version 2 (read-write only), or checks the one present. A
+// non-empty store without it is ErrFormat; one of another version is a
+// *FormatError. It returns the version the store now has and whether the
+// store existed with heads before (not created or upgraded now).
+func checkFormat(db *badger.DB, opts Options, logger zerolog.Logger) (uint32, bool, error) {
+	var ver uint32
+	var found, empty bool
+	err := db.View(func(txn *badger.Txn) error {
+		var err error
+		ver, found, err = readFormat(txn)
+		empty = !found && isEmpty(txn)
+		return err
 	})
+	switch {
+	case err != nil:
+		return 0, false, err
+	case !found && !empty:
+		return 0, false, fmt.Errorf("%w: store is not empty but has no format record", ErrFormat)
+	case !found && opts.ReadOnly:
+		return formatVersion, false, nil
+	case !found:
+		return formatVersion, false, db.Update(func(txn *badger.Txn) error {
+			return txn.Set(formatKey(), encodeFormat(formatVersion))
+		})
+	case ver == formatVersion:
+		return ver, true, nil
+	case ver == 2 && opts.ReadOnly:
+		return ver, false, nil
+	case ver == 2:
+		n, err := addHeads(db, opts.maxBatchBytes())
+		if err == nil {
+			logger.Info().Int("sessions", n).Msg("wal: upgraded the store from format version 2 to 3")
+		}
+		return formatVersion, false, err
+	}
+	return 0, false, &FormatError{Dir: opts.Dir, Have: ver, Want: formatVersion}
 }
 
 // readFormat returns the store's format version, and whether it has a
@@ -148,8 +334,10 @@ func isEmpty(txn *badger.Txn) bool {
 
 // Close stops accepting appends, lets the committer drain what is queued
 // (those appends get their real results), waits for in-flight reads and
-// closes badger. The first call returns badger's close error, if any; later
-// calls return ErrClosed.
+// closes badger, which flushes every memtable into a table; then the
+// journal has nothing left to watch and its segments are deleted. The
+// first call returns badger's close error, if any; later calls return
+// ErrClosed.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -165,10 +353,44 @@ func (l *Log) Close() error {
 		l.idle.Wait()
 	}
 	l.mu.Unlock()
-	if err := l.db.Close(); err != nil {
+	if err := l.closeSpace(); err != nil {
+		return err
+	}
+	l.space.close()
+	err := l.db.Close()
+	if j := l.c.journal; j != nil {
+		if jerr := j.close(err == nil && l.c.jerr == nil); jerr != nil {
+			l.logger.Warn().Err(jerr).Msg("wal: closing the journal")
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("wal: close badger: %w", err)
 	}
 	return nil
+}
+
+// closeSpace fails with ErrDiskFull when badger could not flush its
+// memtables on the free space left: its flush would write a table through
+// a memory map and end the process with SIGBUS. Close then leaves badger
+// open, as a crash would leave the store (everything acknowledged is in
+// its synced memtable logs, and the journal stays): the process should
+// exit, and the next Open replays the store once space is freed.
+func (l *Log) closeSpace() error {
+	if l.readOnly || !l.space.on {
+		return nil
+	}
+	need, err := openSpaceNeed(l.dir)
+	if err != nil {
+		return nil
+	}
+	free, ok, err := freeBytes(l.dir)
+	if !ok || err != nil || free >= need {
+		return nil
+	}
+	l.logger.Error().Uint64("free", free).Uint64("need", need).
+		Msg("wal: not flushing the memtables on close: the disk is too full; the next start replays them")
+	return fmt.Errorf("%w: closing %s would flush memtable logs of %d bytes with %d bytes free; "+
+		"left as after a crash", ErrDiskFull, l.dir, need, free)
 }
 
 // signal wakes the committer without blocking.

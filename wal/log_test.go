@@ -361,7 +361,7 @@ func TestScanFrom(t *testing.T) {
 func TestLargeRequests(t *testing.T) {
 	l := openMem(t)
 	s := sid(1)
-	budget := DefaultMaxBatchBytes - entrySize(metaKeyLen, len(metaData(s)))
+	budget := DefaultMaxBatchBytes - entrySize(metaKeyLen, len(metaData(s))) - headEntrySize
 	n := budget / entrySize(recordKeyLen, 1)
 	w := mkWrite(s, 1, n)
 	for i := range w.Records {

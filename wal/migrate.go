@@ -60,7 +60,9 @@ type MigrateStats struct {
 // convert, in key order (all metadata, then records by session and seq),
 // writes back each value that changed with its frame's checksum
 // recomputed, in transactions of at most opts.MaxBatchBytes, and once all
-// of them are committed and synced it writes the new format version. The
+// of them are committed and synced it writes each session's head and then
+// the new format version. A store of version 2 only needs the heads
+// (convert is not called; the stats say From 2). The
 // hub must be stopped: badger's directory lock makes Migrate fail while a
 // Log is open on the directory.
 //
@@ -133,6 +135,11 @@ func migrate(ctx context.Context, db *badger.DB, opts Options, convert Convert, 
 	case ver == formatVersion:
 		st.From = ver
 		return nil
+	case ver == 2:
+		// Version 2 differs from 3 only by the heads, which need no
+		// conversion of values (Open adds them too).
+		st.From = ver
+		return upgradeHeads(db, opts, st)
 	case ver != st.From:
 		return fmt.Errorf("%w: the store in %q has format version %d, the migration converts version %d",
 			ErrFormat, opts.Dir, ver, st.From)
@@ -144,10 +151,17 @@ func migrate(ctx context.Context, db *badger.DB, opts Options, convert Convert, 
 	if err := db.Sync(); err != nil {
 		return fmt.Errorf("wal: migrate: sync: %w", err)
 	}
-	if err := db.Update(func(txn *badger.Txn) error {
-		return txn.Set(formatKey(), encodeFormat(formatVersion))
-	}); err != nil {
-		return fmt.Errorf("wal: migrate: write format version %d: %w", formatVersion, err)
+	return upgradeHeads(db, opts, st)
+}
+
+// upgradeHeads writes every session's head and then the current format
+// version (see addHeads).
+func upgradeHeads(db *badger.DB, opts Options, st *MigrateStats) error {
+	if err := os.MkdirAll(filepath.Join(opts.Dir, journalDir), 0o755); err != nil {
+		return fmt.Errorf("wal: migrate: %w", err)
+	}
+	if _, err := addHeads(db, opts.maxBatchBytes()); err != nil {
+		return fmt.Errorf("wal: migrate: %w", err)
 	}
 	st.Commits++
 	return nil
@@ -189,7 +203,7 @@ func (m *migration) run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("wal: migrate: key %x: %w", item.Key(), err)
 		}
-		if k.kind == kindFormat {
+		if k.kind != kindMeta && k.kind != kindRecord {
 			continue
 		}
 		m.raw, m.key, m.out = item.Key(), k, nil

@@ -54,10 +54,33 @@ func makeV1Store(t testing.TB, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Update(func(txn *badger.Txn) error { return txn.Set(formatKey(), encodeFormat(1)) }); err != nil {
+	setFormat(t, db, 1)
+	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Close(); err != nil {
+}
+
+// setFormat makes the store of db look like one of format version ver:
+// the format record says ver, and before version 3 there are no heads.
+func setFormat(t testing.TB, db *badger.DB, ver uint32) {
+	t.Helper()
+	err := db.Update(func(txn *badger.Txn) error {
+		if ver < headsVersion {
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{kindHead}})
+			var heads [][]byte
+			for it.Rewind(); it.Valid(); it.Next() {
+				heads = append(heads, it.Item().KeyCopy(nil))
+			}
+			it.Close()
+			for _, k := range heads {
+				if err := txn.Delete(k); err != nil {
+					return err
+				}
+			}
+		}
+		return txn.Set(formatKey(), encodeFormat(ver))
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }
@@ -114,7 +137,7 @@ func rawConverted(t testing.TB, dir string) (converted, all int) {
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			k := it.Item().KeyCopy(nil)
-			if k[0] == kindFormat {
+			if k[0] != kindMeta && k[0] != kindRecord {
 				continue
 			}
 			v, err := it.Item().ValueCopy(nil)

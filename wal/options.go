@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 	"github.com/rs/zerolog"
 )
 
@@ -50,6 +51,27 @@ type Options struct {
 	// overhead. A single Append larger than this fails with ErrTooLarge.
 	// 0 means DefaultMaxBatchBytes; at most MaxMaxBatchBytes.
 	MaxBatchBytes int
+	// ReadOnly opens the store without changing it: badger's read-only
+	// mode (a shared lock, so it fails with ErrLocked while a hub has the
+	// directory open, and with ErrUnclean on a store whose hub crashed),
+	// no upgrade, no journal or marks written; Append fails with
+	// ErrReadOnly. For `hubd log verify`.
+	ReadOnly bool
+	// OnDamage says what Open does when acknowledged records are missing:
+	// refuse (RefuseDamaged, the zero value) or mark the affected sessions
+	// and open (MarkDamaged).
+	OnDamage DamagePolicy
+	// MinFreeBytes is the free space kept on the data directory's file
+	// system: an append that would leave less than this (plus its own
+	// size) fails with ErrDiskFull and writes nothing. 0 means
+	// DefaultMinFreeBytes; a negative value turns the check off. It should
+	// leave room for badger to flush its memtables (up to 5 × 32 MiB)
+	// and compact.
+	MinFreeBytes int64
+	// OnSpace, if set, is called when appends start or stop being refused
+	// for lack of space, with the measurement. It runs on the committer
+	// goroutine: it must return quickly and must not call the Log.
+	OnSpace func(Space)
 	// Logger receives the package's and badger's messages (badger's at
 	// warning level and above). The zero value logs nothing, like
 	// zerolog.Nop().
@@ -64,6 +86,10 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: Dir %q set together with InMemory", ErrInvalid, o.Dir)
 	case !o.InMemory && o.Dir == "":
 		return fmt.Errorf("%w: Dir is required unless InMemory", ErrInvalid)
+	case o.InMemory && o.ReadOnly:
+		return fmt.Errorf("%w: ReadOnly set together with InMemory", ErrInvalid)
+	case o.OnDamage > MarkDamaged:
+		return fmt.Errorf("%w: OnDamage %d", ErrInvalid, o.OnDamage)
 	case o.MaxBatchBytes < 0 || o.MaxBatchBytes > MaxMaxBatchBytes:
 		return fmt.Errorf("%w: MaxBatchBytes %d outside [0, %d]", ErrInvalid, o.MaxBatchBytes, MaxMaxBatchBytes)
 	}
@@ -90,7 +116,10 @@ func (o Options) limits() limits {
 	return lim
 }
 
-// badgerOptions sizes badger for a small (2-core, modest memory) machine.
+// badgerOptions sizes badger for a small (2-core, modest memory) machine,
+// with the checksum of every table block verified when it is read (badger
+// then skips a bad block rather than decode it; the heads and the seq
+// density checks turn what goes missing into an error).
 func (o Options) badgerOptions() badger.Options {
 	memTable := int64(minMemTableSize)
 	if m := int64(memTablePerBatch) * int64(o.maxBatchBytes()); m > memTable {
@@ -98,6 +127,8 @@ func (o Options) badgerOptions() badger.Options {
 	}
 	return badger.DefaultOptions(o.Dir).
 		WithInMemory(o.InMemory).
+		WithReadOnly(o.ReadOnly).
+		WithChecksumVerificationMode(options.OnBlockRead).
 		WithSyncWrites(!o.NoSync).
 		WithDetectConflicts(false). // one writer: the committer
 		WithMemTableSize(memTable).

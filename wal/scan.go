@@ -25,11 +25,34 @@ func (l *Log) Scan(ctx context.Context, session [16]byte, from uint64, fn func(s
 	defer l.exitRead()
 	txn := l.db.NewTransaction(false)
 	defer txn.Discard()
-	s := scanner{want: max(from, 1), fn: func(_ [16]byte, seq uint64, data []byte) error { return fn(seq, data) }}
+	start := max(from, 1)
+	s := scanner{want: start, fn: func(_ [16]byte, seq uint64, data []byte) error { return fn(seq, data) }}
 	seek := appendRecordKey(nil, session, s.want)
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: seek[:metaKeyLen]})
 	defer it.Close()
-	return s.run(ctx, it, seek)
+	if err := s.run(ctx, it, seek); err != nil {
+		return err
+	}
+	if d, ok := l.markOf(session); ok {
+		return markErr(d)
+	}
+	if !l.heads {
+		return nil
+	}
+	return checkScanEnd(txn, session, start, s.want-1)
+}
+
+// checkScanEnd checks a scan of session from start that found records up
+// to last (start-1: none) against the session's head.
+func checkScanEnd(txn *badger.Txn, session [16]byte, start, last uint64) error {
+	if last >= start {
+		return checkHead(txn, session, last)
+	}
+	h, _, err := headIn(txn, session)
+	if err == nil && h >= start {
+		err = headMismatch(session, start-1, h)
+	}
+	return err
 }
 
 // ScanAll calls fn for every record of every session, session by session in
@@ -48,7 +71,13 @@ func (l *Log) ScanAll(ctx context.Context, fn func(session [16]byte, seq uint64,
 	prefix := []byte{kindRecord}
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
 	defer it.Close()
-	s := scanner{all: true, fn: fn}
+	s := scanner{all: true, fn: fn, marked: l.markOf, markedIn: l.markIn([16]byte{}, maxSession)}
+	if l.heads {
+		heads := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{kindHead}})
+		defer heads.Close()
+		heads.Rewind()
+		s.heads = heads
+	}
 	return s.run(ctx, it, prefix)
 }
 
@@ -64,12 +93,42 @@ func (l *Log) ScanRange(ctx context.Context, first, last [16]byte, fn func(sessi
 	defer txn.Discard()
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{kindRecord}})
 	defer it.Close()
-	s := scanner{all: true, fn: fn, until: appendRecordKey(nil, last, math.MaxUint64)}
+	s := scanner{all: true, fn: fn, until: appendRecordKey(nil, last, math.MaxUint64),
+		marked: l.markOf, markedIn: l.markIn(first, last)}
+	if l.heads {
+		heads := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{kindHead}})
+		defer heads.Close()
+		heads.Seek(appendSessionKey(nil, kindHead, first))
+		s.heads, s.headsUntil = heads, appendSessionKey(nil, kindHead, last)
+	}
 	return s.run(ctx, it, appendRecordKey(nil, first, 1)[:metaKeyLen])
 }
 
+// maxSession is the greatest session id.
+var maxSession = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+
+// markIn returns a function that finds a marked session between first and
+// last included (the first in key order).
+func (l *Log) markIn(first, last [16]byte) func() (SessionDamage, bool) {
+	return func() (SessionDamage, bool) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		var best SessionDamage
+		found := false
+		for s, d := range l.marks {
+			if bytes.Compare(s[:], first[:]) >= 0 && bytes.Compare(s[:], last[:]) <= 0 &&
+				(!found || bytes.Compare(s[:], best.Session[:]) < 0) {
+				best, found = d, true
+			}
+		}
+		return best, found
+	}
+}
+
 // scanner walks record keys and checks that seqs are dense: from want in a
-// single-session scan, from 1 for each session in a scan of all.
+// single-session scan, from 1 for each session in a scan of all. A scan of
+// all also walks the heads alongside (when heads is set) and checks that
+// each session's records end at its head, and stops at a marked session.
 type scanner struct {
 	all     bool
 	session [16]byte
@@ -78,6 +137,11 @@ type scanner struct {
 	seq     uint64
 	until   []byte // stop past this key; nil: the end
 	fn      func(session [16]byte, seq uint64, data []byte) error
+
+	heads      *badger.Iterator // heads in key order; nil: no head check
+	headsUntil []byte           // stop past this head key; nil: the end
+	marked     func([16]byte) (SessionDamage, bool)
+	markedIn   func() (SessionDamage, bool) // any mark in the scanned range
 }
 
 func (s *scanner) run(ctx context.Context, it *badger.Iterator, seek []byte) error {
@@ -100,7 +164,104 @@ func (s *scanner) run(ctx context.Context, it *badger.Iterator, seek []byte) err
 			return err
 		}
 	}
-	return ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.all {
+		return s.finishAll()
+	}
+	return nil
+}
+
+// finishAll checks the last session of a scan of all, then every head
+// left (a head whose session has no record lost all of them), then the
+// marks of the scanned range: a marked session with nothing left in the
+// store still fails the scan.
+func (s *scanner) finishAll() error {
+	if s.want != 0 {
+		if err := s.finish(); err != nil {
+			return err
+		}
+	}
+	for s.heads != nil && s.heads.Valid() {
+		hs, h, err := s.head()
+		switch {
+		case err != nil:
+			return err
+		case hs == nil:
+			s.heads = nil
+			continue
+		}
+		if d, ok := s.marked(*hs); ok {
+			return markErr(d)
+		}
+		return headMismatch(*hs, 0, h)
+	}
+	if s.markedIn != nil {
+		if d, ok := s.markedIn(); ok {
+			return markErr(d)
+		}
+	}
+	return nil
+}
+
+// finish checks the session just scanned (records 1..want-1) against its
+// mark and its head.
+func (s *scanner) finish() error {
+	last := s.want - 1
+	if d, ok := s.marked(s.session); ok {
+		return markErr(d)
+	}
+	if s.heads == nil {
+		return nil
+	}
+	noHead := func() error {
+		return fmt.Errorf("%w: session %x: records run to seq %d but the session has no head", ErrCorrupt, s.session, last)
+	}
+	if !s.heads.Valid() {
+		return noHead()
+	}
+	hs, h, err := s.head()
+	switch {
+	case err != nil:
+		return err
+	case hs == nil:
+		return noHead()
+	case bytes.Compare(hs[:], s.session[:]) < 0: // a head whose records are all gone
+		if d, ok := s.marked(*hs); ok {
+			return markErr(d)
+		}
+		return headMismatch(*hs, 0, h)
+	case *hs != s.session:
+		return noHead()
+	case h != last:
+		return headMismatch(s.session, last, h)
+	}
+	s.heads.Next()
+	return nil
+}
+
+// head decodes the head under the heads iterator; a nil session means the
+// iterator is past the scan's range.
+func (s *scanner) head() (*[16]byte, uint64, error) {
+	item := s.heads.Item()
+	k := item.Key()
+	if s.headsUntil != nil && bytes.Compare(k, s.headsUntil) > 0 {
+		return nil, 0, nil
+	}
+	dk, err := decodeKey(k)
+	if err != nil {
+		return nil, 0, fmt.Errorf("wal: head key %x: %w", k, err)
+	}
+	var h uint64
+	err = item.Value(func(v []byte) error {
+		h, err = decodeHead(k, v)
+		return err
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("wal: session %x head: %w", dk.session, err)
+	}
+	return &dk.session, h, nil
 }
 
 // next checks the record key k against the expected session and seq.
@@ -113,6 +274,11 @@ func (s *scanner) next(k []byte) error {
 		return fmt.Errorf("wal: key %x: %w", k, err)
 	}
 	if s.all && (dk.session != s.session || s.want == 0) {
+		if s.want != 0 {
+			if err := s.finish(); err != nil {
+				return err
+			}
+		}
 		s.session, s.want = dk.session, 1
 	}
 	if dk.seq != s.want {
@@ -294,4 +460,54 @@ func lastSeqIn(txn *badger.Txn, session [16]byte, buf []byte) (uint64, error) {
 		return 0, fmt.Errorf("wal: session %x: last record key %x: %w", session, k, err)
 	}
 	return dk.seq, nil
+}
+
+// headIn returns the session's head in txn, and whether it has one.
+func headIn(txn *badger.Txn, session [16]byte) (uint64, bool, error) {
+	k := appendSessionKey(nil, kindHead, session)
+	item, err := txn.Get(k)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("wal: session %x head: %w", session, err)
+	}
+	var h uint64
+	err = item.Value(func(v []byte) error {
+		h, err = decodeHead(k, v)
+		return err
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("wal: session %x head: %w", session, err)
+	}
+	return h, true, nil
+}
+
+// checkHead checks that the session's records, ending at last (0: none),
+// agree with its head: a store of format 3 writes both in every commit,
+// so a difference means badger lost one of them (a damaged table block,
+// which badger skips).
+func checkHead(txn *badger.Txn, session [16]byte, last uint64) error {
+	h, found, err := headIn(txn, session)
+	switch {
+	case err != nil:
+		return err
+	case !found && last == 0:
+		return nil
+	case !found:
+		return fmt.Errorf("%w: session %x: records run to seq %d but the session has no head", ErrCorrupt, session, last)
+	case h != last:
+		return headMismatch(session, last, h)
+	}
+	return nil
+}
+
+// headMismatch is the error of a session whose records end at last while
+// its head says h.
+func headMismatch(session [16]byte, last, h uint64) error {
+	if last < h {
+		return fmt.Errorf("%w: session %x: records from seq %d to %d are missing (its head is %d)",
+			ErrCorrupt, session, last+1, h, h)
+	}
+	return fmt.Errorf("%w: session %x: records run to seq %d but its head is %d", ErrCorrupt, session, last, h)
 }
