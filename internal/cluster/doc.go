@@ -1,0 +1,65 @@
+// Package cluster is what lets several hubd nodes share one session space
+// on NATS JetStream: partition leases, the table of who owns what, and an
+// embedded NATS server so a deployment needs nothing but hubd.
+//
+// # Leases
+//
+// Sessions are hashed by tree into P partitions (wal/jetstream). A node
+// serves partition k only while it holds k's lease: key p<k> in the KV
+// bucket hub_owners (R3, file storage, TTL = the lease, history 1), whose
+// value is {node_id, grpc_addr, epoch}.
+//
+//   - Acquire: kv.Create(p<k>), which succeeds only if the key does not
+//     exist (never written, deleted, or expired). The creating revision is
+//     the lease's epoch, written into the value at once; epochs of one
+//     partition only grow. OnAcquire(ctx, k, epoch) follows; ctx ends when
+//     the lease does.
+//   - Renew: kv.Update(p<k>, value, lastRevision) every TTL/3. It fails if
+//     anyone else wrote the key since (after an expiry, a Create) or it
+//     expired; a failed or timed-out renewal drops the partition at once:
+//     Holds(k) turns false and OnLose(k) runs. The watch of the bucket
+//     drops it as soon as it sees the key expire or change hands, even
+//     before the next renewal.
+//   - Expire: the bucket's TTL removes a key not renewed for TTL and leaves
+//     a marker (LimitMarkerTTL), which every node's watch sees: the
+//     partition is free and a live node creates it.
+//   - Release: on rebalance and on Close, OnLose(k) runs first (the node
+//     stops serving), then the key is deleted at the node's last revision,
+//     so a peer takes the partition at once instead of after a TTL: a
+//     rolling restart moves partitions in well under a lease.
+//
+// Holds(k) is also false once the last successful renewal is older than
+// 0.9 TTL by the node's own monotonic clock (a paused process), so a write
+// path that checks it stops writing before the lease can have expired on
+// the server. None of this is trusted for safety: the log's fence
+// (wal/jetstream.ErrFenced) refuses every write of a deposed owner that
+// did not notice. Leases are what make the writer usually right; the fence
+// is what makes a wrong one harmless.
+//
+// # Spread
+//
+// Every live node keeps a membership key in hub_nodes (same settings),
+// refreshed every TTL/3, so N is known from a watch. Each node aims at
+// ceil(P/N) partitions with no coordinator: above that it releases its
+// least preferred ones, below it acquires free ones, most preferred first,
+// preference being rendezvous hashing of (node, partition). A free
+// partition whose preferred live node is another is left to that node for
+// one renewal period, so a cold start places partitions without churn and
+// a dead node's partitions go to their next preferred nodes.
+//
+// # Callbacks
+//
+// Each partition's callbacks run in order in its own goroutine: OnAcquire
+// may hydrate for as long as it needs while leases are renewed, and
+// OnLose runs after it (its context already done). OnLose must return
+// promptly: until it does, a released partition is not handed back.
+//
+// # Embedded NATS
+//
+// StartNATS runs a NATS server with JetStream inside the process, routes
+// to the other nodes' servers, and `sync_interval: always` semantics
+// (server.Options.SyncAlways): every acknowledged write is fsynced. For an
+// external NATS cluster, set `jetstream { sync_interval: always }` in every
+// server's configuration: with the two-minute default an acknowledged
+// write can be lost when machines lose power together.
+package cluster

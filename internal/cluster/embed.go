@@ -1,0 +1,183 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/rs/zerolog"
+)
+
+// NATSConfig configures an embedded NATS server with JetStream: what
+// `hubd serve --embed-nats` runs inside each hubd process, so a three-node
+// deployment is three hubd processes and nothing else.
+type NATSConfig struct {
+	// Name is the server's name, unique in the cluster (required): the
+	// node id is a good choice.
+	Name string
+	// StoreDir is JetStream's storage directory (required).
+	StoreDir string
+	// Host is the client listen address; default 127.0.0.1.
+	Host string
+	// Port is the client port; 0 means a random free port (-1 to the
+	// server).
+	Port int
+	// ClusterName names the NATS cluster; default "hubd".
+	ClusterName string
+	// ClusterHost is the route listen address; default Host.
+	ClusterHost string
+	// ClusterPort is the route port. 0 runs a single server with no
+	// routes: streams must then have one replica.
+	ClusterPort int
+	// Routes are the route URLs (nats-route://host:port or host:port) of
+	// every server of the cluster; this server's own may be among them.
+	// Required with a ClusterPort: a clustered JetStream server with no
+	// routes refuses to start.
+	Routes []string
+	// MaxBatchInflightPerStream raises the server's limit of atomic batches
+	// open at once per stream (the server's default is 50); 0 keeps it.
+	MaxBatchInflightPerStream int
+	// ReadyTimeout bounds the wait for the server to accept connections;
+	// default 10s.
+	ReadyTimeout time.Duration
+	// Logger receives the server's warnings and errors; default none.
+	Logger zerolog.Logger
+}
+
+// ErrNATSConfig reports an invalid NATSConfig.
+var ErrNATSConfig = errors.New("cluster: invalid NATS config")
+
+// Validate reports a missing required field or an unusable route.
+func (c NATSConfig) Validate() error {
+	var errs []error
+	if c.Name == "" {
+		errs = append(errs, fmt.Errorf("%w: Name is required", ErrNATSConfig))
+	}
+	if c.StoreDir == "" {
+		errs = append(errs, fmt.Errorf("%w: StoreDir is required", ErrNATSConfig))
+	}
+	if c.ClusterPort != 0 && len(c.Routes) == 0 {
+		errs = append(errs, fmt.Errorf("%w: a cluster needs Routes (JetStream refuses a cluster with none)", ErrNATSConfig))
+	}
+	if _, err := routeURLs(c.Routes); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Options returns the nats-server options of c: JetStream on, with
+// SyncAlways (`sync_interval: always`): every write is fsynced before it
+// is acknowledged, which hubd's promise that an acknowledged envelope is
+// never lost requires.
+func (c NATSConfig) Options() (*server.Options, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	host := c.Host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	port := c.Port
+	if port == 0 {
+		port = -1
+	}
+	o := &server.Options{
+		ServerName:   c.Name,
+		Host:         host,
+		Port:         port,
+		JetStream:    true,
+		StoreDir:     c.StoreDir,
+		SyncAlways:   true,
+		SyncInterval: 2 * time.Minute, // what `sync_interval: always` sets beside SyncAlways
+		NoSigs:       true,
+		JetStreamLimits: server.JSLimitOpts{
+			MaxBatchInflightPerStream: c.MaxBatchInflightPerStream,
+		},
+	}
+	if c.ClusterPort != 0 {
+		routes, _ := routeURLs(c.Routes)
+		ch := c.ClusterHost
+		if ch == "" {
+			ch = host
+		}
+		name := c.ClusterName
+		if name == "" {
+			name = "hubd"
+		}
+		o.Cluster = server.ClusterOpts{Name: name, Host: ch, Port: c.ClusterPort}
+		o.Routes = routes
+	}
+	return o, nil
+}
+
+// routeURLs parses route addresses, adding the nats-route scheme to bare
+// host:port ones.
+func routeURLs(routes []string) ([]*url.URL, error) {
+	out := make([]*url.URL, 0, len(routes))
+	for _, r := range routes {
+		if _, _, err := net.SplitHostPort(r); err == nil {
+			r = "nats-route://" + r
+		}
+		u, err := url.Parse(r)
+		if err != nil || u.Host == "" {
+			return nil, fmt.Errorf("%w: route %q: want nats-route://host:port", ErrNATSConfig, r)
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// StartNATS starts an embedded NATS server with JetStream as c describes
+// and waits until it accepts connections. In a cluster JetStream is usable
+// only once a meta leader is elected, a little later: clients retry their
+// first requests (see wal/jetstream.Open). Stop it with Shutdown.
+func StartNATS(c NATSConfig) (*server.Server, error) {
+	o, err := c.Options()
+	if err != nil {
+		return nil, err
+	}
+	s, err := server.NewServer(o)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: nats server %s: %w", c.Name, err)
+	}
+	s.SetLoggerV2(natsLogger{c.Logger.With().Str("nats_server", c.Name).Logger()}, false, false, false)
+	s.Start()
+	wait := c.ReadyTimeout
+	if wait == 0 {
+		wait = 10 * time.Second
+	}
+	if !s.ReadyForConnections(wait) {
+		s.Shutdown()
+		return nil, fmt.Errorf("cluster: nats server %s not ready after %v", c.Name, wait)
+	}
+	return s, nil
+}
+
+// ClientURL returns the URL a client connects to s with.
+func ClientURL(s *server.Server) string { return s.ClientURL() }
+
+// RouteURL formats host and port as a route URL for NATSConfig.Routes.
+func RouteURL(host string, port int) string {
+	return "nats-route://" + net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// natsLogger bridges the server's log to zerolog: warnings and errors
+// only, the notices being too chatty for a hub's log.
+type natsLogger struct{ l zerolog.Logger }
+
+func (n natsLogger) Noticef(string, ...any) {}
+func (n natsLogger) Debugf(string, ...any)  {}
+func (n natsLogger) Tracef(string, ...any)  {}
+func (n natsLogger) Warnf(f string, a ...any) {
+	n.l.Warn().Str("from", "nats").Msg(fmt.Sprintf(f, a...))
+}
+func (n natsLogger) Errorf(f string, a ...any) {
+	n.l.Error().Str("from", "nats").Msg(fmt.Sprintf(f, a...))
+}
+func (n natsLogger) Fatalf(f string, a ...any) {
+	n.l.Error().Str("from", "nats").Str("level_nats", "fatal").Msg(fmt.Sprintf(f, a...))
+}
