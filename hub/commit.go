@@ -2,67 +2,226 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
 
-// commit stamps, applies and appends envs, in order, to the locked session
-// s, with meta when these are its first records. The first envelope is
-// checked against the size limit before anything is applied. On success it
-// runs the post-commit work (indexes, timers, delivery) and returns every
-// envelope written, follow-ups included.
-func (h *Hub) commit(ctx context.Context, s *sess, envs []*hubpb.Envelope, meta []byte) ([]*hubpb.Envelope, error) {
-	now := session.Stamp(h.stamp(s))
-	var all []*hubpb.Envelope
-	recs := make([]LogRecord, 0, len(envs)+1)
-	for i, e := range envs {
+// A plan is one atomic write: the envelopes of one or more sessions of a
+// tree, applied to their machines in order and appended to the log in one
+// call. It begins with what a caller asked (a send, an open, a close, a
+// timer's firing) and grows by what that decides across sessions: a child
+// that ends posts its result to its parent, a session that ends closes its
+// open children, a crossed budget closes the tree.
+type plan struct {
+	now   *hubpb.Envelope // only its accepted_at: the write's time
+	trace string          // the caller's traceparent, for envelopes without one
+	parts []*part
+	first bool // nothing applied yet: the size limit applies to the next envelope
+}
+
+// part is one session's share of a plan.
+type part struct {
+	s       *sess
+	meta    []byte // a new session's metadata
+	isNew   bool
+	before  session.State // the session's state before the plan
+	envs    []*hubpb.Envelope
+	recs    []LogRecord
+	trigger *hubpb.Envelope // the last envelope that began a turn
+}
+
+func (h *Hub) newPlan(ctx context.Context, s *sess) *plan {
+	return &plan{now: &hubpb.Envelope{AcceptedAt: session.Stamp(h.stamp(s))}, trace: traceparentOf(ctx), first: true}
+}
+
+// part returns s's part of the plan, adding one.
+func (p *plan) part(s *sess) *part {
+	for _, x := range p.parts {
+		if x.s == s {
+			return x
+		}
+	}
+	x := &part{s: s, before: s.m.Lifecycle.State}
+	p.parts = append(p.parts, x)
+	return x
+}
+
+// apply stamps, checks the size of, applies and encodes envs in session s,
+// in order, with the follow-ups each decides; it stops at the session's
+// end. The first envelope of the plan is checked against the size limit
+// before anything is applied.
+func (h *Hub) apply(p *plan, s *sess, envs ...*hubpb.Envelope) error {
+	x := p.part(s)
+	for _, e := range envs {
 		if s.m.Lifecycle.State.Ended() {
 			break
 		}
-		e.SessionId, e.Seq, e.AcceptedAt = s.meta.GetSessionId(), s.m.Seq+1, now
-		if e.GetId() == "" {
-			e.Id = h.newID().String()
-		}
-		data, err := session.MarshalEnvelope(e)
+		h.stampEnvelope(p, s, e)
+		data, err := encode(e)
 		if err != nil {
-			return nil, fmt.Errorf("encoding seq %d: %v: %w", e.GetSeq(), err, session.ErrMalformed)
+			return fmt.Errorf("encoding seq %d: %v: %w", e.GetSeq(), err, session.ErrMalformed)
 		}
-		if i == 0 && len(data) > h.cfg.MaxEnvelopeBytes {
-			return nil, fmt.Errorf("envelope is %d bytes stored, the limit is %d: %w", len(data), h.cfg.MaxEnvelopeBytes, ErrTooLarge)
+		if p.first && len(data) > h.cfg.MaxEnvelopeBytes {
+			return fmt.Errorf("envelope is %d bytes stored, the limit is %d: %w", len(data), h.cfg.MaxEnvelopeBytes, ErrTooLarge)
 		}
+		p.first = false
 		applied, out := s.m.Apply(e)
+		if out.Trigger != nil {
+			x.trigger = out.Trigger
+		}
 		if out.Rule != "" {
 			e.Rule = out.Rule
-			if data, err = session.MarshalEnvelope(e); err != nil {
-				panic(fmt.Sprintf("hub: encoding seq %d with its rule: %v", e.GetSeq(), err))
-			}
+			data = mustEncode(e)
 		}
-		recs = append(recs, LogRecord{Seq: e.GetSeq(), Data: data})
-		for _, x := range applied[1:] {
-			x.Id = h.newID().String()
-			b, err := session.MarshalEnvelope(x)
-			if err != nil {
-				panic(fmt.Sprintf("hub: encoding a follow-up envelope: %v", err))
+		x.envs = append(x.envs, e)
+		x.recs = append(x.recs, LogRecord{Seq: e.GetSeq(), Data: data})
+		for _, f := range applied[1:] {
+			f.Id = h.newID().String()
+			if f.GetTraceparent() == "" {
+				f.Traceparent = e.GetTraceparent() // a follow-up is part of its cause's trace
 			}
-			recs = append(recs, LogRecord{Seq: x.GetSeq(), Data: b})
+			x.envs = append(x.envs, f)
+			x.recs = append(x.recs, LogRecord{Seq: f.GetSeq(), Data: mustEncode(f)})
+			f.Call = s.call
 		}
-		all = append(all, applied...)
+		e.Call = s.call
 	}
-	if len(all) == 0 {
-		return nil, nil
-	}
-	// The fold has run: from here the outcome must not depend on the
-	// caller giving up, or memory would run ahead of the log.
-	if err := h.wal.Append(context.WithoutCancel(ctx), LogWrite{Session: s.id, Meta: meta, Records: recs}); err != nil {
-		h.fail(s, err)
-		return nil, fmt.Errorf("session %v: the write-ahead log did not take seq %d: %v: %w", s.id, all[0].GetSeq(), err, ErrSessionFailed)
-	}
-	h.committed(s, all)
-	return all, nil
+	return nil
 }
+
+// stampEnvelope sets what the hub assigns and stores: session, seq, time,
+// id. The call is the session's, stamped after encoding (see encode).
+func (h *Hub) stampEnvelope(p *plan, s *sess, e *hubpb.Envelope) {
+	e.SessionId, e.Seq, e.AcceptedAt, e.Call = s.meta.GetSessionId(), s.m.Seq+1, p.now.GetAcceptedAt(), nil
+	if e.GetId() == "" {
+		e.Id = h.newID().String()
+	}
+	if e.GetTraceparent() == "" {
+		e.Traceparent = p.trace
+	}
+}
+
+// encode returns the stored form of e without its call: a session's call
+// ids derive from its metadata, so they are stored once there and stamped
+// on every envelope the hub hands out (see sess.decode).
+func encode(e *hubpb.Envelope) ([]byte, error) {
+	c := e.Call
+	e.Call = nil
+	b, err := session.MarshalEnvelope(e)
+	e.Call = c
+	return b, err
+}
+
+func mustEncode(e *hubpb.Envelope) []byte {
+	b, err := encode(e)
+	if err != nil {
+		panic(fmt.Sprintf("hub: encoding seq %d of session %s: %v", e.GetSeq(), e.GetSessionId(), err))
+	}
+	return b
+}
+
+// decode reads one of s's stored envelopes, with its call stamped.
+func (s *sess) decode(data []byte) (*hubpb.Envelope, error) {
+	e, err := session.UnmarshalEnvelope(data)
+	if err == nil {
+		e.Call = s.call
+	}
+	return e, err
+}
+
+// commit applies envs to the locked session s, with meta when these are its
+// first records, settles what they decide across the tree, appends it all
+// in one write and runs the post-commit work. It returns s's envelopes
+// written, follow-ups included.
+func (h *Hub) commit(ctx context.Context, s *sess, envs []*hubpb.Envelope, meta []byte) ([]*hubpb.Envelope, error) {
+	p := h.newPlan(ctx, s)
+	if meta != nil {
+		x := p.part(s)
+		x.meta, x.isNew = meta, true
+	}
+	_, fold := h.cfg.Tracer.Start(ctx, spanFold, sessionAttr(s.id))
+	if err := h.apply(p, s, envs...); err != nil {
+		h.abandon(p)
+		return nil, endSpan(fold, err)
+	}
+	fold.End()
+	if err := h.finish(ctx, p); err != nil {
+		return nil, err
+	}
+	return p.part(s).envs, nil
+}
+
+// finish settles a plan, appends it and runs the post-commit work. On a
+// failed append every session of the plan is marked failed (rebuilt from
+// the log before its next change) and nothing is acknowledged.
+func (h *Hub) finish(ctx context.Context, p *plan) error {
+	_, settle := h.cfg.Tracer.Start(ctx, spanSettle)
+	if err := h.settle(context.WithoutCancel(ctx), p); err != nil {
+		h.abandon(p)
+		return endSpan(settle, err)
+	}
+	settle.End()
+	writes := make([]LogWrite, 0, len(p.parts))
+	for _, x := range p.parts {
+		if len(x.recs) > 0 {
+			writes = append(writes, LogWrite{Session: x.s.id, Meta: x.meta, Records: x.recs})
+		}
+	}
+	if len(writes) == 0 {
+		return nil
+	}
+	// The folds have run: from here the outcome must not depend on the
+	// caller giving up, or memory would run ahead of the log.
+	_, wait := h.cfg.Tracer.Start(ctx, spanCommitWait, trace.WithAttributes(attribute.Int("hubd.sessions", len(writes))))
+	if err := h.wal.Append(context.WithoutCancel(ctx), writes...); err != nil {
+		if errors.Is(err, ErrDiskFull) {
+			// Nothing was written: the machines ran ahead of the log and
+			// are rebuilt quietly; the caller may retry once space returns.
+			h.abandon(p)
+			return endSpan(wait, fmt.Errorf("session %v: %v: %w", p.parts[0].s.id, err, ErrDiskFull))
+		}
+		for _, x := range p.parts {
+			h.fail(x.s, err)
+		}
+		return endSpan(wait, fmt.Errorf("session %v: the write-ahead log did not take seq %d: %v: %w", p.parts[0].s.id, firstSeq(p), err, ErrSessionFailed))
+	}
+	wait.End()
+	_, deliver := h.cfg.Tracer.Start(ctx, spanDeliver)
+	for _, x := range p.parts {
+		h.committed(x.s, x.envs, x.before, x.trigger)
+	}
+	h.deliverTree(p)
+	deliver.End()
+	return nil
+}
+
+func firstSeq(p *plan) uint64 {
+	if x := p.parts[0]; len(x.envs) > 0 {
+		return x.envs[0].GetSeq()
+	}
+	return 0
+}
+
+// abandon undoes a plan that was refused before its append: machines that
+// applied something are rebuilt from the log before their next change.
+func (h *Hub) abandon(p *plan) {
+	for _, x := range p.parts {
+		if len(x.envs) > 0 {
+			x.s.failed = errPlanAbandoned
+		}
+	}
+}
+
+// errPlanAbandoned marks a session whose machine ran ahead of a write that
+// was then refused; it is rebuilt from the log, silently.
+var errPlanAbandoned = errors.New("a write across sessions was refused after it was applied")
 
 // stamp returns the acceptance time of the next change: the clock, never
 // earlier than the session's last acceptance, in UTC without a monotonic
@@ -96,21 +255,27 @@ func (h *Hub) ready(ctx context.Context, s *sess) error {
 	if err != nil {
 		return fmt.Errorf("session %v failed (%v) and could not be reloaded: %v: %w", s.id, s.failed, err, ErrSessionFailed)
 	}
-	h.logger.Info().Str("session", s.id.String()).Uint64("seq", fresh.m.Seq).Msg("session reloaded from the write-ahead log")
+	if !errors.Is(s.failed, errPlanAbandoned) {
+		h.logger.Info().Str("session", s.id.String()).Uint64("seq", fresh.m.Seq).Msg("session reloaded from the write-ahead log")
+	}
 	s.m, s.dedup, s.trigger, s.lastAt, s.failed = fresh.m, fresh.dedup, fresh.trigger, fresh.lastAt, nil
+	s.publish()
 	return nil
 }
 
 // observe records what the hub derives from each envelope besides the
-// machine: idempotency answers, the current turn's trigger, the last time.
-func (s *sess) observe(e *hubpb.Envelope) {
-	if k, from := e.GetClientMsgId(), e.GetFrom(); k != "" && from != "" {
-		if s.dedup == nil {
-			s.dedup = map[string]uint64{}
+// machine: idempotency answers, the current turn's trigger (begins: e
+// began a turn), the last time.
+func (s *sess) observe(e *hubpb.Envelope, begins bool) {
+	if k := e.GetClientMsgId(); k != "" {
+		if from := dedupSender(e); from != "" {
+			if s.dedup == nil {
+				s.dedup = map[string]uint64{}
+			}
+			s.dedup[dedupKey(from, k)] = e.GetSeq()
 		}
-		s.dedup[dedupKey(from, k)] = e.GetSeq()
 	}
-	if startsTurn(e) {
+	if begins {
 		s.trigger = e
 	}
 	if at := session.Time(e.GetAcceptedAt()); at.After(s.lastAt) {
@@ -118,25 +283,34 @@ func (s *sess) observe(e *hubpb.Envelope) {
 	}
 }
 
-// startsTurn reports whether e begins a turn: a turn, or the open.
-func startsTurn(e *hubpb.Envelope) bool {
-	return session.IsTurn(e.GetType()) || e.GetType() == session.EventOpened
+// dedupSender is whose idempotency key an envelope carries: its sender, or
+// for what the hub wrote on someone's behalf (a delegation, an operator's
+// answer) that someone.
+func dedupSender(e *hubpb.Envelope) string {
+	switch {
+	case e.GetFrom() != "":
+		return e.GetFrom()
+	case e.GetDelegation() != nil:
+		return e.GetDelegation().GetDelegator()
+	case e.GetAnswer().GetBy() != "":
+		return e.GetAnswer().GetBy()
+	}
+	return ""
 }
 
 // committed runs after a successful append: derived state, indexes, hooks,
 // timers and delivery.
-func (h *Hub) committed(s *sess, all []*hubpb.Envelope) {
-	before := session.State(s.state.Load())
-	newTurn := false
+func (h *Hub) committed(s *sess, all []*hubpb.Envelope, before session.State, trigger *hubpb.Envelope) {
 	for _, e := range all {
-		s.observe(e)
-		newTurn = newTurn || startsTurn(e)
+		s.observe(e, e == trigger)
 		if f := h.cfg.Hooks.Accepted; f != nil {
 			f(e)
 		}
 	}
+	newTurn := trigger != nil
 	after := s.m.Lifecycle.State
 	s.publish()
+	h.noteAsking(s)
 	if after.Ended() && !before.Ended() {
 		h.mu.Lock()
 		h.openCount[s.meta.GetCreator()]--

@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/hubd/hubd/adapters"
 	"github.com/hubd/hubd/hubpb"
@@ -93,6 +95,10 @@ type Config struct {
 	NewID    func() uuid.UUID   // default: uuid.NewV7
 	Logger   zerolog.Logger     // default: zerolog.Nop()
 	Hooks    Hooks
+	// Tracer starts the spans of the send path (see trace.go), children of
+	// the caller's span; default: a no-op (nothing recorded; envelopes
+	// still carry the caller's traceparent).
+	Tracer trace.Tracer
 
 	InviteTimeout    time.Duration // default 5m: how long invitees have to ack
 	MaxDepth         int           // default 8: the deepest a child session may be
@@ -119,6 +125,9 @@ func (c *Config) Validate() error {
 func (c Config) withDefaults() Config {
 	if c.Clock == nil {
 		c.Clock = systemClock{}
+	}
+	if c.Tracer == nil {
+		c.Tracer = noop.NewTracerProvider().Tracer("")
 	}
 	if c.NewID == nil {
 		c.NewID = func() uuid.UUID { return uuid.Must(uuid.NewV7()) }

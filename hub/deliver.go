@@ -30,6 +30,7 @@ func (h *Hub) deliver(s *sess, all []*hubpb.Envelope, newTurn bool) {
 	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
+	h.deliverQuestions(s, all)
 	for _, p := range s.meta.GetParticipants() {
 		name := p.GetName()
 		subs := h.subs[name]
@@ -54,6 +55,31 @@ func (h *Hub) deliver(s *sess, all []*hubpb.Envelope, newTurn bool) {
 				sub.push(d)
 			}
 		}
+	}
+}
+
+// deliverTree hands a plan's envelopes to the watchers of its tree, all of
+// a plan at once per watcher: a watcher that sees the root end has the
+// rest of that write (its descendants closed with it) queued already. The
+// caller holds the tree's lock.
+func (h *Hub) deliverTree(p *plan) {
+	if len(p.parts) == 0 {
+		return
+	}
+	for _, w := range p.parts[0].s.tree.watchers {
+		var ds []*hubpb.Delivery
+		for _, x := range p.parts {
+			s := x.s
+			if !under(s, w.top) || (w.viewer != "" && !session.IsParticipant(s.meta, w.viewer)) {
+				continue
+			}
+			for _, e := range x.envs {
+				if w.sees(e) {
+					ds = append(ds, &hubpb.Delivery{Envelope: e})
+				}
+			}
+		}
+		w.push(ds...)
 	}
 }
 
@@ -109,17 +135,53 @@ func (h *Hub) Subscribe(ctx context.Context, agent string, opts SubscribeOptions
 		s.release()
 		sub.sent[s.meta.GetSessionId()] = cur
 		if cur < last && (has || !ended || opts.Ended) {
-			sub.spans = append(sub.spans, span{id: s.id, from: cur + 1, to: last})
+			sub.spans = append(sub.spans, span{s: s, from: cur + 1, to: last})
 		}
+	}
+	if err := h.retellQuestions(ctx, sub, agent); err != nil {
+		sub.Close()
+		return nil, err
 	}
 	return sub, nil
 }
 
-// Watch streams the envelopes of one session from seq from (1: all), for
+// retellQuestions queues the questions pending for agent in sessions it is
+// not a participant of (participants hear of them with the rest).
+func (h *Hub) retellQuestions(ctx context.Context, sub *Subscription, agent string) error {
+	for _, s := range h.asking() {
+		if session.IsParticipant(s.meta, agent) {
+			continue
+		}
+		if err := s.acquire(ctx); err != nil {
+			return err
+		}
+		for _, q := range pendingOf(s, agent) {
+			sub.turns = append(sub.turns, &hubpb.Delivery{Envelope: q.GetEnvelope()})
+		}
+		s.release()
+	}
+	return nil
+}
+
+// WatchOptions tune a watch.
+type WatchOptions struct {
+	// From is the first seq of the watched session (0 or 1: all).
+	From uint64
+	// Tree watches the session's descendants too, each from its cursor
+	// (or its start): every envelope of theirs with Verbose, else only
+	// questions, answers, question_closed and delegation results.
+	Tree    bool
+	Verbose bool
+	// Cursors are the last seq seen per descendant (session id string).
+	Cursors map[string]uint64
+}
+
+// Watch streams the envelopes of one session (and with opts.Tree its
+// descendants, each envelope carrying its session and depth in call), for
 // dashboards and audits: every envelope for an operator, what the agent
-// may read (addressed to it, or its own) for a participant; nobody else
-// may watch.
-func (h *Hub) Watch(ctx context.Context, agent string, operator bool, id session.ID, from uint64) (*Subscription, error) {
+// may read (addressed to it, or its own, in sessions it takes part in) for
+// a participant; nobody else may watch.
+func (h *Hub) Watch(ctx context.Context, agent string, operator bool, id session.ID, opts WatchOptions) (*Subscription, error) {
 	if err := h.enter(); err != nil {
 		return nil, err
 	}
@@ -131,24 +193,60 @@ func (h *Hub) Watch(ctx context.Context, agent string, operator bool, id session
 	if !operator && !session.IsParticipant(s.meta, agent) {
 		return nil, fmt.Errorf("%q may not watch session %v: %w", agent, id, ErrPermissionDenied)
 	}
-	if from == 0 {
-		from = 1
-	}
 	sub := newSubscription(h, "", id)
+	sub.tree, sub.verbose, sub.top = opts.Tree, opts.Verbose, s
 	if !operator {
 		sub.viewer = agent
 	}
 	if err := s.acquire(ctx); err != nil {
 		return nil, err
 	}
-	s.watch = append(s.watch, sub)
-	last := s.m.Seq
-	s.release()
-	sub.sent[s.meta.GetSessionId()] = from - 1
-	if from <= last {
-		sub.spans = append(sub.spans, span{id: id, from: from, to: last})
+	defer s.release()
+	if opts.Tree {
+		s.tree.watchers = append(s.tree.watchers, sub)
+	} else {
+		s.watch = append(s.watch, sub)
+	}
+	sub.catchUp(s, max(opts.From, 1))
+	// A tree watch resumed past its root's end ends after catching up.
+	sub.over = opts.Tree && s.m.Lifecycle.State.Ended() && max(opts.From, 1) > s.m.Seq
+	if opts.Tree {
+		for _, k := range descendants(s) {
+			if sub.viewer == "" || session.IsParticipant(k.meta, sub.viewer) {
+				sub.catchUp(k, opts.Cursors[k.meta.GetSessionId()]+1)
+			}
+		}
 	}
 	return sub, nil
+}
+
+// catchUp queues s's logged envelopes from seq from; the caller holds the
+// tree's lock.
+func (sub *Subscription) catchUp(s *sess, from uint64) {
+	sub.sent[s.meta.GetSessionId()] = from - 1
+	if last := s.m.Seq; from <= last {
+		sub.spans = append(sub.spans, span{s: s, from: from, to: last})
+	}
+}
+
+// descendants returns s's descendants, depth first, oldest first.
+func descendants(s *sess) []*sess {
+	var out []*sess
+	for _, k := range s.kids {
+		out = append(out, k)
+		out = append(out, descendants(k)...)
+	}
+	return out
+}
+
+// under reports whether s is top or one of its descendants.
+func under(s, top *sess) bool {
+	for x := s; x != nil; x = x.parent {
+		if x == top {
+			return true
+		}
+	}
+	return false
 }
 
 func compareIDs(a, b session.ID) int { return bytes.Compare(a[:], b[:]) }
@@ -177,4 +275,19 @@ func (h *Hub) PendingTurns(ctx context.Context, agent string) ([]*hubpb.Delivery
 		s.release()
 	}
 	return out, nil
+}
+
+// deliverQuestions hands a question to its answerer's subscriptions when
+// the answerer is not a participant (a person's agent asked from a child
+// session); participants get it with the rest. The caller holds h.mu.
+func (h *Hub) deliverQuestions(s *sess, all []*hubpb.Envelope) {
+	for _, e := range all {
+		a := e.GetQuestion().GetAnswerer()
+		if e.GetType() != session.EventQuestion || a == "" || session.IsParticipant(s.meta, a) {
+			continue
+		}
+		for _, sub := range h.subs[a] {
+			sub.push(&hubpb.Delivery{Envelope: e})
+		}
+	}
 }

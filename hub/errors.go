@@ -20,11 +20,18 @@ var (
 	ErrPermissionDenied = session.NewError(hubpb.Reason_PERMISSION_DENIED, "hub: permission denied")
 	// ErrLimit: a per-agent limit is reached (open sessions).
 	ErrLimit = session.NewError(hubpb.Reason_LIMIT_REACHED, "hub: limit reached")
+	// ErrDelegateNotAllowed: a delegate outside the parent's allow-list.
+	ErrDelegateNotAllowed = session.NewError(hubpb.Reason_DELEGATE_NOT_ALLOWED, "hub: delegate not allowed")
 	// ErrDepthExceeded: a child session would be deeper than allowed.
 	ErrDepthExceeded = session.NewError(hubpb.Reason_DEPTH_EXCEEDED, "hub: delegation depth exceeded")
 	// ErrSessionFailed: the session's log could not be written or read; it
 	// accepts nothing until it is reloaded from the log.
 	ErrSessionFailed = session.NewError(hubpb.Reason_SESSION_FAILED, "hub: session failed")
+	// ErrDiskFull: the log's disk is below its reserve; nothing was
+	// written, and writes resume by themselves once space is freed. A Log
+	// wraps it in the error of an append that wrote nothing for that
+	// reason.
+	ErrDiskFull = session.NewError(hubpb.Reason_DISK_FULL, "hub: disk full")
 	// ErrClosed: the hub is shutting down or closed.
 	ErrClosed = session.NewError(hubpb.Reason_DRAINING, "hub: closed")
 	// ErrSlowSubscriber: a subscriber fell behind its buffer and was cut

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -40,6 +41,7 @@ type faultyLog struct {
 	mu      sync.Mutex
 	failIn  int // fail the failIn-th append from now (1 = the next); 0 = never
 	appends int
+	full    bool // refuse every append as a full disk would: nothing written
 }
 
 var errInjected = errors.New("injected append failure")
@@ -52,11 +54,21 @@ func (f *faultyLog) Append(ctx context.Context, writes ...hub.LogWrite) error {
 		f.failIn--
 		fail = f.failIn == 0
 	}
+	full := f.full
 	f.mu.Unlock()
+	if full {
+		return fmt.Errorf("wal: disk full: 1 MiB free, the reserve is 256 MiB: %w", hub.ErrDiskFull)
+	}
 	if fail {
 		return errInjected
 	}
 	return f.Log.Append(ctx, writes...)
+}
+
+func (f *faultyLog) setFull(full bool) {
+	f.mu.Lock()
+	f.full = full
+	f.mu.Unlock()
 }
 
 func (f *faultyLog) failNth(n int) {

@@ -26,6 +26,8 @@ type Hub struct {
 	sessions    map[session.ID]*sess
 	byAgent     map[string]map[session.ID]*sess // participant → sessions
 	openKeys    map[string]session.ID           // creator + open key → session
+	threads     map[string]*sess                // creator + thread key → the thread's latest session
+	askers      map[session.ID]*sess            // sessions with pending questions
 	openCount   map[string]int                  // creator → pending or open sessions
 	subs        map[string][]*Subscription      // agent → live subscriptions
 	quarantined map[session.ID]error
@@ -36,20 +38,40 @@ type Hub struct {
 	closed   atomic.Bool
 }
 
-// sess is one session: its machine and what is derived from it. lock is a
-// one-slot semaphore held for a whole change (validate → commit → deliver).
+// tree is a delegation tree: a root session and its descendants. Its lock
+// is a one-slot semaphore held for a whole change (validate → commit →
+// deliver) of any session of the tree, so a change that spans sessions (a
+// child's open and its parent's record, a child's end and its parent's
+// result, a budget closing a whole tree) sees and writes them all at once.
+// Sessions of different trees never wait for each other.
+type tree struct {
+	lock chan struct{}
+	root session.ID
+
+	// Guarded by lock.
+	watchers []*Subscription // watches of a session and its descendants
+}
+
+func newTree(root session.ID) *tree { return &tree{lock: make(chan struct{}, 1), root: root} }
+
+// sess is one session: its machine and what is derived from it, guarded by
+// its tree's lock.
 type sess struct {
 	id   session.ID
 	meta *hubpb.SessionMeta // immutable
-	lock chan struct{}
+	call *hubpb.Call        // its place in the call tree, stamped on every envelope
+	tree *tree
 
-	// Guarded by lock.
+	// Guarded by the tree's lock.
 	m       *adapters.Machine
 	failed  error
 	dedup   map[string]uint64 // sender \x00 client message id → seq
 	trigger *hubpb.Envelope   // the envelope that began the current turn
 	lastAt  time.Time
 	watch   []*Subscription
+	parent  *sess   // nil for a root (or a child whose parent is not served)
+	kids    []*sess // every child, oldest first
+	task    string  // a child's task until its open is written (Delegate)
 
 	// Readable without the lock, for listings.
 	state   atomic.Uint32 // session.State
@@ -62,7 +84,12 @@ type sess struct {
 }
 
 func newSess(id session.ID, m *adapters.Machine) *sess {
-	return &sess{id: id, meta: m.Meta, m: m, lock: make(chan struct{}, 1), heapIdx: -1}
+	root := m.Meta.GetRootSessionId()
+	if root == "" {
+		root = id.String()
+	}
+	call := &hubpb.Call{Id: id.String(), Parent: m.Meta.GetParentSessionId(), Root: root, Depth: m.Meta.GetDepth()}
+	return &sess{id: id, meta: m.Meta, m: m, call: call, heapIdx: -1}
 }
 
 // publish copies what listings read without the lock; the caller holds it.
@@ -75,17 +102,20 @@ func (s *sess) publish() {
 	}
 }
 
-// acquire takes the session, waiting at most until ctx is done.
+// acquire takes the session's tree, waiting at most until ctx is done.
 func (s *sess) acquire(ctx context.Context) error {
 	select {
-	case s.lock <- struct{}{}:
+	case s.tree.lock <- struct{}{}:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
-func (s *sess) release() { <-s.lock }
+// hold takes the session's tree, waiting as long as it takes.
+func (s *sess) hold() { s.tree.lock <- struct{}{} }
+
+func (s *sess) release() { <-s.tree.lock }
 
 // New builds a hub and hydrates it: every session in the log is re-folded
 // and its timers re-armed before New returns.
@@ -97,7 +127,7 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 	h := &Hub{
 		cfg: cfg, wal: cfg.Log, clock: cfg.Clock, logger: cfg.Logger,
 		sessions: map[session.ID]*sess{}, byAgent: map[string]map[session.ID]*sess{},
-		openKeys: map[string]session.ID{}, openCount: map[string]int{}, subs: map[string][]*Subscription{},
+		openKeys: map[string]session.ID{}, threads: map[string]*sess{}, askers: map[session.ID]*sess{}, openCount: map[string]int{}, subs: map[string][]*Subscription{},
 		quarantined: map[session.ID]error{},
 	}
 	h.sched.init(h)
@@ -131,12 +161,16 @@ func (h *Hub) Close() error {
 		}
 	}
 	for _, s := range all {
-		s.lock <- struct{}{}
+		s.hold()
 		for _, w := range s.watch {
 			w.fail(ErrClosed)
 		}
 		s.watch = nil
-		<-s.lock
+		for _, w := range s.tree.watchers {
+			w.fail(ErrClosed)
+		}
+		s.tree.watchers = nil
+		s.release()
 	}
 	return nil
 }
@@ -184,6 +218,9 @@ func (h *Hub) index(s *sess) {
 	}
 	if k := s.meta.GetOpenKey(); k != "" {
 		h.openKeys[openKey(s.meta.GetCreator(), k)] = s.id
+	}
+	if k := s.meta.GetThreadKey(); k != "" {
+		h.threads[openKey(s.meta.GetCreator(), k)] = s // ids are time-ordered: the latest indexed is the latest
 	}
 	if !session.State(s.state.Load()).Ended() {
 		h.openCount[s.meta.GetCreator()]++

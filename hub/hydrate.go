@@ -153,7 +153,7 @@ func (h *Hub) startMeta(meta *hubpb.SessionMeta, id session.ID) (*sess, error) {
 
 // replay folds one logged record into s.
 func replay(s *sess, seq uint64, data []byte) (err error) {
-	e, err := session.UnmarshalEnvelope(data)
+	e, err := s.decode(data)
 	if err != nil {
 		return fmt.Errorf("seq %d: %w", seq, err)
 	}
@@ -165,8 +165,8 @@ func replay(s *sess, seq uint64, data []byte) (err error) {
 			err = fmt.Errorf("seq %d does not fold: %v: %w", seq, r, session.ErrCorrupt)
 		}
 	}()
-	s.m.Fold(e)
-	s.observe(e)
+	out := s.m.Fold(e)
+	s.observe(e, out.Begins)
 	return nil
 }
 
@@ -182,6 +182,7 @@ func (h *Hub) scanRest(ctx context.Context, s *sess) error {
 func (h *Hub) install(order []session.ID, all map[session.ID]*loading) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	trees := map[string]*tree{}
 	n := 0
 	for _, id := range order {
 		l := all[id]
@@ -196,12 +197,34 @@ func (h *Hub) install(order []session.ID, all map[session.ID]*loading) int {
 			}
 			continue
 		}
+		h.plant(l.s, trees, all)
 		l.s.publish()
 		h.index(l.s)
+		if len(l.s.m.Calls.Questions) > 0 {
+			h.askers[id] = l.s
+		}
 		h.sched.add(l.s)
 		n++
 	}
 	return n
+}
+
+// plant puts a rebuilt session into its tree, under its parent when the
+// parent serves (ids are time-ordered, so a parent comes before its
+// children).
+func (h *Hub) plant(s *sess, trees map[string]*tree, all map[session.ID]*loading) {
+	t := trees[s.call.GetRoot()]
+	if t == nil {
+		t = newTree(session.MustParseID(s.call.GetRoot()))
+		trees[s.call.GetRoot()] = t
+	}
+	s.tree = t
+	if pid, err := session.ParseID(s.meta.GetParentSessionId()); err == nil {
+		if p := all[pid]; p != nil && p.err == nil && p.s.tree != nil {
+			s.parent = p.s
+			p.s.kids = append(p.s.kids, s)
+		}
+	}
 }
 
 // load rebuilds one session from its log.

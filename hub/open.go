@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -21,7 +23,11 @@ import (
 // (and, when nobody needs to acknowledge, its open) in one write; invitees
 // are told through their subscriptions. An open with the idempotency key of
 // an earlier one by the same creator returns that session with existing
-// set. req is not modified.
+// set; so does an open with the thread key of a session the creator opened
+// that is still open (otherwise the new session links the thread's
+// previous one). An open with a parent is a background delegation of one
+// child on the creator's turn in the parent (see Delegate). req is not
+// modified.
 func (h *Hub) Open(ctx context.Context, creator string, req *hubpb.OpenRequest) (*hubpb.OpenResponse, error) {
 	if err := h.enter(); err != nil {
 		return nil, err
@@ -30,27 +36,30 @@ func (h *Hub) Open(ctx context.Context, creator string, req *hubpb.OpenRequest) 
 	if err := session.CheckName(creator); err != nil {
 		return nil, err
 	}
+	if req.GetParentSessionId() != "" {
+		return h.openChild(ctx, creator, req)
+	}
 	if key := req.GetIdempotencyKey(); key != "" {
 		if s, ok := h.existing(creator, key); ok {
 			return h.openResponse(ctx, s, true)
 		}
 	}
+	prev, open := h.thread(creator, req.GetThreadKey())
+	if open {
+		return h.openResponse(ctx, prev, true)
+	}
 	meta, typ, err := h.buildMeta(creator, req)
 	if err != nil {
 		return nil, err
 	}
-	a, err := h.cfg.Adapters.Lookup(typ)
+	if prev != nil {
+		meta.PreviousSessionId = prev.meta.GetSessionId()
+	}
+	m, err := h.machine(meta, typ, req.GetExpectations() == nil)
 	if err != nil {
 		return nil, err
 	}
-	if req.GetExpectations() == nil {
-		meta.Expectations = a.Expectations()
-	}
-	m, err := adapters.NewMachine(a, meta)
-	if err != nil {
-		return nil, err
-	}
-	s, err := h.create(ctx, m)
+	s, err := h.create(ctx, m, req.GetTask())
 	if err != nil {
 		return nil, err
 	}
@@ -60,25 +69,59 @@ func (h *Hub) Open(ctx context.Context, creator string, req *hubpb.OpenRequest) 
 	return h.openResponse(ctx, s, false)
 }
 
-// create logs a new session's metadata and invite and indexes it.
-func (h *Hub) create(ctx context.Context, m *adapters.Machine) (*sess, error) {
+// openChild opens a child of req's parent as a background delegation.
+func (h *Hub) openChild(ctx context.Context, creator string, req *hubpb.OpenRequest) (*hubpb.OpenResponse, error) {
+	resp, err := h.delegateReq(ctx, creator, &hubpb.DelegateRequest{SessionId: req.GetParentSessionId(),
+		Children: []*hubpb.OpenRequest{req}, Mode: session.ModeBackground, ClientMsgId: req.GetIdempotencyKey()})
+	if err != nil {
+		return nil, err
+	}
+	if len(resp.GetChildren()) == 0 {
+		return nil, fmt.Errorf("the delegation of a child of %s answered with no child: %w", req.GetParentSessionId(), ErrSessionFailed)
+	}
+	return &hubpb.OpenResponse{Session: resp.GetChildren()[0], Existing: resp.GetDuplicate()}, nil
+}
+
+// thread returns the latest session creator opened with thread key, and
+// whether it is still open; nil without a key or such a session.
+func (h *Hub) thread(creator, key string) (*sess, bool) {
+	if key == "" {
+		return nil, false
+	}
+	h.mu.RLock()
+	s := h.threads[openKey(creator, key)]
+	h.mu.RUnlock()
+	if s == nil {
+		return nil, false
+	}
+	return s, !session.State(s.state.Load()).Ended()
+}
+
+// create logs a new session's metadata, invite (and open) and task, and
+// indexes it.
+func (h *Hub) create(ctx context.Context, m *adapters.Machine, task string) (*sess, error) {
 	encMeta, err := session.MarshalMeta(m.Meta)
 	if err != nil {
 		return nil, fmt.Errorf("encoding metadata: %v: %w", err, session.ErrMalformed)
 	}
 	id, _ := session.ParseID(m.Meta.GetSessionId())
 	s := newSess(id, m)
-	s.lock <- struct{}{} // nobody else knows s yet
+	s.tree = newTree(id)
+	s.hold() // nobody else knows s yet
 	defer s.release()
 	key := m.Meta.GetOpenKey()
 	if err := h.reserve(s, key); err != nil {
 		return nil, err
 	}
-	// Every participant gets the invite (the creator too: it is the
-	// session's first record); invitees says who must acknowledge.
-	invite := &hubpb.Envelope{Type: session.EventInvite,
-		Payload: &hubpb.Envelope_Invite{Invite: &hubpb.Invite{Invitees: session.Invitees(m.Meta)}}}
-	if _, err := h.commit(ctx, s, []*hubpb.Envelope{invite}, encMeta); err != nil {
+	p := h.newPlan(ctx, s)
+	x := p.part(s)
+	x.meta, x.isNew = encMeta, true
+	if err := h.applyOpen(p, s, task); err != nil {
+		h.abandon(p)
+		h.unreserve(s, key)
+		return nil, err
+	}
+	if err := h.finish(ctx, p); err != nil {
 		h.unreserve(s, key)
 		return nil, err
 	}
@@ -120,7 +163,62 @@ func (h *Hub) buildMeta(creator string, req *hubpb.OpenRequest) (*hubpb.SessionM
 	if !slices.ContainsFunc(meta.Participants, func(p *hubpb.Participant) bool { return p.GetName() == creator }) {
 		meta.Participants = append([]*hubpb.Participant{{Name: creator, Role: "creator"}}, meta.Participants...)
 	}
-	return meta, typ, h.placeChild(creator, req.GetParentSessionId(), meta)
+	meta.Delegates, meta.Budget = slices.Clone(req.GetDelegates()), proto.CloneOf(req.GetBudget())
+	meta.ThreadKey, meta.RootCreator = req.GetThreadKey(), creator
+	if err := h.checkTask(meta, req.GetTask()); err != nil {
+		return nil, typ, err
+	}
+	if p := req.GetParentSessionId(); p != "" {
+		return meta, typ, h.placeChild(p, meta)
+	}
+	return meta, typ, checkBudget(meta.GetBudget())
+}
+
+// checkTask refuses a task for a session that would not open at once, or
+// one over the envelope limit.
+func (h *Hub) checkTask(meta *hubpb.SessionMeta, task string) error {
+	if task == "" {
+		return nil
+	}
+	if inv := session.Invitees(meta); len(inv) > 0 {
+		return fmt.Errorf("a task needs the session to open at once, but %s must acknowledge (mark them auto_accept): %w",
+			strings.Join(inv, ", "), session.ErrMalformed)
+	}
+	if len(task) > h.cfg.MaxEnvelopeBytes {
+		return fmt.Errorf("task is %d bytes, the limit is %d: %w", len(task), h.cfg.MaxEnvelopeBytes, ErrTooLarge)
+	}
+	return nil
+}
+
+// taskOf is a new, open session's task from its creator: a text when the
+// session type expects the creator to speak first, else a message.
+func taskOf(m *adapters.Machine, task string) *hubpb.Envelope {
+	creator := m.Meta.GetCreator()
+	if slices.Contains(m.Expected(), creator) {
+		return &hubpb.Envelope{Type: session.EventText, From: creator, Payload: &hubpb.Envelope_Text{Text: &hubpb.Text{Text: task}}}
+	}
+	return &hubpb.Envelope{Type: session.EventMessage, From: creator, Payload: &hubpb.Envelope_Message{Message: &hubpb.Text{Text: task}}}
+}
+
+// applyOpen applies a new session's invite (and open), then its task, to
+// plan p.
+func (h *Hub) applyOpen(p *plan, s *sess, task string) error {
+	if err := h.apply(p, s, inviteOf(s.m)); err != nil || task == "" {
+		return err
+	}
+	env := taskOf(s.m, task)
+	if err := s.m.Admit(env); err != nil {
+		return fmt.Errorf("task: %w", err)
+	}
+	return h.apply(p, s, env)
+}
+
+// checkBudget refuses a negative or non-finite budget.
+func checkBudget(b *hubpb.Budget) error {
+	if c := b.GetMaxCost(); b.GetMaxTokens() < 0 || c < 0 || math.IsNaN(c) || math.IsInf(c, 0) {
+		return fmt.Errorf("budget {max_tokens: %d, max_cost: %v} must be finite and not negative: %w", b.GetMaxTokens(), c, session.ErrMalformed)
+	}
+	return nil
 }
 
 // knobs returns the session's knobs: the request's, with its graph as the
@@ -139,11 +237,10 @@ func knobs(req *hubpb.OpenRequest) (map[string]*structpb.Value, error) {
 	return out, nil
 }
 
-// placeChild makes meta a child of the session named parent, if any.
-func (h *Hub) placeChild(creator, parent string, meta *hubpb.SessionMeta) error {
-	if parent == "" {
-		return nil
-	}
+// placeChild makes meta a child of the session named parent: its parent,
+// root, depth and root creator, within the hub's depth limit; a child has
+// no budget of its own (the root's bounds the tree).
+func (h *Hub) placeChild(parent string, meta *hubpb.SessionMeta) error {
 	pid, err := session.ParseID(parent)
 	if err != nil {
 		return fmt.Errorf("parent_session_id: %v: %w", err, session.ErrMalformed)
@@ -152,12 +249,10 @@ func (h *Hub) placeChild(creator, parent string, meta *hubpb.SessionMeta) error 
 	if err != nil {
 		return fmt.Errorf("parent: %w", err)
 	}
-	if !session.IsParticipant(p.meta, creator) {
-		return fmt.Errorf("%q is not a participant of the parent session %v: %w", creator, pid, ErrPermissionDenied)
-	}
-	meta.ParentSessionId, meta.RootSessionId, meta.Depth = pid.String(), p.meta.GetRootSessionId(), p.meta.GetDepth()+1
-	if meta.RootSessionId == "" {
-		meta.RootSessionId = pid.String()
+	meta.ParentSessionId, meta.RootSessionId, meta.Depth = pid.String(), p.call.GetRoot(), p.meta.GetDepth()+1
+	meta.RootCreator, meta.Budget = p.meta.GetRootCreator(), nil
+	if meta.RootCreator == "" {
+		meta.RootCreator = p.meta.GetCreator()
 	}
 	if int(meta.Depth) > h.cfg.MaxDepth {
 		return fmt.Errorf("a child of %v would be at depth %d, the limit is %d: %w", pid, meta.Depth, h.cfg.MaxDepth, ErrDepthExceeded)

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/hubd/hubd/adapters"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
@@ -34,6 +35,11 @@ func (h *Hub) info(ctx context.Context, s *sess) (*hubpb.SessionInfo, error) {
 	if err := h.ready(ctx, s); err != nil {
 		return nil, err
 	}
+	return h.infoLocked(s), nil
+}
+
+// infoLocked returns s's metadata and state; the caller holds its lock.
+func (h *Hub) infoLocked(s *sess) *hubpb.SessionInfo {
 	sum := s.m.Turns.Summary()
 	info := listing(s)
 	info.Turn, info.Expected, info.LastRule = int64(sum.Turn), s.m.Expected(), s.m.LastRule
@@ -42,11 +48,32 @@ func (h *Hub) info(ctx context.Context, s *sess) (*hubpb.SessionInfo, error) {
 	for _, k := range slices.Sorted(maps.Keys(sum.Context)) {
 		v, err := session.JSONValue(sum.Context[k])
 		if err != nil {
-			return nil, fmt.Errorf("context %q of session %v: %w", k, s.id, err)
+			// Context values are canonical JSON folded from checked
+			// envelopes: this is a broken invariant.
+			panic(fmt.Sprintf("hub: context %q of session %v: %v", k, s.id, err))
 		}
 		info.Context[k] = v
 	}
-	return info, nil
+	if r, ok := s.m.Turns.(adapters.Router); ok {
+		active, handoffs, sup := r.Routing()
+		info.ActiveAgent, info.Handoffs, info.Supervisor = active, int64(handoffs), sup
+	}
+	info.Holds = holdsOf(s.m.Calls.Holds)
+	info.TreeUsage, info.Responder = treeUsage(s), s.m.Calls.Responder
+	for _, c := range s.m.Calls.Children {
+		info.OpenChildren = append(info.OpenChildren, c.ID)
+	}
+	return info
+}
+
+// holdsOf returns the wire form of the machine's holds.
+func holdsOf(hs []*adapters.Hold) []*hubpb.Hold {
+	var out []*hubpb.Hold
+	for _, x := range hs {
+		out = append(out, &hubpb.Hold{Holder: x.Holder, Kind: x.Kind, EnvelopeId: x.Envelope, Children: x.Children,
+			Await: x.Await, Done: x.Done, QuestionId: x.Question, Answerer: x.Answerer, Since: session.Stamp(x.Since)})
+	}
+	return out
 }
 
 // listing returns what a listing says of s: metadata, state, last seq and
@@ -86,6 +113,38 @@ func (h *Hub) readable(agent string, operator bool, id session.ID) (*sess, error
 		return nil, fmt.Errorf("%q is not a participant of session %v and may not read it: %w", agent, id, ErrPermissionDenied)
 	}
 	return s, nil
+}
+
+// TypeOf returns the type of session id ("workflow@1"), for observers: it
+// takes no session's lock, so a hook may call it (the metrics label what
+// the hooks report with it).
+func (h *Hub) TypeOf(id session.ID) (string, bool) {
+	h.mu.RLock()
+	s, ok := h.sessions[id]
+	h.mu.RUnlock()
+	if !ok {
+		return "", false
+	}
+	return s.meta.GetType(), true
+}
+
+// CountSessions calls f once for each session type and state the hub
+// holds sessions in, with how many, in no particular order (for metrics).
+// It takes no session's lock.
+func (h *Hub) CountSessions(f func(typ string, state session.State, n int)) {
+	type key struct {
+		typ   string
+		state session.State
+	}
+	counts := map[key]int{}
+	h.mu.RLock()
+	for _, s := range h.sessions { //hubd:orderless counting
+		counts[key{s.meta.GetType(), session.State(s.state.Load())}]++
+	}
+	h.mu.RUnlock()
+	for k, n := range counts { //hubd:orderless the caller does not depend on the order
+		f(k.typ, k.state, n)
+	}
 }
 
 // Filter selects sessions in List. Zero fields match everything.
@@ -154,7 +213,8 @@ func (f Filter) matches(s *sess) bool {
 // ReadLog returns up to limit envelopes of a session from seq from (what
 // agent may see of them; everything for an operator).
 func (h *Hub) ReadLog(ctx context.Context, agent string, operator bool, id session.ID, from uint64, limit int) ([]*hubpb.Envelope, error) {
-	if _, err := h.readable(agent, operator, id); err != nil {
+	s, err := h.readable(agent, operator, id)
+	if err != nil {
 		return nil, err
 	}
 	if limit <= 0 {
@@ -162,11 +222,11 @@ func (h *Hub) ReadLog(ctx context.Context, agent string, operator bool, id sessi
 	}
 	from = max(from, 1)
 	var out []*hubpb.Envelope
-	err := h.wal.Scan(ctx, id, from, func(seq uint64, data []byte) error {
+	err = h.wal.Scan(ctx, id, from, func(seq uint64, data []byte) error {
 		if len(out) == limit {
 			return errStop
 		}
-		e, err := session.UnmarshalEnvelope(data)
+		e, err := s.decode(data)
 		if err != nil {
 			return err
 		}

@@ -40,8 +40,14 @@ import (
 //	ack AGENT S | reject AGENT S [REASON...] | close AGENT S [REASON...]
 //	advance D         move the fake clock (timers fire)
 //	subscribe AGENT [ended] [S=SEQ ...] | watch AGENT S [FROM] | drain NAME
-//	state S | log S [FROM] | pending AGENT | view AGENT S [NAME [WINDOW]]
+//	state S | log S [FROM] | pending AGENT | view AGENT S [NAME [WINDOW]] [history=H]
 //	list AGENT [state=STATE] [labels=(K=V,...)]  (AGENT "operator" sees all)
+//	delegate AGENT S [mode=M] [await=A] [notify=N] [key=K]
+//	    input: one hubpb.OpenRequest per line, a child each (named on)
+//	answer AGENT S [operator] [key=K]   input: the hubpb.Answer
+//	questions AGENT [operator] [answerer=A] [root=S]
+//	info S | tree S | replay S
+//	watch AGENT S [FROM] [tree] [verbose]  (AGENT "operator" sees all)
 //	stop | start | restart | fail-append N
 func TestScripts(t *testing.T) {
 	datadriven.Walk(t, "testdata/scripts", func(t *testing.T, path string) {
@@ -157,10 +163,28 @@ func (r *runner) run(t *testing.T, td *datadriven.TestData) string {
 		return r.pending(args[0])
 	case "view":
 		need(2)
-		return r.view(args)
+		return r.view(td, args)
 	case "list":
 		need(1)
 		return r.list(td, args[0])
+	case "delegate":
+		need(2)
+		return r.delegate(td, args[0], args[1])
+	case "answer":
+		need(2)
+		return r.answer(td, args)
+	case "questions":
+		need(1)
+		return r.questions(td, args)
+	case "info":
+		need(1)
+		return r.info(args[0])
+	case "tree":
+		need(1)
+		return r.tree(args[0])
+	case "replay":
+		need(1)
+		return r.replay(args[0])
 	case "stop":
 		r.env.shutdown()
 		return "stopped"
@@ -310,16 +334,29 @@ func (r *runner) subscribe(td *datadriven.TestData, agent string) string {
 }
 
 func (r *runner) watch(args []string) string {
-	from := uint64(1)
-	if len(args) > 2 {
-		from, _ = strconv.ParseUint(args[2], 10, 64)
+	opts := hub.WatchOptions{From: 1}
+	for _, a := range args[2:] {
+		switch a {
+		case "tree":
+			opts.Tree = true
+		case "verbose":
+			opts.Verbose = true
+		default:
+			opts.From, _ = strconv.ParseUint(a, 10, 64)
+		}
 	}
-	sub, err := r.env.hub.Watch(context.Background(), args[0], false, r.id(args[1]), from)
+	sub, err := r.env.hub.Watch(context.Background(), args[0], args[0] == "operator", r.id(args[1]), opts)
 	if err != nil {
 		return errLine(err)
 	}
-	r.subs["watch:"+args[1]] = sub
-	return "watching"
+	name := "watch:" + args[1]
+	for _, a := range args[2:] {
+		if a == "tree" || a == "verbose" {
+			name += ":" + a
+		}
+	}
+	r.subs[name] = sub
+	return "watching as " + name
 }
 
 // drain prints every delivery available now, without waiting.
@@ -357,8 +394,9 @@ func (r *runner) delivery(d *hubpb.Delivery) string {
 }
 
 // envLine prints an envelope on one line: session#seq, time since the
-// epoch, sender, type, restricted audience, then the rest of the envelope
-// (payload, client message id, ...) in the one JSON form.
+// epoch, sender, type, restricted audience, depth in the call tree (when
+// not 0), then the rest of the envelope (payload, client message id, ...)
+// in the one JSON form.
 func (r *runner) envLine(e *hubpb.Envelope) string {
 	from := e.GetFrom()
 	if from == "" {
@@ -368,8 +406,11 @@ func (r *runner) envLine(e *hubpb.Envelope) string {
 	if a := e.GetAudience(); a != nil {
 		to = " to=" + strings.Join(a.GetNames(), ",")
 	}
+	if d := e.GetCall().GetDepth(); d > 0 {
+		to += fmt.Sprintf(" depth=%d", d)
+	}
 	rest := proto.CloneOf(e)
-	rest.SessionId, rest.Seq, rest.Id, rest.From, rest.Type, rest.Audience, rest.AcceptedAt = "", 0, "", "", "", nil, nil
+	rest.SessionId, rest.Seq, rest.Id, rest.From, rest.Type, rest.Audience, rest.AcceptedAt, rest.Call = "", 0, "", "", "", nil, nil, nil
 	data, err := hubpb.MarshalJSON(rest)
 	if err != nil {
 		data = []byte("marshal: " + err.Error())
@@ -430,8 +471,11 @@ func (r *runner) pending(agent string) string {
 	return b.String() + fmt.Sprintf("%d pending", len(ds))
 }
 
-func (r *runner) view(args []string) string {
+func (r *runner) view(td *datadriven.TestData, args []string) string {
 	opts := hub.ViewOptions{}
+	if v := arg(td, "history"); len(v) == 1 {
+		opts.History = v[0]
+	}
 	if len(args) > 2 {
 		opts.Name = args[2]
 	}
@@ -452,7 +496,7 @@ func (r *runner) view(args []string) string {
 	}
 	b.WriteString("\n")
 	for _, it := range v.GetItems() {
-		fmt.Fprintf(&b, "  #%d %s: %s\n", it.GetSeq(), it.GetFrom(), it.GetText())
+		fmt.Fprintf(&b, "  %s#%d %s: %s\n", r.nameOf(it.GetSessionId()), it.GetSeq(), it.GetFrom(), it.GetText())
 	}
 	return b.String()
 }

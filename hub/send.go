@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
@@ -34,28 +36,35 @@ func (h *Hub) Send(ctx context.Context, from string, id session.ID, env *hubpb.E
 	if err := checkHeader(env, from, id); err != nil {
 		return nil, err
 	}
+	actx, admit := h.cfg.Tracer.Start(ctx, spanAdmit, sessionAttr(id))
 	s, err := h.lookup(id)
 	if err != nil {
-		return nil, err
+		return nil, endSpan(admit, err)
 	}
-	if err := s.acquire(ctx); err != nil {
-		return nil, err
+	if err := s.acquire(actx); err != nil {
+		return nil, endSpan(admit, err)
 	}
 	defer s.release()
-	if err := h.ready(ctx, s); err != nil {
-		return nil, err
+	if err := h.ready(actx, s); err != nil {
+		return nil, endSpan(admit, err)
 	}
-	env.From, env.Type, env.SessionId, env.Id = from, t, s.meta.GetSessionId(), ""
+	env.From, env.Type, env.SessionId, env.Id, env.Call = from, t, s.meta.GetSessionId(), "", nil
+	if q := env.GetQuestion(); q != nil && q.GetAnswerer() == "" {
+		q.Answerer = rootCreator(s) // the hub decides who answers by default, and logs it
+	}
 	env.Seq, env.AcceptedAt, env.Rule = 0, nil, "" // the hub's: a caller's values are neither checked nor kept
 	if k := env.GetClientMsgId(); k != "" {
 		if seq, ok := s.dedup[dedupKey(from, k)]; ok {
-			return h.duplicate(ctx, s, seq)
+			admit.SetAttributes(attribute.Bool("hubd.duplicate", true))
+			ack, err := h.duplicate(actx, s, seq)
+			return ack, endSpan(admit, err)
 		}
 	}
 	if err := s.m.Admit(env); err != nil {
 		h.rejected(s.id, from, t, err)
-		return nil, err
+		return nil, endSpan(admit, err)
 	}
+	admit.End()
 	all, err := h.commit(ctx, s, []*hubpb.Envelope{env}, nil)
 	if err != nil {
 		h.rejected(s.id, from, t, err)
@@ -93,7 +102,7 @@ func ackOf(all []*hubpb.Envelope) *hubpb.SendResponse {
 func (h *Hub) duplicate(ctx context.Context, s *sess, seq uint64) (*hubpb.SendResponse, error) {
 	a := &hubpb.SendResponse{Seq: seq, Duplicate: true}
 	err := h.wal.Scan(ctx, s.id, seq, func(got uint64, data []byte) error {
-		e, err := session.UnmarshalEnvelope(data)
+		e, err := s.decode(data)
 		if err != nil {
 			return err
 		}
@@ -151,13 +160,13 @@ func (h *Hub) CloseSession(ctx context.Context, agent string, operator bool, id 
 	if err := h.ready(ctx, s); err != nil {
 		return nil, err
 	}
-	e := session.Ended(session.EventClosed, reason)
-	if err := s.m.Admit(e); err != nil {
+	envs := s.m.Ending(reason) // its pending questions withdrawn, then the close
+	if err := s.m.Admit(envs[len(envs)-1]); err != nil {
 		return nil, err
 	}
-	all, err := h.commit(ctx, s, []*hubpb.Envelope{e}, nil)
+	all, err := h.commit(ctx, s, envs, nil)
 	if err != nil {
 		return nil, err
 	}
-	return ackOf(all), nil
+	return ackOf(all[len(all)-1:]), nil
 }

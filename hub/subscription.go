@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 
@@ -16,10 +17,14 @@ import (
 // subscriber that falls further behind than the hub's SubscriberBuffer is
 // cut off with ErrSlowSubscriber and resumes from its cursors.
 type Subscription struct {
-	h      *Hub
-	agent  string     // the subscribing agent; "" for a watch
-	watch  session.ID // the watched session
-	viewer string     // whose audience filters what a watch sees; "" sees all (operators)
+	h       *Hub
+	agent   string     // the subscribing agent; "" for a watch
+	watch   session.ID // the watched session
+	top     *sess      // the watched session, for a tree watch
+	tree    bool       // a watch of the session and its descendants
+	verbose bool       // a tree watch sees every envelope of the descendants
+	over    bool       // a tree watch handed out its root's end
+	viewer  string     // whose audience filters what a watch sees; "" sees all (operators)
 
 	// Owned by the reader (Next).
 	spans []span            // catch-up still to read from the log
@@ -35,7 +40,7 @@ type Subscription struct {
 }
 
 type span struct {
-	id       session.ID
+	s        *sess
 	from, to uint64
 }
 
@@ -48,6 +53,9 @@ func newSubscription(h *Hub, agent string, watch session.ID) *Subscription {
 // addressed to it, a participant's watch what the participant may read
 // (its own envelopes too), an operator's watch everything.
 func (sub *Subscription) sees(e *hubpb.Envelope) bool {
+	if sub.tree && !sub.verbose && e.GetSessionId() != sub.watch.String() && !treeNotice(e.GetType()) {
+		return false
+	}
 	switch {
 	case sub.agent != "":
 		return session.Addressed(e, sub.agent)
@@ -57,20 +65,33 @@ func (sub *Subscription) sees(e *hubpb.Envelope) bool {
 	return true
 }
 
-// push appends a live delivery; it never blocks.
-func (sub *Subscription) push(d *hubpb.Delivery) {
+// treeNotice reports whether a terse tree watch shows a descendant's
+// envelope of type t: what calls and people say to each other.
+func treeNotice(t string) bool {
+	switch t {
+	case session.EventQuestion, session.EventAnswer, session.EventQuestionClosed, session.EventDelegation, session.EventDelegationResult:
+		return true
+	}
+	return false
+}
+
+// push appends live deliveries, all or none; it never blocks.
+func (sub *Subscription) push(ds ...*hubpb.Delivery) {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
 	if sub.err != nil {
 		return
 	}
-	if len(sub.queue) >= sub.h.cfg.SubscriberBuffer {
+	if len(ds) == 0 {
+		return
+	}
+	if len(sub.queue)+len(ds) > sub.h.cfg.SubscriberBuffer {
 		sub.err = fmt.Errorf("the subscriber's buffer of %d deliveries is full: %w", len(sub.queue), ErrSlowSubscriber)
 		sub.queue = nil
 		sub.h.logger.Warn().Str("agent", sub.agent).Str("session", sub.watch.String()).Msg("slow subscriber cut off")
 		go sub.unregister()
 	} else {
-		sub.queue = append(sub.queue, d)
+		sub.queue = append(sub.queue, ds...)
 	}
 	select {
 	case sub.wake <- struct{}{}:
@@ -116,15 +137,25 @@ func (sub *Subscription) unregister() {
 	if s == nil {
 		return
 	}
-	s.lock <- struct{}{}
+	s.hold()
 	s.watch = slices.DeleteFunc(s.watch, func(x *Subscription) bool { return x == sub })
+	s.tree.watchers = slices.DeleteFunc(s.tree.watchers, func(x *Subscription) bool { return x == sub })
 	s.release()
 }
 
 // Next returns the next delivery, waiting until there is one or ctx is
 // done. After the subscription ends it returns why: ErrSlowSubscriber,
-// ErrClosed, or a log read error.
+// ErrClosed, or a log read error; a tree watch returns io.EOF once its root
+// has ended and everything written with that end was handed out.
 func (sub *Subscription) Next(ctx context.Context) (*hubpb.Delivery, error) {
+	d, err := sub.next(ctx)
+	if err == nil && sub.tree && d.GetEnvelope().GetSessionId() == sub.watch.String() && session.Ends(d.GetEnvelope().GetType()) {
+		sub.over = true
+	}
+	return d, err
+}
+
+func (sub *Subscription) next(ctx context.Context) (*hubpb.Delivery, error) {
 	for {
 		if err := sub.errNow(); err != nil {
 			return nil, err
@@ -145,6 +176,9 @@ func (sub *Subscription) Next(ctx context.Context) (*hubpb.Delivery, error) {
 				return d, nil
 			}
 			continue
+		}
+		if sub.over {
+			return nil, io.EOF
 		}
 		select {
 		case <-sub.wake:
@@ -232,13 +266,13 @@ func (sub *Subscription) readSpan(ctx context.Context) error {
 	sp := &sub.spans[0]
 	n := 0
 	// A chunk is short; reading it does not depend on the caller giving up.
-	err := sub.h.wal.Scan(context.WithoutCancel(ctx), sp.id, sp.from, func(seq uint64, data []byte) error {
+	err := sub.h.wal.Scan(context.WithoutCancel(ctx), sp.s.id, sp.from, func(seq uint64, data []byte) error {
 		if seq > sp.to || n >= catchupChunk {
 			return errStop
 		}
 		n++
 		sp.from = seq + 1
-		e, err := session.UnmarshalEnvelope(data)
+		e, err := sp.s.decode(data)
 		if err != nil {
 			return err
 		}
@@ -248,7 +282,7 @@ func (sub *Subscription) readSpan(ctx context.Context) error {
 		return nil
 	})
 	if err != nil && !errors.Is(err, errStop) {
-		return fmt.Errorf("catching up session %v from seq %d: %w", sp.id, sp.from, err)
+		return fmt.Errorf("catching up session %v from seq %d: %w", sp.s.id, sp.from, err)
 	}
 	if sp.from > sp.to || n == 0 {
 		sub.spans = sub.spans[1:]

@@ -65,6 +65,23 @@ func (sc *scheduler) update(s *sess) {
 	sc.arm()
 }
 
+// retry schedules a session's timers again at at, after a firing the log
+// did not take (a full disk); the caller holds its lock.
+func (sc *scheduler) retry(s *sess, at time.Time) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	s.due = at
+	if s.heapIdx >= 0 {
+		heap.Fix(&sc.q, s.heapIdx)
+	} else {
+		heap.Push(&sc.q, s)
+	}
+	sc.arm()
+}
+
+// timerRetry is how long a firing the log refused waits to be tried again.
+const timerRetry = time.Second
+
 func (sc *scheduler) remove(s *sess) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
@@ -128,7 +145,7 @@ func (h *Hub) runTimers(s *sess) {
 	}
 	defer h.leave()
 	ctx := context.Background()
-	s.lock <- struct{}{}
+	s.hold()
 	defer s.release()
 	if err := h.ready(ctx, s); err != nil {
 		h.logger.Error().Err(err).Str("session", s.id.String()).Msg("timers not run")
@@ -139,9 +156,14 @@ func (h *Hub) runTimers(s *sess) {
 		h.sched.update(s)
 		return
 	}
+	// A timer's envelopes belong to the trace of the turn they time.
+	ctx, span := h.cfg.Tracer.Start(continueTrace(ctx, s.trigger), spanTimers, sessionAttr(s.id))
+	defer span.End()
 	all, err := h.commit(ctx, s, envs, nil)
 	if err != nil {
-		h.logger.Error().Err(err).Str("session", s.id.String()).Msg("timer envelopes not written")
+		// Nothing was written: the deadlines are still due; try again.
+		h.logger.Error().Err(err).Str("session", s.id.String()).Msg("timer envelopes not written; retrying")
+		h.sched.retry(s, h.clock.Now().Add(timerRetry))
 		return
 	}
 	if f := h.cfg.Hooks.TimerFired; f != nil {

@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
@@ -27,7 +28,20 @@ const (
 type ViewOptions struct {
 	Name   string // one of the View* names; "" is ViewDefault
 	Window int    // for ViewWindowed; default 10
+	// History puts earlier sessions' items first: HistoryThread (the
+	// thread's previous sessions) or HistoryDelegate (a child's earlier
+	// siblings with the same delegator and delegate); "": none.
+	History string
 }
+
+// The histories a view may include.
+const (
+	HistoryThread   = "thread"
+	HistoryDelegate = "delegate"
+)
+
+// maxHistory bounds the earlier sessions a view includes.
+const maxHistory = 16
 
 // View returns agent's view of a session.
 func (h *Hub) View(ctx context.Context, agent string, id session.ID, opts ViewOptions) (*hubpb.View, error) {
@@ -40,18 +54,14 @@ func (h *Hub) View(ctx context.Context, agent string, id session.ID, opts ViewOp
 		return nil, err
 	}
 	var items []*hubpb.ViewItem
-	err = h.wal.Scan(ctx, id, 1, func(seq uint64, data []byte) error {
-		e, err := session.UnmarshalEnvelope(data)
-		if err != nil {
-			return err
-		}
-		if it, ok := viewItem(e, agent); ok {
-			items = append(items, it)
-		}
-		return nil
-	})
+	earlier, err := h.history(ctx, agent, s, opts.History)
 	if err != nil {
-		return nil, fmt.Errorf("reading session %v: %w", id, err)
+		return nil, err
+	}
+	for _, e := range append(earlier, s) {
+		if items, err = h.viewItems(ctx, agent, e, items); err != nil {
+			return nil, err
+		}
 	}
 	v := &hubpb.View{SessionId: s.meta.GetSessionId(), Name: name, Items: items}
 	if window > 0 && len(items) > window {
@@ -60,6 +70,72 @@ func (h *Hub) View(ctx context.Context, agent string, id session.ID, opts ViewOp
 		v.Older = olderCounts(s.meta, items[:cut])
 	}
 	return v, nil
+}
+
+// viewItems appends agent's items of session s to items.
+func (h *Hub) viewItems(ctx context.Context, agent string, s *sess, items []*hubpb.ViewItem) ([]*hubpb.ViewItem, error) {
+	err := h.wal.Scan(ctx, s.id, 1, func(seq uint64, data []byte) error {
+		e, err := s.decode(data)
+		if err != nil {
+			return err
+		}
+		if it, ok := viewItem(e, agent); ok {
+			it.SessionId = s.meta.GetSessionId()
+			items = append(items, it)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading session %v: %w", s.id, err)
+	}
+	return items, nil
+}
+
+// history returns the earlier sessions a view of s includes, oldest first:
+// those agent may read.
+func (h *Hub) history(ctx context.Context, agent string, s *sess, which string) ([]*sess, error) {
+	var out []*sess
+	switch which {
+	case "":
+	case HistoryThread:
+		for p := s.meta.GetPreviousSessionId(); p != "" && len(out) < maxHistory; {
+			id, err := session.ParseID(p)
+			prev, _ := h.lookup(id)
+			if err != nil || prev == nil {
+				break
+			}
+			out = append(out, prev)
+			p = prev.meta.GetPreviousSessionId()
+		}
+		slices.Reverse(out)
+	case HistoryDelegate:
+		if err := s.acquire(ctx); err != nil {
+			return nil, err
+		}
+		out = siblings(s)
+		s.release()
+	default:
+		return nil, fmt.Errorf("unknown view history %q (known: thread, delegate): %w", which, session.ErrMalformed)
+	}
+	return slices.DeleteFunc(out, func(x *sess) bool { return !session.IsParticipant(x.meta, agent) }), nil
+}
+
+// siblings returns s's earlier siblings with its delegator and delegate,
+// oldest first, at most maxHistory; the caller holds the tree's lock.
+func siblings(s *sess) []*sess {
+	if s.parent == nil {
+		return nil
+	}
+	var out []*sess
+	for _, k := range s.parent.kids {
+		if k == s {
+			break
+		}
+		if k.meta.GetCreator() == s.meta.GetCreator() && k.meta.GetResponder() == s.meta.GetResponder() {
+			out = append(out, k)
+		}
+	}
+	return out[max(0, len(out)-maxHistory):]
 }
 
 // olderCounts counts the items per speaker, in session order.
@@ -118,6 +194,8 @@ func viewItem(e *hubpb.Envelope, agent string) (*hubpb.ViewItem, bool) {
 		it.Text = p.Answer.GetText()
 	case *hubpb.Envelope_DelegationResult:
 		it.Text = p.DelegationResult.GetSummary()
+	case *hubpb.Envelope_Message:
+		it.Text = p.Message.GetText()
 	default:
 		return nil, false
 	}

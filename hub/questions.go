@@ -1,0 +1,156 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/hubd/hubd/adapters"
+	"github.com/hubd/hubd/hubpb"
+	"github.com/hubd/hubd/session"
+)
+
+// rootCreator is who answers a session's questions by default: the
+// creator of its tree's root.
+func rootCreator(s *sess) string {
+	if c := s.meta.GetRootCreator(); c != "" {
+		return c
+	}
+	return s.meta.GetCreator()
+}
+
+// Answer answers a pending question of session id. The caller must be the
+// question's answerer (a participant or not) or an operator, whose answer
+// the hub writes on the answerer's behalf (answer.by names the operator).
+// The answer is checked against the question (its options, one unless
+// multiple; its schema) and refused with BAD_ANSWER, writing nothing, when
+// it does not fit, when the question is not pending (answered, withdrawn,
+// never asked) or when the caller may not answer it. An accepted answer
+// releases the asker's turn, with the answer as its trigger. A retry with
+// the same client message id answers with the first.
+func (h *Hub) Answer(ctx context.Context, agent string, operator bool, req *hubpb.AnswerRequest) (*hubpb.SendResponse, error) {
+	if err := h.enter(); err != nil {
+		return nil, err
+	}
+	defer h.leave()
+	id, err := session.ParseID(req.GetSessionId())
+	if err != nil {
+		return nil, fmt.Errorf("session_id: %v: %w", err, session.ErrMalformed)
+	}
+	s, err := h.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer s.release()
+	if err := h.ready(ctx, s); err != nil {
+		return nil, err
+	}
+	if k := req.GetClientMsgId(); k != "" {
+		if seq, ok := s.dedup[dedupKey(agent, k)]; ok {
+			return h.duplicate(ctx, s, seq)
+		}
+	}
+	env, err := answerEnvelope(s.m, agent, operator, req)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.m.Admit(env); err != nil {
+		h.rejected(s.id, agent, env.GetType(), err)
+		return nil, err
+	}
+	all, err := h.commit(ctx, s, []*hubpb.Envelope{env}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return ackOf(all), nil
+}
+
+// answerEnvelope is the answer as logged: from its answerer, or from the
+// hub on an operator's behalf.
+func answerEnvelope(m *adapters.Machine, agent string, operator bool, req *hubpb.AnswerRequest) (*hubpb.Envelope, error) {
+	a := proto.CloneOf(req.GetAnswer())
+	if a == nil {
+		return nil, fmt.Errorf("answer is required: %w", session.ErrMalformed)
+	}
+	a.Defaulted, a.By = false, ""
+	env := &hubpb.Envelope{Type: session.EventAnswer, From: agent, ClientMsgId: req.GetClientMsgId(),
+		Payload: &hubpb.Envelope_Answer{Answer: a}}
+	p := m.Calls.Pending(a.GetQuestionId())
+	if p != nil && p.Question.GetAnswerer() != agent && operator {
+		env.From, a.By = "", agent
+	}
+	return env, nil
+}
+
+// ListQuestions returns the pending questions agent must answer (all of
+// them for an operator who names no answerer), oldest first; with
+// answerer, only that answerer's (an operator's choice, or the caller's
+// own); with root, only those of root's tree.
+func (h *Hub) ListQuestions(ctx context.Context, agent string, operator bool, answerer string, root session.ID) ([]*hubpb.PendingQuestion, error) {
+	if answerer == "" && !operator {
+		answerer = agent
+	}
+	if answerer != agent && !operator {
+		return nil, fmt.Errorf("%q may list only its own questions, not %q's: %w", agent, answerer, ErrPermissionDenied)
+	}
+	var out []*hubpb.PendingQuestion
+	for _, s := range h.asking() {
+		if !root.IsZero() && s.tree.root != root {
+			continue
+		}
+		if err := s.acquire(ctx); err != nil {
+			return nil, err
+		}
+		out = append(out, pendingOf(s, answerer)...)
+		s.release()
+	}
+	slices.SortStableFunc(out, func(a, b *hubpb.PendingQuestion) int {
+		return a.GetEnvelope().GetAcceptedAt().AsTime().Compare(b.GetEnvelope().GetAcceptedAt().AsTime())
+	})
+	return out, nil
+}
+
+// pendingOf returns s's pending questions for answerer ("": all).
+func pendingOf(s *sess, answerer string) []*hubpb.PendingQuestion {
+	var out []*hubpb.PendingQuestion
+	for _, p := range s.m.Calls.Questions {
+		if answerer != "" && p.Question.GetAnswerer() != answerer {
+			continue
+		}
+		e := &hubpb.Envelope{SessionId: s.meta.GetSessionId(), Seq: p.Seq, Id: p.Envelope, From: p.Asker,
+			Type: session.EventQuestion, AcceptedAt: session.Stamp(p.Asked), Call: s.call,
+			Payload: &hubpb.Envelope_Question{Question: p.Question}}
+		out = append(out, &hubpb.PendingQuestion{SessionId: s.meta.GetSessionId(), Asker: p.Asker, Envelope: e})
+	}
+	return out
+}
+
+// asking returns the sessions with pending questions, in id order.
+func (h *Hub) asking() []*sess {
+	h.mu.RLock()
+	out := make([]*sess, 0, len(h.askers))
+	for _, s := range h.askers { // sorted below
+		out = append(out, s)
+	}
+	h.mu.RUnlock()
+	slices.SortFunc(out, func(a, b *sess) int { return compareIDs(a.id, b.id) })
+	return out
+}
+
+// noteAsking keeps the index of sessions with pending questions; the
+// caller holds s's lock.
+func (h *Hub) noteAsking(s *sess) {
+	asking := len(s.m.Calls.Questions) > 0
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if asking {
+		h.askers[s.id] = s
+	} else {
+		delete(h.askers, s.id)
+	}
+}

@@ -1,0 +1,67 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hubd/hubd/hubpb"
+	"github.com/hubd/hubd/session"
+)
+
+// Spans of the send path, children of the caller's span (Config.Tracer):
+//
+//	hub.admit        identify, wait for the session, validate (Admit)
+//	hub.fold         stamp and apply the envelopes, decide the follow-ups
+//	hub.settle       what the write decides across a tree (results, closes)
+//	hub.commit_wait  the append: group commit and fsync
+//	hub.deliver      derived state, hooks, timers, subscribers' queues
+//	hub.timers       a session's due timers (continuing its turn's trace)
+//
+// Every envelope a write logs carries a traceparent: its own if the
+// sender gave one, else the caller's span's (so a turn's trace reaches
+// the agents it is delivered to, and the log shows it).
+const (
+	spanAdmit      = "hub.admit"
+	spanFold       = "hub.fold"
+	spanSettle     = "hub.settle"
+	spanCommitWait = "hub.commit_wait"
+	spanDeliver    = "hub.deliver"
+	spanTimers     = "hub.timers"
+)
+
+// traceparentOf is the W3C traceparent of the span in ctx, "" without one.
+func traceparentOf(ctx context.Context) string {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return ""
+	}
+	return fmt.Sprintf("00-%s-%s-%s", sc.TraceID(), sc.SpanID(), sc.TraceFlags())
+}
+
+// continueTrace returns ctx with e's traceparent as its remote parent, if
+// e has one.
+func continueTrace(ctx context.Context, e *hubpb.Envelope) context.Context {
+	if tp := e.GetTraceparent(); tp != "" {
+		return propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": tp})
+	}
+	return ctx
+}
+
+// sessionAttr names a session on a span.
+func sessionAttr(id session.ID) trace.SpanStartOption {
+	return trace.WithAttributes(attribute.String("hubd.session_id", id.String()))
+}
+
+// endSpan ends span, marked failed when err is not nil, and returns err.
+func endSpan(span trace.Span, err error) error {
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+	return err
+}
