@@ -47,6 +47,9 @@ var codeOf = map[hubpb.Reason]codes.Code{
 	hubpb.Reason_DEADLINE_EXCEEDED:        codes.DeadlineExceeded,
 	hubpb.Reason_INTERNAL:                 codes.Internal,
 	hubpb.Reason_DISK_FULL:                codes.ResourceExhausted,
+	hubpb.Reason_TURN_HELD:                codes.FailedPrecondition,
+	hubpb.Reason_DELEGATE_NOT_ALLOWED:     codes.PermissionDenied,
+	hubpb.Reason_BAD_ANSWER:               codes.InvalidArgument,
 }
 
 // Code returns the gRPC status code of a stable reason.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
@@ -195,7 +196,66 @@ func (s *Service) GetView(ctx context.Context, req *hubpb.GetViewRequest) (*hubp
 		if err != nil {
 			return nil, err
 		}
-		return s.h.View(ctx, id.Agent, sid, hub.ViewOptions{Name: req.GetName(), Window: int(req.GetWindow())})
+		return s.h.View(ctx, id.Agent, sid, hub.ViewOptions{Name: req.GetName(), Window: int(req.GetWindow()), History: req.GetHistory()})
+	})
+}
+
+// Delegate implements hubsvc.HubServer.
+func (s *Service) Delegate(ctx context.Context, req *hubpb.DelegateRequest) (*hubpb.DelegateResponse, error) {
+	return unary(s, ctx, "Delegate", func(id Identity) (*hubpb.DelegateResponse, error) {
+		discardUnknown(req.ProtoReflect())
+		return s.h.Delegate(ctx, id.Agent, req)
+	})
+}
+
+// Answer implements hubsvc.HubServer.
+func (s *Service) Answer(ctx context.Context, req *hubpb.AnswerRequest) (*hubpb.SendResponse, error) {
+	return unary(s, ctx, "Answer", func(id Identity) (*hubpb.SendResponse, error) {
+		discardUnknown(req.ProtoReflect())
+		return s.h.Answer(ctx, id.Agent, id.Operator, req)
+	})
+}
+
+// ListQuestions implements hubsvc.HubServer.
+func (s *Service) ListQuestions(ctx context.Context, req *hubpb.ListQuestionsRequest) (*hubpb.ListQuestionsResponse, error) {
+	return unary(s, ctx, "ListQuestions", func(id Identity) (*hubpb.ListQuestionsResponse, error) {
+		var root session.ID
+		if r := req.GetRootSessionId(); r != "" {
+			var err error
+			if root, err = parseID("root_session_id", r); err != nil {
+				return nil, err
+			}
+		}
+		qs, err := s.h.ListQuestions(ctx, id.Agent, id.Operator, req.GetAnswerer(), root)
+		if err != nil {
+			return nil, err
+		}
+		return &hubpb.ListQuestionsResponse{Questions: qs}, nil
+	})
+}
+
+// GetTree implements hubsvc.HubServer.
+func (s *Service) GetTree(ctx context.Context, req *hubpb.GetTreeRequest) (*hubpb.TreeNode, error) {
+	return unary(s, ctx, "GetTree", func(id Identity) (*hubpb.TreeNode, error) {
+		sid, err := parseID("session_id", req.GetSessionId())
+		if err != nil {
+			return nil, err
+		}
+		return s.h.GetTree(ctx, id.Agent, id.Operator, sid)
+	})
+}
+
+// Replay implements hubsvc.HubServer: operators only.
+func (s *Service) Replay(ctx context.Context, req *hubpb.ReplayRequest) (*hubpb.ReplayResponse, error) {
+	return unary(s, ctx, "Replay", func(id Identity) (*hubpb.ReplayResponse, error) {
+		if !id.Operator {
+			return nil, fmt.Errorf("%q may not replay sessions: it is an operator's call: %w", id.Agent, hub.ErrPermissionDenied)
+		}
+		sid, err := parseID("session_id", req.GetSessionId())
+		if err != nil {
+			return nil, err
+		}
+		return s.h.Replay(ctx, sid)
 	})
 }
 
@@ -232,7 +292,8 @@ func (s *Service) Watch(req *hubpb.WatchRequest, stream grpc.ServerStreamingServ
 	if err != nil {
 		return statusOf(s.lg, "Watch", err)
 	}
-	sub, err := s.h.Watch(ctx, id.Agent, id.Operator, sid, req.GetFromSeq())
+	sub, err := s.h.Watch(ctx, id.Agent, id.Operator, sid, hub.WatchOptions{From: req.GetFromSeq(), Tree: req.GetTree(),
+		Verbose: req.GetVerbose(), Cursors: req.GetCursors()})
 	if err != nil {
 		return statusOf(s.lg, "Watch", err)
 	}
@@ -254,6 +315,9 @@ func (s *Service) pump(ctx context.Context, method string, sub *hub.Subscription
 		if err != nil {
 			if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 				return nil // the client left
+			}
+			if errors.Is(err, io.EOF) {
+				return nil // a tree watch whose root ended: a clean end
 			}
 			return statusOf(s.lg, method, err)
 		}

@@ -33,7 +33,7 @@ func sent() []*hubpb.Envelope {
 			Usage:          &hubpb.Usage{InputTokens: 1, OutputTokens: 2, CostUsd: 0.5}}}},
 		{Type: "context_set", Payload: &hubpb.Envelope_ContextSet{ContextSet: &hubpb.ContextUpdate{
 			Set: map[string]*structpb.Value{"k": structpb.NewBoolValue(true), "n": structpb.NewNullValue()}, Delete: []string{"y"}}}},
-		{Type: "question", Payload: &hubpb.Envelope_Question{Question: &hubpb.Question{QuestionId: "q", Text: "?",
+		{Type: "question", Payload: &hubpb.Envelope_Question{Question: &hubpb.Question{QuestionId: "q", Text: "?", Answerer: "bob",
 			Options: []*hubpb.Option{{Id: "y", Label: "yes"}, {Id: "n", Label: "no"}}}}},
 		{Type: "answer", Payload: &hubpb.Envelope_Answer{Answer: &hubpb.Answer{QuestionId: "q", OptionIds: []string{"y"}, Text: "sure"}}},
 		{Type: "task_progress", Payload: &hubpb.Envelope_TaskProgress{TaskProgress: &hubpb.TaskProgress{Task: "t", Percent: 50, Detail: "half"}}},
@@ -42,6 +42,9 @@ func sent() []*hubpb.Envelope {
 	}
 	for i, e := range envs {
 		e.Audience = &hubpb.Audience{Names: []string{"bob"}}
+		if e.GetType() == session.EventAnswer {
+			e.Audience.Names = []string{"alice"} // bob answers alice
+		}
 		if i%2 == 1 {
 			e.Audience = nil // every participant but the sender
 		}
@@ -55,8 +58,17 @@ func sent() []*hubpb.Envelope {
 // hubFields clears what the hub sets on an envelope and returns a copy.
 func hubFields(e *hubpb.Envelope) *hubpb.Envelope {
 	c := proto.CloneOf(e)
-	c.SessionId, c.Seq, c.Id, c.From, c.AcceptedAt, c.Rule = "", 0, "", "", nil, ""
+	c.SessionId, c.Seq, c.Id, c.From, c.AcceptedAt, c.Rule, c.Call = "", 0, "", "", nil, "", nil
 	return c
+}
+
+// sender is who sends e in TestWireRoundTrip: the answer comes from the
+// question's answerer, everything else from alice.
+func sender(e *hubpb.Envelope) string {
+	if e.GetType() == session.EventAnswer {
+		return "bob"
+	}
+	return "alice"
 }
 
 // openConversation opens a conversation of alice and bob (auto-accepting)
@@ -79,6 +91,7 @@ func TestWireRoundTrip(t *testing.T) {
 	f := start(t, "")
 	ctx := context.Background()
 	alice := f.agent("alice")
+	agents := map[string]hubsvc.HubClient{"alice": alice, "bob": f.agent("bob")}
 	id := openConversation(t, alice)
 	watch, err := alice.Watch(ctx, &hubpb.WatchRequest{SessionId: id, FromSeq: 3})
 	if err != nil {
@@ -86,7 +99,7 @@ func TestWireRoundTrip(t *testing.T) {
 	}
 	var acks []*hubpb.SendResponse
 	for _, e := range sent() {
-		a, err := alice.Send(ctx, &hubpb.SendRequest{SessionId: id, Envelope: e})
+		a, err := agents[sender(e)].Send(ctx, &hubpb.SendRequest{SessionId: id, Envelope: e})
 		if err != nil {
 			t.Fatalf("%s: %v", e.GetType(), err)
 		}
@@ -104,7 +117,8 @@ func TestWireRoundTrip(t *testing.T) {
 		if !proto.Equal(hubFields(e), want) {
 			t.Errorf("%s changed on the wire:\nsent %v\ngot  %v", want.GetType(), want, e)
 		}
-		if e.GetSessionId() != id || e.GetFrom() != "alice" || e.GetSeq() != a.GetSeq() || e.GetId() != a.GetId() ||
+		if e.GetSessionId() != id || e.GetFrom() != sender(want) || e.GetSeq() != a.GetSeq() || e.GetId() != a.GetId() ||
+			e.GetCall().GetId() != id || e.GetCall().GetRoot() != id ||
 			!proto.Equal(e.GetAcceptedAt(), a.GetAcceptedAt()) || a.GetAcceptedAt() == nil {
 			t.Errorf("%s: hub fields %v do not match the acknowledgement %v", want.GetType(), e, a)
 		}

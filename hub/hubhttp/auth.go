@@ -1,0 +1,227 @@
+package hubhttp
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+
+	"github.com/hubd/hubd/hub/hubgrpc"
+	"github.com/hubd/hubd/session"
+)
+
+// The cookies a browser signs in with. Both are HTTP-only and
+// SameSite=Strict; the token is the bearer token itself, the agent a
+// development-mode name.
+const (
+	TokenCookie = "hubd_token"
+	AgentCookie = "hubd_agent"
+)
+
+// credentials prepares a request for authentication: a sign-in cookie
+// stands for the header it replaces, the X-Hubd-Agent header is dropped
+// unless the request comes from a loopback address, and the caller's
+// address and verified client certificate go into the context as a gRPC
+// peer, where hubgrpc's authentication looks for them.
+func (a *API) credentials(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r = r.Clone(r.Context())
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, a.cfg.MaxBodyBytes)
+		}
+		loop := fromLoopback(r)
+		if !loop {
+			r.Header.Del(hubgrpc.AgentHeader)
+		}
+		if r.Header.Get("Authorization") == "" && r.Header.Get(hubgrpc.AgentHeader) == "" {
+			if v := cookieValue(r, TokenCookie); v != "" {
+				r.Header.Set("Authorization", "Bearer "+v)
+			} else if v := cookieValue(r, AgentCookie); v != "" && loop && a.cfg.Dev {
+				r.Header.Set(hubgrpc.AgentHeader, v)
+			}
+		}
+		p := &peer.Peer{Addr: remoteAddr(r)}
+		if r.TLS != nil {
+			p.AuthInfo = credentials.TLSInfo{State: *r.TLS, CommonAuthInfo: credentials.CommonAuthInfo{SecurityLevel: credentials.PrivacyAndIntegrity}}
+		}
+		next.ServeHTTP(w, r.WithContext(peer.NewContext(r.Context(), p)))
+	})
+}
+
+// remoteAddr is the request's remote address as a net.Addr.
+func remoteAddr(r *http.Request) net.Addr {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return &net.TCPAddr{}
+	}
+	return net.TCPAddrFromAddrPort(ap)
+}
+
+// fromLoopback reports whether the request comes from a loopback address.
+func fromLoopback(r *http.Request) bool {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	return err == nil && ap.Addr().Unmap().IsLoopback()
+}
+
+// identify authenticates a request with the gRPC service's own
+// authentication, as the call method would be.
+func (a *API) identify(r *http.Request, method string) (hubgrpc.Identity, error) {
+	md := metadata.MD{}
+	if v := r.Header.Values("Authorization"); len(v) > 0 {
+		md.Set("authorization", v...)
+	}
+	if v := r.Header.Get(hubgrpc.AgentHeader); v != "" {
+		md.Set(hubgrpc.AgentHeader, v)
+	}
+	ctx := metadata.NewIncomingContext(r.Context(), md)
+	var id hubgrpc.Identity
+	_, err := a.cfg.Authenticate(ctx, nil, &grpc.UnaryServerInfo{FullMethod: method}, func(ctx context.Context, _ any) (any, error) {
+		id, _ = hubgrpc.FromContext(ctx)
+		return nil, nil
+	})
+	return id, err
+}
+
+// Identify authenticates a request as the JSON API does (header, cookie,
+// client certificate, or development name), for handlers mounted beside
+// it such as the web view. The request must have passed through the API's
+// handler (its credentials step).
+func (a *API) Identify(r *http.Request) (hubgrpc.Identity, error) {
+	return a.identify(r, "/hubd.http/Identify")
+}
+
+// whoami is the answer of sign-in and of GET /v1/auth/whoami.
+type whoami struct {
+	SignedIn bool   `json:"signed_in"`
+	Agent    string `json:"agent,omitempty"`
+	Operator bool   `json:"operator,omitempty"`
+	Dev      bool   `json:"dev"` // development mode: sign in with a name
+}
+
+// signInRequest is what POST /v1/auth/signin reads, as JSON or as a form.
+type signInRequest struct {
+	Token string `json:"token"`
+	Agent string `json:"agent"`
+	Next  string `json:"next"`
+}
+
+// signIn checks a token (or a development name) and keeps it in a cookie.
+// With a "next" local path it redirects there (303), for plain forms.
+func (a *API) signIn(w http.ResponseWriter, r *http.Request) {
+	in, err := readSignIn(w, r)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	probe := r.Clone(r.Context())
+	probe.Header.Del("Authorization")
+	probe.Header.Del(hubgrpc.AgentHeader)
+	var keep, drop string
+	switch {
+	case in.Token != "":
+		probe.Header.Set("Authorization", "Bearer "+in.Token)
+		keep, drop = TokenCookie, AgentCookie
+	case in.Agent != "" && a.cfg.Dev && fromLoopback(r):
+		probe.Header.Set(hubgrpc.AgentHeader, in.Agent)
+		keep, drop = AgentCookie, TokenCookie
+	case in.Agent != "":
+		a.fail(w, r, fmt.Errorf("signing in by name is for development mode on loopback; sign in with a token: %w", hubgrpc.ErrUnauthenticated))
+		return
+	default:
+		a.fail(w, r, fmt.Errorf("sign in with {\"token\": \"...\"}: %w", session.ErrMalformed))
+		return
+	}
+	id, err := a.identify(probe, "/hubd.http/SignIn")
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	value := in.Token
+	if keep == AgentCookie {
+		value = in.Agent
+	}
+	http.SetCookie(w, a.cookie(r, keep, value))
+	http.SetCookie(w, a.cookie(r, drop, ""))
+	if next := in.Next; strings.HasPrefix(next, "/") && !strings.HasPrefix(next, "//") && !strings.HasPrefix(next, "/\\") {
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return
+	}
+	writeJSON(w, whoami{SignedIn: true, Agent: id.Agent, Operator: id.Operator, Dev: a.cfg.Dev})
+}
+
+// readSignIn reads a sign-in request from a JSON body or a form.
+func readSignIn(w http.ResponseWriter, r *http.Request) (signInRequest, error) {
+	var in signInRequest
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if mt == "application/json" {
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+			return in, fmt.Errorf("sign-in body: %v: %w", err, session.ErrMalformed)
+		}
+		return in, nil
+	}
+	if err := r.ParseForm(); err != nil {
+		return in, fmt.Errorf("sign-in form: %v: %w", err, session.ErrMalformed)
+	}
+	in.Token, in.Agent, in.Next = r.PostForm.Get("token"), r.PostForm.Get("agent"), r.PostForm.Get("next")
+	return in, nil
+}
+
+// signOut forgets the sign-in cookies.
+func (a *API) signOut(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, a.cookie(r, TokenCookie, ""))
+	http.SetCookie(w, a.cookie(r, AgentCookie, ""))
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// whoAmI says who the request is from; a request without valid
+// credentials is answered signed_in false (not an error), so a page can
+// decide to show its sign-in form.
+func (a *API) whoAmI(w http.ResponseWriter, r *http.Request) {
+	id, err := a.identify(r, "/hubd.http/WhoAmI")
+	if err != nil {
+		writeJSON(w, whoami{Dev: a.cfg.Dev})
+		return
+	}
+	writeJSON(w, whoami{SignedIn: true, Agent: id.Agent, Operator: id.Operator, Dev: a.cfg.Dev})
+}
+
+// cookie returns a sign-in cookie; an empty value deletes it. The value
+// is kept in unpadded base64url, so any token fits a cookie.
+func (a *API) cookie(r *http.Request, name, value string) *http.Cookie {
+	c := &http.Cookie{Name: name, Value: base64.RawURLEncoding.EncodeToString([]byte(value)), Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: a.cfg.SecureCookies || r.TLS != nil}
+	if value == "" {
+		c.MaxAge = -1
+	}
+	return c
+}
+
+// cookieValue returns the decoded value of a sign-in cookie, or "".
+func cookieValue(r *http.Request, name string) string {
+	c, err := r.Cookie(name)
+	if err != nil {
+		return ""
+	}
+	v, err := base64.RawURLEncoding.DecodeString(c.Value)
+	if err != nil {
+		return ""
+	}
+	return string(v)
+}
+
+// writeJSON answers v as JSON.
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,73 @@
+// Package hubhttp is hubd's HTTP side: the JSON API, a session's envelopes
+// as server-sent events, sign-in for browsers, Prometheus metrics and pprof,
+// on one address.
+//
+// # The JSON API
+//
+// The routes under /v1/ are transcoded from the gRPC service by
+// grpc-gateway, from the rules in hubpb/hub_http.yaml (generated into
+// hubpb/hubsvc/hub_service.pb.gw.go), so the two never drift. The gateway
+// runs in process: it calls the gRPC service through a connection that
+// dispatches by method name to the service's own handlers with the same
+// interceptors as the gRPC server (authentication, tracing, metrics), with
+// no network hop and no encoding. Bodies and answers are the one JSON form
+// (hubpb.MarshalJSON: protojson, proto field names, compact). A refusal is
+// a google.rpc.Status in that form, its details holding the
+// google.rpc.ErrorInfo whose reason is the stable hubd reason, with the
+// HTTP status grpc-gateway maps its code to (OUT_OF_TURN: 400,
+// NOT_PARTICIPANT: 403, UNKNOWN_SESSION: 404, UNAUTHENTICATED: 401, ...).
+//
+//	POST /v1/sessions                          Open (body: OpenRequest)
+//	POST /v1/sessions/{session_id}/envelopes   Send (body: the Envelope)
+//	POST /v1/sessions/{session_id}:ack         AckInvite
+//	POST /v1/sessions/{session_id}:reject      RejectInvite (body: {"reason": ...})
+//	POST /v1/sessions/{session_id}:close       Close (body: {"reason": ...})
+//	POST /v1/sessions/{session_id}:delegate    Delegate
+//	POST /v1/sessions/{session_id}/answers     Answer
+//	GET  /v1/sessions                          ListSessions (?state=OPEN&participant=...&page_size=...)
+//	GET  /v1/sessions/{session_id}             GetSession
+//	GET  /v1/sessions/{session_id}/log         ReadLog (?from_seq=&limit=)
+//	GET  /v1/sessions/{session_id}/view        GetView (?name=&window=)
+//	GET  /v1/sessions/{session_id}/tree        GetTree
+//	GET  /v1/sessions/{session_id}/replay      Replay (operators)
+//	GET  /v1/turns                             PendingTurns
+//	GET  /v1/questions                         ListQuestions
+//
+// # Events
+//
+// GET /v1/sessions/{session_id}/events streams the session's envelopes
+// (all of them for an operator, those the caller may read for a
+// participant) as text/event-stream, through hub.Watch: each is an event
+// "envelope" whose id is its seq and whose data is its one JSON form. The
+// stream starts at ?from=SEQ (default 1), or after the Last-Event-ID a
+// reconnecting client sends, so a resumed stream has no gap and no
+// duplicate. A comment line every Config.Heartbeat (15 s) keeps proxies
+// from closing an idle stream. The stream ends with an event "end" whose
+// data says why: {"reason":"session_ended","state":"CLOSED",
+// "close_reason":"...","last_seq":N} once the session has ended (a
+// reconnect after that is answered 204, which stops a browser's
+// EventSource), or {"reason":"SLOW_SUBSCRIBER"|"DRAINING"|...,
+// "message":"...","last_seq":N,"resume":true} when the hub cut the stream
+// off: reconnect with Last-Event-ID to go on.
+//
+// # Authentication
+//
+// The same as gRPC, by the same code (hubgrpc's interceptor): a bearer
+// token in the Authorization header, a client certificate (when the hub
+// serves TLS with a client CA, certificates are asked for but not
+// required, so browsers with tokens still connect), or in development mode
+// the X-Hubd-Agent header, honoured only from a loopback address. Browsers
+// sign in at POST /v1/auth/signin with {"token": "..."} (or, in
+// development mode, {"agent": "name"}); the hub checks it and keeps it in
+// an HTTP-only, SameSite=Strict cookie that stands for the header on later
+// requests. POST /v1/auth/signout forgets it; GET /v1/auth/whoami says
+// who the caller is. Unsafe methods from another origin are refused
+// (net/http's CrossOriginProtection), so the cookie cannot be ridden by
+// another site.
+//
+// # Operations
+//
+// GET /metrics is the Prometheus exposition (Config.Metrics; no
+// authentication: it holds counts, no ids). /debug/pprof/ is Go's profiler,
+// for operators only. GET /healthz answers "ok" while the hub serves.
+package hubhttp

@@ -1,0 +1,180 @@
+package hubhttp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/pprof"
+	"strings"
+	"time"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"github.com/rs/zerolog"
+	"google.golang.org/grpc"
+
+	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/hubgrpc"
+	"github.com/hubd/hubd/hubpb/hubsvc"
+)
+
+// DefaultHeartbeat is how often an idle event stream gets a comment line.
+const DefaultHeartbeat = 15 * time.Second
+
+// DefaultMaxBodyBytes is the largest request body by default: the hub's
+// default envelope limit and room for the rest of a request.
+const DefaultMaxBodyBytes = 1<<20 + 64<<10
+
+// Config configures the HTTP side. Hub, Service and Authenticate are
+// required; the zero value of every other field means its default.
+type Config struct {
+	// Hub serves the event streams (hub.Watch).
+	Hub *hub.Hub
+	// Service is the gRPC service the JSON API calls (hubgrpc.Service).
+	Service hubsvc.HubServer
+	// Authenticate is the gRPC service's authentication
+	// (hubgrpc.Service.UnaryInterceptor); the event streams, sign-in and
+	// pprof authenticate with it.
+	Authenticate grpc.UnaryServerInterceptor
+	// Interceptors run around every call of the JSON API, the first
+	// outermost: the same chain as the gRPC server's (metrics,
+	// Authenticate, tracing). Authenticate must be among them.
+	Interceptors []grpc.UnaryServerInterceptor
+	// Dev is development mode: browsers may sign in with a name (from a
+	// loopback address only).
+	Dev bool
+	// Heartbeat is how often an idle event stream gets a comment line;
+	// default DefaultHeartbeat.
+	Heartbeat time.Duration
+	// MaxBodyBytes bounds a request's body, like the gRPC server's largest
+	// message; default DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// Metrics is served at GET /metrics when set.
+	Metrics http.Handler
+	// Streams, when set, is told of every event stream: kind "events" when
+	// it starts, and why it ended through the function it returns (nil:
+	// the client left).
+	Streams func(kind string) (ended func(err error))
+	// UI is served at / when set (the web view). It may call Identify.
+	UI http.Handler
+	// SecureCookies marks the sign-in cookies Secure even on plain HTTP
+	// (behind a proxy that terminates TLS); they are Secure on TLS anyway.
+	SecureCookies bool
+	// Logger receives errors that carry no reason (bugs); default none.
+	Logger zerolog.Logger
+}
+
+// Validate reports a missing required field.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Hub == nil {
+		errs = append(errs, errors.New("hubhttp: Config.Hub is required"))
+	}
+	if c.Service == nil {
+		errs = append(errs, errors.New("hubhttp: Config.Service is required"))
+	}
+	if c.Authenticate == nil {
+		errs = append(errs, errors.New("hubhttp: Config.Authenticate is required"))
+	}
+	for i, ic := range c.Interceptors {
+		if ic == nil {
+			errs = append(errs, fmt.Errorf("hubhttp: Config.Interceptors[%d] is nil", i))
+		}
+	}
+	if c.Heartbeat < 0 || c.MaxBodyBytes < 0 {
+		errs = append(errs, errors.New("hubhttp: negative Config.Heartbeat or Config.MaxBodyBytes"))
+	}
+	return errors.Join(errs...)
+}
+
+// API is the HTTP side of a hub, an http.Handler. The package doc lists
+// its routes.
+type API struct {
+	cfg     Config
+	lg      zerolog.Logger
+	handler http.Handler
+}
+
+// New builds the HTTP side.
+func New(cfg Config) (*API, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Heartbeat == 0 {
+		cfg.Heartbeat = DefaultHeartbeat
+	}
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	a := &API{cfg: cfg, lg: cfg.Logger}
+	gw := runtime.NewServeMux(
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, newJSONForm()),
+		runtime.WithIncomingHeaderMatcher(forwardHeader),
+		runtime.WithErrorHandler(a.gatewayError),
+		runtime.WithRoutingErrorHandler(routingError),
+		runtime.WithDisablePathLengthFallback(),
+		runtime.WithDisableHTTPMethodOverride(),
+	)
+	conn := newInproc(&hubsvc.Hub_ServiceDesc, cfg.Service, chain(cfg.Interceptors...))
+	if err := hubsvc.RegisterHubHandlerClient(context.Background(), gw, hubsvc.NewHubClient(conn)); err != nil {
+		return nil, fmt.Errorf("hubhttp: registering the JSON API: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", gw)
+	mux.HandleFunc("GET /v1/sessions/{session_id}/events", a.events)
+	mux.HandleFunc("POST /v1/auth/signin", a.signIn)
+	mux.HandleFunc("POST /v1/auth/signout", a.signOut)
+	mux.HandleFunc("GET /v1/auth/whoami", a.whoAmI)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write([]byte("ok\n"))
+	})
+	if cfg.Metrics != nil {
+		mux.Handle("GET /metrics", cfg.Metrics)
+	}
+	a.pprof(mux)
+	if cfg.UI != nil {
+		mux.Handle("/", cfg.UI)
+	}
+	a.handler = http.NewCrossOriginProtection().Handler(a.credentials(mux))
+	return a, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.handler.ServeHTTP(w, r) }
+
+// forwardHeader says which HTTP headers reach the service as gRPC
+// metadata besides Authorization (which the gateway always passes): the
+// development-mode agent and the W3C trace context.
+func forwardHeader(key string) (string, bool) {
+	switch k := strings.ToLower(key); k {
+	case hubgrpc.AgentHeader, "traceparent", "tracestate":
+		return k, true
+	}
+	return "", false
+}
+
+// pprof mounts Go's profiler under /debug/pprof/, for operators only.
+func (a *API) pprof(mux *http.ServeMux) {
+	mux.Handle("/debug/pprof/", a.operatorOnly(http.HandlerFunc(pprof.Index)))
+	mux.Handle("/debug/pprof/cmdline", a.operatorOnly(http.HandlerFunc(pprof.Cmdline)))
+	mux.Handle("/debug/pprof/profile", a.operatorOnly(http.HandlerFunc(pprof.Profile)))
+	mux.Handle("/debug/pprof/symbol", a.operatorOnly(http.HandlerFunc(pprof.Symbol)))
+	mux.Handle("/debug/pprof/trace", a.operatorOnly(http.HandlerFunc(pprof.Trace)))
+}
+
+// operatorOnly lets only operators through.
+func (a *API) operatorOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := a.identify(r, "/hubd.http/Pprof")
+		if err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		if !id.Operator {
+			a.fail(w, r, fmt.Errorf("%q is not an operator; /debug/pprof is for operators: %w", id.Agent, hub.ErrPermissionDenied))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
