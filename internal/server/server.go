@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/hubd/hubd/hub"
 	"github.com/hubd/hubd/hub/hubgrpc"
+	"github.com/hubd/hubd/internal/metrics"
 	"github.com/hubd/hubd/wal"
 )
 
@@ -29,6 +32,14 @@ type Config struct {
 	DataDir  string // the write-ahead log's directory
 	InMemory bool   // keep the log in memory (tests, examples)
 	NoSync   bool   // do not fsync before acknowledging (benchmarks only)
+	// OnDamage says what to do when the log finds acknowledged records
+	// missing at start: refuse to start (wal.RefuseDamaged, the zero
+	// value) or quarantine the sessions affected (wal.MarkDamaged).
+	OnDamage wal.DamagePolicy
+	// MinFreeBytes is the free space kept on the data directory's disk;
+	// below it sends are refused with DISK_FULL (0: wal's default, 256
+	// MiB; negative: no check).
+	MinFreeBytes int64
 
 	Tokens    *hubgrpc.Tokens // nil: development mode, loopback only
 	Operators []string        // agents with operator rights (mTLS or dev mode)
@@ -36,24 +47,48 @@ type Config struct {
 	TLSKey    string
 	ClientCA  string // require client certificates signed by this CA (mTLS)
 
-	Hub         hub.Config // limits, clock, hooks; Log, Adapters and Logger are filled in, and its Hooks run after the server's logging (see logHooks)
+	Hub         hub.Config // limits, clock, hooks; Log, Adapters and Logger are filled in, and its Hooks run after the server's logging and metrics (see logHooks)
 	MaxMsgBytes int        // largest request; default the hub's envelope limit + 64 KiB
 	Logger      zerolog.Logger
+
+	// HTTP is the host:port of the HTTP side (JSON API, events, sign-in,
+	// /metrics, /debug/pprof); "" serves none. In development mode it must
+	// be a loopback address, like Listen. With TLSCert it serves TLS, and
+	// with ClientCA it asks for (but does not require) client certificates.
+	HTTP string
+	// HTTPAnyPort serves HTTP on a free port of the same host when HTTP's
+	// port is taken (with a warning), for a default address rather than
+	// one the operator asked for.
+	HTTPAnyPort bool
+	// Heartbeat is the interval of the event streams' comment lines;
+	// default hubhttp.DefaultHeartbeat.
+	Heartbeat time.Duration
+	// UI is served at / on the HTTP address (the web view); nil: none.
+	UI http.Handler
+	// Tracer records the spans of calls; nil: none are recorded, but a
+	// caller's traceparent still reaches the envelopes it produces.
+	Tracer trace.TracerProvider
 }
 
 // DevOperator is the agent name with operator rights in development mode
 // when no operators are configured.
 const DevOperator = "operator"
 
-// Server is a running hubd: log, hub, gRPC service.
+// Server is a running hubd: log, hub, gRPC service, and the HTTP side
+// when configured.
 type Server struct {
-	cfg    Config
-	wal    *wal.Log
-	hub    *hub.Hub
-	grpc   *grpc.Server
-	health *health.Server
-	lis    net.Listener
-	served chan error
+	cfg     Config
+	wal     *wal.Log
+	hub     *hub.Hub
+	grpc    *grpc.Server
+	health  *health.Server
+	lis     net.Listener
+	http    *http.Server // nil without Config.HTTP
+	httpLis net.Listener
+	svc     *hubgrpc.Service
+	metrics *metrics.Metrics
+	maxMsg  int
+	served  chan error
 }
 
 // Start opens the log, hydrates the hub and serves gRPC on cfg.Listen.
@@ -75,39 +110,79 @@ func StartOn(ctx context.Context, cfg Config, lis net.Listener) (*Server, error)
 	if err != nil {
 		return nil, err
 	}
-	l, err := wal.Open(wal.Options{Dir: cfg.DataDir, InMemory: cfg.InMemory, NoSync: cfg.NoSync, Logger: cfg.Logger})
+	tlsCfg, err := tlsConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("opening the write-ahead log: %w", err)
+		return nil, err
 	}
+	httpLis, err := listenHTTP(cfg, auth.Dev, tlsCfg)
+	if err != nil {
+		return nil, err
+	}
+	s, err := start(ctx, cfg, auth, tlsCfg, lis)
+	if err != nil {
+		if httpLis != nil {
+			httpLis.Close()
+		}
+		return nil, err
+	}
+	if httpLis != nil {
+		if err := s.serveHTTP(auth.Dev, httpLis, tlsCfg); err != nil {
+			s.Shutdown(context.Background())
+			return nil, err
+		}
+	}
+	announce(cfg, auth.Dev, lis.Addr(), httpLis)
+	return s, nil
+}
+
+// start opens the log, hydrates the hub and serves gRPC on lis.
+func start(ctx context.Context, cfg Config, auth hubgrpc.Authenticator, tlsCfg *tls.Config, lis net.Listener) (*Server, error) {
+	hs := health.NewServer()
+	space := &spaceHealth{hs: hs, lg: cfg.Logger}
+	l, err := wal.Open(wal.Options{Dir: cfg.DataDir, InMemory: cfg.InMemory, NoSync: cfg.NoSync, Logger: cfg.Logger,
+		OnDamage: cfg.OnDamage, MinFreeBytes: cfg.MinFreeBytes, OnSpace: space.set})
+	if err != nil {
+		return nil, fmt.Errorf("opening the write-ahead log: %w", openHint(cfg, err))
+	}
+	space.set(l.Space())
+	m := metrics.New(l.Stats)
 	hc := cfg.Hub
-	hc.Log, hc.Adapters, hc.Logger = WALLog(l), Adapters(nil), cfg.Logger
-	hc.Hooks = logHooks(cfg.Logger, hc.Hooks)
+	hc.Log, hc.Adapters, hc.Logger = observedLog{walLog{l}, m}, Adapters(nil), cfg.Logger
+	hc.Hooks = logHooks(cfg.Logger, m.Hooks(hc.Hooks))
+	if cfg.Tracer != nil {
+		hc.Tracer = cfg.Tracer.Tracer("github.com/hubd/hubd/hub")
+	}
+	began := time.Now()
 	h, err := hub.New(ctx, hc)
 	if err != nil {
 		l.Close()
 		return nil, err
 	}
-	opts, err := serverOptions(cfg, hc)
-	if err != nil {
-		h.Close()
-		l.Close()
-		return nil, err
-	}
+	m.Hydrated(time.Since(began))
+	m.Attach(h)
 	svc := hubgrpc.New(h, hubgrpc.Config{Auth: auth, Logger: cfg.Logger})
-	g := grpc.NewServer(append(opts, grpc.ChainUnaryInterceptor(svc.UnaryInterceptor), grpc.ChainStreamInterceptor(svc.StreamInterceptor))...)
+	g := grpc.NewServer(append(serverOptions(cfg, hc, tlsCfg),
+		grpc.ChainUnaryInterceptor(unaryChain(cfg, m, svc, "grpc")...),
+		grpc.ChainStreamInterceptor(m.StreamInterceptor, svc.StreamInterceptor))...)
 	svc.Register(g)
-	hs := health.NewServer()
 	healthpb.RegisterHealthServer(g, hs)
 	reflection.Register(g)
-	s := &Server{cfg: cfg, wal: l, hub: h, grpc: g, health: hs, lis: lis, served: make(chan error, 1)}
+	s := &Server{cfg: cfg, wal: l, hub: h, svc: svc, grpc: g, health: hs, lis: lis, metrics: m, maxMsg: maxMsgBytes(cfg, hc),
+		served: make(chan error, 1)}
 	go func() { s.served <- g.Serve(lis) }()
-	announce(cfg, auth.Dev, lis.Addr())
 	return s, nil
+}
+
+// unaryChain is the interceptors of every unary call, gRPC or JSON:
+// metrics (refusals count too), authentication, then tracing (an
+// unauthenticated call starts no span).
+func unaryChain(cfg Config, m *metrics.Metrics, svc *hubgrpc.Service, transport string) []grpc.UnaryServerInterceptor {
+	return []grpc.UnaryServerInterceptor{m.UnaryInterceptor(transport), svc.UnaryInterceptor, hubgrpc.TraceInterceptor(cfg.Tracer)}
 }
 
 // announce logs, once, where the server listens and on what data, after a
 // warning in development mode.
-func announce(cfg Config, dev bool, addr net.Addr) {
+func announce(cfg Config, dev bool, addr net.Addr, httpLis net.Listener) {
 	if dev {
 		cfg.Logger.Warn().Msg("no tokens: development mode, any agent name is accepted (loopback only)")
 	}
@@ -115,7 +190,11 @@ func announce(cfg Config, dev bool, addr net.Addr) {
 	if cfg.InMemory {
 		data = "(in memory)"
 	}
-	cfg.Logger.Info().Str("listen", addr.String()).Str("data", data).Msg("hubd listening")
+	ev := cfg.Logger.Info().Str("listen", addr.String())
+	if httpLis != nil {
+		ev = ev.Str("http", httpLis.Addr().String())
+	}
+	ev.Str("data", data).Msg("hubd listening")
 }
 
 // authFor decides how callers authenticate: tokens, client certificates,
@@ -143,25 +222,39 @@ func isLoopback(addr net.Addr) bool {
 	return tcp.IP.IsLoopback()
 }
 
-func serverOptions(cfg Config, hc hub.Config) ([]grpc.ServerOption, error) {
-	maxMsg := cfg.MaxMsgBytes
-	if maxMsg == 0 {
-		env := hc.MaxEnvelopeBytes
-		if env == 0 {
-			env = 1 << 20
-		}
-		maxMsg = env + 64<<10
+// maxMsgBytes is the largest request: Config.MaxMsgBytes, by default the
+// hub's envelope limit + 64 KiB.
+func maxMsgBytes(cfg Config, hc hub.Config) int {
+	if cfg.MaxMsgBytes != 0 {
+		return cfg.MaxMsgBytes
 	}
+	env := hc.MaxEnvelopeBytes
+	if env == 0 {
+		env = 1 << 20
+	}
+	return env + 64<<10
+}
+
+func serverOptions(cfg Config, hc hub.Config, tlsCfg *tls.Config) []grpc.ServerOption {
 	opts := []grpc.ServerOption{
-		grpc.MaxRecvMsgSize(maxMsg),
+		grpc.MaxRecvMsgSize(maxMsgBytes(cfg, hc)),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	}
+	if tlsCfg != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsCfg)))
+	}
+	return opts
+}
+
+// tlsConfig loads the server's certificate and the client CA, if any; nil
+// without TLS.
+func tlsConfig(cfg Config) (*tls.Config, error) {
 	if cfg.TLSCert == "" && cfg.TLSKey == "" {
 		if cfg.ClientCA != "" {
 			return nil, errors.New("--client-ca needs --tls-cert and --tls-key")
 		}
-		return opts, nil
+		return nil, nil
 	}
 	cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
 	if err != nil {
@@ -179,7 +272,7 @@ func serverOptions(cfg Config, hc hub.Config) ([]grpc.ServerOption, error) {
 		}
 		tc.ClientCAs, tc.ClientAuth = pool, tls.RequireAndVerifyClientCert
 	}
-	return append(opts, grpc.Creds(credentials.NewTLS(tc))), nil
+	return tc, nil
 }
 
 // Addr is the address the server listens on.
@@ -188,9 +281,13 @@ func (s *Server) Addr() string { return s.lis.Addr().String() }
 // Hub returns the server's hub.
 func (s *Server) Hub() *hub.Hub { return s.hub }
 
+// Metrics returns the server's metrics.
+func (s *Server) Metrics() *metrics.Metrics { return s.metrics }
+
 // Shutdown stops the server gracefully: health turns NOT_SERVING, new calls
-// are refused, the hub ends every stream and finishes in-flight sends, the
-// gRPC server drains (forcibly once ctx is done), and the log closes last.
+// are refused, the hub ends every stream (event streams end with DRAINING)
+// and finishes in-flight sends, the gRPC and HTTP servers drain (forcibly
+// once ctx is done), and the log closes last.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.health.Shutdown()
 	stopped := make(chan struct{})
@@ -198,6 +295,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.grpc.GracefulStop()
 		close(stopped)
 	}()
+	httpDone := s.shutdownHTTP(ctx)
 	hubErr := s.hub.Close()
 	select {
 	case <-stopped:
@@ -205,6 +303,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.grpc.Stop()
 		<-stopped
 	}
+	<-httpDone
 	walErr := s.wal.Close()
 	s.cfg.Logger.Info().Msg("hubd stopped")
 	return errors.Join(hubErr, walErr)

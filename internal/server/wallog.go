@@ -2,8 +2,17 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/rs/zerolog"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"time"
 
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/internal/metrics"
 	"github.com/hubd/hubd/wal"
 )
 
@@ -28,5 +37,73 @@ func (w walLog) Append(ctx context.Context, writes ...hub.LogWrite) error {
 		}
 		ws[i] = wal.Write{Session: x.Session, Meta: x.Meta, Records: recs[start:len(recs):len(recs)]}
 	}
-	return w.Log.Append(ctx, ws...)
+	return logErr(w.Log.Append(ctx, ws...))
+}
+
+// logErr gives the hub the meaning of the log's errors it acts on: a full
+// disk wrote nothing (DISK_FULL, retry once space returns).
+func logErr(err error) error {
+	if errors.Is(err, wal.ErrDiskFull) {
+		return fmt.Errorf("%v: %w", err, hub.ErrDiskFull)
+	}
+	return err
+}
+
+// observedLog is the hub's log with each append timed and counted for the
+// metrics.
+type observedLog struct {
+	walLog
+	m *metrics.Metrics
+}
+
+func (o observedLog) Append(ctx context.Context, writes ...hub.LogWrite) error {
+	start := time.Now()
+	err := o.walLog.Append(ctx, writes...)
+	n := 0
+	for _, w := range writes {
+		n += len(w.Records)
+	}
+	o.m.Appended(time.Since(start), n, err)
+	return err
+}
+
+// WriteHealth is the health service name ("grpc.health.v1") that says
+// whether the hub takes writes: NOT_SERVING while the disk is below its
+// reserve (sends are refused with DISK_FULL; reads and watches go on).
+const WriteHealth = "hubd.v1.Hub/writes"
+
+// spaceHealth reports the log's free space on the health service.
+type spaceHealth struct {
+	hs   *health.Server
+	lg   zerolog.Logger
+	full atomic.Bool
+}
+
+func (s *spaceHealth) set(sp wal.Space) {
+	st := healthpb.HealthCheckResponse_SERVING
+	if sp.Full {
+		st = healthpb.HealthCheckResponse_NOT_SERVING
+	}
+	if was := s.full.Swap(sp.Full); was != sp.Full {
+		if sp.Full {
+			s.lg.Error().Uint64("free", sp.Free).Uint64("reserve", sp.Reserve).Msg("disk below its reserve: sends refused with DISK_FULL until space is freed")
+		} else {
+			s.lg.Info().Uint64("free", sp.Free).Msg("disk space back above the reserve: sends accepted again")
+		}
+	}
+	s.hs.SetServingStatus(WriteHealth, st)
+}
+
+// openHint adds to a log that does not open what the operator can do.
+func openHint(cfg Config, err error) error {
+	var de *wal.DamageError
+	switch {
+	case errors.As(err, &de):
+		return fmt.Errorf("%w\nacknowledged records are missing; see docs/DAMAGE.md: restore %s from a backup, or start with --on-damage quarantine to serve every other session", err, cfg.DataDir)
+	case errors.Is(err, wal.ErrDiskFull):
+		return fmt.Errorf("%w\nfree space on the disk of %s (the log must replay its memtables), or lower --min-free-disk", err, cfg.DataDir)
+	case errors.Is(err, wal.ErrLocked):
+		return fmt.Errorf("%w\nanother hubd serves %s", err, cfg.DataDir)
+	}
+	return err
 }

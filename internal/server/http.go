@@ -1,0 +1,111 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hubd/hubd/hub/hubhttp"
+)
+
+// listenHTTP opens the HTTP side's listener, if Config.HTTP asks for one.
+// Development mode serves loopback addresses only, as for gRPC.
+func listenHTTP(cfg Config, dev bool, tlsCfg *tls.Config) (net.Listener, error) {
+	if cfg.HTTP == "" {
+		return nil, nil
+	}
+	lis, err := net.Listen("tcp", cfg.HTTP)
+	if err != nil && cfg.HTTPAnyPort {
+		host, _, _ := net.SplitHostPort(cfg.HTTP)
+		cfg.Logger.Warn().Err(err).Str("http", cfg.HTTP).Msg("HTTP address taken; serving HTTP on a free port")
+		lis, err = net.Listen("tcp", net.JoinHostPort(host, "0"))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("HTTP: %w", err)
+	}
+	if dev && !isLoopback(lis.Addr()) {
+		lis.Close()
+		return nil, fmt.Errorf("refusing to serve HTTP on %v without --tokens or --client-ca: development mode is for loopback addresses only", lis.Addr())
+	}
+	return lis, nil
+}
+
+// serveHTTP serves the HTTP side on lis: the JSON API through the same
+// service and interceptors as gRPC, events, sign-in, metrics and pprof.
+// With TLS, client certificates are asked for but not required, so a
+// browser signs in with a token.
+func (s *Server) serveHTTP(dev bool, lis net.Listener, tlsCfg *tls.Config) error {
+	api, err := hubhttp.New(hubhttp.Config{
+		Hub: s.hub, Service: s.svc, Authenticate: s.svc.UnaryInterceptor,
+		Interceptors: unaryChain(s.cfg, s.metrics, s.svc, "http"),
+		Dev:          dev, Heartbeat: s.cfg.Heartbeat, MaxBodyBytes: int64(s.maxMsg),
+		Metrics: s.metrics.Handler(), Streams: s.metrics.Stream, UI: s.cfg.UI, Logger: s.cfg.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		MaxHeaderBytes: 64 << 10, ErrorLog: log.New(httpLog{s.cfg.Logger}, "", 0)}
+	if tlsCfg != nil {
+		srv.TLSConfig = tlsCfg.Clone()
+		if srv.TLSConfig.ClientAuth == tls.RequireAndVerifyClientCert {
+			srv.TLSConfig.ClientAuth = tls.VerifyClientCertIfGiven
+		}
+	}
+	s.http, s.httpLis = srv, lis
+	go func() {
+		var err error
+		if tlsCfg != nil {
+			err = srv.ServeTLS(lis, "", "")
+		} else {
+			err = srv.Serve(lis)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.cfg.Logger.Error().Err(err).Msg("HTTP server stopped")
+		}
+	}()
+	return nil
+}
+
+// shutdownHTTP stops the HTTP side: no new connections; it is done once
+// every request has finished (event streams end when the hub closes) or
+// ctx is done, when the rest are cut.
+func (s *Server) shutdownHTTP(ctx context.Context) <-chan struct{} {
+	done := make(chan struct{})
+	if s.http == nil {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		if err := s.http.Shutdown(ctx); err != nil {
+			s.http.Close()
+		}
+	}()
+	return done
+}
+
+// HTTPAddr is the address of the HTTP side, "" when there is none.
+func (s *Server) HTTPAddr() string {
+	if s.httpLis == nil {
+		return ""
+	}
+	return s.httpLis.Addr().String()
+}
+
+// httpLog writes net/http's own messages (TLS handshakes that failed, ...)
+// to the server's log at warning level.
+type httpLog struct{ lg zerolog.Logger }
+
+func (h httpLog) Write(p []byte) (int, error) {
+	h.lg.Warn().Str("component", "http").Msg(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
