@@ -108,7 +108,8 @@ func dialOptions(opts Options) []grpc.DialOption {
 	// wants its hub back within seconds of a restart.
 	bo := backoff.DefaultConfig
 	bo.BaseDelay, bo.MaxDelay = 100*time.Millisecond, 5*time.Second
-	do = append(do, grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: 5 * time.Second}))
+	do = append(do, grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: 5 * time.Second}),
+		grpc.WithChainUnaryInterceptor(traceMetadata))
 	return append(do, opts.DialOptions...)
 }
 

@@ -17,20 +17,25 @@ import (
 // Any other string is a custom type ([Client.SendEvent]): logged and
 // delivered, never a turn.
 const (
-	EventText         = "text"
-	EventPacket       = "packet"
-	EventContextSet   = "context_set"
-	EventInvite       = "session_invite"
-	EventInviteAck    = "session_invite_ack"
-	EventInviteReject = "session_invite_reject"
-	EventOpened       = "session_opened"
-	EventClosed       = "session_closed"
-	EventExpired      = "session_expired"
-	EventViolation    = "expectation_violated"
-	EventQuestion     = "question"
-	EventAnswer       = "answer"
-	EventDelegation   = "delegation_result"
-	EventTaskProgress = "task_progress"
+	EventText             = "text"
+	EventPacket           = "packet"
+	EventContextSet       = "context_set"
+	EventInvite           = "session_invite"
+	EventInviteAck        = "session_invite_ack"
+	EventInviteReject     = "session_invite_reject"
+	EventOpened           = "session_opened"
+	EventClosed           = "session_closed"
+	EventExpired          = "session_expired"
+	EventViolation        = "expectation_violated"
+	EventQuestion         = "question"
+	EventAnswer           = "answer"
+	EventQuestionClosed   = "question_closed"   // a question withdrawn, by the hub
+	EventDelegation       = "delegation"        // children opened, by the hub
+	EventDelegationResult = "delegation_result" // a child's result, by the hub
+	EventTaskProgress     = "task_progress"
+	EventToolCall         = "tool_call"   // a tool an agent called (not a turn)
+	EventToolResult       = "tool_result" // what the tool returned (not a turn)
+	EventMessage          = "message"     // a note for a session's next speaker (not a turn)
 )
 
 // Routing kinds of a packet (hubpb.Routing.Kind).
@@ -39,6 +44,9 @@ const (
 	RoutingHandoff  = "handoff"  // to Target, or by the graph on Tool
 	RoutingFinish   = "finish"   // end the session with Reason
 	RoutingEscalate = "escalate" // to the session's supervisor
+	// RoutingPassCaller hands the turn and the duty to answer the
+	// session's caller to Target.
+	RoutingPassCaller = "pass_caller"
 )
 
 // defaultFinishReason is the hub's close reason of a finish without one.
@@ -168,6 +176,14 @@ func (p *Packet) Finish(reason, summary string) *Packet {
 		reason = defaultFinishReason
 	}
 	p.pb.Routing = &hubpb.Routing{Kind: RoutingFinish, Reason: reason, Summary: summary}
+	return p
+}
+
+// PassCaller hands the turn, and the duty to answer this child session's
+// caller, to target, another participant: its finish closes the session
+// and answers the parent. It returns p.
+func (p *Packet) PassCaller(target string) *Packet {
+	p.pb.Routing = &hubpb.Routing{Kind: RoutingPassCaller, Target: target}
 	return p
 }
 

@@ -79,6 +79,19 @@ var (
 	// writes until space returns; reads go on (DISK_FULL). Not retried
 	// automatically.
 	ErrDiskFull = errors.New("agentsdk: hub disk full")
+	// ErrTurnHeld: the turn is held while its holder waits for children or
+	// an answer; the message names what is awaited (TURN_HELD).
+	ErrTurnHeld = errors.New("agentsdk: turn held")
+	// ErrDelegateNotAllowed: the session may not delegate to that agent;
+	// the message names who may be called (DELEGATE_NOT_ALLOWED).
+	ErrDelegateNotAllowed = errors.New("agentsdk: delegate not allowed")
+	// ErrBadAnswer: the answer does not fit its question; the message says
+	// what would be valid (BAD_ANSWER).
+	ErrBadAnswer = errors.New("agentsdk: bad answer")
+	// ErrWithdrawn: a question was withdrawn before it was answered, its
+	// session having ended (a question_closed envelope; the SDK's own,
+	// no hub reason).
+	ErrWithdrawn = errors.New("agentsdk: question withdrawn")
 )
 
 // sentinels maps the hub's stable reasons (hubpb.Reason) to the
@@ -108,6 +121,9 @@ var sentinels = map[hubpb.Reason]error{
 	hubpb.Reason_DEADLINE_EXCEEDED:        context.DeadlineExceeded,
 	hubpb.Reason_INTERNAL:                 ErrInternal,
 	hubpb.Reason_DISK_FULL:                ErrDiskFull,
+	hubpb.Reason_TURN_HELD:                ErrTurnHeld,
+	hubpb.Reason_DELEGATE_NOT_ALLOWED:     ErrDelegateNotAllowed,
+	hubpb.Reason_BAD_ANSWER:               ErrBadAnswer,
 }
 
 // sentinelOf returns the sentinel of a reason name, nil for an unknown one.

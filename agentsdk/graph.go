@@ -39,6 +39,9 @@ type Graph struct {
 	// MaxTurns closes the session with "max_turns" after that many turns;
 	// 0 means no cap.
 	MaxTurns int
+	// Supervisor is who escalations go to, unless the session's
+	// "supervisor" knob names another; "": the session's creator.
+	Supervisor string
 }
 
 // Transition is one rule: when When holds, Then picks what follows.
@@ -115,6 +118,7 @@ type graphJSON struct {
 	Transitions    []transitionJSON `json:"transitions"`
 	DefaultTarget  nodeJSON         `json:"default_target"`
 	MaxTurns       *int             `json:"max_turns"`
+	Supervisor     string           `json:"supervisor,omitempty"`
 }
 
 type transitionJSON struct {
@@ -137,7 +141,7 @@ func node(name string, args map[string]any) nodeJSON {
 
 // MarshalJSON implements json.Marshaler with the hub's canonical shape.
 func (g Graph) MarshalJSON() ([]byte, error) {
-	out := graphJSON{Version: graphVersion, InitialSpeaker: g.InitialSpeaker, Transitions: []transitionJSON{}}
+	out := graphJSON{Version: graphVersion, InitialSpeaker: g.InitialSpeaker, Transitions: []transitionJSON{}, Supervisor: g.Supervisor}
 	for _, t := range g.Transitions {
 		out.Transitions = append(out.Transitions, transitionJSON{When: node(t.When.Name, t.When.Args), Then: node(t.Then.Name, t.Then.Args), Priority: t.Priority})
 	}
@@ -168,6 +172,7 @@ func (g *Graph) UnmarshalJSON(data []byte) error {
 		} `json:"transitions"`
 		DefaultTarget *Target `json:"default_target"`
 		MaxTurns      *int    `json:"max_turns"`
+		Supervisor    string  `json:"supervisor"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -177,7 +182,7 @@ func (g *Graph) UnmarshalJSON(data []byte) error {
 	if in.Version != nil && *in.Version != graphVersion && *in.Version != 0 {
 		return fmt.Errorf("agentsdk: graph: version %d is not supported", *in.Version)
 	}
-	*g = Graph{InitialSpeaker: in.InitialSpeaker}
+	*g = Graph{InitialSpeaker: in.InitialSpeaker, Supervisor: in.Supervisor}
 	for i, t := range in.Transitions {
 		if t.When == nil || t.Then == nil {
 			return fmt.Errorf("agentsdk: graph: transitions[%d]: missing \"when\" or \"then\"", i)
@@ -433,6 +438,9 @@ type SupervisorSpec struct {
 //
 //  3. from_speaker(router) → terminate("finished")
 //  4. default: agent(router)
+//
+// The router is the graph's Supervisor: an escalation (Packet.Escalate)
+// goes to it, as request_help does, not to whoever opened the session.
 func Supervisor(spec SupervisorSpec) *Graph {
 	prefix, help := spec.TransferPrefix, spec.HelpTool
 	if prefix == "" {
@@ -441,7 +449,7 @@ func Supervisor(spec SupervisorSpec) *Graph {
 	if help == "" {
 		help = "request_help"
 	}
-	g := &Graph{InitialSpeaker: spec.Router, MaxTurns: spec.MaxTurns}
+	g := &Graph{InitialSpeaker: spec.Router, MaxTurns: spec.MaxTurns, Supervisor: spec.Router}
 	for _, s := range spec.Specialists {
 		g.On(ToolCalled(prefix+s), ToAgent(s))
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 
 	"github.com/hubd/hubd/hubpb"
@@ -21,7 +22,9 @@ import (
 // nothing (the turn stays the agent's; the hub does not move on), or an
 // error, which is logged and posts nothing (the turn is offered again only
 // by a new Serve). The handler may call the Client itself (SetContext,
-// GetSession, ...).
+// GetSession, ...). ctx carries the trigger's trace (its traceparent, in a
+// span "agentsdk.turn" with WithTracerProvider): spans the handler starts
+// and calls it makes join the session's trace, and the reply carries it on.
 type Handler func(ctx context.Context, t *Turn) (Reply, error)
 
 // Turn is one turn of the agent in a session.
@@ -37,6 +40,20 @@ type Turn struct {
 	View *hubpb.View
 	// Client is the client serving the turn.
 	Client *Client
+
+	ops     int          // operations begun (opID)
+	consume func(uint64) // a turn begun at seq was taken by this handler
+}
+
+// Resumed reports whether the turn was given back after a wait the
+// handler did not see end (the agent process restarted while waiting): its
+// trigger is then the delegation result or the answer it waited for.
+func (t *Turn) Resumed() bool {
+	switch t.Trigger.GetType() {
+	case EventDelegationResult, EventAnswer:
+		return true
+	}
+	return false
 }
 
 // Text returns what the trigger says in words (see [TextOf]).
@@ -82,6 +99,7 @@ type serveConfig struct {
 	base, maxDelay time.Duration
 	observe        func(*hubpb.Delivery)
 	onReconnect    func(error)
+	tracer         trace.Tracer // nil: no spans recorded
 }
 
 // WithInvites decides invites with f instead of accepting every one.
@@ -304,6 +322,22 @@ func (sv *serving) dispatch(ctx context.Context, d *hubpb.Delivery) {
 	}
 }
 
+// consume records that a handler waiting in session id (Turn.Delegate,
+// Turn.Ask, Task.Wait) took the turn begun at seq itself: that turn, told
+// by the stream or by PendingTurns, does not start the handler again.
+func (sv *serving) consume(id string, seq uint64) {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	w := sv.sessions[id]
+	if w == nil {
+		return
+	}
+	w.last = max(w.last, seq)
+	if w.pending != nil && w.pending.GetEnvelope().GetSeq() <= w.last {
+		w.pending = nil
+	}
+}
+
 // end forgets an ended session: its pending turn is dropped and its
 // running handler cancelled.
 func (sv *serving) end(id string) {
@@ -349,7 +383,9 @@ func (sv *serving) work(ctx context.Context, id string, w *worker) {
 func (sv *serving) turn(ctx context.Context, d *hubpb.Delivery) {
 	e := d.GetEnvelope()
 	id := e.GetSessionId()
-	t := &Turn{SessionID: id, Trigger: e, Client: sv.c}
+	ctx, span := sv.startTurn(ctx, e)
+	defer span.End()
+	t := &Turn{SessionID: id, Trigger: e, Client: sv.c, consume: func(seq uint64) { sv.consume(id, seq) }}
 	if v := sv.cfg.view; v != nil {
 		err := sv.retry(ctx, func() error {
 			var err error
@@ -376,6 +412,9 @@ func (sv *serving) turn(ctx context.Context, d *hubpb.Delivery) {
 	}
 	env.ClientMsgId = TurnMsgID(id, e.GetSeq())
 	env.CausationId = e.GetId()
+	if env.GetTraceparent() == "" {
+		env.Traceparent = traceparentOf(ctx) // the turn's span: the next agent continues from it
+	}
 	err = sv.retry(ctx, func() error {
 		_, err := sv.c.send(ctx, id, env, 1)
 		return err

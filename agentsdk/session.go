@@ -85,12 +85,27 @@ type OpenOptions struct {
 	// IdempotencyKey makes the open idempotent: the same caller and key
 	// return the same session (Session.Existing).
 	IdempotencyKey string
+	// Task is the session's first input from its creator (a delegated
+	// child's task), written with the open: the creator's first turn when
+	// the session type expects the creator to speak first (a
+	// conversation), else a message its first speaker sees in its view.
+	// Every participant must be AutoAccepted.
+	Task string
+	// Delegates are the agents the session may delegate to; empty: any.
+	Delegates []string
+	// Budget bounds the usage of the session's whole tree (a root's).
+	Budget *hubpb.Budget
+	// ThreadKey continues a conversation thread: while a session the
+	// caller opened with this key is open, Open returns it (Existing);
+	// otherwise the new session links the thread's previous one.
+	ThreadKey string
 }
 
 // Proto returns the options as the hub's open request.
 func (o OpenOptions) Proto() (*hubpb.OpenRequest, error) {
 	req := &hubpb.OpenRequest{Type: o.Type, Participants: o.Participants, Labels: maps.Clone(o.Labels),
-		ParentSessionId: o.Parent, IdempotencyKey: o.IdempotencyKey}
+		ParentSessionId: o.Parent, IdempotencyKey: o.IdempotencyKey, Task: o.Task, Delegates: o.Delegates,
+		Budget: o.Budget, ThreadKey: o.ThreadKey}
 	if req.Type == "" {
 		req.Type = TypeWorkflow
 	}

@@ -150,3 +150,80 @@ func follow(w *Stream, next *uint64, fn func(*hubpb.Envelope) error) (*hubpb.Env
 		}
 	}
 }
+
+// TreeOptions tune FollowTree.
+type TreeOptions struct {
+	// Verbose includes every envelope of every descendant; otherwise only
+	// the root's own plus the questions, answers and delegation results of
+	// its descendants.
+	Verbose bool
+	// From is the root's first seq (0 or 1: all); descendants start from
+	// their beginning.
+	From uint64
+}
+
+// FollowTree calls fn with every envelope of a root session and its
+// descendants (each labelled with its session and depth in
+// envelope.call), each once and in seq order per session, until the root
+// ends and everything written with its end (the descendants it closed)
+// has been handed over; it returns the envelope that ended the root. A watch that
+// breaks is resumed from the last seq seen per session. The caller must be
+// an operator or take part in every session it reads (a descendant it
+// may not read is left out).
+func (c *Client) FollowTree(ctx context.Context, rootID string, opts TreeOptions, fn func(*hubpb.Envelope) error) (*hubpb.Envelope, error) {
+	next := map[string]uint64{rootID: max(opts.From, 1)}
+	for attempt := 0; ; {
+		end, err := c.followTree(ctx, rootID, opts.Verbose, next, fn)
+		if end != nil || !retryable(err) || ctx.Err() != nil {
+			return end, err
+		}
+		attempt++
+		c.logf("agentsdk: follow tree %s: %v; watching again", rootID, err)
+		if !sleep(ctx, backoffDelay(attempt, 50*time.Millisecond, 2*time.Second)) {
+			return nil, err
+		}
+	}
+}
+
+// followTree reads one tree watch, advancing next (the next seq per
+// session) past each envelope handed to fn.
+func (c *Client) followTree(ctx context.Context, rootID string, verbose bool, next map[string]uint64, fn func(*hubpb.Envelope) error) (*hubpb.Envelope, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cursors := map[string]uint64{}
+	for id, n := range next {
+		if id != rootID {
+			cursors[id] = n - 1
+		}
+	}
+	s, err := c.rpc.Watch(ctx, &hubpb.WatchRequest{SessionId: rootID, FromSeq: next[rootID], Tree: true, Verbose: verbose,
+		Cursors: cursors}, grpc.WaitForReady(true))
+	if err != nil {
+		return nil, wrapErr("watch", err)
+	}
+	w := &Stream{op: "watch", s: s, cancel: cancel}
+	var end *hubpb.Envelope
+	for {
+		d, err := w.Recv()
+		if errors.Is(err, io.EOF) && end != nil {
+			return end, nil // the hub ends a tree watch after the root's end
+		}
+		if err != nil {
+			return nil, err
+		}
+		e := d.GetEnvelope()
+		id := e.GetSessionId()
+		if e.GetSeq() < next[id] {
+			continue
+		}
+		next[id] = e.GetSeq() + 1
+		if fn != nil {
+			if err := fn(e); err != nil {
+				return nil, err
+			}
+		}
+		if id == rootID && Ends(e) {
+			end = e
+		}
+	}
+}
