@@ -27,6 +27,10 @@ var commands = []command{
 	{"sessions show", "ID", "a session's metadata and state, as JSON"},
 	{"sessions tail", "ID [--from N]", "a session's envelopes as JSON lines, live, until it ends"},
 	{"sessions export", "[ID ...]", "every envelope as JSON lines (default: of every session you may read)"},
+	{"sessions tree", "ID", "a session's call tree: state, reason, turns, usage, duration per session"},
+	{"sessions replay", "ID", "re-fold a session from its log, no agent called; exit 1 if not the live state"},
+	{"questions list", "[--answerer A] [--root ID]", "the pending questions you must answer (an operator: everyone's)"},
+	{"questions answer", "QUESTION [OPTION ...] [--text T] [--session ID]", "answer a pending question with options or free text"},
 	{"log verify", "[--data DIR]", "check a data directory offline (the hub stopped)"},
 	{"log migrate", "[--data DIR]", "convert a data directory of an older format in place (the hub stopped)"},
 	{"graph validate", "[--participants a,b,c] FILE", "check a workflow graph; exit 2 names the offending node"},
@@ -39,9 +43,10 @@ var commands = []command{
 
 // groups are the commands that have subcommands, with a sentence each.
 var groups = map[string]string{
-	"sessions": "Read the sessions of a running hub. These commands take the client flags below.",
-	"log":      "Check or convert a data directory offline; stop the hub that serves it first.",
-	"graph":    "Check, draw and dry-run workflow graphs (the JSON of the graph knob); no hub needed.",
+	"sessions":  "Read the sessions of a running hub. These commands take the client flags below.",
+	"questions": "List and answer the questions agents ask people. These commands take the client flags below.",
+	"log":       "Check or convert a data directory offline; stop the hub that serves it first.",
+	"graph":     "Check, draw and dry-run workflow graphs (the JSON of the graph knob); no hub needed.",
 }
 
 // lookup returns the help line of a command.
@@ -77,7 +82,7 @@ func topHelp(w io.Writer) {
 	fmt.Fprint(w, "hubd: a session hub for multi-agent systems\n\nusage:\n")
 	writeCommands(w, "")
 	fmt.Fprint(w, "\nFlags may come before or after the arguments: hubd sessions show ID --hub ADDR.\n")
-	fmt.Fprint(w, "\nclient flags (sessions commands):\n")
+	fmt.Fprint(w, "\nclient flags (sessions and questions commands):\n")
 	fs := newFlags("sessions", w)
 	var c clientFlags
 	c.register(fs)
@@ -94,7 +99,7 @@ func topHelp(w io.Writer) {
 func groupHelp(w io.Writer, group string) {
 	fmt.Fprintf(w, "usage: hubd %s COMMAND [ARGS] [flags]\n\n%s\n\ncommands:\n", group, groups[group])
 	writeCommands(w, group+" ")
-	if group == "sessions" {
+	if group == "sessions" || group == "questions" {
 		fmt.Fprint(w, "\nclient flags (before or after the arguments):\n")
 		fs := newFlags("sessions", w)
 		var c clientFlags

@@ -41,6 +41,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runServe(ctx, args[1:], stdout, stderr)
 	case "sessions":
 		return runSessions(ctx, args[1:], stdout, stderr)
+	case "questions":
+		return runClientGroup(ctx, "questions", questionsCommand, args[1:], stdout, stderr)
 	case "log":
 		return runLog(ctx, args[1:], stdout, stderr)
 	case "graph":

@@ -31,8 +31,10 @@ const dataV1 = "testdata/data-v1"
 
 // dataV1Export is what a hub serving dataV1 after migration exports:
 // every envelope of every session as hubpb.MarshalJSON lines, sessions in
-// id order. Like dataV1 it is written once and never regenerated; every
-// value in it was checked against what the version-1 release exported.
+// id order. Like dataV1 it is never regenerated; every value in it was
+// checked against what the version-1 release exported, and the one change
+// since, the call ids the hub stamps on every envelope (derived from the
+// session's meta, not stored), was checked to be the only difference.
 const dataV1Export = "testdata/data-v1.export.jsonl"
 
 // dataV1Now is the fake clock's time for a hub serving dataV1: just after
@@ -72,11 +74,11 @@ func TestMigrateLogV1(t *testing.T) {
 	}
 
 	code, out, errs := logCmd(t, "migrate", "--data", dir)
-	summary := regexp.MustCompile(`^migrated \S+ from format version 1 to 2: 6 sessions, 27 records \(33 values rewritten\), took \S+\n$`)
+	summary := regexp.MustCompile(`^migrated \S+ from format version 1 to 3: 6 sessions, 27 records \(33 values rewritten\), took \S+\n$`)
 	if code != 0 || !summary.MatchString(out) {
 		t.Fatalf("log migrate: exit %d\n%s%s", code, out, errs)
 	}
-	if code, out, errs := logCmd(t, "migrate", "--data", dir); code != 0 || !strings.Contains(out, "already has format version 2") {
+	if code, out, errs := logCmd(t, "migrate", "--data", dir); code != 0 || !strings.Contains(out, "already has format version 3") {
 		t.Fatalf("log migrate again: exit %d\n%s%s", code, out, errs)
 	}
 	if code, out, errs := logCmd(t, "verify", "--data", dir); code != 0 || out != "6 sessions, 27 records, 0 bad\n" {

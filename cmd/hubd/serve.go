@@ -3,16 +3,24 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
+	"math"
+	"net"
 	"os"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/hubd/hubd/hub/hubgrpc"
+	"github.com/hubd/hubd/hub/hubhttp"
 	"github.com/hubd/hubd/internal/exitcode"
 	"github.com/hubd/hubd/internal/server"
+	"github.com/hubd/hubd/internal/telemetry"
+	"github.com/hubd/hubd/wal"
 )
 
 // DefaultListen is where hubd serves unless told otherwise.
@@ -20,9 +28,11 @@ const DefaultListen = "127.0.0.1:7420"
 
 type serveFlags struct {
 	listen, data, tokens, tlsCert, tlsKey, clientCA, logFormat, logLevel, operators string
+	http, otlpEndpoint, onDamage, minFreeDisk                                       string
+	httpSet                                                                         bool // --http was given
 	fsync                                                                           bool
-	inviteTimeout                                                                   time.Duration
-	maxEnvelope, maxOpen, subscriberBuffer                                          int
+	inviteTimeout, heartbeat                                                        time.Duration
+	maxEnvelope, maxOpen, subscriberBuffer, maxDepth                                int
 }
 
 // register defines serve's flags.
@@ -41,6 +51,12 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxEnvelope, "max-envelope-bytes", 1<<20, "largest envelope stored, in bytes")
 	fs.IntVar(&f.maxOpen, "max-open-per-agent", 0, "most pending or open sessions an agent may have created (0: no limit)")
 	fs.IntVar(&f.subscriberBuffer, "subscriber-buffer", 4096, "deliveries buffered per subscriber before it is cut off")
+	fs.IntVar(&f.maxDepth, "max-depth", 8, "deepest a child session may be (delegation)")
+	fs.StringVar(&f.onDamage, "on-damage", "refuse", "when acknowledged records are found missing at start: \"refuse\" to start, or \"quarantine\" the sessions affected and serve the rest (see docs/DAMAGE.md)")
+	fs.StringVar(&f.minFreeDisk, "min-free-disk", "256MiB", "free space kept on the data directory's disk; below it sends are refused with DISK_FULL until space is freed (`size`: 512MiB, 2GB, 0 for none)")
+	fs.StringVar(&f.http, "http", "", "HTTP `address` of the JSON API, event streams, /metrics and /debug/pprof (host:port; \"off\" for none); default in development mode: the --listen host and the next port (127.0.0.1:7421), otherwise none")
+	fs.DurationVar(&f.heartbeat, "sse-heartbeat", hubhttp.DefaultHeartbeat, "interval of the comment lines that keep idle event streams open through proxies")
+	fs.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", "export traces to this OTLP `URL` (like OTEL_EXPORTER_OTLP_ENDPOINT, which is read when this is unset; OTEL_EXPORTER_OTLP_PROTOCOL picks grpc or http/protobuf); without either, no traces are exported")
 }
 
 // runServe runs the hub until ctx is done, then shuts it down gracefully.
@@ -55,6 +71,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fs.NArg() != 0 {
 		return exitcode.Usage("serve: unexpected argument %q", fs.Arg(0))
 	}
+	fs.Visit(func(fl *flag.Flag) { f.httpSet = f.httpSet || fl.Name == "http" })
 	lg, err := newLogger(stderr, f.logFormat, f.logLevel)
 	if err != nil {
 		return err
@@ -62,6 +79,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg, err := f.config(lg)
 	if err != nil {
 		return err
+	}
+	tracing, err := telemetry.Setup(ctx, telemetry.Config{Endpoint: f.otlpEndpoint, ServiceVersion: moduleVersion()})
+	if err != nil {
+		return exitcode.Usage("serve: %v", err)
+	}
+	defer shutdownTracing(tracing, lg)
+	cfg.Tracer = tracing.Provider
+	if tracing.Exporting() {
+		lg.Info().Str("otlp", tracing.Endpoint).Msg("exporting traces")
 	}
 	srv, err := server.Start(ctx, cfg)
 	if err != nil {
@@ -81,7 +107,31 @@ func (f *serveFlags) config(lg zerolog.Logger) (server.Config, error) {
 	cfg := server.Config{Listen: f.listen, DataDir: f.data, NoSync: !f.fsync, TLSCert: f.tlsCert, TLSKey: f.tlsKey,
 		ClientCA: f.clientCA, Operators: splitNames(f.operators), Logger: lg}
 	cfg.Hub.InviteTimeout, cfg.Hub.MaxEnvelopeBytes = f.inviteTimeout, f.maxEnvelope
-	cfg.Hub.MaxOpenPerAgent, cfg.Hub.SubscriberBuffer = f.maxOpen, f.subscriberBuffer
+	cfg.Hub.MaxOpenPerAgent, cfg.Hub.SubscriberBuffer, cfg.Hub.MaxDepth = f.maxOpen, f.subscriberBuffer, f.maxDepth
+	if f.maxDepth < 1 {
+		return cfg, exitcode.Usage("serve: --max-depth %d: want at least 1", f.maxDepth)
+	}
+	if f.heartbeat <= 0 {
+		return cfg, exitcode.Usage("serve: --sse-heartbeat %v: want a positive duration", f.heartbeat)
+	}
+	cfg.Heartbeat = f.heartbeat
+	switch f.onDamage {
+	case "refuse":
+		cfg.OnDamage = wal.RefuseDamaged
+	case "quarantine":
+		cfg.OnDamage = wal.MarkDamaged
+	default:
+		return cfg, exitcode.Usage("serve: --on-damage %q: want refuse or quarantine", f.onDamage)
+	}
+	free, err := parseSize(f.minFreeDisk)
+	if err != nil {
+		return cfg, exitcode.Usage("serve: --min-free-disk %q: %v", f.minFreeDisk, err)
+	}
+	cfg.MinFreeBytes = free
+	if free == 0 {
+		cfg.MinFreeBytes = -1 // the flag's 0 is "none"; wal's 0 is its default
+	}
+	cfg.HTTP, cfg.HTTPAnyPort = f.httpAddr(), !f.httpSet
 	if f.tokens != "" {
 		file, err := os.Open(f.tokens)
 		if err != nil {
@@ -96,6 +146,53 @@ func (f *serveFlags) config(lg zerolog.Logger) (server.Config, error) {
 		lg.Warn().Msg("--fsync=false: acknowledged envelopes can be lost on a crash")
 	}
 	return cfg, nil
+}
+
+// httpAddr is the HTTP side's address: --http when given ("off" or "":
+// none); otherwise, in development mode (no --tokens, no --client-ca),
+// the --listen host with the next port (port 0 stays 0, for tests; a
+// taken port gives way to a free one, see server.Config.HTTPAnyPort), and
+// none outside it.
+func (f *serveFlags) httpAddr() string {
+	if f.httpSet {
+		if f.http == "off" {
+			return ""
+		}
+		return f.http
+	}
+	if f.tokens != "" || f.clientCA != "" {
+		return ""
+	}
+	host, port, err := net.SplitHostPort(f.listen)
+	if err != nil {
+		return ""
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n >= 65535 {
+		return ""
+	}
+	if n > 0 {
+		n++
+	}
+	return net.JoinHostPort(host, strconv.Itoa(n))
+}
+
+// shutdownTracing flushes the spans still buffered, for at most 5 s.
+func shutdownTracing(t *telemetry.Tracing, lg zerolog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := t.Shutdown(ctx); err != nil {
+		lg.Warn().Err(err).Msg("exporting the last spans")
+	}
+}
+
+// moduleVersion is the binary's module version, "(devel)" when built from
+// a work tree.
+func moduleVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
 }
 
 // newLogger builds the process logger.
@@ -122,4 +219,29 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// parseSize reads a size in bytes: a whole number with an optional unit,
+// B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (of 1024).
+func parseSize(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+		{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
+	num, mult := strings.TrimSpace(s), int64(1)
+	for _, u := range units {
+		if n, ok := strings.CutSuffix(num, u.suffix); ok {
+			num, mult = strings.TrimSpace(n), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("want a whole number of bytes with an optional unit (KiB, MiB, GiB, KB, MB, GB)")
+	}
+	if n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("too large")
+	}
+	return n * mult, nil
 }

@@ -103,26 +103,37 @@ func wrapCall(cmd string, err error) error {
 type subcommand func(ctx context.Context, c *agentsdk.Client, fs *flag.FlagSet, w *bufio.Writer) error
 
 func runSessions(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runClientGroup(ctx, "sessions", sessionsCommand, args, stdout, stderr)
+}
+
+// runClientGroup runs a command of a group that talks to a running hub
+// ("sessions", "questions"): commands gives each command's function and
+// positional argument count.
+func runClientGroup(ctx context.Context, group string, commands func(string, *flag.FlagSet) (subcommand, int),
+	args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return wantGroupCommand("sessions", stderr)
+		return wantGroupCommand(group, stderr)
 	}
 	if isHelp(args[0]) {
-		groupHelp(stdout, "sessions")
+		groupHelp(stdout, group)
 		return nil
 	}
-	info := lookup("sessions " + args[0])
+	info := lookup(group + " " + args[0])
 	fs := newCommand(info.name, info.args, info.summary, stdout)
 	var c clientFlags
 	c.register(fs)
-	sub, npos := sessionsCommand(args[0], fs)
+	sub, npos := commands(args[0], fs)
 	if sub == nil {
-		return unknownGroupCommand("sessions", args[0])
+		return unknownGroupCommand(group, args[0])
 	}
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
 	if npos == 0 && fs.NArg() > 0 {
 		return exitcode.Usage("%s: unexpected argument %q (see hubd %s --help)", fs.Name(), fs.Arg(0), fs.Name())
+	}
+	if npos < -1 && fs.NArg() < -npos-1 {
+		return exitcode.Usage("%s: want %s, got %d arguments (see hubd %s --help)", fs.Name(), strings.TrimSpace(info.args), fs.NArg(), fs.Name())
 	}
 	if npos > 0 && fs.NArg() != npos {
 		return exitcode.Usage("%s: want %s, got %d arguments (see hubd %s --help)", fs.Name(), strings.TrimSpace(info.args), fs.NArg(), fs.Name())
@@ -139,7 +150,7 @@ func runSessions(ctx context.Context, args []string, stdout, stderr io.Writer) e
 
 // sessionsCommand returns the sessions command name, with its flags
 // registered on fs, and how many positional arguments it takes (-1: any
-// number); nil for an unknown name.
+// number; -1-n: at least n); nil for an unknown name.
 func sessionsCommand(name string, fs *flag.FlagSet) (subcommand, int) {
 	switch name {
 	case "list":
@@ -150,6 +161,10 @@ func sessionsCommand(name string, fs *flag.FlagSet) (subcommand, int) {
 		return tailFlags(fs), 1
 	case "export":
 		return sessionsExport, -1
+	case "tree":
+		return sessionsTree, 1
+	case "replay":
+		return sessionsReplay, 1
 	}
 	return nil, 0
 }
