@@ -21,10 +21,17 @@ import (
 
 // Agent is one scripted agent of an example.
 type Agent struct {
-	Name   string
+	Name string
+	// Handle serves the agent's turns; nil: it takes no turns (a person
+	// who only answers questions, say).
 	Handle agentsdk.Handler
 	// Serve are extra options for its Serve (a view, ...).
 	Serve []agentsdk.ServeOption
+	// Run, when set, runs beside Handle once the session is open, with
+	// the agent's client and the session: a person answering questions,
+	// say. It returns nil when it is done (or when ctx ends); an error
+	// ends the example.
+	Run func(ctx context.Context, c *agentsdk.Client, s *agentsdk.Session) error
 }
 
 // Scenario is an example: its agents, and how the first of them opens the
@@ -39,6 +46,34 @@ type Scenario struct {
 	Flags func(fs *flag.FlagSet)
 	// Timeout is the default of --timeout (30s when 0).
 	Timeout time.Duration
+	// Format, when set, formats the transcript: the lines it returns for
+	// an envelope ("" for none) are printed instead of each turn's Line.
+	Format func(e *hubpb.Envelope, s *Sessions) string
+	// Tree, when set, makes the transcript the session's whole call tree
+	// (see [Tree]).
+	Tree *Tree
+	// Report, when set, prints after the session has ended and the agents
+	// have stopped, before the "closed:" line (the call tree, the
+	// usage, ...). c is the opener's client.
+	Report func(ctx context.Context, c *agentsdk.Client, s *agentsdk.Session, out io.Writer) error
+}
+
+// Tree is a transcript of a session's whole call tree, followed with
+// [agentsdk.Client.FollowTree]: each line the scenario's Format returns
+// (Event by default) is indented two spaces per call depth. The agents
+// begin serving once the feed is watching, so it shows the envelopes of
+// every session in the order the hub wrote them.
+type Tree struct {
+	// As is the agent whose client follows the tree ("": the opener). It
+	// must be an operator or take part in every session of the tree (a
+	// session it may not read is left out, an envelope it may not read
+	// too). An agent not among the scenario's agents is dialled to watch
+	// only: "operator" is an operator in development mode; with
+	// --token-file, give it an operator's token.
+	As string
+	// Terse leaves out what descendants say to each other: of theirs only
+	// questions, answers, delegations and results are shown.
+	Terse bool
 }
 
 // config is what the flags say.
@@ -116,37 +151,77 @@ func Run(ctx context.Context, name string, args []string, stdout, stderr io.Writ
 			fmt.Fprintf(stderr, format+"\n", args...)
 		}
 	}
-	clients, err := dialAll(ctx, addr, sc.Agents, tokens, logf)
+	agents := sc.Agents
+	watcher := 0
+	if sc.Tree != nil && sc.Tree.As != "" {
+		watcher = slices.IndexFunc(agents, func(a Agent) bool { return a.Name == sc.Tree.As })
+		if watcher < 0 {
+			watcher = len(agents)
+			agents = append(slices.Clip(agents), Agent{Name: sc.Tree.As})
+		}
+	}
+	clients, err := dialAll(ctx, addr, agents, tokens, logf)
 	for _, c := range clients {
 		defer c.Close()
 	}
 	if err != nil {
 		return err
 	}
-	return play(ctx, sc, clients, stdout)
+	return play(ctx, sc, agents, clients, clients[watcher], stdout)
 }
 
 // play serves every agent, opens the session and prints it until it ends.
-func play(ctx context.Context, sc Scenario, clients []*agentsdk.Client, out io.Writer) error {
+// Without a tree, the agents serve from the start; with one, once the
+// feed is watching.
+func play(ctx context.Context, sc Scenario, agents []Agent, clients []*agentsdk.Client, watcher *agentsdk.Client, out io.Writer) error {
 	serving, stop := context.WithCancel(ctx)
-	errs := make(chan error, len(clients))
+	errs := make(chan error, 2*len(clients))
 	var wg sync.WaitGroup
-	for i, c := range clients {
+	goAgent := func(name string, f func() error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := c.Serve(serving, sc.Agents[i].Handle, sc.Agents[i].Serve...); err != nil {
-				errs <- fmt.Errorf("%s: %w", sc.Agents[i].Name, err)
+			if err := f(); err != nil && serving.Err() == nil {
+				errs <- fmt.Errorf("%s: %w", name, err)
 				stop()
 			}
 		}()
 	}
-	reason, err := transcript(serving, sc, clients[0], out)
+	serve := func() {
+		for i, c := range clients {
+			if h := agents[i].Handle; h != nil {
+				goAgent(agents[i].Name, func() error { return c.Serve(serving, h, agents[i].Serve...) })
+			}
+		}
+	}
+	runs := func(s *agentsdk.Session) {
+		for i, c := range clients {
+			if r := agents[i].Run; r != nil {
+				goAgent(agents[i].Name, func() error { return r(serving, c, s) })
+			}
+		}
+	}
+	if sc.Tree == nil {
+		serve()
+	}
+	var once sync.Once
+	started := func(s *agentsdk.Session) {
+		once.Do(func() {
+			if sc.Tree != nil {
+				serve()
+			}
+			runs(s)
+		})
+	}
+	s, reason, err := transcript(serving, sc, clients[0], watcher, out, started)
 	stop()
 	wg.Wait()
 	close(errs)
 	for e := range errs {
 		err = errors.Join(err, e)
+	}
+	if err == nil && sc.Report != nil {
+		err = sc.Report(ctx, clients[0], s, out)
 	}
 	if err == nil {
 		fmt.Fprintln(out, "closed:", reason)
@@ -154,28 +229,61 @@ func play(ctx context.Context, sc Scenario, clients []*agentsdk.Client, out io.W
 	return err
 }
 
-// transcript opens the session and follows it to its end.
-func transcript(ctx context.Context, sc Scenario, opener *agentsdk.Client, out io.Writer) (string, error) {
+// transcript opens the session and follows it to its end: its turns, the
+// scenario's Format of its envelopes, or its whole tree. started is called
+// once the feed watches, with the session.
+func transcript(ctx context.Context, sc Scenario, opener, watcher *agentsdk.Client, out io.Writer, started func(*agentsdk.Session)) (*agentsdk.Session, string, error) {
 	s, err := sc.Open(ctx, opener)
 	if err != nil {
-		return "", fmt.Errorf("opening the session: %w", err)
+		return nil, "", fmt.Errorf("opening the session: %w", err)
 	}
-	end, err := opener.Follow(ctx, s.ID(), 1, func(e *hubpb.Envelope) error {
-		if agentsdk.IsTurn(e) {
+	sessions := &Sessions{root: s.ID(),
+		get:  func(id string) (*agentsdk.Session, error) { return watcher.GetSession(ctx, id) },
+		tree: func() (*hubpb.TreeNode, error) { return watcher.Tree(ctx, s.ID()) }, known: map[string]*agentsdk.Session{s.ID(): s}}
+	format := sc.Format
+	if format == nil && sc.Tree != nil {
+		format = Event
+	}
+	show := func(e *hubpb.Envelope) error {
+		started(s)
+		switch {
+		case format != nil:
+			text := format(e, sessions)
+			if text == "" {
+				return nil
+			}
+			indent := ""
+			if sc.Tree != nil {
+				indent = strings.Repeat("  ", int(e.GetCall().GetDepth()-s.GetMeta().GetDepth()))
+			}
+			for line := range strings.SplitSeq(text, "\n") {
+				fmt.Fprintln(out, indent+line)
+			}
+		case agentsdk.IsTurn(e):
 			fmt.Fprintln(out, Line(e))
 		}
 		return nil
-	})
-	if err != nil {
-		return "", fmt.Errorf("following session %s: %w", s.ID(), err)
 	}
-	return end.GetEnded().GetReason(), nil
+	var end *hubpb.Envelope
+	if sc.Tree != nil {
+		end, err = watcher.FollowTree(ctx, s.ID(), agentsdk.TreeOptions{Verbose: !sc.Tree.Terse}, show)
+	} else {
+		started(s)
+		end, err = watcher.Follow(ctx, s.ID(), 1, show)
+	}
+	if err != nil {
+		return s, "", fmt.Errorf("following session %s: %w", s.ID(), err)
+	}
+	return s, end.GetEnded().GetReason(), nil
 }
 
 // Line formats a turn: "[seq] speaker: text", with a packet's routing and
 // context updates in brackets.
 func Line(e *hubpb.Envelope) string {
-	s := fmt.Sprintf("[%d] %s: %s", e.GetSeq(), e.GetFrom(), agentsdk.TextOf(e))
+	s := fmt.Sprintf("[%d] %s:", e.GetSeq(), e.GetFrom())
+	if text := agentsdk.TextOf(e); text != "" {
+		s += " " + text
+	}
 	p := e.GetPacket()
 	if p == nil {
 		return s
@@ -188,6 +296,8 @@ func Line(e *hubpb.Envelope) string {
 		notes = append(notes, "finish "+r.GetReason())
 	case agentsdk.RoutingEscalate:
 		notes = append(notes, "escalate")
+	case agentsdk.RoutingPassCaller:
+		notes = append(notes, "pass_caller "+r.GetTarget())
 	}
 	set := p.GetContextUpdates().GetSet()
 	for _, k := range slices.Sorted(maps.Keys(set)) {
