@@ -1,0 +1,333 @@
+"""The sync agent loop behind :meth:`hubd.Client.serve` (the reference is
+the Go SDK's serve.go and docs/API.md, "Writing an agent in any
+language")."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+
+import grpc
+
+from . import _common, errors
+from ._model import EVENT_INVITE, Handler, Invite, InviteFunc, Turn, ends, turn_msg_id
+from ._pb import hub_pb2 as pb
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .client import Client
+
+
+@dataclass
+class _Worker:
+    """The turn state of one session."""
+
+    last: int = 0  # the latest trigger seq taken
+    pending: Optional[pb.Delivery] = None  # the newest turn not yet started
+    running: bool = False
+    ended: bool = False
+    turn: Optional[Turn] = None  # the running turn
+
+
+class Serving:
+    """One run of Client.serve."""
+
+    def __init__(
+        self,
+        client: "Client",
+        handler: Handler,
+        *,
+        invites: Optional[InviteFunc],
+        view: Optional[str],
+        window: int,
+        backoff: Tuple[float, float],
+        observer: Optional[Callable[[pb.Delivery], None]],
+        on_reconnect: Optional[Callable[[errors.HubError], None]],
+        stop: Optional[threading.Event],
+        handle_signals: bool,
+        max_workers: int,
+    ) -> None:
+        if handler is None:
+            raise ValueError("hubd: serve needs a handler")
+        self.c = client
+        self.h = handler
+        self.invites = invites
+        self.view = view
+        self.window = window
+        self.base, self.cap = backoff
+        self.observe = observer
+        self.on_reconnect = on_reconnect
+        self.user_stop = stop
+        self.handle_signals = handle_signals
+        self.log = client.log
+        self.halt = threading.Event()
+        # cursors: the last seq seen per session; only the reader touches it.
+        self.cursors: Dict[str, int] = {}
+        self.lock = threading.Lock()
+        self.sessions: Dict[str, _Worker] = {}
+        self.call: Any = None  # the current subscription
+        self.pool = ThreadPoolExecutor(max_workers=max(1, max_workers), thread_name_prefix="hubd-serve")
+
+    # The loop.
+
+    def run(self) -> None:
+        restore = self._install_signals()
+        watcher = threading.Thread(target=self._watch_stop, name="hubd-serve-stop", daemon=True)
+        watcher.start()
+        try:
+            self._loop()
+        finally:
+            self._stop()
+            self.pool.shutdown(wait=True)
+            watcher.join()
+            restore()
+
+    def _loop(self) -> None:
+        attempt = 0
+        while not self.halt.is_set():
+            got, err = self._subscription()
+            if self.halt.is_set():
+                return
+            if err is not None and not err.retryable:
+                raise err
+            if got:
+                attempt = 0
+            attempt += 1
+            if err is None:
+                err = errors.Unavailable("the stream ended", reason="", op="subscribe")
+            if self.on_reconnect is not None:
+                self.on_reconnect(err)
+            self.log.info("hubd: serve: stream ended: %s; resubscribing (attempt %d)", err, attempt)
+            if self.halt.wait(_common.backoff_delay(attempt, self.base, self.cap)):
+                return
+
+    def _subscription(self) -> Tuple[bool, Optional[errors.HubError]]:
+        """Read one subscription until it breaks; report whether it delivered
+        anything, and the error that broke it (None: a clean end)."""
+        req = pb.SubscribeRequest(cursors=self.cursors)
+        with self.lock:
+            if self.halt.is_set():
+                return False, None
+            self.call = self.c.raw.Subscribe(req, metadata=self.c.metadata, wait_for_ready=True)
+        call = self.call
+        got = False
+        try:
+            for d in self._pending_turns():
+                self._dispatch(d)
+            for d in call:
+                got = True
+                self._deliver(d)
+            return got, None
+        except grpc.RpcError as e:
+            return got, errors.from_rpc_error("subscribe", e)
+        finally:
+            call.cancel()
+
+    def _pending_turns(self) -> List[pb.Delivery]:
+        """The agent's pending turns, once the hub is reachable ([] when
+        halted or refused)."""
+        fut = self.c.raw.PendingTurns.future(pb.PendingTurnsRequest(), metadata=self.c.metadata, wait_for_ready=True)
+        try:
+            while not self.halt.is_set():
+                try:
+                    return list(fut.result(timeout=0.1).turns)
+                except grpc.FutureTimeoutError:
+                    continue
+                except grpc.RpcError as e:
+                    self.log.info("hubd: serve: pending turns: %s", errors.from_rpc_error("pending turns", e))
+                    return []
+            return []
+        finally:
+            fut.cancel()
+
+    # Stopping.
+
+    def _watch_stop(self) -> None:
+        while not self.halt.wait(0.1):
+            if self.user_stop is not None and self.user_stop.is_set():
+                break
+        self._stop()
+
+    def _stop(self) -> None:
+        """Halt: end the subscription and tell running turns."""
+        with self.lock:
+            self.halt.set()
+            if self.call is not None:
+                self.call.cancel()
+            for w in self.sessions.values():
+                w.pending = None
+                if w.turn is not None:
+                    w.turn.cancelled.set()
+
+    def _install_signals(self) -> Callable[[], None]:
+        if not self.handle_signals or threading.current_thread() is not threading.main_thread():
+            return lambda: None
+        previous: List[Tuple[int, Any]] = []
+
+        def on_signal(signum: int, frame: Any) -> None:
+            self.halt.set()  # the watcher thread does the rest
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous.append((sig, signal.signal(sig, on_signal)))
+
+        def restore() -> None:
+            for sig, h in previous:
+                signal.signal(sig, h)
+
+        return restore
+
+    # Deliveries.
+
+    def _deliver(self, d: pb.Delivery) -> None:
+        if self.observe is not None:
+            self.observe(d)
+        e = d.envelope
+        sid = e.session_id
+        if e.seq > self.cursors.get(sid, 0):
+            self.cursors[sid] = e.seq
+        if ends(e):
+            self.cursors.pop(sid, None)
+            self._end(sid)
+            return
+        if e.type == EVENT_INVITE:
+            self._invite(e)
+        if d.your_turn:
+            self._dispatch(d)
+
+    def _invite(self, e: pb.Envelope) -> None:
+        invitees = list(e.invite.invitees)
+        me = self.c.name
+        if me and me not in invitees:
+            return  # the creator's copy
+        inv = Invite(e.session_id, invitees, e)
+        try:
+            self.pool.submit(self._answer_invite, inv)
+        except RuntimeError:  # the pool is shutting down
+            pass
+
+    def _answer_invite(self, inv: Invite) -> None:
+        try:
+            decision = _common.invite_decision(self.invites(inv)) if self.invites is not None else None
+        except Exception as exc:  # the decider failed: reject, as Go does with its error
+            self.log.warning("hubd: serve: deciding the invite to %s: %r", inv.session_id, exc)
+            decision = str(exc) or type(exc).__name__
+        sid = inv.session_id
+        try:
+            if decision is None:
+                self._retry(lambda: self.c.ack_invite(sid), self.halt)
+            else:
+                self._retry(lambda: self.c.reject_invite(sid, decision or ""), self.halt)
+        except (errors.BadLifecycleTransition, errors.SessionClosed):
+            pass  # an invite seen again after a restart, already answered
+        except errors.HubError as e:
+            if not self.halt.is_set():
+                self.log.warning("hubd: serve: answering the invite to %s: %s", sid, e)
+
+    def _dispatch(self, d: pb.Delivery) -> None:
+        """Hand a turn to its session's worker, unless that turn (or a later
+        one) was already taken."""
+        sid, seq = d.envelope.session_id, d.envelope.seq
+        with self.lock:
+            if self.halt.is_set():
+                return
+            w = self.sessions.setdefault(sid, _Worker())
+            if w.ended or seq <= w.last:
+                return
+            w.last, w.pending = seq, d
+            if w.running:
+                return
+            w.running = True
+            try:
+                self.pool.submit(self._work, sid, w)
+            except RuntimeError:
+                w.running = False
+
+    def _end(self, sid: str) -> None:
+        """Forget an ended session: its pending turn is dropped and its
+        running turn told."""
+        with self.lock:
+            w = self.sessions.get(sid)
+            if w is None:
+                return
+            w.ended, w.pending = True, None
+            if w.turn is not None:
+                w.turn.cancelled.set()
+            if not w.running:
+                del self.sessions[sid]
+
+    def _work(self, sid: str, w: _Worker) -> None:
+        """Run a session's turns one at a time until none is pending."""
+        while True:
+            with self.lock:
+                d = w.pending
+                w.pending = None
+                if d is None or self.halt.is_set():
+                    w.running, w.turn = False, None
+                    if w.ended:
+                        self.sessions.pop(sid, None)
+                    return
+                t = Turn(sid, d.envelope, None, self.c)
+                w.turn = t
+            try:
+                self._turn(t)
+            except Exception:  # never let a turn kill the worker
+                self.log.exception("hubd: serve: turn in session %s", sid)
+
+    def _turn(self, t: Turn) -> None:
+        """Run the handler on one turn and post its reply."""
+        e = t.trigger
+        sid = t.session_id
+        if self.view is not None:
+            view_name = self.view
+            try:
+                t.view = self._retry(lambda: self.c.view(sid, view_name, self.window), t.cancelled)
+            except errors.HubError as err:
+                self._stale(e, "view", err)
+                return
+        try:
+            reply = self.h(t)
+        except Exception as exc:
+            self.log.warning(
+                "hubd: serve: handler for session %s (turn begun by seq %d): %r", sid, e.seq, exc, exc_info=True
+            )
+            return
+        try:
+            env = _common.reply_envelope(reply)
+        except (TypeError, ValueError) as exc:
+            self.log.warning("hubd: serve: reply in session %s: %s", sid, exc)
+            return
+        if env is None:
+            return
+        msg: pb.Envelope = env
+        msg.client_msg_id = turn_msg_id(sid, e.seq)
+        msg.causation_id = e.id
+        try:
+            self._retry(lambda: self.c._send(sid, msg, 1, None), t.cancelled)
+        except errors.HubError as err:
+            self._stale(e, "reply", err)
+
+    def _stale(self, e: pb.Envelope, step: str, err: errors.HubError) -> None:
+        """Log a failed step of a turn: quietly for a turn that had passed."""
+        if isinstance(err, errors.Canceled) or self.halt.is_set():
+            return
+        if isinstance(err, _common.STALE):
+            self.log.info(
+                "hubd: serve: stale turn in session %s (begun by seq %d) ignored: %s", e.session_id, e.seq, err
+            )
+        else:
+            self.log.warning("hubd: serve: %s in session %s (turn begun by seq %d): %s", step, e.session_id, e.seq, err)
+
+    def _retry(self, f: Callable[[], Any], cancelled: threading.Event) -> Any:
+        """Call f until it succeeds, fails for good, or cancelled is set."""
+        attempt = 1
+        while True:
+            try:
+                return f()
+            except errors.HubError as e:
+                if not e.retryable:
+                    raise
+                if cancelled.wait(_common.backoff_delay(attempt, self.base, self.cap)) or self.halt.is_set():
+                    raise
+            attempt += 1

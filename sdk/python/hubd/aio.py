@@ -1,0 +1,839 @@
+"""The asyncio client: :class:`Client` is :class:`hubd.Client` with
+coroutines, and :meth:`Client.serve` runs handlers as tasks.
+
+::
+
+    import asyncio, hubd.aio
+
+    async def main() -> None:
+        async with hubd.aio.Client("127.0.0.1:7420", name="writer") as c:
+            await c.serve(lambda turn: "Draft: " + turn.text)
+
+    asyncio.run(main())
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import signal
+import time
+from dataclasses import dataclass
+from typing import (
+    Any,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Dict,
+    Iterable,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Set,
+    Tuple,
+    TypeVar,
+    Union,
+)
+
+import grpc
+import grpc.aio
+
+from . import _common, errors
+from ._model import (
+    EVENT_INVITE,
+    TYPE_WORKFLOW,
+    VIEW_DEFAULT,
+    TLS,
+    Ack,
+    Invite,
+    InviteDecision,
+    Packet,
+    Reply,
+    Seconds,
+    Session,
+    SessionPage,
+    Turn,
+    ends,
+    invited,
+    open_request,
+    turn_msg_id,
+)
+from ._pb import hub_pb2 as pb
+from ._pb import hub_service_pb2_grpc as pb_grpc
+from .graph import Graph
+
+__all__ = ["Client", "Stream", "connect", "AsyncHandler", "AsyncInviteFunc"]
+
+_T = TypeVar("_T")
+
+AsyncHandler = Callable[[Turn], Union[Reply, Awaitable[Reply]]]
+"""A serve handler under asyncio: a coroutine function (awaited on the event
+loop) or a plain function (run in a worker thread)."""
+
+AsyncInviteFunc = Callable[[Invite], Union[InviteDecision, Awaitable[InviteDecision]]]
+"""Decides an invite (see :data:`hubd.InviteDecision`); may be a coroutine
+function."""
+
+
+class Stream(AsyncIterator[pb.Delivery]):
+    """A stream of deliveries from :meth:`Client.subscribe` or
+    :meth:`Client.watch`: ``async for d in stream``. It ends when the hub ends
+    it cleanly or when you :meth:`close` it, and raises a
+    :class:`hubd.HubError` when it is cut off (:class:`hubd.SlowSubscriber`,
+    :class:`hubd.Unavailable`: resubscribe from your cursors)."""
+
+    def __init__(self, op: str, call: Any) -> None:
+        self._op = op
+        self._call = call
+        self._closed = False
+
+    def __aiter__(self) -> "Stream":
+        return self
+
+    async def __anext__(self) -> pb.Delivery:
+        d = await self.recv()
+        if d is None:
+            raise StopAsyncIteration
+        return d
+
+    async def recv(self) -> Optional[pb.Delivery]:
+        """The next delivery, waiting for it; ``None`` when the stream ended
+        (cleanly, or closed)."""
+        try:
+            d = await self._call.read()
+        except asyncio.CancelledError:
+            if self._closed:
+                return None
+            raise
+        except grpc.RpcError as e:
+            if self._closed:
+                return None
+            raise errors.from_rpc_error(self._op, e) from e
+        if d is grpc.aio.EOF:
+            return None
+        return d  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        """End the stream."""
+        self._closed = True
+        self._call.cancel()
+
+    async def __aenter__(self) -> "Stream":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class Client:
+    """A connection to a hub as one agent, for asyncio. The arguments are
+    those of :class:`hubd.Client`; the connection is made by :meth:`connect`
+    (or ``async with``, or :func:`hubd.aio.connect`), which waits up to
+    ``connect_timeout`` seconds for it.
+
+    Create it inside the event loop that uses it (gRPC's asyncio channels
+    belong to one loop).
+    """
+
+    def __init__(
+        self,
+        target: str = "127.0.0.1:7420",
+        *,
+        name: str = "",
+        token: str = "",
+        tls: Optional[TLS] = None,
+        insecure: bool = False,
+        send_attempts: int = 3,
+        connect_timeout: Optional[float] = 10.0,
+        channel_options: Sequence[Tuple[str, Any]] = (),
+        logger: Optional[logging.Logger] = None,
+    ) -> None:
+        _common.check(target, name, token, tls, insecure)
+        options = _common.channel_options(tls, channel_options)
+        if tls is not None:
+            self._channel = grpc.aio.secure_channel(target, _common.credentials(tls), options=options)
+        else:
+            self._channel = grpc.aio.insecure_channel(target, options=options)
+        self._target = target
+        self._name = name
+        self._md = _common.metadata(name, token)
+        self._stub = pb_grpc.HubStub(self._channel)  # type: ignore[no-untyped-call]
+        self._attempts = max(1, send_attempts)
+        self._connect_timeout = connect_timeout
+        self.log = logger or _common.LOG
+
+    async def connect(self) -> "Client":
+        """Wait until the connection is up (at most ``connect_timeout``
+        seconds; raises :class:`hubd.Unavailable`); returns the client."""
+        try:
+            await asyncio.wait_for(self._channel.channel_ready(), self._connect_timeout)
+        except asyncio.TimeoutError:
+            raise errors.Unavailable(
+                f"no connection to {self._target} within {self._connect_timeout:g}s", reason="", op="connect"
+            ) from None
+        return self
+
+    @property
+    def name(self) -> str:
+        """The agent's name as given."""
+        return self._name
+
+    @property
+    def target(self) -> str:
+        """The hub's address as given."""
+        return self._target
+
+    @property
+    def raw(self) -> pb_grpc.HubStub:
+        """The generated gRPC stub on the same channel; pass
+        :attr:`metadata` with each call."""
+        return self._stub
+
+    @property
+    def metadata(self) -> Tuple[Tuple[str, str], ...]:
+        """The call metadata that names the agent."""
+        return self._md
+
+    @property
+    def channel(self) -> grpc.aio.Channel:
+        """The gRPC channel."""
+        return self._channel
+
+    async def close(self) -> None:
+        """Close the connection; streams and calls in flight fail."""
+        await self._channel.close()
+
+    async def __aenter__(self) -> "Client":
+        if self._connect_timeout is not None:
+            try:
+                await self.connect()
+            except BaseException:
+                await self.close()
+                raise
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"hubd.aio.Client({self._target!r}, name={self._name!r})"
+
+    async def _call(self, op: str, method: Callable[..., Any], req: Any, timeout: Optional[float] = None) -> Any:
+        try:
+            return await method(req, metadata=self._md, timeout=timeout)
+        except grpc.RpcError as e:
+            raise errors.from_rpc_error(op, e) from e
+
+    async def _send(self, session_id: str, env: pb.Envelope, attempts: int, timeout: Optional[float]) -> Ack:
+        req = pb.SendRequest(session_id=session_id, envelope=env)
+        attempt = 1
+        while True:
+            try:
+                return Ack.from_proto(await self._call("send", self._stub.Send, req, timeout), env.client_msg_id)
+            except errors.Unavailable as e:
+                if attempt >= attempts:
+                    raise
+                self.log.info("hubd: send to %s: %s; retrying (%d/%d)", session_id, e, attempt, attempts)
+                await asyncio.sleep(_common.backoff_delay(attempt, 0.05, 1.0))
+                attempt += 1
+
+    # Sessions.
+
+    async def open(
+        self,
+        session_type: str = TYPE_WORKFLOW,
+        *,
+        participants: Iterable[Union[str, pb.Participant]] = (),
+        graph: Optional[Union[Graph, Mapping[str, Any]]] = None,
+        knobs: Optional[Mapping[str, Any]] = None,
+        labels: Optional[Mapping[str, str]] = None,
+        ttl: Optional[Seconds] = None,
+        invite_timeout: Optional[Seconds] = None,
+        expectations: Optional[Sequence[pb.Expectation]] = None,
+        parent: str = "",
+        idempotency_key: str = "",
+        timeout: Optional[float] = None,
+    ) -> Session:
+        """Create a session (see :meth:`hubd.Client.open`)."""
+        req = open_request(
+            session_type,
+            participants=participants,
+            graph=graph,
+            knobs=knobs,
+            labels=labels,
+            ttl=ttl,
+            invite_timeout=invite_timeout,
+            expectations=expectations,
+            parent=parent,
+            idempotency_key=idempotency_key,
+        )
+        resp = await self._call("open", self._stub.Open, req, timeout)
+        return Session(resp.session, resp.existing)
+
+    async def open_workflow(self, graph: Graph, *participants: str, timeout: Optional[float] = None) -> Session:
+        """Open a workflow session following ``graph`` with the named
+        participants invited (see :meth:`hubd.Client.open_workflow`)."""
+        return await self.open(TYPE_WORKFLOW, graph=graph, participants=invited(*participants), timeout=timeout)
+
+    async def get_session(self, session_id: str, *, timeout: Optional[float] = None) -> Session:
+        """A session's metadata and current state."""
+        req = pb.GetSessionRequest(session_id=session_id)
+        return Session(await self._call("get session", self._stub.GetSession, req, timeout))
+
+    async def list_sessions(
+        self,
+        *,
+        state: str = "",
+        creator: str = "",
+        participant: str = "",
+        labels: Optional[Mapping[str, str]] = None,
+        page_token: str = "",
+        page_size: int = 0,
+        timeout: Optional[float] = None,
+    ) -> SessionPage:
+        """One page of the sessions the caller takes part in (see
+        :meth:`hubd.Client.list_sessions`)."""
+        req = _common.list_request(state, creator, participant, labels, page_token, page_size)
+        resp = await self._call("list sessions", self._stub.ListSessions, req, timeout)
+        return SessionPage([Session(s) for s in resp.sessions], resp.next_page_token)
+
+    async def ack_invite(self, session_id: str, *, timeout: Optional[float] = None) -> Ack:
+        """Accept the caller's invite to a session."""
+        req = pb.InviteRequest(session_id=session_id)
+        return Ack.from_proto(await self._call("ack invite", self._stub.AckInvite, req, timeout))
+
+    async def reject_invite(self, session_id: str, reason: str = "", *, timeout: Optional[float] = None) -> Ack:
+        """Decline the caller's invite; the session closes with
+        ``invite_rejected``."""
+        req = pb.InviteRequest(session_id=session_id, reason=reason)
+        return Ack.from_proto(await self._call("reject invite", self._stub.RejectInvite, req, timeout))
+
+    async def close_session(self, session_id: str, reason: str = "", *, timeout: Optional[float] = None) -> Ack:
+        """End a session (its creator or an operator)."""
+        req = pb.CloseRequest(session_id=session_id, reason=reason)
+        return Ack.from_proto(await self._call("close session", self._stub.Close, req, timeout))
+
+    # Sends (keyword arguments as for hubd.Client).
+
+    async def send_text(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        client_msg_id: Optional[str] = None,
+        causation_id: Optional[str] = None,
+        audience: Optional[Sequence[str]] = None,
+        traceparent: Optional[str] = None,
+        timeout: Optional[float] = None,
+    ) -> Ack:
+        """Take a turn with plain text."""
+        env = _common.envelope(_common.text_envelope(text), client_msg_id, causation_id, audience, traceparent)
+        return await self._send(session_id, env, self._attempts, timeout)
+
+    async def send_packet(
+        self,
+        session_id: str,
+        packet: Packet,
+        *,
+        client_msg_id: Optional[str] = None,
+        causation_id: Optional[str] = None,
+        audience: Optional[Sequence[str]] = None,
+        traceparent: Optional[str] = None,
+        timeout: Optional[float] = None,
+    ) -> Ack:
+        """Take a turn with a packet."""
+        env = _common.envelope(_common.packet_envelope(packet), client_msg_id, causation_id, audience, traceparent)
+        return await self._send(session_id, env, self._attempts, timeout)
+
+    async def set_context(
+        self,
+        session_id: str,
+        values: Mapping[str, Any],
+        *,
+        client_msg_id: Optional[str] = None,
+        causation_id: Optional[str] = None,
+        audience: Optional[Sequence[str]] = None,
+        traceparent: Optional[str] = None,
+        timeout: Optional[float] = None,
+    ) -> Ack:
+        """Set session context variables; not a turn."""
+        return await self.update_context(
+            session_id,
+            set=values,
+            client_msg_id=client_msg_id,
+            causation_id=causation_id,
+            audience=audience,
+            traceparent=traceparent,
+            timeout=timeout,
+        )
+
+    async def update_context(
+        self,
+        session_id: str,
+        *,
+        set: Optional[Mapping[str, Any]] = None,
+        delete: Sequence[str] = (),
+        client_msg_id: Optional[str] = None,
+        causation_id: Optional[str] = None,
+        audience: Optional[Sequence[str]] = None,
+        traceparent: Optional[str] = None,
+        timeout: Optional[float] = None,
+    ) -> Ack:
+        """Delete, then set, session context variables; not a turn."""
+        env = _common.envelope(
+            _common.context_envelope(set, delete), client_msg_id, causation_id, audience, traceparent
+        )
+        return await self._send(session_id, env, self._attempts, timeout)
+
+    async def send_event(
+        self,
+        session_id: str,
+        event_type: str,
+        data: bytes = b"",
+        *,
+        client_msg_id: Optional[str] = None,
+        causation_id: Optional[str] = None,
+        audience: Optional[Sequence[str]] = None,
+        traceparent: Optional[str] = None,
+        timeout: Optional[float] = None,
+    ) -> Ack:
+        """Send a custom event, never a turn."""
+        env = _common.envelope(
+            _common.event_envelope(event_type, data), client_msg_id, causation_id, audience, traceparent
+        )
+        return await self._send(session_id, env, self._attempts, timeout)
+
+    async def send(
+        self,
+        session_id: str,
+        envelope: pb.Envelope,
+        *,
+        client_msg_id: Optional[str] = None,
+        causation_id: Optional[str] = None,
+        audience: Optional[Sequence[str]] = None,
+        traceparent: Optional[str] = None,
+        timeout: Optional[float] = None,
+    ) -> Ack:
+        """Send any envelope (not modified); retried while the hub is
+        unavailable with the same client message id."""
+        env = _common.envelope(_common.copy_envelope(envelope), client_msg_id, causation_id, audience, traceparent)
+        return await self._send(session_id, env, self._attempts, timeout)
+
+    # Reads.
+
+    async def read_log(
+        self, session_id: str, from_seq: int = 0, limit: int = 0, *, timeout: Optional[float] = None
+    ) -> List[pb.Envelope]:
+        """A range of a session's log the caller may see."""
+        req = pb.ReadLogRequest(session_id=session_id, from_seq=from_seq, limit=limit)
+        return list((await self._call("read log", self._stub.ReadLog, req, timeout)).envelopes)
+
+    async def pending_turns(self, *, timeout: Optional[float] = None) -> List[pb.Delivery]:
+        """The caller's pending turns."""
+        resp = await self._call("pending turns", self._stub.PendingTurns, pb.PendingTurnsRequest(), timeout)
+        return list(resp.turns)
+
+    async def view(
+        self, session_id: str, name: str = VIEW_DEFAULT, window: int = 0, *, timeout: Optional[float] = None
+    ) -> pb.View:
+        """The caller's view of a session."""
+        req = pb.GetViewRequest(session_id=session_id, name=name, window=window)
+        return await self._call("view", self._stub.GetView, req, timeout)  # type: ignore[no-any-return]
+
+    # Streams.
+
+    def subscribe(
+        self,
+        cursors: Optional[Mapping[str, int]] = None,
+        *,
+        include_ended: bool = False,
+        timeout: Optional[float] = None,
+    ) -> Stream:
+        """The caller's delivery stream (see :meth:`hubd.Client.subscribe`)."""
+        req = pb.SubscribeRequest(cursors=dict(cursors or {}), include_ended=include_ended)
+        return Stream("subscribe", self._stub.Subscribe(req, metadata=self._md, timeout=timeout))
+
+    def watch(self, session_id: str, from_seq: int = 0, *, timeout: Optional[float] = None) -> Stream:
+        """One session's envelopes from ``from_seq``, live (see
+        :meth:`hubd.Client.watch`)."""
+        req = pb.WatchRequest(session_id=session_id, from_seq=from_seq)
+        return Stream("watch", self._stub.Watch(req, metadata=self._md, timeout=timeout))
+
+    async def follow(
+        self, session_id: str, from_seq: int = 1, *, timeout: Optional[float] = None
+    ) -> AsyncIterator[pb.Envelope]:
+        """Every envelope of a session from ``from_seq``, each once, until
+        the one that ends it (yielded last), across reconnects; ``timeout``
+        bounds the whole follow (raises :class:`hubd.DeadlineExceeded`)::
+
+            async for e in client.follow(session_id):
+                ...
+        """
+        nxt = max(from_seq, 1)
+        attempt = 0
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            call = self._stub.Watch(
+                pb.WatchRequest(session_id=session_id, from_seq=nxt),
+                metadata=self._md,
+                wait_for_ready=True,
+                timeout=left,
+            )
+            try:
+                async for d in call:
+                    e = d.envelope
+                    if e.seq < nxt:
+                        continue
+                    nxt = e.seq + 1
+                    attempt = 0
+                    yield e
+                    if ends(e):
+                        return
+                err: errors.HubError = errors.Unavailable("the watch ended", reason="", op="watch")
+            except grpc.RpcError as rpc_err:
+                err = errors.from_rpc_error("watch", rpc_err)
+                if not err.retryable:
+                    raise err from rpc_err
+            finally:
+                call.cancel()
+            attempt += 1
+            self.log.info("hubd: follow %s: %s; watching again from seq %d", session_id, err, nxt)
+            await asyncio.sleep(_common.backoff_delay(attempt, 0.05, 2.0))
+
+    # Serving.
+
+    async def serve(
+        self,
+        handler: AsyncHandler,
+        *,
+        invites: Optional[AsyncInviteFunc] = None,
+        view: Optional[str] = VIEW_DEFAULT,
+        window: int = 0,
+        backoff: Tuple[float, float] = (0.1, 5.0),
+        observer: Optional[Callable[[pb.Delivery], None]] = None,
+        on_reconnect: Optional[Callable[[errors.HubError], None]] = None,
+        stop: Optional[asyncio.Event] = None,
+        handle_signals: bool = True,
+    ) -> None:
+        """Run the agent until stopped: :meth:`hubd.Client.serve` under
+        asyncio. Each turn runs as a task (one at a time per session, sessions
+        concurrently); a coroutine handler is awaited on the loop, a plain one
+        runs in a worker thread. A turn whose session ends is cancelled.
+
+        Args:
+            stop: serve returns once this event is set (cancelling the task
+                that awaits serve works too).
+            handle_signals: SIGINT and SIGTERM stop serve (through the event
+                loop; where the loop cannot handle signals, this is skipped).
+
+        The other arguments are those of :meth:`hubd.Client.serve`.
+
+        Raises:
+            hubd.HubError: an error reconnecting cannot cure
+                (:class:`hubd.Unauthenticated`, ...).
+        """
+        await _AsyncServing(
+            self,
+            handler,
+            invites=invites,
+            view=view,
+            window=window,
+            backoff=backoff,
+            observer=observer,
+            on_reconnect=on_reconnect,
+            stop=stop,
+            handle_signals=handle_signals,
+        ).run()
+
+
+async def connect(target: str = "127.0.0.1:7420", **kwargs: Any) -> Client:
+    """Connect to the hub at ``target`` and wait until the connection is up:
+    ``await hubd.aio.connect(addr, name="me")``."""
+    c = Client(target, **kwargs)
+    try:
+        return await c.connect()
+    except BaseException:
+        await c.close()
+        raise
+
+
+@dataclass
+class _Worker:
+    last: int = 0
+    pending: Optional[pb.Delivery] = None
+    task: Optional["asyncio.Task[None]"] = None
+    ended: bool = False
+    turn: Optional[Turn] = None
+
+
+class _AsyncServing:
+    """One run of aio.Client.serve (the same loop as hubd._serve, with
+    tasks)."""
+
+    def __init__(
+        self,
+        client: Client,
+        handler: AsyncHandler,
+        *,
+        invites: Optional[AsyncInviteFunc],
+        view: Optional[str],
+        window: int,
+        backoff: Tuple[float, float],
+        observer: Optional[Callable[[pb.Delivery], None]],
+        on_reconnect: Optional[Callable[[errors.HubError], None]],
+        stop: Optional[asyncio.Event],
+        handle_signals: bool,
+    ) -> None:
+        if handler is None:
+            raise ValueError("hubd: serve needs a handler")
+        self.c = client
+        self.h = handler
+        self.invites = invites
+        self.view = view
+        self.window = window
+        self.base, self.cap = backoff
+        self.observe = observer
+        self.on_reconnect = on_reconnect
+        self.user_stop = stop
+        self.handle_signals = handle_signals
+        self.log = client.log
+        self.halt = asyncio.Event()
+        self.cursors: Dict[str, int] = {}
+        self.sessions: Dict[str, _Worker] = {}
+        self.tasks: Set["asyncio.Task[Any]"] = set()
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        installed: List[signal.Signals] = []
+        if self.handle_signals:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                try:
+                    loop.add_signal_handler(signum, self.halt.set)
+                    installed.append(signum)
+                except (NotImplementedError, RuntimeError, ValueError):
+                    pass
+        waiters = [asyncio.ensure_future(self.halt.wait())]
+        if self.user_stop is not None:
+            waiters.append(asyncio.ensure_future(self.user_stop.wait()))
+        reader = asyncio.ensure_future(self._loop())
+        try:
+            await asyncio.wait([reader, *waiters], return_when=asyncio.FIRST_COMPLETED)
+            if reader.done():
+                reader.result()  # raises what ended it
+        finally:
+            self.halt.set()
+            for waiter in waiters:
+                waiter.cancel()
+            if not reader.done():
+                reader.cancel()
+            for signum in installed:
+                loop.remove_signal_handler(signum)
+            for w in self.sessions.values():
+                if w.turn is not None:
+                    w.turn.cancelled.set()
+                if w.task is not None:
+                    w.task.cancel()
+            pending = [t for t in (reader, *self.tasks) if not t.done()]
+            if pending:
+                await asyncio.gather(*pending, return_exceptions=True)
+
+    def _spawn(self, coro: Awaitable[Any]) -> "asyncio.Task[Any]":
+        t = asyncio.ensure_future(coro)
+        self.tasks.add(t)
+        t.add_done_callback(self.tasks.discard)
+        return t
+
+    async def _sleep(self, seconds: float) -> bool:
+        """Sleep, or return True early when halted."""
+        try:
+            await asyncio.wait_for(self.halt.wait(), seconds)
+            return True
+        except asyncio.TimeoutError:
+            return False
+
+    async def _loop(self) -> None:
+        attempt = 0
+        while not self.halt.is_set():
+            got, err = await self._subscription()
+            if self.halt.is_set():
+                return
+            if err is not None and not err.retryable:
+                raise err
+            if got:
+                attempt = 0
+            attempt += 1
+            if err is None:
+                err = errors.Unavailable("the stream ended", reason="", op="subscribe")
+            if self.on_reconnect is not None:
+                self.on_reconnect(err)
+            self.log.info("hubd: serve: stream ended: %s; resubscribing (attempt %d)", err, attempt)
+            if await self._sleep(_common.backoff_delay(attempt, self.base, self.cap)):
+                return
+
+    async def _subscription(self) -> Tuple[bool, Optional[errors.HubError]]:
+        await self.c.channel.channel_ready()
+        call = self.c.raw.Subscribe(
+            pb.SubscribeRequest(cursors=self.cursors), metadata=self.c.metadata, wait_for_ready=True
+        )
+        got = False
+        try:
+            try:
+                turns = await self.c.pending_turns()
+            except errors.HubError as e:
+                self.log.info("hubd: serve: pending turns: %s", e)
+                turns = []
+            for d in turns:
+                self._dispatch(d)
+            async for d in call:
+                got = True
+                self._deliver(d)
+            return got, None
+        except grpc.RpcError as e:
+            return got, errors.from_rpc_error("subscribe", e)
+        finally:
+            call.cancel()
+
+    def _deliver(self, d: pb.Delivery) -> None:
+        if self.observe is not None:
+            self.observe(d)
+        e = d.envelope
+        sid = e.session_id
+        if e.seq > self.cursors.get(sid, 0):
+            self.cursors[sid] = e.seq
+        if ends(e):
+            self.cursors.pop(sid, None)
+            self._end(sid)
+            return
+        if e.type == EVENT_INVITE:
+            invitees = list(e.invite.invitees)
+            if not self.c.name or self.c.name in invitees:
+                self._spawn(self._answer_invite(Invite(sid, invitees, e)))
+        if d.your_turn:
+            self._dispatch(d)
+
+    async def _answer_invite(self, inv: Invite) -> None:
+        decision: Optional[str] = None
+        if self.invites is not None:
+            try:
+                r = self.invites(inv)
+                if inspect.isawaitable(r):
+                    r = await r
+                decision = _common.invite_decision(r)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self.log.warning("hubd: serve: deciding the invite to %s: %r", inv.session_id, exc)
+                decision = str(exc) or type(exc).__name__
+        sid = inv.session_id
+        try:
+            if decision is None:
+                await self._retry(lambda: self.c.ack_invite(sid))
+            else:
+                reason = decision
+                await self._retry(lambda: self.c.reject_invite(sid, reason))
+        except (errors.BadLifecycleTransition, errors.SessionClosed):
+            pass
+        except errors.HubError as e:
+            if not self.halt.is_set():
+                self.log.warning("hubd: serve: answering the invite to %s: %s", sid, e)
+
+    def _dispatch(self, d: pb.Delivery) -> None:
+        sid, seq = d.envelope.session_id, d.envelope.seq
+        if self.halt.is_set():
+            return
+        w = self.sessions.setdefault(sid, _Worker())
+        if w.ended or seq <= w.last:
+            return
+        w.last, w.pending = seq, d
+        if w.task is None:
+            w.task = self._spawn(self._work(sid, w))
+
+    def _end(self, sid: str) -> None:
+        w = self.sessions.get(sid)
+        if w is None:
+            return
+        w.ended, w.pending = True, None
+        if w.turn is not None:
+            w.turn.cancelled.set()
+        if w.task is not None:
+            w.task.cancel()
+        else:
+            del self.sessions[sid]
+
+    async def _work(self, sid: str, w: _Worker) -> None:
+        try:
+            while w.pending is not None and not self.halt.is_set():
+                d, w.pending = w.pending, None
+                t = Turn(sid, d.envelope, None, self.c)
+                w.turn = t
+                try:
+                    await self._turn(t)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    self.log.exception("hubd: serve: turn in session %s", sid)
+        finally:
+            w.task, w.turn = None, None
+            if w.ended:
+                self.sessions.pop(sid, None)
+
+    async def _turn(self, t: Turn) -> None:
+        e, sid = t.trigger, t.session_id
+        if self.view is not None:
+            name = self.view
+            try:
+                t.view = await self._retry(lambda: self.c.view(sid, name, self.window))
+            except errors.HubError as err:
+                self._stale(e, "view", err)
+                return
+        try:
+            if inspect.iscoroutinefunction(self.h):
+                reply = await self.h(t)
+            else:
+                reply = await asyncio.to_thread(self.h, t)
+                if inspect.isawaitable(reply):
+                    reply = await reply
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.log.warning(
+                "hubd: serve: handler for session %s (turn begun by seq %d): %r", sid, e.seq, exc, exc_info=True
+            )
+            return
+        try:
+            env = _common.reply_envelope(reply)
+        except (TypeError, ValueError) as exc:
+            self.log.warning("hubd: serve: reply in session %s: %s", sid, exc)
+            return
+        if env is None:
+            return
+        msg: pb.Envelope = env
+        msg.client_msg_id = turn_msg_id(sid, e.seq)
+        msg.causation_id = e.id
+        try:
+            await self._retry(lambda: self.c._send(sid, msg, 1, None))
+        except errors.HubError as err:
+            self._stale(e, "reply", err)
+
+    def _stale(self, e: pb.Envelope, step: str, err: errors.HubError) -> None:
+        if isinstance(err, errors.Canceled) or self.halt.is_set():
+            return
+        if isinstance(err, _common.STALE):
+            self.log.info(
+                "hubd: serve: stale turn in session %s (begun by seq %d) ignored: %s", e.session_id, e.seq, err
+            )
+        else:
+            self.log.warning("hubd: serve: %s in session %s (turn begun by seq %d): %s", step, e.session_id, e.seq, err)
+
+    async def _retry(self, f: Callable[[], Awaitable[_T]]) -> _T:
+        attempt = 1
+        while True:
+            try:
+                return await f()
+            except errors.HubError as e:
+                if not e.retryable or await self._sleep(_common.backoff_delay(attempt, self.base, self.cap)):
+                    raise
+            attempt += 1

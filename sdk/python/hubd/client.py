@@ -1,0 +1,625 @@
+"""The sync client: :class:`Client` connects to a hub as one agent."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any, Callable, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
+
+import grpc
+
+from . import _common, errors
+from ._model import (
+    TYPE_WORKFLOW,
+    VIEW_DEFAULT,
+    TLS,
+    Ack,
+    Handler,
+    InviteFunc,
+    Packet,
+    Seconds,
+    Session,
+    SessionPage,
+    ends,
+    invited,
+    open_request,
+)
+from ._pb import hub_pb2 as pb
+from ._pb import hub_service_pb2_grpc as pb_grpc
+from ._serve import Serving
+from .graph import Graph
+
+__all__ = ["Client", "Stream", "connect"]
+
+_T = TypeVar("_T")
+
+# The standard gRPC health check, which the hub serves without
+# authentication: connecting waits until it answers.
+_HEALTH_CHECK = "/grpc.health.v1.Health/Check"
+
+
+class Stream(Iterator[pb.Delivery]):
+    """A stream of deliveries from :meth:`Client.subscribe` or
+    :meth:`Client.watch`. Iterate over it; it ends when the hub ends it
+    cleanly or when you :meth:`close` it, and raises a :class:`HubError` when
+    it is cut off (:class:`SlowSubscriber`, :class:`Unavailable`:
+    resubscribe from your cursors). Use it as a context manager to close it.
+    """
+
+    def __init__(self, op: str, call: Any) -> None:
+        self._op = op
+        self._call = call
+        self._closed = False
+
+    def __iter__(self) -> "Stream":
+        return self
+
+    def __next__(self) -> pb.Delivery:
+        try:
+            return next(self._call)  # type: ignore[no-any-return]
+        except grpc.RpcError as e:
+            if self._closed:
+                raise StopIteration from None
+            raise errors.from_rpc_error(self._op, e) from e
+
+    def recv(self) -> Optional[pb.Delivery]:
+        """The next delivery, waiting for it; ``None`` when the stream ended
+        cleanly."""
+        return next(self, None)
+
+    def close(self) -> None:
+        """End the stream (a thread blocked reading it stops)."""
+        self._closed = True
+        self._call.cancel()
+
+    def __enter__(self) -> "Stream":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class Client:
+    """A connection to a hub as one agent. Safe for use from several
+    threads. Close it when done (or use it as a context manager).
+
+    Args:
+        target: the hub's ``host:port`` (or any gRPC target).
+        name: the agent's name. Without a token it is sent as the
+            ``x-hubd-agent`` metadata (the hub's development mode, loopback
+            only). With a token the hub knows the agent from the token; the
+            name may then be left empty, or must be the token's agent (serve
+            uses it to recognise its invites).
+        token: sent as ``authorization: Bearer <token>`` on every call.
+        tls: secures the connection (:class:`hubd.TLS`); ``None`` means
+            plaintext, which carries a token only to a loopback address
+            unless ``insecure`` is set. With a client certificate (mTLS) the
+            hub names the agent by the certificate's common name.
+        insecure: allow a token over plaintext to a non-loopback target.
+        send_attempts: how many times a send is tried while the hub is
+            unavailable, always with the same client message id so a retry
+            never duplicates; 1 disables retries.
+        connect_timeout: wait this many seconds for the connection and raise
+            :class:`hubd.Unavailable` if it is not up (a wrong address fails
+            here, not at the first call); ``None`` connects lazily.
+        channel_options: gRPC channel options, after the SDK's own.
+        logger: receives the client's diagnostics (reconnects, stale turns,
+            ignored errors); default the ``"hubd"`` logger.
+
+    Raises:
+        ValueError: the settings cannot work (no name, token or client
+            certificate; a token over plaintext to a remote host).
+        hubd.Unavailable: no connection within ``connect_timeout``.
+    """
+
+    def __init__(
+        self,
+        target: str = "127.0.0.1:7420",
+        *,
+        name: str = "",
+        token: str = "",
+        tls: Optional[TLS] = None,
+        insecure: bool = False,
+        send_attempts: int = 3,
+        connect_timeout: Optional[float] = 10.0,
+        channel_options: Sequence[Tuple[str, Any]] = (),
+        logger: Optional[logging.Logger] = None,
+    ) -> None:
+        _common.check(target, name, token, tls, insecure)
+        options = _common.channel_options(tls, channel_options)
+        if tls is not None:
+            self._channel = grpc.secure_channel(target, _common.credentials(tls), options=options)
+        else:
+            self._channel = grpc.insecure_channel(target, options=options)
+        self._target = target
+        self._name = name
+        self._md = _common.metadata(name, token)
+        self._stub = pb_grpc.HubStub(self._channel)  # type: ignore[no-untyped-call]
+        self._attempts = max(1, send_attempts)
+        self.log = logger or _common.LOG
+        if connect_timeout is not None:
+            try:
+                self._probe(connect_timeout)
+            except BaseException:
+                self._channel.close()
+                raise
+
+    @property
+    def name(self) -> str:
+        """The agent's name as given (empty when a token alone names the
+        agent)."""
+        return self._name
+
+    @property
+    def target(self) -> str:
+        """The hub's address as given."""
+        return self._target
+
+    @property
+    def raw(self) -> pb_grpc.HubStub:
+        """The generated gRPC stub on the same channel, for calls the SDK
+        does not wrap; pass :attr:`metadata` with each call."""
+        return self._stub
+
+    @property
+    def metadata(self) -> Tuple[Tuple[str, str], ...]:
+        """The call metadata that names the agent."""
+        return self._md
+
+    @property
+    def channel(self) -> grpc.Channel:
+        """The gRPC channel."""
+        return self._channel
+
+    def close(self) -> None:
+        """Close the connection; streams and calls in flight fail."""
+        self._channel.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"hubd.Client({self._target!r}, name={self._name!r})"
+
+    # Calls.
+
+    def _call(self, op: str, method: Callable[..., _T], req: Any, timeout: Optional[float] = None) -> _T:
+        try:
+            return method(req, metadata=self._md, timeout=timeout)
+        except grpc.RpcError as e:
+            raise errors.from_rpc_error(op, e) from e
+
+    def _probe(self, timeout: float) -> None:
+        """Wait until the hub answers a health check (which needs no
+        credentials), at most timeout seconds."""
+        check = self._channel.unary_unary(_HEALTH_CHECK)
+        try:
+            check(b"", timeout=timeout, wait_for_ready=True)  # an empty HealthCheckRequest
+        except grpc.RpcError as e:
+            code = e.code()  # type: ignore[attr-defined]
+            if code in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE):
+                raise errors.Unavailable(
+                    f"no connection to {self._target} within {timeout:g}s", reason="", op="connect"
+                ) from None
+            # Any other answer (no health service, ...) comes from a server.
+
+    def _send(
+        self,
+        session_id: str,
+        env: pb.Envelope,
+        attempts: int,
+        timeout: Optional[float],
+        halt: Optional[threading.Event] = None,
+    ) -> Ack:
+        req = pb.SendRequest(session_id=session_id, envelope=env)
+        attempt = 1
+        while True:
+            try:
+                return Ack.from_proto(self._call("send", self._stub.Send, req, timeout), env.client_msg_id)
+            except errors.Unavailable as e:
+                if attempt >= attempts:
+                    raise
+                self.log.info("hubd: send to %s: %s; retrying (%d/%d)", session_id, e, attempt, attempts)
+                delay = _common.backoff_delay(attempt, 0.05, 1.0)
+                if halt is not None:
+                    if halt.wait(delay):
+                        raise
+                else:
+                    time.sleep(delay)
+                attempt += 1
+
+    # Sessions.
+
+    def open(
+        self,
+        session_type: str = TYPE_WORKFLOW,
+        *,
+        participants: Iterable[Union[str, pb.Participant]] = (),
+        graph: Optional[Union[Graph, Mapping[str, Any]]] = None,
+        knobs: Optional[Mapping[str, Any]] = None,
+        labels: Optional[Mapping[str, str]] = None,
+        ttl: Optional[Seconds] = None,
+        invite_timeout: Optional[Seconds] = None,
+        expectations: Optional[Sequence[pb.Expectation]] = None,
+        parent: str = "",
+        idempotency_key: str = "",
+        timeout: Optional[float] = None,
+    ) -> Session:
+        """Create a session; the caller is its creator and first participant.
+
+        It is logged with its invite and opens once every participant not
+        auto-accepted has acknowledged (at once when none must); the first
+        speaker is then told it is its turn. The arguments are those of
+        :func:`hubd.open_request` (participants given by name are invited:
+        they must acknowledge; use :func:`hubd.auto_accepted` for those who
+        need not).
+        """
+        req = open_request(
+            session_type,
+            participants=participants,
+            graph=graph,
+            knobs=knobs,
+            labels=labels,
+            ttl=ttl,
+            invite_timeout=invite_timeout,
+            expectations=expectations,
+            parent=parent,
+            idempotency_key=idempotency_key,
+        )
+        resp = self._call("open", self._stub.Open, req, timeout)
+        return Session(resp.session, resp.existing)
+
+    def open_workflow(self, graph: Graph, *participants: str, timeout: Optional[float] = None) -> Session:
+        """Open a workflow session following ``graph`` with the caller as
+        creator and the named participants invited, in that order; each must
+        acknowledge (an agent running :meth:`serve` does so by default)."""
+        return self.open(TYPE_WORKFLOW, graph=graph, participants=invited(*participants), timeout=timeout)
+
+    def get_session(self, session_id: str, *, timeout: Optional[float] = None) -> Session:
+        """A session's metadata and current state. Only its participants (or
+        an operator) may read it."""
+        return Session(
+            self._call("get session", self._stub.GetSession, pb.GetSessionRequest(session_id=session_id), timeout)
+        )
+
+    def list_sessions(
+        self,
+        *,
+        state: str = "",
+        creator: str = "",
+        participant: str = "",
+        labels: Optional[Mapping[str, str]] = None,
+        page_token: str = "",
+        page_size: int = 0,
+        timeout: Optional[float] = None,
+    ) -> SessionPage:
+        """One page of the sessions the caller takes part in (all, for an
+        operator), oldest first, with only their metadata, state, seq and
+        close reason filled in. Empty filters match everything; ``page_size``
+        0 is the hub's default (100, at most 1000)."""
+        req = _common.list_request(state, creator, participant, labels, page_token, page_size)
+        resp = self._call("list sessions", self._stub.ListSessions, req, timeout)
+        return SessionPage([Session(s) for s in resp.sessions], resp.next_page_token)
+
+    def ack_invite(self, session_id: str, *, timeout: Optional[float] = None) -> Ack:
+        """Accept the caller's invite to a session; the last ack opens it."""
+        resp = self._call("ack invite", self._stub.AckInvite, pb.InviteRequest(session_id=session_id), timeout)
+        return Ack.from_proto(resp)
+
+    def reject_invite(self, session_id: str, reason: str = "", *, timeout: Optional[float] = None) -> Ack:
+        """Decline the caller's invite; the session closes with
+        ``invite_rejected``. ``reason`` (``""``: the hub's ``declined``) is
+        logged."""
+        req = pb.InviteRequest(session_id=session_id, reason=reason)
+        return Ack.from_proto(self._call("reject invite", self._stub.RejectInvite, req, timeout))
+
+    def close_session(self, session_id: str, reason: str = "", *, timeout: Optional[float] = None) -> Ack:
+        """End a session with ``reason`` (``""`` is ``explicit_close``). Only
+        its creator (or an operator) may close it."""
+        req = pb.CloseRequest(session_id=session_id, reason=reason)
+        return Ack.from_proto(self._call("close session", self._stub.Close, req, timeout))
+
+    # Sends. Every send takes these keyword arguments:
+    #   client_msg_id: the idempotency key (generated when not given): a
+    #     send repeated with it is answered with the original's seq
+    #     (Ack.duplicate) and writes nothing;
+    #   causation_id: the envelope this one answers;
+    #   audience: deliver to these participants only (empty: log only);
+    #   traceparent: a W3C traceparent carried with the envelope;
+    #   timeout: seconds for each attempt.
+
+    def send_text(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        client_msg_id: Optional[str] = None,
+        causation_id: Optional[str] = None,
+        audience: Optional[Sequence[str]] = None,
+        traceparent: Optional[str] = None,
+        timeout: Optional[float] = None,
+    ) -> Ack:
+        """Take a turn with plain text."""
+        env = _common.envelope(_common.text_envelope(text), client_msg_id, causation_id, audience, traceparent)
+        return self._send(session_id, env, self._attempts, timeout)
+
+    def send_packet(
+        self,
+        session_id: str,
+        packet: Packet,
+        *,
+        client_msg_id: Optional[str] = None,
+        causation_id: Optional[str] = None,
+        audience: Optional[Sequence[str]] = None,
+        traceparent: Optional[str] = None,
+        timeout: Optional[float] = None,
+    ) -> Ack:
+        """Take a turn with a packet: its body, its routing (handoff,
+        finish, escalate), its context updates (applied before routing) and
+        its usage."""
+        env = _common.envelope(_common.packet_envelope(packet), client_msg_id, causation_id, audience, traceparent)
+        return self._send(session_id, env, self._attempts, timeout)
+
+    def set_context(
+        self,
+        session_id: str,
+        values: Mapping[str, Any],
+        *,
+        client_msg_id: Optional[str] = None,
+        causation_id: Optional[str] = None,
+        audience: Optional[Sequence[str]] = None,
+        traceparent: Optional[str] = None,
+        timeout: Optional[float] = None,
+    ) -> Ack:
+        """Set session context variables (any JSON values). Any participant
+        may do so at any time; it is not a turn."""
+        return self.update_context(
+            session_id,
+            set=values,
+            client_msg_id=client_msg_id,
+            causation_id=causation_id,
+            audience=audience,
+            traceparent=traceparent,
+            timeout=timeout,
+        )
+
+    def update_context(
+        self,
+        session_id: str,
+        *,
+        set: Optional[Mapping[str, Any]] = None,
+        delete: Sequence[str] = (),
+        client_msg_id: Optional[str] = None,
+        causation_id: Optional[str] = None,
+        audience: Optional[Sequence[str]] = None,
+        traceparent: Optional[str] = None,
+        timeout: Optional[float] = None,
+    ) -> Ack:
+        """Delete, then set, session context variables; not a turn."""
+        env = _common.envelope(
+            _common.context_envelope(set, delete), client_msg_id, causation_id, audience, traceparent
+        )
+        return self._send(session_id, env, self._attempts, timeout)
+
+    def send_event(
+        self,
+        session_id: str,
+        event_type: str,
+        data: bytes = b"",
+        *,
+        client_msg_id: Optional[str] = None,
+        causation_id: Optional[str] = None,
+        audience: Optional[Sequence[str]] = None,
+        traceparent: Optional[str] = None,
+        timeout: Optional[float] = None,
+    ) -> Ack:
+        """Send a custom event: an application type with opaque data, logged
+        and delivered, never a turn."""
+        env = _common.envelope(
+            _common.event_envelope(event_type, data), client_msg_id, causation_id, audience, traceparent
+        )
+        return self._send(session_id, env, self._attempts, timeout)
+
+    def send(
+        self,
+        session_id: str,
+        envelope: pb.Envelope,
+        *,
+        client_msg_id: Optional[str] = None,
+        causation_id: Optional[str] = None,
+        audience: Optional[Sequence[str]] = None,
+        traceparent: Optional[str] = None,
+        timeout: Optional[float] = None,
+    ) -> Ack:
+        """Send any envelope (questions, answers, task progress, ...); the hub
+        sets its session, seq, id, sender and time. ``envelope`` is not
+        modified. A send the hub cannot take now (:class:`hubd.Unavailable`)
+        is retried up to ``send_attempts`` times with the same client message
+        id, so it is written at most once."""
+        env = _common.envelope(_common.copy_envelope(envelope), client_msg_id, causation_id, audience, traceparent)
+        return self._send(session_id, env, self._attempts, timeout)
+
+    # Reads.
+
+    def read_log(
+        self, session_id: str, from_seq: int = 0, limit: int = 0, *, timeout: Optional[float] = None
+    ) -> List[pb.Envelope]:
+        """Up to ``limit`` envelopes (0: the hub's default, 1000) of a
+        session's log from ``from_seq`` (0 or 1: the start), those the caller
+        may see, in seq order."""
+        req = pb.ReadLogRequest(session_id=session_id, from_seq=from_seq, limit=limit)
+        return list(self._call("read log", self._stub.ReadLog, req, timeout).envelopes)
+
+    def pending_turns(self, *, timeout: Optional[float] = None) -> List[pb.Delivery]:
+        """For each open session where it is the caller's turn, the delivery
+        of the envelope that began the turn (``your_turn`` set)."""
+        return list(self._call("pending turns", self._stub.PendingTurns, pb.PendingTurnsRequest(), timeout).turns)
+
+    def view(
+        self, session_id: str, name: str = VIEW_DEFAULT, window: int = 0, *, timeout: Optional[float] = None
+    ) -> pb.View:
+        """The caller's view of a session: ``name`` is ``"default"`` (the
+        session type's), ``"full"``, ``"windowed"`` (the last ``window`` items,
+        default 10, older ones counted per speaker) or ``"last"``."""
+        req = pb.GetViewRequest(session_id=session_id, name=name, window=window)
+        view: pb.View = self._call("view", self._stub.GetView, req, timeout)
+        return view
+
+    # Streams.
+
+    def subscribe(
+        self,
+        cursors: Optional[Mapping[str, int]] = None,
+        *,
+        include_ended: bool = False,
+        timeout: Optional[float] = None,
+    ) -> Stream:
+        """The caller's delivery stream: what it missed after its cursors
+        (the last seq processed per session id; sessions without one from
+        their start unless ended, or with ``include_ended``), then its pending
+        turns, then everything live. Per session, seqs arrive in order with no
+        gap and no duplicate."""
+        req = pb.SubscribeRequest(cursors=dict(cursors or {}), include_ended=include_ended)
+        return Stream("subscribe", self._stub.Subscribe(req, metadata=self._md, timeout=timeout))
+
+    def watch(self, session_id: str, from_seq: int = 0, *, timeout: Optional[float] = None) -> Stream:
+        """The envelopes of one session from ``from_seq`` (0 or 1: all), live,
+        for dashboards, transcripts and audits: for a participant every
+        envelope it may read, for an operator all of them."""
+        req = pb.WatchRequest(session_id=session_id, from_seq=from_seq)
+        return Stream("watch", self._stub.Watch(req, metadata=self._md, timeout=timeout))
+
+    def follow(self, session_id: str, from_seq: int = 1, *, timeout: Optional[float] = None) -> Iterator[pb.Envelope]:
+        """Every envelope of a session from ``from_seq``, in order and each
+        once, until the session ends: the last one yielded is the envelope
+        that ended it (``session_closed`` or ``session_expired``). A watch that
+        breaks (a restarting hub, a slow reader cut off) is resumed after the
+        last envelope seen. ``timeout`` bounds the whole follow (raises
+        :class:`hubd.DeadlineExceeded`)::
+
+            for e in client.follow(session_id):
+                if hubd.is_turn(e):
+                    print(hubd.sender(e), hubd.text_of(e))
+            print("closed:", hubd.close_reason(e))
+        """
+        nxt = max(from_seq, 1)
+        attempt = 0
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            call = self._stub.Watch(
+                pb.WatchRequest(session_id=session_id, from_seq=nxt),
+                metadata=self._md,
+                wait_for_ready=True,
+                timeout=left,
+            )
+            try:
+                for d in call:
+                    e = d.envelope
+                    if e.seq < nxt:
+                        continue
+                    nxt = e.seq + 1
+                    attempt = 0
+                    yield e
+                    if ends(e):
+                        return
+                err: errors.HubError = errors.Unavailable("the watch ended", reason="", op="watch")
+            except grpc.RpcError as rpc_err:
+                err = errors.from_rpc_error("watch", rpc_err)
+                if not err.retryable:
+                    raise err from rpc_err
+            finally:
+                call.cancel()
+            attempt += 1
+            self.log.info("hubd: follow %s: %s; watching again from seq %d", session_id, err, nxt)
+            time.sleep(_common.backoff_delay(attempt, 0.05, 2.0))
+
+    # Serving.
+
+    def serve(
+        self,
+        handler: Handler,
+        *,
+        invites: Optional[InviteFunc] = None,
+        view: Optional[str] = VIEW_DEFAULT,
+        window: int = 0,
+        backoff: Tuple[float, float] = (0.1, 5.0),
+        observer: Optional[Callable[[pb.Delivery], None]] = None,
+        on_reconnect: Optional[Callable[[errors.HubError], None]] = None,
+        stop: Optional[threading.Event] = None,
+        handle_signals: bool = True,
+        max_workers: int = 16,
+    ) -> None:
+        """Run the agent until stopped.
+
+        Subscribes to the agent's deliveries, answers invites (accepting
+        them unless ``invites`` decides otherwise) and calls ``handler`` for
+        each of the agent's turns with a :class:`hubd.Turn` (the session, the
+        triggering envelope, the agent's view), then posts its reply: a
+        ``str`` (text), a :class:`hubd.Packet`, or ``None`` (nothing: the turn
+        stays the agent's). ``handler`` is called once per turn, one turn at a
+        time per session, in a pool of ``max_workers`` threads so that turns
+        of different sessions run concurrently; a turn superseded by a newer
+        one of the same session before the handler started on it is skipped.
+        An exception in the handler is logged and posts nothing.
+
+        A reply is posted with the client message id
+        ``turn/<session>/<trigger seq>`` (:func:`hubd.turn_msg_id`), so a post
+        retried after a broken connection is written once. When the stream
+        breaks (the hub restarts or drains, the connection drops, the hub
+        cuts the agent off as a slow subscriber), serve resubscribes with
+        jittered exponential backoff (``backoff`` = (base, max) seconds) from
+        the cursors it keeps (the last seq seen per session), so nothing is
+        missed or seen twice, and the hub offers its pending turns again. A
+        reply the hub refuses because its turn has passed (OUT_OF_TURN,
+        SESSION_CLOSED, SESSION_NOT_OPEN) is logged and dropped.
+
+        Args:
+            handler: called with each turn.
+            invites: decides invites: returns ``None``/``True`` to accept,
+                ``False`` or a reason string to reject.
+            view: the view given to the handler (``"default"``, ``"full"``,
+                ``"windowed"``, ``"last"``); ``None`` gives none and saves a
+                call per turn.
+            window: for ``"windowed"``, how many recent items.
+            backoff: the reconnect backoff, (base, max) in seconds.
+            observer: called with every delivery of the agent's stream, in
+                order, before serve acts on it (on the reader thread: while
+                it blocks, nothing is read).
+            on_reconnect: called with the error that broke the stream each
+                time serve resubscribes.
+            stop: serve returns once this event is set.
+            handle_signals: when serve runs in the main thread, SIGINT and
+                SIGTERM stop it (the previous handlers are restored after).
+            max_workers: threads running handlers and invite answers.
+
+        Returns when stopped (by ``stop`` or a signal), after every running
+        handler has returned.
+
+        Raises:
+            hubd.HubError: an error reconnecting cannot cure
+                (:class:`hubd.Unauthenticated`, ...).
+        """
+        Serving(
+            self,
+            handler,
+            invites=invites,
+            view=view,
+            window=window,
+            backoff=backoff,
+            observer=observer,
+            on_reconnect=on_reconnect,
+            stop=stop,
+            handle_signals=handle_signals,
+            max_workers=max_workers,
+        ).run()
+
+
+def connect(target: str = "127.0.0.1:7420", **kwargs: Any) -> Client:
+    """Connect to the hub at ``target``: ``hubd.connect(addr, name="me")`` is
+    ``hubd.Client(addr, name="me")``."""
+    return Client(target, **kwargs)

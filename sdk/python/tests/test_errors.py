@@ -1,0 +1,218 @@
+"""Every stable reason the hub sends in normal use, provoked for real and
+raised as its exception; and the mapping of every reason and code."""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any, Callable, List, Optional, Tuple, Type
+
+import grpc
+import pytest
+
+import hubd
+from hubd import pb
+from hubd._pb import error_details_pb2, status_pb2
+
+from .conftest import MAX_ENVELOPE_BYTES, MAX_OPEN_PER_AGENT, Hub, Names
+
+Connect = Callable[..., hubd.Client]
+
+
+def test_every_reason_has_an_exception() -> None:
+    missing = [n for n in pb.Reason.keys() if n != "REASON_UNSPECIFIED" and hubd.error_class(n) is None]
+    assert missing == []
+    for name in pb.Reason.keys():
+        cls = hubd.error_class(name)
+        if cls is not None:
+            assert cls.REASON == name and issubclass(cls, hubd.HubError)
+    assert hubd.error_class("NO_SUCH_REASON") is None
+
+
+class FakeRpcError(grpc.RpcError, grpc.Call):  # type: ignore[misc]
+    """What gRPC raises, with a chosen status."""
+
+    def __init__(self, code: grpc.StatusCode, details: str, reason: str = "", domain: str = "hubd") -> None:
+        self._code, self._details = code, details
+        self._trailing: List[Tuple[str, Any]] = [("other", "x")]
+        if reason:
+            st = status_pb2.Status(code=code.value[0], message=details)
+            st.details.add().Pack(error_details_pb2.ErrorInfo(reason=reason, domain=domain))
+            self._trailing.append(("grpc-status-details-bin", st.SerializeToString()))
+
+    def code(self) -> grpc.StatusCode:
+        return self._code
+
+    def details(self) -> str:
+        return self._details
+
+    def trailing_metadata(self) -> Any:
+        return self._trailing
+
+    def initial_metadata(self) -> Any:
+        return ()
+
+    def is_active(self) -> bool:
+        return False
+
+    def time_remaining(self) -> Optional[float]:
+        return None
+
+    def cancel(self) -> bool:
+        return False
+
+    def add_callback(self, callback: Any) -> bool:
+        return False
+
+
+@pytest.mark.parametrize("reason", [n for n in pb.Reason.keys() if n != "REASON_UNSPECIFIED"])
+def test_mapping_of_every_reason(reason: str) -> None:
+    e = hubd.errors.from_rpc_error("send", FakeRpcError(grpc.StatusCode.FAILED_PRECONDITION, "why", reason))
+    assert type(e) is hubd.error_class(reason)
+    assert (e.reason, e.detail, e.code, e.op) == (reason, "why", grpc.StatusCode.FAILED_PRECONDITION, "send")
+    assert str(e) == f"send: why ({reason})"
+    back = pickle.loads(pickle.dumps(e))
+    assert type(back) is type(e) and back.reason == reason and back.detail == "why"
+
+
+@pytest.mark.parametrize(
+    "code, cls",
+    [
+        (grpc.StatusCode.UNAVAILABLE, hubd.Unavailable),
+        (grpc.StatusCode.UNAUTHENTICATED, hubd.Unauthenticated),
+        (grpc.StatusCode.CANCELLED, hubd.Canceled),
+        (grpc.StatusCode.DEADLINE_EXCEEDED, hubd.DeadlineExceeded),
+        (grpc.StatusCode.INTERNAL, hubd.HubError),
+        (grpc.StatusCode.RESOURCE_EXHAUSTED, hubd.HubError),
+    ],
+)
+def test_mapping_of_codes(code: grpc.StatusCode, cls: Type[hubd.HubError]) -> None:
+    e = hubd.errors.from_rpc_error("open", FakeRpcError(code, "gone"))
+    assert type(e) is cls and e.reason == "" and e.code == code
+    assert str(e) == f"open: gone ({code.name})"
+    # A reason of another domain is no reason of the hub's.
+    other = hubd.errors.from_rpc_error("open", FakeRpcError(code, "gone", "OUT_OF_TURN", domain="elsewhere"))
+    assert type(other) is cls
+
+
+def test_retryable() -> None:
+    def err(code: grpc.StatusCode, reason: str = "") -> hubd.HubError:
+        return hubd.errors.from_rpc_error("x", FakeRpcError(code, "", reason))
+
+    assert err(grpc.StatusCode.UNAVAILABLE).retryable
+    assert err(grpc.StatusCode.UNAVAILABLE, "DRAINING").retryable
+    assert err(grpc.StatusCode.UNAVAILABLE, "SESSION_FAILED").retryable
+    assert err(grpc.StatusCode.RESOURCE_EXHAUSTED, "SLOW_SUBSCRIBER").retryable
+    assert err(grpc.StatusCode.INTERNAL).retryable  # a reset stream
+    assert not err(grpc.StatusCode.INTERNAL, "INTERNAL").retryable
+    assert not err(grpc.StatusCode.FAILED_PRECONDITION, "OUT_OF_TURN").retryable
+    assert not err(grpc.StatusCode.RESOURCE_EXHAUSTED, "DISK_FULL").retryable
+    assert isinstance(err(grpc.StatusCode.UNAVAILABLE, "DRAINING"), hubd.Unavailable)
+
+
+def test_made_by_hand() -> None:
+    e = hubd.OutOfTurn("late")
+    assert e.reason == "OUT_OF_TURN" and e.code is None and str(e) == "late (OUT_OF_TURN)"
+    assert repr(e).startswith("OutOfTurn('late'")
+
+
+def check(call: Callable[[], Any], cls: Type[hubd.HubError], code: grpc.StatusCode, msg: str) -> hubd.HubError:
+    with pytest.raises(hubd.HubError) as info:
+        call()
+    e = info.value
+    assert type(e) is cls, repr(e)
+    assert e.reason == cls.REASON and e.code == code, repr(e)
+    assert msg in e.detail and e.detail in str(e), repr(e)
+    return e
+
+
+def test_refusals(connect: Connect, names: Names) -> None:
+    alice, bob, carol, mallory = (connect(names(n)) for n in ("alice", "bob", "carol", "mallory"))
+    A, B, C = names("alice"), names("bob"), names("carol")
+
+    def pipeline() -> str:
+        return alice.open(graph=hubd.sequence(A, B, C), participants=hubd.auto_accepted(B, C)).id
+
+    live, closed = pipeline(), pipeline()
+    alice.close_session(closed)
+    pending = alice.open_workflow(hubd.sequence(A, B), B).id
+    acked = alice.open_workflow(hubd.sequence(A, B), B).id
+    bob.ack_invite(acked)
+
+    FP, IA, PD = (
+        grpc.StatusCode.FAILED_PRECONDITION,
+        grpc.StatusCode.INVALID_ARGUMENT,
+        grpc.StatusCode.PERMISSION_DENIED,
+    )
+    check(lambda: carol.send_text(live, "me first"), hubd.OutOfTurn, FP, f'workflow expects "{A}" to speak, got "{C}"')
+    check(lambda: alice.send_text(closed, "late"), hubd.SessionClosed, FP, "explicit_close")
+    check(lambda: alice.send_text(pending, "early"), hubd.SessionNotOpen, FP, f"waiting for invite acks from {B}")
+    check(lambda: mallory.send_text(live, "hi"), hubd.NotParticipant, PD, names("mallory"))
+    check(
+        lambda: alice.send_packet(live, hubd.Packet("over").handoff(target="zed")),
+        hubd.BadHandoffTarget,
+        IA,
+        f"valid targets: {B}, {C}",
+    )
+    check(lambda: alice.open_workflow(hubd.sequence(A, "zed"), B), hubd.InvalidGraph, IA, "zed")
+    check(lambda: alice.open("nosuch@1"), hubd.UnknownSessionType, IA, "nosuch")
+    check(lambda: bob.ack_invite(acked), hubd.BadLifecycleTransition, FP, "session_invite_ack")
+    check(lambda: alice.send(live, pb.Envelope(type=hubd.EVENT_OPENED)), hubd.HubOnlyEvent, PD, "session_opened")
+    check(lambda: alice.get_session("not-a-uuid"), hubd.Malformed, IA, "session_id")
+    check(
+        lambda: alice.get_session("01900000-0000-7000-8000-000000000000"),
+        hubd.UnknownSession,
+        grpc.StatusCode.NOT_FOUND,
+        "01900000-0000-7000-8000-000000000000",
+    )
+    check(
+        lambda: alice.send_text(live, "x" * (MAX_ENVELOPE_BYTES + 100)),
+        hubd.TooLarge,
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        str(MAX_ENVELOPE_BYTES),
+    )
+    check(lambda: bob.close_session(live), hubd.PermissionDenied, PD, f'only the creator "{A}"')
+    forged = pb.Envelope(type="text", text=pb.Text(text="it is me, bob"))
+    setattr(forged, "from", B)  # "from" is a Python keyword
+    check(lambda: alice.send(live, forged), hubd.Impersonation, PD, f'caller is "{A}"')
+    # None of these wrote anything.
+    assert alice.get_session(live).seq == alice.get_session(closed).seq - 1
+
+
+def test_depth_exceeded(connect: Connect, names: Names) -> None:
+    alice = connect(names("alice"))
+    parent = alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(names("bob"))).id
+    with pytest.raises(hubd.DepthExceeded) as e:
+        for _ in range(MAX_OPEN_PER_AGENT):
+            parent = alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(names("bob")), parent=parent).id
+    assert e.value.code == grpc.StatusCode.FAILED_PRECONDITION and "depth" in e.value.detail
+
+
+def test_limit_reached(connect: Connect, names: Names) -> None:
+    alice = connect(names("alice"))
+    for _ in range(MAX_OPEN_PER_AGENT):
+        alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(names("bob")))
+    e = check(
+        lambda: alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(names("bob"))),
+        hubd.LimitReached,
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        f"the limit is {MAX_OPEN_PER_AGENT}",
+    )
+    assert not e.retryable
+
+
+def test_token_to_a_development_hub(hub: Hub) -> None:
+    c = hubd.Client(hub.addr, token="not-a-token-of-this-hub")
+    check(lambda: c.list_sessions(), hubd.Unauthenticated, grpc.StatusCode.UNAUTHENTICATED, "Bearer")
+    c.close()
+
+
+def test_deadline_and_cancel(connect: Connect, names: Names) -> None:
+    alice = connect(names("alice"))
+    s = alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(names("bob")))
+    with pytest.raises(hubd.DeadlineExceeded) as e:
+        list(alice.watch(s.id, timeout=0.3))
+    assert e.value.code == grpc.StatusCode.DEADLINE_EXCEEDED and e.value.reason == ""
+    call = alice.raw.Subscribe(pb.SubscribeRequest(), metadata=alice.metadata)
+    call.cancel()
+    with pytest.raises(hubd.Canceled):
+        next(hubd.Stream("subscribe", call))

@@ -1,0 +1,46 @@
+"""examples/python/pipeline.py prints the same transcript as the Go
+example (examples/pipeline)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from .conftest import REPO, Hub
+
+WANT = """\
+[5] researcher: Findings: group commit batches the fsyncs of concurrent sends.
+[6] writer: Draft: durable writes stay fast because group commit batches the fsyncs of concurrent sends.
+[7] editor: Approved after reading 2 turns.
+closed: sequence_complete
+"""
+
+
+def test_pipeline_example(hub: Hub) -> None:
+    res = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "python" / "pipeline.py"), "--hub", hub.addr, "--timeout", "30s"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == WANT
+
+
+def test_pipeline_example_without_a_hub() -> None:
+    from .conftest import free_port
+
+    res = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "examples" / "python" / "pipeline.py"),
+            "--hub",
+            f"127.0.0.1:{free_port()}",
+            "--timeout",
+            "1s",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert res.returncode == 1 and res.stderr.startswith("error: connect: no connection"), res.stderr

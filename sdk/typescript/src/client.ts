@@ -1,0 +1,780 @@
+// The client: agentsdk/client.go, session.go, send.go, read.go, stream.go.
+
+import { randomBytes } from "node:crypto";
+import { isIP } from "node:net";
+
+import * as grpc from "@grpc/grpc-js";
+
+import { backoffDelay, sleep } from "./backoff.js";
+import { CanceledError, DeadlineExceededError, hubError, retryable, UnavailableError } from "./errors.js";
+import { contextUpdateProto, type ContextUpdate, ends, EventType, jsonValues, Packet } from "./envelope.js";
+import {
+  CloseRequest,
+  Delivery,
+  Envelope,
+  Expectation,
+  GetSessionRequest,
+  GetViewRequest,
+  InviteRequest,
+  ListSessionsRequest,
+  OpenRequest,
+  Participant,
+  PendingTurnsRequest,
+  ReadLogRequest,
+  SendRequest,
+  SendResponse,
+  SessionInfo,
+  SubscribeRequest,
+  View,
+  WatchRequest,
+} from "./gen/hub.js";
+import { HubClient } from "./gen/hub_service.js";
+import { Graph } from "./graph.js";
+import { serve, type Handler, type ServeOptions } from "./serve.js";
+import { DeliveryStream } from "./stream.js";
+
+/** The metadata key that names the caller to a hub in development mode (no tokens, loopback only). */
+export const AgentHeader = "x-hubd-agent";
+
+/** Session types served by a stock hub ("kind@version"). */
+export const SessionType = {
+  /** A transition graph picks the next speaker. */
+  Workflow: "workflow@1",
+  /** Two participants, free turns. */
+  Conversation: "conversation@1",
+  /** Strict round robin from the creator. */
+  Discussion: "discussion@1",
+  /** A question, then its answer. */
+  Consulting: "consulting@1",
+} as const;
+
+/** The lifecycle states (SessionInfo.state): PENDING until every invitee has acknowledged, then OPEN, then CLOSED or EXPIRED. */
+export const State = {
+  Pending: "PENDING",
+  Open: "OPEN",
+  Closed: "CLOSED",
+  Expired: "EXPIRED",
+} as const;
+
+/** The named views of a session (Client.view). */
+export const ViewName = {
+  /** The session type's: windowed over two rounds for workflow and discussion, full otherwise. */
+  Default: "default",
+  /** The whole transcript the caller may see. */
+  Full: "full",
+  /** The last `window` items, older ones counted per speaker. */
+  Windowed: "windowed",
+  /** The latest item only. */
+  Last: "last",
+} as const;
+
+/** TLS settings: PEM contents (not file names). */
+export interface TLSOptions {
+  /** The CA that signed the hub's certificate; default: the system's roots. */
+  ca?: Buffer | string;
+  /** A client certificate (mTLS): the hub names the agent by its common name. */
+  cert?: Buffer | string;
+  /** The client certificate's key. */
+  key?: Buffer | string;
+  /** The name the hub's certificate must have, when it is not the target's host. */
+  serverName?: string;
+}
+
+/** Options of Client.connect. Only name (or token, or a client certificate) is required. */
+export interface ClientOptions {
+  /**
+   * The agent's name. Without a token it is sent as the x-hubd-agent
+   * metadata (the hub's development mode, loopback only). With a token the
+   * hub knows the agent from the token; name may then be left empty, or must
+   * be the token's agent (serve uses it to recognise its invites).
+   */
+  name?: string;
+  /** When set, sent as "authorization: Bearer <token>" on every call. */
+  token?: string;
+  /**
+   * When set, secures the connection; unset means plaintext, which carries a
+   * token only to a loopback address unless insecure is set.
+   */
+  tls?: TLSOptions;
+  /** Allows a token over plaintext to a non-loopback target (a trusted network). */
+  insecure?: boolean;
+  /** Channel credentials of your own, instead of tls (for example with a custom checkServerIdentity). */
+  credentials?: grpc.ChannelCredentials;
+  /** gRPC channel options, over the client's own. */
+  channelOptions?: grpc.ClientOptions;
+  /**
+   * How many times a send is tried when the hub is unavailable, always with
+   * the same client message id so a retry never duplicates; default 3, 1
+   * disables retries.
+   */
+  sendAttempts?: number;
+  /** Receives the client's diagnostics (reconnects, stale turns, ignored errors), one line per call. */
+  log?: (line: string) => void;
+  /** How long connect waits for the hub; default 10 s. */
+  timeoutMs?: number;
+  /** Aborts connect. */
+  signal?: AbortSignal;
+}
+
+/** Options of one call: the equivalent of a Go context. */
+export interface CallOptions {
+  /** Cancels the call (CanceledError). */
+  signal?: AbortSignal;
+  /** A deadline, in milliseconds from now (DeadlineExceededError). */
+  timeoutMs?: number;
+}
+
+/** Options of one send. */
+export interface SendOptions extends CallOptions {
+  /**
+   * The envelope's idempotency key: a send repeated with the same key is
+   * answered with the original's seq (ack.duplicate) and writes nothing.
+   * Without it the SDK generates a random key per call.
+   */
+  clientMsgId?: string;
+  /** The id of the envelope this one answers. */
+  causationId?: string;
+  /** Delivers the envelope to these participants only ([]: log only). Unset: every participant but the sender. */
+  audience?: string[];
+  /** A W3C traceparent carried with the envelope. */
+  traceparent?: string;
+}
+
+/** A durable write: the hub's SendResponse and the idempotency key the envelope was sent with. */
+export interface Ack extends SendResponse {
+  /** The idempotency key the envelope was sent with ("" for invites and closes). */
+  clientMsgId: string;
+}
+
+/** Participants who must acknowledge their invite, one per name. */
+export function invited(...names: string[]): Participant[] {
+  return names.map((name) => ({ name, role: "", autoAccept: false }));
+}
+
+/** Participants who need not acknowledge, one per name. */
+export function autoAccepted(...names: string[]): Participant[] {
+  return names.map((name) => ({ name, role: "", autoAccept: true }));
+}
+
+/**
+ * One timer of a session: name is "turn_within", "reply_within",
+ * "max_silence" or "acks_within"; action is "warn", "notify" or
+ * "auto_close".
+ */
+export function expect(name: string, withinMs: number, action: string): Expectation {
+  return { name, action, within: duration(withinMs) };
+}
+
+function duration(ms: number) {
+  const seconds = Math.floor(ms / 1000);
+  return { seconds, nanos: Math.round((ms - seconds * 1000) * 1e6) };
+}
+
+/** A new session. The caller is its creator and first participant. */
+export interface OpenOptions extends CallOptions {
+  /** The session type, "kind@version"; default SessionType.Workflow. */
+  type?: string;
+  /** Participants in session order (invited, autoAccepted); the caller is added first when missing. */
+  participants?: Participant[];
+  /** A workflow session's transition graph: a Graph, or its JSON as an object. */
+  graph?: Graph | Record<string, unknown>;
+  /** Other settings of the session type: "max_handoffs": 3, "supervisor": "lead", "context": {...}. */
+  knobs?: Record<string, unknown>;
+  /** Labels for listing. */
+  labels?: Record<string, string>;
+  /** The session's lifetime in milliseconds; 0 or unset: none. */
+  ttlMs?: number;
+  /** How long invitees have to acknowledge, in milliseconds; unset: the hub's default. */
+  inviteTimeoutMs?: number;
+  /** Timers replacing the session type's defaults (expect); unset keeps the defaults, [] means none. */
+  expectations?: Expectation[];
+  /** Makes this a child of a session the caller takes part in. */
+  parent?: string;
+  /** Makes the open idempotent: the same caller and key return the same session (session.existing). */
+  idempotencyKey?: string;
+}
+
+/** The hub's open request for options (what Client.open sends). */
+export function openRequest(o: OpenOptions): OpenRequest {
+  const req = OpenRequest.fromPartial({
+    type: o.type || SessionType.Workflow,
+    participants: o.participants ?? [],
+    labels: { ...o.labels },
+    parentSessionId: o.parent ?? "",
+    idempotencyKey: o.idempotencyKey ?? "",
+    knobs: jsonValues("knob", o.knobs),
+  });
+  if (o.graph) {
+    req.graph = o.graph instanceof Graph ? o.graph.toJSON() : o.graph;
+  }
+  if (o.ttlMs && o.ttlMs > 0) {
+    req.ttl = duration(o.ttlMs);
+  }
+  if (o.inviteTimeoutMs && o.inviteTimeoutMs > 0) {
+    req.inviteTimeout = duration(o.inviteTimeoutMs);
+  }
+  if (o.expectations) {
+    req.expectations = { items: o.expectations };
+  }
+  return req;
+}
+
+/**
+ * A session's metadata and state as the hub answered: the hub's
+ * SessionInfo (its fields are the session's), with what an open adds.
+ */
+export interface Session extends SessionInfo {}
+export class Session {
+  /** Set by open when an earlier open with the same idempotency key made the session. */
+  existing: boolean;
+
+  constructor(info: SessionInfo, existing = false) {
+    Object.assign(this, info);
+    this.existing = existing;
+  }
+
+  /** The session id. */
+  get id(): string {
+    return this.meta?.sessionId ?? "";
+  }
+
+  /** Whether the session is over (CLOSED or EXPIRED). */
+  get ended(): boolean {
+    return this.state === State.Closed || this.state === State.Expired;
+  }
+
+  /** A context variable's value, undefined when it is not set. */
+  var(key: string): unknown {
+    return Object.prototype.hasOwnProperty.call(this.context ?? {}, key) ? this.context[key] : undefined;
+  }
+}
+
+/** Filters of listSessions; unset fields match everything. */
+export interface ListOptions extends CallOptions {
+  state?: string;
+  creator?: string;
+  participant?: string;
+  /** Labels that must all match. */
+  labels?: Record<string, string>;
+  /** Continues a listing (the nextPageToken of the last one). */
+  pageToken?: string;
+  /** At most 1000; 0 is the hub's default (100). */
+  pageSize?: number;
+}
+
+/** A view's name and window. */
+export interface ViewOptions extends CallOptions {
+  /** One of ViewName; "" is the default view. */
+  name?: string;
+  /** How many recent items the windowed view keeps (0: 10). */
+  window?: number;
+}
+
+/** Options of subscribe. */
+export interface SubscribeOptions extends CallOptions {
+  /**
+   * The last seq processed per session id; the stream resumes after each.
+   * Sessions without a cursor start from their beginning, unless they have
+   * ended.
+   */
+  cursors?: Record<string, number> | Map<string, number>;
+  /** Also delivers ended sessions without a cursor. */
+  includeEnded?: boolean;
+}
+
+type UnaryMethod<Req, Res> = (
+  req: Req,
+  md: grpc.Metadata,
+  opts: Partial<grpc.CallOptions>,
+  cb: (err: grpc.ServiceError | null, res: Res) => void,
+) => grpc.ClientUnaryCall;
+
+type StreamMethod<Req, Res> = (
+  req: Req,
+  md: grpc.Metadata,
+  opts: Partial<grpc.CallOptions>,
+) => grpc.ClientReadableStream<Res>;
+
+/** Whether a gRPC target names a loopback host or a unix socket. */
+export function isLoopback(target: string): boolean {
+  if (target.startsWith("unix:")) {
+    return true;
+  }
+  const i = target.indexOf(":///");
+  if (i >= 0) {
+    target = target.slice(i + 4);
+  } else if (/^(dns|ipv4|ipv6):/.test(target)) {
+    target = target.slice(target.indexOf(":") + 1);
+  }
+  let host = target;
+  const m = /^\[([^\]]+)\](:\d+)?$/.exec(target) ?? /^([^:]+)(:\d+)?$/.exec(target);
+  if (m) {
+    host = m[1];
+  }
+  if (host === "localhost") {
+    return true;
+  }
+  switch (isIP(host)) {
+    case 4:
+      return host.startsWith("127.");
+    case 6:
+      return host === "::1" || host === "0:0:0:0:0:0:0:1";
+  }
+  return false;
+}
+
+function hasClientCert(tls: TLSOptions | undefined): boolean {
+  return tls?.cert !== undefined && tls.key !== undefined;
+}
+
+function pem(v: Buffer | string | undefined): Buffer | null {
+  return v === undefined ? null : Buffer.from(v);
+}
+
+/**
+ * A connection to a hub as one agent. Make one with Client.connect; close it
+ * when done. Every call takes optional CallOptions (an AbortSignal, a
+ * timeout) and rejects with a HubError when the hub refuses it.
+ */
+export class Client {
+  /** The generated gRPC client on the same connection and credentials, for calls the SDK does not wrap. */
+  readonly raw: HubClient;
+  private readonly attempts: number;
+  private readonly log: (line: string) => void;
+
+  private constructor(
+    raw: HubClient,
+    /** The agent's name as given in the options ("" when a token alone identifies the agent). */
+    readonly name: string,
+    opts: ClientOptions,
+  ) {
+    this.raw = raw;
+    this.attempts = opts.sendAttempts && opts.sendAttempts > 0 ? opts.sendAttempts : 3;
+    this.log = opts.log ?? (() => {});
+  }
+
+  /**
+   * Connects to the hub at target ("host:port", or any gRPC target) as the
+   * agent of opts, and waits until the connection is ready: a wrong address
+   * fails here (DeadlineExceededError after opts.timeoutMs), not at the first
+   * call.
+   */
+  static async connect(target: string, opts: ClientOptions): Promise<Client> {
+    if (!opts.name && !opts.token && !hasClientCert(opts.tls) && !opts.credentials) {
+      throw new Error("hubd: ClientOptions.name, token or a client certificate is required");
+    }
+    const secure = opts.tls !== undefined || opts.credentials !== undefined;
+    if (opts.token && !secure && !opts.insecure && !isLoopback(target)) {
+      throw new Error(
+        `hubd: refusing to send a token over plaintext to ${target}: set ClientOptions.tls (or insecure on a trusted network)`,
+      );
+    }
+    const creds =
+      opts.credentials ??
+      (opts.tls
+        ? grpc.credentials.createSsl(pem(opts.tls.ca), pem(opts.tls.key), pem(opts.tls.cert))
+        : grpc.credentials.createInsecure());
+    const auth: [string, string] | undefined = opts.token
+      ? ["authorization", `Bearer ${opts.token}`]
+      : opts.name
+        ? [AgentHeader, opts.name]
+        : undefined;
+    const channelOptions: grpc.ClientOptions = {
+      // gRPC's default reconnect backoff grows to two minutes; an agent
+      // wants its hub back within seconds of a restart.
+      "grpc.initial_reconnect_backoff_ms": 100,
+      "grpc.max_reconnect_backoff_ms": 5000,
+      ...(opts.tls?.serverName
+        ? { "grpc.ssl_target_name_override": opts.tls.serverName, "grpc.default_authority": opts.tls.serverName }
+        : {}),
+      ...opts.channelOptions,
+      interceptors: [...(opts.channelOptions?.interceptors ?? []), ...(auth ? [authInterceptor(auth[0], auth[1])] : [])],
+    };
+    const raw = new HubClient(target, creds, channelOptions);
+    try {
+      await waitReady(raw, opts.timeoutMs ?? 10_000, opts.signal);
+    } catch (err) {
+      raw.close();
+      throw err;
+    }
+    return new Client(raw, opts.name ?? "", opts);
+  }
+
+  /** Closes the connection. Streams and calls in flight fail. */
+  close(): void {
+    this.raw.close();
+  }
+
+  // Sessions.
+
+  /**
+   * Creates a session. It is logged with its invite; it opens once every
+   * participant not marked autoAccept has acknowledged (at once when none
+   * must), and the first speaker is then told it is its turn.
+   */
+  async open(opts: OpenOptions): Promise<Session> {
+    const resp = await this.unary("open", this.raw.open, openRequest(opts), opts);
+    return new Session(resp.session ?? SessionInfo.fromPartial({}), resp.existing);
+  }
+
+  /**
+   * Opens a workflow session following graph, with the caller as creator and
+   * participants invited in that order; each must acknowledge (an agent
+   * running serve does so by default).
+   */
+  async openWorkflow(graph: Graph, participants: string[], opts: CallOptions = {}): Promise<Session> {
+    return this.open({ ...opts, type: SessionType.Workflow, graph, participants: invited(...participants) });
+  }
+
+  /** A session's metadata and current state. Only its participants (or an operator) may read it. */
+  async getSession(sessionId: string, opts: CallOptions = {}): Promise<Session> {
+    return new Session(await this.unary("get session", this.raw.getSession, GetSessionRequest.fromPartial({ sessionId }), opts));
+  }
+
+  /**
+   * The sessions the caller takes part in (all, for an operator), oldest
+   * first, with only their metadata and state filled in; nextPageToken is ""
+   * after the last page.
+   */
+  async listSessions(opts: ListOptions = {}): Promise<{ sessions: Session[]; nextPageToken: string }> {
+    const resp = await this.unary(
+      "list sessions",
+      this.raw.listSessions,
+      ListSessionsRequest.fromPartial({
+        state: opts.state ?? "",
+        creator: opts.creator ?? "",
+        participant: opts.participant ?? "",
+        labels: { ...opts.labels },
+        pageToken: opts.pageToken ?? "",
+        pageSize: opts.pageSize ?? 0,
+      }),
+      opts,
+    );
+    return { sessions: resp.sessions.map((s) => new Session(s)), nextPageToken: resp.nextPageToken };
+  }
+
+  /** Accepts the caller's invite to a session; the last ack opens it. */
+  async ackInvite(sessionId: string, opts: CallOptions = {}): Promise<Ack> {
+    const resp = await this.unary("ack invite", this.raw.ackInvite, InviteRequest.fromPartial({ sessionId }), opts);
+    return { ...resp, clientMsgId: "" };
+  }
+
+  /** Declines the caller's invite; the session closes with "invite_rejected". reason ("" is the hub's "declined") is logged. */
+  async rejectInvite(sessionId: string, reason = "", opts: CallOptions = {}): Promise<Ack> {
+    const resp = await this.unary("reject invite", this.raw.rejectInvite, InviteRequest.fromPartial({ sessionId, reason }), opts);
+    return { ...resp, clientMsgId: "" };
+  }
+
+  /** Ends a session with reason ("" is "explicit_close"). Only its creator (or an operator) may close it. */
+  async closeSession(sessionId: string, reason = "", opts: CallOptions = {}): Promise<Ack> {
+    const resp = await this.unary("close session", this.raw.closeSession, CloseRequest.fromPartial({ sessionId, reason }), opts);
+    return { ...resp, clientMsgId: "" };
+  }
+
+  // Sending.
+
+  /** Takes a turn with plain text. */
+  async sendText(sessionId: string, text: string, opts: SendOptions = {}): Promise<Ack> {
+    return this.sendOwned(sessionId, Envelope.fromPartial({ type: EventType.Text, text: { text } }), opts);
+  }
+
+  /**
+   * Takes a turn with a packet: its body, its routing (handoff, finish,
+   * escalate), its context updates (applied before routing) and its usage.
+   */
+  async sendPacket(sessionId: string, p: Packet, opts: SendOptions = {}): Promise<Ack> {
+    return this.sendOwned(sessionId, Envelope.fromPartial({ type: EventType.Packet, packet: p.proto() }), opts);
+  }
+
+  /** Sets session context variables (any JSON values). Any participant may do so at any time; it is not a turn. */
+  async setContext(sessionId: string, set: Record<string, unknown>, opts: SendOptions = {}): Promise<Ack> {
+    return this.updateContext(sessionId, { set }, opts);
+  }
+
+  /** Deletes, then sets, session context variables; it is not a turn. */
+  async updateContext(sessionId: string, u: ContextUpdate, opts: SendOptions = {}): Promise<Ack> {
+    const e = Envelope.fromPartial({ type: EventType.ContextSet });
+    e.contextSet = contextUpdateProto(u);
+    return this.sendOwned(sessionId, e, opts);
+  }
+
+  /** Sends a custom event: an application type with opaque data (a string is sent as UTF-8), logged and delivered, never a turn. */
+  async sendEvent(sessionId: string, eventType: string, data: Uint8Array | string = "", opts: SendOptions = {}): Promise<Ack> {
+    const e = Envelope.fromPartial({ type: eventType });
+    e.custom = Buffer.from(data);
+    return this.sendOwned(sessionId, e, opts);
+  }
+
+  /**
+   * Sends any envelope (questions, answers, task progress, ...); the hub sets
+   * its session, seq, id, sender and time. env is not modified. A send the
+   * hub cannot take now (UnavailableError) is retried up to sendAttempts
+   * times with the same client message id, so it is written at most once;
+   * each retry waits a short backoff, and up to a second for the
+   * connection.
+   */
+  async send(sessionId: string, env: Partial<Envelope>, opts: SendOptions = {}): Promise<Ack> {
+    const e = Envelope.fromPartial(env as Envelope);
+    if (env.custom !== undefined) {
+      e.custom = Buffer.from(env.custom);
+    }
+    return this.sendOwned(sessionId, e, opts);
+  }
+
+  private sendOwned(sessionId: string, e: Envelope, opts: SendOptions): Promise<Ack> {
+    if (opts.clientMsgId !== undefined) {
+      e.clientMsgId = opts.clientMsgId;
+    }
+    if (opts.causationId !== undefined) {
+      e.causationId = opts.causationId;
+    }
+    if (opts.audience !== undefined) {
+      e.audience = { names: [...opts.audience] };
+    }
+    if (opts.traceparent !== undefined) {
+      e.traceparent = opts.traceparent;
+    }
+    if (!e.clientMsgId) {
+      e.clientMsgId = newMsgId();
+    }
+    return this.sendEnvelope(sessionId, e, this.attempts, opts);
+  }
+
+  /** @internal Sends e, trying up to attempts times while the hub is unavailable. */
+  async sendEnvelope(sessionId: string, e: Envelope, attempts: number, opts: CallOptions): Promise<Ack> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const resp = await this.unary("send", this.raw.send, SendRequest.fromPartial({ sessionId, envelope: e }), opts);
+        return { ...resp, clientMsgId: e.clientMsgId };
+      } catch (err) {
+        if (attempt >= attempts || !(err instanceof UnavailableError) || opts.signal?.aborted) {
+          throw err;
+        }
+        this.log(`hubd: send to ${sessionId}: ${String(err)}; retrying (${attempt}/${attempts})`);
+        if (!(await sleep(backoffDelay(attempt, 50, 1000), opts.signal))) {
+          throw err;
+        }
+        // A hub that restarts takes a moment; the channel may still be
+        // backing off its reconnects. Wait up to a second for it.
+        await waitReady(this.raw, 1000, opts.signal).catch(() => {});
+      }
+    }
+  }
+
+  // Reading.
+
+  /**
+   * Up to limit envelopes (0: the hub's default, 1000) of a session's log
+   * from seq fromSeq (0 or 1: the start), those the caller may see, in seq
+   * order.
+   */
+  async readLog(sessionId: string, fromSeq = 0, limit = 0, opts: CallOptions = {}): Promise<Envelope[]> {
+    const resp = await this.unary("read log", this.raw.readLog, ReadLogRequest.fromPartial({ sessionId, fromSeq, limit }), opts);
+    return resp.envelopes;
+  }
+
+  /** For each open session where it is the caller's turn, the envelope that began the turn (yourTurn is set). */
+  async pendingTurns(opts: CallOptions = {}): Promise<Delivery[]> {
+    const resp = await this.unary("pending turns", this.raw.pendingTurns, PendingTurnsRequest.fromPartial({}), opts);
+    return resp.turns;
+  }
+
+  /** The caller's view of a session (the default view unless opts.name chooses another). */
+  async view(sessionId: string, opts: ViewOptions = {}): Promise<View> {
+    return this.unary("view", this.raw.getView, GetViewRequest.fromPartial({ sessionId, name: opts.name ?? "", window: opts.window ?? 0 }), opts);
+  }
+
+  // Streams.
+
+  /**
+   * The caller's delivery stream: what it missed after its cursors (the
+   * close of a session it was in included), then its pending turns, then
+   * everything live. Per session, seqs arrive in order with no gap and no
+   * duplicate; a turn is told once per triggering envelope.
+   */
+  subscribe(opts: SubscribeOptions = {}): DeliveryStream {
+    return this.subscribeStream(opts, false);
+  }
+
+  /** @internal subscribe, optionally waiting for the hub while it is down. */
+  subscribeStream(opts: SubscribeOptions, waitForReady: boolean): DeliveryStream {
+    const cursors = opts.cursors instanceof Map ? Object.fromEntries(opts.cursors) : { ...opts.cursors };
+    return this.stream(
+      "subscribe",
+      this.raw.subscribe,
+      SubscribeRequest.fromPartial({ cursors, includeEnded: opts.includeEnded ?? false }),
+      opts,
+      waitForReady,
+    );
+  }
+
+  /**
+   * The envelopes of one session from seq fromSeq (0 or 1: all), live, for
+   * dashboards, transcripts and audits: for a participant, every envelope it
+   * may read (addressed to it, or its own); for an operator, all of them.
+   * Deliveries of a watch never have yourTurn set.
+   */
+  watch(sessionId: string, fromSeq = 0, opts: CallOptions = {}): DeliveryStream {
+    return this.watchStream(sessionId, fromSeq, opts, false);
+  }
+
+  private watchStream(sessionId: string, fromSeq: number, opts: CallOptions, waitForReady: boolean): DeliveryStream {
+    return this.stream("watch", this.raw.watch, WatchRequest.fromPartial({ sessionId, fromSeq }), opts, waitForReady);
+  }
+
+  /**
+   * Every envelope of a session from seq fromSeq (0 or 1: all), in order and
+   * each once, until the session ends: the last one yielded is the envelope
+   * that ended it (session_closed or session_expired; see closeReason). A
+   * watch that breaks (a restarting hub, a slow reader cut off) is resumed
+   * after the last envelope yielded. Abort opts.signal, or break out of the
+   * loop, to stop early; opts.timeoutMs bounds the whole follow
+   * (DeadlineExceededError).
+   *
+   *     for await (const e of c.follow(s.id)) {
+   *       if (isTurn(e)) console.log(`${e.from}: ${textOf(e)}`);
+   *       if (ends(e)) console.log("closed:", closeReason(e));
+   *     }
+   */
+  async *follow(sessionId: string, fromSeq = 1, opts: CallOptions = {}): AsyncGenerator<Envelope, void, undefined> {
+    let next = Math.max(fromSeq, 1);
+    const deadline = opts.timeoutMs !== undefined ? Date.now() + opts.timeoutMs : undefined;
+    for (let attempt = 0; ; ) {
+      const timeoutMs = deadline !== undefined ? Math.max(deadline - Date.now(), 0) : undefined;
+      const w = this.watchStream(sessionId, next, { signal: opts.signal, timeoutMs }, true);
+      let failure: unknown;
+      try {
+        for await (const d of w) {
+          const e = d.envelope;
+          if (!e || e.seq < next) {
+            continue;
+          }
+          next = e.seq + 1;
+          yield e;
+          if (ends(e)) {
+            return;
+          }
+        }
+        if (opts.signal?.aborted) {
+          return;
+        }
+        failure = new UnavailableError("follow", grpc.status.UNAVAILABLE, "", "the watch ended before the session did");
+      } catch (err) {
+        if (!retryable(err) || opts.signal?.aborted) {
+          throw err;
+        }
+        failure = err;
+      } finally {
+        w.close();
+      }
+      attempt++;
+      this.log(`hubd: follow ${sessionId}: ${String(failure)}; watching again from seq ${next}`);
+      if (!(await sleep(backoffDelay(attempt, 50, 2000), opts.signal))) {
+        return;
+      }
+    }
+  }
+
+  // Serving.
+
+  /**
+   * Runs the agent until opts.signal aborts: it subscribes to the agent's
+   * deliveries, acts on invites (accepting them unless opts.invites decides
+   * otherwise) and calls handler for each of the agent's turns with the
+   * triggering envelope and the agent's view of the session, then posts the
+   * reply. See serve.ts for the details; it resolves once the signal has
+   * aborted and every running handler has returned, and rejects with an
+   * error reconnecting cannot cure (UnauthenticatedError, ...).
+   */
+  serve(handler: Handler, opts: ServeOptions = {}): Promise<void> {
+    return serve(this, handler, opts, this.log);
+  }
+
+  // Plumbing.
+
+  private unary<Req, Res>(op: string, method: UnaryMethod<Req, Res>, req: Req, opts: CallOptions): Promise<Res> {
+    const signal = opts.signal;
+    if (signal?.aborted) {
+      return Promise.reject(new CanceledError(op, grpc.status.CANCELLED, "", "the call was cancelled before it started"));
+    }
+    return new Promise<Res>((resolve, reject) => {
+      const callOpts: Partial<grpc.CallOptions> = {};
+      if (opts.timeoutMs !== undefined) {
+        callOpts.deadline = Date.now() + opts.timeoutMs;
+      }
+      const onAbort = () => call.cancel();
+      const call = method.call(this.raw, req, new grpc.Metadata(), callOpts, (err, res) => {
+        signal?.removeEventListener("abort", onAbort);
+        if (err) {
+          reject(hubError(op, err, callOpts.deadline as number | undefined));
+        } else {
+          resolve(res);
+        }
+      });
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+
+  private stream<Req>(
+    op: string,
+    method: StreamMethod<Req, Delivery>,
+    req: Req,
+    opts: CallOptions,
+    waitForReady: boolean,
+  ): DeliveryStream {
+    const callOpts: Partial<grpc.CallOptions> = {};
+    if (opts.timeoutMs !== undefined) {
+      callOpts.deadline = Date.now() + opts.timeoutMs;
+    }
+    const call = method.call(this.raw, req, new grpc.Metadata({ waitForReady }), callOpts);
+    const s = new DeliveryStream(op, call, opts.signal, callOpts.deadline as number | undefined);
+    if (opts.signal?.aborted) {
+      s.close();
+    }
+    return s;
+  }
+}
+
+/** An interceptor that names the agent (or carries its token) on every call. */
+function authInterceptor(key: string, value: string): grpc.Interceptor {
+  return (options, nextCall) =>
+    new grpc.InterceptingCall(nextCall(options), {
+      start(metadata, listener, next) {
+        metadata.set(key, value);
+        next(metadata, listener);
+      },
+    });
+}
+
+/** Waits until the client's channel is ready, for at most timeoutMs or until signal aborts. */
+function waitReady(raw: grpc.Client, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(new CanceledError("connect", grpc.status.CANCELLED, "", "connect was aborted"));
+      return;
+    }
+    const onAbort = () => reject(new CanceledError("connect", grpc.status.CANCELLED, "", "connect was aborted"));
+    signal?.addEventListener("abort", onAbort, { once: true });
+    raw.waitForReady(Date.now() + timeoutMs, (err) => {
+      signal?.removeEventListener("abort", onAbort);
+      if (err) {
+        const state = grpc.connectivityState[raw.getChannel().getConnectivityState(false)] ?? "unknown";
+        reject(
+          new DeadlineExceededError(
+            "connect",
+            grpc.status.DEADLINE_EXCEEDED,
+            "",
+            `the hub was not ready within ${timeoutMs} ms (connection ${state.toLowerCase()})`,
+          ),
+        );
+      } else {
+        resolve();
+      }
+    });
+  });
+}
+
+/** A random client message id. */
+function newMsgId(): string {
+  return "m-" + randomBytes(16).toString("base64url");
+}

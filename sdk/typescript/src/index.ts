@@ -1,0 +1,105 @@
+/**
+ * @hubd/sdk: the TypeScript client of hubd, the session hub for multi-agent
+ * systems. An agent connects to the hub, opens sessions with other agents,
+ * takes its turns, and reads what the others said.
+ *
+ *     import { Client, sequence } from "@hubd/sdk";
+ *     const c = await Client.connect("127.0.0.1:7420", { name: "writer" });
+ *     await c.serve((turn) => `Draft on ${turn.text()}`, { signal });
+ *
+ * The SDK speaks the hub's own messages (hubpb/hub.proto, generated into
+ * ./gen with ts-proto): envelopes, deliveries, views and session info are
+ * plain objects with camelCase fields. It has the surface of the Go SDK
+ * (agentsdk): Client (connect, open, send, read, subscribe, watch, follow,
+ * serve), the graph builders (byte-identical JSON), Packet, and one error
+ * class per stable reason of the hub.
+ */
+
+export {
+  AgentHeader,
+  autoAccepted,
+  Client,
+  expect,
+  invited,
+  isLoopback,
+  openRequest,
+  Session,
+  SessionType,
+  State,
+  ViewName,
+  type Ack,
+  type CallOptions,
+  type ClientOptions,
+  type ListOptions,
+  type OpenOptions,
+  type SendOptions,
+  type SubscribeOptions,
+  type TLSOptions,
+  type ViewOptions,
+} from "./client.js";
+export {
+  closeReason,
+  ends,
+  EventType,
+  isTurn,
+  newPacket,
+  Packet,
+  RoutingKind,
+  textOf,
+  turnMsgId,
+  contextUpdateProto,
+  type ContextUpdate,
+} from "./envelope.js";
+export * from "./errors.js";
+export {
+  allOf,
+  always,
+  anyOf,
+  Condition,
+  contextCompare,
+  contextEquals,
+  contextIn,
+  customCondition,
+  customTarget,
+  eventTypeIs,
+  fromSpeaker,
+  Graph,
+  mentions,
+  not,
+  revertToInitiator,
+  roundRobin,
+  sequence,
+  stay,
+  supervisor,
+  Target,
+  terminate,
+  toActiveAgent,
+  toAgent,
+  toMentioned,
+  toNextInOrder,
+  toolCalled,
+  toSupervisor,
+  turnCountAtLeast,
+  type Args,
+  type SupervisorSpec,
+  type Transition,
+} from "./graph.js";
+export { JSONNumber } from "./gojson.js";
+export { DeliveryStream } from "./stream.js";
+export {
+  replyPacket,
+  replyText,
+  type Handler,
+  type HandlerResult,
+  type Invite,
+  type Reply,
+  type ServeOptions,
+  type Turn,
+} from "./serve.js";
+/** The hub's messages, generated from hubpb/hub.proto. */
+export * as hubpb from "./gen/hub.js";
+export type { Delivery, Envelope, SessionInfo, Usage, View } from "./gen/hub.js";
+export { Reason } from "./gen/hub.js";
+export { HubClient, HubService } from "./gen/hub_service.js";
+/** The minimal google.rpc Status and ErrorInfo messages the errors are read with. */
+export * as googleRpc from "./gen/google/rpc/status.js";

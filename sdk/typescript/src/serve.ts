@@ -1,0 +1,435 @@
+// The agent loop: agentsdk/serve.go, the reference implementation of
+// docs/API.md's "Writing an agent in any language".
+
+import { backoffDelay, sleep } from "./backoff.js";
+import type { Client } from "./client.js";
+import {
+  BadLifecycleTransitionError,
+  CanceledError,
+  OutOfTurnError,
+  retryable,
+  SessionClosedError,
+  SessionNotOpenError,
+} from "./errors.js";
+import { ends, EventType, Packet, textOf, turnMsgId } from "./envelope.js";
+import { Envelope, type Delivery, type View } from "./gen/hub.js";
+
+/** One turn of the agent in a session. */
+export interface Turn {
+  /** The session. */
+  sessionId: string;
+  /**
+   * The envelope that began the turn: the previous speaker's text or
+   * packet, or the session_opened envelope for the first speaker. Its
+   * payload is unset when the agent may not see it.
+   */
+  trigger: Envelope;
+  /** The agent's view of the session (the default view unless ServeOptions.view chose another); undefined with view: null. */
+  view?: View;
+  /** The client serving the turn; the handler may call it (setContext, getSession, ...). */
+  client: Client;
+  /** Aborted when serve stops or the session ends. */
+  signal: AbortSignal;
+  /** What the trigger says in words (textOf). */
+  text(): string;
+}
+
+/** What a handler says on its turn: a text, or a packet (with routing, context updates, usage). */
+export interface Reply {
+  text?: string;
+  packet?: Packet;
+}
+
+/** A reply with plain text. */
+export function replyText(text: string): Reply {
+  return { text };
+}
+
+/** A reply with a packet. */
+export function replyPacket(packet: Packet): Reply {
+  return { packet };
+}
+
+/**
+ * What a handler returns: a Reply, a Packet, a string (a text), or nothing
+ * (undefined, null, "" or an empty Reply) to post nothing: the turn stays
+ * the agent's, the hub does not move on.
+ */
+export type HandlerResult = Reply | Packet | string | undefined | null | void;
+
+/**
+ * Answers one of the agent's turns. serve calls it once per turn (per
+ * envelope that began a turn), one turn at a time per session; turns of
+ * different sessions may run concurrently. turn.signal aborts when serve
+ * stops or the session ends. A handler that throws is logged and posts
+ * nothing (the turn is offered again only by a new serve).
+ */
+export type Handler = (turn: Turn) => HandlerResult | Promise<HandlerResult>;
+
+/** An invitation to a session, as given to ServeOptions.invites. */
+export interface Invite {
+  sessionId: string;
+  /** Everyone who must acknowledge. */
+  invitees: string[];
+  /** The session_invite envelope. */
+  envelope: Envelope;
+}
+
+/** Options of Client.serve. */
+export interface ServeOptions {
+  /** Stops serving: serve resolves once every running handler has returned. */
+  signal?: AbortSignal;
+  /**
+   * Decides invites: returning (or resolving) accepts the invite
+   * (ackInvite); throwing (or rejecting) declines it (rejectInvite, with the
+   * error's message as the reason). Default: accept every invite. Call
+   * client.getSession to see the session's type, creator and participants.
+   */
+  invites?: (invite: Invite, signal: AbortSignal) => unknown;
+  /**
+   * The view given to the handler: a name (ViewName) and window; null gives
+   * none and saves a call per turn. Default: the default view.
+   */
+  view?: { name: string; window?: number } | null;
+  /** The reconnect backoff: exponential from baseMs, capped at maxMs, jittered. Default 100 ms to 5 s. */
+  backoff?: { baseMs: number; maxMs: number };
+  /**
+   * Called with every delivery of the agent's stream, in order, before serve
+   * acts on it (for transcripts and metrics). While a promise it returns is
+   * pending, nothing more is read.
+   */
+  observer?: (d: Delivery) => void | Promise<void>;
+  /** Called with the error that broke the stream each time serve resubscribes. */
+  onReconnect?: (err: unknown) => void;
+}
+
+/** The turn state of one session. */
+interface Worker {
+  /** The latest trigger seq taken. */
+  last: number;
+  /** The newest turn not yet started. */
+  pending?: Delivery;
+  running: boolean;
+  ended: boolean;
+  /** Aborts the running turn. */
+  abort?: AbortController;
+}
+
+/**
+ * serve runs the agent loop for c (Client.serve): it subscribes to the
+ * agent's deliveries, acts on invites and calls h for each of the agent's
+ * turns, then posts h's reply.
+ *
+ * A reply is posted with a client message id derived from the session and
+ * the trigger's seq (turnMsgId), so a post retried after a broken connection
+ * is written once. When the stream breaks (the hub restarts or drains, the
+ * connection drops, or the hub cuts the agent off as a slow subscriber),
+ * serve resubscribes with exponential backoff from the cursors it keeps (the
+ * last seq seen per session), so nothing is missed or seen twice, and asks
+ * for its pending turns. A turn superseded by a newer one of the same
+ * session before h started on it is skipped. A reply that the hub refuses
+ * because the turn has passed (OUT_OF_TURN, SESSION_CLOSED,
+ * SESSION_NOT_OPEN) is logged and dropped.
+ */
+export async function serve(c: Client, h: Handler, opts: ServeOptions, log: (line: string) => void): Promise<void> {
+  if (typeof h !== "function") {
+    throw new TypeError("hubd: serve needs a handler");
+  }
+  const stop = new AbortController();
+  const onAbort = () => stop.abort();
+  if (opts.signal?.aborted) {
+    return;
+  }
+  opts.signal?.addEventListener("abort", onAbort, { once: true });
+  const base = opts.backoff?.baseMs ?? 100;
+  const max = opts.backoff?.maxMs ?? 5000;
+  const sv = new Serving(c, h, opts, stop.signal, log, base, max);
+  try {
+    for (let attempt = 0; ; ) {
+      const { got, err } = await sv.subscription();
+      if (stop.signal.aborted) {
+        return;
+      }
+      if (err !== undefined && !retryable(err)) {
+        throw err;
+      }
+      if (got) {
+        attempt = 0;
+      }
+      attempt++;
+      const why = err ?? new Error("the hub ended the stream");
+      opts.onReconnect?.(why);
+      log(`hubd: serve: stream ended: ${String(why)}; resubscribing (attempt ${attempt})`);
+      if (!(await sleep(backoffDelay(attempt, base, max), stop.signal))) {
+        return;
+      }
+    }
+  } finally {
+    opts.signal?.removeEventListener("abort", onAbort);
+    stop.abort();
+    await sv.drain();
+  }
+}
+
+/** One run of serve. */
+class Serving {
+  /** The last seq seen per session. */
+  private readonly cursors = new Map<string, number>();
+  private readonly sessions = new Map<string, Worker>();
+  private readonly tasks = new Set<Promise<void>>();
+
+  constructor(
+    private readonly c: Client,
+    private readonly h: Handler,
+    private readonly opts: ServeOptions,
+    private readonly signal: AbortSignal,
+    private readonly log: (line: string) => void,
+    private readonly base: number,
+    private readonly max: number,
+  ) {}
+
+  /** Reads one subscription until it breaks; reports whether it delivered anything, and why it ended. */
+  async subscription(): Promise<{ got: boolean; err?: unknown }> {
+    const s = this.c.subscribeStream({ cursors: this.cursors, signal: this.signal }, true);
+    let got = false;
+    try {
+      let turns: Delivery[] = [];
+      try {
+        turns = await this.c.pendingTurns({ signal: this.signal });
+      } catch (err) {
+        this.log(`hubd: serve: pending turns: ${String(err)}`);
+      }
+      for (const d of turns) {
+        this.dispatch(d);
+      }
+      for await (const d of s) {
+        got = true;
+        await this.deliver(d);
+      }
+      return { got };
+    } catch (err) {
+      return { got, err };
+    } finally {
+      s.close();
+    }
+  }
+
+  /** Waits for every invite answer and turn still running. */
+  async drain(): Promise<void> {
+    while (this.tasks.size > 0) {
+      await Promise.allSettled([...this.tasks]);
+    }
+  }
+
+  private track(p: Promise<void>): void {
+    const t = p.catch((err: unknown) => this.log(`hubd: serve: ${String(err)}`)).finally(() => this.tasks.delete(t));
+    this.tasks.add(t);
+  }
+
+  /** Acts on one delivery of the stream. */
+  private async deliver(d: Delivery): Promise<void> {
+    await this.opts.observer?.(d);
+    const e = d.envelope;
+    if (!e) {
+      return;
+    }
+    const id = e.sessionId;
+    if (e.seq > (this.cursors.get(id) ?? 0)) {
+      this.cursors.set(id, e.seq);
+    }
+    if (ends(e)) {
+      this.cursors.delete(id);
+      this.end(id);
+      return;
+    }
+    if (e.type === EventType.Invite) {
+      this.invite(e);
+    }
+    if (d.yourTurn) {
+      this.dispatch(d);
+    }
+  }
+
+  /** Answers an invite in the background. */
+  private invite(e: Envelope): void {
+    const invitees = e.invite?.invitees ?? [];
+    const me = this.c.name;
+    if (me !== "" && !invitees.includes(me)) {
+      return; // the creator's copy
+    }
+    const id = e.sessionId;
+    this.track(
+      (async () => {
+        let decline: string | undefined;
+        if (this.opts.invites) {
+          try {
+            await this.opts.invites({ sessionId: id, invitees, envelope: e }, this.signal);
+          } catch (err) {
+            decline = err instanceof Error ? err.message : String(err);
+          }
+        }
+        try {
+          await this.retry(() =>
+            decline === undefined
+              ? this.c.ackInvite(id, { signal: this.signal })
+              : this.c.rejectInvite(id, decline, { signal: this.signal }),
+          );
+        } catch (err) {
+          if (this.signal.aborted || err instanceof BadLifecycleTransitionError || err instanceof SessionClosedError) {
+            return; // an invite seen again after a restart, already answered
+          }
+          this.log(`hubd: serve: answering the invite to ${id}: ${String(err)}`);
+        }
+      })(),
+    );
+  }
+
+  /** Hands a turn to its session's worker, unless that turn (or a later one) was already taken. */
+  private dispatch(d: Delivery): void {
+    const e = d.envelope;
+    if (!e) {
+      return;
+    }
+    const id = e.sessionId;
+    let w = this.sessions.get(id);
+    if (!w) {
+      w = { last: 0, running: false, ended: false };
+      this.sessions.set(id, w);
+    }
+    if (w.ended || e.seq <= w.last) {
+      return;
+    }
+    w.last = e.seq;
+    w.pending = d;
+    if (!w.running) {
+      w.running = true;
+      this.track(this.work(id, w));
+    }
+  }
+
+  /** Forgets an ended session: its pending turn is dropped and its running handler aborted. */
+  private end(id: string): void {
+    const w = this.sessions.get(id);
+    if (!w) {
+      return;
+    }
+    w.ended = true;
+    w.pending = undefined;
+    w.abort?.abort();
+    if (!w.running) {
+      this.sessions.delete(id);
+    }
+  }
+
+  /** Runs a session's turns one at a time until none is pending. */
+  private async work(id: string, w: Worker): Promise<void> {
+    for (;;) {
+      const d = w.pending;
+      w.pending = undefined;
+      if (!d || this.signal.aborted) {
+        w.running = false;
+        w.abort = undefined;
+        if (w.ended) {
+          this.sessions.delete(id);
+        }
+        return;
+      }
+      const ac = new AbortController();
+      const onStop = () => ac.abort();
+      this.signal.addEventListener("abort", onStop, { once: true });
+      w.abort = ac;
+      try {
+        await this.turn(d, ac.signal);
+      } finally {
+        this.signal.removeEventListener("abort", onStop);
+        ac.abort();
+      }
+    }
+  }
+
+  /** Runs the handler on one turn and posts its reply. */
+  private async turn(d: Delivery, signal: AbortSignal): Promise<void> {
+    const e = d.envelope ?? Envelope.fromPartial({});
+    const id = e.sessionId;
+    const t: Turn = { sessionId: id, trigger: e, client: this.c, signal, text: () => textOf(e) };
+    const v = this.opts.view === undefined ? { name: "default" } : this.opts.view;
+    if (v) {
+      try {
+        t.view = await this.retry(() => this.c.view(id, { name: v.name, window: v.window ?? 0, signal }), signal);
+      } catch (err) {
+        this.stale(e, "view", err);
+        return;
+      }
+    }
+    let result: HandlerResult;
+    try {
+      result = await this.h(t);
+    } catch (err) {
+      this.log(`hubd: serve: handler for session ${id} (turn begun by seq ${e.seq}): ${String(err)}`);
+      return;
+    }
+    let env: Envelope | undefined;
+    try {
+      env = replyEnvelope(result);
+    } catch (err) {
+      this.log(`hubd: serve: reply in session ${id}: ${String(err)}`);
+      return;
+    }
+    if (!env) {
+      return;
+    }
+    env.clientMsgId = turnMsgId(id, e.seq);
+    env.causationId = e.id;
+    const reply = env;
+    try {
+      await this.retry(() => this.c.sendEnvelope(id, reply, 1, { signal }), signal);
+    } catch (err) {
+      this.stale(e, "reply", err);
+    }
+  }
+
+  /** Logs a failed step of a turn: quietly for a turn that had passed. */
+  private stale(e: Envelope, step: string, err: unknown): void {
+    if (err instanceof CanceledError) {
+      return;
+    }
+    if (err instanceof OutOfTurnError || err instanceof SessionClosedError || err instanceof SessionNotOpenError) {
+      this.log(`hubd: serve: stale turn in session ${e.sessionId} (begun by seq ${e.seq}) ignored: ${String(err)}`);
+      return;
+    }
+    this.log(`hubd: serve: ${step} in session ${e.sessionId} (turn begun by seq ${e.seq}): ${String(err)}`);
+  }
+
+  /** Calls f until it succeeds, fails for good, or the signal aborts. */
+  private async retry<T>(f: () => Promise<T>, signal: AbortSignal = this.signal): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await f();
+      } catch (err) {
+        if (!retryable(err) || !(await sleep(backoffDelay(attempt, this.base, this.max), signal))) {
+          throw err;
+        }
+      }
+    }
+  }
+}
+
+/** The envelope of a handler's result; undefined for one that says nothing. */
+export function replyEnvelope(r: HandlerResult): Envelope | undefined {
+  if (r === undefined || r === null || r === "") {
+    return undefined;
+  }
+  if (typeof r === "string") {
+    return Envelope.fromPartial({ type: EventType.Text, text: { text: r } });
+  }
+  if (r instanceof Packet) {
+    return Envelope.fromPartial({ type: EventType.Packet, packet: r.proto() });
+  }
+  if (r.packet) {
+    return Envelope.fromPartial({ type: EventType.Packet, packet: r.packet.proto() });
+  }
+  if (r.text) {
+    return Envelope.fromPartial({ type: EventType.Text, text: { text: r.text } });
+  }
+  return undefined;
+}
