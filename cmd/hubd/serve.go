@@ -52,7 +52,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxOpen, "max-open-per-agent", 0, "most pending or open sessions an agent may have created (0: no limit)")
 	fs.IntVar(&f.subscriberBuffer, "subscriber-buffer", 4096, "deliveries buffered per subscriber before it is cut off")
 	fs.IntVar(&f.maxDepth, "max-depth", 8, "deepest a child session may be (delegation)")
-	fs.StringVar(&f.onDamage, "on-damage", "refuse", "when acknowledged records are found missing at start: \"refuse\" to start, or \"quarantine\" the sessions affected and serve the rest (see docs/DAMAGE.md)")
+	fs.StringVar(&f.onDamage, "on-damage", "refuse", "when acknowledged records are found missing at start: \"refuse\" to start, or \"quarantine\" the sessions affected and serve the rest (see docs/OPERATIONS.md)")
 	fs.StringVar(&f.minFreeDisk, "min-free-disk", "256MiB", "free space kept on the data directory's disk; below it sends are refused with DISK_FULL until space is freed (`size`: 512MiB, 2GB, 0 for none)")
 	fs.StringVar(&f.http, "http", "", "HTTP `address` of the JSON API, event streams, /metrics and /debug/pprof (host:port; \"off\" for none); default in development mode: the --listen host and the next port (127.0.0.1:7421), otherwise none")
 	fs.DurationVar(&f.heartbeat, "sse-heartbeat", hubhttp.DefaultHeartbeat, "interval of the comment lines that keep idle event streams open through proxies")

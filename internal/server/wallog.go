@@ -99,7 +99,7 @@ func openHint(cfg Config, err error) error {
 	var de *wal.DamageError
 	switch {
 	case errors.As(err, &de):
-		return fmt.Errorf("%w\nacknowledged records are missing; see docs/DAMAGE.md: restore %s from a backup, or start with --on-damage quarantine to serve every other session", err, cfg.DataDir)
+		return fmt.Errorf("%w\nacknowledged records are missing; see docs/OPERATIONS.md: restore %s from a backup, or start with --on-damage quarantine to serve every other session", err, cfg.DataDir)
 	case errors.Is(err, wal.ErrDiskFull):
 		return fmt.Errorf("%w\nfree space on the disk of %s (the log must replay its memtables), or lower --min-free-disk", err, cfg.DataDir)
 	case errors.Is(err, wal.ErrLocked):
