@@ -315,17 +315,24 @@ func TestE2ETokensAndShutdown(t *testing.T) {
 // the real hubd binary.
 func TestE2EExamples(t *testing.T) {
 	d := startDaemon(t, t.TempDir(), "")
-	for _, ex := range []struct{ name, closed string }{
-		{"pipeline", "closed: sequence_complete"},
-		{"roundrobin", "closed: max_turns"},
-		{"triage", "closed: resolved"},
-		{"feedbackloop", "closed: approved"},
+	for _, ex := range []struct {
+		name, closed string
+		args         []string
+	}{
+		{"pipeline", "closed: sequence_complete", nil},
+		{"roundrobin", "closed: max_turns", nil},
+		{"triage", "closed: resolved", nil},
+		{"feedbackloop", "closed: approved", nil},
+		{"supervisor", "closed: resolved", nil},
+		{"delegation", "closed: answered", nil},
+		{"pausehandoff", "closed: done", []string{"--answer", "Thursday"}},
+		{"spawnawait", "closed: answered", nil},
 	} {
 		t.Run(ex.name, func(t *testing.T) {
 			bin := buildBinary(t, "./examples/"+ex.name)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			out, err := exec.CommandContext(ctx, bin, "--hub", d.addr).CombinedOutput()
+			out, err := exec.CommandContext(ctx, bin, append([]string{"--hub", d.addr}, ex.args...)...).CombinedOutput()
 			if err != nil {
 				t.Fatalf("%s: %v\n%s", ex.name, err, out)
 			}
@@ -337,8 +344,15 @@ func TestE2EExamples(t *testing.T) {
 	}
 	// the sessions the examples ran are in the hub, closed
 	code, out, errs := hubd(t, "sessions", "list", "--hub", d.addr, "--state", "CLOSED")
-	if code != 0 || strings.Count(out, "workflow@1") != 4 {
-		t.Fatalf("sessions list: exit %d\n%s%s", code, out, errs)
+	// 16: the 8 examples' sessions and the children they delegated to
+	// (delegation 3, pausehandoff 2, spawnawait 3)
+	if code != 0 || strings.Count(out, " CLOSED ") != 16 {
+		t.Fatalf("sessions list --state CLOSED: exit %d\n%s%s", code, out, errs)
+	}
+	for _, state := range []string{"OPEN", "PENDING"} {
+		if code, out, errs := hubd(t, "sessions", "list", "--hub", d.addr, "--state", state); code != 0 || strings.Count(out, "\n") != 1 {
+			t.Errorf("sessions list --state %s: exit %d, want the header only\n%s%s", state, code, out, errs)
+		}
 	}
 }
 
