@@ -36,6 +36,7 @@ type config struct {
 	hubPID   int           // report this process's RSS; 0: do not
 	json     bool          // print the report as JSON
 	cpuProf  string        // write hubload's own CPU profile here
+	workload string        // load mode: "turns" or "delegation"
 }
 
 // parseConfig parses and validates args; every failure is a usage error.
@@ -57,6 +58,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.idle, "idle", 0, "open this many idle subscriptions and wait (memory measurements)")
 	fs.IntVar(&c.hubPID, "hub-pid", 0, "report this hub process's RSS from /proc")
 	fs.BoolVar(&c.json, "json", false, "print the report as JSON")
+	fs.StringVar(&c.workload, "workload", "turns", "load mode: \"turns\" (agents taking turns in workflow sessions) or \"delegation\" (a delegation round trip beside a turn, in --sessions sessions)")
 	fs.StringVar(&c.cpuProf, "cpuprofile", "", "write hubload's own CPU profile to this `file` (load mode)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -97,6 +99,10 @@ func (c *config) validate() error {
 		return exitcode.Usage("--duration %v: want more than 0 and at most %v", c.duration, maxDuration)
 	case c.warmup < 0 || c.warmup > maxDuration:
 		return exitcode.Usage("--warmup %v: want 0 to %v", c.warmup, maxDuration)
+	case c.workload != "turns" && c.workload != "delegation":
+		return exitcode.Usage("--workload %q: want turns or delegation", c.workload)
+	case c.workload == "delegation" && (c.verify != "" || c.conns != 0):
+		return exitcode.Usage("--workload delegation takes neither --verify nor --conns")
 	case c.maxTurns < 0:
 		return exitcode.Usage("--max-turns %d: want 0 (no cap) or more", c.maxTurns)
 	case c.conns < 0:

@@ -13,6 +13,7 @@
 //	        [--verify FILE] [--json] [--hub-pid PID] [--cpuprofile FILE]
 //	hubload --check FILE [--hub ADDR] [--operator operator] [--json]
 //	hubload --idle N [--duration D] [--conns N] [--hub-pid PID]
+//	hubload --workload delegation [--sessions 1] [--duration 10s] [--warmup 1s] [--json]
 //
 // Each agent has its own gRPC connection (an agentsdk.Client), as
 // separate agent processes would; --conns N makes all agents share N
@@ -65,6 +66,27 @@
 // broken Subscribe stream is reopened with cursors. So a run survives a
 // hub restart, and a retry answered as a duplicate counts as acknowledged
 // (its latency counts from its last attempt).
+//
+// # Delegation
+//
+// --workload delegation measures a delegation round trip beside a turn,
+// in the same sessions and the same window. Each of --sessions workflow
+// sessions has a delegator and a peer taking turns in round robin, every
+// agent served by agentsdk.Serve as an application would be (the default
+// view fetched on each turn). On each of its turns the delegator calls
+// Turn.Delegate with a child workflow whose one worker, also served,
+// finishes at once, and answers with the result; the peer answers at once.
+// The report gives two latencies and the ratio of their medians:
+//
+//   - turn, handler to handler: from one handler's return to the next
+//     speaker's handler being called;
+//   - delegation round trip: Turn.Delegate from call to return (the
+//     child's open and the delegation, one write; the worker's turn; the
+//     child's close and its result in the parent, one write; the result
+//     read by the delegator).
+//
+// When the window ends each delegator finishes its session on its next
+// turn.
 //
 // # The --verify / --check contract
 //

@@ -96,6 +96,39 @@ func TestLoadJSON(t *testing.T) {
 	}
 }
 
+// TestDelegationWorkload measures delegation round trips beside turns in
+// two sessions: both are sampled, in order, and every parent session is
+// finished when the run ends.
+func TestDelegationWorkload(t *testing.T) {
+	srv := hubFor(t)
+	out, errOut, err := runArgs(t, "--hub", srv.Addr(), "--workload", "delegation", "--sessions", "2",
+		"--duration", "1s", "--warmup", "100ms", "--json")
+	if err != nil {
+		t.Fatalf("run: %v\n%s%s", err, out, errOut)
+	}
+	var r delegationReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	for name, l := range map[string]latency{"turn": r.Turn, "delegation": r.Delegation} {
+		if l.Count == 0 || l.P50 <= 0 || l.P50 > l.P99 || l.P99 > l.Max {
+			t.Errorf("%s latency: %+v", name, l)
+		}
+	}
+	if r.Failed != 0 || r.RatioP50 != r.Delegation.P50/r.Turn.P50 {
+		t.Errorf("report: %+v", r)
+	}
+	c, err := agentsdk.Dial(context.Background(), srv.Addr(), agentsdk.Options{Name: "operator"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	open, _, err := c.ListSessions(context.Background(), agentsdk.ListOptions{State: agentsdk.StateOpen})
+	if err != nil || len(open) != 0 {
+		t.Errorf("%d open sessions after the run (%v)", len(open), err)
+	}
+}
+
 // TestLoadAgentsInSeveralSessions runs fewer agents than two per session,
 // and a three-agent pipeline: turns are still taken without rejection.
 func TestLoadAgentsInSeveralSessions(t *testing.T) {
@@ -271,6 +304,8 @@ func TestFlagErrors(t *testing.T) {
 		{"--max-turns", "-1"},
 		{"--check", "a", "--verify", "b"},
 		{"--idle", "5", "--verify", "b"},
+		{"--workload", "bursts"},
+		{"--workload", "delegation", "--verify", "b"},
 		{"extra"},
 		{"--no-such-flag"},
 	} {
