@@ -215,6 +215,11 @@ func TestWebView(t *testing.T) {
 		chromedp.Evaluate[chromedp.Void](`document.querySelector("#view-form").dispatchEvent(new Event("change")), undefined`),
 		chromedp.WaitVisible(chromedp.CSS(`#view li b`)),
 	)
+	// A child bob opens on his turn shows in the session's tree, linked.
+	child := post(t, base+"/v1/sessions", "bob", `{"type":"conversation@1","participants":[{"name":"carol","auto_accept":true}],"parent_session_id":"`+id+`"}`)
+	childID := child["session"].(map[string]any)["meta"].(map[string]any)["session_id"].(string)
+	act(t, ctx, 5*time.Second, "the child in the tree",
+		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#tree li[data-session=%q] a`, childID))))
 	screenshot(t, ctx, out, "webview-session.png")
 
 	if _, err := alice.CloseSession(bg, id, "shipped"); err != nil {

@@ -362,6 +362,27 @@ function renderSession(id) {
     }));
   };
 
+  const refreshTree = async () => {
+    const m = (info && info.meta) || {};
+    if (!m.parent_session_id && !(info && info.open_children) && !treeShown && !delegated) return;
+    let tree;
+    try { tree = await api(`/v1/sessions/${enc}/tree`); } catch { return; }
+    const kids = tree.children || [];
+    if (!kids.length && !m.parent_session_id) return;
+    treeShown = true;
+    const item = (n) => {
+      const s = n.session || {}, sm = s.meta || {};
+      return el("li", { "data-session": sm.session_id },
+        el("a", { href: `#/s/${sm.session_id}` }, el("code", { text: (sm.session_id || "").slice(0, 8) + "…" })),
+        " ", sm.type, " ", stateBadge(s.state), " ", (sm.participants || []).map((p) => p.name).join(", "),
+        s.close_reason ? el("span", { class: "muted", text: ` — ${s.close_reason}` }) : null,
+        (n.children || []).length ? el("ul", {}, n.children.map(item)) : null);
+    };
+    $("#tree-card").hidden = false;
+    $("#tree").replaceChildren(...(kids.length ? kids.map(item) : [el("li", { class: "muted", text: "no children" })]));
+  };
+  let treeShown = false, delegated = false;
+
   const refreshView = async () => {
     const f = Object.fromEntries(new FormData($("#view-form")));
     const list = $("#view");
@@ -381,7 +402,7 @@ function renderSession(id) {
     pending = setTimeout(async () => {
       pending = null;
       await refreshInfo();
-      await Promise.all([refreshGraph(), refreshDeadlines(), refreshQuestions(), refreshView()]);
+      await Promise.all([refreshGraph(), refreshDeadlines(), refreshQuestions(), refreshView(), refreshTree()]);
     }, 60);
   };
 
@@ -393,19 +414,25 @@ function renderSession(id) {
   es.addEventListener("envelope", (ev) => {
     const env = JSON.parse(ev.data);
     if (timeline.querySelector(`li[data-seq="${env.seq}"]`)) return;
+    if (env.type === "delegation") delegated = true;
     timeline.append(renderEnvelope(env, caughtUp));
     refreshAll();
   });
   es.addEventListener("end", (ev) => {
     const end = JSON.parse(ev.data);
+    if (end.resume) {
+      // The hub cut the stream off (DRAINING, SLOW_SUBSCRIBER): the
+      // EventSource reconnects by itself with Last-Event-ID and goes on.
+      live.textContent = `cut off (${end.reason}); reconnecting…`; live.className = "live off";
+      return;
+    }
     es.close();
     if (end.reason === "session_ended") {
       ended = true;
       live.textContent = `ended (${end.state})`; live.className = "live off";
       if (end.close_reason) { $("#s-close-reason").textContent = end.close_reason; $("#s-close").hidden = false; }
     } else {
-      live.textContent = `cut off: ${end.reason}; reconnecting…`; live.className = "live off";
-      setTimeout(() => { if (!ended && page.session === id) renderSession(id); }, 1500);
+      live.textContent = `stopped: ${end.reason}${end.message ? " — " + end.message : ""}`; live.className = "live off";
     }
     refreshAll();
   });
