@@ -76,11 +76,7 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 	}
 	var cut error
 	if f := a.cfg.Streams; f != nil {
-		kind := "events"
-		if q.tree {
-			kind = "tree"
-		}
-		ended := f(kind)
+		ended := f("events") // one kind for both: a tree stream is a session's events too
 		defer func() { ended(cut) }()
 	}
 	st, _ := session.ParseState(info.GetState())

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -343,6 +344,28 @@ func TestEventsTree(t *testing.T) {
 	again := openEvents(t, srv, path, lastID, as("operator"))
 	if again.resp.StatusCode != http.StatusNoContent {
 		t.Errorf("a reconnect after the end: %d, want 204", again.resp.StatusCode)
+	}
+	// Resumed past the root's end but with no cursor for its descendants,
+	// the stream still hands out all of theirs, then ends.
+	rootOnly, _, _ := strings.Cut(lastID, ",")
+	late := openEvents(t, srv, path, rootOnly, as("operator"))
+	if late.resp.StatusCode != http.StatusOK {
+		t.Fatalf("a resume with the descendants left: %d", late.resp.StatusCode)
+	}
+	lc := map[string]uint64{root.ID(): cursors[root.ID()]}
+	n := 0
+	for {
+		e := late.nextEvent(t)
+		if e.name == "end" {
+			break
+		}
+		if env := treeEvent(t, e, root.ID(), lc); env.GetSessionId() == root.ID() {
+			t.Errorf("root seq %d again", env.GetSeq())
+		}
+		n++
+	}
+	if want := len(seen[child.ID()]) + len(seen[grandchild.ID()]); n != want {
+		t.Errorf("%d descendants' envelopes after the root's end, want %d", n, want)
 	}
 	// A terse stream from the start, as alice: the root's envelopes and
 	// the descendants' notices only (the grandchild's delegation record in
