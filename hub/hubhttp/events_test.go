@@ -210,6 +210,7 @@ func TestEventsRefused(t *testing.T) {
 		{"unknown session", call{method: "GET", path: "/v1/sessions/0190a0c4-8f4e-7a2b-9c3d-4e5f60718293/events", header: as("alice")}, 404, "UNKNOWN_SESSION"},
 		{"bad from", call{method: "GET", path: path + "?from=x", header: as("alice")}, 400, "MALFORMED"},
 		{"bad Last-Event-ID", call{method: "GET", path: path, header: map[string]string{"X-Hubd-Agent": "alice", "Last-Event-ID": "x"}}, 400, "MALFORMED"},
+		{"tree, a stranger", call{method: "GET", path: path + "?tree=true", header: as("mallory")}, 403, "PERMISSION_DENIED"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if r := do(t, srv, tc.c); r.status != tc.status || r.reason(t) != tc.reason {
