@@ -41,6 +41,7 @@ var allowed = []struct {
 	{"hub", []string{"session", "adapters", "transition", "hubpb"}},
 	{"hub/hubgrpc", []string{"hub", "hubpb", "hubpb/hubsvc", "session", "adapters", "transition"}},
 	{"hub/hubhttp", []string{"hub", "hub/hubgrpc", "hubpb", "hubpb/hubsvc", "session"}},
+	{"hub/hubhttp/webui", []string{"hub", "hub/hubgrpc", "hubpb", "session", "transition"}},
 	{"hub/hubtest", []string{"internal/server", "hub"}},
 	{"agentsdk", []string{"hubpb", "hubpb/hubsvc"}},
 	{"cmd/hubload", []string{"agentsdk", "hubpb", "internal/exitcode"}},

@@ -54,7 +54,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxDepth, "max-depth", 8, "deepest a child session may be (delegation)")
 	fs.StringVar(&f.onDamage, "on-damage", "refuse", "when acknowledged records are found missing at start: \"refuse\" to start, or \"quarantine\" the sessions affected and serve the rest (see docs/OPERATIONS.md)")
 	fs.StringVar(&f.minFreeDisk, "min-free-disk", "256MiB", "free space kept on the data directory's disk; below it sends are refused with DISK_FULL until space is freed (`size`: 512MiB, 2GB, 0 for none)")
-	fs.StringVar(&f.http, "http", "", "HTTP `address` of the JSON API, event streams, /metrics and /debug/pprof (host:port; \"off\" for none); default in development mode: the --listen host and the next port (127.0.0.1:7421), otherwise none")
+	fs.StringVar(&f.http, "http", "", "HTTP `address` of the web view, the JSON API, event streams, /metrics and /debug/pprof (host:port; \"off\" for none); default in development mode: the --listen host and the next port (127.0.0.1:7421), otherwise none")
 	fs.DurationVar(&f.heartbeat, "sse-heartbeat", hubhttp.DefaultHeartbeat, "interval of the comment lines that keep idle event streams open through proxies")
 	fs.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", "export traces to this OTLP `URL` (like OTEL_EXPORTER_OTLP_ENDPOINT, which is read when this is unset; OTEL_EXPORTER_OTLP_PROTOCOL picks grpc or http/protobuf); without either, no traces are exported")
 }

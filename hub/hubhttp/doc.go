@@ -50,6 +50,21 @@
 // "message":"...","last_seq":N,"resume":true} when the hub cut the stream
 // off: reconnect with Last-Event-ID to go on.
 //
+// With ?tree=true the stream is the session's and its descendants' (a
+// tree watch, as gRPC Watch with tree): every envelope of the root, and of
+// each descendant its notices (question, answer, question_closed,
+// delegation, delegation_result), or all of them with &verbose=true; each
+// envelope's session_id and call say where it belongs. A tree stream's
+// event id is its cursors: the root's last seq, then for every descendant
+// it handed out an envelope of, "," SESSION ":" SEQ, in session id order
+// ("7,0190a0c4-8f4e-7a2b-9c3d-4e5f60718293:3"). Sent back as
+// Last-Event-ID it resumes every session after its cursor (and the
+// descendants it never showed from their start), so no gap and no
+// duplicate in any of them; ?from applies to the root. The stream ends
+// when the root has ended and everything written with that end (its
+// descendants closing) was streamed; its "end" event carries
+// "last_event_id" too.
+//
 // # Authentication
 //
 // The same as gRPC, by the same code (hubgrpc's interceptor): a bearer

@@ -119,6 +119,11 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 	writeError(w, err)
 }
 
+// Fail answers a refused request as the JSON API does (a google.rpc.Status
+// with the stable reason), for handlers mounted beside it such as the web
+// view.
+func (a *API) Fail(w http.ResponseWriter, r *http.Request, err error) { a.fail(w, r, err) }
+
 // gatewayError is fail as the gateway's runtime.ErrorHandlerFunc.
 func (a *API) gatewayError(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
 	a.fail(w, r, err)

@@ -3,13 +3,16 @@ package hubhttp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/hubd/hubd/hub"
 	"github.com/hubd/hubd/hubpb"
@@ -37,83 +40,215 @@ type streamEnd struct {
 	// LastSeq is the last seq the stream covered: the cursor to resume
 	// after.
 	LastSeq uint64 `json:"last_seq"`
+	// LastEventID is, for a tree stream, the id of the last event it
+	// covered (the cursors to resume after).
+	LastEventID string `json:"last_event_id,omitempty"`
 	// Resume says that reconnecting with Last-Event-ID goes on where the
 	// stream stopped.
 	Resume bool `json:"resume,omitempty"`
 }
 
-// events streams a session's envelopes as server-sent events (see the
-// package doc).
+// events streams a session's envelopes (with ?tree=true, its tree's) as
+// server-sent events (see the package doc).
 func (a *API) events(w http.ResponseWriter, r *http.Request) {
 	id, err := a.identify(r, hubsvc.Hub_Watch_FullMethodName)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	sid, from, resumed, err := eventsRequest(r)
+	q, err := eventsRequest(r)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	sub, err := a.cfg.Hub.Watch(ctx, id.Agent, id.Operator, sid, hub.WatchOptions{From: from})
+	sub, err := a.cfg.Hub.Watch(ctx, id.Agent, id.Operator, q.sid, hub.WatchOptions{From: q.from, Tree: q.tree, Verbose: q.verbose, Cursors: q.cursors})
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
 	defer sub.Close()
-	info, err := a.cfg.Hub.Get(ctx, id.Agent, id.Operator, sid)
+	info, err := a.cfg.Hub.Get(ctx, id.Agent, id.Operator, q.sid)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
 	var cut error
 	if f := a.cfg.Streams; f != nil {
-		ended := f("events")
+		ended := f("events") // one kind for both: a tree stream is a session's events too
 		defer func() { ended(cut) }()
 	}
-	if st, _ := session.ParseState(info.GetState()); st.Ended() && from > info.GetSeq() {
-		if resumed {
+	st, _ := session.ParseState(info.GetState())
+	over := st.Ended() && q.from > info.GetSeq()
+	ended := streamEnd{Reason: "session_ended", State: info.GetState(), CloseReason: info.GetCloseReason(), LastSeq: info.GetSeq()}
+	var first *hubpb.Delivery
+	if over && q.tree {
+		// The root ended before the cursor; its descendants may still
+		// have envelopes of that last write to hand out (a tree watch
+		// past its root's end catches them up, then ends at once).
+		d, err := sub.Next(ctx)
+		switch {
+		case err == nil:
+			first, over = d, false
+		case !errors.Is(err, io.EOF):
+			a.fail(w, r, err)
+			return
+		}
+	}
+	if over {
+		if q.resumed {
 			w.WriteHeader(http.StatusNoContent) // stops an EventSource from reconnecting
 			return
 		}
 		s := openStream(w)
-		s.end(streamEnd{Reason: "session_ended", State: info.GetState(), CloseReason: info.GetCloseReason(), LastSeq: info.GetSeq()})
+		if q.tree {
+			ended.LastEventID = treeID(q.from-1, q.cursors)
+		}
+		s.end(ended)
 		return
 	}
 	s := openStream(w)
-	s.last = from - 1
-	cut = a.pump(ctx, s, sub)
+	s.last = q.from - 1
+	if q.tree {
+		s.root, s.cursors = q.sid.String(), q.cursors
+		if s.cursors == nil {
+			s.cursors = map[string]uint64{}
+		}
+		s.ended = &ended
+	}
+	cut = a.pump(ctx, s, &peeked{first: first, watch: sub})
 }
 
-// eventsRequest reads the session and the first seq of an events request:
-// after Last-Event-ID when a client resumes, else ?from (default 1).
-func eventsRequest(r *http.Request) (sid session.ID, from uint64, resumed bool, err error) {
-	sid, err = session.ParseID(r.PathValue("session_id"))
+// peeked is a watch whose first delivery was already read.
+type peeked struct {
+	first *hubpb.Delivery
+	watch
+}
+
+func (p *peeked) Next(ctx context.Context) (*hubpb.Delivery, error) {
+	if d := p.first; d != nil {
+		p.first = nil
+		return d, nil
+	}
+	return p.watch.Next(ctx)
+}
+
+// eventsQuery is what an events request asks for.
+type eventsQuery struct {
+	sid  session.ID
+	from uint64 // the first seq of the session (the root)
+	// resumed: the client sent Last-Event-ID.
+	resumed       bool
+	tree, verbose bool
+	// cursors are the last seqs seen per descendant (tree streams).
+	cursors map[string]uint64
+}
+
+// eventsRequest reads an events request: the session, whether it streams
+// its tree, and where to start: after Last-Event-ID when a client resumes,
+// else ?from (default 1) for the session and the start of every
+// descendant.
+func eventsRequest(r *http.Request) (q eventsQuery, err error) {
+	q.sid, err = session.ParseID(r.PathValue("session_id"))
 	if err != nil {
-		return sid, 0, false, fmt.Errorf("session_id: %v: %w", err, session.ErrMalformed)
+		return q, fmt.Errorf("session_id: %v: %w", err, session.ErrMalformed)
 	}
-	q := r.URL.Query()
-	if t := q.Get("tree"); t != "" {
-		if tree, err := strconv.ParseBool(t); err != nil || tree {
-			return sid, 0, false, status.Error(codes.Unimplemented, "tree=true streams a delegation tree; it is not served yet")
+	v := r.URL.Query()
+	if q.tree, err = boolParam(v.Get("tree"), "tree"); err != nil {
+		return q, err
+	}
+	if q.verbose, err = boolParam(v.Get("verbose"), "verbose"); err != nil {
+		return q, err
+	}
+	if q.verbose && !q.tree {
+		return q, fmt.Errorf("verbose=true is for tree=true streams: %w", session.ErrMalformed)
+	}
+	q.from = 1
+	if s := v.Get("from"); s != "" {
+		if q.from, err = strconv.ParseUint(s, 10, 64); err != nil {
+			return q, fmt.Errorf("from %q is not a seq: %w", s, session.ErrMalformed)
 		}
 	}
-	from = 1
-	if v := q.Get("from"); v != "" {
-		if from, err = strconv.ParseUint(v, 10, 64); err != nil {
-			return sid, 0, false, fmt.Errorf("from %q is not a seq: %w", v, session.ErrMalformed)
+	if s := r.Header.Get("Last-Event-ID"); s != "" {
+		var last uint64
+		if q.tree {
+			last, q.cursors, err = parseTreeID(s)
+		} else if last, err = strconv.ParseUint(s, 10, 64); err != nil || last == ^uint64(0) {
+			err = fmt.Errorf("Last-Event-ID %q is not a seq: %w", s, session.ErrMalformed)
+		}
+		if err != nil {
+			return q, err
+		}
+		q.from, q.resumed = last+1, true
+	}
+	q.from = max(q.from, 1)
+	return q, nil
+}
+
+// boolParam reads a boolean query parameter ("" is false).
+func boolParam(s, name string) (bool, error) {
+	if s == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return false, fmt.Errorf("%s %q is not true or false: %w", name, s, session.ErrMalformed)
+	}
+	return b, nil
+}
+
+// treeID is the id of a tree stream's event: the root's last seq, then
+// "," and "SESSION:SEQ" for every descendant the stream handed out an
+// envelope of, in session id order, e.g.
+// "7,0190a0c4-8f4e-7a2b-9c3d-4e5f60718293:3". It is every cursor of the
+// stream, so a client resuming with it as Last-Event-ID gets what follows
+// each, with no gap and no duplicate.
+func treeID(root uint64, cursors map[string]uint64) string {
+	ids := make([]string, 0, len(cursors))
+	for id, seq := range cursors {
+		if seq > 0 {
+			ids = append(ids, id)
 		}
 	}
-	if v := r.Header.Get("Last-Event-ID"); v != "" {
-		last, err := strconv.ParseUint(v, 10, 64)
-		if err != nil || last == ^uint64(0) {
-			return sid, 0, false, fmt.Errorf("Last-Event-ID %q is not a seq: %w", v, session.ErrMalformed)
-		}
-		from, resumed = last+1, true
+	slices.Sort(ids)
+	b := strconv.AppendUint(nil, root, 10)
+	for _, id := range ids {
+		b = append(b, ',')
+		b = append(b, id...)
+		b = append(b, ':')
+		b = strconv.AppendUint(b, cursors[id], 10)
 	}
-	return sid, max(from, 1), resumed, nil
+	return string(b)
+}
+
+// parseTreeID reads a tree stream's event id (see treeID); a bare seq
+// (the id of a one-session stream) is the root's.
+func parseTreeID(s string) (uint64, map[string]uint64, error) {
+	bad := func(why string) error {
+		return fmt.Errorf("Last-Event-ID %.80q is not a tree stream's id (SEQ,SESSION:SEQ,...): %s: %w", s, why, session.ErrMalformed)
+	}
+	head, rest, _ := strings.Cut(s, ",")
+	root, err := strconv.ParseUint(head, 10, 64)
+	if err != nil || root == ^uint64(0) {
+		return 0, nil, bad("the root's seq")
+	}
+	cursors := map[string]uint64{}
+	for rest != "" {
+		var part string
+		part, rest, _ = strings.Cut(rest, ",")
+		k, v, ok := strings.Cut(part, ":")
+		id, err := session.ParseID(k)
+		if !ok || err != nil {
+			return 0, nil, bad(fmt.Sprintf("%.40q is not SESSION:SEQ", part))
+		}
+		seq, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return 0, nil, bad(fmt.Sprintf("%.40q is not SESSION:SEQ", part))
+		}
+		cursors[id.String()] = seq
+	}
+	return root, cursors, nil
 }
 
 // next is one result of a subscription.
@@ -151,13 +286,22 @@ func (a *API) pump(ctx context.Context, s *eventStream, sub watch) error {
 		select {
 		case n := <-ch:
 			if n.err != nil {
+				if errors.Is(n.err, io.EOF) && s.ended != nil {
+					s.ended.LastSeq, s.ended.LastEventID = s.last, treeID(s.last, s.cursors)
+					s.end(*s.ended) // a tree stream: its root ended, and all that came with it was handed out
+					return nil
+				}
 				return s.cutOff(ctx, n.err)
 			}
 			e := n.d.GetEnvelope()
 			if s.envelope(e) != nil {
 				return nil // the client is gone
 			}
-			if session.Ends(e.GetType()) {
+			if s.ended != nil {
+				if e.GetSessionId() == s.root && session.Ends(e.GetType()) {
+					s.ended.State, s.ended.CloseReason = endState(e.GetType()), e.GetEnded().GetReason()
+				}
+			} else if session.Ends(e.GetType()) {
 				s.end(streamEnd{Reason: "session_ended", State: endState(e.GetType()), CloseReason: e.GetEnded().GetReason(), LastSeq: e.GetSeq()})
 				return nil
 			}
@@ -184,7 +328,13 @@ func endState(t string) string {
 type eventStream struct {
 	w    http.ResponseWriter
 	rc   *http.ResponseController
-	last uint64 // the last seq written
+	last uint64 // the last seq written (of the root, for a tree stream)
+	// A tree stream's root session id, its cursors per descendant, and
+	// the end event it closes with when its root has ended; nil ended: a
+	// one-session stream.
+	root    string
+	cursors map[string]uint64
+	ended   *streamEnd
 }
 
 // openStream writes the headers of an event stream and its retry hint, and
@@ -200,14 +350,26 @@ func openStream(w http.ResponseWriter) *eventStream {
 	return s
 }
 
-// envelope writes e as an "envelope" event whose id is its seq.
+// envelope writes e as an "envelope" event whose id is its seq, or for a
+// tree stream the stream's cursors (treeID).
 func (s *eventStream) envelope(e *hubpb.Envelope) error {
 	data, err := hubpb.MarshalJSON(e)
 	if err != nil {
 		return err
 	}
-	s.last = e.GetSeq()
-	return s.write(fmt.Appendf(nil, "id: %d\nevent: envelope\ndata: %s\n\n", e.GetSeq(), data))
+	var id string
+	switch sid := e.GetSessionId(); {
+	case s.ended == nil:
+		s.last = e.GetSeq()
+		id = strconv.FormatUint(s.last, 10)
+	case sid == s.root:
+		s.last = e.GetSeq()
+		id = treeID(s.last, s.cursors)
+	default:
+		s.cursors[sid] = e.GetSeq()
+		id = treeID(s.last, s.cursors)
+	}
+	return s.write(fmt.Appendf(nil, "id: %s\nevent: envelope\ndata: %s\n\n", id, data))
 }
 
 // comment writes a comment line (a heartbeat).
@@ -223,7 +385,11 @@ func (s *eventStream) cutOff(ctx context.Context, err error) error {
 	}
 	st := statusOf(err)
 	resume := st.Code() == codes.ResourceExhausted || st.Code() == codes.Unavailable
-	s.end(streamEnd{Reason: reasonOf(st), Message: st.Message(), LastSeq: s.last, Resume: resume})
+	end := streamEnd{Reason: reasonOf(st), Message: st.Message(), LastSeq: s.last, Resume: resume}
+	if s.ended != nil {
+		end.LastEventID = treeID(s.last, s.cursors)
+	}
+	s.end(end)
 	return err
 }
 

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -208,11 +210,210 @@ func TestEventsRefused(t *testing.T) {
 		{"unknown session", call{method: "GET", path: "/v1/sessions/0190a0c4-8f4e-7a2b-9c3d-4e5f60718293/events", header: as("alice")}, 404, "UNKNOWN_SESSION"},
 		{"bad from", call{method: "GET", path: path + "?from=x", header: as("alice")}, 400, "MALFORMED"},
 		{"bad Last-Event-ID", call{method: "GET", path: path, header: map[string]string{"X-Hubd-Agent": "alice", "Last-Event-ID": "x"}}, 400, "MALFORMED"},
-		{"tree", call{method: "GET", path: path + "?tree=true", header: as("alice")}, 501, ""},
+		{"tree, a stranger", call{method: "GET", path: path + "?tree=true", header: as("mallory")}, 403, "PERMISSION_DENIED"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if r := do(t, srv, tc.c); r.status != tc.status || r.reason(t) != tc.reason {
 				t.Errorf("%d %s; want %d %q", r.status, r.body, tc.status, tc.reason)
+			}
+		})
+	}
+}
+
+// treeEvent reads an "envelope" event of a tree stream: its id must be the
+// stream's cursors (the root's seq, then SESSION:SEQ per descendant).
+func treeEvent(t *testing.T, e event, root string, cursors map[string]uint64) *hubpb.Envelope {
+	t.Helper()
+	if e.name != "envelope" {
+		t.Fatalf("event %q (%s), want envelope", e.name, e.data)
+	}
+	var env hubpb.Envelope
+	if err := hubpb.UnmarshalJSON([]byte(e.data), &env); err != nil {
+		t.Fatalf("event data %s: %v", e.data, err)
+	}
+	cursors[env.GetSessionId()] = env.GetSeq()
+	want := strconv.FormatUint(cursors[root], 10)
+	var kids []string
+	for id := range cursors {
+		if id != root {
+			kids = append(kids, id)
+		}
+	}
+	slices.Sort(kids)
+	for _, id := range kids {
+		want += "," + id + ":" + strconv.FormatUint(cursors[id], 10)
+	}
+	if e.id != want {
+		t.Fatalf("event id %q after %s seq %d, want %q", e.id, env.GetSessionId(), env.GetSeq(), want)
+	}
+	return &env
+}
+
+// TestEventsTree streams a root and its descendants, drops the stream,
+// resumes with the last event id, and checks that every session's seqs
+// came once each, in order, with no gap, to the end of the tree; then that
+// a reconnect after the end is told to stop, and that a terse tree stream
+// shows only the descendants' notices.
+func TestEventsTree(t *testing.T) {
+	srv := start(t, false)
+	ctx := context.Background()
+	alice := dial(t, srv, "alice")
+	root, err := alice.Open(ctx, agentsdk.OpenOptions{Type: agentsdk.TypeConversation, Participants: agentsdk.AutoAccepted("bob")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := alice.Open(ctx, agentsdk.OpenOptions{Type: agentsdk.TypeConversation, Participants: agentsdk.AutoAccepted("carol"), Parent: root.ID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	grandchild, err := dial(t, srv, "carol").Open(ctx, agentsdk.OpenOptions{Type: agentsdk.TypeConversation, Participants: agentsdk.AutoAccepted("dave"), Parent: child.ID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	say := func(c *agentsdk.Client, sid, text string) {
+		t.Helper()
+		if _, err := c.SendText(ctx, sid, text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	say(alice, root.ID(), "root one")
+	say(alice, child.ID(), "child one")
+	path := "/v1/sessions/" + root.ID() + "/events?tree=true&verbose=true"
+	cursors := map[string]uint64{}
+	seen := map[string][]uint64{}
+	var lastID string
+	read := func(s *sse) *hubpb.Envelope {
+		t.Helper()
+		e := s.nextEvent(t)
+		env := treeEvent(t, e, root.ID(), cursors)
+		seen[env.GetSessionId()] = append(seen[env.GetSessionId()], env.GetSeq())
+		lastID = e.id
+		return env
+	}
+	first := openEvents(t, srv, path, "", as("operator"))
+	for cursors[child.ID()] < 2 { // part of the child's log, so the resume needs its cursor
+		read(first)
+	}
+	first.close()
+	say(alice, child.ID(), "child two")
+	say(dial(t, srv, "dave"), grandchild.ID(), "grandchild one")
+	say(alice, root.ID(), "root two")
+	second := openEvents(t, srv, path, lastID, as("operator"))
+	if _, err := alice.CloseSession(ctx, root.ID(), "enough"); err != nil {
+		t.Fatal(err)
+	}
+	var end map[string]any
+	for end == nil {
+		e := second.nextEvent(t)
+		if e.name == "end" {
+			if err := json.Unmarshal([]byte(e.data), &end); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		env := treeEvent(t, e, root.ID(), cursors)
+		seen[env.GetSessionId()] = append(seen[env.GetSessionId()], env.GetSeq())
+		lastID = e.id
+	}
+	for _, sid := range []string{root.ID(), child.ID(), grandchild.ID()} {
+		info, err := alice.GetSession(ctx, sid)
+		if sid == grandchild.ID() {
+			info, err = dial(t, srv, "dave").GetSession(ctx, sid)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.GetState() != "CLOSED" {
+			t.Errorf("%s is %s", sid, info.GetState())
+		}
+		got := seen[sid]
+		for i, seq := range got {
+			if seq != uint64(i+1) {
+				t.Fatalf("session %s: seqs %v: a gap or a duplicate", sid, got)
+			}
+		}
+		if uint64(len(got)) != info.GetSeq() {
+			t.Errorf("session %s: streamed %v, its log has %d", sid, got, info.GetSeq())
+		}
+	}
+	if end["reason"] != "session_ended" || end["state"] != "CLOSED" || end["close_reason"] != "enough" || end["last_event_id"] != lastID {
+		t.Errorf("end %v (last id %q)", end, lastID)
+	}
+	if _, err := second.next(); err == nil {
+		t.Error("the stream goes on after its end")
+	}
+	again := openEvents(t, srv, path, lastID, as("operator"))
+	if again.resp.StatusCode != http.StatusNoContent {
+		t.Errorf("a reconnect after the end: %d, want 204", again.resp.StatusCode)
+	}
+	// Resumed past the root's end but with no cursor for its descendants,
+	// the stream still hands out all of theirs, then ends.
+	rootOnly, _, _ := strings.Cut(lastID, ",")
+	late := openEvents(t, srv, path, rootOnly, as("operator"))
+	if late.resp.StatusCode != http.StatusOK {
+		t.Fatalf("a resume with the descendants left: %d", late.resp.StatusCode)
+	}
+	lc := map[string]uint64{root.ID(): cursors[root.ID()]}
+	n := 0
+	for {
+		e := late.nextEvent(t)
+		if e.name == "end" {
+			break
+		}
+		if env := treeEvent(t, e, root.ID(), lc); env.GetSessionId() == root.ID() {
+			t.Errorf("root seq %d again", env.GetSeq())
+		}
+		n++
+	}
+	if want := len(seen[child.ID()]) + len(seen[grandchild.ID()]); n != want {
+		t.Errorf("%d descendants' envelopes after the root's end, want %d", n, want)
+	}
+	// A terse stream from the start, as alice: the root's envelopes and
+	// the descendants' notices only (the grandchild's delegation record in
+	// the child), then the end.
+	terse := openEvents(t, srv, "/v1/sessions/"+root.ID()+"/events?tree=true", "", as("alice"))
+	tc := map[string]uint64{}
+	var notices []string
+	for {
+		e := terse.nextEvent(t)
+		if e.name == "end" {
+			break
+		}
+		if env := treeEvent(t, e, root.ID(), tc); env.GetSessionId() != root.ID() {
+			notices = append(notices, env.GetType())
+		}
+	}
+	if !slices.Equal(notices, []string{"delegation"}) {
+		t.Errorf("a terse stream shows the descendants' %v, want their delegation only", notices)
+	}
+}
+
+// TestTreeEventsRefused: what a tree stream's request can get wrong.
+func TestTreeEventsRefused(t *testing.T) {
+	srv := start(t, false)
+	s, err := dial(t, srv, "alice").Open(context.Background(), agentsdk.OpenOptions{Type: agentsdk.TypeConversation, Participants: agentsdk.AutoAccepted("bob")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := "/v1/sessions/" + s.ID() + "/events"
+	for _, tc := range []struct {
+		name, query, lastID string
+	}{
+		{"bad tree", "?tree=maybe", ""},
+		{"verbose without tree", "?verbose=true", ""},
+		{"bad root seq", "?tree=true", "x,0190a0c4-8f4e-7a2b-9c3d-4e5f60718293:1"},
+		{"bad session", "?tree=true", "3,nope:1"},
+		{"bad cursor", "?tree=true", "3,0190a0c4-8f4e-7a2b-9c3d-4e5f60718293:x"},
+		{"no cursor", "?tree=true", "3,0190a0c4-8f4e-7a2b-9c3d-4e5f60718293"},
+		{"tree id on a session stream", "", "3,0190a0c4-8f4e-7a2b-9c3d-4e5f60718293:1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := as("alice")
+			if tc.lastID != "" {
+				h["Last-Event-ID"] = tc.lastID
+			}
+			if r := do(t, srv, call{method: "GET", path: path + tc.query, header: h}); r.status != 400 || r.reason(t) != "MALFORMED" {
+				t.Errorf("%d %s; want 400 MALFORMED", r.status, r.body)
 			}
 		})
 	}

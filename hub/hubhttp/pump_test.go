@@ -71,3 +71,32 @@ func TestPumpClientGone(t *testing.T) {
 		t.Errorf("an end event for a client that left:\n%s", rec.Body.String())
 	}
 }
+
+// FuzzParseTreeID: a tree stream's event id, as a client sends it back,
+// never panics the parser, and what parses writes back as an id that
+// parses to the same cursors.
+func FuzzParseTreeID(f *testing.F) {
+	f.Add("7")
+	f.Add("7,0190a0c4-8f4e-7a2b-9c3d-4e5f60718293:3")
+	f.Add("0,0190a0c4-8f4e-7a2b-9c3d-4e5f60718293:3,0190a0c4-8f4e-7a2b-9c3d-4e5f60718294:0")
+	f.Add("7,nope:1")
+	f.Add("18446744073709551615")
+	f.Fuzz(func(t *testing.T, s string) {
+		root, cursors, err := parseTreeID(s)
+		if err != nil {
+			return
+		}
+		again, cursors2, err := parseTreeID(treeID(root, cursors))
+		if err != nil {
+			t.Fatalf("%q parses, its id %q does not: %v", s, treeID(root, cursors), err)
+		}
+		if again != root {
+			t.Fatalf("%q: root %d, then %d", s, root, again)
+		}
+		for id, seq := range cursors {
+			if seq > 0 && cursors2[id] != seq {
+				t.Fatalf("%q: cursor %s %d, then %d", s, id, seq, cursors2[id])
+			}
+		}
+	})
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hubd/hubd/hub/hubhttp"
+	"github.com/hubd/hubd/hub/hubhttp/webui"
 )
 
 // listenHTTP opens the HTTP side's listener, if Config.HTTP asks for one.
@@ -43,15 +44,24 @@ func listenHTTP(cfg Config, dev bool, tlsCfg *tls.Config) (net.Listener, error) 
 // With TLS, client certificates are asked for but not required, so a
 // browser signs in with a token.
 func (s *Server) serveHTTP(dev bool, lis net.Listener, tlsCfg *tls.Config) error {
+	ui, auth := s.cfg.UI, &uiAuth{}
+	if ui == nil {
+		w, err := webui.New(webui.Config{Hub: s.hub, Auth: auth})
+		if err != nil {
+			return err
+		}
+		ui = w
+	}
 	api, err := hubhttp.New(hubhttp.Config{
 		Hub: s.hub, Service: s.svc, Authenticate: s.svc.UnaryInterceptor,
 		Interceptors: unaryChain(s.cfg, s.metrics, s.svc, "http"),
 		Dev:          dev, Heartbeat: s.cfg.Heartbeat, MaxBodyBytes: int64(s.maxMsg),
-		Metrics: s.metrics.Handler(), Streams: s.metrics.Stream, UI: s.cfg.UI, Logger: s.cfg.Logger,
+		Metrics: s.metrics.Handler(), Streams: s.metrics.Stream, UI: ui, Logger: s.cfg.Logger,
 	})
 	if err != nil {
 		return err
 	}
+	auth.API = api // before anything is served
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		MaxHeaderBytes: 64 << 10, ErrorLog: log.New(httpLog{s.cfg.Logger}, "", 0)}
 	if tlsCfg != nil {
@@ -74,6 +84,10 @@ func (s *Server) serveHTTP(dev bool, lis net.Listener, tlsCfg *tls.Config) error
 	}()
 	return nil
 }
+
+// uiAuth lends the web view the API's authentication; the API is set
+// once built (it serves the web view, so it comes after it).
+type uiAuth struct{ *hubhttp.API }
 
 // shutdownHTTP stops the HTTP side: no new connections; it is done once
 // every request has finished (event streams end when the hub closes) or

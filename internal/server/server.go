@@ -63,7 +63,8 @@ type Config struct {
 	// Heartbeat is the interval of the event streams' comment lines;
 	// default hubhttp.DefaultHeartbeat.
 	Heartbeat time.Duration
-	// UI is served at / on the HTTP address (the web view); nil: none.
+	// UI is served at / on the HTTP address; nil: the web view (package
+	// hub/hubhttp/webui).
 	UI http.Handler
 	// Tracer records the spans of calls; nil: none are recorded, but a
 	// caller's traceparent still reaches the envelopes it produces.

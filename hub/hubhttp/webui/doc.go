@@ -1,0 +1,25 @@
+// Package webui is hubd's live web view: a page served at / on the HTTP
+// address that lists sessions and shows one as it plays out. Its assets
+// (index.html, app.js, style.css: plain HTML, vanilla JavaScript and CSS,
+// no build step, no CDN) are embedded in the binary.
+//
+// The page uses the JSON API and the event streams of package hubhttp
+// from the browser (fetch and EventSource; the sign-in cookie carries the
+// credentials), and three routes of its own, authenticated the same way,
+// for what the gRPC service does not answer:
+//
+//	GET /ui/sessions/{id}/graph.svg   the workflow graph, server-rendered, with
+//	                                  the expected speakers and the transition
+//	                                  that decided the last turn highlighted
+//	GET /ui/sessions/{id}/deadlines   the pending timers, earliest first (JSON)
+//	GET /ui/sessions/{id}/views?as=NAME&name=VIEW
+//	                                  a participant's view (JSON, the one form
+//	                                  of hubpb.View): a participant its own,
+//	                                  an operator anyone's
+//
+// The SVG marks its nodes and edges for scripts and tests: a node is
+// <g class="node" data-node="NAME">, with class "current" for an expected
+// speaker; an edge is <g class="edge" data-edge="transitions[N]"> (or
+// "default_target"), with class "fired" for the one named by the session's
+// last rule.
+package webui
