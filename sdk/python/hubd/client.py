@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, Generator, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
 
 import grpc
 
@@ -512,7 +512,7 @@ class Client:
         *,
         timeout: Optional[float] = None,
         stop: Optional[threading.Event] = None,
-    ) -> Iterator[pb.Envelope]:
+    ) -> Generator[pb.Envelope, None, None]:
         """Every envelope of a session from ``from_seq``, in order and each
         once, until the session ends: the last one yielded is the envelope
         that ended it (``session_closed`` or ``session_expired``). A watch that
@@ -835,11 +835,11 @@ def _cancel_on(stop: Optional[threading.Event], call: Any) -> Callable[[], None]
     watching."""
     if stop is None:
         return lambda: None
-    done = threading.Event()
+    done, ev = threading.Event(), stop
 
     def watch() -> None:
         while not done.is_set():
-            if stop.wait(0.05):
+            if ev.wait(0.05):
                 call.cancel()
                 return
 
