@@ -555,10 +555,9 @@ class Client:
         :class:`Task` per child (see :meth:`hubd.Client.delegate`)."""
         req = _calls.delegate_request(session_id, children, mode, await_, notify, client_msg_id or new_msg_id())
         resp = await self._retry_unavailable("delegate", self._stub.Delegate, req, timeout)
-        return [
-            Task(self, ch.meta.session_id, session_id, ch.meta.delegation_id, mode or MODE_BLOCKING, resp.delegation.seq)
-            for ch in resp.children
-        ]
+        mode = mode or MODE_BLOCKING
+        seq = resp.delegation.seq
+        return [Task(self, ch.meta.session_id, session_id, ch.meta.delegation_id, mode, seq) for ch in resp.children]
 
     async def task(self, session_id: str, *, timeout: Optional[float] = None) -> Task:
         """The :class:`Task` of a delegated child session (see
@@ -585,7 +584,8 @@ class Client:
             answer=_calls.answer_of(question_id, option_ids, text, answer),
             client_msg_id=client_msg_id or new_msg_id(),
         )
-        return Ack.from_proto(await self._retry_unavailable("answer", self._stub.Answer, req, timeout), req.client_msg_id)
+        resp = await self._retry_unavailable("answer", self._stub.Answer, req, timeout)
+        return Ack.from_proto(resp, req.client_msg_id)
 
     async def list_questions(
         self, answerer: str = "", root: str = "", *, timeout: Optional[float] = None
