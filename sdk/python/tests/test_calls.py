@@ -281,6 +281,14 @@ def test_delegate_any_and_refusals(connect: Connect, names: Names, serving: Serv
     s = ask_user(user, names("main"), "race")
     assert hubd.text_of(next_turn(user, s.id, 1, names("main"))) == f"first: {names('fast')} on x"
     assert held.wait(30)
+
+    # While a blocking delegation holds main's turn, nobody speaks.
+    q = main.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(names("user")))
+    (waiting,) = main.delegate(q.id, [child(names("slow"), "z")])
+    for who in (user, main):
+        with pytest.raises(hubd.TurnHeld) as held_err:
+            who.send_text(q.id, "hello?")
+        assert waiting.id in held_err.value.detail, held_err.value.detail
     release.set()
 
     # A blocking delegation by hand: the turn is held until the child is done.
@@ -344,3 +352,54 @@ def test_resumed_after_agent_restart(hub_factory: Callable[..., Hub], names: Nam
         for c in (user, main, research):
             c.close()
         h.stop()
+
+
+def test_budget_thread_key_and_tool_envelopes(connect: Connect, names: Names) -> None:
+    """open(thread_key=) returns the thread's open session, then links the
+    next one to it; open(budget=) closes the tree with budget_exceeded on the
+    turn that crosses it; tool_call and tool_result envelopes are logged,
+    not turns."""
+    alice, bob = connect(names("alice")), names("bob")
+    first = alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(bob), thread_key="chat-1")
+    again = alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(bob), thread_key="chat-1")
+    assert again.id == first.id and again.existing
+    alice.close_session(first.id, "done")
+    nxt = alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(bob), thread_key="chat-1")
+    assert nxt.id != first.id and nxt.meta.thread_key == "chat-1" and nxt.meta.previous_session_id == first.id
+
+    call = pb.Envelope(type=hubd.EVENT_TOOL_CALL, tool_call=pb.ToolCall(call_id="c1", name="search"))
+    call.tool_call.arguments.update({"q": "acme"})
+    alice.send(nxt.id, call)
+    result = pb.ToolResult(call_id="c1", name="search", result=hubd.to_value(3))
+    alice.send(nxt.id, pb.Envelope(type=hubd.EVENT_TOOL_RESULT, tool_result=result))
+    log = alice.read_log(nxt.id)
+    assert [e.type for e in log][-2:] == [hubd.EVENT_TOOL_CALL, hubd.EVENT_TOOL_RESULT]
+    assert hubd.from_value(log[-1].tool_result.result) == 3 and alice.get_session(nxt.id).turn == 0
+
+    b = alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(bob), budget=pb.Budget(max_tokens=10))
+    ack = alice.send_packet(b.id, hubd.Packet("expensive").with_usage(input_tokens=8, output_tokens=4))
+    assert ack.closed and ack.close_reason == "budget_exceeded"
+    assert alice.get_session(b.id).close_reason == "budget_exceeded"
+
+
+def test_turn_spawn_turn_on_result(connect: Connect, names: Names, serving: Serving) -> None:
+    """Turn.spawn returns the task at once and the turn goes on; with
+    turn_on_result the task's result gives the delegator a turn
+    (Turn.resumed)."""
+    user, main, worker = connect(names("user")), connect(names("main")), connect(names("tasks"))
+    spawned: List[hubd.Task] = []
+    serving.start(worker, lambda t: hubd.Packet("").finish("", "did " + t.text))
+
+    def handle(t: hubd.Turn) -> hubd.Reply:
+        if t.resumed:
+            return "notified: " + t.trigger.delegation_result.summary
+        spawned.append(t.spawn(child(names("tasks"), "the count"), turn_on_result=True))
+        return "spawned"
+
+    serving.start(main, handle)
+    s = ask_user(user, names("main"), "go")
+    first = next_turn(user, s.id, 1, names("main"))
+    assert hubd.text_of(first) == "spawned"
+    assert hubd.text_of(next_turn(user, s.id, first.seq + 1, names("main"))) == "notified: did the count"
+    (task,) = spawned
+    assert task.mode == hubd.MODE_BACKGROUND and task.poll().state == hubd.TASK_CLOSED

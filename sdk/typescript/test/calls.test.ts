@@ -32,6 +32,7 @@ import {
   TaskState,
   textOf,
   toNextInOrder,
+  TurnHeldError,
   type Envelope,
   type Handler,
   type OpenOptions,
@@ -313,6 +314,17 @@ describe("delegation, questions and the call tree", { timeout: 60_000 }, () => {
 
       const race = await user.sendText(s.id, "race");
       assert.equal(textOf(await nextTurn(user, s.id, race.seq + 1, n("main"))), `first: ${n("fast")} on x`);
+
+      // While a blocking delegation holds main's turn, nobody speaks.
+      const q = await main.open({ type: SessionType.Conversation, participants: autoAccepted(n("user")) });
+      const [waiting] = await main.delegate(q.id, { children: [child(n("slow"), "z")] });
+      for (const who of [user, main]) {
+        await assert.rejects(who.sendText(q.id, "hello?"), (err: unknown) => {
+          assert.ok(err instanceof TurnHeldError, String(err));
+          assert.ok(err.detail.includes(waiting.id), err.detail);
+          return true;
+        });
+      }
       release();
 
       // By hand: an allow-list, off-turn, and a retried delegation.
@@ -358,6 +370,39 @@ describe("delegation, questions and the call tree", { timeout: 60_000 }, () => {
       assert.equal((await spawned?.poll())?.state, TaskState.Closed);
     } finally {
       await sv.stop();
+    }
+  });
+});
+
+describe("threads, budgets and tool envelopes", { timeout: 30_000 }, () => {
+  test("threadKey returns the thread's open session, then links the next; a budget closes the tree; tool_call and tool_result are logged", async () => {
+    const hub = await Hubd.start();
+    const alice = await hub.connect("alice");
+    try {
+      const conv = { type: SessionType.Conversation, participants: autoAccepted("bob") };
+      const first = await alice.open({ ...conv, threadKey: "chat-1" });
+      const again = await alice.open({ ...conv, threadKey: "chat-1" });
+      assert.equal(again.id, first.id);
+      assert.ok(again.existing);
+      await alice.closeSession(first.id, "done");
+      const next = await alice.open({ ...conv, threadKey: "chat-1" });
+      assert.notEqual(next.id, first.id);
+      assert.deepEqual([next.meta?.threadKey, next.meta?.previousSessionId], ["chat-1", first.id]);
+
+      await alice.send(next.id, { type: EventType.ToolCall, toolCall: { callId: "c1", name: "search", arguments: { q: "acme" } } });
+      await alice.send(next.id, { type: EventType.ToolResult, toolResult: { callId: "c1", name: "search", result: 3, error: "" } });
+      const log = await alice.readLog(next.id);
+      assert.deepEqual(log.slice(-2).map((e) => e.type), [EventType.ToolCall, EventType.ToolResult]);
+      assert.deepEqual([log[log.length - 2].toolCall?.arguments, log[log.length - 1].toolResult?.result], [{ q: "acme" }, 3]);
+      assert.equal((await alice.getSession(next.id)).turn, 0);
+
+      const b = await alice.open({ ...conv, budget: { maxTokens: 10 } });
+      const ack = await alice.sendPacket(b.id, newPacket("expensive").withUsage({ inputTokens: 8, outputTokens: 4 }));
+      assert.deepEqual([ack.closed, ack.closeReason], [true, "budget_exceeded"]);
+      assert.equal((await alice.getSession(b.id)).closeReason, "budget_exceeded");
+    } finally {
+      alice.close();
+      await hub.close();
     }
   });
 });
