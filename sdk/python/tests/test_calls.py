@@ -403,3 +403,28 @@ def test_turn_spawn_turn_on_result(connect: Connect, names: Names, serving: Serv
     assert hubd.text_of(next_turn(user, s.id, first.seq + 1, names("main"))) == "notified: did the count"
     (task,) = spawned
     assert task.mode == hubd.MODE_BACKGROUND and task.poll().state == hubd.TASK_CLOSED
+
+
+def test_ask_withdrawn(connect: Connect, names: Names) -> None:
+    """A question still pending when its session ends is withdrawn: the
+    asker's wait raises hubd.Withdrawn (a turn built by hand, outside serve,
+    so that nothing cancels the wait first)."""
+    user, main = connect(names("user")), connect(names("main"))
+    s = ask_user(user, names("main"), "hi")
+    trigger = main.read_log(s.id, 3, 1)[0]
+    turn = hubd.Turn(s.id, trigger, None, main)
+    got: List[BaseException] = []
+
+    def ask() -> None:
+        try:
+            turn.ask("Still there?", answerer=names("user"), timeout=30)
+        except BaseException as e:  # noqa: BLE001 - checked below
+            got.append(e)
+
+    th = threading.Thread(target=ask)
+    th.start()
+    wait_for("the question", lambda: user.list_questions(root=s.id))
+    user.close_session(s.id, "bye")
+    th.join(30)
+    assert len(got) == 1 and isinstance(got[0], hubd.Withdrawn), got
+    assert "withdrawn" in str(got[0])
