@@ -323,6 +323,17 @@ export interface SpawnOptions extends CallOptions {
   turnOnResult?: boolean;
 }
 
+/**
+ * A Turn for a trigger of your own, outside serve (a loop of yours over
+ * pendingTurns, say): delegate, spawn, ask and passCaller work as in a
+ * serve handler, without serve's bookkeeping (a turn the hub gives back
+ * after a wait is told again to a serve running beside it). signal ends its
+ * waits (CanceledError).
+ */
+export function turnOf(c: Client, trigger: Envelope, opts: { signal?: AbortSignal } = {}): Turn {
+  return newTurn(c, trigger.sessionId, trigger, opts.signal ?? new AbortController().signal, undefined);
+}
+
 /** @internal A serve turn with the delegation and question calls. */
 export function newTurn(c: Client, sessionId: string, trigger: Envelope, signal: AbortSignal, consume: Consume): Turn {
   let ops = 0;

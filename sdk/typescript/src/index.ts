@@ -48,6 +48,7 @@ export {
   NotifyTurn,
   Task,
   TaskState,
+  turnOf,
   WithdrawnError,
   type DelegateOptions,
   type OptionInput,

@@ -32,7 +32,9 @@ import {
   TaskState,
   textOf,
   toNextInOrder,
+  turnOf,
   TurnHeldError,
+  WithdrawnError,
   type Envelope,
   type Handler,
   type OpenOptions,
@@ -370,6 +372,30 @@ describe("delegation, questions and the call tree", { timeout: 60_000 }, () => {
       assert.equal((await spawned?.poll())?.state, TaskState.Closed);
     } finally {
       await sv.stop();
+    }
+  });
+});
+
+describe("a question withdrawn", { timeout: 30_000 }, () => {
+  test("the asker's wait rejects with WithdrawnError when the session ends first (a turn of turnOf, outside serve)", async () => {
+    const hub = await Hubd.start();
+    const [user, main] = await Promise.all(["user", "main"].map((x) => hub.connect(x)));
+    try {
+      const s = await askUser(user, "main", "hi");
+      const [trigger] = await main.readLog(s.id, 3, 1);
+      const asked = turnOf(main, trigger).ask("Still there?", { answerer: "user", timeoutMs: 20_000 });
+      asked.catch(() => {}); // settled below
+      await eventually("the question", async () => ((await user.listQuestions({ root: s.id })).length ? true : undefined));
+      await user.closeSession(s.id, "bye");
+      await assert.rejects(asked, (err: unknown) => {
+        assert.ok(err instanceof WithdrawnError, String(err));
+        assert.match(err.detail, /withdrawn/);
+        return true;
+      });
+    } finally {
+      user.close();
+      main.close();
+      await hub.close();
     }
   });
 });
