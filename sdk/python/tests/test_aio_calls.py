@@ -192,9 +192,11 @@ def test_aio_spawn_tasks_and_questions(hub: Hub, names: Names) -> None:
             reply = await next_turn(user, s.id, ack.seq + 1, names("main"))
             assert hubd.text_of(reply) == "hello Ada"
 
-            # A background task cancelled by hand.
-            p = await mainc.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(names("user")))
-            (t2,) = await mainc.delegate(p.id, [child(names("tasks"), "long")], mode=hubd.MODE_BACKGROUND)
+            # A background task cancelled by hand, by an agent that does not
+            # serve (main would take the turns of a session it opened).
+            boss = await a.dial(names("boss"))
+            p = await boss.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(names("user")))
+            (t2,) = await boss.delegate(p.id, [child(names("tasks"), "long")], mode=hubd.MODE_BACKGROUND)
             await t2.cancel()
             r2 = await hubd.aio.await_all(t2, timeout=30)
             assert r2[0].reason == hubd.CANCEL_REASON

@@ -260,7 +260,7 @@ def test_delegate_any_and_refusals(connect: Connect, names: Names, serving: Serv
     """delegate_any returns the first result; while the turn is held nobody
     speaks (TURN_HELD); a delegate outside the allow-list is refused
     (DELEGATE_NOT_ALLOWED); delegating off one's turn is OUT_OF_TURN."""
-    user, main = connect(names("user")), connect(names("main"))
+    user, main, boss = connect(names("user")), connect(names("main")), connect(names("boss"))
     fast, slow = connect(names("fast")), connect(names("slow"))
     release = threading.Event()
     held = threading.Event()
@@ -282,24 +282,26 @@ def test_delegate_any_and_refusals(connect: Connect, names: Names, serving: Serv
     assert hubd.text_of(next_turn(user, s.id, 1, names("main"))) == f"first: {names('fast')} on x"
     assert held.wait(30)
 
-    # While a blocking delegation holds main's turn, nobody speaks.
-    q = main.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(names("user")))
-    (waiting,) = main.delegate(q.id, [child(names("slow"), "z")])
-    for who in (user, main):
+    # By hand, as boss (who does not serve: main would take the turns of
+    # sessions it opened). While a blocking delegation holds boss's turn,
+    # nobody speaks.
+    q = boss.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(names("user")))
+    (waiting,) = boss.delegate(q.id, [child(names("slow"), "z")])
+    for who in (user, boss):
         with pytest.raises(hubd.TurnHeld) as held_err:
             who.send_text(q.id, "hello?")
         assert waiting.id in held_err.value.detail, held_err.value.detail
     release.set()
 
-    # A blocking delegation by hand: the turn is held until the child is done.
-    p = main.open(hubd.TYPE_DISCUSSION, participants=hubd.auto_accepted(names("user")), delegates=[names("fast")])
+    # An allow-list, off-turn, and a retried delegation.
+    p = boss.open(hubd.TYPE_DISCUSSION, participants=hubd.auto_accepted(names("user")), delegates=[names("fast")])
     with pytest.raises(hubd.DelegateNotAllowed) as e:
-        main.delegate(p.id, [child(names("slow"), "x")])
+        boss.delegate(p.id, [child(names("slow"), "x")])
     assert names("fast") in e.value.detail
     with pytest.raises(hubd.OutOfTurn):
         user.delegate(p.id, [child(names("fast"), "x")])
-    (t,) = main.delegate(p.id, [child(names("fast"), "y")], client_msg_id="d-1")
-    (again,) = main.delegate(p.id, [child(names("fast"), "y")], client_msg_id="d-1")
+    (t,) = boss.delegate(p.id, [child(names("fast"), "y")], client_msg_id="d-1")
+    (again,) = boss.delegate(p.id, [child(names("fast"), "y")], client_msg_id="d-1")
     assert again.id == t.id  # a retry returns the first delegation
     r = hubd.await_all(t, timeout=30)[0]
     assert r.summary == f"{names('fast')} on y" and r.responder == names("fast")

@@ -285,8 +285,8 @@ describe("delegation, questions and the call tree", { timeout: 60_000 }, () => {
 
   test("turn.passCaller: the colleague's finish answers the parent; delegateAny; refusals; an idempotent delegate", async () => {
     const n = namer();
-    const [user, main, triage, hotels, fast, slow] = await Promise.all(
-      [n("user"), n("main"), n("triage"), n("hotels"), n("fast"), n("slow")].map(dial),
+    const [user, main, triage, hotels, fast, slow, boss] = await Promise.all(
+      [n("user"), n("main"), n("triage"), n("hotels"), n("fast"), n("slow"), n("boss")].map(dial),
     );
     let release!: () => void;
     const released = new Promise<void>((r) => (release = r));
@@ -317,10 +317,12 @@ describe("delegation, questions and the call tree", { timeout: 60_000 }, () => {
       const race = await user.sendText(s.id, "race");
       assert.equal(textOf(await nextTurn(user, s.id, race.seq + 1, n("main"))), `first: ${n("fast")} on x`);
 
-      // While a blocking delegation holds main's turn, nobody speaks.
-      const q = await main.open({ type: SessionType.Conversation, participants: autoAccepted(n("user")) });
-      const [waiting] = await main.delegate(q.id, { children: [child(n("slow"), "z")] });
-      for (const who of [user, main]) {
+      // By hand, as boss (who does not serve: main would take the turns of
+      // sessions it opened). While a blocking delegation holds boss's turn,
+      // nobody speaks.
+      const q = await boss.open({ type: SessionType.Conversation, participants: autoAccepted(n("user")) });
+      const [waiting] = await boss.delegate(q.id, { children: [child(n("slow"), "z")] });
+      for (const who of [user, boss]) {
         await assert.rejects(who.sendText(q.id, "hello?"), (err: unknown) => {
           assert.ok(err instanceof TurnHeldError, String(err));
           assert.ok(err.detail.includes(waiting.id), err.detail);
@@ -329,16 +331,16 @@ describe("delegation, questions and the call tree", { timeout: 60_000 }, () => {
       }
       release();
 
-      // By hand: an allow-list, off-turn, and a retried delegation.
-      const p = await main.open({ type: SessionType.Discussion, participants: autoAccepted(n("user")), delegates: [n("fast")] });
-      await assert.rejects(main.delegate(p.id, { children: [child(n("slow"), "x")] }), (err: unknown) => {
+      // An allow-list, off-turn, and a retried delegation.
+      const p = await boss.open({ type: SessionType.Discussion, participants: autoAccepted(n("user")), delegates: [n("fast")] });
+      await assert.rejects(boss.delegate(p.id, { children: [child(n("slow"), "x")] }), (err: unknown) => {
         assert.ok(err instanceof DelegateNotAllowedError);
         assert.ok(err.detail.includes(n("fast")), err.detail);
         return true;
       });
       await assert.rejects(user.delegate(p.id, { children: [child(n("fast"), "x")] }), OutOfTurnError);
-      const [t]: Task[] = await main.delegate(p.id, { children: [child(n("fast"), "y")], clientMsgId: "d-1" });
-      const [again] = await main.delegate(p.id, { children: [child(n("fast"), "y")], clientMsgId: "d-1" });
+      const [t]: Task[] = await boss.delegate(p.id, { children: [child(n("fast"), "y")], clientMsgId: "d-1" });
+      const [again] = await boss.delegate(p.id, { children: [child(n("fast"), "y")], clientMsgId: "d-1" });
       assert.equal(again.id, t.id);
       const r = await awaitAny([t], { timeoutMs: 20_000 });
       assert.deepEqual([r.summary, r.responder], [`${n("fast")} on y`, n("fast")]);
