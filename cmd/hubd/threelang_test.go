@@ -143,6 +143,10 @@ func stateLines(info *hubpb.SessionInfo) []string {
 		fmt.Sprintf("seq %d turn %d", info.GetSeq(), info.GetTurn()),
 		fmt.Sprintf("creator %s participants %v", info.GetMeta().GetCreator(), participants(info)),
 	}
+	for _, k := range slices.Sorted(maps.Keys(info.GetMeta().GetKnobs())) {
+		v, _ := hubpb.MarshalJSON(info.GetMeta().GetKnobs()[k])
+		out = append(out, fmt.Sprintf("knob %s=%s", k, v)) // the graph the router's SDK built
+	}
 	for _, k := range slices.Sorted(maps.Keys(info.GetContext())) {
 		v, _ := hubpb.MarshalJSON(info.GetContext()[k])
 		out = append(out, fmt.Sprintf("context %s=%s", k, v))

@@ -17,6 +17,7 @@ import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import (
+    TYPE_CHECKING,
     Any,
     Callable,
     Dict,
@@ -33,6 +34,9 @@ from google.protobuf import duration_pb2, json_format, struct_pb2
 
 from ._pb import hub_pb2 as pb
 from .graph import Graph
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._calls import Task
 
 __all__ = [
     "EVENT_TEXT",
@@ -750,14 +754,14 @@ class Turn:
         tasks = self._delegate(children, MODE_BLOCKING, AWAIT_ANY, "")
         return await_any(*tasks, timeout=timeout, stop=self.cancelled)
 
-    def spawn(self, child: pb.OpenRequest, *, turn_on_result: bool = False) -> Any:
+    def spawn(self, child: pb.OpenRequest, *, turn_on_result: bool = False) -> "Task":
         """Start a child session in the background and return its
         :class:`hubd.Task` at once; the turn stays the agent's (it still
         replies). With ``turn_on_result`` the task's result gives the agent a
         turn here (else it is a notice only)."""
         return self._delegate((child,), MODE_BACKGROUND, "", NOTIFY_TURN if turn_on_result else "")[0]
 
-    def _delegate(self, children: Sequence[pb.OpenRequest], mode: str, await_: str, notify: str) -> List[Any]:
+    def _delegate(self, children: Sequence[pb.OpenRequest], mode: str, await_: str, notify: str) -> List["Task"]:
         tasks = self.client.delegate(
             self.session_id,
             list(children),
