@@ -25,6 +25,16 @@ escalate, context updates, usage), :meth:`Client.set_context`,
 Serving: :meth:`Client.serve` calls a handler once per turn with a
 :class:`Turn` and posts its reply idempotently, across hub restarts.
 
+Agents calling agents (docs/DELEGATION.md): on its turn a handler hands work
+to child sessions and waits for it as for a tool call
+(:meth:`Turn.delegate`, ``delegate_all``, ``delegate_any``), starts
+background :class:`Task` s (:meth:`Turn.spawn`; ``poll``, ``message``,
+``message_and_wait``, ``cancel``, ``wait``; :func:`await_all`,
+:func:`await_any`), asks a person (:meth:`Turn.ask`; answered with
+:meth:`Client.answer_question`, listed by :meth:`Client.list_questions`) or
+passes its caller on (:meth:`Turn.pass_caller`). The call tree:
+:meth:`Client.tree`, :meth:`Client.follow_tree`, :meth:`Client.replay`.
+
 Errors: every refusal raises the :class:`HubError` subclass of its stable
 reason (:class:`OutOfTurn`, :class:`SessionClosed`, ...).
 
@@ -32,30 +42,47 @@ Messages: the hub's generated messages are in :mod:`hubd.pb`.
 """
 
 from . import aio, graph, pb
+from ._calls import Task, TaskStatus, await_all, await_any
 from ._model import (
     AGENT_HEADER,
+    AWAIT_ALL,
+    AWAIT_ANY,
+    CANCEL_REASON,
     EVENT_ANSWER,
     EVENT_CLOSED,
     EVENT_CONTEXT_SET,
     EVENT_DELEGATION,
+    EVENT_DELEGATION_RESULT,
     EVENT_EXPIRED,
     EVENT_INVITE,
     EVENT_INVITE_ACK,
     EVENT_INVITE_REJECT,
+    EVENT_MESSAGE,
     EVENT_OPENED,
     EVENT_PACKET,
     EVENT_QUESTION,
+    EVENT_QUESTION_CLOSED,
     EVENT_TASK_PROGRESS,
     EVENT_TEXT,
+    EVENT_TOOL_CALL,
+    EVENT_TOOL_RESULT,
     EVENT_VIOLATION,
+    MODE_BACKGROUND,
+    MODE_BLOCKING,
+    NOTIFY_TURN,
     ROUTING_ESCALATE,
     ROUTING_FINISH,
     ROUTING_HANDOFF,
+    ROUTING_PASS_CALLER,
     ROUTING_TEXT,
     STATE_CLOSED,
     STATE_EXPIRED,
     STATE_OPEN,
     STATE_PENDING,
+    TASK_CANCELLED,
+    TASK_CLOSED,
+    TASK_EXPIRED,
+    TASK_RUNNING,
     TLS,
     TYPE_CONSULTING,
     TYPE_CONVERSATION,
@@ -123,6 +150,7 @@ from .errors import (
     Unavailable,
     UnknownSession,
     UnknownSessionType,
+    Withdrawn,
     error_class,
 )
 from .graph import Graph, round_robin, sequence, supervisor
@@ -148,6 +176,10 @@ __all__ = [
     "Session",
     "SessionPage",
     "Turn",
+    "Task",
+    "TaskStatus",
+    "await_all",
+    "await_any",
     "Graph",
     "sequence",
     "round_robin",
@@ -197,7 +229,24 @@ __all__ = [
     "TurnHeld",
     "DelegateNotAllowed",
     "BadAnswer",
+    "Withdrawn",
     "AGENT_HEADER",
+    "AWAIT_ALL",
+    "AWAIT_ANY",
+    "CANCEL_REASON",
+    "MODE_BACKGROUND",
+    "MODE_BLOCKING",
+    "NOTIFY_TURN",
+    "TASK_CANCELLED",
+    "TASK_CLOSED",
+    "TASK_EXPIRED",
+    "TASK_RUNNING",
+    "EVENT_DELEGATION_RESULT",
+    "EVENT_MESSAGE",
+    "EVENT_QUESTION_CLOSED",
+    "EVENT_TOOL_CALL",
+    "EVENT_TOOL_RESULT",
+    "ROUTING_PASS_CALLER",
     "EVENT_ANSWER",
     "EVENT_CLOSED",
     "EVENT_CONTEXT_SET",

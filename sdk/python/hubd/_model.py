@@ -17,6 +17,7 @@ import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import (
+    TYPE_CHECKING,
     Any,
     Callable,
     Dict,
@@ -34,6 +35,9 @@ from google.protobuf import duration_pb2, json_format, struct_pb2
 from ._pb import hub_pb2 as pb
 from .graph import Graph
 
+if TYPE_CHECKING:  # pragma: no cover
+    from ._calls import Task
+
 __all__ = [
     "EVENT_TEXT",
     "EVENT_PACKET",
@@ -47,12 +51,28 @@ __all__ = [
     "EVENT_VIOLATION",
     "EVENT_QUESTION",
     "EVENT_ANSWER",
+    "EVENT_QUESTION_CLOSED",
     "EVENT_DELEGATION",
+    "EVENT_DELEGATION_RESULT",
     "EVENT_TASK_PROGRESS",
+    "EVENT_TOOL_CALL",
+    "EVENT_TOOL_RESULT",
+    "EVENT_MESSAGE",
     "ROUTING_TEXT",
     "ROUTING_HANDOFF",
     "ROUTING_FINISH",
     "ROUTING_ESCALATE",
+    "ROUTING_PASS_CALLER",
+    "MODE_BLOCKING",
+    "MODE_BACKGROUND",
+    "AWAIT_ALL",
+    "AWAIT_ANY",
+    "NOTIFY_TURN",
+    "TASK_RUNNING",
+    "TASK_CLOSED",
+    "TASK_EXPIRED",
+    "TASK_CANCELLED",
+    "CANCEL_REASON",
     "TYPE_WORKFLOW",
     "TYPE_CONVERSATION",
     "TYPE_DISCUSSION",
@@ -110,14 +130,39 @@ EVENT_EXPIRED = "session_expired"
 EVENT_VIOLATION = "expectation_violated"
 EVENT_QUESTION = "question"
 EVENT_ANSWER = "answer"
-EVENT_DELEGATION = "delegation_result"
+EVENT_QUESTION_CLOSED = "question_closed"  # a question withdrawn, by the hub
+EVENT_DELEGATION = "delegation"  # children opened, by the hub
+EVENT_DELEGATION_RESULT = "delegation_result"  # a child's result, by the hub
 EVENT_TASK_PROGRESS = "task_progress"
+EVENT_TOOL_CALL = "tool_call"  # a tool an agent called (not a turn)
+EVENT_TOOL_RESULT = "tool_result"  # what the tool returned (not a turn)
+EVENT_MESSAGE = "message"  # a note for a session's next speaker (not a turn)
 
 # Routing kinds of a packet (Routing.kind).
 ROUTING_TEXT = "text"  # the graph decides ("" too)
 ROUTING_HANDOFF = "handoff"  # to the target, or by the graph on the tool
 ROUTING_FINISH = "finish"  # end the session with the reason
 ROUTING_ESCALATE = "escalate"  # to the session's supervisor
+ROUTING_PASS_CALLER = "pass_caller"  # the turn and the duty to answer the caller, to the target
+
+# Delegation (Client.delegate): a blocking delegation holds the delegator's
+# turn until all (or any) of its children are done; a background one
+# leaves the turn as it is, and its results are notices (or, with
+# NOTIFY_TURN, give the delegator a turn).
+MODE_BLOCKING = "blocking"
+MODE_BACKGROUND = "background"
+AWAIT_ALL = "all"
+AWAIT_ANY = "any"
+NOTIFY_TURN = "turn"
+
+# Task states (TaskStatus.state).
+TASK_RUNNING = "running"
+TASK_CLOSED = "closed"
+TASK_EXPIRED = "expired"
+TASK_CANCELLED = "cancelled"
+
+CANCEL_REASON = "cancelled"
+"""The close reason of a cancelled task."""
 
 # Session types served by a stock hub ("kind@version").
 TYPE_WORKFLOW = "workflow@1"  # a transition graph picks the next speaker
@@ -315,6 +360,10 @@ def open_request(
     expectations: Optional[Sequence[pb.Expectation]] = None,
     parent: str = "",
     idempotency_key: str = "",
+    task: str = "",
+    delegates: Sequence[str] = (),
+    budget: Optional[pb.Budget] = None,
+    thread_key: str = "",
 ) -> pb.OpenRequest:
     """The hub's request to open a session (what :meth:`Client.open` sends).
 
@@ -336,13 +385,29 @@ def open_request(
             ``None`` keeps the defaults, an empty list means none.
         parent: makes this a child of a session the caller takes part in.
         idempotency_key: the same caller and key return the same session.
+        task: the session's first input from its creator (a delegated
+            child's task): the creator's first turn when the session type
+            expects the creator to speak first (a conversation), else a
+            message its first speaker sees in its view. Every participant
+            must then be auto-accepted.
+        delegates: the agents the session may delegate to; empty: any.
+        budget: bounds the usage of the session's whole tree (a root's):
+            ``hubd.pb.Budget(max_tokens=..., max_cost=...)``.
+        thread_key: continues a conversation thread: while a session the
+            caller opened with this key is open, the open returns it;
+            otherwise the new session links the thread's previous one.
     """
     req = pb.OpenRequest(
         type=session_type or TYPE_WORKFLOW,
         labels=dict(labels or {}),
         parent_session_id=parent,
         idempotency_key=idempotency_key,
+        task=task,
+        delegates=list(delegates),
+        thread_key=thread_key,
     )
+    if budget is not None:
+        req.budget.CopyFrom(budget)
     for p in participants:
         req.participants.append(pb.Participant(name=p) if isinstance(p, str) else p)
     if graph is not None:
@@ -392,6 +457,13 @@ class Packet:
         self._pb.routing.CopyFrom(
             pb.Routing(kind=ROUTING_FINISH, reason=reason or _DEFAULT_FINISH_REASON, summary=summary)
         )
+        return self
+
+    def pass_caller(self, target: str) -> "Packet":
+        """Hand the turn, and the duty to answer this child session's caller,
+        to ``target``, another participant: its finish closes the session and
+        answers the parent."""
+        self._pb.routing.CopyFrom(pb.Routing(kind=ROUTING_PASS_CALLER, target=target))
         return self
 
     def escalate(self, reason: str = "") -> "Packet":
@@ -610,6 +682,8 @@ class Turn:
     view: Optional[pb.View]
     client: Any
     cancelled: threading.Event = field(default_factory=threading.Event, repr=False)
+    _consume: Optional[Callable[[int], None]] = field(default=None, repr=False, compare=False)
+    _ops: int = field(default=0, repr=False, compare=False)
 
     @property
     def text(self) -> str:
@@ -620,6 +694,115 @@ class Turn:
     def seq(self) -> int:
         """The trigger's seq."""
         return self.trigger.seq
+
+    @property
+    def resumed(self) -> bool:
+        """Whether the turn was given back after a wait the handler did not
+        see end (the agent process restarted while it waited in
+        :meth:`delegate` or :meth:`ask`): its trigger is then the
+        ``delegation_result`` or the ``answer`` it waited for."""
+        return self.trigger.type in (EVENT_DELEGATION_RESULT, EVENT_ANSWER)
+
+    def pass_caller(self, agent: str) -> "Packet":
+        """The reply that hands the turn, and the duty to answer this child
+        session's caller, to another participant: its finish closes the
+        session and answers the parent. Return it from the handler."""
+        return Packet("").pass_caller(agent)
+
+    def _op_id(self, kind: str) -> str:
+        """The client message id of the turn's next operation of kind: the
+        same sequence of ids for every run of a handler on one turn, so a
+        handler run again after a crash gets the same children back."""
+        self._ops += 1
+        return f"{turn_msg_id(self.session_id, self.trigger.seq)}/{kind}{self._ops}"
+
+    # Delegation and questions (sync; hubd.aio's Turn has them as
+    # coroutines). The waits read the log: they survive a restarting hub
+    # and a broken connection, and the turn the hub gives back is known to
+    # serve as taken by this handler call.
+
+    def delegate(self, child: pb.OpenRequest, *, timeout: Optional[float] = None) -> pb.DelegationResult:
+        """Hand a task to a child session and wait for its result, as a
+        handler waits for a tool call: the child (built with
+        :func:`open_request`, its ``task`` the first input) opens with the
+        agent as its creator, the turn is held (nobody speaks in this session
+        meanwhile), and when the child ends its result is posted here and
+        the turn comes back. If the agent process restarts while waiting,
+        the turn comes back to a new handler with the result as its trigger
+        (:attr:`resumed`).
+
+        Raises:
+            hubd.DepthExceeded, hubd.DelegateNotAllowed, hubd.TurnHeld,
+            hubd.OutOfTurn, hubd.SessionClosed: the hub refused it.
+        """
+        return self.delegate_all(child, timeout=timeout)[0]
+
+    def delegate_all(self, *children: pb.OpenRequest, timeout: Optional[float] = None) -> List[pb.DelegationResult]:
+        """Delegate to several children at once (fan-out), the turn held
+        until every one is done; their results in the order they closed."""
+        from ._calls import await_all
+
+        tasks = self._delegate(children, MODE_BLOCKING, AWAIT_ALL, "")
+        return await_all(*tasks, timeout=timeout, stop=self.cancelled)
+
+    def delegate_any(self, *children: pb.OpenRequest, timeout: Optional[float] = None) -> pb.DelegationResult:
+        """Delegate to several children at once, the turn held until the
+        first is done; that one's result (the others go on, their results
+        posted as notices)."""
+        from ._calls import await_any
+
+        tasks = self._delegate(children, MODE_BLOCKING, AWAIT_ANY, "")
+        return await_any(*tasks, timeout=timeout, stop=self.cancelled)
+
+    def spawn(self, child: pb.OpenRequest, *, turn_on_result: bool = False) -> "Task":
+        """Start a child session in the background and return its
+        :class:`hubd.Task` at once; the turn stays the agent's (it still
+        replies). With ``turn_on_result`` the task's result gives the agent a
+        turn here (else it is a notice only)."""
+        return self._delegate((child,), MODE_BACKGROUND, "", NOTIFY_TURN if turn_on_result else "")[0]
+
+    def _delegate(self, children: Sequence[pb.OpenRequest], mode: str, await_: str, notify: str) -> List["Task"]:
+        tasks = self.client.delegate(
+            self.session_id,
+            list(children),
+            mode=mode,
+            await_=await_,
+            notify=notify,
+            client_msg_id=self._op_id("delegate"),
+        )
+        for t in tasks:
+            t._consume = self._consume
+        return list(tasks)
+
+    def ask(
+        self,
+        question: Union[str, pb.Question],
+        *,
+        options: Sequence[Union[str, "tuple[str, str]", pb.Option]] = (),
+        answerer: str = "",
+        multiple: bool = False,
+        timeout: Optional[float] = None,
+    ) -> pb.Answer:
+        """Ask a question on the turn and wait for its answer: the turn is
+        held until the answerer (by default the root session's creator)
+        answers. ``question`` is its text (with ``options``: ids, ``(id,
+        label)`` pairs or ``hubd.pb.Option``; none: a free-text answer), or a
+        whole ``hubd.pb.Question`` (with a schema, a deadline, ...). A
+        question without an id gets one derived from the turn.
+
+        Raises:
+            hubd.Withdrawn: the question was withdrawn (its session ended).
+        """
+        from ._calls import await_answer, question_envelope, question_of
+
+        q = question_of(question, options, answerer, multiple)
+        if not q.question_id:
+            q.question_id = self._op_id("q")
+        env = question_envelope(q, self._op_id("ask"), self.trigger.id)
+        ack = self.client.send(self.session_id, env)
+        return await_answer(
+            self.client, self.session_id, ack.seq + 1, q.question_id, self._consume, timeout, self.cancelled
+        )
 
 
 @dataclass(frozen=True)

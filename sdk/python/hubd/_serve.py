@@ -244,6 +244,18 @@ class Serving:
             except RuntimeError:
                 w.running = False
 
+    def _consume(self, sid: str, seq: int) -> None:
+        """A handler waiting in session sid (Turn.delegate, Turn.ask,
+        Task.wait) took the turn begun at seq itself: that turn, told by the
+        stream or by PendingTurns, does not start the handler again."""
+        with self.lock:
+            w = self.sessions.get(sid)
+            if w is None:
+                return
+            w.last = max(w.last, seq)
+            if w.pending is not None and w.pending.envelope.seq <= w.last:
+                w.pending = None
+
     def _end(self, sid: str) -> None:
         """Forget an ended session: its pending turn is dropped and its
         running turn told."""
@@ -268,7 +280,7 @@ class Serving:
                     if w.ended:
                         self.sessions.pop(sid, None)
                     return
-                t = Turn(sid, d.envelope, None, self.c)
+                t = Turn(sid, d.envelope, None, self.c, _consume=lambda seq: self._consume(sid, seq))
                 w.turn = t
             try:
                 self._turn(t)
@@ -289,6 +301,8 @@ class Serving:
         try:
             reply = self.h(t)
         except Exception as exc:
+            if isinstance(exc, errors.Canceled) and t.cancelled.is_set():
+                return  # a wait given up as serve stopped or the session ended
             self.log.warning(
                 "hubd: serve: handler for session %s (turn begun by seq %d): %r", sid, e.seq, exc, exc_info=True
             )

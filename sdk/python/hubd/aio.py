@@ -40,9 +40,13 @@ from typing import (
 import grpc
 import grpc.aio
 
-from . import _common, errors
+from . import _calls, _common, errors
+from ._aiocalls import Task, Turn, await_all, await_any
+from ._calls import TaskStatus
 from ._model import (
     EVENT_INVITE,
+    MODE_BACKGROUND,
+    MODE_BLOCKING,
     TYPE_WORKFLOW,
     VIEW_DEFAULT,
     TLS,
@@ -54,9 +58,9 @@ from ._model import (
     Seconds,
     Session,
     SessionPage,
-    Turn,
     ends,
     invited,
+    new_msg_id,
     open_request,
     turn_msg_id,
 )
@@ -64,7 +68,18 @@ from ._pb import hub_pb2 as pb
 from ._pb import hub_service_pb2_grpc as pb_grpc
 from .graph import Graph
 
-__all__ = ["Client", "Stream", "connect", "AsyncHandler", "AsyncInviteFunc"]
+__all__ = [
+    "Client",
+    "Stream",
+    "connect",
+    "AsyncHandler",
+    "AsyncInviteFunc",
+    "Task",
+    "TaskStatus",
+    "Turn",
+    "await_all",
+    "await_any",
+]
 
 _T = TypeVar("_T")
 
@@ -254,6 +269,10 @@ class Client:
         expectations: Optional[Sequence[pb.Expectation]] = None,
         parent: str = "",
         idempotency_key: str = "",
+        task: str = "",
+        delegates: Sequence[str] = (),
+        budget: Optional[pb.Budget] = None,
+        thread_key: str = "",
         timeout: Optional[float] = None,
     ) -> Session:
         """Create a session (see :meth:`hubd.Client.open`)."""
@@ -268,6 +287,10 @@ class Client:
             expectations=expectations,
             parent=parent,
             idempotency_key=idempotency_key,
+            task=task,
+            delegates=delegates,
+            budget=budget,
+            thread_key=thread_key,
         )
         resp = await self._call("open", self._stub.Open, req, timeout)
         return Session(resp.session, resp.existing)
@@ -501,6 +524,128 @@ class Client:
                 call.cancel()
             attempt += 1
             self.log.info("hubd: follow %s: %s; watching again from seq %d", session_id, err, nxt)
+            await asyncio.sleep(_common.backoff_delay(attempt, 0.05, 2.0))
+
+    # Delegation, questions and the call tree (see hubd.Client).
+
+    async def _retry_unavailable(self, op: str, method: Callable[..., Any], req: Any, timeout: Optional[float]) -> Any:
+        attempt = 1
+        while True:
+            try:
+                return await self._call(op, method, req, timeout)
+            except errors.Unavailable as e:
+                if attempt >= self._attempts:
+                    raise
+                self.log.info("hubd: %s: %s; retrying (%d/%d)", op, e, attempt, self._attempts)
+                await asyncio.sleep(_common.backoff_delay(attempt, 0.05, 1.0))
+                attempt += 1
+
+    async def delegate(
+        self,
+        session_id: str,
+        children: Sequence[pb.OpenRequest],
+        *,
+        mode: str = MODE_BLOCKING,
+        await_: str = "",
+        notify: str = "",
+        client_msg_id: Optional[str] = None,
+        timeout: Optional[float] = None,
+    ) -> List[Task]:
+        """Open children of a session on the caller's turn there; a
+        :class:`Task` per child (see :meth:`hubd.Client.delegate`)."""
+        req = _calls.delegate_request(session_id, children, mode, await_, notify, client_msg_id or new_msg_id())
+        resp = await self._retry_unavailable("delegate", self._stub.Delegate, req, timeout)
+        mode = mode or MODE_BLOCKING
+        seq = resp.delegation.seq
+        return [Task(self, ch.meta.session_id, session_id, ch.meta.delegation_id, mode, seq) for ch in resp.children]
+
+    async def task(self, session_id: str, *, timeout: Optional[float] = None) -> Task:
+        """The :class:`Task` of a delegated child session (see
+        :meth:`hubd.Client.task`)."""
+        m = (await self.get_session(session_id, timeout=timeout)).meta
+        if not m.parent_session_id or not m.delegation_id:
+            raise errors.Malformed(f"session {session_id} was not delegated", op="task")
+        return Task(self, session_id, m.parent_session_id, m.delegation_id, MODE_BACKGROUND, 1)
+
+    async def answer_question(
+        self,
+        session_id: str,
+        question_id: str = "",
+        *,
+        option_ids: Sequence[str] = (),
+        text: str = "",
+        answer: Optional[pb.Answer] = None,
+        client_msg_id: Optional[str] = None,
+        timeout: Optional[float] = None,
+    ) -> Ack:
+        """Answer a pending question (see :meth:`hubd.Client.answer_question`)."""
+        req = pb.AnswerRequest(
+            session_id=session_id,
+            answer=_calls.answer_of(question_id, option_ids, text, answer),
+            client_msg_id=client_msg_id or new_msg_id(),
+        )
+        resp = await self._retry_unavailable("answer", self._stub.Answer, req, timeout)
+        return Ack.from_proto(resp, req.client_msg_id)
+
+    async def list_questions(
+        self, answerer: str = "", root: str = "", *, timeout: Optional[float] = None
+    ) -> List[pb.PendingQuestion]:
+        """The pending questions the caller must answer (see
+        :meth:`hubd.Client.list_questions`)."""
+        req = pb.ListQuestionsRequest(answerer=answerer, root_session_id=root)
+        return list((await self._call("list questions", self._stub.ListQuestions, req, timeout)).questions)
+
+    async def tree(self, session_id: str, *, timeout: Optional[float] = None) -> pb.TreeNode:
+        """A session's call tree from it down."""
+        req = pb.GetTreeRequest(session_id=session_id)
+        return await self._call("tree", self._stub.GetTree, req, timeout)  # type: ignore[no-any-return]
+
+    async def replay(self, session_id: str, *, timeout: Optional[float] = None) -> pb.ReplayResponse:
+        """Re-fold a session from its log (operators)."""
+        req = pb.ReplayRequest(session_id=session_id)
+        return await self._call("replay", self._stub.Replay, req, timeout)  # type: ignore[no-any-return]
+
+    async def follow_tree(
+        self,
+        root_id: str,
+        *,
+        verbose: bool = False,
+        from_seq: int = 1,
+        timeout: Optional[float] = None,
+    ) -> AsyncIterator[pb.Envelope]:
+        """Every envelope of a root session and its descendants, each once,
+        until the root has ended (see :meth:`hubd.Client.follow_tree`)."""
+        nxt: Dict[str, int] = {root_id: max(from_seq, 1)}
+        attempt = 0
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            req = _calls.tree_request(root_id, verbose, nxt)
+            call = self._stub.Watch(req, metadata=self._md, wait_for_ready=True, timeout=left)
+            end = None
+            try:
+                async for d in call:
+                    e = d.envelope
+                    if e.seq < nxt.get(e.session_id, 0):
+                        continue
+                    nxt[e.session_id] = e.seq + 1
+                    attempt = 0
+                    yield e
+                    if e.session_id == root_id and ends(e):
+                        end = e
+                if end is not None:
+                    return
+                err: errors.HubError = errors.Unavailable("the watch ended", reason="", op="watch")
+            except grpc.RpcError as rpc_err:
+                if end is not None:
+                    return
+                err = errors.from_rpc_error("watch", rpc_err)
+                if not err.retryable:
+                    raise err from rpc_err
+            finally:
+                call.cancel()
+            attempt += 1
+            self.log.info("hubd: follow tree %s: %s; watching again", root_id, err)
             await asyncio.sleep(_common.backoff_delay(attempt, 0.05, 2.0))
 
     # Serving.
@@ -751,6 +896,16 @@ class _AsyncServing:
         if w.task is None:
             w.task = self._spawn(self._work(sid, w))
 
+    def _consume(self, sid: str, seq: int) -> None:
+        """A handler waiting in session sid took the turn begun at seq
+        itself: that turn does not start the handler again."""
+        w = self.sessions.get(sid)
+        if w is None:
+            return
+        w.last = max(w.last, seq)
+        if w.pending is not None and w.pending.envelope.seq <= w.last:
+            w.pending = None
+
     def _end(self, sid: str) -> None:
         w = self.sessions.get(sid)
         if w is None:
@@ -767,7 +922,7 @@ class _AsyncServing:
         try:
             while w.pending is not None and not self.halt.is_set():
                 d, w.pending = w.pending, None
-                t = Turn(sid, d.envelope, None, self.c)
+                t = Turn(sid, d.envelope, None, self.c, _consume=lambda seq: self._consume(sid, seq))
                 w.turn = t
                 try:
                     await self._turn(t)

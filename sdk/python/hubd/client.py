@@ -5,12 +5,29 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Generator,
+    Iterable,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    TypeVar,
+    Union,
+)
 
 import grpc
 
-from . import _common, errors
+from . import _calls, _common, errors
+from ._calls import Task
 from ._model import (
+    MODE_BACKGROUND,
+    MODE_BLOCKING,
     TYPE_WORKFLOW,
     VIEW_DEFAULT,
     TLS,
@@ -23,6 +40,7 @@ from ._model import (
     SessionPage,
     ends,
     invited,
+    new_msg_id,
     open_request,
 )
 from ._pb import hub_pb2 as pb
@@ -247,6 +265,10 @@ class Client:
         expectations: Optional[Sequence[pb.Expectation]] = None,
         parent: str = "",
         idempotency_key: str = "",
+        task: str = "",
+        delegates: Sequence[str] = (),
+        budget: Optional[pb.Budget] = None,
+        thread_key: str = "",
         timeout: Optional[float] = None,
     ) -> Session:
         """Create a session; the caller is its creator and first participant.
@@ -269,6 +291,10 @@ class Client:
             expectations=expectations,
             parent=parent,
             idempotency_key=idempotency_key,
+            task=task,
+            delegates=delegates,
+            budget=budget,
+            thread_key=thread_key,
         )
         resp = self._call("open", self._stub.Open, req, timeout)
         return Session(resp.session, resp.existing)
@@ -493,13 +519,21 @@ class Client:
         req = pb.WatchRequest(session_id=session_id, from_seq=from_seq)
         return Stream("watch", self._stub.Watch(req, metadata=self._md, timeout=timeout))
 
-    def follow(self, session_id: str, from_seq: int = 1, *, timeout: Optional[float] = None) -> Iterator[pb.Envelope]:
+    def follow(
+        self,
+        session_id: str,
+        from_seq: int = 1,
+        *,
+        timeout: Optional[float] = None,
+        stop: Optional[threading.Event] = None,
+    ) -> Generator[pb.Envelope, None, None]:
         """Every envelope of a session from ``from_seq``, in order and each
         once, until the session ends: the last one yielded is the envelope
         that ended it (``session_closed`` or ``session_expired``). A watch that
         breaks (a restarting hub, a slow reader cut off) is resumed after the
         last envelope seen. ``timeout`` bounds the whole follow (raises
-        :class:`hubd.DeadlineExceeded`)::
+        :class:`hubd.DeadlineExceeded`); setting ``stop`` ends it early
+        (raises :class:`hubd.Canceled`)::
 
             for e in client.follow(session_id):
                 if hubd.is_turn(e):
@@ -517,6 +551,7 @@ class Client:
                 wait_for_ready=True,
                 timeout=left,
             )
+            unwatch = _cancel_on(stop, call)
             try:
                 for d in call:
                     e = d.envelope
@@ -529,13 +564,203 @@ class Client:
                         return
                 err: errors.HubError = errors.Unavailable("the watch ended", reason="", op="watch")
             except grpc.RpcError as rpc_err:
+                if stop is not None and stop.is_set():
+                    raise errors.Canceled("the follow was stopped", op="watch") from None
+                err = errors.from_rpc_error("watch", rpc_err)
+                if not err.retryable:
+                    raise err from rpc_err
+            finally:
+                unwatch()
+                call.cancel()
+            attempt += 1
+            self.log.info("hubd: follow %s: %s; watching again from seq %d", session_id, err, nxt)
+            delay = _common.backoff_delay(attempt, 0.05, 2.0)
+            if stop is not None:
+                if stop.wait(delay):
+                    raise errors.Canceled("the follow was stopped", op="watch")
+            else:
+                time.sleep(delay)
+
+    # Delegation, questions and the call tree (docs/DELEGATION.md).
+
+    def _retry_unavailable(self, op: str, method: Callable[..., _T], req: Any, timeout: Optional[float]) -> _T:
+        """Call an idempotent RPC (one with a client message id), retrying
+        while the hub is unavailable, up to send_attempts."""
+        attempt = 1
+        while True:
+            try:
+                return self._call(op, method, req, timeout)
+            except errors.Unavailable as e:
+                if attempt >= self._attempts:
+                    raise
+                self.log.info("hubd: %s: %s; retrying (%d/%d)", op, e, attempt, self._attempts)
+                time.sleep(_common.backoff_delay(attempt, 0.05, 1.0))
+                attempt += 1
+
+    def delegate(
+        self,
+        session_id: str,
+        children: Sequence[pb.OpenRequest],
+        *,
+        mode: str = MODE_BLOCKING,
+        await_: str = "",
+        notify: str = "",
+        client_msg_id: Optional[str] = None,
+        timeout: Optional[float] = None,
+    ) -> List[Task]:
+        """Open children of a session on the caller's turn there (the
+        delegation logged in the parent in the same write) and return a
+        :class:`hubd.Task` per child, in order. Each child is a
+        :func:`hubd.open_request` (its ``task`` is the child's first input;
+        the caller becomes its creator and the hub sets its parent).
+
+        A blocking delegation (``mode=MODE_BLOCKING``) holds the caller's
+        turn until the children are done (``await_``: ``AWAIT_ALL``, the
+        default, or ``AWAIT_ANY``); wait with :func:`hubd.await_all` or
+        :func:`hubd.await_any`; the hub then appends their results to the
+        parent and gives the caller its turn back. A background one
+        (``MODE_BACKGROUND``) leaves the turn as it is; with
+        ``notify=NOTIFY_TURN`` a result gives the caller a turn. A serve
+        handler uses :meth:`hubd.Turn.delegate`, ``delegate_all``,
+        ``delegate_any`` or ``spawn`` instead.
+
+        ``client_msg_id`` (generated when not given) makes it idempotent: a
+        retry returns the first delegation's tasks.
+
+        Raises:
+            hubd.OutOfTurn, hubd.TurnHeld, hubd.SessionClosed,
+            hubd.DepthExceeded, hubd.DelegateNotAllowed, hubd.Malformed.
+        """
+        req = _calls.delegate_request(session_id, children, mode, await_, notify, client_msg_id or new_msg_id())
+        resp = self._retry_unavailable("delegate", self._stub.Delegate, req, timeout)
+        return [
+            Task(
+                self,
+                ch.meta.session_id,
+                session_id,
+                ch.meta.delegation_id,
+                mode or MODE_BLOCKING,
+                resp.delegation.seq,
+            )
+            for ch in resp.children
+        ]
+
+    def task(self, session_id: str, *, timeout: Optional[float] = None) -> Task:
+        """The :class:`hubd.Task` of a delegated child session (the caller
+        must take part in it, as its delegator does), e.g. after a restart.
+
+        Raises:
+            hubd.Malformed: the session was not delegated.
+        """
+        m = self.get_session(session_id, timeout=timeout).meta
+        if not m.parent_session_id or not m.delegation_id:
+            raise errors.Malformed(f"session {session_id} was not delegated", op="task")
+        return Task(self, session_id, m.parent_session_id, m.delegation_id, MODE_BACKGROUND, 1)
+
+    def answer_question(
+        self,
+        session_id: str,
+        question_id: str = "",
+        *,
+        option_ids: Sequence[str] = (),
+        text: str = "",
+        answer: Optional[pb.Answer] = None,
+        client_msg_id: Optional[str] = None,
+        timeout: Optional[float] = None,
+    ) -> Ack:
+        """Answer a pending question of a session, as its answerer or as an
+        operator on someone's behalf: with ``option_ids`` (a question with
+        options) or ``text`` (free text, checked against the question's
+        schema), or a whole ``answer`` message. The asker is told its turn
+        with the answer as trigger.
+
+        Raises:
+            hubd.BadAnswer: no such pending question, not the answerer, an
+                unknown option, several for a single choice, text that does
+                not meet the schema (the message names what would be
+                valid).
+        """
+        req = pb.AnswerRequest(
+            session_id=session_id,
+            answer=_calls.answer_of(question_id, option_ids, text, answer),
+            client_msg_id=client_msg_id or new_msg_id(),
+        )
+        resp = self._retry_unavailable("answer", self._stub.Answer, req, timeout)
+        return Ack.from_proto(resp, req.client_msg_id)
+
+    def list_questions(
+        self, answerer: str = "", root: str = "", *, timeout: Optional[float] = None
+    ) -> List[pb.PendingQuestion]:
+        """The pending questions the caller must answer (an operator:
+        everyone's, or ``answerer``'s), oldest first; with ``root``, only
+        those of that session's tree. Each has ``session_id``, ``asker`` and
+        the question ``envelope``."""
+        req = pb.ListQuestionsRequest(answerer=answerer, root_session_id=root)
+        return list(self._call("list questions", self._stub.ListQuestions, req, timeout).questions)
+
+    def tree(self, session_id: str, *, timeout: Optional[float] = None) -> pb.TreeNode:
+        """A session's call tree from it down: per node its session (state,
+        close reason), turns, usage, duration and children, oldest first."""
+        node: pb.TreeNode = self._call("tree", self._stub.GetTree, pb.GetTreeRequest(session_id=session_id), timeout)
+        return node
+
+    def replay(self, session_id: str, *, timeout: Optional[float] = None) -> pb.ReplayResponse:
+        """Re-fold a session from its log with no agent called and say
+        whether the result equals the live state (``equal``; operators)."""
+        resp: pb.ReplayResponse = self._call(
+            "replay", self._stub.Replay, pb.ReplayRequest(session_id=session_id), timeout
+        )
+        return resp
+
+    def follow_tree(
+        self,
+        root_id: str,
+        *,
+        verbose: bool = False,
+        from_seq: int = 1,
+        timeout: Optional[float] = None,
+    ) -> Iterator[pb.Envelope]:
+        """Every envelope of a root session and its descendants (each
+        labelled with its session and depth in ``envelope.call``), each once
+        and in seq order per session, until the root has ended and
+        everything written with its end (the descendants it closed) has been
+        yielded. Not ``verbose``: only the root's own envelopes plus the
+        descendants' questions, answers, delegations and results. A watch
+        that breaks is resumed from the last seq seen per session. The
+        caller must be an operator or take part in the sessions it reads (a
+        descendant it may not read is left out). ``timeout`` bounds the whole
+        follow."""
+        nxt: Dict[str, int] = {root_id: max(from_seq, 1)}
+        attempt = 0
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            req = _calls.tree_request(root_id, verbose, nxt)
+            call = self._stub.Watch(req, metadata=self._md, wait_for_ready=True, timeout=left)
+            end = None
+            try:
+                for d in call:
+                    e = d.envelope
+                    if e.seq < nxt.get(e.session_id, 0):
+                        continue
+                    nxt[e.session_id] = e.seq + 1
+                    attempt = 0
+                    yield e
+                    if e.session_id == root_id and ends(e):
+                        end = e
+                if end is not None:
+                    return  # the hub ends a tree watch after the root's end
+                err: errors.HubError = errors.Unavailable("the watch ended", reason="", op="watch")
+            except grpc.RpcError as rpc_err:
+                if end is not None:
+                    return
                 err = errors.from_rpc_error("watch", rpc_err)
                 if not err.retryable:
                     raise err from rpc_err
             finally:
                 call.cancel()
             attempt += 1
-            self.log.info("hubd: follow %s: %s; watching again from seq %d", session_id, err, nxt)
+            self.log.info("hubd: follow tree %s: %s; watching again", root_id, err)
             time.sleep(_common.backoff_delay(attempt, 0.05, 2.0))
 
     # Serving.
@@ -617,6 +842,23 @@ class Client:
             handle_signals=handle_signals,
             max_workers=max_workers,
         ).run()
+
+
+def _cancel_on(stop: Optional[threading.Event], call: Any) -> Callable[[], None]:
+    """Cancel a gRPC call once stop is set; returns what ends the
+    watching."""
+    if stop is None:
+        return lambda: None
+    done, ev = threading.Event(), stop
+
+    def watch() -> None:
+        while not done.is_set():
+            if ev.wait(0.05):
+                call.cancel()
+                return
+
+    threading.Thread(target=watch, name="hubd-follow-stop", daemon=True).start()
+    return done.set
 
 
 def connect(target: str = "127.0.0.1:7420", **kwargs: Any) -> Client:

@@ -64,6 +64,7 @@ __all__ = [
     "TurnHeld",
     "DelegateNotAllowed",
     "BadAnswer",
+    "Withdrawn",
     "error_class",
     "from_rpc_error",
 ]
@@ -313,6 +314,12 @@ class BadAnswer(HubError):
     valid)."""
 
     REASON = "BAD_ANSWER"
+
+
+class Withdrawn(HubError):
+    """A question was withdrawn before it was answered: its session ended,
+    or its deadline closed it (raised by ``Turn.ask``; not a reason of the
+    hub, which writes a ``question_closed`` envelope)."""
 
 
 def _subclasses(cls: Type[HubError]) -> Iterable[Type[HubError]]:

@@ -6,27 +6,37 @@ import { isIP } from "node:net";
 import * as grpc from "@grpc/grpc-js";
 
 import { backoffDelay, sleep } from "./backoff.js";
-import { CanceledError, DeadlineExceededError, hubError, retryable, UnavailableError } from "./errors.js";
+import { DelegateMode, Task, type DelegateOptions } from "./calls.js";
+import { CanceledError, DeadlineExceededError, hubError, MalformedError, retryable, UnavailableError } from "./errors.js";
 import { contextUpdateProto, type ContextUpdate, ends, EventType, jsonValues, Packet } from "./envelope.js";
 import {
+  AnswerRequest,
   CloseRequest,
+  DelegateRequest,
   Delivery,
   Envelope,
   Expectation,
   GetSessionRequest,
+  GetTreeRequest,
   GetViewRequest,
   InviteRequest,
+  ListQuestionsRequest,
   ListSessionsRequest,
   OpenRequest,
   Participant,
   PendingTurnsRequest,
   ReadLogRequest,
+  ReplayRequest,
   SendRequest,
   SendResponse,
   SessionInfo,
   SubscribeRequest,
   View,
   WatchRequest,
+  type Answer,
+  type PendingQuestion,
+  type ReplayResponse,
+  type TreeNode,
 } from "./gen/hub.js";
 import { HubClient } from "./gen/hub_service.js";
 import { Graph } from "./graph.js";
@@ -192,6 +202,23 @@ export interface OpenOptions extends CallOptions {
   parent?: string;
   /** Makes the open idempotent: the same caller and key return the same session (session.existing). */
   idempotencyKey?: string;
+  /**
+   * The session's first input from its creator (a delegated child's task):
+   * the creator's first turn when the session type expects the creator to
+   * speak first (a conversation), else a message its first speaker sees in
+   * its view. Every participant must then be autoAccepted.
+   */
+  task?: string;
+  /** The agents the session may delegate to; unset or empty: any. */
+  delegates?: string[];
+  /** Bounds the usage of the session's whole tree (a root's). */
+  budget?: { maxTokens?: number; maxCost?: number };
+  /**
+   * Continues a conversation thread: while a session the caller opened with
+   * this key is open, open returns it; otherwise the new session links the
+   * thread's previous one.
+   */
+  threadKey?: string;
 }
 
 /** The hub's open request for options (what Client.open sends). */
@@ -203,7 +230,13 @@ export function openRequest(o: OpenOptions): OpenRequest {
     parentSessionId: o.parent ?? "",
     idempotencyKey: o.idempotencyKey ?? "",
     knobs: jsonValues("knob", o.knobs),
+    task: o.task ?? "",
+    delegates: [...(o.delegates ?? [])],
+    threadKey: o.threadKey ?? "",
   });
+  if (o.budget) {
+    req.budget = { maxTokens: o.budget.maxTokens ?? 0, maxCost: o.budget.maxCost ?? 0 };
+  }
   if (o.graph) {
     req.graph = o.graph instanceof Graph ? o.graph.toJSON() : o.graph;
   }
@@ -669,6 +702,165 @@ export class Client {
       }
       attempt++;
       this.log(`hubd: follow ${sessionId}: ${String(failure)}; watching again from seq ${next}`);
+      if (!(await sleep(backoffDelay(attempt, 50, 2000), opts.signal))) {
+        return;
+      }
+    }
+  }
+
+  // Delegation, questions and the call tree (docs/DELEGATION.md).
+
+  /** Calls an idempotent RPC (one with a client message id), retrying while the hub is unavailable, up to sendAttempts. */
+  private async retryUnavailable<Req, Res>(op: string, method: UnaryMethod<Req, Res>, req: Req, opts: CallOptions): Promise<Res> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.unary(op, method, req, opts);
+      } catch (err) {
+        if (attempt >= this.attempts || !(err instanceof UnavailableError) || opts.signal?.aborted) {
+          throw err;
+        }
+        this.log(`hubd: ${op}: ${String(err)}; retrying (${attempt}/${this.attempts})`);
+        if (!(await sleep(backoffDelay(attempt, 50, 1000), opts.signal))) {
+          throw err;
+        }
+        await waitReady(this.raw, 1000, opts.signal).catch(() => {});
+      }
+    }
+  }
+
+  /**
+   * Opens children of a session on the caller's turn there (the delegation
+   * logged in the parent in the same write) and returns a Task per child, in
+   * order. Each child is an OpenOptions (its task is the child's first
+   * input; the caller becomes its creator and the hub sets its parent).
+   *
+   * A blocking delegation (the default) holds the caller's turn until the
+   * children are done (opts.await: AwaitChildren.All, the default, or Any):
+   * wait with awaitAll or awaitAny; the hub then appends their results to
+   * the parent and gives the caller its turn back. A background one
+   * (DelegateMode.Background) leaves the turn as it is; with notify:
+   * NotifyTurn a result gives the caller a turn. A serve handler uses
+   * turn.delegate, delegateAll, delegateAny or spawn instead. Rejects with
+   * OutOfTurnError, TurnHeldError, SessionClosedError, DepthExceededError,
+   * DelegateNotAllowedError, MalformedError.
+   */
+  async delegate(sessionId: string, opts: DelegateOptions): Promise<Task[]> {
+    const req = DelegateRequest.fromPartial({
+      sessionId,
+      children: opts.children.map((ch) => openRequest(ch)),
+      mode: opts.mode ?? DelegateMode.Blocking,
+      await: opts.await ?? "",
+      notify: opts.notify ?? "",
+      clientMsgId: opts.clientMsgId || newMsgId(),
+    });
+    const resp = await this.retryUnavailable("delegate", this.raw.delegate, req, opts);
+    const from = resp.delegation?.seq ?? 1;
+    return resp.children.map(
+      (ch) => new Task(this, ch.meta?.sessionId ?? "", sessionId, ch.meta?.delegationId ?? "", req.mode || DelegateMode.Blocking, from),
+    );
+  }
+
+  /** The Task of a delegated child session (the caller must take part in it, as its delegator does), e.g. after a restart. */
+  async task(sessionId: string, opts: CallOptions = {}): Promise<Task> {
+    const m = (await this.getSession(sessionId, opts)).meta;
+    if (!m?.parentSessionId || !m.delegationId) {
+      throw new MalformedError("task", grpc.status.INVALID_ARGUMENT, "MALFORMED", `session ${sessionId} was not delegated`);
+    }
+    return new Task(this, sessionId, m.parentSessionId, m.delegationId, DelegateMode.Background, 1);
+  }
+
+  /**
+   * Answers a pending question of a session, as its answerer or as an
+   * operator on someone's behalf: with optionIds (a question with options)
+   * or text (free text, checked against the question's schema). The asker is
+   * told its turn with the answer as trigger. Rejects with BadAnswerError
+   * naming what would be valid: no such pending question, not the answerer,
+   * an unknown option, several for a single choice, text that does not meet
+   * the schema.
+   */
+  async answerQuestion(sessionId: string, answer: Partial<Answer> & { questionId: string }, opts: SendOptions = {}): Promise<Ack> {
+    const req = AnswerRequest.fromPartial({ sessionId, answer, clientMsgId: opts.clientMsgId || newMsgId() });
+    const resp = await this.retryUnavailable("answer", this.raw.answer, req, opts);
+    return { ...resp, clientMsgId: req.clientMsgId };
+  }
+
+  /**
+   * The pending questions the caller must answer (an operator: everyone's,
+   * or opts.answerer's), oldest first; with opts.root, only those of that
+   * session's tree.
+   */
+  async listQuestions(opts: CallOptions & { answerer?: string; root?: string } = {}): Promise<PendingQuestion[]> {
+    const req = ListQuestionsRequest.fromPartial({ answerer: opts.answerer ?? "", rootSessionId: opts.root ?? "" });
+    return (await this.unary("list questions", this.raw.listQuestions, req, opts)).questions;
+  }
+
+  /** A session's call tree from it down: per node its session (state, close reason), turns, usage, duration and children. */
+  async tree(sessionId: string, opts: CallOptions = {}): Promise<TreeNode> {
+    return this.unary("tree", this.raw.getTree, GetTreeRequest.fromPartial({ sessionId }), opts);
+  }
+
+  /** Re-folds a session from its log with no agent called and says whether the result equals the live state (operators). */
+  async replay(sessionId: string, opts: CallOptions = {}): Promise<ReplayResponse> {
+    return this.unary("replay", this.raw.replay, ReplayRequest.fromPartial({ sessionId }), opts);
+  }
+
+  /**
+   * Every envelope of a root session and its descendants (each labelled with
+   * its session and depth in envelope.call), each once and in seq order per
+   * session, until the root has ended and everything written with its end
+   * (the descendants it closed) has been yielded. Without opts.verbose only
+   * the root's own envelopes plus the descendants' questions, answers,
+   * delegations and results. A watch that breaks is resumed from the last
+   * seq seen per session. The caller must be an operator or take part in the
+   * sessions it reads (one it may not read is left out).
+   */
+  async *followTree(
+    rootId: string,
+    opts: CallOptions & { verbose?: boolean; fromSeq?: number } = {},
+  ): AsyncGenerator<Envelope, void, undefined> {
+    const next = new Map<string, number>([[rootId, Math.max(opts.fromSeq ?? 1, 1)]]);
+    const deadline = opts.timeoutMs !== undefined ? Date.now() + opts.timeoutMs : undefined;
+    for (let attempt = 0; ; ) {
+      const cursors: Record<string, number> = {};
+      for (const [id, n] of next) {
+        if (id !== rootId) {
+          cursors[id] = n - 1;
+        }
+      }
+      const req = WatchRequest.fromPartial({ sessionId: rootId, fromSeq: next.get(rootId), tree: true, verbose: opts.verbose ?? false, cursors });
+      const timeoutMs = deadline !== undefined ? Math.max(deadline - Date.now(), 0) : undefined;
+      const w = this.stream("watch", this.raw.watch, req, { signal: opts.signal, timeoutMs }, true);
+      let end: Envelope | undefined;
+      let failure: unknown;
+      try {
+        for await (const d of w) {
+          const e = d.envelope;
+          if (!e || e.seq < (next.get(e.sessionId) ?? 0)) {
+            continue;
+          }
+          next.set(e.sessionId, e.seq + 1);
+          yield e;
+          if (e.sessionId === rootId && ends(e)) {
+            end = e;
+          }
+        }
+        if (end || opts.signal?.aborted) {
+          return; // the hub ends a tree watch after the root's end
+        }
+        failure = new UnavailableError("follow tree", grpc.status.UNAVAILABLE, "", "the watch ended before the root did");
+      } catch (err) {
+        if (end) {
+          return;
+        }
+        if (!retryable(err) || opts.signal?.aborted) {
+          throw err;
+        }
+        failure = err;
+      } finally {
+        w.close();
+      }
+      attempt++;
+      this.log(`hubd: follow tree ${rootId}: ${String(failure)}; watching again`);
       if (!(await sleep(backoffDelay(attempt, 50, 2000), opts.signal))) {
         return;
       }

@@ -22,8 +22,19 @@ export const EventType = {
   Violation: "expectation_violated",
   Question: "question",
   Answer: "answer",
-  Delegation: "delegation_result",
+  /** A question withdrawn, by the hub. */
+  QuestionClosed: "question_closed",
+  /** Children opened, by the hub. */
+  Delegation: "delegation",
+  /** A child's result, by the hub. */
+  DelegationResult: "delegation_result",
   TaskProgress: "task_progress",
+  /** A tool an agent called (not a turn). */
+  ToolCall: "tool_call",
+  /** What the tool returned (not a turn). */
+  ToolResult: "tool_result",
+  /** A note for a session's next speaker (not a turn). */
+  Message: "message",
 } as const;
 
 /** Routing kinds of a packet (Routing.kind). */
@@ -36,6 +47,8 @@ export const RoutingKind = {
   Finish: "finish",
   /** To the session's supervisor. */
   Escalate: "escalate",
+  /** The turn and the duty to answer the session's caller, to the target. */
+  PassCaller: "pass_caller",
 } as const;
 
 /** The hub's close reason of a finish without one. */
@@ -144,6 +157,16 @@ export class Packet {
   /** Ends the session with reason ("" is "finished") and summary. */
   finish(reason = "", summary = ""): this {
     this.pb.routing = { kind: RoutingKind.Finish, tool: "", target: "", reason: reason || defaultFinishReason, summary };
+    return this;
+  }
+
+  /**
+   * Hands the turn, and the duty to answer this child session's caller, to
+   * target, another participant: its finish closes the session and answers
+   * the parent.
+   */
+  passCaller(target: string): this {
+    this.pb.routing = { kind: RoutingKind.PassCaller, tool: "", target, reason: "", summary: "" };
     return this;
   }
 

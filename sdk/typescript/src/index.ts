@@ -11,8 +11,10 @@
  * ./gen with ts-proto): envelopes, deliveries, views and session info are
  * plain objects with camelCase fields. It has the surface of the Go SDK
  * (agentsdk): Client (connect, open, send, read, subscribe, watch, follow,
- * serve), the graph builders (byte-identical JSON), Packet, and one error
- * class per stable reason of the hub.
+ * serve), the graph builders (byte-identical JSON), Packet, one error
+ * class per stable reason of the hub, and delegation, questions and the
+ * call tree (turn.delegate, spawn, ask, passCaller; Task; awaitAll,
+ * awaitAny; Client.answerQuestion, listQuestions, tree, followTree).
  */
 
 export {
@@ -37,6 +39,24 @@ export {
   type TLSOptions,
   type ViewOptions,
 } from "./client.js";
+export {
+  awaitAll,
+  awaitAny,
+  AwaitChildren,
+  CancelReason,
+  DelegateMode,
+  NotifyTurn,
+  Task,
+  TaskState,
+  turnOf,
+  WithdrawnError,
+  type DelegateOptions,
+  type OptionInput,
+  type QuestionInput,
+  type SpawnOptions,
+  type TaskStatus,
+  type WaitOptions,
+} from "./calls.js";
 export {
   closeReason,
   ends,
@@ -98,7 +118,19 @@ export {
 } from "./serve.js";
 /** The hub's messages, generated from hubpb/hub.proto. */
 export * as hubpb from "./gen/hub.js";
-export type { Delivery, Envelope, SessionInfo, Usage, View } from "./gen/hub.js";
+export type {
+  Answer,
+  DelegationResult,
+  Delivery,
+  Envelope,
+  PendingQuestion,
+  Question,
+  ReplayResponse,
+  SessionInfo,
+  TreeNode,
+  Usage,
+  View,
+} from "./gen/hub.js";
 export { Reason } from "./gen/hub.js";
 export { HubClient, HubService } from "./gen/hub_service.js";
 /** The minimal google.rpc Status and ErrorInfo messages the errors are read with. */

@@ -2,7 +2,8 @@
 // docs/API.md's "Writing an agent in any language".
 
 import { backoffDelay, sleep } from "./backoff.js";
-import type { Client } from "./client.js";
+import { newTurn, type OptionInput, type QuestionInput, type SpawnOptions, type Task, type WaitOptions } from "./calls.js";
+import type { Client, OpenOptions } from "./client.js";
 import {
   BadLifecycleTransitionError,
   CanceledError,
@@ -11,8 +12,8 @@ import {
   SessionClosedError,
   SessionNotOpenError,
 } from "./errors.js";
-import { ends, EventType, Packet, textOf, turnMsgId } from "./envelope.js";
-import { Envelope, type Delivery, type View } from "./gen/hub.js";
+import { ends, EventType, Packet, turnMsgId } from "./envelope.js";
+import { Envelope, type Answer, type Delivery, type DelegationResult, type View } from "./gen/hub.js";
 
 /** One turn of the agent in a session. */
 export interface Turn {
@@ -32,6 +33,54 @@ export interface Turn {
   signal: AbortSignal;
   /** What the trigger says in words (textOf). */
   text(): string;
+  /**
+   * Whether the turn was given back after a wait the handler did not see
+   * end (the agent process restarted while it waited in delegate or ask):
+   * its trigger is then the delegation_result or the answer it waited for.
+   */
+  resumed(): boolean;
+  /**
+   * The reply that hands the turn, and the duty to answer this child
+   * session's caller, to another participant: its finish closes the session
+   * and answers the parent. Return it from the handler.
+   */
+  passCaller(agent: string): Packet;
+  /**
+   * Hands a task to a child session and waits for its result, as a handler
+   * waits for a tool call: the child opens with the agent as its creator
+   * (child.task is its first input), the turn is held (nobody speaks in this
+   * session meanwhile), and when the child ends its result is posted here
+   * and the turn comes back. The wait reads the log: it survives a
+   * restarting hub and a broken connection. If the agent process restarts
+   * while waiting, the turn comes back to a new handler with the result as
+   * its trigger (resumed()). Rejects with DepthExceededError,
+   * DelegateNotAllowedError, TurnHeldError, OutOfTurnError,
+   * SessionClosedError when the hub refuses it.
+   */
+  delegate(child: OpenOptions, opts?: WaitOptions): Promise<DelegationResult>;
+  /** Delegates to several children at once (fan-out), the turn held until every one is done; their results in the order they closed. */
+  delegateAll(children: OpenOptions[], opts?: WaitOptions): Promise<DelegationResult[]>;
+  /** Delegates to several children at once, the turn held until the first is done; its result (the others go on, their results posted as notices). */
+  delegateAny(children: OpenOptions[], opts?: WaitOptions): Promise<DelegationResult>;
+  /**
+   * Starts a child session in the background and returns its Task at once;
+   * the turn stays the agent's (it still replies). With turnOnResult the
+   * task's result gives the agent a turn here.
+   */
+  spawn(child: OpenOptions, opts?: SpawnOptions): Promise<Task>;
+  /**
+   * Asks a question on the turn and waits for its answer: the turn is held
+   * until the answerer (opts.answerer or question.answerer; by default the
+   * root session's creator) answers. question is its text (with
+   * opts.options: ids or Options; none: a free-text answer), or a Question
+   * (with a schema, a deadline, ...). A question without an id gets one
+   * derived from the turn. Rejects with WithdrawnError if the question is
+   * withdrawn (its session ended).
+   */
+  ask(
+    question: string | QuestionInput,
+    opts?: WaitOptions & { options?: OptionInput[]; answerer?: string; multiple?: boolean },
+  ): Promise<Answer>;
 }
 
 /** What a handler says on its turn: a text, or a packet (with routing, context updates, usage). */
@@ -307,6 +356,22 @@ class Serving {
     }
   }
 
+  /**
+   * Records that a handler waiting in session id (Turn.delegate, Turn.ask,
+   * Task.wait) took the turn begun at seq itself: that turn, told by the
+   * stream or by pendingTurns, does not start the handler again.
+   */
+  private consume(id: string, seq: number): void {
+    const w = this.sessions.get(id);
+    if (!w) {
+      return;
+    }
+    w.last = Math.max(w.last, seq);
+    if (w.pending?.envelope && w.pending.envelope.seq <= w.last) {
+      w.pending = undefined;
+    }
+  }
+
   /** Forgets an ended session: its pending turn is dropped and its running handler aborted. */
   private end(id: string): void {
     const w = this.sessions.get(id);
@@ -351,7 +416,7 @@ class Serving {
   private async turn(d: Delivery, signal: AbortSignal): Promise<void> {
     const e = d.envelope ?? Envelope.fromPartial({});
     const id = e.sessionId;
-    const t: Turn = { sessionId: id, trigger: e, client: this.c, signal, text: () => textOf(e) };
+    const t = newTurn(this.c, id, e, signal, (seq) => this.consume(id, seq));
     const v = this.opts.view === undefined ? { name: "default" } : this.opts.view;
     if (v) {
       try {
@@ -365,6 +430,9 @@ class Serving {
     try {
       result = await this.h(t);
     } catch (err) {
+      if (err instanceof CanceledError && signal.aborted) {
+        return; // a wait given up as serve stopped or the session ended
+      }
       this.log(`hubd: serve: handler for session ${id} (turn begun by seq ${e.seq}): ${String(err)}`);
       return;
     }

@@ -5,8 +5,9 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 
-import { Metadata } from "@grpc/grpc-js";
+import { credentials, Metadata, status } from "@grpc/grpc-js";
 import {
+  AgentHeader,
   autoAccepted,
   CanceledError,
   Client,
@@ -15,6 +16,8 @@ import {
   ends,
   EventType,
   expect,
+  HubClient,
+  HubError,
   hubpb,
   invited,
   isLoopback,
@@ -27,6 +30,8 @@ import {
   SessionType,
   State,
   textOf,
+  UnauthenticatedError,
+  UnavailableError,
   ViewName,
   type Envelope,
   type Session,
@@ -90,6 +95,71 @@ describe("connect", { timeout: 20_000 }, () => {
     );
     assert.equal(got.meta?.creator, "alice");
     assert.equal(got.state, State.Open);
+  });
+});
+
+describe("client options", { timeout: 20_000 }, () => {
+  test("insecure lets a token go in plaintext to a remote hub (refused without it)", async () => {
+    const remote = "10.255.255.1:7420";
+    const token = "secret-token-0123456789";
+    await assert.rejects(Client.connect(remote, { token, timeoutMs: 100 }), /plaintext/);
+    // Allowed: the connect is tried, and connects or runs into its timeout
+    // (what a remote address does depends on the machine's network).
+    const err = await Client.connect(remote, { token, insecure: true, timeoutMs: 100 }).then(
+      (c) => c.close(),
+      (e: unknown) => e,
+    );
+    assert.ok(err === undefined || err instanceof DeadlineExceededError, String(err));
+  });
+
+  test("channelOptions reach the channel: a tiny send limit fails the call locally", async () => {
+    const tiny = await Client.connect(hub.addr, { name: "alice", channelOptions: { "grpc.max_send_message_length": 16 } });
+    try {
+      await assert.rejects(tiny.open({ type: SessionType.Conversation, participants: autoAccepted("bob") }), (err: unknown) => {
+        assert.ok(err instanceof HubError && err.code === status.RESOURCE_EXHAUSTED, String(err));
+        return true;
+      });
+    } finally {
+      tiny.close();
+    }
+  });
+
+  test("sendAttempts: a send to a stopped hub is tried that many times, each retry logged", async () => {
+    const h = await Hubd.start();
+    const lines: string[] = [];
+    const twice = await h.connect("alice", { sendAttempts: 2, log: (l) => lines.push(l) });
+    const once = await h.connect("alice", { sendAttempts: 1, log: (l) => lines.push(l) });
+    try {
+      const s = await twice.open({ type: SessionType.Conversation, participants: autoAccepted("bob") });
+      await h.stop();
+      await assert.rejects(twice.sendText(s.id, "hello"), UnavailableError);
+      assert.equal(lines.filter((l) => l.includes("retrying (1/2)")).length, 1, lines.join("\n"));
+      lines.length = 0;
+      await assert.rejects(once.sendText(s.id, "hello"), UnavailableError);
+      assert.deepEqual(lines, []);
+    } finally {
+      twice.close();
+      once.close();
+      await h.close();
+    }
+  });
+
+  test("AgentHeader names the caller in development mode", async () => {
+    assert.equal(AgentHeader, "x-hubd-agent");
+    const plain = new HubClient(hub.addr, credentials.createInsecure());
+    try {
+      const list = (md: Metadata) =>
+        new Promise<unknown>((res, rej) =>
+          plain.listSessions(hubpb.ListSessionsRequest.fromPartial({}), md, (err, r) => (err ? rej(err) : res(r))),
+        );
+      const md = new Metadata();
+      md.set(AgentHeader, "alice");
+      await list(md);
+      await assert.rejects(list(new Metadata()), (err: { code?: number }) => err.code === status.UNAUTHENTICATED);
+      assert.ok(UnauthenticatedError);
+    } finally {
+      plain.close();
+    }
   });
 });
 

@@ -1,0 +1,10 @@
+// Command billing is the Go specialist of the three-language triage
+// session (examples/threelang): it serves the agent "billing", answering
+// each of its turns with its fix as a packet that records it in the
+// session's context; the graph then hands the turn back to the router
+// (Python), as examples/triage's billing does.
+//
+//	go run ./examples/threelang/billing --hub 127.0.0.1:7420
+//
+// It serves until interrupted (SIGINT or SIGTERM).
+package main
