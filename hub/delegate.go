@@ -199,6 +199,12 @@ func (h *Hub) delegate(ctx context.Context, p *sess, env *hubpb.Envelope, kids [
 			undo()
 			return nil, fmt.Errorf("encoding metadata: %v: %w", err, session.ErrMalformed)
 		}
+		if len(meta) > h.cfg.MaxMetaBytes {
+			h.abandon(pl)
+			undo()
+			return nil, fmt.Errorf("child %s: its metadata is %d bytes stored, the limit is %d (MaxMetaBytes): %w",
+				k.meta.GetSessionId(), len(meta), h.cfg.MaxMetaBytes, ErrTooLarge)
+		}
 		if err := h.reserve(k, ""); err != nil {
 			h.abandon(pl)
 			undo()

@@ -13,8 +13,9 @@ var (
 	ErrImpersonation = session.NewError(hubpb.Reason_IMPERSONATION, "hub: impersonation")
 	// ErrUnknownSession: no session has that id.
 	ErrUnknownSession = session.NewError(hubpb.Reason_UNKNOWN_SESSION, "hub: unknown session")
-	// ErrTooLarge: an envelope over the size limit.
-	ErrTooLarge = session.NewError(hubpb.Reason_TOO_LARGE, "hub: envelope too large")
+	// ErrTooLarge: an envelope, or what an open carries (labels, knobs,
+	// graph, participants, expectations, metadata), over its limit.
+	ErrTooLarge = session.NewError(hubpb.Reason_TOO_LARGE, "hub: too large")
 	// ErrPermissionDenied: the caller may not do this to the session (only
 	// its creator closes it, only participants read it).
 	ErrPermissionDenied = session.NewError(hubpb.Reason_PERMISSION_DENIED, "hub: permission denied")

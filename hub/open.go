@@ -104,6 +104,9 @@ func (h *Hub) create(ctx context.Context, m *adapters.Machine, task string) (*se
 	if err != nil {
 		return nil, fmt.Errorf("encoding metadata: %v: %w", err, session.ErrMalformed)
 	}
+	if len(encMeta) > h.cfg.MaxMetaBytes {
+		return nil, fmt.Errorf("the session's metadata is %d bytes stored, the limit is %d (MaxMetaBytes): %w", len(encMeta), h.cfg.MaxMetaBytes, ErrTooLarge)
+	}
 	id, _ := session.ParseID(m.Meta.GetSessionId())
 	s := newSess(id, m)
 	s.tree = newTree(id)
@@ -139,6 +142,9 @@ func (h *Hub) openResponse(ctx context.Context, s *sess, existing bool) (*hubpb.
 
 // buildMeta checks the request and makes the session's metadata.
 func (h *Hub) buildMeta(creator string, req *hubpb.OpenRequest) (*hubpb.SessionMeta, session.Type, error) {
+	if err := h.checkOpenLimits(req); err != nil {
+		return nil, session.Type{}, err
+	}
 	typ, err := session.ParseType(req.GetType())
 	if err != nil {
 		return nil, typ, err
