@@ -143,6 +143,10 @@ func sentinelOfCode(c codes.Code) error {
 		return ErrUnavailable
 	case codes.Unauthenticated:
 		return ErrUnauthenticated
+	case codes.ResourceExhausted:
+		// gRPC's own refusal of a message over its size cap, before the
+		// hub saw it (or the client's cap on what it sends).
+		return ErrTooLarge
 	case codes.Canceled:
 		return context.Canceled
 	case codes.DeadlineExceeded:

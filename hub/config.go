@@ -109,7 +109,7 @@ type Config struct {
 	// Limits on what an open (or a delegated child) carries; over one the
 	// open is refused with TOO_LARGE (a duration: MALFORMED), the message
 	// naming the limit and the value sent. docs/OPERATIONS.md lists them.
-	MaxMetaBytes    int           // default 1 MiB: a session's stored metadata, all of it
+	MaxMetaBytes    int           // default 512 KiB: a session's stored metadata, all of it
 	MaxLabels       int           // default 64: labels per session
 	MaxLabelBytes   int           // default 16 KiB: the labels' keys and values together
 	MaxKnobBytes    int           // default 64 KiB: the knobs' JSON (the graph aside)
@@ -139,6 +139,10 @@ func (c *Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// WithDefaults returns c with the default of every zero optional field
+// filled in: the limits the hub applies.
+func (c Config) WithDefaults() Config { return c.withDefaults() }
 
 func (c Config) withDefaults() Config {
 	if c.Clock == nil {

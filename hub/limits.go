@@ -16,7 +16,7 @@ import (
 // Defaults of the limits on what an open may carry (see Config; each is
 // documented in docs/OPERATIONS.md).
 const (
-	DefaultMaxMetaBytes    = 1 << 20
+	DefaultMaxMetaBytes    = 512 << 10
 	DefaultMaxLabels       = 64
 	DefaultMaxLabelBytes   = 16 << 10
 	DefaultMaxKnobBytes    = 64 << 10

@@ -150,6 +150,9 @@ func (h *Hub) CloseSession(ctx context.Context, agent string, operator bool, id 
 	if creator := s.meta.GetCreator(); !operator && agent != creator {
 		return nil, fmt.Errorf("only the creator %q (or an operator) closes session %v, not %q: %w", creator, id, agent, ErrPermissionDenied)
 	}
+	if err := session.CheckText("reason", reason); err != nil {
+		return nil, err
+	}
 	if reason == "" {
 		reason = session.ReasonExplicitClose
 	}

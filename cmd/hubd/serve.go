@@ -108,6 +108,12 @@ func (f *serveFlags) config(lg zerolog.Logger) (server.Config, error) {
 		ClientCA: f.clientCA, Operators: splitNames(f.operators), Logger: lg}
 	cfg.Hub.InviteTimeout, cfg.Hub.MaxEnvelopeBytes = f.inviteTimeout, f.maxEnvelope
 	cfg.Hub.MaxOpenPerAgent, cfg.Hub.SubscriberBuffer, cfg.Hub.MaxDepth = f.maxOpen, f.subscriberBuffer, f.maxDepth
+	if f.maxEnvelope < 1 {
+		return cfg, exitcode.Usage("serve: --max-envelope-bytes %d: want at least 1", f.maxEnvelope)
+	}
+	if _, err := server.LogBatchBytes(cfg.Hub); err != nil {
+		return cfg, exitcode.Usage("serve: --max-envelope-bytes %d: %v", f.maxEnvelope, err)
+	}
 	if f.maxDepth < 1 {
 		return cfg, exitcode.Usage("serve: --max-depth %d: want at least 1", f.maxDepth)
 	}
