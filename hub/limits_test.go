@@ -116,3 +116,37 @@ func TestOpenLimitsConfigured(t *testing.T) {
 		t.Fatalf("59s: %v", err)
 	}
 }
+
+// TestManyTimersDueAtOnce: more firings due at once than one log write
+// takes are all written (in several writes), none dropped or retried for
+// ever. With the default limit of 32 expectations a session cannot get
+// there; the test lifts it.
+func TestManyTimersDueAtOnce(t *testing.T) {
+	const n = 8000
+	e := newEnv(t, func(c *hub.Config) { c.MaxExpectations, c.MinExpectation = n, time.Second })
+	exp := make([]*hubpb.Expectation, n)
+	for i := range exp {
+		exp[i] = session.Expect(session.MaxSilence, time.Second, session.ActionNotify)
+	}
+	id := openConversation(t, e.hub, "a", "b", exp...)
+	e.clock.Advance(time.Second)
+	violations := 0
+	for from := uint64(1); ; {
+		es, err := e.hub.ReadLog(context.Background(), "", true, id, from, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(es) == 0 {
+			break
+		}
+		for _, env := range es {
+			if env.GetType() == session.EventViolation {
+				violations++
+			}
+		}
+		from = es[len(es)-1].GetSeq() + 1
+	}
+	if violations != n {
+		t.Fatalf("%d violations written, want %d", violations, n)
+	}
+}
