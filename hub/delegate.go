@@ -3,10 +3,12 @@ package hub
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/hubd/hubd/adapters"
 	"github.com/hubd/hubd/hubpb"
@@ -175,6 +177,18 @@ func (h *Hub) machine(meta *hubpb.SessionMeta, typ session.Type, defaults bool) 
 	}
 	if defaults {
 		meta.Expectations = a.Expectations()
+	}
+	if d, ok := a.(adapters.KnobDefaulter); ok {
+		if add := d.DefaultKnobs(meta); len(add) > 0 {
+			knobs := maps.Clone(meta.Knobs) // the interner's map is shared
+			if knobs == nil {
+				knobs = map[string]*structpb.Value{}
+			}
+			for _, k := range slices.Sorted(maps.Keys(add)) {
+				knobs[k] = add[k]
+			}
+			meta.Knobs = knobs
+		}
 	}
 	return adapters.NewMachine(a, meta)
 }

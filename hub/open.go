@@ -36,11 +36,19 @@ func (h *Hub) Open(ctx context.Context, creator string, req *hubpb.OpenRequest) 
 	if err := session.CheckName(creator); err != nil {
 		return nil, err
 	}
-	if req.GetParentSessionId() != "" {
+	if p := req.GetParentSessionId(); p != "" {
+		if id, err := session.ParseID(p); err == nil && id.IsZero() {
+			return nil, fmt.Errorf("parent_session_id %s is the nil UUID, which names no session (leave it empty for a session without a parent): %w",
+				p, session.ErrMalformed)
+		}
 		return h.openChild(ctx, creator, req)
 	}
 	if key := req.GetIdempotencyKey(); key != "" {
 		if s, ok := h.existing(creator, key); ok {
+			if field := openDiff(creator, s.meta, req); field != "" {
+				return nil, fmt.Errorf("idempotency key %q made session %s, and this open differs in %s: use a new key: %w",
+					key, s.meta.GetSessionId(), field, ErrIdempotencyConflict)
+			}
 			return h.openResponse(ctx, s, true)
 		}
 	}
@@ -307,4 +315,66 @@ func (h *Hub) unreserve(s *sess, key string) {
 	}
 	h.openCount[s.meta.GetCreator()]--
 	h.sched.remove(s)
+}
+
+// openDiff names the first parameter in which req differs from the open
+// that made meta, "" when it is the same open (a retry). Unset invite
+// timeout and expectations mean the defaults and match whatever they
+// were; the task is not part of the metadata and not compared.
+func openDiff(creator string, meta *hubpb.SessionMeta, req *hubpb.OpenRequest) string {
+	if typ, err := session.ParseType(req.GetType()); err != nil || typ.String() != meta.GetType() {
+		return "type"
+	}
+	ps := req.GetParticipants()
+	if !slices.ContainsFunc(ps, func(p *hubpb.Participant) bool { return p.GetName() == creator }) {
+		ps = append([]*hubpb.Participant{{Name: creator, Role: "creator"}}, ps...)
+	}
+	if !slices.EqualFunc(ps, meta.GetParticipants(), func(a, b *hubpb.Participant) bool { return proto.Equal(a, b) }) {
+		return "participants"
+	}
+	if !maps.Equal(req.GetLabels(), meta.GetLabels()) {
+		return "labels"
+	}
+	ks, err := knobs(req)
+	if err != nil || !sameKnobs(ks, meta.GetKnobs()) {
+		return "knobs or graph"
+	}
+	if session.Duration(req.GetTtl()) != session.Duration(meta.GetTtl()) {
+		return "ttl"
+	}
+	if it := req.GetInviteTimeout(); it != nil && session.Duration(it) != session.Duration(meta.GetInviteTimeout()) {
+		return "invite_timeout"
+	}
+	if e := req.GetExpectations(); e != nil && !slices.EqualFunc(e.GetItems(), meta.GetExpectations(),
+		func(a, b *hubpb.Expectation) bool { return proto.Equal(a, b) }) {
+		return "expectations"
+	}
+	switch {
+	case !slices.Equal(req.GetDelegates(), meta.GetDelegates()):
+		return "delegates"
+	case !proto.Equal(req.GetBudget(), meta.GetBudget()):
+		return "budget"
+	case req.GetThreadKey() != meta.GetThreadKey():
+		return "thread_key"
+	}
+	return ""
+}
+
+// sameKnobs reports whether two sets of knobs hold the same JSON values.
+func sameKnobs(a, b map[string]*structpb.Value) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, va := range a { //hubd:orderless all must match
+		vb, ok := b[k]
+		if !ok {
+			return false
+		}
+		ja, errA := session.ValueJSON(va)
+		jb, errB := session.ValueJSON(vb)
+		if errA != nil || errB != nil || string(ja) != string(jb) {
+			return false
+		}
+	}
+	return true
 }
