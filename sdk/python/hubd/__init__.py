@@ -95,6 +95,8 @@ from .client import Client, Stream, connect
 from .errors import (
     ERROR_DOMAIN,
     BadAnswer,
+    IdempotencyConflict,
+    Quarantined,
     BadHandoffTarget,
     BadLifecycleTransition,
     Canceled,
@@ -197,6 +199,8 @@ __all__ = [
     "TurnHeld",
     "DelegateNotAllowed",
     "BadAnswer",
+    "IdempotencyConflict",
+    "Quarantined",
     "AGENT_HEADER",
     "EVENT_ANSWER",
     "EVENT_CLOSED",

@@ -64,6 +64,8 @@ __all__ = [
     "TurnHeld",
     "DelegateNotAllowed",
     "BadAnswer",
+    "IdempotencyConflict",
+    "Quarantined",
     "error_class",
     "from_rpc_error",
 ]
@@ -315,6 +317,22 @@ class BadAnswer(HubError):
     REASON = "BAD_ANSWER"
 
 
+class IdempotencyConflict(HubError):
+    """An open reused the idempotency key of an earlier one with other
+    parameters (the message names the session the key made and the first
+    difference): use a new key."""
+
+    REASON = "IDEMPOTENCY_CONFLICT"
+
+
+class Quarantined(HubError):
+    """The session's log is damaged; it serves nothing until an operator
+    restores it. Not retryable."""
+
+    REASON = "QUARANTINED"
+
+
+
 def _subclasses(cls: Type[HubError]) -> Iterable[Type[HubError]]:
     for sub in cls.__subclasses__():
         yield sub
@@ -328,6 +346,9 @@ _BY_CODE: Dict[grpc.StatusCode, Type[HubError]] = {
     grpc.StatusCode.UNAUTHENTICATED: Unauthenticated,
     grpc.StatusCode.CANCELLED: Canceled,
     grpc.StatusCode.DEADLINE_EXCEEDED: DeadlineExceeded,
+    # gRPC's own refusal of a message over its size cap, before the hub
+    # saw it.
+    grpc.StatusCode.RESOURCE_EXHAUSTED: TooLarge,
 }
 
 
