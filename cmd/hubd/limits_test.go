@@ -3,19 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"golang.org/x/net/http2"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -195,9 +192,9 @@ func rawCall(t *testing.T, addr, method string, req proto.Message, header map[st
 	body := make([]byte, 5+len(msg))
 	binary.BigEndian.PutUint32(body[1:], uint32(len(msg)))
 	copy(body[5:], msg)
-	tr := &http2.Transport{AllowHTTP: true, DialTLSContext: func(ctx context.Context, network, a string, _ *tls.Config) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, network, a)
-	}}
+	protocols := &http.Protocols{}
+	protocols.SetUnencryptedHTTP2(true) // h2c with prior knowledge, as gRPC speaks
+	tr := &http.Transport{Protocols: protocols}
 	defer tr.CloseIdleConnections()
 	r, err := http.NewRequest(http.MethodPost, "http://"+addr+method, bytes.NewReader(body))
 	if err != nil {
