@@ -45,7 +45,7 @@ func (h *Hub) Open(ctx context.Context, creator string, req *hubpb.OpenRequest) 
 	}
 	if key := req.GetIdempotencyKey(); key != "" {
 		if s, ok := h.existing(creator, key); ok {
-			if field := openDiff(creator, s.meta, req); field != "" {
+			if field := h.openDiff(creator, s.meta, req); field != "" {
 				return nil, fmt.Errorf("idempotency key %q made session %s, and this open differs in %s: use a new key: %w",
 					key, s.meta.GetSessionId(), field, ErrIdempotencyConflict)
 			}
@@ -321,8 +321,9 @@ func (h *Hub) unreserve(s *sess, key string) {
 // that made meta, "" when it is the same open (a retry). Unset invite
 // timeout and expectations mean the defaults and match whatever they
 // were; the task is not part of the metadata and not compared.
-func openDiff(creator string, meta *hubpb.SessionMeta, req *hubpb.OpenRequest) string {
-	if typ, err := session.ParseType(req.GetType()); err != nil || typ.String() != meta.GetType() {
+func (h *Hub) openDiff(creator string, meta *hubpb.SessionMeta, req *hubpb.OpenRequest) string {
+	typ, err := session.ParseType(req.GetType())
+	if err != nil || typ.String() != meta.GetType() {
 		return "type"
 	}
 	ps := req.GetParticipants()
@@ -336,7 +337,7 @@ func openDiff(creator string, meta *hubpb.SessionMeta, req *hubpb.OpenRequest) s
 		return "labels"
 	}
 	ks, err := knobs(req)
-	if err != nil || !sameKnobs(ks, meta.GetKnobs()) {
+	if err != nil || !sameKnobs(h.withDefaultKnobs(typ, ks), meta.GetKnobs()) {
 		return "knobs or graph"
 	}
 	if session.Duration(req.GetTtl()) != session.Duration(meta.GetTtl()) {
@@ -377,4 +378,31 @@ func sameKnobs(a, b map[string]*structpb.Value) bool {
 		}
 	}
 	return true
+}
+
+// withDefaultKnobs returns knobs with the defaults the session type adds at
+// open (see machine), as a retry's knobs compare with the logged ones.
+func (h *Hub) withDefaultKnobs(typ session.Type, knobs map[string]*structpb.Value) map[string]*structpb.Value {
+	a, err := h.cfg.Adapters.Lookup(typ)
+	if err != nil {
+		return knobs
+	}
+	d, ok := a.(adapters.KnobDefaulter)
+	if !ok {
+		return knobs
+	}
+	add := d.DefaultKnobs(&hubpb.SessionMeta{Knobs: knobs})
+	if len(add) == 0 {
+		return knobs
+	}
+	out := maps.Clone(knobs)
+	if out == nil {
+		out = map[string]*structpb.Value{}
+	}
+	for k, v := range add { //hubd:orderless a set
+		if _, set := out[k]; !set {
+			out[k] = v
+		}
+	}
+	return out
 }

@@ -71,6 +71,22 @@ func TestIdempotencyConflict(t *testing.T) {
 	check(t)
 	e.restart()
 	check(t)
+	// A workflow that got the default max_turns: its retry is the same open.
+	wf := &hubpb.OpenRequest{Type: "workflow@1", Participants: []*hubpb.Participant{{Name: "b", AutoAccept: true}}, IdempotencyKey: "wf",
+		Graph: &structpb.Struct{Fields: map[string]*structpb.Value{"version": structpb.NewNumberValue(1), "initial_speaker": structpb.NewStringValue("a"),
+			"default_target": structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"name": structpb.NewStringValue("agent"),
+				"args": structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"agent_id": structpb.NewStringValue("b")}})}})}}}
+	o1, err := e.hub.Open(ctx, "a", wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := o1.GetSession().GetMeta().GetKnobs()["max_turns"]; !ok {
+		t.Fatal("no default max_turns")
+	}
+	o2, err := e.hub.Open(ctx, "a", wf)
+	if err != nil || !o2.GetExisting() {
+		t.Fatalf("the workflow's retry: %v, %v", o2, err)
+	}
 }
 
 // TestAudienceOfNonParticipants: an envelope addressed to someone who is
