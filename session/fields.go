@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // maxFieldDepth bounds how deep CheckFields descends; deeper messages are
@@ -37,31 +38,52 @@ func CheckFields(m proto.Message) error {
 	return checkMessage(r, "", 0)
 }
 
-// fieldsOK is the fast pass of CheckFields: whether every field is good,
-// in any order.
+// fieldsOK is the fast pass of CheckFields: whether every field is good.
+// It walks the descriptor's fields (no closure per message) and the JSON
+// values of google.protobuf.Value directly, the common nested messages.
 func fieldsOK(m protoreflect.Message, depth int) bool {
 	if depth > maxFieldDepth {
 		return false
 	}
-	ok := true
-	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+	switch x := m.Interface().(type) {
+	case *structpb.Value:
+		return valueFieldsOK(x, depth)
+	case *structpb.Struct:
+		return structFieldsOK(x, depth)
+	case *structpb.ListValue:
+		return listFieldsOK(x, depth)
+	}
+	fields := m.Descriptor().Fields()
+	for i := 0; i < fields.Len(); i++ {
+		fd := fields.Get(i)
+		if !m.Has(fd) {
+			continue
+		}
+		v := m.Get(fd)
 		switch {
 		case fd.IsMap():
+			ok := true
 			v.Map().Range(func(k protoreflect.MapKey, x protoreflect.Value) bool {
 				ok = scalarOK(fd.MapKey(), k.Value(), depth) && scalarOK(fd.MapValue(), x, depth)
 				return ok
 			})
+			if !ok {
+				return false
+			}
 		case fd.IsList():
 			l := v.List()
-			for i := 0; i < l.Len() && ok; i++ {
-				ok = scalarOK(fd, l.Get(i), depth)
+			for j := 0; j < l.Len(); j++ {
+				if !scalarOK(fd, l.Get(j), depth) {
+					return false
+				}
 			}
 		default:
-			ok = scalarOK(fd, v, depth)
+			if !scalarOK(fd, v, depth) {
+				return false
+			}
 		}
-		return ok
-	})
-	return ok
+	}
+	return true
 }
 
 func scalarOK(fd protoreflect.FieldDescriptor, v protoreflect.Value, depth int) bool {
@@ -73,6 +95,41 @@ func scalarOK(fd protoreflect.FieldDescriptor, v protoreflect.Value, depth int) 
 		return !math.IsNaN(f) && !math.IsInf(f, 0)
 	case protoreflect.MessageKind, protoreflect.GroupKind:
 		return fieldsOK(v.Message(), depth+1)
+	}
+	return true
+}
+
+func valueFieldsOK(v *structpb.Value, depth int) bool {
+	if depth > maxFieldDepth {
+		return false
+	}
+	switch k := v.GetKind().(type) {
+	case *structpb.Value_StringValue:
+		return utf8.ValidString(k.StringValue)
+	case *structpb.Value_NumberValue:
+		return !math.IsNaN(k.NumberValue) && !math.IsInf(k.NumberValue, 0)
+	case *structpb.Value_StructValue:
+		return structFieldsOK(k.StructValue, depth+1)
+	case *structpb.Value_ListValue:
+		return listFieldsOK(k.ListValue, depth+1)
+	}
+	return true
+}
+
+func structFieldsOK(s *structpb.Struct, depth int) bool {
+	for k, v := range s.GetFields() { //hubd:orderless all must be good; the slow pass names the first in key order
+		if !utf8.ValidString(k) || !valueFieldsOK(v, depth+1) {
+			return false
+		}
+	}
+	return true
+}
+
+func listFieldsOK(l *structpb.ListValue, depth int) bool {
+	for _, v := range l.GetValues() {
+		if !valueFieldsOK(v, depth+1) {
+			return false
+		}
 	}
 	return true
 }

@@ -11,13 +11,13 @@ import (
 	"github.com/hubd/hubd/session"
 )
 
-// Codec is the server's gRPC codec: the proto codec, except that requests
-// are decoded without protobuf's UTF-8 check (by vtprotobuf's decoder,
-// which every hubpb message has). gRPC turns a request that fails to
-// decode into a bare Internal status, before hubd sees it; decoded, the
-// interceptors check every string and number (session.CheckFields) and
-// answer MALFORMED naming the field. Responses are encoded as the proto
-// codec does.
+// Codec is the server's gRPC codec: the proto codec, except that a request
+// protobuf refuses (a string that is not UTF-8, which gRPC answers with a
+// bare Internal before hubd sees it) is decoded again by vtprotobuf's
+// decoder, which does not check UTF-8, and marked; the interceptors then
+// check its strings and numbers (session.CheckFields) and answer MALFORMED
+// naming the field. Bytes neither decoder takes are marked too, and
+// answered MALFORMED. Responses are encoded as the proto codec does.
 func Codec() encoding.CodecV2 { return codec{base: encoding.GetCodecV2("proto")} }
 
 type codec struct{ base encoding.CodecV2 }
@@ -38,49 +38,75 @@ func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
 	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
 	defer buf.Free()
 	b := buf.ReadOnlyData()
-	if m.UnmarshalVT(b) == nil {
-		return nil
-	}
-	// vtprotobuf refuses some input protobuf takes (a known field with
-	// another wire type is an unknown field to protobuf); and what
-	// neither takes is answered MALFORMED by checkRequest, from the mark
-	// left here, rather than Internal by gRPC.
-	proto.Reset(m)
-	err := proto.UnmarshalOptions{}.Unmarshal(b, m)
+	err := proto.Unmarshal(b, m)
 	if err == nil {
+		return nil // the common case: as gRPC's own codec
+	}
+	proto.Reset(m)
+	if m.UnmarshalVT(b) == nil {
+		mark(m, markUnchecked, "")
 		return nil
 	}
 	proto.Reset(m)
-	m.ProtoReflect().SetUnknown(protowire.AppendBytes(protowire.AppendTag(nil, undecodedField, protowire.BytesType),
-		[]byte(fmt.Sprintf("the request is not a %s: %v", m.ProtoReflect().Descriptor().FullName(), err))))
+	mark(m, markUndecoded, fmt.Sprintf("the request is not a %s: %v", m.ProtoReflect().Descriptor().FullName(), err))
 	return nil
 }
 
-// undecodedField is the field number of the mark a request that did not
-// decode carries: the largest there is, used by no hubd message.
-const undecodedField = protowire.MaxValidNumber
+// The marks the codec leaves on a request, as an unknown field of the
+// largest field number (used by no hubd message): what checkRequest must
+// do about it.
+const (
+	markField     = protowire.MaxValidNumber
+	markUnchecked = 'u' // decoded without the UTF-8 check: check it
+	markUndecoded = 'x' // did not decode: refuse it (the rest is why)
+)
 
-// undecoded returns the mark's message, if m carries it.
-func undecoded(m proto.Message) (string, bool) {
-	u := m.ProtoReflect().GetUnknown()
-	num, typ, n := protowire.ConsumeTag(u)
-	if n < 0 || num != undecodedField || typ != protowire.BytesType {
-		return "", false
-	}
-	msg, k := protowire.ConsumeBytes(u[n:])
-	return string(msg), k >= 0
+// mark appends a mark to m's unknown fields.
+func mark(m proto.Message, kind byte, msg string) {
+	r := m.ProtoReflect()
+	r.SetUnknown(protowire.AppendBytes(protowire.AppendTag(r.GetUnknown(), markField, protowire.BytesType), append([]byte{kind}, msg...)))
 }
 
-func (codec) Name() string { return "proto" }
+// takeMark removes the codec's mark from m and returns it, if m has one
+// (it is the last unknown field).
+func takeMark(m proto.Message) (kind byte, msg string, ok bool) {
+	r := m.ProtoReflect()
+	u := r.GetUnknown()
+	for i := 0; i < len(u); {
+		num, typ, n := protowire.ConsumeTag(u[i:])
+		if n < 0 {
+			return 0, "", false
+		}
+		l := protowire.ConsumeFieldValue(num, typ, u[i+n:])
+		if l < 0 {
+			return 0, "", false
+		}
+		if num == markField && typ == protowire.BytesType && i+n+l == len(u) {
+			v, _ := protowire.ConsumeBytes(u[i+n:])
+			if len(v) == 0 {
+				return 0, "", false
+			}
+			r.SetUnknown(u[:i])
+			return v[0], string(v[1:]), true
+		}
+		i += n + l
+	}
+	return 0, "", false
+}
 
-// checkRequest refuses a request with a string that is not UTF-8 or a
-// number that is not finite, naming the field.
+// checkRequest acts on the codec's mark: a request that did not decode is
+// MALFORMED, one decoded without the UTF-8 check is checked, naming the
+// first bad field.
 func checkRequest(req any) error {
 	m, ok := req.(proto.Message)
 	if !ok {
 		return nil
 	}
-	if msg, bad := undecoded(m); bad {
+	kind, msg, ok := takeMark(m)
+	switch {
+	case !ok:
+		return nil
+	case kind == markUndecoded:
 		return fmt.Errorf("%s: %w", msg, session.ErrMalformed)
 	}
 	if err := session.CheckFields(m); err != nil {
@@ -88,3 +114,5 @@ func checkRequest(req any) error {
 	}
 	return nil
 }
+
+func (codec) Name() string { return "proto" }
