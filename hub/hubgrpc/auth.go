@@ -119,6 +119,9 @@ func (a *Authenticator) authenticate(ctx context.Context) (Identity, error) {
 		return id, nil
 	}
 	if cn := peerCommonName(ctx); cn != "" {
+		if err := session.CheckName(cn); err != nil {
+			return Identity{}, fmt.Errorf("the client certificate's common name is no agent name (%v): %w", err, ErrUnauthenticated)
+		}
 		return a.withOperator(Identity{Agent: cn}), nil
 	}
 	if a.Dev {
