@@ -1,6 +1,8 @@
 package adapters
 
 import (
+	"google.golang.org/protobuf/types/known/structpb"
+
 	"encoding/json"
 
 	"github.com/hubd/hubd/hubpb"
@@ -19,6 +21,15 @@ type Adapter interface {
 	// Expectations returns the type's default expectations, used when the
 	// opener gives none.
 	Expectations() []*hubpb.Expectation
+}
+
+// KnobDefaulter is an Adapter with default knobs: the hub adds them to a
+// new session's metadata (so they are logged, and a session replays with
+// the knobs it was opened with) when the opener did not set them.
+type KnobDefaulter interface {
+	// DefaultKnobs returns the knobs to add to new metadata meta; nil for
+	// none. Errors are left to Start.
+	DefaultKnobs(meta *hubpb.SessionMeta) map[string]*structpb.Value
 }
 
 // State is one session's adapter state. It is owned by one goroutine at a

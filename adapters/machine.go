@@ -63,6 +63,9 @@ func (m *Machine) Admit(env *hubpb.Envelope) error {
 	if err := session.CheckEnvelope(env); err != nil {
 		return err
 	}
+	if err := m.checkAudience(env); err != nil {
+		return err
+	}
 	switch {
 	case session.IsLifecycle(t):
 		return nil
@@ -74,6 +77,21 @@ func (m *Machine) Admit(env *hubpb.Envelope) error {
 		return m.admitTurn(env)
 	}
 	return m.Turns.Validate(env)
+}
+
+// checkAudience refuses an agent's envelope addressed to someone who is
+// not a participant: it would reach nobody, silently.
+func (m *Machine) checkAudience(env *hubpb.Envelope) error {
+	if env.GetFrom() == "" {
+		return nil
+	}
+	for _, n := range env.GetAudience().GetNames() {
+		if !session.IsParticipant(m.Meta, n) {
+			return fmt.Errorf("audience names %q, who is not a participant (participants: %s): %w",
+				n, strings.Join(session.Names(m.Meta), ", "), session.ErrMalformed)
+		}
+	}
+	return nil
 }
 
 // admitSender checks who may write env: participants (not the hub's

@@ -44,10 +44,16 @@ type Options struct {
 	Insecure bool
 	// DialOptions are appended to the client's own (and so override them).
 	DialOptions []grpc.DialOption
-	// SendAttempts is how many times a send is tried when the hub is
-	// unavailable, always with the same client message id so a retry never
-	// duplicates; default 3, 1 disables retries.
+	// SendAttempts caps how many times a send (or another idempotent
+	// call: delegate, answer) is tried when the hub is unavailable; 0 (the
+	// default) leaves it to RetryBudget, 1 disables retries.
 	SendAttempts int
+	// RetryBudget is how long a send keeps being retried while the hub is
+	// unavailable (a restart, a network blip), from its first try: between
+	// tries the client waits for the connection to be ready again, and
+	// every try carries the same client message id, so the hub writes the
+	// send once. Default DefaultRetryBudget; negative: no retries.
+	RetryBudget time.Duration
 	// Logf, when set, receives the client's diagnostics (reconnects,
 	// stale turns, ignored errors), one line per call.
 	Logf func(format string, args ...any)
@@ -60,8 +66,14 @@ type Client struct {
 	rpc      hubsvc.HubClient
 	name     string
 	attempts int
+	budget   time.Duration
 	logf     func(format string, args ...any)
 }
+
+// DefaultRetryBudget is Options.RetryBudget's default: longer than a hub
+// takes to restart, short enough for an agent to give up on a hub that
+// is gone.
+const DefaultRetryBudget = 10 * time.Second
 
 // Dial connects to the hub at target ("host:port", or any gRPC target) as
 // the agent of opts, and waits until the connection is ready or ctx is
@@ -81,9 +93,15 @@ func Dial(ctx context.Context, target string, opts Options) (*Client, error) {
 		conn.Close()
 		return nil, fmt.Errorf("agentsdk: dial %s: %w", target, err)
 	}
-	c := &Client{conn: conn, rpc: hubsvc.NewHubClient(conn), name: opts.Name, attempts: opts.SendAttempts, logf: opts.Logf}
-	if c.attempts <= 0 {
-		c.attempts = 3
+	c := &Client{conn: conn, rpc: hubsvc.NewHubClient(conn), name: opts.Name, attempts: opts.SendAttempts, budget: opts.RetryBudget, logf: opts.Logf}
+	if c.attempts < 0 {
+		c.attempts = 0
+	}
+	switch {
+	case c.budget == 0:
+		c.budget = DefaultRetryBudget
+	case c.budget < 0:
+		c.attempts = 1
 	}
 	if c.logf == nil {
 		c.logf = func(string, ...any) {}

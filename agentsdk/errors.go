@@ -88,6 +88,13 @@ var (
 	// ErrBadAnswer: the answer does not fit its question; the message says
 	// what would be valid (BAD_ANSWER).
 	ErrBadAnswer = errors.New("agentsdk: bad answer")
+	// ErrIdempotencyConflict: an open reused an idempotency key of an
+	// earlier one with other parameters (IDEMPOTENCY_CONFLICT); use a
+	// new key.
+	ErrIdempotencyConflict = errors.New("agentsdk: idempotency key reused with other parameters")
+	// ErrQuarantined: the session's log is damaged; it serves nothing
+	// until an operator restores it (QUARANTINED). Not retryable.
+	ErrQuarantined = errors.New("agentsdk: session quarantined")
 	// ErrWithdrawn: a question was withdrawn before it was answered, its
 	// session having ended (a question_closed envelope; the SDK's own,
 	// no hub reason).
@@ -124,6 +131,8 @@ var sentinels = map[hubpb.Reason]error{
 	hubpb.Reason_TURN_HELD:                ErrTurnHeld,
 	hubpb.Reason_DELEGATE_NOT_ALLOWED:     ErrDelegateNotAllowed,
 	hubpb.Reason_BAD_ANSWER:               ErrBadAnswer,
+	hubpb.Reason_IDEMPOTENCY_CONFLICT:     ErrIdempotencyConflict,
+	hubpb.Reason_QUARANTINED:              ErrQuarantined,
 }
 
 // sentinelOf returns the sentinel of a reason name, nil for an unknown one.
@@ -143,6 +152,10 @@ func sentinelOfCode(c codes.Code) error {
 		return ErrUnavailable
 	case codes.Unauthenticated:
 		return ErrUnauthenticated
+	case codes.ResourceExhausted:
+		// gRPC's own refusal of a message over its size cap, before the
+		// hub saw it (or the client's cap on what it sends).
+		return ErrTooLarge
 	case codes.Canceled:
 		return context.Canceled
 	case codes.DeadlineExceeded:

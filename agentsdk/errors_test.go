@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -140,7 +141,8 @@ func TestLimitReached(t *testing.T) {
 func TestDraining(t *testing.T) {
 	ctx := testCtx(t)
 	h := startAt(t, ctx, "", "")
-	alice := dial(t, h.Addr(), "alice")
+	// A short retry budget: a send to a stopped hub fails once it is spent.
+	alice := dial(t, h.Addr(), "alice", func(o *agentsdk.Options) { o.RetryBudget = 300 * time.Millisecond })
 	s := openPipeline(t, ctx, alice)
 	w, err := alice.Watch(ctx, s.ID(), 0)
 	if err != nil {

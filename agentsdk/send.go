@@ -3,8 +3,6 @@ package agentsdk
 import (
 	"context"
 	"crypto/rand"
-	"errors"
-	"time"
 
 	"github.com/hubd/hubd/hubpb"
 )
@@ -88,9 +86,9 @@ func (c *Client) SendEvent(ctx context.Context, sessionID, eventType string, dat
 
 // Send sends any envelope (questions, answers, task progress, ...); the
 // hub sets its session, seq, id, sender and time. env is not modified. A
-// send the hub cannot take now ([ErrUnavailable]) is retried up to
-// Options.SendAttempts times with the same client message id, so it is
-// written at most once.
+// send the hub cannot take now ([ErrUnavailable]) is retried within
+// Options.RetryBudget, each time once the connection is ready, with the
+// same client message id, so it is written at most once.
 func (c *Client) Send(ctx context.Context, sessionID string, env *hubpb.Envelope, opts ...SendOption) (Ack, error) {
 	return c.sendOwned(ctx, sessionID, cloneEnvelope(env), opts...)
 }
@@ -106,23 +104,19 @@ func (c *Client) sendOwned(ctx context.Context, sessionID string, e *hubpb.Envel
 	return c.send(ctx, sessionID, e, c.attempts)
 }
 
-// send sends e, trying up to attempts times while the hub is unavailable.
+// send sends e, retrying while the hub is unavailable within the
+// client's retry budget, up to attempts tries (0: no cap).
 func (c *Client) send(ctx context.Context, sessionID string, e *hubpb.Envelope, attempts int) (Ack, error) {
 	req := &hubpb.SendRequest{SessionId: sessionID, Envelope: e}
-	for attempt := 1; ; attempt++ {
+	var ack Ack
+	err := c.retry(ctx, "send to "+sessionID, attempts, func() error {
 		resp, err := c.rpc.Send(ctx, req)
 		if err == nil {
-			return Ack{SendResponse: resp, ClientMsgID: e.GetClientMsgId()}, nil
+			ack = Ack{SendResponse: resp, ClientMsgID: e.GetClientMsgId()}
 		}
-		err = wrapErr("send", err)
-		if attempt >= attempts || !errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
-			return Ack{}, err
-		}
-		c.logf("agentsdk: send to %s: %v; retrying (%d/%d)", sessionID, err, attempt, attempts)
-		if !sleep(ctx, backoffDelay(attempt, 50*time.Millisecond, time.Second)) {
-			return Ack{}, err
-		}
-	}
+		return wrapErr("send", err)
+	})
+	return ack, err
 }
 
 func cloneEnvelope(env *hubpb.Envelope) *hubpb.Envelope {

@@ -96,6 +96,15 @@ func TestTLSToken(t *testing.T) {
 	if c := openPipeline(t, ctx, alice).GetMeta().GetCreator(); c != "alice" {
 		t.Errorf("creator %q", c)
 	}
+	// A common name that is no agent name (a bidirectional override) is
+	// refused, not taken as the agent.
+	evil := p.issue(t, "ev\u202eil", x509.ExtKeyUsageClientAuth)
+	mallory := dial(t, addr, "", func(o *agentsdk.Options) {
+		o.Name, o.TLS = "", &tls.Config{RootCAs: p.pool, Certificates: []tls.Certificate{evil}}
+	})
+	if _, _, err := mallory.ListSessions(ctx, agentsdk.ListOptions{}); !errors.Is(err, agentsdk.ErrUnauthenticated) {
+		t.Errorf("a certificate named with a bidirectional override: %v", err)
+	}
 }
 
 // TestMutualTLS: the client certificate names the agent; no name, no
@@ -110,6 +119,15 @@ func TestMutualTLS(t *testing.T) {
 	})
 	if c := openPipeline(t, ctx, alice).GetMeta().GetCreator(); c != "alice" {
 		t.Errorf("creator %q", c)
+	}
+	// A common name that is no agent name (a bidirectional override) is
+	// refused, not taken as the agent.
+	evil := p.issue(t, "ev\u202eil", x509.ExtKeyUsageClientAuth)
+	mallory := dial(t, addr, "", func(o *agentsdk.Options) {
+		o.Name, o.TLS = "", &tls.Config{RootCAs: p.pool, Certificates: []tls.Certificate{evil}}
+	})
+	if _, _, err := mallory.ListSessions(ctx, agentsdk.ListOptions{}); !errors.Is(err, agentsdk.ErrUnauthenticated) {
+		t.Errorf("a certificate named with a bidirectional override: %v", err)
 	}
 	// Without a certificate the handshake fails: Dial waits until ctx ends.
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)

@@ -105,6 +105,19 @@ type Config struct {
 	MaxEnvelopeBytes int           // default 1 MiB: an envelope's stored size
 	MaxOpenPerAgent  int           // default 0: no limit on pending/open sessions an agent created
 	SubscriberBuffer int           // default 4096: deliveries buffered per subscriber before it is cut off
+
+	// Limits on what an open (or a delegated child) carries; over one the
+	// open is refused with TOO_LARGE (a duration: MALFORMED), the message
+	// naming the limit and the value sent. docs/OPERATIONS.md lists them.
+	MaxMetaBytes    int           // default 512 KiB: a session's stored metadata, all of it
+	MaxLabels       int           // default 64: labels per session
+	MaxLabelBytes   int           // default 16 KiB: the labels' keys and values together
+	MaxKnobBytes    int           // default 64 KiB: the knobs' JSON (the graph aside)
+	MaxGraphBytes   int           // default 256 KiB: the workflow graph's JSON
+	MaxParticipants int           // default 256: participants per session
+	MaxExpectations int           // default 32: expectations per session
+	MinExpectation  time.Duration // default 1s: the least expectation threshold
+	MaxTTL          time.Duration // default 10 years (session.MaxDuration, also the most): the longest ttl
 }
 
 // Validate reports a missing required field or a negative limit.
@@ -116,11 +129,20 @@ func (c *Config) Validate() error {
 	if c.Adapters == nil {
 		errs = append(errs, errors.New("hub: Config.Adapters is required"))
 	}
-	if c.InviteTimeout < 0 || c.MaxDepth < 0 || c.MaxEnvelopeBytes < 0 || c.MaxOpenPerAgent < 0 || c.SubscriberBuffer < 0 {
+	if c.InviteTimeout < 0 || c.MaxDepth < 0 || c.MaxEnvelopeBytes < 0 || c.MaxOpenPerAgent < 0 || c.SubscriberBuffer < 0 ||
+		c.MaxLabels < 0 || c.MaxMetaBytes < 0 || c.MaxLabelBytes < 0 || c.MaxKnobBytes < 0 || c.MaxGraphBytes < 0 || c.MaxParticipants < 0 ||
+		c.MaxExpectations < 0 || c.MinExpectation < 0 || c.MaxTTL < 0 {
 		errs = append(errs, fmt.Errorf("hub: negative limit in config"))
+	}
+	if c.MaxTTL > session.MaxDuration {
+		errs = append(errs, fmt.Errorf("hub: Config.MaxTTL %v is over the most, %v", c.MaxTTL, session.MaxDuration))
 	}
 	return errors.Join(errs...)
 }
+
+// WithDefaults returns c with the default of every zero optional field
+// filled in: the limits the hub applies.
+func (c Config) WithDefaults() Config { return c.withDefaults() }
 
 func (c Config) withDefaults() Config {
 	if c.Clock == nil {
@@ -143,6 +165,24 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SubscriberBuffer == 0 {
 		c.SubscriberBuffer = 4096
+	}
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.MaxMetaBytes, DefaultMaxMetaBytes)
+	def(&c.MaxLabels, DefaultMaxLabels)
+	def(&c.MaxLabelBytes, DefaultMaxLabelBytes)
+	def(&c.MaxKnobBytes, DefaultMaxKnobBytes)
+	def(&c.MaxGraphBytes, DefaultMaxGraphBytes)
+	def(&c.MaxParticipants, DefaultMaxParticipants)
+	def(&c.MaxExpectations, DefaultMaxExpectations)
+	if c.MinExpectation == 0 {
+		c.MinExpectation = DefaultMinExpectation
+	}
+	if c.MaxTTL == 0 {
+		c.MaxTTL = DefaultMaxTTL
 	}
 	return c
 }

@@ -3,10 +3,12 @@ package hub
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/hubd/hubd/adapters"
 	"github.com/hubd/hubd/hubpb"
@@ -176,6 +178,18 @@ func (h *Hub) machine(meta *hubpb.SessionMeta, typ session.Type, defaults bool) 
 	if defaults {
 		meta.Expectations = a.Expectations()
 	}
+	if d, ok := a.(adapters.KnobDefaulter); ok {
+		if add := d.DefaultKnobs(meta); len(add) > 0 {
+			knobs := maps.Clone(meta.Knobs) // the interner's map is shared
+			if knobs == nil {
+				knobs = map[string]*structpb.Value{}
+			}
+			for _, k := range slices.Sorted(maps.Keys(add)) {
+				knobs[k] = add[k]
+			}
+			meta.Knobs = knobs
+		}
+	}
 	return adapters.NewMachine(a, meta)
 }
 
@@ -198,6 +212,12 @@ func (h *Hub) delegate(ctx context.Context, p *sess, env *hubpb.Envelope, kids [
 			h.abandon(pl)
 			undo()
 			return nil, fmt.Errorf("encoding metadata: %v: %w", err, session.ErrMalformed)
+		}
+		if len(meta) > h.cfg.MaxMetaBytes {
+			h.abandon(pl)
+			undo()
+			return nil, fmt.Errorf("child %s: its metadata is %d bytes stored, the limit is %d (MaxMetaBytes): %w",
+				k.meta.GetSessionId(), len(meta), h.cfg.MaxMetaBytes, ErrTooLarge)
 		}
 		if err := h.reserve(k, ""); err != nil {
 			h.abandon(pl)

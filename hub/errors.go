@@ -13,8 +13,9 @@ var (
 	ErrImpersonation = session.NewError(hubpb.Reason_IMPERSONATION, "hub: impersonation")
 	// ErrUnknownSession: no session has that id.
 	ErrUnknownSession = session.NewError(hubpb.Reason_UNKNOWN_SESSION, "hub: unknown session")
-	// ErrTooLarge: an envelope over the size limit.
-	ErrTooLarge = session.NewError(hubpb.Reason_TOO_LARGE, "hub: envelope too large")
+	// ErrTooLarge: an envelope, or what an open carries (labels, knobs,
+	// graph, participants, expectations, metadata), over its limit.
+	ErrTooLarge = session.NewError(hubpb.Reason_TOO_LARGE, "hub: too large")
 	// ErrPermissionDenied: the caller may not do this to the session (only
 	// its creator closes it, only participants read it).
 	ErrPermissionDenied = session.NewError(hubpb.Reason_PERMISSION_DENIED, "hub: permission denied")
@@ -32,6 +33,12 @@ var (
 	// wraps it in the error of an append that wrote nothing for that
 	// reason.
 	ErrDiskFull = session.NewError(hubpb.Reason_DISK_FULL, "hub: disk full")
+	// ErrIdempotencyConflict: an open reused an open key of the same
+	// creator with other parameters.
+	ErrIdempotencyConflict = session.NewError(hubpb.Reason_IDEMPOTENCY_CONFLICT, "hub: idempotency key reused with other parameters")
+	// ErrQuarantined: the session's log is damaged (found at hydrate); it
+	// serves nothing until an operator restores it.
+	ErrQuarantined = session.NewError(hubpb.Reason_QUARANTINED, "hub: session quarantined")
 	// ErrClosed: the hub is shutting down or closed.
 	ErrClosed = session.NewError(hubpb.Reason_DRAINING, "hub: closed")
 	// ErrSlowSubscriber: a subscriber fell behind its buffer and was cut

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -31,6 +32,9 @@ type Hub struct {
 	openCount   map[string]int                  // creator → pending or open sessions
 	subs        map[string][]*Subscription      // agent → live subscriptions
 	quarantined map[session.ID]error
+	// quarantinedMeta is the stored metadata of the quarantined sessions
+	// whose metadata decodes: who takes part, for listings and answers.
+	quarantinedMeta map[session.ID]*hubpb.SessionMeta
 
 	interned interner // knob values shared between sessions
 	sched    scheduler
@@ -128,7 +132,8 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 		cfg: cfg, wal: cfg.Log, clock: cfg.Clock, logger: cfg.Logger,
 		sessions: map[session.ID]*sess{}, byAgent: map[string]map[session.ID]*sess{},
 		openKeys: map[string]session.ID{}, threads: map[string]*sess{}, askers: map[session.ID]*sess{}, openCount: map[string]int{}, subs: map[string][]*Subscription{},
-		quarantined: map[session.ID]error{},
+		quarantined:     map[session.ID]error{},
+		quarantinedMeta: map[session.ID]*hubpb.SessionMeta{},
 	}
 	h.sched.init(h)
 	if err := h.hydrate(ctx); err != nil {
@@ -200,9 +205,26 @@ func (h *Hub) lookup(id session.ID) (*sess, error) {
 		return s, nil
 	}
 	if q != nil {
-		return nil, fmt.Errorf("session %v is quarantined: %v: %w", id, q, ErrSessionFailed)
+		return nil, fmt.Errorf("session %v is quarantined: its log is damaged, and it serves nothing until an operator restores it: %w", id, ErrQuarantined)
 	}
 	return nil, fmt.Errorf("no session %v: %w", id, ErrUnknownSession)
+}
+
+// lookupFor is lookup for agent: a quarantined session's participants (by
+// its stored metadata, when that decodes) and operators also get what was
+// found wrong with it; others only that it is quarantined.
+func (h *Hub) lookupFor(id session.ID, agent string, operator bool) (*sess, error) {
+	s, err := h.lookup(id)
+	if err == nil || !errors.Is(err, ErrQuarantined) {
+		return s, err
+	}
+	h.mu.RLock()
+	q, meta := h.quarantined[id], h.quarantinedMeta[id]
+	h.mu.RUnlock()
+	if operator || (meta != nil && session.IsParticipant(meta, agent)) {
+		return nil, fmt.Errorf("session %v is quarantined (%v): it serves nothing until an operator restores it: %w", id, q, ErrQuarantined)
+	}
+	return nil, err
 }
 
 // index adds a session to the hub's indexes.

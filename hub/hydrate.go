@@ -94,7 +94,9 @@ func (h *Hub) foldRange(ctx context.Context, ids []session.ID, all map[session.I
 	for _, id := range ids {
 		l := all[id]
 		l.s, l.err = h.start(l.meta, id)
-		l.meta = nil
+		if l.err == nil {
+			l.meta = nil // kept otherwise: a quarantined session is listed with it
+		}
 	}
 	var n int64
 	var lastID session.ID
@@ -191,6 +193,11 @@ func (h *Hub) install(order []session.ID, all map[session.ID]*loading) int {
 		}
 		if l.err != nil {
 			h.quarantined[id] = l.err
+			if l.s != nil {
+				h.quarantinedMeta[id] = l.s.meta
+			} else if m, err := session.UnmarshalMeta(l.meta); err == nil && m.GetSessionId() != "" {
+				h.quarantinedMeta[id] = m
+			}
 			h.logger.Error().Err(l.err).Str("session", id.String()).Msg("hydrate: session quarantined")
 			if f := h.cfg.Hooks.SessionFailed; f != nil {
 				f(id, l.err)

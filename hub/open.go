@@ -36,11 +36,19 @@ func (h *Hub) Open(ctx context.Context, creator string, req *hubpb.OpenRequest) 
 	if err := session.CheckName(creator); err != nil {
 		return nil, err
 	}
-	if req.GetParentSessionId() != "" {
+	if p := req.GetParentSessionId(); p != "" {
+		if id, err := session.ParseID(p); err == nil && id.IsZero() {
+			return nil, fmt.Errorf("parent_session_id %s is the nil UUID, which names no session (leave it empty for a session without a parent): %w",
+				p, session.ErrMalformed)
+		}
 		return h.openChild(ctx, creator, req)
 	}
 	if key := req.GetIdempotencyKey(); key != "" {
 		if s, ok := h.existing(creator, key); ok {
+			if field := h.openDiff(creator, s.meta, req); field != "" {
+				return nil, fmt.Errorf("idempotency key %q made session %s, and this open differs in %s: use a new key: %w",
+					key, s.meta.GetSessionId(), field, ErrIdempotencyConflict)
+			}
 			return h.openResponse(ctx, s, true)
 		}
 	}
@@ -104,6 +112,9 @@ func (h *Hub) create(ctx context.Context, m *adapters.Machine, task string) (*se
 	if err != nil {
 		return nil, fmt.Errorf("encoding metadata: %v: %w", err, session.ErrMalformed)
 	}
+	if len(encMeta) > h.cfg.MaxMetaBytes {
+		return nil, fmt.Errorf("the session's metadata is %d bytes stored, the limit is %d (MaxMetaBytes): %w", len(encMeta), h.cfg.MaxMetaBytes, ErrTooLarge)
+	}
 	id, _ := session.ParseID(m.Meta.GetSessionId())
 	s := newSess(id, m)
 	s.tree = newTree(id)
@@ -139,6 +150,9 @@ func (h *Hub) openResponse(ctx context.Context, s *sess, existing bool) (*hubpb.
 
 // buildMeta checks the request and makes the session's metadata.
 func (h *Hub) buildMeta(creator string, req *hubpb.OpenRequest) (*hubpb.SessionMeta, session.Type, error) {
+	if err := h.checkOpenLimits(req); err != nil {
+		return nil, session.Type{}, err
+	}
 	typ, err := session.ParseType(req.GetType())
 	if err != nil {
 		return nil, typ, err
@@ -301,4 +315,94 @@ func (h *Hub) unreserve(s *sess, key string) {
 	}
 	h.openCount[s.meta.GetCreator()]--
 	h.sched.remove(s)
+}
+
+// openDiff names the first parameter in which req differs from the open
+// that made meta, "" when it is the same open (a retry). Unset invite
+// timeout and expectations mean the defaults and match whatever they
+// were; the task is not part of the metadata and not compared.
+func (h *Hub) openDiff(creator string, meta *hubpb.SessionMeta, req *hubpb.OpenRequest) string {
+	typ, err := session.ParseType(req.GetType())
+	if err != nil || typ.String() != meta.GetType() {
+		return "type"
+	}
+	ps := req.GetParticipants()
+	if !slices.ContainsFunc(ps, func(p *hubpb.Participant) bool { return p.GetName() == creator }) {
+		ps = append([]*hubpb.Participant{{Name: creator, Role: "creator"}}, ps...)
+	}
+	if !slices.EqualFunc(ps, meta.GetParticipants(), func(a, b *hubpb.Participant) bool { return proto.Equal(a, b) }) {
+		return "participants"
+	}
+	if !maps.Equal(req.GetLabels(), meta.GetLabels()) {
+		return "labels"
+	}
+	ks, err := knobs(req)
+	if err != nil || !sameKnobs(h.withDefaultKnobs(typ, ks), meta.GetKnobs()) {
+		return "knobs or graph"
+	}
+	if session.Duration(req.GetTtl()) != session.Duration(meta.GetTtl()) {
+		return "ttl"
+	}
+	if it := req.GetInviteTimeout(); it != nil && session.Duration(it) != session.Duration(meta.GetInviteTimeout()) {
+		return "invite_timeout"
+	}
+	if e := req.GetExpectations(); e != nil && !slices.EqualFunc(e.GetItems(), meta.GetExpectations(),
+		func(a, b *hubpb.Expectation) bool { return proto.Equal(a, b) }) {
+		return "expectations"
+	}
+	switch {
+	case !slices.Equal(req.GetDelegates(), meta.GetDelegates()):
+		return "delegates"
+	case !proto.Equal(req.GetBudget(), meta.GetBudget()):
+		return "budget"
+	case req.GetThreadKey() != meta.GetThreadKey():
+		return "thread_key"
+	}
+	return ""
+}
+
+// sameKnobs reports whether two sets of knobs hold the same JSON values.
+func sameKnobs(a, b map[string]*structpb.Value) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, va := range a { //hubd:orderless all must match
+		vb, ok := b[k]
+		if !ok {
+			return false
+		}
+		ja, errA := session.ValueJSON(va)
+		jb, errB := session.ValueJSON(vb)
+		if errA != nil || errB != nil || string(ja) != string(jb) {
+			return false
+		}
+	}
+	return true
+}
+
+// withDefaultKnobs returns knobs with the defaults the session type adds at
+// open (see machine), as a retry's knobs compare with the logged ones.
+func (h *Hub) withDefaultKnobs(typ session.Type, knobs map[string]*structpb.Value) map[string]*structpb.Value {
+	a, err := h.cfg.Adapters.Lookup(typ)
+	if err != nil {
+		return knobs
+	}
+	d, ok := a.(adapters.KnobDefaulter)
+	if !ok {
+		return knobs
+	}
+	add := d.DefaultKnobs(&hubpb.SessionMeta{Knobs: knobs})
+	if len(add) == 0 {
+		return knobs
+	}
+	out := maps.Clone(knobs)
+	if out == nil {
+		out = map[string]*structpb.Value{}
+	}
+	for k, v := range add { //hubd:orderless a set
+		if _, set := out[k]; !set {
+			out[k] = v
+		}
+	}
+	return out
 }

@@ -52,8 +52,46 @@ func TestQuarantine(t *testing.T) {
 	if _, err := h.Send(ctx, "a", healthy, textEnv("still here")); err != nil {
 		t.Fatalf("the healthy session does not serve: %v", err)
 	}
+	// Not retryable; the participant and the operator learn what was
+	// found, an outsider only that the session is quarantined.
 	_, err = h.Send(ctx, "a", corrupt, textEnv("x"))
-	if !errors.Is(err, hub.ErrSessionFailed) || !strings.Contains(err.Error(), "quarantined") {
-		t.Fatalf("send to a quarantined session: %v", err)
+	if !errors.Is(err, hub.ErrQuarantined) || !strings.Contains(err.Error(), "quarantined") || !strings.Contains(err.Error(), "corrupt") {
+		t.Fatalf("send to a quarantined session by a participant: %v", err)
+	}
+	if r, _ := session.ReasonOf(err); r != hubpb.Reason_QUARANTINED {
+		t.Errorf("reason %v, want QUARANTINED", r)
+	}
+	if _, err := h.Get(ctx, "operator", true, corrupt); !errors.Is(err, hub.ErrQuarantined) || !strings.Contains(err.Error(), "corrupt") {
+		t.Errorf("read by the operator: %v", err)
+	}
+	for _, call := range []func() error{
+		func() error { _, err := h.Send(ctx, "mallory", corrupt, textEnv("x")); return err },
+		func() error { _, err := h.Get(ctx, "mallory", false, corrupt); return err },
+	} {
+		err := call()
+		if !errors.Is(err, hub.ErrQuarantined) || strings.Contains(err.Error(), "corrupt") || strings.Contains(err.Error(), "garbage") {
+			t.Errorf("an outsider's call: %v; want QUARANTINED without the damage", err)
+		}
+	}
+	// Listed as quarantined, to the operator and to its participants.
+	for _, who := range []struct {
+		agent    string
+		operator bool
+		want     int
+	}{{"operator", true, 3}, {"a", false, 3}, {"b", false, 3}, {"mallory", false, 0}} {
+		list, _, err := h.List(who.agent, who.operator, hub.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		states := map[string]string{}
+		for _, info := range list {
+			states[info.GetMeta().GetSessionId()] = info.GetState()
+		}
+		if len(list) != who.want || (who.want > 0 && (states[corrupt.String()] != hub.StateQuarantined || states[gone.String()] != hub.StateQuarantined || states[healthy.String()] != "OPEN")) {
+			t.Errorf("%s lists %v", who.agent, states)
+		}
+	}
+	if list, _, _ := h.List("operator", true, hub.Filter{State: session.StateOpen}); len(list) != 1 {
+		t.Errorf("a filter on OPEN lists %d sessions, want the healthy one", len(list))
 	}
 }

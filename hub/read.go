@@ -105,7 +105,7 @@ func (h *Hub) Snapshot(ctx context.Context, id session.ID) (json.RawMessage, err
 }
 
 func (h *Hub) readable(agent string, operator bool, id session.ID) (*sess, error) {
-	s, err := h.lookup(id)
+	s, err := h.lookupFor(id, agent, operator)
 	if err != nil {
 		return nil, err
 	}
@@ -180,6 +180,7 @@ func (h *Hub) List(agent string, operator bool, f Filter) ([]*hubpb.SessionInfo,
 			hits = append(hits, s)
 		}
 	}
+	hits = append(hits, h.quarantinedListed(agent, operator, f)...)
 	h.mu.RUnlock()
 	slices.SortFunc(hits, func(a, b *sess) int { return compareIDs(a.id, b.id) })
 	var out []*hubpb.SessionInfo
@@ -189,9 +190,33 @@ func (h *Hub) List(agent string, operator bool, f Filter) ([]*hubpb.SessionInfo,
 			next = hits[i-1].id
 			break
 		}
+		if s.m == nil {
+			out = append(out, &hubpb.SessionInfo{Meta: s.meta, State: StateQuarantined})
+			continue
+		}
 		out = append(out, listing(s))
 	}
 	return out, next, nil
+}
+
+// StateQuarantined is the state a listing gives a quarantined session.
+const StateQuarantined = "QUARANTINED"
+
+// quarantinedListed returns the quarantined sessions (with metadata that
+// decodes) agent may see that match f, as stand-ins without a machine
+// (mu held). A filter on the state matches none of them.
+func (h *Hub) quarantinedListed(agent string, operator bool, f Filter) []*sess {
+	var out []*sess
+	for id, meta := range h.quarantinedMeta { //hubd:orderless sorted by the caller
+		if !operator && !session.IsParticipant(meta, agent) {
+			continue
+		}
+		s := &sess{id: id, meta: meta}
+		if f.State == 0 && f.matches(s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func (f Filter) matches(s *sess) bool {

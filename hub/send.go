@@ -37,7 +37,7 @@ func (h *Hub) Send(ctx context.Context, from string, id session.ID, env *hubpb.E
 		return nil, err
 	}
 	actx, admit := h.cfg.Tracer.Start(ctx, spanAdmit, sessionAttr(id))
-	s, err := h.lookup(id)
+	s, err := h.lookupFor(id, from, false)
 	if err != nil {
 		return nil, endSpan(admit, err)
 	}
@@ -149,6 +149,9 @@ func (h *Hub) CloseSession(ctx context.Context, agent string, operator bool, id 
 	}
 	if creator := s.meta.GetCreator(); !operator && agent != creator {
 		return nil, fmt.Errorf("only the creator %q (or an operator) closes session %v, not %q: %w", creator, id, agent, ErrPermissionDenied)
+	}
+	if err := session.CheckText("reason", reason); err != nil {
+		return nil, err
 	}
 	if reason == "" {
 		reason = session.ReasonExplicitClose

@@ -151,29 +151,44 @@ func (h *Hub) runTimers(s *sess) {
 		h.logger.Error().Err(err).Str("session", s.id.String()).Msg("timers not run")
 		return
 	}
-	envs := s.m.Due(h.stamp(s))
-	if len(envs) == 0 {
-		h.sched.update(s)
-		return
-	}
 	// A timer's envelopes belong to the trace of the turn they time.
 	ctx, span := h.cfg.Tracer.Start(continueTrace(ctx, s.trigger), spanTimers, sessionAttr(s.id))
 	defer span.End()
-	all, err := h.commit(ctx, s, envs, nil)
-	if err != nil {
-		// Nothing was written: the deadlines are still due; try again.
-		h.logger.Error().Err(err).Str("session", s.id.String()).Msg("timer envelopes not written; retrying")
-		h.sched.retry(s, h.clock.Now().Add(timerRetry))
-		return
-	}
-	if f := h.cfg.Hooks.TimerFired; f != nil {
-		for _, e := range all {
-			if e.GetFrom() == "" && (e.GetType() == session.EventViolation || session.Ends(e.GetType())) {
-				f(s.id, e)
+	for {
+		envs := s.m.Due(h.stamp(s))
+		if len(envs) == 0 {
+			h.sched.update(s)
+			return
+		}
+		// Many firings at once (a session with many expectations or
+		// question deadlines) are written a bounded number per write, so
+		// that each write fits the log's; the rest are due again at once.
+		more := len(envs) > maxTimerWrite
+		envs = envs[:min(len(envs), maxTimerWrite)]
+		all, err := h.commit(ctx, s, envs, nil)
+		if err != nil {
+			// Nothing was written: the deadlines are still due; try again.
+			h.logger.Error().Err(err).Str("session", s.id.String()).Msg("timer envelopes not written; retrying")
+			h.sched.retry(s, h.clock.Now().Add(timerRetry))
+			return
+		}
+		if f := h.cfg.Hooks.TimerFired; f != nil {
+			for _, e := range all {
+				if e.GetFrom() == "" && (e.GetType() == session.EventViolation || session.Ends(e.GetType())) {
+					f(s.id, e)
+				}
 			}
+		}
+		if !more {
+			return
 		}
 	}
 }
+
+// maxTimerWrite bounds the timer envelopes of one session written at once:
+// 256 violations, each well under 1 KiB stored, stay far below the log's
+// smallest batch.
+const maxTimerWrite = 256
 
 // dueHeap orders sessions by next deadline.
 type dueHeap []*sess

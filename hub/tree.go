@@ -130,7 +130,7 @@ func (h *Hub) checkBudget(ctx context.Context, p *plan) (bool, error) {
 	}
 	u := treeUsage(r)
 	var detail string
-	switch tokens := u.GetInputTokens() + u.GetOutputTokens(); {
+	switch tokens := session.AddCounts(u.GetInputTokens(), u.GetOutputTokens()); {
 	case b.GetMaxTokens() > 0 && tokens > b.GetMaxTokens():
 		detail = fmt.Sprintf("session %s took the tree to %d tokens, past max_tokens %d", p.parts[0].s.id, tokens, b.GetMaxTokens())
 	case b.GetMaxCost() > 0 && u.GetCostUsd() > b.GetMaxCost():

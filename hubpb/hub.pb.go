@@ -110,6 +110,15 @@ const (
 	// the named answerer, an unknown option, or text that fails the schema
 	// (the message says what would be valid).
 	Reason_BAD_ANSWER Reason = 27
+	// An open reused the idempotency key of an earlier open by the same
+	// creator with other parameters (type, participants, labels, knobs,
+	// graph, expectations, ttl, ...): not a retry. Use a new key (the
+	// message names the session the key made and the first difference).
+	Reason_IDEMPOTENCY_CONFLICT Reason = 28
+	// The session is quarantined: its log is damaged, and it serves nothing
+	// until an operator restores it (docs/OPERATIONS.md). Not retryable.
+	// Participants and operators get what was found; others do not.
+	Reason_QUARANTINED Reason = 29
 )
 
 // Enum value maps for Reason.
@@ -143,6 +152,8 @@ var (
 		25: "TURN_HELD",
 		26: "DELEGATE_NOT_ALLOWED",
 		27: "BAD_ANSWER",
+		28: "IDEMPOTENCY_CONFLICT",
+		29: "QUARANTINED",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":       0,
@@ -173,6 +184,8 @@ var (
 		"TURN_HELD":                25,
 		"DELEGATE_NOT_ALLOWED":     26,
 		"BAD_ANSWER":               27,
+		"IDEMPOTENCY_CONFLICT":     28,
+		"QUARANTINED":              29,
 	}
 )
 
@@ -3005,7 +3018,8 @@ type SessionInfo struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The metadata, as stored.
 	Meta *SessionMeta `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
-	// "PENDING", "OPEN", "CLOSED" or "EXPIRED".
+	// "PENDING", "OPEN", "CLOSED" or "EXPIRED"; "QUARANTINED" in a
+	// listing for a session whose log is damaged (it serves nothing else).
 	State string `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
 	// Why it ended, once it has.
 	CloseReason string `protobuf:"bytes,3,opt,name=close_reason,json=closeReason,proto3" json:"close_reason,omitempty"`
@@ -5260,7 +5274,7 @@ const file_hub_proto_rawDesc = "" +
 	"\x05steps\x18\x01 \x03(\v2\x13.hubd.v1.ReplayStepR\x05steps\x12\x14\n" +
 	"\x05equal\x18\x02 \x01(\bR\x05equal\x12)\n" +
 	"\x10first_difference\x18\x03 \x01(\x04R\x0ffirstDifference\x12\x16\n" +
-	"\x06detail\x18\x04 \x01(\tR\x06detail*\xb2\x04\n" +
+	"\x06detail\x18\x04 \x01(\tR\x06detail*\xdd\x04\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vOUT_OF_TURN\x10\x01\x12\x13\n" +
@@ -5291,7 +5305,9 @@ const file_hub_proto_rawDesc = "" +
 	"\tTURN_HELD\x10\x19\x12\x18\n" +
 	"\x14DELEGATE_NOT_ALLOWED\x10\x1a\x12\x0e\n" +
 	"\n" +
-	"BAD_ANSWER\x10\x1bB\"Z github.com/hubd/hubd/hubpb;hubpbb\x06proto3"
+	"BAD_ANSWER\x10\x1b\x12\x18\n" +
+	"\x14IDEMPOTENCY_CONFLICT\x10\x1c\x12\x0f\n" +
+	"\vQUARANTINED\x10\x1dB\"Z github.com/hubd/hubd/hubpb;hubpbb\x06proto3"
 
 var (
 	file_hub_proto_rawDescOnce sync.Once

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -18,7 +19,8 @@ const MaxNameLen = 128
 const MaxContextKeyLen = 256
 
 // CheckName reports whether s is a valid agent name: 1 to MaxNameLen bytes of
-// printable characters without spaces, not starting with '@'.
+// UTF-8, graphic characters without spaces, commas, control, format
+// (zero-width) or bidirectional characters, not starting with '@'.
 func CheckName(s string) error {
 	if s == "" {
 		return fmt.Errorf("agent name is empty: %w", ErrMalformed)
@@ -29,9 +31,12 @@ func CheckName(s string) error {
 	if s[0] == '@' {
 		return fmt.Errorf("agent name %q starts with '@': %w", s, ErrMalformed)
 	}
-	for _, r := range s {
-		if r <= ' ' || r == 0x7f || r == ',' {
-			return fmt.Errorf("agent name %q has a space, comma or control character: %w", s, ErrMalformed)
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("agent name %s is not valid UTF-8: %w", quoteBytes(s), ErrMalformed)
+	}
+	for i, r := range s {
+		if !nameRuneOK(r) {
+			return fmt.Errorf("agent name %+q has %U at byte %d: a space, comma, control, format or bidirectional character: %w", s, r, i, ErrMalformed)
 		}
 	}
 	return nil
@@ -102,7 +107,8 @@ func payloadName(e *hubpb.Envelope) string {
 
 // CheckEnvelope reports whether an envelope's shape is valid: a known or
 // custom type in its stored form, a payload field matching it, well-formed
-// payload fields, valid audience names and times. It looks at no session
+// payload fields, valid audience names and times, every string UTF-8 and
+// every number finite ([CheckFields]). It looks at no session
 // state. Messages name the proto fields ("text needs the envelope field
 // text, got packet").
 func CheckEnvelope(e *hubpb.Envelope) error {
@@ -129,7 +135,10 @@ func CheckEnvelope(e *hubpb.Envelope) error {
 	if err := checkPayloadField(t, e); err != nil {
 		return err
 	}
-	return checkPayload(t, e)
+	if err := checkPayload(t, e); err != nil {
+		return err
+	}
+	return CheckFields(e) // what the checks above do not look at
 }
 
 func checkPayloadField(t string, e *hubpb.Envelope) error {

@@ -240,6 +240,15 @@ func TestCheckName(t *testing.T) {
 		{"a,b", "comma"},
 		{"a\x00", "control"},
 		{"a\x7f", "control"},
+		{"al\xffice", "not valid UTF-8"},
+		{"\xc3", "not valid UTF-8"},
+		{"evil\u202egnp.exe", "U+202E"},
+		{"a\u2066b", "bidirectional"},
+		{"zero\u200bwidth", "U+200B"},
+		{"bom\ufeff", "format"},
+		{"a\u0085", "U+0085"},
+		{"a\u00a0b", "space"},
+		{"a\u2028", "U+2028"},
 	}
 	for _, b := range bad {
 		wantErr(t, session.CheckName(b.in), session.ErrMalformed, b.frag)

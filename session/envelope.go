@@ -75,15 +75,19 @@ func Ended(t, reason string) *hubpb.Envelope {
 }
 
 // AddUsage returns the sum of a and b (either may be nil). Token and tool
-// call counts saturate at the largest int64 rather than wrap.
+// call counts saturate at the largest int64 rather than wrap, and the cost
+// at the largest float64 rather than become infinite.
 func AddUsage(a, b *hubpb.Usage) *hubpb.Usage {
 	return &hubpb.Usage{
 		InputTokens:  addSat(a.GetInputTokens(), b.GetInputTokens()),
 		OutputTokens: addSat(a.GetOutputTokens(), b.GetOutputTokens()),
-		CostUsd:      a.GetCostUsd() + b.GetCostUsd(),
+		CostUsd:      min(a.GetCostUsd()+b.GetCostUsd(), math.MaxFloat64),
 		ToolCalls:    addSat(a.GetToolCalls(), b.GetToolCalls()),
 	}
 }
+
+// AddCounts adds two non-negative counts, saturating at math.MaxInt64.
+func AddCounts(a, b int64) int64 { return addSat(a, b) }
 
 // addSat adds two non-negative counts, saturating at math.MaxInt64.
 func addSat(a, b int64) int64 {

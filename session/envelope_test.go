@@ -1,6 +1,7 @@
 package session_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -99,6 +100,14 @@ func TestAddUsage(t *testing.T) {
 	}
 	if !proto.Equal(a, &hubpb.Usage{InputTokens: 1, OutputTokens: 2, CostUsd: 0.5}) {
 		t.Error("AddUsage changed its argument")
+	}
+	huge := &hubpb.Usage{InputTokens: math.MaxInt64, OutputTokens: math.MaxInt64 - 1, CostUsd: math.MaxFloat64, ToolCalls: math.MaxInt64}
+	got := session.AddUsage(huge, huge)
+	if !proto.Equal(got, &hubpb.Usage{InputTokens: math.MaxInt64, OutputTokens: math.MaxInt64, CostUsd: math.MaxFloat64, ToolCalls: math.MaxInt64}) {
+		t.Errorf("AddUsage(huge, huge) = %v, want every sum saturated", got)
+	}
+	if got := session.AddCounts(math.MaxInt64, 1); got != math.MaxInt64 {
+		t.Errorf("AddCounts(MaxInt64, 1) = %d", got)
 	}
 }
 

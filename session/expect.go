@@ -58,10 +58,46 @@ func CheckExpectation(e *hubpb.Expectation) error {
 	if err := w.CheckValid(); err != nil {
 		return fmt.Errorf("expectation %s: within: %v: %w", e.GetName(), err, ErrMalformed)
 	}
-	if w.AsDuration() <= 0 {
-		return fmt.Errorf("expectation %s: within %v must be positive: %w", e.GetName(), w.AsDuration(), ErrMalformed)
+	if w.GetSeconds() < 0 || w.GetNanos() < 0 || w.AsDuration() == 0 {
+		return fmt.Errorf("expectation %s: within %s must be positive: %w", e.GetName(), FormatDuration(w), ErrMalformed)
 	}
 	return nil
+}
+
+// MinThreshold is the hub's default least expectation threshold: a
+// shorter one would fire timers faster than they are worth.
+const MinThreshold = time.Second
+
+// MaxDuration is the longest TTL, invite timeout or threshold the hub
+// takes: ten years (365-day years). Longer ones are refused, not capped.
+const MaxDuration = 10 * 365 * 24 * time.Hour
+
+// CheckDuration reports whether d is a valid duration from min to max
+// included; the error quotes the value sent and the bound.
+func CheckDuration(field string, d *durationpb.Duration, min, max time.Duration) error {
+	if err := d.CheckValid(); err != nil {
+		return fmt.Errorf("%s: %v: %w", field, err, ErrMalformed)
+	}
+	switch {
+	case d.GetSeconds() < 0 || d.GetNanos() < 0:
+		return fmt.Errorf("%s %s must be positive: %w", field, FormatDuration(d), ErrMalformed)
+	case d.GetSeconds() > int64(max/time.Second) || d.AsDuration() > max:
+		return fmt.Errorf("%s %s is longer than the maximum %v: %w", field, FormatDuration(d), max, ErrMalformed)
+	case d.AsDuration() < min:
+		return fmt.Errorf("%s %s is shorter than the minimum %v: %w", field, FormatDuration(d), min, ErrMalformed)
+	}
+	return nil
+}
+
+// FormatDuration writes a stored duration as it was sent: "-1s", "1ns",
+// or in seconds when it is beyond what time.Duration holds (about 292
+// years), rather than the saturated value.
+func FormatDuration(d *durationpb.Duration) string {
+	s, n := d.GetSeconds(), d.GetNanos()
+	if s > -(1<<63)/int64(time.Second)+1 && s < (1<<63-1)/int64(time.Second)-1 {
+		return (time.Duration(s)*time.Second + time.Duration(n)).String()
+	}
+	return fmt.Sprintf("%ds", s)
 }
 
 // ExpectationString returns "name(threshold, action)", e.g.

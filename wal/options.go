@@ -96,6 +96,17 @@ func (o Options) Validate() error {
 	return nil
 }
 
+// WriteBytes is what MaxBatchBytes charges for one session's write of
+// entries (records or metadata) holding these many bytes of data: the
+// least MaxBatchBytes that takes such an Append.
+func WriteBytes(data ...int) int {
+	n := headEntrySize
+	for _, d := range data {
+		n += entrySize(recordKeyLen, d)
+	}
+	return n
+}
+
 // maxBatchBytes is MaxBatchBytes with the default applied.
 func (o Options) maxBatchBytes() int {
 	if o.MaxBatchBytes == 0 {

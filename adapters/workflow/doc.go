@@ -5,7 +5,11 @@
 // Knobs: "graph" (required, the graph's JSON form), "max_handoffs" (optional
 // integer >= 1: the most handoff or escalate packets the session honours;
 // the next one closes it with "max_handoffs"), "supervisor" (optional: the
-// participant escalations go to; the creator by default).
+// participant escalations go to; the creator by default), "max_turns"
+// (optional integer >= 1: the most turns, over the graph's max_turns).
+// [Adapter.DefaultKnobs] gives max_turns [DefaultMaxTurns] to a session
+// nothing else caps (no graph max_turns, no max_handoffs): the hub adds it
+// to the metadata at open, so loops stop loudly and replays stay the same.
 //
 // The fold of a turn (a text or packet envelope), in this order:
 //

@@ -31,7 +31,7 @@ func (s *State) Fold(env *hubpb.Envelope) adapters.Outcome {
 		return s.close("invalid_target", rule+" (next speaker "+d.Next+" is not a participant)")
 	case handoff && s.MaxHandoffs > 0 && s.Handoffs > s.MaxHandoffs:
 		return s.close(session.ReasonMaxHandoffs, rule+"; max_handoffs exceeded")
-	case s.graph.MaxTurns > 0 && s.Turn >= s.graph.MaxTurns:
+	case s.maxTurns() > 0 && s.Turn >= s.maxTurns():
 		return s.close(session.ReasonMaxTurns, rule+"; max_turns reached")
 	}
 	if handoff {
@@ -97,4 +97,13 @@ func (s *State) input(env *hubpb.Envelope) transition.Input {
 		Active:         s.Active,
 		Context:        s.Context,
 	}
+}
+
+// maxTurns is the session's turn cap: its max_turns knob, else its
+// graph's (0: none).
+func (s *State) maxTurns() int {
+	if s.MaxTurns > 0 {
+		return s.MaxTurns
+	}
+	return s.graph.MaxTurns
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"google.golang.org/protobuf/types/known/structpb"
+
 	"github.com/hubd/hubd/adapters"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
@@ -24,7 +26,35 @@ const (
 	KnobGraph       = "graph"
 	KnobMaxHandoffs = "max_handoffs"
 	KnobSupervisor  = "supervisor"
+	// KnobMaxTurns caps the session's turns, over the graph's max_turns.
+	KnobMaxTurns = "max_turns"
 )
+
+// DefaultMaxTurns is the cap the hub gives a workflow whose graph sets no
+// max_turns and whose opener sets neither max_turns nor max_handoffs
+// (protocol §5: loops stop loudly). A max_turns knob overrides it.
+const DefaultMaxTurns = 1000
+
+// DefaultKnobs implements adapters.KnobDefaulter: max_turns
+// DefaultMaxTurns when nothing else bounds the session.
+func (a *Adapter) DefaultKnobs(meta *hubpb.SessionMeta) map[string]*structpb.Value {
+	k := meta.GetKnobs()
+	if _, ok := k[KnobMaxTurns]; ok {
+		return nil
+	}
+	if _, ok := k[KnobMaxHandoffs]; ok {
+		return nil
+	}
+	raw, ok, err := session.KnobJSON(meta, KnobGraph)
+	if err != nil || !ok {
+		return nil
+	}
+	g, err := a.dec.Decode(raw)
+	if err != nil || g.MaxTurns > 0 {
+		return nil
+	}
+	return map[string]*structpb.Value{KnobMaxTurns: structpb.NewNumberValue(DefaultMaxTurns)}
+}
 
 // Decoder decodes a graph from its JSON form. A *transition.Registry is
 // one; a caller may put a cache in front of it, since a decoded Graph is
@@ -77,7 +107,7 @@ func (a *Adapter) Start(meta *hubpb.SessionMeta) (adapters.State, error) {
 	if err != nil {
 		return nil, err
 	}
-	base, err := adapters.NewBase(meta, "workflow", KnobGraph, KnobMaxHandoffs, KnobSupervisor)
+	base, err := adapters.NewBase(meta, "workflow", KnobGraph, KnobMaxHandoffs, KnobSupervisor, KnobMaxTurns)
 	if err != nil {
 		return nil, err
 	}
@@ -98,6 +128,11 @@ func (s *State) readKnobs(meta *hubpb.SessionMeta) error {
 	} else if ok && s.MaxHandoffs < 1 {
 		return fmt.Errorf("knob %q: %d must be at least 1: %w", KnobMaxHandoffs, s.MaxHandoffs, session.ErrMalformed)
 	}
+	if ok, err := session.Knob(meta, KnobMaxTurns, &s.MaxTurns); err != nil {
+		return err
+	} else if ok && s.MaxTurns < 1 {
+		return fmt.Errorf("knob %q: %d must be at least 1: %w", KnobMaxTurns, s.MaxTurns, session.ErrMalformed)
+	}
 	if ok, err := session.Knob(meta, KnobSupervisor, &s.Supervisor); err != nil {
 		return err
 	} else if ok && !slices.Contains(s.Participants, s.Supervisor) {
@@ -115,8 +150,9 @@ type State struct {
 
 	Supervisor  string `json:"supervisor"`
 	MaxHandoffs int    `json:"max_handoffs,omitempty"`
-	Expect      string `json:"expected,omitempty"` // "" once the session is closing
-	Active      string `json:"active,omitempty"`   // the active agent; "" until the first handoff
+	MaxTurns    int    `json:"max_turns,omitempty"` // the max_turns knob: over the graph's
+	Expect      string `json:"expected,omitempty"`  // "" once the session is closing
+	Active      string `json:"active,omitempty"`    // the active agent; "" until the first handoff
 	Handoffs    int    `json:"handoffs"`
 	LastRule    string `json:"last_rule,omitempty"`
 }

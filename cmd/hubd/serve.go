@@ -30,7 +30,7 @@ type serveFlags struct {
 	listen, data, tokens, tlsCert, tlsKey, clientCA, logFormat, logLevel, operators string
 	http, otlpEndpoint, onDamage, minFreeDisk                                       string
 	httpSet                                                                         bool // --http was given
-	fsync                                                                           bool
+	fsync, insecureTokens                                                           bool
 	inviteTimeout, heartbeat                                                        time.Duration
 	maxEnvelope, maxOpen, subscriberBuffer, maxDepth                                int
 }
@@ -42,6 +42,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tokens, "tokens", "", "tokens `file`: one \"agent token [operator]\" per line; without it only a loopback address is served, in development mode")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "server certificate (PEM `file`)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "server key (PEM `file`)")
+	fs.BoolVar(&f.insecureTokens, "insecure-tokens", false, "serve --tokens without TLS on a non-loopback address (bearer tokens then cross the network in cleartext: a trusted network only)")
 	fs.StringVar(&f.clientCA, "client-ca", "", "require client certificates signed by this CA (PEM `file`); a certificate's common name is its agent")
 	fs.StringVar(&f.operators, "operators", "", "comma-separated `agents` with operator rights when they authenticate by certificate or in development mode (default operator in development mode)")
 	fs.StringVar(&f.logFormat, "log-format", "console", "log `format`: json or console")
@@ -108,6 +109,12 @@ func (f *serveFlags) config(lg zerolog.Logger) (server.Config, error) {
 		ClientCA: f.clientCA, Operators: splitNames(f.operators), Logger: lg}
 	cfg.Hub.InviteTimeout, cfg.Hub.MaxEnvelopeBytes = f.inviteTimeout, f.maxEnvelope
 	cfg.Hub.MaxOpenPerAgent, cfg.Hub.SubscriberBuffer, cfg.Hub.MaxDepth = f.maxOpen, f.subscriberBuffer, f.maxDepth
+	if f.maxEnvelope < 1 {
+		return cfg, exitcode.Usage("serve: --max-envelope-bytes %d: want at least 1", f.maxEnvelope)
+	}
+	if _, err := server.LogBatchBytes(cfg.Hub); err != nil {
+		return cfg, exitcode.Usage("serve: --max-envelope-bytes %d: %v", f.maxEnvelope, err)
+	}
 	if f.maxDepth < 1 {
 		return cfg, exitcode.Usage("serve: --max-depth %d: want at least 1", f.maxDepth)
 	}
@@ -132,10 +139,13 @@ func (f *serveFlags) config(lg zerolog.Logger) (server.Config, error) {
 		cfg.MinFreeBytes = -1 // the flag's 0 is "none"; wal's 0 is its default
 	}
 	cfg.HTTP, cfg.HTTPAnyPort = f.httpAddr(), !f.httpSet
+	if err := f.checkSafety(); err != nil {
+		return cfg, err
+	}
 	if f.tokens != "" {
-		file, err := os.Open(f.tokens)
+		file, err := openTokens(f.tokens)
 		if err != nil {
-			return cfg, exitcode.Usage("serve: %v", err)
+			return cfg, err
 		}
 		defer file.Close()
 		if cfg.Tokens, err = hubgrpc.ParseTokens(file); err != nil {
@@ -146,6 +156,60 @@ func (f *serveFlags) config(lg zerolog.Logger) (server.Config, error) {
 		lg.Warn().Msg("--fsync=false: acknowledged envelopes can be lost on a crash")
 	}
 	return cfg, nil
+}
+
+// checkSafety refuses flags that would serve unsafely or fail obscurely:
+// a TLS certificate without its key (or the reverse), and bearer tokens
+// in cleartext on a non-loopback address unless --insecure-tokens.
+func (f *serveFlags) checkSafety() error {
+	switch {
+	case f.tlsCert != "" && f.tlsKey == "":
+		return exitcode.Usage("serve: --tls-cert %s needs --tls-key (the certificate's private key)", f.tlsCert)
+	case f.tlsKey != "" && f.tlsCert == "":
+		return exitcode.Usage("serve: --tls-key %s needs --tls-cert (the server certificate)", f.tlsKey)
+	}
+	if f.tokens == "" || f.tlsCert != "" || f.insecureTokens {
+		return nil
+	}
+	for _, a := range [][2]string{{"--listen", f.listen}, {"--http", f.httpAddr()}} {
+		if a[1] != "" && !loopbackAddr(a[1]) {
+			return exitcode.Usage("serve: --tokens without TLS on %s %s would send bearer tokens in cleartext: give --tls-cert and --tls-key, serve on a loopback address, or accept the risk with --insecure-tokens", a[0], a[1])
+		}
+	}
+	return nil
+}
+
+// loopbackAddr reports whether host:port names a loopback host.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// openTokens opens the tokens file, refusing one that others than its
+// owner may write (anyone who can edit it can make themselves an agent
+// or an operator).
+func openTokens(path string) (*os.File, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, exitcode.Usage("serve: %v", err)
+	}
+	st, err := file.Stat()
+	if err != nil {
+		file.Close()
+		return nil, exitcode.Usage("serve: %v", err)
+	}
+	if perm := st.Mode().Perm(); perm&0o022 != 0 {
+		file.Close()
+		return nil, exitcode.Usage("serve: tokens file %s is writable by its group or others (mode %04o): make it writable by its owner alone (chmod go-w %s)", path, perm, path)
+	}
+	return file, nil
 }
 
 // httpAddr is the HTTP side's address: --http when given ("off" or "":

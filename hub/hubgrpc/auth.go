@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
@@ -118,6 +119,9 @@ func (a *Authenticator) authenticate(ctx context.Context) (Identity, error) {
 		return id, nil
 	}
 	if cn := peerCommonName(ctx); cn != "" {
+		if err := session.CheckName(cn); err != nil {
+			return Identity{}, fmt.Errorf("the client certificate's common name is no agent name (%v): %w", err, ErrUnauthenticated)
+		}
 		return a.withOperator(Identity{Agent: cn}), nil
 	}
 	if a.Dev {
@@ -173,6 +177,9 @@ func (s *Service) UnaryInterceptor(ctx context.Context, req any, info *grpc.Unar
 	if err != nil {
 		return nil, statusOf(s.lg, info.FullMethod, err)
 	}
+	if err := checkRequest(req); err != nil {
+		return nil, statusOf(s.lg, info.FullMethod, err)
+	}
 	return handler(context.WithValue(ctx, identityKey{}, id), req)
 }
 
@@ -185,12 +192,22 @@ func (s *Service) StreamInterceptor(srv any, ss grpc.ServerStream, info *grpc.St
 	if err != nil {
 		return statusOf(s.lg, info.FullMethod, err)
 	}
-	return handler(srv, &identifiedStream{ServerStream: ss, ctx: context.WithValue(ss.Context(), identityKey{}, id)})
+	return handler(srv, &identifiedStream{ServerStream: ss, ctx: context.WithValue(ss.Context(), identityKey{}, id), lg: s.lg, method: info.FullMethod})
 }
 
 type identifiedStream struct {
 	grpc.ServerStream
-	ctx context.Context
+	ctx    context.Context
+	lg     zerolog.Logger
+	method string
 }
 
 func (s *identifiedStream) Context() context.Context { return s.ctx }
+
+// RecvMsg receives a request and checks its strings and numbers.
+func (s *identifiedStream) RecvMsg(m any) error {
+	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	return statusOf(s.lg, s.method, checkRequest(m))
+}

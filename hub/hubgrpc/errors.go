@@ -50,6 +50,8 @@ var codeOf = map[hubpb.Reason]codes.Code{
 	hubpb.Reason_TURN_HELD:                codes.FailedPrecondition,
 	hubpb.Reason_DELEGATE_NOT_ALLOWED:     codes.PermissionDenied,
 	hubpb.Reason_BAD_ANSWER:               codes.InvalidArgument,
+	hubpb.Reason_IDEMPOTENCY_CONFLICT:     codes.InvalidArgument,
+	hubpb.Reason_QUARANTINED:              codes.DataLoss,
 }
 
 // Code returns the gRPC status code of a stable reason.

@@ -70,6 +70,9 @@ func parseID(field, s string) (session.ID, error) {
 	if err != nil {
 		return session.ID{}, fmt.Errorf("%s: %v: %w", field, err, session.ErrMalformed)
 	}
+	if id.IsZero() {
+		return session.ID{}, fmt.Errorf("%s %s is the nil UUID, which names no session: %w", field, s, session.ErrMalformed)
+	}
 	return id, nil
 }
 

@@ -140,8 +140,12 @@ func StartOn(ctx context.Context, cfg Config, lis net.Listener) (*Server, error)
 func start(ctx context.Context, cfg Config, auth hubgrpc.Authenticator, tlsCfg *tls.Config, lis net.Listener) (*Server, error) {
 	hs := health.NewServer()
 	space := &spaceHealth{hs: hs, lg: cfg.Logger}
+	batch, err := LogBatchBytes(cfg.Hub)
+	if err != nil {
+		return nil, err
+	}
 	l, err := wal.Open(wal.Options{Dir: cfg.DataDir, InMemory: cfg.InMemory, NoSync: cfg.NoSync, Logger: cfg.Logger,
-		OnDamage: cfg.OnDamage, MinFreeBytes: cfg.MinFreeBytes, OnSpace: space.set})
+		OnDamage: cfg.OnDamage, MinFreeBytes: cfg.MinFreeBytes, OnSpace: space.set, MaxBatchBytes: batch})
 	if err != nil {
 		return nil, fmt.Errorf("opening the write-ahead log: %w", openHint(cfg, err))
 	}
@@ -223,22 +227,44 @@ func isLoopback(addr net.Addr) bool {
 	return tcp.IP.IsLoopback()
 }
 
-// maxMsgBytes is the largest request: Config.MaxMsgBytes, by default the
-// hub's envelope limit + 64 KiB.
+// hubRecordsBytes is room, in a write, for the records the hub adds to
+// an agent's (opens, violations, closes, results).
+const hubRecordsBytes = 64 << 10
+
+// LogBatchBytes is the log's MaxBatchBytes for the hub limits of hc: room
+// for the largest write the hub makes (two envelopes at the envelope
+// limit, as a child's last turn and its result to the parent, metadata at
+// its limit, and the hub's own records), at least wal's default. It is an
+// error when the log cannot take that in one write: the envelope limit is
+// too large for it.
+func LogBatchBytes(hc hub.Config) (int, error) {
+	hc = hc.WithDefaults()
+	need := wal.WriteBytes(hc.MaxEnvelopeBytes, hc.MaxEnvelopeBytes, hc.MaxMetaBytes, hubRecordsBytes)
+	if need > wal.MaxMaxBatchBytes || hc.MaxEnvelopeBytes > wal.MaxMaxBatchBytes {
+		most := (wal.MaxMaxBatchBytes - wal.WriteBytes(0, 0, hc.MaxMetaBytes, hubRecordsBytes)) / 2
+		return 0, fmt.Errorf("an envelope limit of %d bytes is more than the log takes in one write (%d bytes, with metadata of up to %d): at most %d",
+			hc.MaxEnvelopeBytes, wal.MaxMaxBatchBytes, hc.MaxMetaBytes, most)
+	}
+	return max(need, wal.DefaultMaxBatchBytes), nil
+}
+
+// maxMsgBytes is the largest request gRPC reads: Config.MaxMsgBytes, by
+// default four times the hub's envelope limit, at least 4 MiB, + 64 KiB.
+// gRPC refuses a larger one itself, with ResourceExhausted and no reason
+// (agentsdk maps it to ErrTooLarge); up to it the hub refuses an envelope
+// over its limit with TOO_LARGE and a message naming the limit.
 func maxMsgBytes(cfg Config, hc hub.Config) int {
 	if cfg.MaxMsgBytes != 0 {
 		return cfg.MaxMsgBytes
 	}
-	env := hc.MaxEnvelopeBytes
-	if env == 0 {
-		env = 1 << 20
-	}
-	return env + 64<<10
+	env := hc.WithDefaults().MaxEnvelopeBytes
+	return max(4*env, 4<<20) + 64<<10
 }
 
 func serverOptions(cfg Config, hc hub.Config, tlsCfg *tls.Config) []grpc.ServerOption {
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(maxMsgBytes(cfg, hc)),
+		grpc.ForceServerCodecV2(hubgrpc.Codec()),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -139,6 +140,14 @@ func badSends(ctx context.Context, agent func(string) hubsvc.HubClient, id strin
 		{"hub-only event in its protocol spelling", send(ctx, alice, id, &hubpb.Envelope{Type: "EV_SESSION_CLOSED",
 			Payload: &hubpb.Envelope_Ended{Ended: &hubpb.Ended{Reason: "mine"}}}), codes.PermissionDenied, "HUB_ONLY_EVENT", "session_closed is written by the hub"},
 		{"oversized payload", send(ctx, alice, id, Text(strings.Repeat("x", 5000))), codes.ResourceExhausted, "TOO_LARGE", "the limit is 4096"},
+		{"payload over gRPC's old cap", send(ctx, alice, id, Text(strings.Repeat("x", 2<<20))), codes.ResourceExhausted, "TOO_LARGE", "the limit is 4096"},
+		{"task progress not a number", send(ctx, alice, id, &hubpb.Envelope{Type: "task_progress",
+			Payload: &hubpb.Envelope_TaskProgress{TaskProgress: &hubpb.TaskProgress{Percent: math.NaN()}}}), codes.InvalidArgument, "MALFORMED", "task_progress.percent"},
+		{"audience of a non-participant", send(ctx, alice, id, &hubpb.Envelope{Type: "text", Audience: &hubpb.Audience{Names: []string{"bob", "zed"}},
+			Payload: &hubpb.Envelope_Text{Text: &hubpb.Text{Text: "psst"}}}), codes.InvalidArgument, "MALFORMED", `audience names "zed", who is not a participant`},
+		{"bidirectional override in a handoff target", send(ctx, alice, id, &hubpb.Envelope{Type: "packet",
+			Payload: &hubpb.Envelope_Packet{Packet: &hubpb.Packet{Body: "x", Routing: &hubpb.Routing{Kind: "handoff", Target: "bo\u202eb"}}}}),
+			codes.InvalidArgument, "MALFORMED", "U+202E"},
 		{"handoff to a non-participant", send(ctx, alice, id, &hubpb.Envelope{Type: "packet",
 			Payload: &hubpb.Envelope_Packet{Packet: &hubpb.Packet{Body: "x", Routing: &hubpb.Routing{Kind: "handoff", Target: "zed"}}}}),
 			codes.InvalidArgument, "BAD_HANDOFF_TARGET", "valid targets: bob, carol"},
@@ -162,7 +171,27 @@ func badOpens(ctx context.Context, t *testing.T, alice hubsvc.HubClient) []badCa
 		{"expectation without a threshold", open(&hubpb.OpenRequest{Type: "conversation@1", Participants: bob,
 			Expectations: &hubpb.Expectations{Items: []*hubpb.Expectation{{Name: "turn_within", Action: "warn", Within: durationpb.New(-1)}}}}),
 			codes.InvalidArgument, "MALFORMED", "must be positive"},
+		{"expectation under the minimum threshold", open(&hubpb.OpenRequest{Type: "conversation@1", Participants: bob,
+			Expectations: &hubpb.Expectations{Items: []*hubpb.Expectation{{Name: "max_silence", Action: "notify", Within: durationpb.New(1)}}}}),
+			codes.InvalidArgument, "MALFORMED", "within 1ns is shorter than the minimum 1s"},
+		{"ttl of 300 years", open(&hubpb.OpenRequest{Type: "conversation@1", Participants: bob, Ttl: &durationpb.Duration{Seconds: 300 * 365 * 86400}}),
+			codes.InvalidArgument, "MALFORMED", "ttl 9460800000s is longer than the maximum"},
+		{"nil parent", open(&hubpb.OpenRequest{Type: "conversation@1", Participants: bob, ParentSessionId: "00000000-0000-0000-0000-000000000000"}),
+			codes.InvalidArgument, "MALFORMED", "is the nil UUID"},
+		{"too many participants", open(&hubpb.OpenRequest{Type: "discussion@1", Participants: manyParticipants(300)}),
+			codes.ResourceExhausted, "TOO_LARGE", "300 participants, the limit is 256"},
+		{"label with a control character", open(&hubpb.OpenRequest{Type: "conversation@1", Participants: bob, Labels: map[string]string{"team": "a\x1b[2Jb"}}),
+			codes.InvalidArgument, "MALFORMED", "U+001B"},
 	}
+}
+
+// manyParticipants returns n auto-accepting participants.
+func manyParticipants(n int) []*hubpb.Participant {
+	out := make([]*hubpb.Participant, n)
+	for i := range out {
+		out[i] = &hubpb.Participant{Name: "p" + strconv.Itoa(i), AutoAccept: true}
+	}
+	return out
 }
 
 // badCalls are refused reads and closes.

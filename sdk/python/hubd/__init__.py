@@ -122,6 +122,8 @@ from .client import Client, Stream, connect
 from .errors import (
     ERROR_DOMAIN,
     BadAnswer,
+    IdempotencyConflict,
+    Quarantined,
     BadHandoffTarget,
     BadLifecycleTransition,
     Canceled,
@@ -230,6 +232,8 @@ __all__ = [
     "DelegateNotAllowed",
     "BadAnswer",
     "Withdrawn",
+    "IdempotencyConflict",
+    "Quarantined",
     "AGENT_HEADER",
     "AWAIT_ALL",
     "AWAIT_ANY",

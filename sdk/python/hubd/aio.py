@@ -161,6 +161,7 @@ class Client:
         tls: Optional[TLS] = None,
         insecure: bool = False,
         send_attempts: int = 3,
+        retry_budget: float = 10.0,
         connect_timeout: Optional[float] = 10.0,
         channel_options: Sequence[Tuple[str, Any]] = (),
         logger: Optional[logging.Logger] = None,
@@ -176,6 +177,7 @@ class Client:
         self._md = _common.metadata(name, token)
         self._stub = pb_grpc.HubStub(self._channel)  # type: ignore[no-untyped-call]
         self._attempts = max(1, send_attempts)
+        self._budget = retry_budget
         self._connect_timeout = connect_timeout
         self.log = logger or _common.LOG
 
@@ -235,24 +237,38 @@ class Client:
     def __repr__(self) -> str:
         return f"hubd.aio.Client({self._target!r}, name={self._name!r})"
 
-    async def _call(self, op: str, method: Callable[..., Any], req: Any, timeout: Optional[float] = None) -> Any:
+    async def _call(
+        self, op: str, method: Callable[..., Any], req: Any, timeout: Optional[float] = None, wait_for_ready: bool = False
+    ) -> Any:
         try:
-            return await method(req, metadata=self._md, timeout=timeout)
+            return await method(req, metadata=self._md, timeout=timeout, wait_for_ready=wait_for_ready)
         except grpc.RpcError as e:
             raise errors.from_rpc_error(op, e) from e
 
     async def _send(self, session_id: str, env: pb.Envelope, attempts: int, timeout: Optional[float]) -> Ack:
         req = pb.SendRequest(session_id=session_id, envelope=env)
-        attempt = 1
+        deadline = time.monotonic() + max(self._budget, 0.0)
+        attempt, wait, last = 1, False, None
         while True:
+            call_timeout = timeout
+            if wait:  # a retry waits for the connection, within the budget
+                left = deadline - time.monotonic()
+                call_timeout = left if timeout is None else min(timeout, left)
             try:
-                return Ack.from_proto(await self._call("send", self._stub.Send, req, timeout), env.client_msg_id)
+                return Ack.from_proto(
+                    await self._call("send", self._stub.Send, req, call_timeout, wait_for_ready=wait), env.client_msg_id
+                )
+            except errors.DeadlineExceeded:
+                if wait and last is not None and time.monotonic() >= deadline:
+                    raise last from None  # the budget ran out waiting for the hub
+                raise
             except errors.Unavailable as e:
-                if attempt >= attempts:
+                last = e
+                if attempt >= attempts or time.monotonic() >= deadline:
                     raise
                 self.log.info("hubd: send to %s: %s; retrying (%d/%d)", session_id, e, attempt, attempts)
                 await asyncio.sleep(_common.backoff_delay(attempt, 0.05, 1.0))
-                attempt += 1
+                attempt, wait = attempt + 1, True
 
     # Sessions.
 

@@ -118,6 +118,10 @@ class Client:
         send_attempts: how many times a send is tried while the hub is
             unavailable, always with the same client message id so a retry
             never duplicates; 1 disables retries.
+        retry_budget: seconds a send keeps being retried while the hub is
+            unavailable, from its first try; each retry waits for the
+            connection to be ready (gRPC's wait_for_ready) within it, so a
+            send made during a hub restart goes through once it is back.
         connect_timeout: wait this many seconds for the connection and raise
             :class:`hubd.Unavailable` if it is not up (a wrong address fails
             here, not at the first call); ``None`` connects lazily.
@@ -140,6 +144,7 @@ class Client:
         tls: Optional[TLS] = None,
         insecure: bool = False,
         send_attempts: int = 3,
+        retry_budget: float = 10.0,
         connect_timeout: Optional[float] = 10.0,
         channel_options: Sequence[Tuple[str, Any]] = (),
         logger: Optional[logging.Logger] = None,
@@ -155,6 +160,7 @@ class Client:
         self._md = _common.metadata(name, token)
         self._stub = pb_grpc.HubStub(self._channel)  # type: ignore[no-untyped-call]
         self._attempts = max(1, send_attempts)
+        self._budget = retry_budget
         self.log = logger or _common.LOG
         if connect_timeout is not None:
             try:
@@ -205,9 +211,11 @@ class Client:
 
     # Calls.
 
-    def _call(self, op: str, method: Callable[..., _T], req: Any, timeout: Optional[float] = None) -> _T:
+    def _call(
+        self, op: str, method: Callable[..., _T], req: Any, timeout: Optional[float] = None, wait_for_ready: bool = False
+    ) -> _T:
         try:
-            return method(req, metadata=self._md, timeout=timeout)
+            return method(req, metadata=self._md, timeout=timeout, wait_for_ready=wait_for_ready)
         except grpc.RpcError as e:
             raise errors.from_rpc_error(op, e) from e
 
@@ -234,12 +242,24 @@ class Client:
         halt: Optional[threading.Event] = None,
     ) -> Ack:
         req = pb.SendRequest(session_id=session_id, envelope=env)
-        attempt = 1
+        deadline = time.monotonic() + max(self._budget, 0.0)
+        attempt, wait, last = 1, False, None
         while True:
+            call_timeout = timeout
+            if wait:  # a retry waits for the connection, within the budget
+                left = deadline - time.monotonic()
+                call_timeout = left if timeout is None else min(timeout, left)
             try:
-                return Ack.from_proto(self._call("send", self._stub.Send, req, timeout), env.client_msg_id)
+                return Ack.from_proto(
+                    self._call("send", self._stub.Send, req, call_timeout, wait_for_ready=wait), env.client_msg_id
+                )
+            except errors.DeadlineExceeded:
+                if wait and last is not None and time.monotonic() >= deadline:
+                    raise last from None  # the budget ran out waiting for the hub
+                raise
             except errors.Unavailable as e:
-                if attempt >= attempts:
+                last = e
+                if attempt >= attempts or time.monotonic() >= deadline:
                     raise
                 self.log.info("hubd: send to %s: %s; retrying (%d/%d)", session_id, e, attempt, attempts)
                 delay = _common.backoff_delay(attempt, 0.05, 1.0)
@@ -248,7 +268,7 @@ class Client:
                         raise
                 else:
                     time.sleep(delay)
-                attempt += 1
+                attempt, wait = attempt + 1, True
 
     # Sessions.
 
@@ -464,8 +484,9 @@ class Client:
         """Send any envelope (questions, answers, task progress, ...); the hub
         sets its session, seq, id, sender and time. ``envelope`` is not
         modified. A send the hub cannot take now (:class:`hubd.Unavailable`)
-        is retried up to ``send_attempts`` times with the same client message
-        id, so it is written at most once."""
+        is retried up to ``send_attempts`` times within ``retry_budget``
+        seconds, each retry waiting for the connection to be ready, with the
+        same client message id, so it is written at most once."""
         env = _common.envelope(_common.copy_envelope(envelope), client_msg_id, causation_id, audience, traceparent)
         return self._send(session_id, env, self._attempts, timeout)
 

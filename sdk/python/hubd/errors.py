@@ -65,6 +65,8 @@ __all__ = [
     "DelegateNotAllowed",
     "BadAnswer",
     "Withdrawn",
+    "IdempotencyConflict",
+    "Quarantined",
     "error_class",
     "from_rpc_error",
 ]
@@ -322,6 +324,22 @@ class Withdrawn(HubError):
     hub, which writes a ``question_closed`` envelope)."""
 
 
+class IdempotencyConflict(HubError):
+    """An open reused the idempotency key of an earlier one with other
+    parameters (the message names the session the key made and the first
+    difference): use a new key."""
+
+    REASON = "IDEMPOTENCY_CONFLICT"
+
+
+class Quarantined(HubError):
+    """The session's log is damaged; it serves nothing until an operator
+    restores it. Not retryable."""
+
+    REASON = "QUARANTINED"
+
+
+
 def _subclasses(cls: Type[HubError]) -> Iterable[Type[HubError]]:
     for sub in cls.__subclasses__():
         yield sub
@@ -335,6 +353,9 @@ _BY_CODE: Dict[grpc.StatusCode, Type[HubError]] = {
     grpc.StatusCode.UNAUTHENTICATED: Unauthenticated,
     grpc.StatusCode.CANCELLED: Canceled,
     grpc.StatusCode.DEADLINE_EXCEEDED: DeadlineExceeded,
+    # gRPC's own refusal of a message over its size cap, before the hub
+    # saw it.
+    grpc.StatusCode.RESOURCE_EXHAUSTED: TooLarge,
 }
 
 

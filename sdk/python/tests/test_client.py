@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from datetime import timedelta
-from typing import Callable, List
+from typing import Any, Callable, Dict, List
 
 import grpc
 import pytest
@@ -109,8 +109,7 @@ def test_open_every_type(connect: Connect, names: Names) -> None:
 def test_open_options(connect: Connect, names: Names) -> None:
     alice = connect(names("alice"))
     g = hubd.graph.Graph(names("alice")).on(hubd.graph.always(), hubd.graph.to_agent(names("bob")))
-    s = alice.open(
-        graph=g.to_dict(),  # the JSON form works as well as a Graph
+    options: Dict[str, Any] = dict(
         participants=[pb.Participant(name=names("bob"), role="member", auto_accept=True)],
         knobs={"max_handoffs": 2, "context": {"topic": "refund", "n": 1}},
         labels={"team": "support"},
@@ -119,9 +118,13 @@ def test_open_options(connect: Connect, names: Names) -> None:
         expectations=[hubd.expect("turn_within", 600, "warn")],
         idempotency_key="k1",
     )
+    s = alice.open(graph=g.to_dict(), **options)  # the JSON form works as well as a Graph
     assert not s.existing
-    again = alice.open(graph=g, participants=hubd.auto_accepted(names("bob")), idempotency_key="k1")
+    again = alice.open(graph=g, **options)  # a retry
     assert again.existing and again.id == s.id
+    # The key again with other parameters is no retry.
+    with pytest.raises(hubd.IdempotencyConflict, match="differs in participants"):
+        alice.open(graph=g, participants=hubd.auto_accepted(names("bob")), idempotency_key="k1")
     info = alice.get_session(s.id)
     assert info.labels == {"team": "support"}
     assert info.meta.ttl.seconds == 3600 and info.meta.invite_timeout.seconds == 60

@@ -82,7 +82,7 @@ def test_mapping_of_every_reason(reason: str) -> None:
         (grpc.StatusCode.CANCELLED, hubd.Canceled),
         (grpc.StatusCode.DEADLINE_EXCEEDED, hubd.DeadlineExceeded),
         (grpc.StatusCode.INTERNAL, hubd.HubError),
-        (grpc.StatusCode.RESOURCE_EXHAUSTED, hubd.HubError),
+        (grpc.StatusCode.RESOURCE_EXHAUSTED, hubd.TooLarge),
     ],
 )
 def test_mapping_of_codes(code: grpc.StatusCode, cls: Type[hubd.HubError]) -> None:

@@ -151,3 +151,54 @@ def test_aio_serve_across_kill_9(hub_factory: HubFactory) -> None:
             assert len(reconnects) >= 2 and all(e.retryable for e in reconnects)
 
     asyncio.run(main())
+
+
+def test_send_across_outage(hub_factory: HubFactory) -> None:
+    """A send made while the hub is down for a second goes through once it
+    is back (the retry waits for the connection within the retry budget),
+    and is written once."""
+    h = hub_factory()
+    alice = hubd.Client(h.addr, name="alice")
+    s = alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted("bob"))
+    alice.send_text(s.id, "before")
+    h.kill()
+    result: Dict[str, object] = {}
+
+    def send() -> None:
+        try:
+            result["ack"] = alice.send_text(s.id, "during the outage", client_msg_id="outage-1")
+        except hubd.HubError as e:
+            result["err"] = e
+
+    t = threading.Thread(target=send)
+    t.start()
+    threading.Event().wait(1.0)  # the hub stays down a second
+    h.restart()
+    t.join(30)
+    assert "err" not in result, result
+    log = alice.read_log(s.id)
+    assert [e.client_msg_id for e in log].count("outage-1") == 1
+    alice.close()
+
+
+def test_send_across_outage_aio(hub_factory: HubFactory) -> None:
+    """The same through the asyncio client."""
+    import asyncio
+
+    import hubd.aio
+
+    h = hub_factory()
+
+    async def main() -> None:
+        async with hubd.aio.Client(h.addr, name="alice") as alice:
+            s = await alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted("bob"))
+            await alice.send_text(s.id, "before")
+            h.kill()
+            sent = asyncio.ensure_future(alice.send_text(s.id, "during the outage", client_msg_id="outage-2"))
+            await asyncio.sleep(1.0)  # the hub stays down a second
+            await asyncio.get_running_loop().run_in_executor(None, h.restart)
+            await sent
+            log = await alice.read_log(s.id)
+            assert [e.client_msg_id for e in log].count("outage-2") == 1
+
+    asyncio.run(main())

@@ -118,6 +118,12 @@ export interface ClientOptions {
    * disables retries.
    */
   sendAttempts?: number;
+  /**
+   * How long, in milliseconds, a send keeps being retried while the hub is
+   * unavailable, from its first try; between tries it waits within this
+   * budget for the connection to be ready again. Default 10 s.
+   */
+  retryBudgetMs?: number;
   /** Receives the client's diagnostics (reconnects, stale turns, ignored errors), one line per call. */
   log?: (line: string) => void;
   /** How long connect waits for the hub; default 10 s. */
@@ -373,6 +379,7 @@ export class Client {
   /** The generated gRPC client on the same connection and credentials, for calls the SDK does not wrap. */
   readonly raw: HubClient;
   private readonly attempts: number;
+  private readonly budgetMs: number;
   private readonly log: (line: string) => void;
 
   private constructor(
@@ -383,6 +390,7 @@ export class Client {
   ) {
     this.raw = raw;
     this.attempts = opts.sendAttempts && opts.sendAttempts > 0 ? opts.sendAttempts : 3;
+    this.budgetMs = opts.retryBudgetMs ?? 10_000;
     this.log = opts.log ?? (() => {});
   }
 
@@ -575,12 +583,13 @@ export class Client {
 
   /** @internal Sends e, trying up to attempts times while the hub is unavailable. */
   async sendEnvelope(sessionId: string, e: Envelope, attempts: number, opts: CallOptions): Promise<Ack> {
+    const deadline = Date.now() + Math.max(this.budgetMs, 0);
     for (let attempt = 1; ; attempt++) {
       try {
         const resp = await this.unary("send", this.raw.send, SendRequest.fromPartial({ sessionId, envelope: e }), opts);
         return { ...resp, clientMsgId: e.clientMsgId };
       } catch (err) {
-        if (attempt >= attempts || !(err instanceof UnavailableError) || opts.signal?.aborted) {
+        if (attempt >= attempts || !(err instanceof UnavailableError) || opts.signal?.aborted || Date.now() >= deadline) {
           throw err;
         }
         this.log(`hubd: send to ${sessionId}: ${String(err)}; retrying (${attempt}/${attempts})`);
@@ -588,8 +597,8 @@ export class Client {
           throw err;
         }
         // A hub that restarts takes a moment; the channel may still be
-        // backing off its reconnects. Wait up to a second for it.
-        await waitReady(this.raw, 1000, opts.signal).catch(() => {});
+        // backing off its reconnects. Wait for it, within the budget.
+        await waitReady(this.raw, Math.max(deadline - Date.now(), 0), opts.signal).catch(() => {});
       }
     }
   }

@@ -109,6 +109,10 @@ export class TurnHeldError extends HubError {}
 export class DelegateNotAllowedError extends HubError {}
 /** The answer does not fit its question (BAD_ANSWER). */
 export class BadAnswerError extends HubError {}
+/** An open reused an idempotency key of an earlier one with other parameters: use a new key (IDEMPOTENCY_CONFLICT). */
+export class IdempotencyConflictError extends HubError {}
+/** The session's log is damaged; it serves nothing until an operator restores it (QUARANTINED). Not retried. */
+export class QuarantinedError extends HubError {}
 
 type ErrorClass = new (op: string, code: status, reason: ReasonName | "", detail: string, metadata?: Metadata) => HubError;
 
@@ -141,6 +145,8 @@ export const errorClasses: Record<ReasonName, ErrorClass> = {
   TURN_HELD: TurnHeldError,
   DELEGATE_NOT_ALLOWED: DelegateNotAllowedError,
   BAD_ANSWER: BadAnswerError,
+  IDEMPOTENCY_CONFLICT: IdempotencyConflictError,
+  QUARANTINED: QuarantinedError,
 };
 
 /** The class of an error without a hub reason (one gRPC made itself), by its code. */
@@ -154,6 +160,9 @@ function classOfCode(code: status): ErrorClass {
       return CanceledError;
     case status.DEADLINE_EXCEEDED:
       return DeadlineExceededError;
+    case status.RESOURCE_EXHAUSTED:
+      // gRPC's own refusal of a message over its size cap, before the hub saw it.
+      return TooLargeError;
   }
   return HubError;
 }

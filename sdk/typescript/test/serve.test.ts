@@ -372,6 +372,24 @@ describe("serve across hub crashes", { timeout: 60_000 }, () => {
     }
   });
 
+  test("a send made while the hub is down for three seconds goes through once it is back, written once", async () => {
+    const hub = await Hubd.start();
+    const alice = await hub.connect("alice");
+    try {
+      const opened = await alice.open({ graph: sequence("alice", "bob", "carol"), participants: autoAccepted("bob", "carol") });
+      await hub.kill9();
+      const sent = alice.sendText(opened.id, "during the outage", { clientMsgId: "outage-1" });
+      await new Promise((r) => setTimeout(r, 3000)); // the hub stays down longer than three tries a second apart
+      await hub.run();
+      const ack = await within(sent, 15_000, "the send across the outage");
+      assert.equal(ack.duplicate, false);
+      assert.equal((await alice.readLog(opened.id)).filter((e) => e.clientMsgId === "outage-1").length, 1);
+    } finally {
+      alice.close();
+      await hub.close();
+    }
+  });
+
   test("a slow subscriber is cut off, resubscribes from its cursor, sees everything once and takes its turn", async () => {
     const hub = await Hubd.start({ args: ["--subscriber-buffer", "1"] });
     const [alice, bob] = await Promise.all([hub.connect("alice"), hub.connect("bob")]);

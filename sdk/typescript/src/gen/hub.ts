@@ -113,6 +113,19 @@ export enum Reason {
    * (the message says what would be valid).
    */
   BAD_ANSWER = 27,
+  /**
+   * IDEMPOTENCY_CONFLICT - An open reused the idempotency key of an earlier open by the same
+   * creator with other parameters (type, participants, labels, knobs,
+   * graph, expectations, ttl, ...): not a retry. Use a new key (the
+   * message names the session the key made and the first difference).
+   */
+  IDEMPOTENCY_CONFLICT = 28,
+  /**
+   * QUARANTINED - The session is quarantined: its log is damaged, and it serves nothing
+   * until an operator restores it (docs/OPERATIONS.md). Not retryable.
+   * Participants and operators get what was found; others do not.
+   */
+  QUARANTINED = 29,
   UNRECOGNIZED = -1,
 }
 
@@ -202,6 +215,12 @@ export function reasonFromJSON(object: any): Reason {
     case 27:
     case "BAD_ANSWER":
       return Reason.BAD_ANSWER;
+    case 28:
+    case "IDEMPOTENCY_CONFLICT":
+      return Reason.IDEMPOTENCY_CONFLICT;
+    case 29:
+    case "QUARANTINED":
+      return Reason.QUARANTINED;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -267,6 +286,10 @@ export function reasonToJSON(object: Reason): string {
       return "DELEGATE_NOT_ALLOWED";
     case Reason.BAD_ANSWER:
       return "BAD_ANSWER";
+    case Reason.IDEMPOTENCY_CONFLICT:
+      return "IDEMPOTENCY_CONFLICT";
+    case Reason.QUARANTINED:
+      return "QUARANTINED";
     case Reason.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
@@ -927,7 +950,10 @@ export interface SessionInfo {
   meta:
     | SessionMeta
     | undefined;
-  /** "PENDING", "OPEN", "CLOSED" or "EXPIRED". */
+  /**
+   * "PENDING", "OPEN", "CLOSED" or "EXPIRED"; "QUARANTINED" in a
+   * listing for a session whose log is damaged (it serves nothing else).
+   */
   state: string;
   /** Why it ended, once it has. */
   closeReason: string;

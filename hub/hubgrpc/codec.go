@@ -1,0 +1,118 @@
+package hubgrpc
+
+import (
+	"fmt"
+
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/hubd/hubd/session"
+)
+
+// Codec is the server's gRPC codec: the proto codec, except that a request
+// protobuf refuses (a string that is not UTF-8, which gRPC answers with a
+// bare Internal before hubd sees it) is decoded again by vtprotobuf's
+// decoder, which does not check UTF-8, and marked; the interceptors then
+// check its strings and numbers (session.CheckFields) and answer MALFORMED
+// naming the field. Bytes neither decoder takes are marked too, and
+// answered MALFORMED. Responses are encoded as the proto codec does.
+func Codec() encoding.CodecV2 { return codec{base: encoding.GetCodecV2("proto")} }
+
+type codec struct{ base encoding.CodecV2 }
+
+// vtMessage is a message with vtprotobuf's decoder.
+type vtMessage interface {
+	proto.Message
+	UnmarshalVT([]byte) error
+}
+
+func (c codec) Marshal(v any) (mem.BufferSlice, error) { return c.base.Marshal(v) }
+
+func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
+	m, ok := v.(vtMessage)
+	if !ok {
+		return c.base.Unmarshal(data, v) // health, reflection
+	}
+	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+	defer buf.Free()
+	b := buf.ReadOnlyData()
+	err := proto.Unmarshal(b, m)
+	if err == nil {
+		return nil // the common case: as gRPC's own codec
+	}
+	proto.Reset(m)
+	if m.UnmarshalVT(b) == nil {
+		mark(m, markUnchecked, "")
+		return nil
+	}
+	proto.Reset(m)
+	mark(m, markUndecoded, fmt.Sprintf("the request is not a %s: %v", m.ProtoReflect().Descriptor().FullName(), err))
+	return nil
+}
+
+// The marks the codec leaves on a request, as an unknown field of the
+// largest field number (used by no hubd message): what checkRequest must
+// do about it.
+const (
+	markField     = protowire.MaxValidNumber
+	markUnchecked = 'u' // decoded without the UTF-8 check: check it
+	markUndecoded = 'x' // did not decode: refuse it (the rest is why)
+)
+
+// mark appends a mark to m's unknown fields.
+func mark(m proto.Message, kind byte, msg string) {
+	r := m.ProtoReflect()
+	r.SetUnknown(protowire.AppendBytes(protowire.AppendTag(r.GetUnknown(), markField, protowire.BytesType), append([]byte{kind}, msg...)))
+}
+
+// takeMark removes the codec's mark from m and returns it, if m has one
+// (it is the last unknown field).
+func takeMark(m proto.Message) (kind byte, msg string, ok bool) {
+	r := m.ProtoReflect()
+	u := r.GetUnknown()
+	for i := 0; i < len(u); {
+		num, typ, n := protowire.ConsumeTag(u[i:])
+		if n < 0 {
+			return 0, "", false
+		}
+		l := protowire.ConsumeFieldValue(num, typ, u[i+n:])
+		if l < 0 {
+			return 0, "", false
+		}
+		if num == markField && typ == protowire.BytesType && i+n+l == len(u) {
+			v, _ := protowire.ConsumeBytes(u[i+n:])
+			if len(v) == 0 {
+				return 0, "", false
+			}
+			r.SetUnknown(u[:i])
+			return v[0], string(v[1:]), true
+		}
+		i += n + l
+	}
+	return 0, "", false
+}
+
+// checkRequest acts on the codec's mark: a request that did not decode is
+// MALFORMED, one decoded without the UTF-8 check is checked, naming the
+// first bad field.
+func checkRequest(req any) error {
+	m, ok := req.(proto.Message)
+	if !ok {
+		return nil
+	}
+	kind, msg, ok := takeMark(m)
+	switch {
+	case !ok:
+		return nil
+	case kind == markUndecoded:
+		return fmt.Errorf("%s: %w", msg, session.ErrMalformed)
+	}
+	if err := session.CheckFields(m); err != nil {
+		return fmt.Errorf("request: %w", err)
+	}
+	return nil
+}
+
+func (codec) Name() string { return "proto" }

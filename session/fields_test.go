@@ -1,0 +1,92 @@
+package session_test
+
+import (
+	"math"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/hubd/hubd/hubpb"
+	"github.com/hubd/hubd/session"
+)
+
+func TestCheckFields(t *testing.T) {
+	nested := func(v *structpb.Value) *hubpb.Envelope {
+		return &hubpb.Envelope{Type: "context_set", Payload: &hubpb.Envelope_ContextSet{ContextSet: &hubpb.ContextUpdate{
+			Set: map[string]*structpb.Value{"a": structpb.NewStringValue("ok"), "k": structpb.NewListValue(&structpb.ListValue{
+				Values: []*structpb.Value{structpb.NewNumberValue(1), v}})}}}}
+	}
+	good := []proto.Message{
+		nil,
+		&hubpb.Envelope{},
+		&hubpb.Envelope{Type: "text", Payload: &hubpb.Envelope_Text{Text: &hubpb.Text{Text: "héllo 🌍"}}},
+		nested(structpb.NewStringValue("fine")),
+		&hubpb.OpenRequest{Labels: map[string]string{"team": "ünï"}, Budget: &hubpb.Budget{MaxCost: 2.5}},
+	}
+	for _, m := range good {
+		if err := session.CheckFields(m); err != nil {
+			t.Errorf("CheckFields(%v) = %v", m, err)
+		}
+	}
+	bad := []struct {
+		name string
+		m    proto.Message
+		frag string
+	}{
+		{"text", &hubpb.Envelope{Type: "text", Payload: &hubpb.Envelope_Text{Text: &hubpb.Text{Text: "a\xffb"}}}, `text.text is not valid UTF-8 ("a\xffb")`},
+		{"from", &hubpb.Envelope{From: "\xc3"}, "from is not valid UTF-8"},
+		{"audience", &hubpb.Envelope{Audience: &hubpb.Audience{Names: []string{"bob", "\xff"}}}, "audience.names[1] is not valid UTF-8"},
+		{"nested value", nested(structpb.NewStringValue("\xfe")), `context_set.set["k"].list_value.values[1].string_value is not valid UTF-8`},
+		{"nested number", nested(structpb.NewNumberValue(math.Inf(-1))), `context_set.set["k"].list_value.values[1].number_value is -Inf`},
+		{"map key", &hubpb.OpenRequest{Labels: map[string]string{"ok": "x", "t\xff": "x"}}, "labels key is not valid UTF-8"},
+		{"map value", &hubpb.OpenRequest{Labels: map[string]string{"team": "\xff"}}, `labels["team"] is not valid UTF-8`},
+		{"percent", &hubpb.Envelope{Payload: &hubpb.Envelope_TaskProgress{TaskProgress: &hubpb.TaskProgress{Percent: math.NaN()}}}, "task_progress.percent is NaN"},
+		{"usage", &hubpb.Envelope{Payload: &hubpb.Envelope_Packet{Packet: &hubpb.Packet{Usage: &hubpb.Usage{CostUsd: math.Inf(1)}}}}, "packet.usage.cost_usd is +Inf"},
+		{"budget", &hubpb.OpenRequest{Budget: &hubpb.Budget{MaxCost: math.NaN()}}, "budget.max_cost is NaN"},
+	}
+	for _, b := range bad {
+		t.Run(b.name, func(t *testing.T) { wantErr(t, session.CheckFields(b.m), session.ErrMalformed, b.frag) })
+	}
+}
+
+func TestCheckText(t *testing.T) {
+	for _, s := range []string{"", "plain", "two\nlines\tand a tab", "ünï 🌍"} {
+		if err := session.CheckText("reason", s); err != nil {
+			t.Errorf("CheckText(%q) = %v", s, err)
+		}
+	}
+	for _, b := range []struct{ in, frag string }{
+		{"a\xff", "reason is not valid UTF-8"},
+		{"a\x00", "U+0000"},
+		{"a\x1b[2J", "U+001B"},
+		{"x\u202ey", "U+202E"},
+	} {
+		wantErr(t, session.CheckText("reason", b.in), session.ErrMalformed, b.frag)
+	}
+}
+
+// BenchmarkCheckFields measures the UTF-8 and finite-number walk every
+// request and envelope now takes, next to the stored encoding every
+// accepted envelope takes anyway (the baseline of the ratio).
+func BenchmarkCheckFields(b *testing.B) {
+	env := &hubpb.Envelope{Type: "packet", From: "alice", Audience: session.Only("bob"), Payload: &hubpb.Envelope_Packet{Packet: &hubpb.Packet{
+		Body: string(make([]byte, 200)), Routing: &hubpb.Routing{Kind: "handoff", Target: "bob"},
+		Usage: &hubpb.Usage{InputTokens: 100, OutputTokens: 50, CostUsd: 0.01},
+		ContextUpdates: &hubpb.ContextUpdate{Set: map[string]*structpb.Value{"stage": structpb.NewStringValue("review"),
+			"scores": structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{structpb.NewNumberValue(1), structpb.NewNumberValue(2)}})}}}}}
+	b.Run("check", func(b *testing.B) {
+		for b.Loop() {
+			if err := session.CheckFields(env); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("marshal", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := session.MarshalEnvelope(env); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
