@@ -248,27 +248,45 @@ func (c *Client) scanLog(ctx context.Context, id string, from uint64, fn func(*h
 // conversation with the delegate), else as a message (not a turn) that its
 // next speaker sees in its view.
 func (t *Task) Message(ctx context.Context, text string, opts ...SendOption) (Ack, error) {
+	ack, _, err := t.message(ctx, text, opts...)
+	return ack, err
+}
+
+// message sends text into the task as Message does; it also returns the
+// child's seq when the kind of envelope was chosen.
+func (t *Task) message(ctx context.Context, text string, opts ...SendOption) (Ack, uint64, error) {
 	s, err := t.c.GetSession(ctx, t.ID)
 	if err != nil {
-		return Ack{}, err
+		return Ack{}, 0, err
 	}
 	e := &hubpb.Envelope{Type: EventMessage, Payload: &hubpb.Envelope_Message{Message: &hubpb.Text{Text: text}}}
 	if slices.Contains(s.GetExpected(), t.c.name) {
 		e = &hubpb.Envelope{Type: EventText, Payload: &hubpb.Envelope_Text{Text: &hubpb.Text{Text: text}}}
 	}
-	return t.c.sendOwned(ctx, t.ID, e, opts...)
+	ack, err := t.c.sendOwned(ctx, t.ID, e, opts...)
+	return ack, s.GetSeq(), err
 }
 
 // MessageAndWait sends text into the task's session (as [Task.Message])
-// and returns the next turn taken there after it. If the session ends
+// and returns the next turn taken there by another agent: after the
+// message, or while it was being sent (then the message waits for the
+// child's next speaker's next turn). If the session ends
 // first, it returns the error ErrSessionClosed.
 func (t *Task) MessageAndWait(ctx context.Context, text string, opts ...SendOption) (*hubpb.Envelope, error) {
-	ack, err := t.Message(ctx, text, opts...)
+	ack, checked, err := t.message(ctx, text, opts...)
 	if err != nil {
 		return nil, err
 	}
+	// A turn of the child's that landed between the look at whose turn it
+	// was and the message answers it: the child spoke and now waits for the
+	// caller, so no later turn would come (the message still reaches the
+	// child's next speaker at its next turn).
+	from := ack.GetSeq() + 1
+	if checked < ack.GetSeq() {
+		from = checked + 1
+	}
 	var turn *hubpb.Envelope
-	end, err := t.c.Follow(ctx, t.ID, ack.GetSeq()+1, func(e *hubpb.Envelope) error {
+	end, err := t.c.Follow(ctx, t.ID, from, func(e *hubpb.Envelope) error {
 		if IsTurn(e) && e.GetFrom() != t.c.name {
 			turn = e
 			return errFound
