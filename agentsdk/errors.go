@@ -88,6 +88,11 @@ var (
 	// ErrBadAnswer: the answer does not fit its question; the message says
 	// what would be valid (BAD_ANSWER).
 	ErrBadAnswer = errors.New("agentsdk: bad answer")
+	// ErrNotOwner: in a cluster, another node serves the session's
+	// partition, or a stream's partition moved (NOT_OWNER). The Client
+	// follows it by itself (see Options.Cluster); it surfaces only when
+	// following failed. [Error.Metadata] "owner_addr" names the owner.
+	ErrNotOwner = errors.New("agentsdk: not the owner of the session")
 	// ErrWithdrawn: a question was withdrawn before it was answered, its
 	// session having ended (a question_closed envelope; the SDK's own,
 	// no hub reason).
@@ -124,6 +129,7 @@ var sentinels = map[hubpb.Reason]error{
 	hubpb.Reason_TURN_HELD:                ErrTurnHeld,
 	hubpb.Reason_DELEGATE_NOT_ALLOWED:     ErrDelegateNotAllowed,
 	hubpb.Reason_BAD_ANSWER:               ErrBadAnswer,
+	hubpb.Reason_NOT_OWNER:                ErrNotOwner,
 }
 
 // sentinelOf returns the sentinel of a reason name, nil for an unknown one.
@@ -169,6 +175,9 @@ type Error struct {
 	// Message is the hub's message, e.g. `workflow expects "bob" to speak,
 	// got "carol"`.
 	Message string
+	// Metadata is the ErrorInfo's metadata, e.g. "owner_addr" with
+	// NOT_OWNER; nil when there is none.
+	Metadata map[string]string
 
 	sentinel error
 	st       *status.Status
@@ -203,7 +212,7 @@ func wrapErr(op string, err error) error {
 	e := &Error{Op: op, Code: st.Code(), Message: st.Message(), st: st}
 	for _, d := range st.Details() {
 		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == ErrorDomain {
-			e.Reason = info.GetReason()
+			e.Reason, e.Metadata = info.GetReason(), info.GetMetadata()
 			break
 		}
 	}
@@ -233,7 +242,7 @@ func retryable(err error) bool {
 		return false
 	}
 	switch {
-	case errors.Is(e, ErrUnavailable), errors.Is(e, ErrSlowSubscriber):
+	case errors.Is(e, ErrUnavailable), errors.Is(e, ErrSlowSubscriber), errors.Is(e, ErrNotOwner):
 		return true
 	case e.Reason == "" && (e.Code == codes.Internal || e.Code == codes.Unknown || e.Code == codes.Aborted):
 		// gRPC's own transport failures (a reset stream, a server that

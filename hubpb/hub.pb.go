@@ -110,6 +110,12 @@ const (
 	// the named answerer, an unknown option, or text that fails the schema
 	// (the message says what would be valid).
 	Reason_BAD_ANSWER Reason = 27
+	// In a cluster: the session's partition is served by another node (or,
+	// for a stream, moved to another node). ErrorInfo metadata "owner_addr"
+	// is the owner's gRPC address (empty while no node holds it): call it
+	// again there, with the same client message id; a stream resumes from
+	// its cursors.
+	Reason_NOT_OWNER Reason = 28
 )
 
 // Enum value maps for Reason.
@@ -143,6 +149,7 @@ var (
 		25: "TURN_HELD",
 		26: "DELEGATE_NOT_ALLOWED",
 		27: "BAD_ANSWER",
+		28: "NOT_OWNER",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":       0,
@@ -173,6 +180,7 @@ var (
 		"TURN_HELD":                25,
 		"DELEGATE_NOT_ALLOWED":     26,
 		"BAD_ANSWER":               27,
+		"NOT_OWNER":                28,
 	}
 )
 
@@ -5260,7 +5268,7 @@ const file_hub_proto_rawDesc = "" +
 	"\x05steps\x18\x01 \x03(\v2\x13.hubd.v1.ReplayStepR\x05steps\x12\x14\n" +
 	"\x05equal\x18\x02 \x01(\bR\x05equal\x12)\n" +
 	"\x10first_difference\x18\x03 \x01(\x04R\x0ffirstDifference\x12\x16\n" +
-	"\x06detail\x18\x04 \x01(\tR\x06detail*\xb2\x04\n" +
+	"\x06detail\x18\x04 \x01(\tR\x06detail*\xc1\x04\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vOUT_OF_TURN\x10\x01\x12\x13\n" +
@@ -5291,7 +5299,8 @@ const file_hub_proto_rawDesc = "" +
 	"\tTURN_HELD\x10\x19\x12\x18\n" +
 	"\x14DELEGATE_NOT_ALLOWED\x10\x1a\x12\x0e\n" +
 	"\n" +
-	"BAD_ANSWER\x10\x1bB\"Z github.com/hubd/hubd/hubpb;hubpbb\x06proto3"
+	"BAD_ANSWER\x10\x1b\x12\r\n" +
+	"\tNOT_OWNER\x10\x1cB\"Z github.com/hubd/hubd/hubpb;hubpbb\x06proto3"
 
 var (
 	file_hub_proto_rawDescOnce sync.Once

@@ -95,6 +95,7 @@ from .client import Client, Stream, connect
 from .errors import (
     ERROR_DOMAIN,
     BadAnswer,
+    NotOwner,
     BadHandoffTarget,
     BadLifecycleTransition,
     Canceled,
@@ -197,6 +198,7 @@ __all__ = [
     "TurnHeld",
     "DelegateNotAllowed",
     "BadAnswer",
+    "NotOwner",
     "AGENT_HEADER",
     "EVENT_ANSWER",
     "EVENT_CLOSED",

@@ -109,6 +109,12 @@ export class TurnHeldError extends HubError {}
 export class DelegateNotAllowedError extends HubError {}
 /** The answer does not fit its question (BAD_ANSWER). */
 export class BadAnswerError extends HubError {}
+/**
+ * In a cluster, another node serves the session's partition, or a stream's partition moved (NOT_OWNER).
+ * ErrorInfo metadata owner_addr names the owner's gRPC address: retry there with the same client message id,
+ * or resubscribe there from the cursors. This SDK does not follow it by itself yet (the Go agentsdk does).
+ */
+export class NotOwnerError extends UnavailableError {}
 
 type ErrorClass = new (op: string, code: status, reason: ReasonName | "", detail: string, metadata?: Metadata) => HubError;
 
@@ -141,6 +147,7 @@ export const errorClasses: Record<ReasonName, ErrorClass> = {
   TURN_HELD: TurnHeldError,
   DELEGATE_NOT_ALLOWED: DelegateNotAllowedError,
   BAD_ANSWER: BadAnswerError,
+  NOT_OWNER: NotOwnerError,
 };
 
 /** The class of an error without a hub reason (one gRPC made itself), by its code. */

@@ -113,6 +113,14 @@ export enum Reason {
    * (the message says what would be valid).
    */
   BAD_ANSWER = 27,
+  /**
+   * NOT_OWNER - In a cluster: the session's partition is served by another node (or,
+   * for a stream, moved to another node). ErrorInfo metadata "owner_addr"
+   * is the owner's gRPC address (empty while no node holds it): call it
+   * again there, with the same client message id; a stream resumes from
+   * its cursors.
+   */
+  NOT_OWNER = 28,
   UNRECOGNIZED = -1,
 }
 
@@ -202,6 +210,9 @@ export function reasonFromJSON(object: any): Reason {
     case 27:
     case "BAD_ANSWER":
       return Reason.BAD_ANSWER;
+    case 28:
+    case "NOT_OWNER":
+      return Reason.NOT_OWNER;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -267,6 +278,8 @@ export function reasonToJSON(object: Reason): string {
       return "DELEGATE_NOT_ALLOWED";
     case Reason.BAD_ANSWER:
       return "BAD_ANSWER";
+    case Reason.NOT_OWNER:
+      return "NOT_OWNER";
     case Reason.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
