@@ -105,6 +105,19 @@ type Config struct {
 	MaxEnvelopeBytes int           // default 1 MiB: an envelope's stored size
 	MaxOpenPerAgent  int           // default 0: no limit on pending/open sessions an agent created
 	SubscriberBuffer int           // default 4096: deliveries buffered per subscriber before it is cut off
+
+	// Partitioned makes a cluster node's hub: New hydrates nothing, and
+	// the hub serves only the sessions LoadSessions gives it (see
+	// partition.go).
+	Partitioned bool
+	// Route, if set, is asked about a session the hub does not hold: nil
+	// means no node serves it (UNKNOWN_SESSION), else the error to answer
+	// (a *NotOwnerError naming the owner).
+	Route func(ctx context.Context, id session.ID) error
+	// NewRootID, if set, makes the id of a new root session (default
+	// NewID): a cluster node picks a UUIDv7 whose tree lands in a
+	// partition it serves. An error refuses the open.
+	NewRootID func() (uuid.UUID, error)
 }
 
 // Validate reports a missing required field or a negative limit.
