@@ -144,7 +144,8 @@ type Leases struct {
 	mu       sync.Mutex
 	table    map[int]Owner // every lease, from the watch
 	live     map[string]Node
-	freeFrom map[int]time.Time // when a partition was first seen free
+	liveSeen map[string]time.Time // when the watch last delivered each live node's key
+	freeFrom map[int]time.Time    // when a partition was first seen free
 
 	kick    chan struct{}
 	stop    context.CancelFunc
@@ -168,7 +169,7 @@ func Start(ctx context.Context, cfg Config) (*Leases, error) {
 	}
 	l := &Leases{
 		cfg: c, logger: c.Logger.With().Str("node", c.NodeID).Logger(),
-		table: map[int]Owner{}, live: map[string]Node{}, freeFrom: map[int]time.Time{},
+		table: map[int]Owner{}, live: map[string]Node{}, liveSeen: map[string]time.Time{}, freeFrom: map[int]time.Time{},
 		kick: make(chan struct{}, 1),
 	}
 	// On disk, so that the buckets outlive a restart of the whole NATS

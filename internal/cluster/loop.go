@@ -116,13 +116,18 @@ func (l *Leases) rebalance(ctx context.Context) {
 	}
 }
 
-// liveIDs returns the live nodes' ids, this node's among them.
+// liveIDs returns the live nodes' ids, this node's among them. A node
+// whose membership key the watch has not seen refreshed for longer than a
+// TTL and a third counts as gone even if the watch missed its expiry (a
+// KV leader change can lose the marker): otherwise its share of the
+// partitions would stay free.
 func (l *Leases) liveIDs() []string {
+	now := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ids := []string{l.cfg.NodeID}
 	for id := range l.live {
-		if id != l.cfg.NodeID {
+		if id != l.cfg.NodeID && now.Sub(l.liveSeen[id]) <= l.cfg.TTL+l.cfg.TTL/3 {
 			ids = append(ids, id)
 		}
 	}
@@ -339,8 +344,10 @@ func (l *Leases) applyNode(e jetstream.KeyValueEntry) {
 	l.mu.Lock()
 	if e.Operation() == jetstream.KeyValuePut && json.Unmarshal(e.Value(), &n) == nil {
 		l.live[e.Key()] = n
+		l.liveSeen[e.Key()] = time.Now()
 	} else {
 		delete(l.live, e.Key())
+		delete(l.liveSeen, e.Key())
 	}
 	l.mu.Unlock()
 	l.poke()
