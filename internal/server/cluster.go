@@ -54,7 +54,8 @@ type ClusterConfig struct {
 // the leases, and which partitions the hub serves.
 type node struct {
 	cfg     ClusterConfig
-	logger  zerolog.Logger
+	logger  zerolog.Logger     // with the node id
+	base    zerolog.Logger     // without (the leases add it)
 	ns      *natsserver.Server // embedded; nil for an external cluster
 	nc, lc  *nats.Conn         // the log's and the leases' connections
 	log     *jetstream.Log
@@ -82,7 +83,7 @@ type LoadStat struct {
 // the partition log. The leases start later (startLeases), once the hub
 // exists.
 func startNode(ctx context.Context, cc ClusterConfig, listen string, lg zerolog.Logger) (*node, error) {
-	n := &node{cfg: cc, logger: lg.With().Str("node", cc.NodeID).Logger(), loads: map[int]LoadStat{}}
+	n := &node{cfg: cc, logger: lg.With().Str("node", cc.NodeID).Logger(), base: lg, loads: map[int]LoadStat{}}
 	if n.cfg.Partitions == 0 {
 		n.cfg.Partitions = cluster.DefaultPartitions
 	}
@@ -145,7 +146,7 @@ func (n *node) startLeases(ctx context.Context, h *hub.Hub) error {
 	var err error
 	n.leases, err = cluster.Start(ctx, cluster.Config{Conn: n.lc, NodeID: n.cfg.NodeID, Addr: n.cfg.Advertise,
 		Partitions: n.cfg.Partitions, TTL: n.cfg.LeaseTTL, Replicas: n.cfg.Replicas,
-		OnAcquire: n.acquire, OnLose: n.lose, Logger: n.logger})
+		OnAcquire: n.acquire, OnLose: n.lose, Logger: n.base})
 	if err != nil {
 		return fmt.Errorf("cluster: starting the leases: %w", err)
 	}
