@@ -145,6 +145,7 @@ type Leases struct {
 	table    map[int]Owner // every lease, from the watch
 	live     map[string]Node
 	liveSeen map[string]time.Time // when the watch last delivered each live node's key
+	joined   time.Time            // this node's last successful membership refresh
 	freeFrom map[int]time.Time    // when a partition was first seen free
 
 	kick    chan struct{}
@@ -233,6 +234,9 @@ func (l *Leases) register(ctx context.Context) error {
 	if _, err := l.nodes.Put(ctx, l.cfg.NodeID, v); err != nil {
 		return fmt.Errorf("cluster: registering node %s: %w", l.cfg.NodeID, err)
 	}
+	l.mu.Lock()
+	l.joined = time.Now()
+	l.mu.Unlock()
 	return nil
 }
 
