@@ -35,7 +35,8 @@ const (
 type hubCluster struct {
 	nodes []*daemon
 	ids   []string
-	nats  []string // client URLs of the embedded NATS servers
+	nats  []string   // client URLs of the NATS servers
+	args  [][]string // each node's hubd arguments, for a restart
 }
 
 // freePorts returns n loopback ports that were free a moment ago.
@@ -64,20 +65,26 @@ func freePorts(t *testing.T, n int) []int {
 // (--embed-nats).
 func startCluster(t *testing.T, external bool) *hubCluster {
 	t.Helper()
-	bin := hubdBinary(t)
-	ports := freePorts(t, 9) // gRPC, NATS client, NATS route per node
-	c := &hubCluster{}
 	var ext *natstest.Cluster
 	if external {
 		ext = natstest.RunCluster(t, 3)
 	}
+	return startNodes(t, 3, ext)
+}
+
+// startNodes starts n hubd nodes on ext's NATS servers, or (ext nil) each
+// with its own embedded one.
+func startNodes(t *testing.T, n int, ext *natstest.Cluster) *hubCluster {
+	t.Helper()
+	external := ext != nil
+	ports := freePorts(t, 3*n) // gRPC, NATS client, NATS route per node
+	c := &hubCluster{}
 	var routes []string
-	for i := range 3 {
-		routes = append(routes, fmt.Sprintf("127.0.0.1:%d", ports[6+i]))
+	for i := range n {
+		routes = append(routes, fmt.Sprintf("127.0.0.1:%d", ports[2*n+i]))
 	}
 	dir := t.TempDir()
-	listening := make([]chan string, 3)
-	for i := range 3 {
+	for i := range n {
 		id := fmt.Sprintf("n%d", i+1)
 		c.ids = append(c.ids, id)
 		d := &daemon{t: t, data: filepath.Join(dir, id), closed: make(chan struct{})}
@@ -85,34 +92,53 @@ func startCluster(t *testing.T, external bool) *hubCluster {
 			"--data", d.data, "--log-format", "json", "--node-id", id, "--partitions", strconv.Itoa(e2ePartitions),
 			"--lease-ttl", e2eLease.String()}
 		if external {
-			c.nats = append(c.nats, ext.URL(i))
+			c.nats = append(c.nats, ext.URL(i%ext.Len()))
 			args = append(args, "--cluster", ext.URLs())
 		} else {
-			c.nats = append(c.nats, fmt.Sprintf("nats://127.0.0.1:%d", ports[3+i]))
-			args = append(args, "--embed-nats", "--nats-listen", fmt.Sprintf("127.0.0.1:%d", ports[3+i]),
+			c.nats = append(c.nats, fmt.Sprintf("nats://127.0.0.1:%d", ports[n+i]))
+			args = append(args, "--embed-nats", "--nats-listen", fmt.Sprintf("127.0.0.1:%d", ports[n+i]),
 				"--nats-route-listen", routes[i], "--nats-routes", strings.Join(routes, ","))
 		}
-		d.cmd = exec.Command(bin, args...)
-		stderr, _ := d.cmd.StderrPipe()
-		if err := d.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		listening[i] = make(chan string, 1)
-		go d.collect(stderr, listening[i])
-		t.Cleanup(func() { d.stop(syscall.SIGKILL) })
-		c.nodes = append(c.nodes, d)
+		c.args = append(c.args, args)
+		c.nodes = append(c.nodes, nil)
 	}
-	for i, d := range c.nodes {
-		select {
-		case d.addr = <-listening[i]:
-		case <-d.closed:
-			t.Fatalf("node %s did not start:\n%s", c.ids[i], d.log())
-		case <-time.After(40 * time.Second):
-			t.Fatalf("node %s did not listen within 40s:\n%s", c.ids[i], d.log())
-		}
+	listening := make([]chan string, n)
+	for i := range n {
+		listening[i] = c.spawn(t, i)
+	}
+	for i := range n {
+		c.await(t, i, listening[i])
 	}
 	c.waitSpread(t, c.ids, 20*time.Second)
 	return c
+}
+
+// spawn starts node i's process; await waits for it to listen.
+func (c *hubCluster) spawn(t *testing.T, i int) chan string {
+	t.Helper()
+	d := &daemon{t: t, data: c.args[i][slices.Index(c.args[i], "--data")+1], closed: make(chan struct{})}
+	d.cmd = exec.Command(hubdBinary(t), c.args[i]...)
+	stderr, _ := d.cmd.StderrPipe()
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	listening := make(chan string, 1)
+	go d.collect(stderr, listening)
+	t.Cleanup(func() { d.stop(syscall.SIGKILL) })
+	c.nodes[i] = d
+	return listening
+}
+
+func (c *hubCluster) await(t *testing.T, i int, listening chan string) {
+	t.Helper()
+	d := c.nodes[i]
+	select {
+	case d.addr = <-listening:
+	case <-d.closed:
+		t.Fatalf("node %s did not start:\n%s", c.ids[i], d.log())
+	case <-time.After(40 * time.Second):
+		t.Fatalf("node %s did not listen within 40s:\n%s", c.ids[i], d.log())
+	}
 }
 
 // addrs returns the gRPC addresses of the nodes not in skip, comma-

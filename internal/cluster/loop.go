@@ -351,6 +351,8 @@ func (l *Leases) applyLease(e jetstream.KeyValueEntry) {
 		}
 	}
 	if !put {
+		l.logger.Info().Int("partition", k).Str("op", e.Operation().String()).Str("seen_at", o.seen.UTC().Format(time.RFC3339Nano)).
+			Msg("cluster: partition free")
 		l.poke()
 	}
 }

@@ -175,7 +175,8 @@ func (n *node) acquire(ctx context.Context, k int, epoch uint64) {
 			n.loads[k] = LoadStat{Partition: k, Epoch: epoch, Acquired: acquired, Hydrate: took, Sessions: loaded, Records: st.Records}
 			n.mu.Unlock()
 			n.logger.Info().Int("partition", k).Uint64("epoch", epoch).Int("sessions", loaded).Int("records", st.Records).
-				Str("hydrate", took.Round(time.Millisecond).String()).Msg("partition served")
+				Str("hydrate", took.Round(time.Millisecond).String()).Str("acquired_at", acquired.UTC().Format(time.RFC3339Nano)).
+				Str("served_at", time.Now().UTC().Format(time.RFC3339Nano)).Msg("partition served")
 			return
 		}
 		if ctx.Err() != nil {
