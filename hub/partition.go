@@ -39,7 +39,7 @@ func (e *NotOwnerError) Error() string {
 	switch {
 	case e.Addr != "":
 		msg += fmt.Sprintf(": partition %d is served by node %s at %s", e.Partition, e.Node, e.Addr)
-	case e.Partition >= 0:
+	case e.Partition >= 0 && e.Why == "":
 		msg += fmt.Sprintf(": partition %d has no owner at the moment; retry shortly", e.Partition)
 	}
 	return msg + ": " + ErrNotOwner.Error()

@@ -212,7 +212,9 @@ func (n *node) route(ctx context.Context, id session.ID) error {
 		return nil
 	}
 	if o, ok := n.leases.Owner(k); ok && o.NodeID == n.cfg.NodeID {
-		return fmt.Errorf("session %v: partition %d is being loaded on this node; retry: %w", id, k, hub.ErrSessionFailed)
+		// Ours, being loaded: NOT_OWNER with no address, "retry shortly".
+		return &hub.NotOwnerError{Session: id.String(), Partition: k,
+			Why: fmt.Sprintf("session %v: partition %d is being loaded on this node; retry shortly", id, k)}
 	}
 	return n.notOwner(id, k)
 }
