@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/hubd/hubd/agentsdk"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/hubpb/hubsvc"
 	"github.com/hubd/hubd/internal/natstest"
@@ -177,4 +178,100 @@ func mustStruct(t *testing.T, m map[string]any) *structpb.Struct {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestClusterSDKFollows: an agentsdk client that knows the cluster calls
+// any node: a send for a session another node serves is followed there
+// (same client message id), and its merged stream delivers that session
+// from its owner, then, once the owner leaves and the other node takes
+// the partition, from the new owner, every seq once and in order.
+func TestClusterSDKFollows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a NATS server and two nodes")
+	}
+	c := natstest.RunServer(t)
+	a := startClusterNode(t, c, "a")
+	waitUntil(t, "a serves every partition", 10*time.Second, func() bool { return len(a.Served()) == 4 })
+	b := startClusterNode(t, c, "b")
+	waitUntil(t, "two partitions each", 10*time.Second, func() bool { return len(a.Served()) == 2 && len(b.Served()) == 2 })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dial := func(name string) *agentsdk.Client {
+		t.Helper()
+		cl, err := agentsdk.Dial(ctx, b.Addr(), agentsdk.Options{Name: name, Peers: []string{a.Addr()}, Logf: t.Logf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cl.Close() })
+		return cl
+	}
+	// The session lives on a: opened there.
+	resp, err := rawClient(t, a.Addr()).Open(as("alice"), &hubpb.OpenRequest{Type: "conversation@1",
+		Participants: []*hubpb.Participant{{Name: "alice"}, {Name: "bob", AutoAccept: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := resp.GetSession().GetMeta().GetSessionId()
+	alice, bob := dial("alice"), dial("bob")
+	stream, err := bob.Subscribe(ctx, agentsdk.SubscribeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	type delivery struct {
+		seq  uint64
+		turn bool
+	}
+	got := make(chan delivery, 100)
+	go func() {
+		for {
+			d, err := stream.Recv()
+			if err != nil {
+				close(got)
+				return
+			}
+			if d.GetEnvelope().GetSessionId() == id {
+				got <- delivery{d.GetEnvelope().GetSeq(), d.GetYourTurn()}
+			}
+		}
+	}()
+	send := func(cl *agentsdk.Client, text string) uint64 {
+		t.Helper()
+		ack, err := cl.SendText(ctx, id, text)
+		if err != nil {
+			t.Fatalf("%s through b: %v", text, err)
+		}
+		return ack.Seq
+	}
+	var seen []uint64
+	until := func(seq uint64) {
+		t.Helper()
+		for len(seen) == 0 || seen[len(seen)-1] < seq {
+			select {
+			case d, ok := <-got:
+				if !ok {
+					t.Fatalf("bob's stream ended; seqs %v", seen)
+				}
+				if len(seen) > 0 && d.seq <= seen[len(seen)-1] {
+					if d.turn {
+						continue // a pending turn told again after a resubscribe
+					}
+					t.Fatalf("bob's stream handed out seq %d after %v", d.seq, seen)
+				}
+				seen = append(seen, d.seq)
+			case <-ctx.Done():
+				t.Fatalf("bob did not get seq %d; got %v", seq, seen)
+			}
+		}
+	}
+	until(send(alice, "one")) // alice's send through b lands on a; bob hears it from a
+	send(bob, "two") // bob's own: not delivered to him
+	a.Shutdown(context.Background())
+	waitUntil(t, "b serves every partition", 10*time.Second, func() bool { return len(b.Served()) == 4 })
+	three := send(alice, "three")
+	until(three) // from b now
+	if three != 5 { // invite, open, one, two, three
+		t.Fatalf("alice's send after the move has seq %d, want 5", three)
+	}
+	t.Logf("bob's stream: seqs %v", seen)
 }
