@@ -265,11 +265,11 @@ func TestClusterSDKFollows(t *testing.T) {
 		}
 	}
 	until(send(alice, "one")) // alice's send through b lands on a; bob hears it from a
-	send(bob, "two") // bob's own: not delivered to him
+	send(bob, "two")          // bob's own: not delivered to him
 	a.Shutdown(context.Background())
 	waitUntil(t, "b serves every partition", 10*time.Second, func() bool { return len(b.Served()) == 4 })
 	three := send(alice, "three")
-	until(three) // from b now
+	until(three)    // from b now
 	if three != 5 { // invite, open, one, two, three
 		t.Fatalf("alice's send after the move has seq %d, want 5", three)
 	}
