@@ -359,3 +359,54 @@ func waitFor(t *testing.T, what string, within time.Duration, ok func() bool) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestE2EClusterRollingRestart restarts the three nodes one by one with
+// SIGTERM under hubload --verify: each hands its partitions back before it
+// stops, the load carries on through every restart, and hubload --check
+// finds every acknowledged envelope.
+func TestE2EClusterRollingRestart(t *testing.T) {
+	c := startCluster(t, false)
+	load := buildBinary(t, "./cmd/hubload")
+	verify := filepath.Join(t.TempDir(), "acked.txt")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	lg := exec.CommandContext(ctx, load, "--hub", c.addrs(), "--agents", "12", "--sessions", "6", "--duration", "120s",
+		"--warmup", "0s", "--verify", verify)
+	var lgOut strings.Builder
+	lg.Stdout, lg.Stderr = &lgOut, &lgOut
+	if err := lg.Start(); err != nil {
+		t.Fatal(err)
+	}
+	progress := func(what string) {
+		t.Helper()
+		n := countLines(verify)
+		deadline := time.Now().Add(20 * time.Second)
+		for countLines(verify) < n+100 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if countLines(verify) < n+100 {
+			t.Fatalf("the load stalled %s: %d acknowledged\n%s", what, countLines(verify), lgOut.String())
+		}
+	}
+	progress("at the start")
+	for i := range c.nodes {
+		start := time.Now()
+		c.nodes[i].stop(syscall.SIGTERM)
+		if !strings.Contains(c.nodes[i].log(), "partition no longer served") {
+			t.Fatalf("%s stopped without handing its partitions back:\n%s", c.ids[i], c.nodes[i].log())
+		}
+		c.await(t, i, c.spawn(t, i))
+		c.waitSpread(t, c.ids, 30*time.Second)
+		t.Logf("%s restarted and back to its share in %v", c.ids[i], time.Since(start).Round(time.Millisecond))
+		progress("after restarting " + c.ids[i])
+	}
+	lg.Process.Signal(syscall.SIGINT)
+	lg.Wait()
+	acked := countLines(verify)
+	out, err := exec.CommandContext(ctx, load, "--hub", c.addrs(), "--check", verify).CombinedOutput()
+	first := strings.SplitN(string(out), "\n", 2)[0]
+	if err != nil || first != fmt.Sprintf("acked %d, found %d", acked, acked) {
+		t.Fatalf("check after a rolling restart: %v\n%s\nload:\n%s", err, out, lgOut.String())
+	}
+	t.Logf("%s; load: %s", first, strings.SplitN(lgOut.String(), "\n", 3)[1])
+}
