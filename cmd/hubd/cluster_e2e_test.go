@@ -238,11 +238,11 @@ func TestE2EClusterKillNode(t *testing.T) {
 	}
 	killed := time.Now()
 	c.nodes[1].stop(syscall.SIGKILL)
-	moved := c.waitSpread(t, []string{c.ids[0], c.ids[2]}, 30*time.Second)
+	moved := c.waitSpread(t, []string{c.ids[0], c.ids[2]}, 60*time.Second)
 	t.Logf("%s killed: its partitions moved in %v (lease %v)", c.ids[1], moved.Round(time.Millisecond), e2eLease)
 	// The load goes on: more sends are acknowledged after the move.
 	after := countLines(verify)
-	deadline = time.Now().Add(20 * time.Second)
+	deadline = time.Now().Add(30 * time.Second)
 	for countLines(verify) < after+200 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
