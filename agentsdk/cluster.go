@@ -26,7 +26,8 @@ import (
 //     same client message id, so a send is never written twice), to the
 //     owner; one without an owner yet (a partition changing hands) is sent
 //     again after a short wait; one that cannot reach its node (a dead
-//     node) goes to the next node, which knows the owner. It gives up
+//     node) or that a stopping node refuses (DRAINING) goes to the next
+//     node, which knows the owner. It gives up
 //     after Options.FollowFor.
 //   - Subscribe opens one stream per node and merges them: each node
 //     delivers the sessions it serves. A node's stream that ends (its
@@ -134,8 +135,8 @@ func (p *peers) redirect(err error, at string, try int) (next string, wait time.
 		return md["owner_addr"], 0, true
 	case reason == hubpb.Reason_NOT_OWNER.String():
 		return at, w, true // no owner yet: the partition changes hands
-	case reason == "" && st.Code() == codes.Unavailable:
-		return p.next(at), w, true // the node is unreachable: ask another
+	case reason == "" && st.Code() == codes.Unavailable, reason == hubpb.Reason_DRAINING.String():
+		return p.next(at), w, true // the node is unreachable or stopping: ask another
 	}
 	return "", 0, false
 }
