@@ -15,11 +15,14 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/hubd/hubd/agentsdk"
 	"github.com/hubd/hubd/hubpb"
+	"github.com/hubd/hubd/hubpb/hubsvc"
 	"github.com/hubd/hubd/internal/natstest"
+	"github.com/hubd/hubd/internal/wiretest"
 	"github.com/hubd/hubd/session"
 )
 
@@ -63,18 +66,18 @@ func freePorts(t *testing.T, n int) []int {
 // external, the NATS servers run in the test process (natstest) and the
 // nodes connect to them (--cluster); otherwise each node embeds its own
 // (--embed-nats).
-func startCluster(t *testing.T, external bool) *hubCluster {
+func startCluster(t *testing.T, external bool, extra ...string) *hubCluster {
 	t.Helper()
 	var ext *natstest.Cluster
 	if external {
 		ext = natstest.RunCluster(t, 3)
 	}
-	return startNodes(t, 3, ext)
+	return startNodes(t, 3, ext, extra...)
 }
 
 // startNodes starts n hubd nodes on ext's NATS servers, or (ext nil) each
-// with its own embedded one.
-func startNodes(t *testing.T, n int, ext *natstest.Cluster) *hubCluster {
+// with its own embedded one, with extra serve flags.
+func startNodes(t *testing.T, n int, ext *natstest.Cluster, extra ...string) *hubCluster {
 	t.Helper()
 	external := ext != nil
 	ports := freePorts(t, 3*n) // gRPC, NATS client, NATS route per node
@@ -99,7 +102,7 @@ func startNodes(t *testing.T, n int, ext *natstest.Cluster) *hubCluster {
 			args = append(args, "--embed-nats", "--nats-listen", fmt.Sprintf("127.0.0.1:%d", ports[n+i]),
 				"--nats-route-listen", routes[i], "--nats-routes", strings.Join(routes, ","))
 		}
-		c.args = append(c.args, args)
+		c.args = append(c.args, append(args, extra...))
 		c.nodes = append(c.nodes, nil)
 	}
 	listening := make([]chan string, n)
@@ -409,4 +412,55 @@ func TestE2EClusterRollingRestart(t *testing.T) {
 		t.Fatalf("check after a rolling restart: %v\n%s\nload:\n%s", err, out, lgOut.String())
 	}
 	t.Logf("%s; load: %s", first, strings.SplitN(lgOut.String(), "\n", 3)[1])
+}
+
+// TestE2EClusterWireThroughGateway runs the wire acceptance checks
+// against a three-node cluster through a fourth node that serves no
+// partition (--gateway): every call for a session is answered NOT_OWNER
+// there, and the agentsdk clients follow it to the owner, so each bad
+// input gets the owner's precise refusal and writes nothing.
+func TestE2EClusterWireThroughGateway(t *testing.T) {
+	c := startCluster(t, false, "--max-envelope-bytes", "4096") // as wiretest.BadInput wants
+	bin := hubdBinary(t)
+	port := freePorts(t, 1)[0]
+	gw := &daemon{t: t, data: t.TempDir(), closed: make(chan struct{})}
+	gw.cmd = exec.Command(bin, "serve", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--http", "off", "--data", gw.data,
+		"--log-format", "json", "--node-id", "gw", "--gateway", "--cluster", strings.Join(c.nats, ","),
+		"--partitions", strconv.Itoa(e2ePartitions), "--lease-ttl", e2eLease.String(), "--max-envelope-bytes", "4096")
+	stderr, _ := gw.cmd.StderrPipe()
+	if err := gw.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	listening := make(chan string, 1)
+	go gw.collect(stderr, listening)
+	t.Cleanup(func() { gw.stop(syscall.SIGKILL) })
+	select {
+	case gw.addr = <-listening:
+	case <-gw.closed:
+		t.Fatalf("the gateway did not start:\n%s", gw.log())
+	case <-time.After(40 * time.Second):
+		t.Fatalf("the gateway did not listen within 40s:\n%s", gw.log())
+	}
+	peers := strings.Split(c.addrs(), ",")
+	agent := func(name string) hubsvc.HubClient {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cl, err := agentsdk.Dial(ctx, gw.addr, agentsdk.Options{Name: name, Peers: peers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cl.Close() })
+		return cl.Raw()
+	}
+	// The gateway serves nothing: a raw call there is refused with the
+	// owner's address.
+	id := wiretest.Pipeline(t, agent("alice"))
+	_, err := devClient(t, gw.addr, "alice").GetSession(context.Background(), &hubpb.GetSessionRequest{SessionId: id})
+	if code, reason := wiretest.ReasonOf(err); code != codes.Unavailable || reason != "NOT_OWNER" {
+		t.Fatalf("GetSession on the gateway without following: %v, want UNAVAILABLE NOT_OWNER", err)
+	}
+	wiretest.BadInput(t, agent, anonClient(t, gw.addr))
+	if n := strings.Count(gw.log(), "partition served"); n != 0 {
+		t.Fatalf("the gateway served %d partitions", n)
+	}
 }

@@ -49,6 +49,10 @@
 // one renewal period, so a cold start places partitions without churn and
 // a dead node's partitions go to their next preferred nodes.
 //
+// An observer (Config.Observer) keeps no membership key and acquires
+// nothing: it only watches the leases, for a node that routes calls
+// without serving any partition.
+//
 // # Callbacks
 //
 // Each partition's callbacks run in order in its own goroutine: OnAcquire

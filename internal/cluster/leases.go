@@ -66,6 +66,10 @@ type Config struct {
 	OnLose func(partition int)
 	// Logger receives acquisitions, losses and failures; default none.
 	Logger zerolog.Logger
+	// Observer makes a node that serves no partition: it keeps no
+	// membership key (peers do not count it) and acquires nothing, but
+	// watches the leases, so Owner answers for routing.
+	Observer bool
 }
 
 var nodeIDRE = regexp.MustCompile(`^[A-Za-z0-9_=-]+$`)
@@ -181,8 +185,10 @@ func Start(ctx context.Context, cfg Config) (*Leases, error) {
 	if l.nodes, err = bucket(ctx, js, c, c.NodesBucket, "hubd live nodes"); err != nil {
 		return nil, err
 	}
-	if err := l.register(ctx); err != nil {
-		return nil, err
+	if !c.Observer {
+		if err := l.register(ctx); err != nil {
+			return nil, err
+		}
 	}
 	runCtx, stop := context.WithCancel(context.Background())
 	l.stop = stop
@@ -306,6 +312,10 @@ func (l *Leases) Close(ctx context.Context) error {
 	l.loops.Wait() // the loop and the watches have ended; partitions still run
 	dctx, cancel := context.WithTimeout(ctx, l.cfg.TTL)
 	defer cancel()
+	if l.cfg.Observer {
+		l.stopPartitions()
+		return nil
+	}
 	if err := l.nodes.Delete(dctx, l.cfg.NodeID); err != nil {
 		l.logger.Warn().Err(err).Msg("cluster: deleting the membership key")
 	}

@@ -28,13 +28,16 @@ func (l *Leases) loop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+			if l.cfg.Observer {
+				continue
+			}
 			l.renew(ctx)
 			if err := l.register(ctx); err != nil && ctx.Err() == nil {
 				l.logger.Warn().Err(err).Msg("cluster: membership not refreshed")
 			}
 			started = true
 		case <-l.kick:
-			if !started {
+			if !started || l.cfg.Observer {
 				continue
 			}
 		}

@@ -48,6 +48,10 @@ type ClusterConfig struct {
 	// Replicas of the streams and buckets (default 3; 1 for one NATS
 	// server).
 	Replicas int
+	// Gateway makes a node that serves no partition: it takes every call
+	// and answers NOT_OWNER with the owner's address (peers do not count
+	// it when they share the partitions).
+	Gateway bool
 }
 
 // node is the server's part in a cluster: the NATS connections, the log,
@@ -146,7 +150,7 @@ func (n *node) startLeases(ctx context.Context, h *hub.Hub) error {
 	var err error
 	n.leases, err = cluster.Start(ctx, cluster.Config{Conn: n.lc, NodeID: n.cfg.NodeID, Addr: n.cfg.Advertise,
 		Partitions: n.cfg.Partitions, TTL: n.cfg.LeaseTTL, Replicas: n.cfg.Replicas,
-		OnAcquire: n.acquire, OnLose: n.lose, Logger: n.base})
+		OnAcquire: n.acquire, OnLose: n.lose, Logger: n.base, Observer: n.cfg.Gateway})
 	if err != nil {
 		return fmt.Errorf("cluster: starting the leases: %w", err)
 	}
