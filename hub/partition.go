@@ -112,9 +112,17 @@ func (h *Hub) LoadSessions(ctx context.Context, load Loader) (int, error) {
 	}
 	// Parents before children: ids are time-ordered.
 	slices.SortFunc(order, compareIDs)
-	n := h.install(order, all)
-	h.endSubscriptions(agentsOf(order, all), &NotOwnerError{Partition: -1,
-		Why: "sessions of yours were loaded on this node: resubscribe from your cursors"})
+	// The agents' subscriptions end in the same critical section as the
+	// sessions appear: none of them is handed a loaded session's envelope
+	// without the catch-up a new subscription does first.
+	h.mu.Lock()
+	n := h.installLocked(order, all)
+	subs := h.takeSubscriptions(agentsOf(order, all))
+	h.mu.Unlock()
+	why := &NotOwnerError{Partition: -1, Why: "sessions of yours were loaded on this node: resubscribe from your cursors"}
+	for _, sub := range subs {
+		sub.fail(why)
+	}
 	return n, nil
 }
 
@@ -203,19 +211,23 @@ func agentsOf(order []session.ID, all map[session.ID]*loading) map[string]bool {
 
 // endSubscriptions ends the agents' subscriptions with why.
 func (h *Hub) endSubscriptions(agents map[string]bool, why error) {
-	if len(agents) == 0 {
-		return
-	}
 	h.mu.Lock()
-	var subs []*Subscription
-	for a := range agents {
-		subs = append(subs, h.subs[a]...)
-		delete(h.subs, a)
-	}
+	subs := h.takeSubscriptions(agents)
 	h.mu.Unlock()
 	for _, sub := range subs {
 		sub.fail(why)
 	}
+}
+
+// takeSubscriptions removes the agents' subscriptions from delivery and
+// returns them; the caller holds the hub's mutex.
+func (h *Hub) takeSubscriptions(agents map[string]bool) []*Subscription {
+	var subs []*Subscription
+	for a := range agents { //hubd:orderless each agent's subscriptions are taken alike
+		subs = append(subs, h.subs[a]...)
+		delete(h.subs, a)
+	}
+	return subs
 }
 
 // route asks Config.Route about a session this hub does not hold: nil if
