@@ -54,6 +54,16 @@ type Options struct {
 	// every try carries the same client message id, so the hub writes the
 	// send once. Default DefaultRetryBudget; negative: no retries.
 	RetryBudget time.Duration
+	// Peers are the gRPC addresses of the other nodes of a hubd cluster
+	// (docs/SCALING.md). With them the Client follows NOT_OWNER to the
+	// node that serves a session, moves on from a dead node, and
+	// Subscribe merges a stream from every node (see cluster.go). Nodes
+	// named by NOT_OWNER answers are added as they come.
+	Peers []string
+	// FollowFor bounds how long a call is followed from node to node in a
+	// cluster (a partition changing hands takes up to its lease TTL and a
+	// hydrate); default 30s.
+	FollowFor time.Duration
 	// Logf, when set, receives the client's diagnostics (reconnects,
 	// stale turns, ignored errors), one line per call.
 	Logf func(format string, args ...any)
@@ -68,6 +78,7 @@ type Client struct {
 	attempts int
 	budget   time.Duration
 	logf     func(format string, args ...any)
+	peers    *peers // nil outside a cluster
 }
 
 // DefaultRetryBudget is Options.RetryBudget's default: longer than a hub
@@ -85,7 +96,11 @@ func Dial(ctx context.Context, target string, opts Options) (*Client, error) {
 	if opts.Token != "" && opts.TLS == nil && !opts.Insecure && !isLoopback(target) {
 		return nil, fmt.Errorf("agentsdk: refusing to send a token over plaintext to %s: set Options.TLS (or Options.Insecure on a trusted network)", target)
 	}
-	conn, err := grpc.NewClient(target, dialOptions(opts)...)
+	var p *peers
+	if len(opts.Peers) > 0 {
+		p = newPeers(target, opts)
+	}
+	conn, err := grpc.NewClient(target, dialOptions(opts, p)...)
 	if err != nil {
 		return nil, fmt.Errorf("agentsdk: dial %s: %w", target, err)
 	}
@@ -93,7 +108,7 @@ func Dial(ctx context.Context, target string, opts Options) (*Client, error) {
 		conn.Close()
 		return nil, fmt.Errorf("agentsdk: dial %s: %w", target, err)
 	}
-	c := &Client{conn: conn, rpc: hubsvc.NewHubClient(conn), name: opts.Name, attempts: opts.SendAttempts, budget: opts.RetryBudget, logf: opts.Logf}
+	c := &Client{conn: conn, rpc: hubsvc.NewHubClient(conn), name: opts.Name, attempts: opts.SendAttempts, budget: opts.RetryBudget, logf: opts.Logf, peers: p}
 	if c.attempts < 0 {
 		c.attempts = 0
 	}
@@ -109,7 +124,7 @@ func Dial(ctx context.Context, target string, opts Options) (*Client, error) {
 	return c, nil
 }
 
-func dialOptions(opts Options) []grpc.DialOption {
+func dialOptions(opts Options, p *peers) []grpc.DialOption {
 	var do []grpc.DialOption
 	if opts.TLS != nil {
 		do = append(do, grpc.WithTransportCredentials(credentials.NewTLS(opts.TLS)))
@@ -128,6 +143,9 @@ func dialOptions(opts Options) []grpc.DialOption {
 	bo.BaseDelay, bo.MaxDelay = 100*time.Millisecond, 5*time.Second
 	do = append(do, grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: 5 * time.Second}),
 		grpc.WithChainUnaryInterceptor(traceMetadata))
+	if p != nil {
+		do = append(do, grpc.WithChainUnaryInterceptor(p.unary))
+	}
 	return append(do, opts.DialOptions...)
 }
 
@@ -195,7 +213,12 @@ func (d devName) GetRequestMetadata(context.Context, ...string) (map[string]stri
 func (devName) RequireTransportSecurity() bool { return false }
 
 // Close closes the connection. Streams and calls in flight fail.
-func (c *Client) Close() error { return c.conn.Close() }
+func (c *Client) Close() error {
+	if c.peers != nil {
+		c.peers.close()
+	}
+	return c.conn.Close()
+}
 
 // Name returns the agent's name as given in Options (empty when a Token
 // alone identifies the agent).

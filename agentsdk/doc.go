@@ -78,6 +78,16 @@
 //
 //	if errors.Is(err, agentsdk.ErrOutOfTurn) { ... } // workflow expects "bob" to speak, got "carol"
 //
+// # A cluster
+//
+// Several hubd nodes may serve one session space (docs/SCALING.md): each
+// session is served by one node, and the others refuse it with NOT_OWNER
+// and the owner's address. Give the other nodes in Options.Peers and the
+// Client follows by itself: calls go to the owner with the same client
+// message id, a dead node is passed over, and Subscribe (so Serve) merges
+// a stream from every node, reopened from the Client's cursors when a
+// node's partitions move. See cluster.go.
+//
 // # Testing
 //
 // Package hub/hubtest starts a real hub in process, on a free loopback port

@@ -95,6 +95,11 @@ var (
 	// ErrQuarantined: the session's log is damaged; it serves nothing
 	// until an operator restores it (QUARANTINED). Not retryable.
 	ErrQuarantined = errors.New("agentsdk: session quarantined")
+	// ErrNotOwner: in a cluster, another node serves the session's
+	// partition, or a stream's partition moved (NOT_OWNER). The Client
+	// follows it by itself (see Options.Cluster); it surfaces only when
+	// following failed. [Error.Metadata] "owner_addr" names the owner.
+	ErrNotOwner = errors.New("agentsdk: not the owner of the session")
 	// ErrWithdrawn: a question was withdrawn before it was answered, its
 	// session having ended (a question_closed envelope; the SDK's own,
 	// no hub reason).
@@ -133,6 +138,7 @@ var sentinels = map[hubpb.Reason]error{
 	hubpb.Reason_BAD_ANSWER:               ErrBadAnswer,
 	hubpb.Reason_IDEMPOTENCY_CONFLICT:     ErrIdempotencyConflict,
 	hubpb.Reason_QUARANTINED:              ErrQuarantined,
+	hubpb.Reason_NOT_OWNER:                ErrNotOwner,
 }
 
 // sentinelOf returns the sentinel of a reason name, nil for an unknown one.
@@ -182,6 +188,9 @@ type Error struct {
 	// Message is the hub's message, e.g. `workflow expects "bob" to speak,
 	// got "carol"`.
 	Message string
+	// Metadata is the ErrorInfo's metadata, e.g. "owner_addr" with
+	// NOT_OWNER; nil when there is none.
+	Metadata map[string]string
 
 	sentinel error
 	st       *status.Status
@@ -216,7 +225,7 @@ func wrapErr(op string, err error) error {
 	e := &Error{Op: op, Code: st.Code(), Message: st.Message(), st: st}
 	for _, d := range st.Details() {
 		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == ErrorDomain {
-			e.Reason = info.GetReason()
+			e.Reason, e.Metadata = info.GetReason(), info.GetMetadata()
 			break
 		}
 	}
@@ -246,7 +255,7 @@ func retryable(err error) bool {
 		return false
 	}
 	switch {
-	case errors.Is(e, ErrUnavailable), errors.Is(e, ErrSlowSubscriber):
+	case errors.Is(e, ErrUnavailable), errors.Is(e, ErrSlowSubscriber), errors.Is(e, ErrNotOwner):
 		return true
 	case e.Reason == "" && (e.Code == codes.Internal || e.Code == codes.Unknown || e.Code == codes.Aborted):
 		// gRPC's own transport failures (a reset stream, a server that

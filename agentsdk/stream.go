@@ -19,6 +19,7 @@ import (
 type Stream struct {
 	op     string
 	s      grpc.ServerStreamingClient[hubpb.Delivery]
+	merged *clusterStream // a cluster's Subscribe, instead of s
 	cancel context.CancelFunc
 }
 
@@ -26,6 +27,9 @@ type Stream struct {
 // hub ended the stream cleanly, and an [*Error] when it was cut off: match
 // [ErrSlowSubscriber] or [ErrUnavailable] to resubscribe from your cursors.
 func (s *Stream) Recv() (*hubpb.Delivery, error) {
+	if s.merged != nil {
+		return s.merged.recv()
+	}
 	d, err := s.s.Recv()
 	if err != nil {
 		if errors.Is(err, io.EOF) {
@@ -74,6 +78,9 @@ func (c *Client) Subscribe(ctx context.Context, opts SubscribeOptions) (*Stream,
 }
 
 func (c *Client) subscribe(ctx context.Context, opts SubscribeOptions, callOpts ...grpc.CallOption) (*Stream, error) {
+	if c.peers != nil {
+		return c.subscribeCluster(ctx, opts, callOpts...)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	s, err := c.rpc.Subscribe(ctx, &hubpb.SubscribeRequest{Cursors: maps.Clone(opts.Cursors), IncludeEnded: opts.IncludeEnded}, callOpts...)
 	if err != nil {

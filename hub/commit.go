@@ -190,6 +190,11 @@ func (h *Hub) finish(ctx context.Context, p *plan) error {
 		for _, x := range p.parts {
 			h.fail(x.s, err)
 		}
+		if errors.Is(err, ErrNotOwner) {
+			// Nothing was written (the partition is not, or no longer,
+			// this node's): the caller retries on the owner.
+			return endSpan(wait, fmt.Errorf("session %v: %w", p.parts[0].s.id, err))
+		}
 		return endSpan(wait, fmt.Errorf("session %v: the write-ahead log did not take seq %d: %v: %w", p.parts[0].s.id, firstSeq(p), err, ErrSessionFailed))
 	}
 	wait.End()

@@ -118,6 +118,18 @@ type Config struct {
 	MaxExpectations int           // default 32: expectations per session
 	MinExpectation  time.Duration // default 1s: the least expectation threshold
 	MaxTTL          time.Duration // default 10 years (session.MaxDuration, also the most): the longest ttl
+	// Partitioned makes a cluster node's hub: New hydrates nothing, and
+	// the hub serves only the sessions LoadSessions gives it (see
+	// partition.go).
+	Partitioned bool
+	// Route, if set, is asked about a session the hub does not hold: nil
+	// means no node serves it (UNKNOWN_SESSION), else the error to answer
+	// (a *NotOwnerError naming the owner).
+	Route func(ctx context.Context, id session.ID) error
+	// NewRootID, if set, makes the id of a new root session (default
+	// NewID): a cluster node picks a UUIDv7 whose tree lands in a
+	// partition it serves. An error refuses the open.
+	NewRootID func() (uuid.UUID, error)
 }
 
 // Validate reports a missing required field or a negative limit.

@@ -41,6 +41,10 @@ var (
 	ErrQuarantined = session.NewError(hubpb.Reason_QUARANTINED, "hub: session quarantined")
 	// ErrClosed: the hub is shutting down or closed.
 	ErrClosed = session.NewError(hubpb.Reason_DRAINING, "hub: closed")
+	// ErrNotOwner: in a cluster, another node serves the session's
+	// partition, or a subscription's partition moved away; a
+	// *NotOwnerError wraps it with the owner's address.
+	ErrNotOwner = session.NewError(hubpb.Reason_NOT_OWNER, "hub: not the owner")
 	// ErrSlowSubscriber: a subscriber fell behind its buffer and was cut
 	// off; it resumes from its cursors.
 	ErrSlowSubscriber = session.NewError(hubpb.Reason_SLOW_SUBSCRIBER, "hub: subscriber too slow")

@@ -81,6 +81,7 @@ type sess struct {
 	state   atomic.Uint32 // session.State
 	lastSeq atomic.Uint64
 	reason  atomic.Pointer[string] // set when the session ends
+	gone    atomic.Bool            // unloaded (its partition moved): never scheduled again
 
 	// Guarded by the scheduler's mutex.
 	due     time.Time
@@ -136,8 +137,10 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 		quarantinedMeta: map[session.ID]*hubpb.SessionMeta{},
 	}
 	h.sched.init(h)
-	if err := h.hydrate(ctx); err != nil {
-		return nil, err
+	if !cfg.Partitioned {
+		if err := h.hydrate(ctx); err != nil {
+			return nil, err
+		}
 	}
 	h.sched.start()
 	return h, nil
@@ -206,6 +209,9 @@ func (h *Hub) lookup(id session.ID) (*sess, error) {
 	}
 	if q != nil {
 		return nil, fmt.Errorf("session %v is quarantined: its log is damaged, and it serves nothing until an operator restores it: %w", id, ErrQuarantined)
+	}
+	if err := h.route(id); err != nil {
+		return nil, err
 	}
 	return nil, fmt.Errorf("no session %v: %w", id, ErrUnknownSession)
 }

@@ -184,6 +184,11 @@ func (h *Hub) scanRest(ctx context.Context, s *sess) error {
 func (h *Hub) install(order []session.ID, all map[session.ID]*loading) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	return h.installLocked(order, all)
+}
+
+// installLocked is install with the hub's mutex held.
+func (h *Hub) installLocked(order []session.ID, all map[session.ID]*loading) int {
 	trees := map[string]*tree{}
 	n := 0
 	for _, id := range order {

@@ -162,7 +162,11 @@ func (h *Hub) buildMeta(creator string, req *hubpb.OpenRequest) (*hubpb.SessionM
 	// by every session with equal values, never changed.
 	meta := proto.CloneOf(&hubpb.SessionMeta{Labels: req.GetLabels(), Ttl: req.GetTtl(), InviteTimeout: req.GetInviteTimeout(),
 		Expectations: req.GetExpectations().GetItems(), Participants: req.GetParticipants()})
-	meta.SessionId, meta.Type, meta.Creator, meta.OpenKey = h.newID().String(), typ.String(), creator, req.GetIdempotencyKey()
+	id, err := h.sessionID(req.GetParentSessionId() == "")
+	if err != nil {
+		return nil, typ, err
+	}
+	meta.SessionId, meta.Type, meta.Creator, meta.OpenKey = id.String(), typ.String(), creator, req.GetIdempotencyKey()
 	meta.CreatedAt = session.Stamp(h.clock.Now().UTC().Round(0))
 	if meta.InviteTimeout == nil {
 		meta.InviteTimeout = durationpb.New(h.cfg.InviteTimeout)

@@ -50,6 +50,9 @@ func (sc *scheduler) add(s *sess) { sc.update(s) }
 // update recomputes a session's next deadline; the caller holds its lock.
 func (sc *scheduler) update(s *sess) {
 	at, ok := s.m.Next()
+	if s.gone.Load() {
+		ok = false // unloaded: its new owner runs its timers
+	}
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	switch {
@@ -70,6 +73,9 @@ func (sc *scheduler) update(s *sess) {
 func (sc *scheduler) retry(s *sess, at time.Time) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
+	if s.gone.Load() {
+		return
+	}
 	s.due = at
 	if s.heapIdx >= 0 {
 		heap.Fix(&sc.q, s.heapIdx)

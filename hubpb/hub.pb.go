@@ -119,6 +119,12 @@ const (
 	// until an operator restores it (docs/OPERATIONS.md). Not retryable.
 	// Participants and operators get what was found; others do not.
 	Reason_QUARANTINED Reason = 29
+	// In a cluster: the session's partition is served by another node (or,
+	// for a stream, moved to another node). ErrorInfo metadata "owner_addr"
+	// is the owner's gRPC address (empty while no node holds it): call it
+	// again there, with the same client message id; a stream resumes from
+	// its cursors.
+	Reason_NOT_OWNER Reason = 30
 )
 
 // Enum value maps for Reason.
@@ -154,6 +160,7 @@ var (
 		27: "BAD_ANSWER",
 		28: "IDEMPOTENCY_CONFLICT",
 		29: "QUARANTINED",
+		30: "NOT_OWNER",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":       0,
@@ -186,6 +193,7 @@ var (
 		"BAD_ANSWER":               27,
 		"IDEMPOTENCY_CONFLICT":     28,
 		"QUARANTINED":              29,
+		"NOT_OWNER":                30,
 	}
 )
 
@@ -5274,7 +5282,7 @@ const file_hub_proto_rawDesc = "" +
 	"\x05steps\x18\x01 \x03(\v2\x13.hubd.v1.ReplayStepR\x05steps\x12\x14\n" +
 	"\x05equal\x18\x02 \x01(\bR\x05equal\x12)\n" +
 	"\x10first_difference\x18\x03 \x01(\x04R\x0ffirstDifference\x12\x16\n" +
-	"\x06detail\x18\x04 \x01(\tR\x06detail*\xdd\x04\n" +
+	"\x06detail\x18\x04 \x01(\tR\x06detail*\xec\x04\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vOUT_OF_TURN\x10\x01\x12\x13\n" +
@@ -5307,7 +5315,8 @@ const file_hub_proto_rawDesc = "" +
 	"\n" +
 	"BAD_ANSWER\x10\x1b\x12\x18\n" +
 	"\x14IDEMPOTENCY_CONFLICT\x10\x1c\x12\x0f\n" +
-	"\vQUARANTINED\x10\x1dB\"Z github.com/hubd/hubd/hubpb;hubpbb\x06proto3"
+	"\vQUARANTINED\x10\x1d\x12\r\n" +
+	"\tNOT_OWNER\x10\x1eB\"Z github.com/hubd/hubd/hubpb;hubpbb\x06proto3"
 
 var (
 	file_hub_proto_rawDescOnce sync.Once

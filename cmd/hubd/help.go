@@ -33,6 +33,7 @@ var commands = []command{
 	{"questions answer", "QUESTION [OPTION ...] [--text T] [--session ID]", "answer a pending question with options or free text"},
 	{"log verify", "[--data DIR]", "check a data directory offline (the hub stopped)"},
 	{"log migrate", "[--data DIR]", "convert a data directory of an older format in place (the hub stopped)"},
+	{"cluster status", "[--nats URLS] [--json]", "a cluster's nodes, partition owners and lease ages, and partition streams"},
 	{"graph validate", "[--participants a,b,c] FILE", "check a workflow graph; exit 2 names the offending node"},
 	{"graph render", "FILE", "print a workflow graph as a Mermaid flowchart"},
 	{"graph simulate", "--graph FILE --participants a,b,c [--creator a] [--context JSON] [--max-handoffs N] < envelopes.jsonl",
@@ -46,6 +47,7 @@ var groups = map[string]string{
 	"sessions":  "Read the sessions of a running hub. These commands take the client flags below.",
 	"questions": "List and answer the questions agents ask people. These commands take the client flags below.",
 	"log":       "Check or convert a data directory offline; stop the hub that serves it first.",
+	"cluster":   "Inspect a cluster of hubd nodes on NATS JetStream (docs/SCALING.md).",
 	"graph":     "Check, draw and dry-run workflow graphs (the JSON of the graph knob); no hub needed.",
 }
 

@@ -45,6 +45,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runClientGroup(ctx, "questions", questionsCommand, args[1:], stdout, stderr)
 	case "log":
 		return runLog(ctx, args[1:], stdout, stderr)
+	case "cluster":
+		return runCluster(ctx, args[1:], stdout, stderr)
 	case "graph":
 		return runGraph(ctx, args[1:], stdin, stdout, stderr)
 	case "version":

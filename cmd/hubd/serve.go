@@ -33,6 +33,7 @@ type serveFlags struct {
 	fsync, insecureTokens                                                           bool
 	inviteTimeout, heartbeat                                                        time.Duration
 	maxEnvelope, maxOpen, subscriberBuffer, maxDepth                                int
+	cluster                                                                         clusterFlags
 }
 
 // register defines serve's flags.
@@ -57,6 +58,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.minFreeDisk, "min-free-disk", "256MiB", "free space kept on the data directory's disk; below it sends are refused with DISK_FULL until space is freed (`size`: 512MiB, 2GB, 0 for none)")
 	fs.StringVar(&f.http, "http", "", "HTTP `address` of the web view, the JSON API, event streams, /metrics and /debug/pprof (host:port; \"off\" for none); default in development mode: the --listen host and the next port (127.0.0.1:7421), otherwise none")
 	fs.DurationVar(&f.heartbeat, "sse-heartbeat", hubhttp.DefaultHeartbeat, "interval of the comment lines that keep idle event streams open through proxies")
+	f.cluster.register(fs)
 	fs.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", "export traces to this OTLP `URL` (like OTEL_EXPORTER_OTLP_ENDPOINT, which is read when this is unset; OTEL_EXPORTER_OTLP_PROTOCOL picks grpc or http/protobuf); without either, no traces are exported")
 }
 
@@ -140,6 +142,9 @@ func (f *serveFlags) config(lg zerolog.Logger) (server.Config, error) {
 	}
 	cfg.HTTP, cfg.HTTPAnyPort = f.httpAddr(), !f.httpSet
 	if err := f.checkSafety(); err != nil {
+		return cfg, err
+	}
+	if cfg.Cluster, err = f.cluster.config(f.data); err != nil {
 		return cfg, err
 	}
 	if f.tokens != "" {

@@ -44,7 +44,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("hubload", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.hub, "hub", "127.0.0.1:7420", "the hub's gRPC address (loopback only)")
+	fs.StringVar(&c.hub, "hub", "127.0.0.1:7420", "the hub's gRPC address (loopback only); for a cluster, every node's, comma-separated (agents are spread over them)")
 	fs.IntVar(&c.agents, "agents", 16, "total agents")
 	fs.IntVar(&c.sessions, "sessions", 0, "workflow sessions, each of at least 2 agents (default agents/2)")
 	fs.IntVar(&c.payload, "payload", 256, "text `bytes` per envelope")
@@ -77,8 +77,10 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 
 // validate checks the bounds and the combinations of the flags.
 func (c *config) validate() error {
-	if err := checkLoopback(c.hub); err != nil {
-		return err
+	for _, addr := range strings.Split(c.hub, ",") {
+		if err := checkLoopback(addr); err != nil {
+			return err
+		}
 	}
 	modes := 0
 	for _, on := range []bool{c.check != "", c.idle != 0, c.verify != ""} {

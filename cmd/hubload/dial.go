@@ -30,8 +30,16 @@ type pool struct {
 // dial connects the agents names over conns connections to addr (agent i
 // uses connection i mod conns), each named after its first agent, and
 // waits up to readyTimeout for each connection to be ready. Sends are
-// tried once: hubload retries them itself.
+// tried once: hubload retries them itself. addr may list the nodes of a
+// cluster, comma-separated: connection i goes to node i mod N and knows
+// the others (agentsdk.Options.Peers), so calls follow NOT_OWNER and
+// streams merge every node's.
 func dial(ctx context.Context, addr string, names []string, conns int) (*pool, error) {
+	nodes := strings.Split(addr, ",")
+	var peers []string
+	if len(nodes) > 1 {
+		peers = nodes
+	}
 	p := &pool{clients: make([]*agentsdk.Client, conns)}
 	opts := []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvBytes))}
 	if conns < len(names) { // agents share connections
@@ -42,7 +50,7 @@ func dial(ctx context.Context, addr string, names []string, conns int) (*pool, e
 	err := forEach(conns, func(i int) error {
 		ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 		defer cancel()
-		c, err := agentsdk.Dial(ctx, addr, agentsdk.Options{Name: names[i], SendAttempts: 1, DialOptions: opts})
+		c, err := agentsdk.Dial(ctx, nodes[i%len(nodes)], agentsdk.Options{Name: names[i], SendAttempts: 1, DialOptions: opts, Peers: peers})
 		if err != nil {
 			giveUp()
 		}
@@ -131,7 +139,9 @@ func codeName(code string) string {
 // retryable reports whether a failed send may be retried with the same
 // client_msg_id: the hub was unreachable, draining or reloading the
 // session.
-func retryable(err error) bool { return errors.Is(err, agentsdk.ErrUnavailable) }
+func retryable(err error) bool {
+	return errors.Is(err, agentsdk.ErrUnavailable) || errors.Is(err, agentsdk.ErrNotOwner)
+}
 
 // backoff is a retry delay doubling from 20ms to 1s.
 type backoff struct{ d time.Duration }

@@ -15,6 +15,12 @@
 //	hubload --idle N [--duration D] [--conns N] [--hub-pid PID]
 //	hubload --workload delegation [--sessions 1] [--duration 10s] [--warmup 1s] [--json]
 //
+// Against a cluster of hubd nodes (docs/SCALING.md), give every node:
+// --hub h1:7420,h2:7420,h3:7420. Connection i goes to node i mod N and
+// knows the others (agentsdk.Options.Peers): calls follow NOT_OWNER to
+// the node that serves the session, and each agent's stream merges a
+// stream from every node. --verify and --check work across the nodes.
+//
 // Each agent has its own gRPC connection (an agentsdk.Client), as
 // separate agent processes would; --conns N makes all agents share N
 // connections instead (each call names its agent), which costs the client

@@ -52,6 +52,7 @@ var codeOf = map[hubpb.Reason]codes.Code{
 	hubpb.Reason_BAD_ANSWER:               codes.InvalidArgument,
 	hubpb.Reason_IDEMPOTENCY_CONFLICT:     codes.InvalidArgument,
 	hubpb.Reason_QUARANTINED:              codes.DataLoss,
+	hubpb.Reason_NOT_OWNER:                codes.Unavailable,
 }
 
 // Code returns the gRPC status code of a stable reason.
@@ -70,7 +71,7 @@ func statusOf(lg zerolog.Logger, method string, err error) error {
 		return nil
 	}
 	if r, ok := session.ReasonOf(err); ok {
-		return withInfo(r, session.Detail(err))
+		return withInfo(r, session.Detail(err), metadataOf(err))
 	}
 	switch {
 	case errors.Is(err, context.Canceled):
@@ -85,9 +86,23 @@ func statusOf(lg zerolog.Logger, method string, err error) error {
 	return withInfo(hubpb.Reason_INTERNAL, "internal error (logged by the hub)")
 }
 
-func withInfo(reason hubpb.Reason, msg string) error {
+// metadataOf returns the ErrorInfo metadata an error carries (a hub error
+// with an ErrorMetadata method, such as hub.NotOwnerError), or nil.
+func metadataOf(err error) map[string]string {
+	var m interface{ ErrorMetadata() map[string]string }
+	if errors.As(err, &m) {
+		return m.ErrorMetadata()
+	}
+	return nil
+}
+
+func withInfo(reason hubpb.Reason, msg string, md ...map[string]string) error {
 	st := status.New(Code(reason), msg)
-	if d, err := st.WithDetails(&errdetails.ErrorInfo{Reason: reason.String(), Domain: Domain}); err == nil {
+	info := &errdetails.ErrorInfo{Reason: reason.String(), Domain: Domain}
+	if len(md) > 0 {
+		info.Metadata = md[0]
+	}
+	if d, err := st.WithDetails(info); err == nil {
 		st = d
 	}
 	return st.Err()

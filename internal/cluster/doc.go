@@ -16,7 +16,9 @@
 //     the lease does.
 //   - Renew: kv.Update(p<k>, value, lastRevision) every TTL/3. It fails if
 //     anyone else wrote the key since (after an expiry, a Create) or it
-//     expired; a failed or timed-out renewal drops the partition at once:
+//     expired; a refused renewal, or one unanswered once the lease's
+//     validity (0.9 TTL by this node's clock) has passed, drops the
+//     partition at once:
 //     Holds(k) turns false and OnLose(k) runs. The watch of the bucket
 //     drops it as soon as it sees the key expire or change hands, even
 //     before the next renewal.
@@ -46,6 +48,10 @@
 // partition whose preferred live node is another is left to that node for
 // one renewal period, so a cold start places partitions without churn and
 // a dead node's partitions go to their next preferred nodes.
+//
+// An observer (Config.Observer) keeps no membership key and acquires
+// nothing: it only watches the leases, for a node that routes calls
+// without serving any partition.
 //
 // # Callbacks
 //

@@ -66,6 +66,10 @@ type Config struct {
 	OnLose func(partition int)
 	// Logger receives acquisitions, losses and failures; default none.
 	Logger zerolog.Logger
+	// Observer makes a node that serves no partition: it keeps no
+	// membership key (peers do not count it) and acquires nothing, but
+	// watches the leases, so Owner answers for routing.
+	Observer bool
 }
 
 var nodeIDRE = regexp.MustCompile(`^[A-Za-z0-9_=-]+$`)
@@ -144,7 +148,9 @@ type Leases struct {
 	mu       sync.Mutex
 	table    map[int]Owner // every lease, from the watch
 	live     map[string]Node
-	freeFrom map[int]time.Time // when a partition was first seen free
+	liveSeen map[string]time.Time // when the watch last delivered each live node's key
+	joined   time.Time            // this node's last successful membership refresh
+	freeFrom map[int]time.Time    // when a partition was first seen free
 
 	kick    chan struct{}
 	stop    context.CancelFunc
@@ -168,7 +174,7 @@ func Start(ctx context.Context, cfg Config) (*Leases, error) {
 	}
 	l := &Leases{
 		cfg: c, logger: c.Logger.With().Str("node", c.NodeID).Logger(),
-		table: map[int]Owner{}, live: map[string]Node{}, freeFrom: map[int]time.Time{},
+		table: map[int]Owner{}, live: map[string]Node{}, liveSeen: map[string]time.Time{}, freeFrom: map[int]time.Time{},
 		kick: make(chan struct{}, 1),
 	}
 	// On disk, so that the buckets outlive a restart of the whole NATS
@@ -179,8 +185,10 @@ func Start(ctx context.Context, cfg Config) (*Leases, error) {
 	if l.nodes, err = bucket(ctx, js, c, c.NodesBucket, "hubd live nodes"); err != nil {
 		return nil, err
 	}
-	if err := l.register(ctx); err != nil {
-		return nil, err
+	if !c.Observer {
+		if err := l.register(ctx); err != nil {
+			return nil, err
+		}
 	}
 	runCtx, stop := context.WithCancel(context.Background())
 	l.stop = stop
@@ -232,6 +240,9 @@ func (l *Leases) register(ctx context.Context) error {
 	if _, err := l.nodes.Put(ctx, l.cfg.NodeID, v); err != nil {
 		return fmt.Errorf("cluster: registering node %s: %w", l.cfg.NodeID, err)
 	}
+	l.mu.Lock()
+	l.joined = time.Now()
+	l.mu.Unlock()
 	return nil
 }
 
@@ -301,6 +312,10 @@ func (l *Leases) Close(ctx context.Context) error {
 	l.loops.Wait() // the loop and the watches have ended; partitions still run
 	dctx, cancel := context.WithTimeout(ctx, l.cfg.TTL)
 	defer cancel()
+	if l.cfg.Observer {
+		l.stopPartitions()
+		return nil
+	}
 	if err := l.nodes.Delete(dctx, l.cfg.NodeID); err != nil {
 		l.logger.Warn().Err(err).Msg("cluster: deleting the membership key")
 	}

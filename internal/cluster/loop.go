@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -27,13 +28,16 @@ func (l *Leases) loop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+			if l.cfg.Observer {
+				continue
+			}
 			l.renew(ctx)
 			if err := l.register(ctx); err != nil && ctx.Err() == nil {
 				l.logger.Warn().Err(err).Msg("cluster: membership not refreshed")
 			}
 			started = true
 		case <-l.kick:
-			if !started {
+			if !started || l.cfg.Observer {
 				continue
 			}
 		}
@@ -42,7 +46,8 @@ func (l *Leases) loop(ctx context.Context) {
 }
 
 // renew updates every held lease, all at once, each bounded by TTL/3. A
-// lease whose renewal fails is dropped at once (OnLose).
+// lease whose renewal is refused is dropped at once (OnLose); one whose
+// renewal gets no answer is kept while it is valid by this node's clock.
 func (l *Leases) renew(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, p := range l.parts {
@@ -64,12 +69,26 @@ func (l *Leases) renew(ctx context.Context) {
 			if ctx.Err() != nil {
 				return // closing: Close releases
 			}
+			if unanswered(err) && p.holds() {
+				// No answer is no refusal (the bucket's leader moves after
+				// a NATS server is lost): keep the lease while it is valid
+				// by this node's clock, and renew at the next tick.
+				l.logger.Debug().Err(err).Int("partition", p.k).Msg("cluster: lease renewal unanswered; retrying while it is valid")
+				return
+			}
 			if _, _, dropped := p.drop(epoch); dropped {
 				l.logger.Warn().Err(err).Int("partition", p.k).Uint64("epoch", epoch).Msg("cluster: lease renewal failed; partition dropped")
 			}
 		}()
 	}
 	wg.Wait()
+}
+
+// unanswered reports an error that refuses nothing: the request got no
+// answer in time.
+func unanswered(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
 }
 
 // validFrom is how long a lease written at start lasts by this node's
@@ -116,13 +135,19 @@ func (l *Leases) rebalance(ctx context.Context) {
 	}
 }
 
-// liveIDs returns the live nodes' ids, this node's among them.
+// liveIDs returns the live nodes' ids, this node's among them. A node
+// whose membership key the watch has not seen refreshed for more than a
+// TTL and a third before this node last refreshed its own counts as gone
+// even if the watch missed its expiry (a KV leader change can lose the
+// marker): otherwise its share of the partitions would stay free. While
+// this node cannot refresh its own (the bucket has no leader), nobody is
+// judged.
 func (l *Leases) liveIDs() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ids := []string{l.cfg.NodeID}
 	for id := range l.live {
-		if id != l.cfg.NodeID {
+		if id != l.cfg.NodeID && l.joined.Sub(l.liveSeen[id]) <= l.cfg.TTL+l.cfg.TTL/3 {
 			ids = append(ids, id)
 		}
 	}
@@ -329,6 +354,8 @@ func (l *Leases) applyLease(e jetstream.KeyValueEntry) {
 		}
 	}
 	if !put {
+		l.logger.Info().Int("partition", k).Str("op", e.Operation().String()).Str("seen_at", o.seen.UTC().Format(time.RFC3339Nano)).
+			Msg("cluster: partition free")
 		l.poke()
 	}
 }
@@ -339,8 +366,10 @@ func (l *Leases) applyNode(e jetstream.KeyValueEntry) {
 	l.mu.Lock()
 	if e.Operation() == jetstream.KeyValuePut && json.Unmarshal(e.Value(), &n) == nil {
 		l.live[e.Key()] = n
+		l.liveSeen[e.Key()] = time.Now()
 	} else {
 		delete(l.live, e.Key())
+		delete(l.liveSeen, e.Key())
 	}
 	l.mu.Unlock()
 	l.poke()

@@ -69,6 +69,10 @@ type Config struct {
 	// Tracer records the spans of calls; nil: none are recorded, but a
 	// caller's traceparent still reaches the envelopes it produces.
 	Tracer trace.TracerProvider
+	// Cluster, when set, makes the server a node of a cluster on NATS
+	// JetStream (DataDir, InMemory, NoSync, OnDamage and MinFreeBytes do
+	// not apply): see cluster.go.
+	Cluster *ClusterConfig
 }
 
 // DevOperator is the agent name with operator rights in development mode
@@ -79,7 +83,8 @@ const DevOperator = "operator"
 // when configured.
 type Server struct {
 	cfg     Config
-	wal     *wal.Log
+	wal     *wal.Log // nil in a cluster
+	node    *node    // nil on a single node
 	hub     *hub.Hub
 	grpc    *grpc.Server
 	health  *health.Server
@@ -139,20 +144,43 @@ func StartOn(ctx context.Context, cfg Config, lis net.Listener) (*Server, error)
 // start opens the log, hydrates the hub and serves gRPC on lis.
 func start(ctx context.Context, cfg Config, auth hubgrpc.Authenticator, tlsCfg *tls.Config, lis net.Listener) (*Server, error) {
 	hs := health.NewServer()
-	space := &spaceHealth{hs: hs, lg: cfg.Logger}
-	batch, err := LogBatchBytes(cfg.Hub)
-	if err != nil {
-		return nil, err
+	var (
+		l  *wal.Log
+		n  *node
+		m  *metrics.Metrics
+		hc = cfg.Hub
+	)
+	if cfg.Cluster != nil {
+		var err error
+		if n, err = startNode(ctx, *cfg.Cluster, lis.Addr().String(), cfg.Logger); err != nil {
+			return nil, err
+		}
+		m = metrics.New(nil)
+		hc = n.hubConfig(hc)
+	} else {
+		space := &spaceHealth{hs: hs, lg: cfg.Logger}
+		batch, err := LogBatchBytes(cfg.Hub)
+		if err != nil {
+			return nil, err
+		}
+		l, err = wal.Open(wal.Options{Dir: cfg.DataDir, InMemory: cfg.InMemory, NoSync: cfg.NoSync, Logger: cfg.Logger,
+			OnDamage: cfg.OnDamage, MinFreeBytes: cfg.MinFreeBytes, OnSpace: space.set, MaxBatchBytes: batch})
+		if err != nil {
+			return nil, fmt.Errorf("opening the write-ahead log: %w", openHint(cfg, err))
+		}
+		space.set(l.Space())
+		m = metrics.New(l.Stats)
+		hc.Log = observedLog{walLog{l}, m}
 	}
-	l, err := wal.Open(wal.Options{Dir: cfg.DataDir, InMemory: cfg.InMemory, NoSync: cfg.NoSync, Logger: cfg.Logger,
-		OnDamage: cfg.OnDamage, MinFreeBytes: cfg.MinFreeBytes, OnSpace: space.set, MaxBatchBytes: batch})
-	if err != nil {
-		return nil, fmt.Errorf("opening the write-ahead log: %w", openHint(cfg, err))
+	closeLog := func() {
+		if l != nil {
+			l.Close()
+		}
+		if n != nil {
+			n.close()
+		}
 	}
-	space.set(l.Space())
-	m := metrics.New(l.Stats)
-	hc := cfg.Hub
-	hc.Log, hc.Adapters, hc.Logger = observedLog{walLog{l}, m}, Adapters(nil), cfg.Logger
+	hc.Adapters, hc.Logger = Adapters(nil), cfg.Logger
 	hc.Hooks = logHooks(cfg.Logger, m.Hooks(hc.Hooks))
 	if cfg.Tracer != nil {
 		hc.Tracer = cfg.Tracer.Tracer("github.com/hubd/hubd/hub")
@@ -160,8 +188,15 @@ func start(ctx context.Context, cfg Config, auth hubgrpc.Authenticator, tlsCfg *
 	began := time.Now()
 	h, err := hub.New(ctx, hc)
 	if err != nil {
-		l.Close()
+		closeLog()
 		return nil, err
+	}
+	if n != nil {
+		if err := n.startLeases(ctx, h); err != nil {
+			h.Close()
+			closeLog()
+			return nil, err
+		}
 	}
 	m.Hydrated(time.Since(began))
 	m.Attach(h)
@@ -172,7 +207,7 @@ func start(ctx context.Context, cfg Config, auth hubgrpc.Authenticator, tlsCfg *
 	svc.Register(g)
 	healthpb.RegisterHealthServer(g, hs)
 	reflection.Register(g)
-	s := &Server{cfg: cfg, wal: l, hub: h, svc: svc, grpc: g, health: hs, lis: lis, metrics: m, maxMsg: maxMsgBytes(cfg, hc),
+	s := &Server{cfg: cfg, wal: l, node: n, hub: h, svc: svc, grpc: g, health: hs, lis: lis, metrics: m, maxMsg: maxMsgBytes(cfg, hc),
 		served: make(chan error, 1)}
 	go func() { s.served <- g.Serve(lis) }()
 	return s, nil
@@ -317,6 +352,12 @@ func (s *Server) Metrics() *metrics.Metrics { return s.metrics }
 // once ctx is done), and the log closes last.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.health.Shutdown()
+	var handErr error
+	if s.node != nil {
+		// Hand the partitions back first: peers take them at once, and
+		// the streams of their sessions end with NOT_OWNER, not DRAINING.
+		handErr = s.node.handBack(ctx)
+	}
 	stopped := make(chan struct{})
 	go func() {
 		s.grpc.GracefulStop()
@@ -331,9 +372,15 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		<-stopped
 	}
 	<-httpDone
-	walErr := s.wal.Close()
+	var walErr error
+	if s.wal != nil {
+		walErr = s.wal.Close()
+	}
+	if s.node != nil {
+		walErr = s.node.close()
+	}
 	s.cfg.Logger.Info().Msg("hubd stopped")
-	return errors.Join(hubErr, walErr)
+	return errors.Join(handErr, hubErr, walErr)
 }
 
 // Done yields the gRPC server's exit error once it stops serving.

@@ -67,6 +67,7 @@ __all__ = [
     "Withdrawn",
     "IdempotencyConflict",
     "Quarantined",
+    "NotOwner",
     "error_class",
     "from_rpc_error",
 ]
@@ -338,6 +339,14 @@ class Quarantined(HubError):
 
     REASON = "QUARANTINED"
 
+class NotOwner(Unavailable):
+    """In a cluster, another node serves the session's partition (or a
+    stream's partition moved). The ErrorInfo metadata ``owner_addr`` names
+    the owner's gRPC address: call it there with the same client message
+    id, or resubscribe there from the cursors. This SDK does not follow it
+    by itself yet (the Go agentsdk does)."""
+
+    REASON = "NOT_OWNER"
 
 
 def _subclasses(cls: Type[HubError]) -> Iterable[Type[HubError]]:

@@ -113,6 +113,12 @@ export class BadAnswerError extends HubError {}
 export class IdempotencyConflictError extends HubError {}
 /** The session's log is damaged; it serves nothing until an operator restores it (QUARANTINED). Not retried. */
 export class QuarantinedError extends HubError {}
+/**
+ * In a cluster, another node serves the session's partition, or a stream's partition moved (NOT_OWNER).
+ * ErrorInfo metadata owner_addr names the owner's gRPC address: retry there with the same client message id,
+ * or resubscribe there from the cursors. This SDK does not follow it by itself yet (the Go agentsdk does).
+ */
+export class NotOwnerError extends UnavailableError {}
 
 type ErrorClass = new (op: string, code: status, reason: ReasonName | "", detail: string, metadata?: Metadata) => HubError;
 
@@ -147,6 +153,7 @@ export const errorClasses: Record<ReasonName, ErrorClass> = {
   BAD_ANSWER: BadAnswerError,
   IDEMPOTENCY_CONFLICT: IdempotencyConflictError,
   QUARANTINED: QuarantinedError,
+  NOT_OWNER: NotOwnerError,
 };
 
 /** The class of an error without a hub reason (one gRPC made itself), by its code. */

@@ -126,6 +126,14 @@ export enum Reason {
    * Participants and operators get what was found; others do not.
    */
   QUARANTINED = 29,
+  /**
+   * NOT_OWNER - In a cluster: the session's partition is served by another node (or,
+   * for a stream, moved to another node). ErrorInfo metadata "owner_addr"
+   * is the owner's gRPC address (empty while no node holds it): call it
+   * again there, with the same client message id; a stream resumes from
+   * its cursors.
+   */
+  NOT_OWNER = 30,
   UNRECOGNIZED = -1,
 }
 
@@ -221,6 +229,9 @@ export function reasonFromJSON(object: any): Reason {
     case 29:
     case "QUARANTINED":
       return Reason.QUARANTINED;
+    case 30:
+    case "NOT_OWNER":
+      return Reason.NOT_OWNER;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -290,6 +301,8 @@ export function reasonToJSON(object: Reason): string {
       return "IDEMPOTENCY_CONFLICT";
     case Reason.QUARANTINED:
       return "QUARANTINED";
+    case Reason.NOT_OWNER:
+      return "NOT_OWNER";
     case Reason.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";

@@ -1,0 +1,466 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/hubd/hubd/agentsdk"
+	"github.com/hubd/hubd/hubpb"
+	"github.com/hubd/hubd/hubpb/hubsvc"
+	"github.com/hubd/hubd/internal/natstest"
+	"github.com/hubd/hubd/internal/wiretest"
+	"github.com/hubd/hubd/session"
+)
+
+// The cluster end-to-end tests run three real hubd processes, each with
+// its embedded NATS server routed to the others (--embed-nats): the whole
+// deployment of docs/SCALING.md, on loopback. P = 8, a 2s lease.
+const (
+	e2ePartitions = 8
+	e2eLease      = 2 * time.Second
+)
+
+// hubCluster is three hubd nodes.
+type hubCluster struct {
+	nodes []*daemon
+	ids   []string
+	nats  []string   // client URLs of the NATS servers
+	args  [][]string // each node's hubd arguments, for a restart
+}
+
+// freePorts returns n loopback ports that were free a moment ago.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ls []net.Listener
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return ports
+}
+
+// startCluster starts three hubd nodes together (each waits for a NATS
+// quorum before it listens) and returns once all three listen. With
+// external, the NATS servers run in the test process (natstest) and the
+// nodes connect to them (--cluster); otherwise each node embeds its own
+// (--embed-nats).
+func startCluster(t *testing.T, external bool, extra ...string) *hubCluster {
+	t.Helper()
+	var ext *natstest.Cluster
+	if external {
+		ext = natstest.RunCluster(t, 3)
+	}
+	return startNodes(t, 3, ext, extra...)
+}
+
+// startNodes starts n hubd nodes on ext's NATS servers, or (ext nil) each
+// with its own embedded one, with extra serve flags.
+func startNodes(t *testing.T, n int, ext *natstest.Cluster, extra ...string) *hubCluster {
+	t.Helper()
+	external := ext != nil
+	ports := freePorts(t, 3*n) // gRPC, NATS client, NATS route per node
+	c := &hubCluster{}
+	var routes []string
+	for i := range n {
+		routes = append(routes, fmt.Sprintf("127.0.0.1:%d", ports[2*n+i]))
+	}
+	dir := t.TempDir()
+	for i := range n {
+		id := fmt.Sprintf("n%d", i+1)
+		c.ids = append(c.ids, id)
+		d := &daemon{t: t, data: filepath.Join(dir, id), closed: make(chan struct{})}
+		args := []string{"serve", "--listen", fmt.Sprintf("127.0.0.1:%d", ports[i]), "--http", "off",
+			"--data", d.data, "--log-format", "json", "--node-id", id, "--partitions", strconv.Itoa(e2ePartitions),
+			"--lease-ttl", e2eLease.String()}
+		if external {
+			c.nats = append(c.nats, ext.URL(i%ext.Len()))
+			args = append(args, "--cluster", ext.URLs())
+		} else {
+			c.nats = append(c.nats, fmt.Sprintf("nats://127.0.0.1:%d", ports[n+i]))
+			args = append(args, "--embed-nats", "--nats-listen", fmt.Sprintf("127.0.0.1:%d", ports[n+i]),
+				"--nats-route-listen", routes[i], "--nats-routes", strings.Join(routes, ","))
+		}
+		c.args = append(c.args, append(args, extra...))
+		c.nodes = append(c.nodes, nil)
+	}
+	listening := make([]chan string, n)
+	for i := range n {
+		listening[i] = c.spawn(t, i)
+	}
+	for i := range n {
+		c.await(t, i, listening[i])
+	}
+	c.waitSpread(t, c.ids, 20*time.Second)
+	return c
+}
+
+// spawn starts node i's process; await waits for it to listen.
+func (c *hubCluster) spawn(t *testing.T, i int) chan string {
+	t.Helper()
+	d := &daemon{t: t, data: c.args[i][slices.Index(c.args[i], "--data")+1], closed: make(chan struct{})}
+	d.cmd = exec.Command(hubdBinary(t), c.args[i]...)
+	stderr, _ := d.cmd.StderrPipe()
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	listening := make(chan string, 1)
+	go d.collect(stderr, listening)
+	t.Cleanup(func() { d.stop(syscall.SIGKILL) })
+	c.nodes[i] = d
+	return listening
+}
+
+func (c *hubCluster) await(t *testing.T, i int, listening chan string) {
+	t.Helper()
+	d := c.nodes[i]
+	select {
+	case d.addr = <-listening:
+	case <-d.closed:
+		t.Fatalf("node %s did not start:\n%s", c.ids[i], d.log())
+	case <-time.After(40 * time.Second):
+		t.Fatalf("node %s did not listen within 40s:\n%s", c.ids[i], d.log())
+	}
+}
+
+// addrs returns the gRPC addresses of the nodes not in skip, comma-
+// separated (hubload's --hub).
+func (c *hubCluster) addrs(skip ...int) string {
+	var out []string
+	for i, d := range c.nodes {
+		if !slices.Contains(skip, i) {
+			out = append(out, d.addr)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// status runs `hubd cluster status --json` against NATS server i.
+func (c *hubCluster) status(t *testing.T, i int) (*clusterState, bool) {
+	t.Helper()
+	code, out, _ := hubd(t, "cluster", "status", "--nats", c.nats[i], "--json")
+	if code != 0 {
+		return nil, false
+	}
+	var st clusterState
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("cluster status --json: %v\n%s", err, out)
+	}
+	return &st, true
+}
+
+// waitSpread waits until every partition is owned by one of owners, each
+// owning some, as NATS server of owners[0]'s index reports; it returns how
+// long that took.
+func (c *hubCluster) waitSpread(t *testing.T, owners []string, within time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	via := slices.Index(c.ids, owners[0])
+	var last *clusterState
+	for time.Since(start) < within {
+		if st, ok := c.status(t, via); ok {
+			last = st
+			counts := map[string]int{}
+			for _, p := range st.Partitions {
+				counts[p.Owner]++
+			}
+			n := 0
+			for _, o := range owners {
+				if counts[o] > 0 {
+					n += counts[o]
+				}
+			}
+			if n == e2ePartitions && len(counts) == len(owners) {
+				return time.Since(start)
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for i, d := range c.nodes {
+		var lines []string
+		for _, l := range strings.Split(d.log(), "\n") {
+			if strings.Contains(l, "cluster:") || strings.Contains(l, "partition") {
+				lines = append(lines, l)
+			}
+		}
+		t.Logf("node %s:\n%s", c.ids[i], strings.Join(lines[max(0, len(lines)-40):], "\n"))
+		if dir := os.Getenv("HUBD_CLUSTER_LOGS"); dir != "" {
+			os.WriteFile(filepath.Join(dir, c.ids[i]+".log"), []byte(d.log()), 0o644)
+		}
+	}
+	t.Fatalf("partitions not spread over %v within %v: %+v", owners, within, last)
+	return 0
+}
+
+// TestE2EClusterKillNode kills one of three nodes with SIGKILL under
+// hubload --verify spread over all three: its partitions move to the two
+// others within the lease and a hydrate, the load carries on, and
+// hubload --check through the survivors finds every acknowledged
+// envelope, each session's seqs dense and no ended session reopened.
+func TestE2EClusterKillNode(t *testing.T) {
+	c := startCluster(t, false)
+	load := buildBinary(t, "./cmd/hubload")
+	verify := filepath.Join(t.TempDir(), "acked.txt")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	lg := exec.CommandContext(ctx, load, "--hub", c.addrs(), "--agents", "12", "--sessions", "6", "--duration", "60s",
+		"--warmup", "0s", "--verify", verify)
+	var lgOut strings.Builder
+	lg.Stdout, lg.Stderr = &lgOut, &lgOut
+	if err := lg.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for countLines(verify) < 300 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	before := countLines(verify)
+	if before < 300 {
+		t.Fatalf("only %d acknowledged sends before the kill\n%s", before, lgOut.String())
+	}
+	killed := time.Now()
+	c.nodes[1].stop(syscall.SIGKILL)
+	moved := c.waitSpread(t, []string{c.ids[0], c.ids[2]}, 60*time.Second)
+	t.Logf("%s killed: its partitions moved in %v (lease %v)", c.ids[1], moved.Round(time.Millisecond), e2eLease)
+	// The load goes on: more sends are acknowledged after the move.
+	after := countLines(verify)
+	deadline = time.Now().Add(30 * time.Second)
+	for countLines(verify) < after+200 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := countLines(verify); n < after+200 {
+		t.Fatalf("the load did not carry on after the move: %d acknowledged before the kill, %d after the move, %d now\n%s",
+			before, after, n, lgOut.String())
+	}
+	lg.Process.Signal(syscall.SIGINT)
+	lg.Wait()
+	acked := countLines(verify)
+	out, err := exec.CommandContext(ctx, load, "--hub", c.addrs(1), "--check", verify).CombinedOutput()
+	first := strings.SplitN(string(out), "\n", 2)[0]
+	if err != nil || first != fmt.Sprintf("acked %d, found %d", acked, acked) {
+		t.Fatalf("check after kill -9 of a node: %v\n%s\nload:\n%s", err, out, lgOut.String())
+	}
+	t.Logf("%s; %v from the kill to the end of the check; load: %s", first, time.Since(killed).Round(time.Millisecond),
+		strings.SplitN(lgOut.String(), "\n", 3)[1])
+}
+
+// TestE2EClusterPausedOwner stops the node that owns a set of sessions
+// (SIGSTOP) for longer than its lease, while their TTLs fall due; another
+// node takes their partition, hydrates and expires them. Once the old
+// owner resumes (SIGCONT), its own firings of those timers fail on the
+// fence or on the lost lease: each session ends exactly once, its log
+// dense. The NATS servers are external here (in the test process), so
+// that the pause stops a hub and not a NATS server with it.
+func TestE2EClusterPausedOwner(t *testing.T) {
+	c := startCluster(t, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	peers := strings.Split(c.addrs(), ",")
+	dial := func(node int) *agentsdk.Client {
+		t.Helper()
+		cl, err := agentsdk.Dial(ctx, c.nodes[node].addr, agentsdk.Options{Name: "alice", Peers: peers, Logf: t.Logf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cl.Close() })
+		return cl
+	}
+	a := dial(0)
+	const sessions, ttl = 12, 3 * time.Second
+	var ids []string
+	for range sessions {
+		resp, err := a.Raw().Open(ctx, &hubpb.OpenRequest{Type: "conversation@1", Ttl: durationpb.New(ttl),
+			Participants: []*hubpb.Participant{{Name: "alice"}, {Name: "bob", AutoAccept: true}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, resp.GetSession().GetMeta().GetSessionId())
+	}
+	owner := c.nodes[0]
+	if err := owner.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	// Its partitions move to the others once its lease expires (and its
+	// NATS server's stream leaders are replaced).
+	moved := c.waitSpread(t, []string{c.ids[1], c.ids[2]}, 30*time.Second)
+	t.Logf("%s stopped: its partitions moved in %v", c.ids[0], moved.Round(time.Millisecond))
+	b := dial(1)
+	for _, id := range ids {
+		waitState(t, ctx, b, id, "EXPIRED")
+	}
+	// The TTLs fell due while the owner was stopped: its timers fire as
+	// soon as it resumes.
+	time.Sleep(max(0, ttl-time.Since(stopped)))
+	if err := owner.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the resumed node gives its partitions up", 15*time.Second, func() bool {
+		return strings.Count(owner.log(), "partition no longer served") >= 1
+	})
+	time.Sleep(time.Second) // let its timers and appends run into the fence
+	for _, id := range ids {
+		lg, err := b.ReadLog(ctx, id, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ends := 0
+		for i, e := range lg {
+			if e.GetSeq() != uint64(i+1) {
+				t.Fatalf("session %s: envelope %d has seq %d", id, i, e.GetSeq())
+			}
+			if session.Ends(e.GetType()) {
+				ends++
+			}
+		}
+		if ends != 1 || !session.Ends(lg[len(lg)-1].GetType()) {
+			t.Fatalf("session %s: %d ends in its log of %d envelopes, want 1, last", id, ends, len(lg))
+		}
+	}
+	logs := owner.log()
+	t.Logf("resumed node: %d appends refused by the fence, %d for a partition no longer owned, %d timer retries",
+		strings.Count(logs, "fenced"), strings.Count(logs, "not owned by this node"), strings.Count(logs, "timer envelopes not written"))
+}
+
+// waitState waits until a session's state is want.
+func waitState(t *testing.T, ctx context.Context, c *agentsdk.Client, id, want string) {
+	t.Helper()
+	waitFor(t, "session "+id+" "+want, 30*time.Second, func() bool {
+		s, err := c.GetSession(ctx, id)
+		return err == nil && s.GetState() == want
+	})
+}
+
+func waitFor(t *testing.T, what string, within time.Duration, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, within)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestE2EClusterRollingRestart restarts the three nodes one by one with
+// SIGTERM under hubload --verify: each hands its partitions back before it
+// stops, the load carries on through every restart, and hubload --check
+// finds every acknowledged envelope.
+func TestE2EClusterRollingRestart(t *testing.T) {
+	c := startCluster(t, false)
+	load := buildBinary(t, "./cmd/hubload")
+	verify := filepath.Join(t.TempDir(), "acked.txt")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	lg := exec.CommandContext(ctx, load, "--hub", c.addrs(), "--agents", "12", "--sessions", "6", "--duration", "120s",
+		"--warmup", "0s", "--verify", verify)
+	var lgOut strings.Builder
+	lg.Stdout, lg.Stderr = &lgOut, &lgOut
+	if err := lg.Start(); err != nil {
+		t.Fatal(err)
+	}
+	progress := func(what string) {
+		t.Helper()
+		n := countLines(verify)
+		deadline := time.Now().Add(20 * time.Second)
+		for countLines(verify) < n+100 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if countLines(verify) < n+100 {
+			t.Fatalf("the load stalled %s: %d acknowledged\n%s", what, countLines(verify), lgOut.String())
+		}
+	}
+	progress("at the start")
+	for i := range c.nodes {
+		start := time.Now()
+		c.nodes[i].stop(syscall.SIGTERM)
+		if !strings.Contains(c.nodes[i].log(), "partition no longer served") {
+			t.Fatalf("%s stopped without handing its partitions back:\n%s", c.ids[i], c.nodes[i].log())
+		}
+		c.await(t, i, c.spawn(t, i))
+		c.waitSpread(t, c.ids, 30*time.Second)
+		t.Logf("%s restarted and back to its share in %v", c.ids[i], time.Since(start).Round(time.Millisecond))
+		progress("after restarting " + c.ids[i])
+	}
+	lg.Process.Signal(syscall.SIGINT)
+	lg.Wait()
+	acked := countLines(verify)
+	out, err := exec.CommandContext(ctx, load, "--hub", c.addrs(), "--check", verify).CombinedOutput()
+	first := strings.SplitN(string(out), "\n", 2)[0]
+	if err != nil || first != fmt.Sprintf("acked %d, found %d", acked, acked) {
+		t.Fatalf("check after a rolling restart: %v\n%s\nload:\n%s", err, out, lgOut.String())
+	}
+	t.Logf("%s; load: %s", first, strings.SplitN(lgOut.String(), "\n", 3)[1])
+}
+
+// TestE2EClusterWireThroughGateway runs the wire acceptance checks
+// against a three-node cluster through a fourth node that serves no
+// partition (--gateway): every call for a session is answered NOT_OWNER
+// there, and the agentsdk clients follow it to the owner, so each bad
+// input gets the owner's precise refusal and writes nothing.
+func TestE2EClusterWireThroughGateway(t *testing.T) {
+	c := startCluster(t, false, "--max-envelope-bytes", "4096") // as wiretest.BadInput wants
+	bin := hubdBinary(t)
+	port := freePorts(t, 1)[0]
+	gw := &daemon{t: t, data: t.TempDir(), closed: make(chan struct{})}
+	gw.cmd = exec.Command(bin, "serve", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--http", "off", "--data", gw.data,
+		"--log-format", "json", "--node-id", "gw", "--gateway", "--cluster", strings.Join(c.nats, ","),
+		"--partitions", strconv.Itoa(e2ePartitions), "--lease-ttl", e2eLease.String(), "--max-envelope-bytes", "4096")
+	stderr, _ := gw.cmd.StderrPipe()
+	if err := gw.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	listening := make(chan string, 1)
+	go gw.collect(stderr, listening)
+	t.Cleanup(func() { gw.stop(syscall.SIGKILL) })
+	select {
+	case gw.addr = <-listening:
+	case <-gw.closed:
+		t.Fatalf("the gateway did not start:\n%s", gw.log())
+	case <-time.After(40 * time.Second):
+		t.Fatalf("the gateway did not listen within 40s:\n%s", gw.log())
+	}
+	peers := strings.Split(c.addrs(), ",")
+	agent := func(name string) hubsvc.HubClient {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cl, err := agentsdk.Dial(ctx, gw.addr, agentsdk.Options{Name: name, Peers: peers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cl.Close() })
+		return cl.Raw()
+	}
+	// The gateway serves nothing: a raw call there is refused with the
+	// owner's address.
+	id := wiretest.Pipeline(t, agent("alice"))
+	_, err := devClient(t, gw.addr, "alice").GetSession(context.Background(), &hubpb.GetSessionRequest{SessionId: id})
+	if code, reason := wiretest.ReasonOf(err); code != codes.Unavailable || reason != "NOT_OWNER" {
+		t.Fatalf("GetSession on the gateway without following: %v, want UNAVAILABLE NOT_OWNER", err)
+	}
+	wiretest.BadInput(t, agent, anonClient(t, gw.addr))
+	if n := strings.Count(gw.log(), "partition served"); n != 0 {
+		t.Fatalf("the gateway served %d partitions", n)
+	}
+}

@@ -1,0 +1,251 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/hubd/hubd/session"
+)
+
+// A hub in a cluster (Config.Partitioned) serves only some delegation
+// trees: those of the partitions its node holds a lease on. It starts
+// empty; LoadSessions gives it a partition's sessions (from the log, once
+// the lease is held) and UnloadSessions takes them away (the lease is
+// lost) at once. A call for a session it does not hold asks Config.Route
+// who does, and answers NOT_OWNER with the owner's address.
+
+// NotOwnerError is ErrNotOwner with where the session is served: a call
+// for it goes there (the gRPC layer puts Addr into the ErrorInfo metadata
+// as "owner_addr").
+type NotOwnerError struct {
+	Session   string // the session asked about; "" for a subscription
+	Partition int    // -1 when unknown
+	Node      string // the owner's node id; "" while no node holds it
+	Addr      string // the owner's gRPC address; "" while no node holds it
+	Why       string // what happened, for the message
+}
+
+// Error implements error; it ends with ErrNotOwner's text.
+func (e *NotOwnerError) Error() string {
+	msg := e.Why
+	if msg == "" {
+		msg = "session " + e.Session + " is not served here"
+	}
+	switch {
+	case e.Addr != "":
+		msg += fmt.Sprintf(": partition %d is served by node %s at %s", e.Partition, e.Node, e.Addr)
+	case e.Partition >= 0 && e.Why == "":
+		msg += fmt.Sprintf(": partition %d has no owner at the moment; retry shortly", e.Partition)
+	}
+	return msg + ": " + ErrNotOwner.Error()
+}
+
+// Unwrap returns ErrNotOwner.
+func (e *NotOwnerError) Unwrap() error { return ErrNotOwner }
+
+// ErrorMetadata is what the gRPC layer puts into the ErrorInfo.
+func (e *NotOwnerError) ErrorMetadata() map[string]string {
+	md := map[string]string{"owner_addr": e.Addr}
+	if e.Node != "" {
+		md["owner_node"] = e.Node
+	}
+	if e.Partition >= 0 {
+		md["partition"] = strconv.Itoa(e.Partition)
+	}
+	return md
+}
+
+// A Loader hands LoadSessions the sessions of a partition: meta for each
+// session before its records, record for each record of a session in seq
+// order (sessions may interleave). Its byte slices are valid during the
+// call only. An error from meta or record is returned as is.
+type Loader func(meta func(id [16]byte, meta []byte) error, record func(id [16]byte, seq uint64, data []byte) error) error
+
+// routeTimeout bounds Config.Route for one call.
+const routeTimeout = 5 * time.Second
+
+// LoadSessions rebuilds the sessions load gives (a partition this node now
+// owns) and starts serving them: they are folded with no effects, indexed
+// and their timers re-armed from their state, so a firing the previous
+// owner wrote is folded, not repeated. A session that does not rebuild is
+// quarantined. Sessions already served are left as they are. The agents
+// taking part in a loaded session have their subscriptions ended
+// (NOT_OWNER): they resubscribe from their cursors and catch up on it. It
+// returns how many sessions now serve.
+func (h *Hub) LoadSessions(ctx context.Context, load Loader) (int, error) {
+	if err := h.enter(); err != nil {
+		return 0, err
+	}
+	defer h.leave()
+	all := map[session.ID]*loading{}
+	var order []session.ID
+	served := func(id session.ID) bool {
+		h.mu.RLock()
+		defer h.mu.RUnlock()
+		_, ok := h.sessions[id]
+		return ok
+	}
+	err := load(func(raw [16]byte, meta []byte) error {
+		id := session.ID(raw)
+		if _, dup := all[id]; dup || served(id) {
+			return nil
+		}
+		l := &loading{}
+		l.s, l.err = h.start(meta, id)
+		all[id] = l
+		order = append(order, id)
+		return ctx.Err()
+	}, func(raw [16]byte, seq uint64, data []byte) error {
+		l := all[session.ID(raw)]
+		if l != nil && l.err == nil {
+			l.err = replay(l.s, seq, data)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("hub: loading sessions: %w", err)
+	}
+	// Parents before children: ids are time-ordered.
+	slices.SortFunc(order, compareIDs)
+	// The agents' subscriptions end in the same critical section as the
+	// sessions appear: none of them is handed a loaded session's envelope
+	// without the catch-up a new subscription does first.
+	h.mu.Lock()
+	n := h.installLocked(order, all)
+	subs := h.takeSubscriptions(agentsOf(order, all))
+	h.mu.Unlock()
+	why := &NotOwnerError{Partition: -1, Why: "sessions of yours were loaded on this node: resubscribe from your cursors"}
+	for _, sub := range subs {
+		sub.fail(why)
+	}
+	return n, nil
+}
+
+// UnloadSessions stops serving, at once, every session whose tree root
+// drop names (a partition whose lease this node lost): they leave memory
+// and the scheduler, their watches end and so do the subscriptions of the
+// agents taking part in them, with why (NOT_OWNER: resubscribe from the
+// cursors, on the new owner). A call already holding one of them finishes
+// against the log, which refuses it once the partition is disowned. It
+// returns how many sessions it dropped.
+func (h *Hub) UnloadSessions(drop func(root session.ID) bool, why error) int {
+	if why == nil {
+		why = ErrNotOwner
+	}
+	h.mu.Lock()
+	var gone []*sess
+	for id, s := range h.sessions {
+		root, err := session.ParseID(s.call.GetRoot())
+		if err != nil || !drop(root) {
+			continue
+		}
+		gone = append(gone, s)
+		s.gone.Store(true)
+		delete(h.sessions, id)
+		for _, p := range s.meta.GetParticipants() {
+			if m := h.byAgent[p.GetName()]; m != nil {
+				delete(m, id)
+				if len(m) == 0 {
+					delete(h.byAgent, p.GetName())
+				}
+			}
+		}
+		if k := s.meta.GetOpenKey(); k != "" && h.openKeys[openKey(s.meta.GetCreator(), k)] == id {
+			delete(h.openKeys, openKey(s.meta.GetCreator(), k))
+		}
+		if k := s.meta.GetThreadKey(); k != "" && h.threads[openKey(s.meta.GetCreator(), k)] == s {
+			delete(h.threads, openKey(s.meta.GetCreator(), k))
+		}
+		delete(h.askers, id)
+		if !session.State(s.state.Load()).Ended() {
+			if h.openCount[s.meta.GetCreator()]--; h.openCount[s.meta.GetCreator()] <= 0 {
+				delete(h.openCount, s.meta.GetCreator())
+			}
+		}
+		h.sched.remove(s)
+	}
+	h.mu.Unlock()
+	agents := map[string]bool{}
+	for _, s := range gone {
+		for _, p := range s.meta.GetParticipants() {
+			agents[p.GetName()] = true
+		}
+	}
+	h.endSubscriptions(agents, why)
+	// Watches end under their tree's lock, which a call in flight may hold
+	// until the log answers it: not on the caller's time.
+	for _, s := range gone {
+		go func() {
+			s.hold()
+			defer s.release()
+			for _, w := range s.watch {
+				w.fail(why)
+			}
+			s.watch = nil
+			for _, w := range s.tree.watchers {
+				w.fail(why)
+			}
+			s.tree.watchers = nil
+		}()
+	}
+	return len(gone)
+}
+
+// agentsOf returns the participants of the sessions that loaded.
+func agentsOf(order []session.ID, all map[session.ID]*loading) map[string]bool {
+	agents := map[string]bool{}
+	for _, id := range order {
+		if l := all[id]; l.err == nil && l.s != nil {
+			for _, p := range l.s.meta.GetParticipants() {
+				agents[p.GetName()] = true
+			}
+		}
+	}
+	return agents
+}
+
+// endSubscriptions ends the agents' subscriptions with why.
+func (h *Hub) endSubscriptions(agents map[string]bool, why error) {
+	h.mu.Lock()
+	subs := h.takeSubscriptions(agents)
+	h.mu.Unlock()
+	for _, sub := range subs {
+		sub.fail(why)
+	}
+}
+
+// takeSubscriptions removes the agents' subscriptions from delivery and
+// returns them; the caller holds the hub's mutex.
+func (h *Hub) takeSubscriptions(agents map[string]bool) []*Subscription {
+	var subs []*Subscription
+	for a := range agents { //hubd:orderless each agent's subscriptions are taken alike
+		subs = append(subs, h.subs[a]...)
+		delete(h.subs, a)
+	}
+	return subs
+}
+
+// route asks Config.Route about a session this hub does not hold: nil if
+// no node serves it (it does not exist), else the error to answer.
+func (h *Hub) route(id session.ID) error {
+	if h.cfg.Route == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), routeTimeout)
+	defer cancel()
+	return h.cfg.Route(ctx, id)
+}
+
+// sessionID returns a new session's id: for a root, Config.NewRootID's
+// (a cluster node picks one in a partition it serves), else NewID's.
+func (h *Hub) sessionID(root bool) (uuid.UUID, error) {
+	if root && h.cfg.NewRootID != nil {
+		return h.cfg.NewRootID()
+	}
+	return h.newID(), nil
+}

@@ -1,0 +1,338 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+
+	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/internal/cluster"
+	"github.com/hubd/hubd/session"
+	"github.com/hubd/hubd/wal/jetstream"
+)
+
+// ClusterConfig makes the server one node of a cluster: its sessions live
+// in JetStream partition streams (wal/jetstream) instead of a badger
+// directory, and it serves the partitions whose leases it holds
+// (internal/cluster).
+type ClusterConfig struct {
+	// NATS are the client URLs of the NATS servers. With Embed they may be
+	// empty: the node connects to its own server (which routes to the
+	// others).
+	NATS []string
+	// Embed, when set, runs a NATS server with JetStream in this process
+	// (cluster.StartNATS), so that the hubd processes are the whole
+	// deployment.
+	Embed *cluster.NATSConfig
+	// NodeID names the node (required): letters, digits, '-', '_', '='.
+	NodeID string
+	// Advertise is the gRPC address peers and clients reach this node at,
+	// written into its leases for NOT_OWNER answers; default the listen
+	// address.
+	Advertise string
+	// Partitions is P (default 32), the same on every node, fixed once the
+	// streams exist.
+	Partitions int
+	// LeaseTTL is the partition lease (default 10s): how long a dead
+	// node's partitions wait before another node takes them.
+	LeaseTTL time.Duration
+	// Replicas of the streams and buckets (default 3; 1 for one NATS
+	// server).
+	Replicas int
+	// Gateway makes a node that serves no partition: it takes every call
+	// and answers NOT_OWNER with the owner's address (peers do not count
+	// it when they share the partitions).
+	Gateway bool
+}
+
+// node is the server's part in a cluster: the NATS connections, the log,
+// the leases, and which partitions the hub serves.
+type node struct {
+	cfg     ClusterConfig
+	logger  zerolog.Logger     // with the node id
+	base    zerolog.Logger     // without (the leases add it)
+	ns      *natsserver.Server // embedded; nil for an external cluster
+	nc, lc  *nats.Conn         // the log's and the leases' connections
+	log     *jetstream.Log
+	leases  *cluster.Leases
+	hub     *hub.Hub
+	serving []atomic.Bool // per partition: hydrated and served
+	fenced  atomic.Int64  // appends refused by the fence
+
+	mu    sync.Mutex
+	loads map[int]LoadStat // the last load of each partition
+}
+
+// LoadStat is how one partition was taken over: when the lease was
+// acquired, how long hydrating took and what it read.
+type LoadStat struct {
+	Partition int
+	Epoch     uint64
+	Acquired  time.Time
+	Hydrate   time.Duration
+	Sessions  int
+	Records   int
+}
+
+// startNode starts the embedded NATS server if asked, connects, and opens
+// the partition log. The leases start later (startLeases), once the hub
+// exists.
+func startNode(ctx context.Context, cc ClusterConfig, listen string, lg zerolog.Logger) (*node, error) {
+	n := &node{cfg: cc, logger: lg.With().Str("node", cc.NodeID).Logger(), base: lg, loads: map[int]LoadStat{}}
+	if n.cfg.Partitions == 0 {
+		n.cfg.Partitions = cluster.DefaultPartitions
+	}
+	if n.cfg.Advertise == "" {
+		n.cfg.Advertise = listen
+	}
+	urls := cc.NATS
+	if cc.Embed != nil {
+		ec := *cc.Embed
+		ec.Logger = lg
+		ns, err := cluster.StartNATS(ec)
+		if err != nil {
+			return nil, err
+		}
+		n.ns = ns
+		if len(urls) == 0 {
+			urls = []string{ns.ClientURL()}
+		}
+	}
+	if len(urls) == 0 {
+		n.close()
+		return nil, errors.New("cluster: no NATS server: give --cluster URLs or --embed-nats")
+	}
+	var err error
+	connect := func(name string) (*nats.Conn, error) {
+		return nats.Connect(strings.Join(urls, ","), nats.Name("hubd-"+cc.NodeID+"-"+name),
+			nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond), nats.ReconnectBufSize(-1),
+			nats.RetryOnFailedConnect(true), nats.Timeout(2*time.Second))
+	}
+	if n.nc, err = connect("log"); err != nil {
+		n.close()
+		return nil, fmt.Errorf("cluster: connecting to NATS %v: %w", urls, err)
+	}
+	if n.lc, err = connect("leases"); err != nil {
+		n.close()
+		return nil, fmt.Errorf("cluster: connecting to NATS %v: %w", urls, err)
+	}
+	n.log, err = jetstream.Open(ctx, jetstream.Options{Conn: n.nc, Partitions: n.cfg.Partitions, Replicas: cc.Replicas,
+		Root: rootOf, Logger: lg})
+	if err != nil {
+		n.close()
+		return nil, fmt.Errorf("cluster: opening the partition log: %w", err)
+	}
+	n.serving = make([]atomic.Bool, n.cfg.Partitions)
+	return n, nil
+}
+
+// hubConfig makes hc a partitioned hub on the node's log.
+func (n *node) hubConfig(hc hub.Config) hub.Config {
+	hc.Log, hc.Partitioned, hc.Route, hc.NewRootID = jsLog{n.log, n}, true, n.route, n.newRootID
+	if max := n.log.MaxRecordBytes(); hc.MaxEnvelopeBytes == 0 || hc.MaxEnvelopeBytes > max {
+		hc.MaxEnvelopeBytes = max
+	}
+	return hc
+}
+
+// startLeases starts taking partitions for h.
+func (n *node) startLeases(ctx context.Context, h *hub.Hub) error {
+	n.hub = h
+	var err error
+	n.leases, err = cluster.Start(ctx, cluster.Config{Conn: n.lc, NodeID: n.cfg.NodeID, Addr: n.cfg.Advertise,
+		Partitions: n.cfg.Partitions, TTL: n.cfg.LeaseTTL, Replicas: n.cfg.Replicas,
+		OnAcquire: n.acquire, OnLose: n.lose, Logger: n.base, Observer: n.cfg.Gateway})
+	if err != nil {
+		return fmt.Errorf("cluster: starting the leases: %w", err)
+	}
+	return nil
+}
+
+// acquire loads partition k into the hub once its lease is held: the log
+// may write it, its sessions are hydrated (timers re-armed from what the
+// log holds, the previous owner's firings included), then it serves. A
+// failed hydrate is retried while the lease lasts.
+func (n *node) acquire(ctx context.Context, k int, epoch uint64) {
+	acquired := time.Now()
+	n.log.Own(k)
+	for try := 0; ; try++ {
+		start := time.Now()
+		var st jetstream.HydrateStats
+		loaded, err := n.hub.LoadSessions(ctx, func(meta func([16]byte, []byte) error, record func([16]byte, uint64, []byte) error) error {
+			var err error
+			st, err = n.log.Hydrate(ctx, k, jetstream.Visitor{Meta: meta, Record: record})
+			return err
+		})
+		if err == nil {
+			n.serving[k].Store(true)
+			took := time.Since(start)
+			n.mu.Lock()
+			n.loads[k] = LoadStat{Partition: k, Epoch: epoch, Acquired: acquired, Hydrate: took, Sessions: loaded, Records: st.Records}
+			n.mu.Unlock()
+			n.logger.Info().Int("partition", k).Uint64("epoch", epoch).Int("sessions", loaded).Int("records", st.Records).
+				Str("hydrate", took.Round(time.Millisecond).String()).Str("acquired_at", acquired.UTC().Format(time.RFC3339Nano)).
+				Str("served_at", time.Now().UTC().Format(time.RFC3339Nano)).Msg("partition served")
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		n.logger.Error().Err(err).Int("partition", k).Int("try", try).Msg("partition not hydrated; retrying")
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(min(time.Duration(try+1)*200*time.Millisecond, 2*time.Second)):
+		}
+	}
+}
+
+// lose stops serving partition k at once: nothing more is written to it,
+// its sessions leave the hub and their streams end with NOT_OWNER.
+func (n *node) lose(k int) {
+	n.serving[k].Store(false)
+	n.log.Disown(k)
+	why := &hub.NotOwnerError{Partition: k, Why: fmt.Sprintf("partition %d moved away from node %s: resubscribe from your cursors", k, n.cfg.NodeID)}
+	dropped := n.hub.UnloadSessions(func(root session.ID) bool { return n.log.PartitionOf(root) == k }, why)
+	n.logger.Info().Int("partition", k).Int("sessions", dropped).Msg("partition no longer served")
+}
+
+// route answers for a session the hub does not hold: where its partition
+// is served.
+func (n *node) route(ctx context.Context, id session.ID) error {
+	k, found, err := n.log.Locate(ctx, id)
+	switch {
+	case err != nil:
+		return fmt.Errorf("session %v: locating its partition: %v: %w", id, err, hub.ErrSessionFailed)
+	case !found:
+		return nil
+	}
+	if o, ok := n.leases.Owner(k); ok && o.NodeID == n.cfg.NodeID {
+		// Ours, being loaded: NOT_OWNER with no address, "retry shortly".
+		return &hub.NotOwnerError{Session: id.String(), Partition: k,
+			Why: fmt.Sprintf("session %v: partition %d is being loaded on this node; retry shortly", id, k)}
+	}
+	return n.notOwner(id, k)
+}
+
+// notOwner is NOT_OWNER for session id in partition k (-1: unknown).
+func (n *node) notOwner(id session.ID, k int) *hub.NotOwnerError {
+	e := &hub.NotOwnerError{Session: id.String(), Partition: k}
+	if k < 0 || n.leases == nil {
+		return e
+	}
+	if o, ok := n.leases.Owner(k); ok && o.NodeID != n.cfg.NodeID {
+		e.Node, e.Addr = o.NodeID, o.Addr
+	}
+	return e
+}
+
+// newRootIDTries bounds the ids drawn for a new root: with h of P
+// partitions served, one lands in them with probability h/P.
+const newRootIDTries = 1 << 16
+
+// newRootID draws UUIDv7s until one's tree lands in a partition this node
+// serves: a new root session is opened where it is asked.
+func (n *node) newRootID() (uuid.UUID, error) {
+	any := false
+	for k := range n.serving {
+		any = any || n.serving[k].Load()
+	}
+	if any {
+		for range newRootIDTries {
+			id := uuid.Must(uuid.NewV7())
+			if k := n.log.PartitionOf(id); n.serving[k].Load() && n.leases.Holds(k) {
+				return id, nil
+			}
+		}
+	}
+	e := &hub.NotOwnerError{Partition: -1, Why: "node " + n.cfg.NodeID + " serves no partition at the moment"}
+	for _, o := range n.leases.Owners() {
+		if o.NodeID != n.cfg.NodeID && o.Addr != "" {
+			e.Node, e.Addr = o.NodeID, o.Addr
+			break
+		}
+	}
+	return uuid.UUID{}, e
+}
+
+// Loads returns how each partition this node took over was loaded.
+func (n *node) Loads() []LoadStat {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]LoadStat, 0, len(n.loads))
+	for _, s := range n.loads {
+		out = append(out, s)
+	}
+	return out
+}
+
+// handBack releases every lease (its partitions stop being served here
+// first), so that peers take them at once rather than after a TTL.
+func (n *node) handBack(ctx context.Context) error {
+	if n.leases == nil {
+		return nil
+	}
+	return n.leases.Close(ctx)
+}
+
+// close closes the log, the connections and the embedded server.
+func (n *node) close() error {
+	var err error
+	if n.log != nil {
+		if e := n.log.Close(); e != nil && !errors.Is(e, jetstream.ErrClosed) {
+			err = e
+		}
+	}
+	for _, c := range []*nats.Conn{n.nc, n.lc} {
+		if c != nil {
+			c.Close()
+		}
+	}
+	if n.ns != nil {
+		n.ns.Shutdown()
+		n.ns.WaitForShutdown()
+	}
+	return err
+}
+
+// Served returns the partitions this node serves (hydrated, lease held),
+// ascending; nil on a single node.
+func (s *Server) Served() []int {
+	if s.node == nil {
+		return nil
+	}
+	var out []int
+	for k := range s.node.serving {
+		if s.node.serving[k].Load() {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// PartitionOf returns the partition of a tree given its root session id,
+// -1 on a single node.
+func (s *Server) PartitionOf(root session.ID) int {
+	if s.node == nil {
+		return -1
+	}
+	return s.node.log.PartitionOf(root)
+}
+
+// Loads returns how each partition this node took over was loaded; nil on
+// a single node.
+func (s *Server) Loads() []LoadStat {
+	if s.node == nil {
+		return nil
+	}
+	return s.node.Loads()
+}

@@ -1,0 +1,83 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/session"
+	"github.com/hubd/hubd/wal/jetstream"
+)
+
+// jsLog adapts a wal/jetstream log to the hub's Log interface: Append
+// converts its types and gives the log's ownership refusals their hub
+// meaning (NOT_OWNER, with the owner's address); Scan, ScanRange and
+// Metas are the log's own (any node reads any partition).
+type jsLog struct {
+	*jetstream.Log
+	n *node
+}
+
+func (j jsLog) Append(ctx context.Context, writes ...hub.LogWrite) error {
+	ws := make([]jetstream.Write, len(writes))
+	for i, x := range writes {
+		recs := make([]jetstream.Record, len(x.Records))
+		for r, rec := range x.Records {
+			recs[r] = jetstream.Record{Seq: rec.Seq, Data: rec.Data}
+		}
+		ws[i] = jetstream.Write{Session: x.Session, Meta: x.Meta, Records: recs}
+	}
+	err := j.Log.Append(ctx, ws...)
+	if err == nil || len(writes) == 0 {
+		return err
+	}
+	return j.n.appendErr(ctx, writes[0], err)
+}
+
+// rootOf is the log's Options.Root: a session's tree root from its stored
+// metadata (root_session_id; the session itself for a root).
+func rootOf(id [16]byte, meta []byte) ([16]byte, error) {
+	m, err := session.UnmarshalMeta(meta)
+	if err != nil {
+		return id, err
+	}
+	r := m.GetRootSessionId()
+	if r == "" {
+		return id, nil
+	}
+	root, err := session.ParseID(r)
+	if err != nil {
+		return id, fmt.Errorf("root_session_id %q: %w", r, err)
+	}
+	return root, nil
+}
+
+// appendErr maps an append's error: ErrNotOwner (the partition is not
+// this node's) and ErrFenced once the lease is gone become a
+// *hub.NotOwnerError naming the owner; ErrFenced while the lease is still
+// held (a deposed owner's write landed first) stays an error that makes
+// the hub reload the session from the log before its next change.
+func (n *node) appendErr(ctx context.Context, w hub.LogWrite, err error) error {
+	fenced := errors.Is(err, jetstream.ErrFenced)
+	if !fenced && !errors.Is(err, jetstream.ErrNotOwner) {
+		return err
+	}
+	k := -1
+	if w.Meta != nil {
+		if root, rerr := rootOf(w.Session, w.Meta); rerr == nil {
+			k = n.log.PartitionOf(root)
+		}
+	} else if p, found, lerr := n.log.Locate(ctx, w.Session); lerr == nil && found {
+		k = p
+	}
+	if fenced {
+		n.fenced.Add(1)
+		if k >= 0 && n.leases.Holds(k) {
+			return err
+		}
+	}
+	ne := n.notOwner(session.ID(w.Session), k)
+	ne.Why = fmt.Sprintf("the log refused the write of session %s (%v)", session.ID(w.Session), err)
+	return ne
+}
