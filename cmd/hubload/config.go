@@ -36,7 +36,20 @@ type config struct {
 	hubPID   int           // report this process's RSS; 0: do not
 	json     bool          // print the report as JSON
 	cpuProf  string        // write hubload's own CPU profile here
+
+	workload    string // load mode: "turns" (steady turn-taking) or "sessions"
+	conc        int    // sessions workload: sessions in flight
+	baseline    bool   // also measure the bare floor (internal/baseline) in the run
+	baselineDir string // the parent directory of the baseline's log
 }
+
+// Workloads of the load mode.
+const (
+	workloadTurns    = "turns"
+	workloadSessions = "sessions"
+	// defaultSessionsRun is --sessions for the sessions workload.
+	defaultSessionsRun = 200
+)
 
 // parseConfig parses and validates args; every failure is a usage error.
 func parseConfig(args []string, stderr io.Writer) (config, error) {
@@ -58,6 +71,10 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.hubPID, "hub-pid", 0, "report this hub process's RSS from /proc")
 	fs.BoolVar(&c.json, "json", false, "print the report as JSON")
 	fs.StringVar(&c.cpuProf, "cpuprofile", "", "write hubload's own CPU profile to this `file` (load mode)")
+	fs.StringVar(&c.workload, "workload", workloadTurns, "`turns` (sessions taking turns steadily) or sessions (three-agent sessions, open to close, served by agentsdk.Serve)")
+	fs.IntVar(&c.conc, "conc", 1, "sessions workload: sessions in flight")
+	fs.BoolVar(&c.baseline, "baseline", false, "also measure, in this run, the floor: gRPC unary → wal group commit (sync) → ack at the same concurrency, and print ratios")
+	fs.StringVar(&c.baselineDir, "baseline-dir", "", "the `dir` under which the baseline's log is made (default: the system's temporary directory; use the hub's disk)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return c, exitcode.New(0, err)
@@ -67,7 +84,11 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	if fs.NArg() != 0 {
 		return c, exitcode.Usage("unexpected argument %q", fs.Arg(0))
 	}
-	if c.sessions == 0 {
+	switch {
+	case c.sessions != 0:
+	case c.workload == workloadSessions:
+		c.sessions = defaultSessionsRun
+	default:
 		c.sessions = max(c.agents/2, 1)
 	}
 	return c, c.validate()
@@ -105,6 +126,14 @@ func (c *config) validate() error {
 		return exitcode.Usage("--idle %d: want 0 to %d", c.idle, maxAgents)
 	case c.hubPID < 0:
 		return exitcode.Usage("--hub-pid %d: want a process id", c.hubPID)
+	case c.workload != workloadTurns && c.workload != workloadSessions:
+		return exitcode.Usage("--workload %q: want %s or %s", c.workload, workloadTurns, workloadSessions)
+	case c.conc < 1 || c.conc > maxSessions:
+		return exitcode.Usage("--conc %d: want 1 to %d", c.conc, maxSessions)
+	case c.workload == workloadSessions && (modes > 0 || c.maxTurns != 0):
+		return exitcode.Usage("--workload sessions excludes --check, --idle, --verify and --max-turns")
+	case c.baseline && modes > 0:
+		return exitcode.Usage("--baseline is for the load mode: it excludes --check, --idle and --verify")
 	}
 	return nil
 }

@@ -32,6 +32,12 @@ type pool struct {
 // waits up to readyTimeout for each connection to be ready. Sends are
 // tried once: hubload retries them itself.
 func dial(ctx context.Context, addr string, names []string, conns int) (*pool, error) {
+	return dialLogged(ctx, addr, names, conns, nil)
+}
+
+// dialLogged is dial with the clients' diagnostics sent to logf (nil:
+// dropped).
+func dialLogged(ctx context.Context, addr string, names []string, conns int, logf func(string, ...any)) (*pool, error) {
 	p := &pool{clients: make([]*agentsdk.Client, conns)}
 	opts := []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvBytes))}
 	if conns < len(names) { // agents share connections
@@ -42,7 +48,7 @@ func dial(ctx context.Context, addr string, names []string, conns int) (*pool, e
 	err := forEach(conns, func(i int) error {
 		ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 		defer cancel()
-		c, err := agentsdk.Dial(ctx, addr, agentsdk.Options{Name: names[i], SendAttempts: 1, DialOptions: opts})
+		c, err := agentsdk.Dial(ctx, addr, agentsdk.Options{Name: names[i], SendAttempts: 1, DialOptions: opts, Logf: logf})
 		if err != nil {
 			giveUp()
 		}

@@ -29,6 +29,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runCheck(ctx, cfg, stdout, stderr)
 	case cfg.idle > 0:
 		return runIdle(ctx, cfg, stdout)
+	case cfg.workload == workloadSessions:
+		return runSessions(ctx, cfg, stdout, stderr)
 	default:
 		return runLoad(ctx, cfg, stdout, stderr)
 	}

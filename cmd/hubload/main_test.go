@@ -271,6 +271,11 @@ func TestFlagErrors(t *testing.T) {
 		{"--max-turns", "-1"},
 		{"--check", "a", "--verify", "b"},
 		{"--idle", "5", "--verify", "b"},
+		{"--workload", "chat"},
+		{"--workload", "sessions", "--conc", "0"},
+		{"--workload", "sessions", "--verify", "b"},
+		{"--workload", "sessions", "--max-turns", "3"},
+		{"--baseline", "--check", "a"},
 		{"extra"},
 		{"--no-such-flag"},
 	} {
