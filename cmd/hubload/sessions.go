@@ -37,6 +37,7 @@ type sessLoad struct {
 	last    atomic.Int64 // when the last session closed (offset from st.base)
 	diag    atomic.Int64 // diagnostics of the clients (stale turns, retries)
 	first   atomic.Value // the first diagnostic (string)
+	cpu     cpuReport    // over the whole run, per turn
 
 	mu     sync.Mutex
 	tracks map[string]*sessTrack
@@ -62,6 +63,7 @@ type sessReport struct {
 	OpenToClosed  latency      `json:"open_to_closed"`
 	HandlerToNext latency      `json:"handler_to_handler"`
 	Diagnostics   int64        `json:"client_diagnostics"`
+	CPU           cpuReport    `json:"cpu"`
 	Baseline      *baseReport  `json:"baseline,omitempty"`
 	Ratios        []namedRatio `json:"ratios,omitempty"`
 }
@@ -110,7 +112,9 @@ func runSessions(ctx context.Context, cfg config, stdout, stderr io.Writer) erro
 			}
 		})
 	}
+	t0, u0 := time.Now(), cpuNow(cfg.hubPID)
 	runErr := sl.open(serveCtx, p.client(0))
+	sl.cpu = cpuNow(cfg.hubPID).since(u0).report(time.Since(t0), uint64(3*cfg.sessions))
 	stopServing()
 	served.Wait()
 	close(serveErrs)
@@ -252,7 +256,7 @@ func (sl *sessLoad) report(base *baseReport) sessReport {
 	w := sl.st.window()
 	r := sessReport{Workload: workloadSessions, Conc: sl.cfg.conc, Sessions: sl.cfg.sessions, Payload: sl.cfg.payload,
 		Window: w.Seconds(), Measured: sl.done.Load(), OpenToClosed: summarize(&sl.openRun),
-		HandlerToNext: summarize(&sl.h2h), Diagnostics: sl.diag.Load(), Baseline: base}
+		HandlerToNext: summarize(&sl.h2h), Diagnostics: sl.diag.Load(), CPU: sl.cpu, Baseline: base}
 	if w > 0 {
 		r.SessionsPerS = float64(r.Measured) / w.Seconds()
 		r.TurnsPerS = float64(sl.turns.Load()) / w.Seconds()
@@ -277,6 +281,12 @@ func (r sessReport) print(w io.Writer, asJSON bool) error {
 		r.Sessions, sessionAgents, r.Conc, r.Payload)
 	fmt.Fprintf(&b, "measured %d in %.1fs = %.1f sessions/s, %.0f turns/s; open→closed %s; handler→handler %s; client diagnostics %d\n",
 		r.Measured, r.Window, r.SessionsPerS, r.TurnsPerS, r.OpenToClosed.text(), r.HandlerToNext.text(), r.Diagnostics)
+	c := r.CPU
+	fmt.Fprintf(&b, "CPU of %.0f cores over the whole run: hubload %.2f (%.0fµs per turn)", c.Cores, c.Hubload, c.HubloadPerAccepted)
+	if c.Hub != 0 {
+		fmt.Fprintf(&b, ", hub %.2f (%.0fµs per turn)", c.Hub, c.HubPerAccepted)
+	}
+	fmt.Fprintf(&b, ", other processes %.2f\n", c.Other)
 	if r.Baseline != nil {
 		b.WriteString(r.Baseline.text())
 		b.WriteString(ratioLine(r.Ratios))
