@@ -108,8 +108,9 @@ func WithInvites(f InviteFunc) ServeOption {
 }
 
 // WithView chooses the view given to the handler by name (ViewDefault,
-// ViewFull, ViewWindowed with window, ViewLast); "" gives none and saves a
-// call per turn.
+// ViewFull, ViewWindowed with window, ViewLast); "" gives none. Serve asks
+// the hub to put the view in each turn notice; it calls View itself only
+// for a turn told without one (a pending turn listed at subscription).
 func WithView(name string, window int) ServeOption {
 	return func(c *serveConfig) {
 		if name == "" {
@@ -151,8 +152,9 @@ func WithReconnectHook(f func(err error)) ServeOption {
 // once. When the stream breaks (the hub restarts or drains, the connection
 // drops, or the hub cuts the agent off as a slow subscriber), Serve
 // resubscribes with exponential backoff from the cursors it keeps (the last
-// seq seen per session), so nothing is missed or seen twice, and asks for
-// its pending turns. A reply that the hub refuses because the turn has
+// seq seen per session), so nothing is missed or seen twice; the new stream
+// tells its pending turns again. Each turn notice carries the agent's view
+// (SubscribeOptions.TurnView), so a turn costs no call before the handler. A reply that the hub refuses because the turn has
 // passed (a stale turn notice: OUT_OF_TURN, SESSION_CLOSED) is logged and
 // dropped.
 //
@@ -220,18 +222,13 @@ type worker struct {
 // subscription reads one subscription until it breaks, and reports
 // whether it delivered anything.
 func (sv *serving) subscription(ctx context.Context) (bool, error) {
-	s, err := sv.c.subscribe(ctx, SubscribeOptions{Cursors: sv.cursors}, grpc.WaitForReady(true))
+	s, err := sv.c.subscribe(ctx, SubscribeOptions{Cursors: sv.cursors, TurnView: sv.cfg.view}, grpc.WaitForReady(true))
 	if err != nil {
 		return false, err
 	}
 	defer s.Close()
-	turns, err := sv.c.PendingTurns(ctx)
-	if err != nil {
-		sv.c.logf("agentsdk: serve: pending turns: %v", err)
-	}
-	for _, d := range turns {
-		sv.dispatch(ctx, d)
-	}
+	// The stream itself tells the pending turns (after what the cursors
+	// missed), each with its view: no PendingTurns call is needed.
 	got := false
 	for {
 		d, err := s.Recv()
@@ -386,7 +383,9 @@ func (sv *serving) turn(ctx context.Context, d *hubpb.Delivery) {
 	ctx, span := sv.startTurn(ctx, e)
 	defer span.End()
 	t := &Turn{SessionID: id, Trigger: e, Client: sv.c, consume: func(seq uint64) { sv.consume(id, seq) }}
-	if v := sv.cfg.view; v != nil {
+	if v := sv.cfg.view; v != nil && d.GetView() != nil {
+		t.View = d.GetView() // the turn notice carried it
+	} else if v != nil {
 		err := sv.retry(ctx, func() error {
 			var err error
 			t.View, err = sv.c.View(ctx, id, *v)

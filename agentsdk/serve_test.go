@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/hubd/hubd/agentsdk"
 	"github.com/hubd/hubd/hub/hubtest"
@@ -474,5 +475,63 @@ func TestIdempotentAcrossRestart(t *testing.T) {
 	if !again.GetDuplicate() || again.GetSeq() != first.GetSeq() || again.GetId() != first.GetId() ||
 		!again.GetAcceptedAt().AsTime().Equal(first.GetAcceptedAt().AsTime()) || again.ClientMsgID != id {
 		t.Errorf("first %s, again %s", js(t, first.SendResponse), js(t, again.SendResponse))
+	}
+}
+
+// TestServeViewFromTheNotice: Serve asks for the view in the turn notices
+// and hands the handler the very view a notice carried (no View call
+// before the handler), the view the hub gives on a GetView as well.
+func TestServeViewFromTheNotice(t *testing.T) {
+	h := hubtest.New(t)
+	ctx := testCtx(t)
+	names := []string{"first", "second"}
+	var clients []*agentsdk.Client
+	for _, n := range names {
+		clients = append(clients, dial(t, h.Addr(), n))
+	}
+	var mu sync.Mutex
+	told := map[string]*hubpb.View{} // by agent and trigger seq
+	key := func(agent string, seq uint64) string { return fmt.Sprintf("%s/%d", agent, seq) }
+	var got calls
+	for _, c := range clients {
+		observe := agentsdk.WithObserver(func(d *hubpb.Delivery) {
+			if d.GetYourTurn() {
+				mu.Lock()
+				told[key(c.Name(), d.GetEnvelope().GetSeq())] = d.GetView()
+				mu.Unlock()
+			}
+		})
+		serve(t, ctx, []*agentsdk.Client{c}, func(c *agentsdk.Client) agentsdk.Handler {
+			return func(ctx context.Context, turn *agentsdk.Turn) (agentsdk.Reply, error) {
+				mu.Lock()
+				v, ok := told[key(c.Name(), turn.Trigger.GetSeq())]
+				mu.Unlock()
+				switch {
+				case !ok:
+					got.add("%s: turn %d not told on the stream", c.Name(), turn.Trigger.GetSeq())
+				case v == nil || v != turn.View:
+					got.add("%s: the handler's view is not the notice's (%p, %p)", c.Name(), v, turn.View)
+				default:
+					fresh, err := c.View(ctx, turn.SessionID, agentsdk.ViewOptions{Name: agentsdk.ViewDefault})
+					if err != nil || !proto.Equal(fresh, turn.View) {
+						got.add("%s: the notice's view %v, GetView %v (%v)", c.Name(), turn.View, fresh, err)
+					} else {
+						got.add("%s: view of %d items from the notice", c.Name(), len(turn.View.GetItems()))
+					}
+				}
+				return agentsdk.ReplyText("from " + c.Name()), nil
+			}
+		}, observe)
+	}
+	s, err := clients[0].OpenWorkflow(ctx, agentsdk.Sequence(names...), "second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, reason := transcript(t, ctx, clients[0], s.ID()); reason != "sequence_complete" {
+		t.Errorf("closed %q", reason)
+	}
+	want := []string{"first: view of 0 items from the notice", "second: view of 1 items from the notice"}
+	if !slices.Equal(got.get(), want) {
+		t.Errorf("calls:\n%s\nwant:\n%s", strings.Join(got.get(), "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -67,6 +67,10 @@ type SubscribeOptions struct {
 	Cursors map[string]uint64
 	// IncludeEnded also delivers ended sessions without a cursor.
 	IncludeEnded bool
+	// TurnView, when set, makes every your_turn delivery carry the
+	// agent's view of its session with these options (Delivery.View), so
+	// that no View call is needed before answering.
+	TurnView *ViewOptions
 }
 
 // Subscribe opens the caller's delivery stream: what it missed after its
@@ -82,7 +86,11 @@ func (c *Client) subscribe(ctx context.Context, opts SubscribeOptions, callOpts 
 		return c.subscribeCluster(ctx, opts, callOpts...)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	s, err := c.rpc.Subscribe(ctx, &hubpb.SubscribeRequest{Cursors: maps.Clone(opts.Cursors), IncludeEnded: opts.IncludeEnded}, callOpts...)
+	req := &hubpb.SubscribeRequest{Cursors: maps.Clone(opts.Cursors), IncludeEnded: opts.IncludeEnded}
+	if v := opts.TurnView; v != nil {
+		req.TurnView = &hubpb.GetViewRequest{Name: v.Name, Window: int32(v.Window)}
+	}
+	s, err := c.rpc.Subscribe(ctx, req, callOpts...)
 	if err != nil {
 		cancel()
 		return nil, wrapErr("subscribe", err)

@@ -102,6 +102,9 @@ type SubscribeOptions struct {
 	Cursors map[session.ID]uint64
 	// Ended includes ended sessions without a cursor too.
 	Ended bool
+	// TurnView, when set, makes every your_turn delivery carry the agent's
+	// view of its session with these options (see Subscription.Next).
+	TurnView *ViewOptions
 }
 
 // Subscribe opens agent's delivery stream: first what it missed after its
@@ -114,6 +117,15 @@ func (h *Hub) Subscribe(ctx context.Context, agent string, opts SubscribeOptions
 	}
 	defer h.leave()
 	sub := newSubscription(h, agent, session.ID{})
+	if v := opts.TurnView; v != nil {
+		if _, _, err := resolveView(&hubpb.SessionMeta{}, *v); err != nil {
+			return nil, err
+		}
+		if v.History != "" && v.History != HistoryThread && v.History != HistoryDelegate {
+			return nil, fmt.Errorf("unknown view history %q (known: thread, delegate): %w", v.History, session.ErrMalformed)
+		}
+		sub.turnView = v
+	}
 	h.mu.Lock()
 	h.subs[agent] = append(h.subs[agent], sub)
 	mine := make([]*sess, 0, len(h.byAgent[agent]))

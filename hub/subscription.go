@@ -25,6 +25,8 @@ type Subscription struct {
 	verbose bool       // a tree watch sees every envelope of the descendants
 	over    bool       // a tree watch handed out its root's end
 	viewer  string     // whose audience filters what a watch sees; "" sees all (operators)
+	// turnView, when set, is the view each your_turn delivery carries.
+	turnView *ViewOptions
 
 	// Owned by the reader (Next).
 	spans []span            // catch-up still to read from the log
@@ -152,7 +154,28 @@ func (sub *Subscription) Next(ctx context.Context) (*hubpb.Delivery, error) {
 	if err == nil && sub.tree && d.GetEnvelope().GetSessionId() == sub.watch.String() && session.Ends(d.GetEnvelope().GetType()) {
 		sub.over = true
 	}
+	if err == nil && d.GetYourTurn() && sub.turnView != nil {
+		d = sub.withView(ctx, d)
+	}
 	return d, err
+}
+
+// withView returns turn notice d with the agent's view of its session
+// (SubscribeOptions.TurnView), built now, on the reader's goroutine and
+// outside every lock: what GetView called on receipt would return, one
+// round trip sooner. Deliveries are shared between subscriptions, so d is
+// copied. A view that cannot be built (the session is gone) is left out:
+// the agent asks for it as before.
+func (sub *Subscription) withView(ctx context.Context, d *hubpb.Delivery) *hubpb.Delivery {
+	id, err := session.ParseID(d.GetEnvelope().GetSessionId())
+	if err != nil {
+		return d
+	}
+	v, err := sub.h.View(ctx, sub.agent, id, *sub.turnView)
+	if err != nil {
+		return d
+	}
+	return &hubpb.Delivery{Envelope: d.GetEnvelope(), YourTurn: true, View: v}
 }
 
 func (sub *Subscription) next(ctx context.Context) (*hubpb.Delivery, error) {

@@ -3975,7 +3975,13 @@ type SubscribeRequest struct {
 	// Sessions without a cursor start from their beginning unless ended.
 	Cursors map[string]uint64 `protobuf:"bytes,1,rep,name=cursors,proto3" json:"cursors,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	// Also deliver ended sessions without a cursor.
-	IncludeEnded  bool `protobuf:"varint,2,opt,name=include_ended,json=includeEnded,proto3" json:"include_ended,omitempty"`
+	IncludeEnded bool `protobuf:"varint,2,opt,name=include_ended,json=includeEnded,proto3" json:"include_ended,omitempty"`
+	// When set, every your_turn delivery of the stream carries the
+	// receiver's view of its session (Delivery.view), as GetView with these
+	// options returns it (session_id is ignored): the agent needs no GetView
+	// call before it answers. A view that cannot be built leaves the field
+	// unset.
+	TurnView      *GetViewRequest `protobuf:"bytes,3,opt,name=turn_view,json=turnView,proto3" json:"turn_view,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4022,6 +4028,13 @@ func (x *SubscribeRequest) GetIncludeEnded() bool {
 		return x.IncludeEnded
 	}
 	return false
+}
+
+func (x *SubscribeRequest) GetTurnView() *GetViewRequest {
+	if x != nil {
+		return x.TurnView
+	}
+	return nil
 }
 
 // WatchRequest opens a stream of one session's envelopes.
@@ -4116,7 +4129,10 @@ type Delivery struct {
 	// the turn (without payload if the receiver may not see it).
 	Envelope *Envelope `protobuf:"bytes,1,opt,name=envelope,proto3" json:"envelope,omitempty"`
 	// It is now the receiver's turn in envelope.session_id.
-	YourTurn      bool `protobuf:"varint,2,opt,name=your_turn,json=yourTurn,proto3" json:"your_turn,omitempty"`
+	YourTurn bool `protobuf:"varint,2,opt,name=your_turn,json=yourTurn,proto3" json:"your_turn,omitempty"`
+	// On a your_turn delivery of a stream opened with turn_view: the
+	// receiver's view of the session as the notice left the hub.
+	View          *View `protobuf:"bytes,3,opt,name=view,proto3" json:"view,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4163,6 +4179,13 @@ func (x *Delivery) GetYourTurn() bool {
 		return x.YourTurn
 	}
 	return false
+}
+
+func (x *Delivery) GetView() *View {
+	if x != nil {
+		return x.View
+	}
+	return nil
 }
 
 // DelegateRequest opens children of a session on the caller's turn.
@@ -5210,10 +5233,11 @@ const file_hub_proto_rawDesc = "" +
 	"\x02at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\">\n" +
 	"\fSpeakerCount\x12\x18\n" +
 	"\aspeaker\x18\x01 \x01(\tR\aspeaker\x12\x14\n" +
-	"\x05count\x18\x02 \x01(\x05R\x05count\"\xb5\x01\n" +
+	"\x05count\x18\x02 \x01(\x05R\x05count\"\xeb\x01\n" +
 	"\x10SubscribeRequest\x12@\n" +
 	"\acursors\x18\x01 \x03(\v2&.hubd.v1.SubscribeRequest.CursorsEntryR\acursors\x12#\n" +
-	"\rinclude_ended\x18\x02 \x01(\bR\fincludeEnded\x1a:\n" +
+	"\rinclude_ended\x18\x02 \x01(\bR\fincludeEnded\x124\n" +
+	"\tturn_view\x18\x03 \x01(\v2\x17.hubd.v1.GetViewRequestR\bturnView\x1a:\n" +
 	"\fCursorsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"\xf0\x01\n" +
@@ -5226,10 +5250,11 @@ const file_hub_proto_rawDesc = "" +
 	"\acursors\x18\x05 \x03(\v2\".hubd.v1.WatchRequest.CursorsEntryR\acursors\x1a:\n" +
 	"\fCursorsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"V\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"y\n" +
 	"\bDelivery\x12-\n" +
 	"\benvelope\x18\x01 \x01(\v2\x11.hubd.v1.EnvelopeR\benvelope\x12\x1b\n" +
-	"\tyour_turn\x18\x02 \x01(\bR\byourTurn\"\xc8\x01\n" +
+	"\tyour_turn\x18\x02 \x01(\bR\byourTurn\x12!\n" +
+	"\x04view\x18\x03 \x01(\v2\r.hubd.v1.ViewR\x04view\"\xc8\x01\n" +
 	"\x0fDelegateRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x120\n" +
@@ -5471,29 +5496,31 @@ var file_hub_proto_depIdxs = []int32{
 	44, // 61: hubd.v1.View.older:type_name -> hubd.v1.SpeakerCount
 	68, // 62: hubd.v1.ViewItem.at:type_name -> google.protobuf.Timestamp
 	66, // 63: hubd.v1.SubscribeRequest.cursors:type_name -> hubd.v1.SubscribeRequest.CursorsEntry
-	67, // 64: hubd.v1.WatchRequest.cursors:type_name -> hubd.v1.WatchRequest.CursorsEntry
-	1,  // 65: hubd.v1.Delivery.envelope:type_name -> hubd.v1.Envelope
-	26, // 66: hubd.v1.DelegateRequest.children:type_name -> hubd.v1.OpenRequest
-	29, // 67: hubd.v1.DelegateResponse.delegation:type_name -> hubd.v1.SendResponse
-	33, // 68: hubd.v1.DelegateResponse.children:type_name -> hubd.v1.SessionInfo
-	13, // 69: hubd.v1.AnswerRequest.answer:type_name -> hubd.v1.Answer
-	1,  // 70: hubd.v1.PendingQuestion.envelope:type_name -> hubd.v1.Envelope
-	52, // 71: hubd.v1.ListQuestionsResponse.questions:type_name -> hubd.v1.PendingQuestion
-	33, // 72: hubd.v1.TreeNode.session:type_name -> hubd.v1.SessionInfo
-	7,  // 73: hubd.v1.TreeNode.usage:type_name -> hubd.v1.Usage
-	70, // 74: hubd.v1.TreeNode.duration:type_name -> google.protobuf.Duration
-	55, // 75: hubd.v1.TreeNode.children:type_name -> hubd.v1.TreeNode
-	1,  // 76: hubd.v1.ReplayStep.envelope:type_name -> hubd.v1.Envelope
-	57, // 77: hubd.v1.ReplayResponse.steps:type_name -> hubd.v1.ReplayStep
-	71, // 78: hubd.v1.ContextUpdate.SetEntry.value:type_name -> google.protobuf.Value
-	71, // 79: hubd.v1.SessionMeta.KnobsEntry.value:type_name -> google.protobuf.Value
-	71, // 80: hubd.v1.OpenRequest.KnobsEntry.value:type_name -> google.protobuf.Value
-	71, // 81: hubd.v1.SessionInfo.ContextEntry.value:type_name -> google.protobuf.Value
-	82, // [82:82] is the sub-list for method output_type
-	82, // [82:82] is the sub-list for method input_type
-	82, // [82:82] is the sub-list for extension type_name
-	82, // [82:82] is the sub-list for extension extendee
-	0,  // [0:82] is the sub-list for field type_name
+	41, // 64: hubd.v1.SubscribeRequest.turn_view:type_name -> hubd.v1.GetViewRequest
+	67, // 65: hubd.v1.WatchRequest.cursors:type_name -> hubd.v1.WatchRequest.CursorsEntry
+	1,  // 66: hubd.v1.Delivery.envelope:type_name -> hubd.v1.Envelope
+	42, // 67: hubd.v1.Delivery.view:type_name -> hubd.v1.View
+	26, // 68: hubd.v1.DelegateRequest.children:type_name -> hubd.v1.OpenRequest
+	29, // 69: hubd.v1.DelegateResponse.delegation:type_name -> hubd.v1.SendResponse
+	33, // 70: hubd.v1.DelegateResponse.children:type_name -> hubd.v1.SessionInfo
+	13, // 71: hubd.v1.AnswerRequest.answer:type_name -> hubd.v1.Answer
+	1,  // 72: hubd.v1.PendingQuestion.envelope:type_name -> hubd.v1.Envelope
+	52, // 73: hubd.v1.ListQuestionsResponse.questions:type_name -> hubd.v1.PendingQuestion
+	33, // 74: hubd.v1.TreeNode.session:type_name -> hubd.v1.SessionInfo
+	7,  // 75: hubd.v1.TreeNode.usage:type_name -> hubd.v1.Usage
+	70, // 76: hubd.v1.TreeNode.duration:type_name -> google.protobuf.Duration
+	55, // 77: hubd.v1.TreeNode.children:type_name -> hubd.v1.TreeNode
+	1,  // 78: hubd.v1.ReplayStep.envelope:type_name -> hubd.v1.Envelope
+	57, // 79: hubd.v1.ReplayResponse.steps:type_name -> hubd.v1.ReplayStep
+	71, // 80: hubd.v1.ContextUpdate.SetEntry.value:type_name -> google.protobuf.Value
+	71, // 81: hubd.v1.SessionMeta.KnobsEntry.value:type_name -> google.protobuf.Value
+	71, // 82: hubd.v1.OpenRequest.KnobsEntry.value:type_name -> google.protobuf.Value
+	71, // 83: hubd.v1.SessionInfo.ContextEntry.value:type_name -> google.protobuf.Value
+	84, // [84:84] is the sub-list for method output_type
+	84, // [84:84] is the sub-list for method input_type
+	84, // [84:84] is the sub-list for extension type_name
+	84, // [84:84] is the sub-list for extension extendee
+	0,  // [0:84] is the sub-list for field type_name
 }
 
 func init() { file_hub_proto_init() }

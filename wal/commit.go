@@ -26,6 +26,7 @@ type committer struct {
 	pend    map[[16]byte]uint64 // last seqs accepted into the current transaction
 	spans   []span              // sessions of the current transaction, first..last
 	spanAt  map[[16]byte]int    // index in spans by session
+	kvs     []kv                // the transaction's badger entries, for the journal
 	scratch []sessionSeq        // last seqs accepted within the current request
 	buf     []byte              // keys and values of the current transaction
 	rtxn    *badger.Txn         // read transaction for loading, per batch
@@ -151,14 +152,16 @@ func (c *committer) recordAck() {
 // its active segment.
 func (c *committer) ensureRoom(n int) error {
 	j := c.journal
-	if j.fits(n) {
-		return nil
+	for !j.fits(n) { // twice at most: a first segment starts with entryOpen
+		err := j.rotate(c.l.db.MaxVersion(), flushedVersion(c.l.db), n)
+		if isNoSpace(err) {
+			err = fmt.Errorf("%w: %w", ErrDiskFull, err)
+		}
+		if err != nil {
+			return err
+		}
 	}
-	err := j.rotate(c.l.db.MaxVersion(), flushedVersion(c.l.db))
-	if isNoSpace(err) {
-		err = fmt.Errorf("%w: %w", ErrDiskFull, err)
-	}
-	return err
+	return nil
 }
 
 // flushedVersion is the greatest version badger has written into a table:
@@ -218,6 +221,8 @@ func (c *committer) commit(size int) {
 	clear(c.pend)
 	clear(c.spanAt)
 	c.spans = c.spans[:0]
+	clear(c.kvs)
+	c.kvs = c.kvs[:0]
 	staged := 0
 	var err error
 	for _, r := range c.batch {
@@ -249,15 +254,19 @@ func (c *committer) commit(size int) {
 }
 
 // precheck fails a batch of size bytes when the journal has failed or the
-// disk is below its reserve (the batch, and a new journal segment, must
-// fit above it).
+// disk is below its reserve (the batch, and a new journal segment large
+// enough for its entry, must fit above it).
 func (c *committer) precheck(size int) error {
 	if c.jerr != nil {
 		return fmt.Errorf("wal: the journal failed earlier, appends are refused: %w", c.jerr)
 	}
 	need := uint64(2 * size)
-	if c.journal != nil {
-		need += uint64(c.journal.segSize)
+	if j := c.journal; j != nil {
+		seg := j.segSize // room for the next segment, as the periodic check wants
+		if !j.fits(maxEntryBytes(size)) {
+			seg = j.segFor(maxEntryBytes(size))
+		}
+		need += uint64(seg)
 	}
 	return c.l.space.check(need)
 }
@@ -272,7 +281,11 @@ func (c *committer) commitTxn(txn *badger.Txn) error {
 	}
 	j := c.journal
 	if j != nil {
-		entry := j.encodeCommit(j.next, c.spans)
+		kvs := c.kvs
+		if c.l.hooks.spansOnly {
+			kvs = nil
+		}
+		entry := j.encodeCommit(j.next, c.spans, kvs)
 		if err := c.ensureRoom(len(entry)); err != nil {
 			return err
 		}
@@ -489,5 +502,6 @@ func (c *committer) set(txn *badger.Txn, keyLen int, data []byte) error {
 	if err := txn.SetEntry(badger.NewEntry(key, val)); err != nil {
 		return fmt.Errorf("wal: stage entry: %w", err)
 	}
+	c.kvs = append(c.kvs, kv{key, val})
 	return nil
 }

@@ -321,6 +321,56 @@ func checkJournal(db *badger.DB, rep journalReport) ([]SessionDamage, error) {
 	return found.sorted(), err
 }
 
+// replayJournal writes again, in commit order, every journalled commit
+// with its data (entryData) that is not void and none of whose sessions
+// has its first record in the store: badger lost it with the unsynced
+// tail of its memtable log. A commit of which some sessions are present
+// is left for checkJournal to report.
+func replayJournal(db *badger.DB, rep journalReport, logger zerolog.Logger) error {
+	_, void := ackedCommits(rep.entries)
+	replayed := 0
+	for _, e := range rep.entries {
+		if e.typ != entryCommit || e.kvs == nil || void[e.commit] {
+			continue
+		}
+		lost := true
+		err := db.View(func(txn *badger.Txn) error {
+			for _, s := range e.spans {
+				last, err := lastSeqIn(txn, s.session, nil)
+				if err != nil {
+					return err
+				}
+				lost = lost && last < s.first
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("wal: journal replay: %w", err)
+		}
+		if !lost {
+			continue
+		}
+		txn := db.NewTransaction(true)
+		for _, x := range e.kvs {
+			if err = txn.SetEntry(badger.NewEntry(x.key, x.val)); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = txn.Commit()
+		}
+		txn.Discard()
+		if err != nil {
+			return fmt.Errorf("wal: journal replay of commit %d: %w", e.commit, err)
+		}
+		replayed++
+	}
+	if replayed > 0 {
+		logger.Info().Int("commits", replayed).Msg("wal: rewrote commits the store had lost from the journal")
+	}
+	return nil
+}
+
 // ackedCommits returns whether a commit is known to have been
 // acknowledged (a later commit or an entryAcked follows it) and the set of
 // commits that failed.

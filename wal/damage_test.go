@@ -29,13 +29,20 @@ const (
 // crashImage writes a store and copies its directory while the log is
 // still open, after every append was acknowledged and the journal has
 // recorded the last acknowledgement: the copy is what a kill -9 at that
-// moment leaves (badger's memtable log and the journal are synced). It
-// returns the copy and the last acknowledged seq of each session.
+// moment leaves (the journal is synced; badger's memtable log is written).
+// It returns the copy and the last acknowledged seq of each session.
 func crashImage(t *testing.T) (string, map[[16]byte]uint64) {
+	return crashImageOf(t, false)
+}
+
+// crashImageOf is crashImage; with spansOnly the journal holds the spans
+// of each commit but not its data, as a hub that synced badger as well
+// wrote it, so it cannot replay what badger lost.
+func crashImageOf(t *testing.T, spansOnly bool) (string, map[[16]byte]uint64) {
 	t.Helper()
 	dir := t.TempDir()
 	acked := make(chan struct{}, 1)
-	l, err := open(Options{Dir: dir}, testHooks{ackDelay: time.Millisecond, afterAck: func() {
+	l, err := open(Options{Dir: dir}, testHooks{spansOnly: spansOnly, ackDelay: time.Millisecond, afterAck: func() {
 		select {
 		case acked <- struct{}{}:
 		default:
@@ -174,38 +181,41 @@ func lostFrom(t *testing.T, l *Log, acked map[[16]byte]uint64) map[[16]byte]uint
 	return out
 }
 
+// memDamages are the ways the issue found a memtable log broken and
+// served silently: a flipped byte, zeros, a truncation, a deleted file.
+var memDamages = []struct {
+	name   string
+	damage func(t *testing.T, mem string, end int64)
+}{
+	{"flip", func(t *testing.T, mem string, end int64) {
+		patchFile(t, mem, func(b []byte) []byte { b[end/2] ^= 0x40; return b })
+	}},
+	{"zero", func(t *testing.T, mem string, end int64) {
+		patchFile(t, mem, func(b []byte) []byte { clear(b[end/2 : end]); return b })
+	}},
+	{"truncate", func(t *testing.T, mem string, end int64) {
+		if err := os.Truncate(mem, end/2); err != nil {
+			t.Fatal(err)
+		}
+	}},
+	{"delete", func(t *testing.T, mem string, _ int64) {
+		if err := os.Remove(mem); err != nil {
+			t.Fatal(err)
+		}
+	}},
+}
+
 // TestMemtableLogDamage breaks badger's memtable log (the .mem file) of a
-// stopped store in each way the issue found served silently: a flipped
-// byte, zeros, a truncation, a deleted file. Badger opens each one and
-// drops what it cannot replay; Open must notice that acknowledged records
-// are missing and, by default, refuse with a report naming exactly the
-// affected sessions and the first lost seq of each. Opened with
-// MarkDamaged, the sessions stay marked across reopens and refuse appends
-// and scans.
+// stopped store whose journal cannot replay it (spans only) in each of
+// memDamages. Badger opens each one and drops what it cannot replay; Open
+// must notice that acknowledged records are missing and, by default,
+// refuse with a report naming exactly the affected sessions and the first
+// lost seq of each. Opened with MarkDamaged, the sessions stay marked
+// across reopens and refuse appends and scans.
 func TestMemtableLogDamage(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		damage func(t *testing.T, mem string, end int64)
-	}{
-		{"flip", func(t *testing.T, mem string, end int64) {
-			patchFile(t, mem, func(b []byte) []byte { b[end/2] ^= 0x40; return b })
-		}},
-		{"zero", func(t *testing.T, mem string, end int64) {
-			patchFile(t, mem, func(b []byte) []byte { clear(b[end/2 : end]); return b })
-		}},
-		{"truncate", func(t *testing.T, mem string, end int64) {
-			if err := os.Truncate(mem, end/2); err != nil {
-				t.Fatal(err)
-			}
-		}},
-		{"delete", func(t *testing.T, mem string, _ int64) {
-			if err := os.Remove(mem); err != nil {
-				t.Fatal(err)
-			}
-		}},
-	} {
+	for _, tc := range memDamages {
 		t.Run(tc.name, func(t *testing.T) {
-			dir, acked := crashImage(t)
+			dir, acked := crashImageOf(t, true)
 			mem, end := memFile(t, dir)
 			tc.damage(t, mem, end)
 
@@ -234,6 +244,47 @@ func TestMemtableLogDamage(t *testing.T) {
 			defer func() { _ = l.Close() }()
 			checkReport(t, l.Damaged().Sessions, want)
 			checkMarked(t, l, de.Damage.Sessions[0])
+		})
+	}
+}
+
+// TestMemtableLogRepair breaks badger's memtable log in each of
+// memDamages, as a power loss would leave its unsynced tail: the journal
+// (the commit point) holds every acknowledged commit's data, so Open
+// writes back what badger dropped and reports nothing; every record is
+// there with its bytes, and appends go on from the last seq.
+func TestMemtableLogRepair(t *testing.T) {
+	for _, tc := range memDamages {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, acked := crashImage(t)
+			mem, end := memFile(t, dir)
+			tc.damage(t, mem, end)
+			l, err := Open(Options{Dir: dir})
+			if err != nil {
+				t.Fatalf("Open of a store whose journal holds what the memtable log lost: %v", err)
+			}
+			defer func() { _ = l.Close() }()
+			if lost := lostFrom(t, l, acked); len(lost) != 0 {
+				t.Errorf("records still lost after the replay: %v", lost)
+			}
+			if d := l.Damaged(); len(d.Sessions) != 0 || len(d.Store) != 0 {
+				t.Errorf("damage reported: %s", d)
+			}
+			ctx := context.Background()
+			for s, last := range acked {
+				var n uint64
+				err := l.Scan(ctx, s, 1, func(seq uint64, data []byte) error {
+					n++
+					if want := recData(s, seq); seq != n || !bytes.Equal(data, want) {
+						return fmt.Errorf("seq %d (record %d): %q, want %q", seq, n, data, want)
+					}
+					return nil
+				})
+				if err != nil || n != last {
+					t.Fatalf("session %x: scanned %d of %d records: %v", s, n, last, err)
+				}
+				mustAppend(t, l, mkWrite(s, last+1, 1))
+			}
 		})
 	}
 }

@@ -71,8 +71,11 @@ func mount(t *testing.T, dir string, args ...string) {
 }
 
 const (
-	// fillerBytes is what a test writes to take space it frees later.
-	fillerBytes = 4 << 20
+	// fillerBytes is what a test writes to take space it frees later: more
+	// than what appends need above the reserve to resume (two batches and
+	// a journal segment, 5 MiB), so that freeing it resumes them wherever
+	// in its last segment the journal stood when the disk filled.
+	fillerBytes = 5<<20 + 512<<10
 	// testReserve is the tests' MinFreeBytes: more than the log writes
 	// into its memtable on a 16 MiB file system, so badger can always
 	// flush it (the rule DefaultMinFreeBytes follows at full size).

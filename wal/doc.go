@@ -1,6 +1,6 @@
 // Package wal is hubd's write-ahead log: an append-only log of opaque
-// records per session, stored in badger (v4) with synchronous writes and
-// group commit.
+// records per session, stored in badger (v4), with group commit and a
+// synced journal of every commit as its commit point.
 //
 // The caller (the hub) owns sequence numbers and encodes records; wal frames,
 // stores, orders and checks them. It imports nothing of hubd.
@@ -11,10 +11,12 @@
 // shared with other concurrent Append calls (group commit). With NoSync
 // false (the default):
 //
-//   - Append returned nil: the transaction was committed and badger's
-//     write-ahead files were synced (msync/fsync) before the return, so every
-//     record and metadata of the call survives kill -9 of the process, an OS
-//     crash or power loss, provided the disk honours flushes. Records acked
+//   - Append returned nil: the transaction was committed to badger and its
+//     journal entry, which holds the transaction's data, was synced
+//     (fdatasync, one per commit) before the return, so every record and
+//     metadata of the call survives kill -9 of the process, an OS crash or
+//     power loss, provided the disk honours flushes: what badger's unsynced
+//     memtable log loses, Open writes again from the journal. Records acked
 //     earlier are durable too: transactions are committed one at a time in
 //     order. Reads that start after the return see the writes.
 //   - Append returned ErrGap, ErrNoMeta, ErrInvalid, ErrTooLarge, ErrClosed
@@ -40,14 +42,17 @@
 //
 // # Damage is detected, never served silently
 //
-// Badger keeps recent commits in its memtable log (*.mem, synced on every
-// commit) and replays it at open; a replay that meets a damaged, zeroed or
-// truncated entry, or a missing file, silently drops what follows. So the
-// log keeps a journal of its commits outside badger's files (journal.go:
-// one entry per commit naming each session's seqs, written and synced at
-// the same time as badger's commit, and the commit is answered only when
-// both are durable). Open compares the journal with the store: a commit
-// whose records are missing lost acknowledged records, and Open either
+// Badger keeps recent commits in its memtable log (*.mem, written on every
+// commit, not synced) and replays it at open; a replay that meets a
+// damaged, zeroed or truncated entry, or a missing file, silently drops
+// what follows. So the log keeps a journal of its commits outside badger's
+// files (journal.go: one entry per commit naming each session's seqs and
+// holding the transaction's badger entries, written and synced at the
+// same time as badger's commit, and the commit is answered only when both
+// are done). Open first writes again every journalled commit none of whose
+// sessions has reached its first record (the tail badger lost), then
+// compares the journal with the store: a commit whose records are still
+// missing lost acknowledged records, and Open either
 // fails with a *DamageError listing each affected session from its first
 // lost seq (Options.OnDamage RefuseDamaged, the default), or records a
 // durable damage mark per session and opens (MarkDamaged): [Log.Damaged]

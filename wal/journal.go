@@ -30,6 +30,7 @@ import (
 // and zeros after the last one. A body is one of
 //
 //	entryCommit | commit (8) | n (4) | n × (session (16) | first (8) | last (8))
+//	entryData   | the same | m (4) | m × (key length (2) | key | value length (4) | value)
 //	entryAcked  | commit (8)   every commit up to this one was acknowledged
 //	entryVoid   | commit (8)   this commit failed: it may or may not be stored
 //	entryOpen   | commit (8)   a run of the log begins; its first commit is this
@@ -41,6 +42,19 @@ import (
 // and only the last entry of a crashed run may describe a commit that was
 // never acknowledged. Its successor entry, or an entryAcked written once
 // the log has been idle for ackDelay, says it was.
+//
+// The journal is the commit point: an entryData carries the
+// transaction's badger entries (keys and framed values) as well as its
+// spans, and its fdatasync is the only sync of a commit. Badger writes
+// its memtable log without syncing it (a synced badger commit costs two
+// more syncs: its value log, which hubd's small values never use, and its
+// memtable log). A process crash loses nothing badger wrote (the kernel
+// has it); a power loss or a damaged memtable log may lose the tail of
+// it, and Open writes again, in commit order, every journalled commit
+// none of whose sessions has reached its first record (replayJournal),
+// before comparing the journal with the store. An entryCommit (spans
+// only, from a hub that synced badger too) cannot be replayed: what it
+// lacks in the store is damage.
 //
 // A segment is sealed when the next entry does not fit, with the greatest
 // badger version committed so far; it is deleted once badger has flushed
@@ -65,7 +79,12 @@ const (
 	entryAcked  byte = 2
 	entryVoid   byte = 3
 	entryOpen   byte = 4
+	entryData   byte = 5
 )
+
+// kv is one badger entry of a transaction, as staged: a key and its
+// framed value.
+type kv struct{ key, val []byte }
 
 // span is one session's records in one commit: seqs first..last.
 type span struct {
@@ -78,6 +97,7 @@ type jentry struct {
 	typ    byte
 	commit uint64
 	spans  []span
+	kvs    []kv   // an entryData's badger entries (typ is then entryCommit)
 	seg    uint64 // the segment it was read from
 }
 
@@ -93,7 +113,8 @@ type segment struct {
 type journal struct {
 	dir     string
 	noSync  bool
-	segSize int64
+	segSize int64     // the usual segment size
+	size    int64     // the active segment's size
 	segs    []segment // sealed, oldest first
 	f       *os.File  // active segment
 	active  segment
@@ -227,7 +248,7 @@ func decodeEntry(b []byte) (jentry, error) {
 			return e, errors.New("bad entry length")
 		}
 		return e, nil
-	case entryCommit:
+	case entryCommit, entryData:
 	default:
 		return e, fmt.Errorf("unknown entry type %d", e.typ)
 	}
@@ -235,8 +256,16 @@ func decodeEntry(b []byte) (jentry, error) {
 		return e, errors.New("short entry")
 	}
 	n := int(binary.BigEndian.Uint32(b[9:13]))
-	if len(b) != 13+n*spanLen {
+	end := 13 + n*spanLen
+	if n < 0 || end < 13 || (e.typ == entryCommit && len(b) != end) || len(b) < end {
 		return e, errors.New("bad entry length")
+	}
+	if e.typ == entryData {
+		kvs, err := decodeKVs(b[end:])
+		if err != nil {
+			return e, err
+		}
+		e.typ, e.kvs = entryCommit, kvs
 	}
 	e.spans = make([]span, n)
 	for i := range e.spans {
@@ -248,12 +277,48 @@ func decodeEntry(b []byte) (jentry, error) {
 	return e, nil
 }
 
+// decodeKVs decodes an entryData's badger entries, which must fill b.
+func decodeKVs(b []byte) ([]kv, error) {
+	if len(b) < 4 {
+		return nil, errors.New("short entry")
+	}
+	m := int(binary.BigEndian.Uint32(b))
+	b = b[4:]
+	if m <= 0 || m > len(b)/6 {
+		return nil, errors.New("bad entry count")
+	}
+	out := make([]kv, m)
+	for i := range out {
+		if len(b) < 2 {
+			return nil, errors.New("short entry")
+		}
+		k := int(binary.BigEndian.Uint16(b))
+		if len(b) < 2+k+4 {
+			return nil, errors.New("short entry")
+		}
+		out[i].key = b[2 : 2+k : 2+k]
+		b = b[2+k:]
+		v := int(binary.BigEndian.Uint32(b))
+		if v < 0 || len(b) < 4+v {
+			return nil, errors.New("short entry")
+		}
+		out[i].val = b[4 : 4+v : 4+v]
+		b = b[4+v:]
+	}
+	if len(b) != 0 {
+		return nil, errors.New("bad entry length")
+	}
+	return out, nil
+}
+
 // crcTable is the Castagnoli table; crc32.MakeTable caches it.
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// segmentBytes is the segment size for a log whose batches hold at most
-// batch bytes: two of the largest commit entries such a batch can make
-// (each span stands for a write of at least writeMinBytes).
+// segmentBytes is the usual segment size for a log whose batches hold at
+// most batch bytes: two of the largest spans of a commit such a batch can
+// make (each span stands for a write of at least writeMinBytes). An entry
+// that does not fit a segment of this size, with the batch's data, gets a
+// segment of its own size (segFor).
 func segmentBytes(batch int) int64 {
 	maxEntry := entryHeaderLen + 13 + (batch/writeMinBytes+1)*spanLen
 	return max(minSegmentBytes, int64(2*maxEntry+segHeaderLen))
@@ -285,22 +350,25 @@ func (j *journal) ensureActive() error {
 	if j.f != nil {
 		return nil
 	}
-	if err := j.newSegment(j.active.num + 1); err != nil {
+	if err := j.newSegment(j.active.num+1, j.segSize); err != nil {
 		return err
 	}
 	return j.write(encodeMarker(entryOpen, j.next))
 }
 
-// newSegment creates segment n, filled with zeros and synced, and makes it
-// the active segment.
-func (j *journal) newSegment(n uint64) error {
+// segFor is the size of a new segment for an entry of n bytes.
+func (j *journal) segFor(n int) int64 { return max(j.segSize, int64(n+segHeaderLen)) }
+
+// newSegment creates segment n of size bytes, filled with zeros and
+// synced, and makes it the active segment.
+func (j *journal) newSegment(n uint64, size int64) error {
 	path := filepath.Join(j.dir, segName(n))
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
 	if err != nil {
 		return fmt.Errorf("wal: journal: %w", err)
 	}
-	err = fillSegment(f, n, j.segSize)
+	err = fillSegment(f, n, size)
 	if err == nil {
 		err = os.Rename(tmp, path)
 	}
@@ -312,7 +380,7 @@ func (j *journal) newSegment(n uint64) error {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("wal: journal: new segment: %w", err)
 	}
-	j.f, j.active, j.off = f, segment{num: n, path: path}, int64(segHeaderLen)
+	j.f, j.active, j.off, j.size = f, segment{num: n, path: path}, int64(segHeaderLen), size
 	return nil
 }
 
@@ -347,16 +415,31 @@ func syncDir(dir string) error {
 	return err
 }
 
-// encodeCommit encodes the entry of commit n holding spans into j.buf.
-func (j *journal) encodeCommit(n uint64, spans []span) []byte {
+// encodeCommit encodes the entry of commit n holding spans and, unless
+// kvs is nil (an entryCommit), the transaction's badger entries (an
+// entryData) into j.buf.
+func (j *journal) encodeCommit(n uint64, spans []span, kvs []kv) []byte {
 	b := append(j.buf[:0], make([]byte, entryHeaderLen)...)
-	b = append(b, entryCommit)
+	typ := entryData
+	if kvs == nil {
+		typ = entryCommit
+	}
+	b = append(b, typ)
 	b = binary.BigEndian.AppendUint64(b, n)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(spans)))
 	for _, s := range spans {
 		b = append(b, s.session[:]...)
 		b = binary.BigEndian.AppendUint64(b, s.first)
 		b = binary.BigEndian.AppendUint64(b, s.last)
+	}
+	if kvs != nil {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(kvs)))
+		for _, e := range kvs {
+			b = binary.BigEndian.AppendUint16(b, uint16(len(e.key)))
+			b = append(b, e.key...)
+			b = binary.BigEndian.AppendUint32(b, uint32(len(e.val)))
+			b = append(b, e.val...)
+		}
 	}
 	j.buf = b
 	return sealEntry(b)
@@ -378,13 +461,20 @@ func sealEntry(b []byte) []byte {
 	return b
 }
 
+// maxEntryBytes bounds the journal entry of a batch of size bytes: its
+// spans and its badger entries (with their headers) each take at most
+// size bytes, as a write is charged more than a span and an entry more
+// than its header.
+func maxEntryBytes(size int) int { return entryHeaderLen + 13 + 4 + 2*size }
+
 // fits reports whether an entry of n bytes fits the active segment.
-func (j *journal) fits(n int) bool { return j.f != nil && j.off+int64(n) <= j.segSize }
+func (j *journal) fits(n int) bool { return j.f != nil && j.off+int64(n) <= j.size }
 
 // rotate seals the active segment at version v, deletes the sealed
 // segments badger has flushed (flushed: the greatest version in its
-// tables) and starts the next segment.
-func (j *journal) rotate(v, flushed uint64) error {
+// tables) and starts the next segment, large enough for an entry of n
+// bytes.
+func (j *journal) rotate(v, flushed uint64, n int) error {
 	if j.f == nil {
 		return j.ensureActive()
 	}
@@ -395,7 +485,7 @@ func (j *journal) rotate(v, flushed uint64) error {
 	j.segs = append(j.segs, j.active)
 	j.f = nil
 	j.prune(flushed)
-	return j.newSegment(j.active.num + 1)
+	return j.newSegment(j.active.num+1, j.segFor(n))
 }
 
 // prune deletes the sealed segments whose commits are all at or below

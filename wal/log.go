@@ -76,6 +76,7 @@ type testHooks struct {
 	afterTake    func() // after taking a non-empty batch, before checking it
 	beforeCommit func() // after staging a transaction, before committing it
 	afterAck     func() // after writing an entryAcked marker
+	spansOnly    bool   // journal commits without their data (as before entryData)
 	ackDelay     time.Duration
 	recheck      time.Duration
 }
@@ -108,6 +109,11 @@ func open(opts Options, hooks testHooks) (*Log, error) {
 		}
 	}
 	bopts := opts.badgerOptions()
+	if !opts.InMemory && !opts.ReadOnly && !hooks.spansOnly {
+		// The journal is the commit point (see journal.go): badger's
+		// memtable log is written but not synced.
+		bopts = bopts.WithSyncWrites(false)
+	}
 	db, err := badger.Open(bopts)
 	if err != nil {
 		return nil, openError(opts, err)
@@ -208,6 +214,11 @@ func (l *Log) setup(opts Options) (*journal, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
+	if !opts.ReadOnly {
+		if err := replayJournal(l.db, rep, l.logger); err != nil {
+			return nil, err
+		}
+	}
 	l.storeDamage = rep.damage
 	if !hadJournal && existed {
 		l.storeDamage = append(l.storeDamage, "the journal directory is missing: commits the store lost cannot be detected")
@@ -221,6 +232,11 @@ func (l *Log) setup(opts Options) (*journal, error) {
 	}
 	if opts.ReadOnly {
 		return nil, nil
+	}
+	// What open wrote (the format record, marks, heads, replayed commits)
+	// is durable before the first append: badger does not sync by itself.
+	if err := l.db.Sync(); err != nil {
+		return nil, fmt.Errorf("wal: sync after open: %w", err)
 	}
 	j, err := startJournal(jdir, opts.NoSync, opts.maxBatchBytes(), rep, l.db.MaxVersion())
 	if err != nil {

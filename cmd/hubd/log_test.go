@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -104,9 +105,11 @@ func TestLogVerifyReadOnly(t *testing.T) {
 
 // TestLogVerifyDamage: a hub is killed (its directory copied while it
 // runs) after an acknowledged send and an open, and the memtable log of
-// the copy is emptied. The hub would open it without those sends; `hubd log verify`
-// reports the session from the first lost seq, changes nothing, and a
-// deleted MANIFEST is reported before badger can delete any table.
+// the copy is emptied, as a power loss can leave badger's unsynced log.
+// The journal holds those commits: `hubd log verify` finds nothing lost
+// (it verifies a copy, where they are written again, as the hub would at
+// start) and changes nothing; a deleted MANIFEST is reported before
+// badger can delete any table.
 func TestLogVerifyDamage(t *testing.T) {
 	dir := migratedDataV1(t)
 	srv := startDataV1(t, dir)
@@ -123,9 +126,17 @@ func TestLogVerifyDamage(t *testing.T) {
 		Participants: []*hubpb.Participant{{Name: "alice"}, {Name: "bob"}}}); err != nil {
 		t.Fatalf("open: %v", err)
 	}
-	img := filepath.Join(t.TempDir(), "img")
+	img, intact := filepath.Join(t.TempDir(), "img"), filepath.Join(t.TempDir(), "intact")
 	if err := copyTree(dir, img); err != nil {
 		t.Fatal(err)
+	}
+	if err := copyTree(img, intact); err != nil {
+		t.Fatal(err)
+	}
+	_, whole, _ := logCmd(t, "verify", "--data", intact)
+	counts := regexp.MustCompile(`\d+ sessions, \d+ records, 0 bad`).FindString(whole)
+	if counts == "" {
+		t.Fatalf("log verify of the intact copy:\n%s", whole)
 	}
 	mems, _ := filepath.Glob(filepath.Join(img, "*.mem"))
 	for _, m := range mems {
@@ -135,9 +146,8 @@ func TestLogVerifyDamage(t *testing.T) {
 	}
 	before := treeDigest(t, img)
 	code, out, errs := logCmd(t, "verify", "--data", img)
-	want := "BAD " + id.String() + ": from seq 6: marked damaged: acknowledged records 6.."
-	if code != 1 || !strings.Contains(out, "was not closed cleanly") || !strings.Contains(out, want) {
-		t.Fatalf("log verify of a damaged copy: exit %d, want a line %q\n%s%s", code, want, out, errs)
+	if code != 0 || !strings.Contains(out, "was not closed cleanly") || !strings.Contains(out, counts) || strings.Contains(out, "BAD ") {
+		t.Fatalf("log verify of a copy whose memtable log the journal restores: exit %d, want %q as for the intact copy\n%s%s", code, counts, out, errs)
 	}
 	if after := treeDigest(t, img); after != before {
 		t.Fatalf("log verify changed the directory:\n%s\nwas\n%s", after, before)

@@ -36,8 +36,23 @@ type config struct {
 	hubPID   int           // report this process's RSS; 0: do not
 	json     bool          // print the report as JSON
 	cpuProf  string        // write hubload's own CPU profile here
-	workload string        // load mode: "turns" or "delegation"
+
+	workload    string // load mode: "turns" (steady turn-taking), "sessions" or "delegation"
+	conc        int    // sessions workload: sessions in flight
+	baseline    bool   // also measure the bare floor (internal/baseline) in the run
+	baselineDir string // the parent directory of the baseline's log
 }
+
+// Workloads of the load mode.
+const (
+	workloadTurns    = "turns"
+	workloadSessions = "sessions"
+	// workloadDelegation measures a delegation round trip beside a turn
+	// (delegation.go).
+	workloadDelegation = "delegation"
+	// defaultSessionsRun is --sessions for the sessions workload.
+	defaultSessionsRun = 200
+)
 
 // parseConfig parses and validates args; every failure is a usage error.
 func parseConfig(args []string, stderr io.Writer) (config, error) {
@@ -58,8 +73,11 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.idle, "idle", 0, "open this many idle subscriptions and wait (memory measurements)")
 	fs.IntVar(&c.hubPID, "hub-pid", 0, "report this hub process's RSS from /proc")
 	fs.BoolVar(&c.json, "json", false, "print the report as JSON")
-	fs.StringVar(&c.workload, "workload", "turns", "load mode: \"turns\" (agents taking turns in workflow sessions) or \"delegation\" (a delegation round trip beside a turn, in --sessions sessions)")
 	fs.StringVar(&c.cpuProf, "cpuprofile", "", "write hubload's own CPU profile to this `file` (load mode)")
+	fs.StringVar(&c.workload, "workload", workloadTurns, "`turns` (sessions taking turns steadily), sessions (three-agent sessions, open to close, served by agentsdk.Serve) or delegation (a delegation round trip beside a turn, in --sessions sessions, default 1)")
+	fs.IntVar(&c.conc, "conc", 1, "sessions workload: sessions in flight")
+	fs.BoolVar(&c.baseline, "baseline", false, "also measure, in this run, the floor: gRPC unary → wal group commit (sync) → ack at the same concurrency, and print ratios")
+	fs.StringVar(&c.baselineDir, "baseline-dir", "", "the `dir` under which the baseline's log is made (default: the system's temporary directory; use the hub's disk)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return c, exitcode.New(0, err)
@@ -69,7 +87,13 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	if fs.NArg() != 0 {
 		return c, exitcode.Usage("unexpected argument %q", fs.Arg(0))
 	}
-	if c.sessions == 0 {
+	switch {
+	case c.sessions != 0:
+	case c.workload == workloadSessions:
+		c.sessions = defaultSessionsRun
+	case c.workload == workloadDelegation:
+		c.sessions = 1
+	default:
 		c.sessions = max(c.agents/2, 1)
 	}
 	return c, c.validate()
@@ -101,10 +125,8 @@ func (c *config) validate() error {
 		return exitcode.Usage("--duration %v: want more than 0 and at most %v", c.duration, maxDuration)
 	case c.warmup < 0 || c.warmup > maxDuration:
 		return exitcode.Usage("--warmup %v: want 0 to %v", c.warmup, maxDuration)
-	case c.workload != "turns" && c.workload != "delegation":
-		return exitcode.Usage("--workload %q: want turns or delegation", c.workload)
-	case c.workload == "delegation" && (c.verify != "" || c.conns != 0):
-		return exitcode.Usage("--workload delegation takes neither --verify nor --conns")
+	case c.workload == workloadDelegation && (modes > 0 || c.conns != 0 || c.baseline):
+		return exitcode.Usage("--workload delegation excludes --check, --idle, --verify, --conns and --baseline")
 	case c.maxTurns < 0:
 		return exitcode.Usage("--max-turns %d: want 0 (no cap) or more", c.maxTurns)
 	case c.conns < 0:
@@ -113,6 +135,14 @@ func (c *config) validate() error {
 		return exitcode.Usage("--idle %d: want 0 to %d", c.idle, maxAgents)
 	case c.hubPID < 0:
 		return exitcode.Usage("--hub-pid %d: want a process id", c.hubPID)
+	case c.workload != workloadTurns && c.workload != workloadSessions && c.workload != workloadDelegation:
+		return exitcode.Usage("--workload %q: want %s, %s or %s", c.workload, workloadTurns, workloadSessions, workloadDelegation)
+	case c.conc < 1 || c.conc > maxSessions:
+		return exitcode.Usage("--conc %d: want 1 to %d", c.conc, maxSessions)
+	case c.workload == workloadSessions && (modes > 0 || c.maxTurns != 0):
+		return exitcode.Usage("--workload sessions excludes --check, --idle, --verify and --max-turns")
+	case c.baseline && modes > 0:
+		return exitcode.Usage("--baseline is for the load mode: it excludes --check, --idle and --verify")
 	}
 	return nil
 }

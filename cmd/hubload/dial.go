@@ -35,6 +35,12 @@ type pool struct {
 // the others (agentsdk.Options.Peers), so calls follow NOT_OWNER and
 // streams merge every node's.
 func dial(ctx context.Context, addr string, names []string, conns int) (*pool, error) {
+	return dialLogged(ctx, addr, names, conns, nil)
+}
+
+// dialLogged is dial with the clients' diagnostics sent to logf (nil:
+// dropped).
+func dialLogged(ctx context.Context, addr string, names []string, conns int, logf func(string, ...any)) (*pool, error) {
 	nodes := strings.Split(addr, ",")
 	var peers []string
 	if len(nodes) > 1 {
@@ -50,7 +56,7 @@ func dial(ctx context.Context, addr string, names []string, conns int) (*pool, e
 	err := forEach(conns, func(i int) error {
 		ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 		defer cancel()
-		c, err := agentsdk.Dial(ctx, nodes[i%len(nodes)], agentsdk.Options{Name: names[i], SendAttempts: 1, DialOptions: opts, Peers: peers})
+		c, err := agentsdk.Dial(ctx, nodes[i%len(nodes)], agentsdk.Options{Name: names[i], SendAttempts: 1, DialOptions: opts, Peers: peers, Logf: logf})
 		if err != nil {
 			giveUp()
 		}

@@ -11,6 +11,9 @@
 //	hubload [--hub 127.0.0.1:7420] [--agents 16] [--sessions agents/2] [--payload 256]
 //	        [--duration 10s] [--warmup 1s] [--max-turns N] [--conns N]
 //	        [--verify FILE] [--json] [--hub-pid PID] [--cpuprofile FILE]
+//	        [--baseline [--baseline-dir DIR]]
+//	hubload --workload sessions [--conc 1] [--sessions 200] [--payload 256] [--warmup 1s]
+//	        [--baseline [--baseline-dir DIR] [--duration 10s]] [--json]
 //	hubload --check FILE [--hub ADDR] [--operator operator] [--json]
 //	hubload --idle N [--duration D] [--conns N] [--hub-pid PID]
 //	hubload --workload delegation [--sessions 1] [--duration 10s] [--warmup 1s] [--json]
@@ -79,7 +82,7 @@
 // in the same sessions and the same window. Each of --sessions workflow
 // sessions has a delegator and a peer taking turns in round robin, every
 // agent served by agentsdk.Serve as an application would be (the default
-// view fetched on each turn). On each of its turns the delegator calls
+// view on each turn). On each of its turns the delegator calls
 // Turn.Delegate with a child workflow whose one worker, also served,
 // finishes at once, and answers with the result; the peer answers at once.
 // The report gives two latencies and the ratio of their medians:
@@ -93,6 +96,38 @@
 //
 // When the window ends each delegator finishes its session on its next
 // turn.
+// # The baseline
+//
+// --baseline first runs, in hubload's own process and just before the
+// real load, the floor hubd is measured against (package
+// internal/baseline): a gRPC server on a loopback port whose one unary
+// method appends the request's envelope (a hubpb.SendRequest with the
+// same --payload) to a fresh wal.Log under --baseline-dir (fsync on, group
+// commit) and answers with its seq, with no session logic. As many
+// clients as the load has requests in flight (the turns workload:
+// --sessions; the sessions workload: --conc), on as many connections as
+// the load uses (at most one per client), each send their next request
+// when the last is acknowledged, for --warmup then a window of --duration.
+// The report then adds the baseline's throughput and send→ack latencies,
+// and hubd's figures divided by the baseline's: this machine's speed
+// drifts, a ratio from one run does not. Put --baseline-dir on the hub's
+// data disk (the default is the system's temporary directory).
+//
+// # The sessions workload
+//
+// --workload sessions runs three agents, each an agentsdk.Client serving
+// its turns with agentsdk.Serve as an application would (the default
+// view fetched on every turn, a reply of --payload bytes). --conc openers
+// each open a session as the first agent (the three auto-accepting, a
+// round-robin graph with max_turns 3, so the hub closes the session after
+// the third turn), wait until the first agent's stream delivers its
+// session_closed, and open the next, until --sessions sessions have run.
+// Sessions whose Open begins after --warmup are measured: sessions and
+// turns per second over the window (which ends at the last close),
+// open→closed (from before Open to the session_closed delivery) and
+// handler→handler (from a handler's return to the next agent's handler
+// starting in the same session) latencies. --duration is then only the
+// baseline's window.
 //
 // # The --verify / --check contract
 //

@@ -46,6 +46,12 @@ func runLoad(ctx context.Context, cfg config, stdout, stderr io.Writer) (err err
 		return err
 	}
 	defer stopProfile()
+	var base *baseReport
+	if cfg.baseline { // the sessions are in flight one send at a time each
+		if base, err = runBaseline(ctx, cfg, cfg.sessions, cfg.connsFor(cfg.agents)); err != nil {
+			return err
+		}
+	}
 	before := readProc(cfg.hubPID)
 	l := newLoad(cfg)
 	p, err := dial(ctx, cfg.hub, l.names(), cfg.connsFor(cfg.agents))
@@ -65,6 +71,8 @@ func runLoad(ctx context.Context, cfg config, stdout, stderr io.Writer) (err err
 	st := newStats()
 	cpu := l.drive(ctx, calls, giveUp, st, vl)
 	rep := l.report(st, cpu, before, readProc(cfg.hubPID))
+	rep.Baseline = base
+	rep.Ratios = rep.ratios()
 	if err := rep.print(stdout, cfg.json); err != nil {
 		return err
 	}

@@ -29,8 +29,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runCheck(ctx, cfg, stdout, stderr)
 	case cfg.idle > 0:
 		return runIdle(ctx, cfg, stdout)
-	case cfg.workload == "delegation":
+	case cfg.workload == workloadDelegation:
 		return runDelegation(ctx, cfg, stdout, stderr)
+	case cfg.workload == workloadSessions:
+		return runSessions(ctx, cfg, stdout, stderr)
 	default:
 		return runLoad(ctx, cfg, stdout, stderr)
 	}

@@ -306,6 +306,11 @@ func TestFlagErrors(t *testing.T) {
 		{"--idle", "5", "--verify", "b"},
 		{"--workload", "bursts"},
 		{"--workload", "delegation", "--verify", "b"},
+		{"--workload", "chat"},
+		{"--workload", "sessions", "--conc", "0"},
+		{"--workload", "sessions", "--verify", "b"},
+		{"--workload", "sessions", "--max-turns", "3"},
+		{"--baseline", "--check", "a"},
 		{"extra"},
 		{"--no-such-flag"},
 	} {

@@ -25,6 +25,23 @@ type report struct {
 	Rejected   map[string]uint64 `json:"rejected"`
 	CPU        cpuReport         `json:"cpu"`
 	Hub        *hubUsage         `json:"hub,omitempty"`
+	Baseline   *baseReport       `json:"baseline,omitempty"`
+	Ratios     []namedRatio      `json:"ratios,omitempty"`
+}
+
+// ratios compares the run with its baseline (nil without one): throughput
+// and latencies, each hubd's figure divided by the baseline's.
+func (r *report) ratios() []namedRatio {
+	b := r.Baseline
+	if b == nil {
+		return nil
+	}
+	return []namedRatio{
+		{"accepted/s", ratio(r.PerSecond, b.PerSecond)},
+		{"send→ack p50", ratio(r.SendToAck.P50, b.SendToAck.P50)},
+		{"send→ack p99", ratio(r.SendToAck.P99, b.SendToAck.P99)},
+		{"send→next told p50 (to baseline send→ack p50)", ratio(r.SendToTold.P50, b.SendToAck.P50)},
+	}
 }
 
 // cpuReport is how the machine's processors were used in the window, in
@@ -105,12 +122,17 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // print writes the report, as JSON or as text.
 func (r report) print(w io.Writer, asJSON bool) error {
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		return writeJSON(w, r)
 	}
 	_, err := io.WriteString(w, r.text())
 	return err
+}
+
+// writeJSON writes v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // text is the human-readable report.
@@ -129,6 +151,10 @@ func (r report) text() string {
 	if h := r.Hub; h != nil {
 		fmt.Fprintf(&b, "hub pid %d: VmRSS %.1f MiB → %.1f MiB, threads %d → %d\n",
 			h.PID, h.RSSBeforeMiB, h.RSSAfterMiB, h.ThreadsBefore, h.ThreadsAfter)
+	}
+	if r.Baseline != nil {
+		b.WriteString(r.Baseline.text())
+		b.WriteString(ratioLine(r.Ratios))
 	}
 	return b.String()
 }

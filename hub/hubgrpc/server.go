@@ -270,6 +270,9 @@ func (s *Service) Subscribe(req *hubpb.SubscribeRequest, stream grpc.ServerStrea
 		return statusOf(s.lg, "Subscribe", err)
 	}
 	opts := hub.SubscribeOptions{Cursors: map[session.ID]uint64{}, Ended: req.GetIncludeEnded()}
+	if v := req.GetTurnView(); v != nil {
+		opts.TurnView = &hub.ViewOptions{Name: v.GetName(), Window: int(v.GetWindow()), History: v.GetHistory()}
+	}
 	for k, v := range req.GetCursors() {
 		sid, err := parseID("cursors key", k)
 		if err != nil {

@@ -170,12 +170,14 @@ class DelegationResult(_message.Message):
     def __init__(self, child_session_id: _Optional[str] = ..., reason: _Optional[str] = ..., summary: _Optional[str] = ..., state: _Optional[str] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ..., responder: _Optional[str] = ..., delegation_id: _Optional[str] = ...) -> None: ...
 
 class Delivery(_message.Message):
-    __slots__ = ["envelope", "your_turn"]
+    __slots__ = ["envelope", "view", "your_turn"]
     ENVELOPE_FIELD_NUMBER: _ClassVar[int]
+    VIEW_FIELD_NUMBER: _ClassVar[int]
     YOUR_TURN_FIELD_NUMBER: _ClassVar[int]
     envelope: Envelope
+    view: View
     your_turn: bool
-    def __init__(self, envelope: _Optional[_Union[Envelope, _Mapping]] = ..., your_turn: bool = ...) -> None: ...
+    def __init__(self, envelope: _Optional[_Union[Envelope, _Mapping]] = ..., your_turn: bool = ..., view: _Optional[_Union[View, _Mapping]] = ...) -> None: ...
 
 class Ended(_message.Message):
     __slots__ = ["detail", "reason"]
@@ -696,7 +698,7 @@ class SpeakerCount(_message.Message):
     def __init__(self, speaker: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
 
 class SubscribeRequest(_message.Message):
-    __slots__ = ["cursors", "include_ended"]
+    __slots__ = ["cursors", "include_ended", "turn_view"]
     class CursorsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -706,9 +708,11 @@ class SubscribeRequest(_message.Message):
         def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     CURSORS_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_ENDED_FIELD_NUMBER: _ClassVar[int]
+    TURN_VIEW_FIELD_NUMBER: _ClassVar[int]
     cursors: _containers.ScalarMap[str, int]
     include_ended: bool
-    def __init__(self, cursors: _Optional[_Mapping[str, int]] = ..., include_ended: bool = ...) -> None: ...
+    turn_view: GetViewRequest
+    def __init__(self, cursors: _Optional[_Mapping[str, int]] = ..., include_ended: bool = ..., turn_view: _Optional[_Union[GetViewRequest, _Mapping]] = ...) -> None: ...
 
 class TaskProgress(_message.Message):
     __slots__ = ["detail", "percent", "task"]

@@ -1160,6 +1160,14 @@ export interface SubscribeRequest {
   cursors: { [key: string]: number };
   /** Also deliver ended sessions without a cursor. */
   includeEnded: boolean;
+  /**
+   * When set, every your_turn delivery of the stream carries the
+   * receiver's view of its session (Delivery.view), as GetView with these
+   * options returns it (session_id is ignored): the agent needs no GetView
+   * call before it answers. A view that cannot be built leaves the field
+   * unset.
+   */
+  turnView: GetViewRequest | undefined;
 }
 
 export interface SubscribeRequest_CursorsEntry {
@@ -1206,6 +1214,11 @@ export interface Delivery {
     | undefined;
   /** It is now the receiver's turn in envelope.session_id. */
   yourTurn: boolean;
+  /**
+   * On a your_turn delivery of a stream opened with turn_view: the
+   * receiver's view of the session as the notice left the hub.
+   */
+  view: View | undefined;
 }
 
 /** DelegateRequest opens children of a session on the caller's turn. */
@@ -8075,7 +8088,7 @@ export const SpeakerCount: MessageFns<SpeakerCount> = {
 };
 
 function createBaseSubscribeRequest(): SubscribeRequest {
-  return { cursors: {}, includeEnded: false };
+  return { cursors: {}, includeEnded: false, turnView: undefined };
 }
 
 export const SubscribeRequest: MessageFns<SubscribeRequest> = {
@@ -8085,6 +8098,9 @@ export const SubscribeRequest: MessageFns<SubscribeRequest> = {
     });
     if (message.includeEnded !== false) {
       writer.uint32(16).bool(message.includeEnded);
+    }
+    if (message.turnView !== undefined) {
+      GetViewRequest.encode(message.turnView, writer.uint32(26).fork()).join();
     }
     return writer;
   },
@@ -8121,6 +8137,14 @@ export const SubscribeRequest: MessageFns<SubscribeRequest> = {
             message.includeEnded = reader.bool();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.turnView = GetViewRequest.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -8150,6 +8174,7 @@ export const SubscribeRequest: MessageFns<SubscribeRequest> = {
         )
         : {},
       includeEnded: isSet(object.include_ended) ? globalThis.Boolean(object.include_ended) : false,
+      turnView: isSet(object.turn_view) ? GetViewRequest.fromJSON(object.turn_view) : undefined,
     };
   },
 
@@ -8166,6 +8191,9 @@ export const SubscribeRequest: MessageFns<SubscribeRequest> = {
     }
     if (message.includeEnded !== false) {
       obj.include_ended = message.includeEnded;
+    }
+    if (message.turnView !== undefined) {
+      obj.turn_view = GetViewRequest.toJSON(message.turnView);
     }
     return obj;
   },
@@ -8185,6 +8213,9 @@ export const SubscribeRequest: MessageFns<SubscribeRequest> = {
       {},
     );
     message.includeEnded = object.includeEnded ?? false;
+    message.turnView = (object.turnView !== undefined && object.turnView !== null)
+      ? GetViewRequest.fromPartial(object.turnView)
+      : undefined;
     return message;
   },
 };
@@ -8525,7 +8556,7 @@ export const WatchRequest_CursorsEntry: MessageFns<WatchRequest_CursorsEntry> = 
 };
 
 function createBaseDelivery(): Delivery {
-  return { envelope: undefined, yourTurn: false };
+  return { envelope: undefined, yourTurn: false, view: undefined };
 }
 
 export const Delivery: MessageFns<Delivery> = {
@@ -8535,6 +8566,9 @@ export const Delivery: MessageFns<Delivery> = {
     }
     if (message.yourTurn !== false) {
       writer.uint32(16).bool(message.yourTurn);
+    }
+    if (message.view !== undefined) {
+      View.encode(message.view, writer.uint32(26).fork()).join();
     }
     return writer;
   },
@@ -8568,6 +8602,14 @@ export const Delivery: MessageFns<Delivery> = {
             message.yourTurn = reader.bool();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.view = View.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -8584,6 +8626,7 @@ export const Delivery: MessageFns<Delivery> = {
     return {
       envelope: isSet(object.envelope) ? Envelope.fromJSON(object.envelope) : undefined,
       yourTurn: isSet(object.your_turn) ? globalThis.Boolean(object.your_turn) : false,
+      view: isSet(object.view) ? View.fromJSON(object.view) : undefined,
     };
   },
 
@@ -8594,6 +8637,9 @@ export const Delivery: MessageFns<Delivery> = {
     }
     if (message.yourTurn !== false) {
       obj.your_turn = message.yourTurn;
+    }
+    if (message.view !== undefined) {
+      obj.view = View.toJSON(message.view);
     }
     return obj;
   },
@@ -8607,6 +8653,7 @@ export const Delivery: MessageFns<Delivery> = {
       ? Envelope.fromPartial(object.envelope)
       : undefined;
     message.yourTurn = object.yourTurn ?? false;
+    message.view = (object.view !== undefined && object.view !== null) ? View.fromPartial(object.view) : undefined;
     return message;
   },
 };

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"encoding/json"
+	"regexp"
+	"testing"
+)
+
+// TestBaselineInTheRun runs the turns workload with --baseline: the report
+// carries the floor measured at the same concurrency and the ratios to it.
+func TestBaselineInTheRun(t *testing.T) {
+	srv := hubFor(t)
+	out, errOut, err := runArgs(t, "--hub", srv.Addr(), "--agents", "4", "--sessions", "2", "--duration", "1s",
+		"--warmup", "100ms", "--baseline", "--baseline-dir", t.TempDir(), "--json")
+	if err != nil {
+		t.Fatalf("run: %v\n%s%s", err, out, errOut)
+	}
+	var r report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	b := r.Baseline
+	if b == nil || b.Conc != 2 || b.Conns != 2 || b.Accepted == 0 || b.SendToAck.Count != b.Accepted || b.PerCommit < 1 {
+		t.Fatalf("baseline: %+v", b)
+	}
+	if len(r.Ratios) != 4 {
+		t.Fatalf("ratios: %+v", r.Ratios)
+	}
+	if got, want := r.Ratios[0].Value, r.PerSecond/b.PerSecond; got != want || got <= 0 {
+		t.Errorf("throughput ratio %v, want %v", got, want)
+	}
+	text, _, err := runArgs(t, "--hub", srv.Addr(), "--agents", "2", "--sessions", "1", "--duration", "300ms",
+		"--warmup", "0s", "--baseline", "--baseline-dir", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^baseline \(gRPC unary → wal group commit, sync on; 1 in flight on 1 connections\): \d+/s; send→ack p50 [0-9.]+ms .*\nhubd / baseline: accepted/s [0-9.]+, send→ack p50 [0-9.]+, `).MatchString(text) {
+		t.Errorf("text report without the baseline and its ratios:\n%s", text)
+	}
+}
+
+// TestSessionsWorkload runs sessions of three agents served by
+// agentsdk.Serve: every one is opened, takes its three turns and is
+// closed by the hub, and each turn after the first is timed from the
+// previous handler.
+func TestSessionsWorkload(t *testing.T) {
+	srv := hubFor(t)
+	out, errOut, err := runArgs(t, "--hub", srv.Addr(), "--workload", "sessions", "--conc", "3", "--sessions", "12",
+		"--warmup", "0s", "--duration", "300ms", "--baseline", "--baseline-dir", t.TempDir(), "--json")
+	if err != nil {
+		t.Fatalf("run: %v\n%s%s", err, out, errOut)
+	}
+	var r sessReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if r.Measured != 12 || r.OpenToClosed.Count != 12 {
+		t.Errorf("sessions measured %d (open→closed n=%d), want 12", r.Measured, r.OpenToClosed.Count)
+	}
+	if r.HandlerToNext.Count != 24 {
+		t.Errorf("handler→handler samples %d, want 2 per session (24)", r.HandlerToNext.Count)
+	}
+	if r.TurnsPerS < 2.9*r.SessionsPerS || r.TurnsPerS > 3.1*r.SessionsPerS || r.Diagnostics != 0 {
+		t.Errorf("turns/s %v for %v sessions/s, diagnostics %d: want three turns a session and none", r.TurnsPerS, r.SessionsPerS, r.Diagnostics)
+	}
+	if r.Baseline == nil || r.Baseline.Conc != 3 || len(r.Ratios) != 3 {
+		t.Errorf("baseline %+v ratios %+v", r.Baseline, r.Ratios)
+	}
+}

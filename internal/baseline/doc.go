@@ -1,0 +1,15 @@
+// Package baseline is the floor hubd's speed is measured against: a bare
+// gRPC unary call over loopback whose server appends the request's
+// envelope to the project's own write-ahead log (package wal, group
+// commit, fsync on) and answers with its seq, with no session logic at
+// all. cmd/hubload runs it in the same process and the same minute as its
+// real load, at the same concurrency and with the same payload, and
+// reports hubd's figures as ratios to it: this machine's absolute speed
+// drifts several-fold between days, a ratio measured in one run does not.
+//
+// The server speaks one hand-registered method, /hubd.baseline.Baseline/Send,
+// with hubpb.SendRequest and hubpb.SendResponse as its messages (so the
+// bytes on the wire are those of a hub Send), and stores each envelope as
+// the hub would: its deterministic protobuf, one record per request, each
+// client's requests a session of consecutive seqs.
+package baseline
