@@ -218,6 +218,15 @@ func (discardLog) Metas(context.Context, func([16]byte, []byte) error) error { r
 func (discardLog) ScanRange(context.Context, [16]byte, [16]byte, func([16]byte, uint64, []byte) error) error {
 	return nil
 }
+func (discardLog) Meta(context.Context, [16]byte) ([]byte, error) { return nil, nil }
+func (discardLog) MetasFrom(context.Context, [16]byte, func([16]byte, []byte) error) error {
+	return nil
+}
+func (discardLog) IndexGet(context.Context, []byte) ([]byte, bool, error) { return nil, false, nil }
+func (discardLog) IndexScan(context.Context, []byte, []byte, func([]byte, []byte) error) error {
+	return nil
+}
+func (discardLog) PutIndex(context.Context, []hub.IndexEntry) error { return nil }
 
 // BenchmarkIdleSessions opens 100k workflow sessions with armed timers and
 // reports the hub's heap and goroutines per idle session. The log discards

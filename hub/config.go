@@ -33,6 +33,29 @@ type Log interface {
 	// that order, seq ascending. Hydrate calls it on several ranges at
 	// once.
 	ScanRange(ctx context.Context, first, last [16]byte, fn func(session [16]byte, seq uint64, data []byte) error) error
+	// Meta returns one session's metadata; nil (and no error) when the
+	// log has no such session.
+	Meta(ctx context.Context, session [16]byte) ([]byte, error)
+	// MetasFrom calls fn for the metadata of every session whose id (raw
+	// bytes) is greater than after, in id order, until fn returns an
+	// error (returned as is).
+	MetasFrom(ctx context.Context, after [16]byte, fn func(session [16]byte, meta []byte) error) error
+	// IndexGet returns the value of the hub's index key, and whether it
+	// is there. The index is written with the records (LogWrite.Index).
+	IndexGet(ctx context.Context, key []byte) ([]byte, bool, error)
+	// IndexScan calls fn for every index key with prefix that is greater
+	// than after (nil: all), in key order.
+	IndexScan(ctx context.Context, prefix, after []byte, fn func(key, value []byte) error) error
+	// PutIndex writes index entries outside an append (building the index
+	// of a log written before the hub kept one).
+	PutIndex(ctx context.Context, entries []IndexEntry) error
+}
+
+// IndexEntry is one key of the hub's index in the log (see index.go).
+type IndexEntry struct {
+	Key    []byte
+	Value  []byte
+	Delete bool
 }
 
 // LogWrite is one session's part of an append.
@@ -40,6 +63,7 @@ type LogWrite struct {
 	Session [16]byte
 	Meta    []byte // with the session's first record only
 	Records []LogRecord
+	Index   []IndexEntry // the hub's index entries, written with the records
 }
 
 // LogRecord is one encoded envelope.
@@ -105,6 +129,11 @@ type Config struct {
 	MaxEnvelopeBytes int           // default 1 MiB: an envelope's stored size
 	MaxOpenPerAgent  int           // default 0: no limit on pending/open sessions an agent created
 	SubscriberBuffer int           // default 4096: deliveries buffered per subscriber before it is cut off
+	// EndedCache bounds the ended sessions kept in memory after a read
+	// loaded them from the log (least recently used first out); default
+	// 256. Open and pending sessions are always in memory; ended ones
+	// only in this cache.
+	EndedCache int
 }
 
 // Validate reports a missing required field or a negative limit.
@@ -116,7 +145,7 @@ func (c *Config) Validate() error {
 	if c.Adapters == nil {
 		errs = append(errs, errors.New("hub: Config.Adapters is required"))
 	}
-	if c.InviteTimeout < 0 || c.MaxDepth < 0 || c.MaxEnvelopeBytes < 0 || c.MaxOpenPerAgent < 0 || c.SubscriberBuffer < 0 {
+	if c.InviteTimeout < 0 || c.MaxDepth < 0 || c.MaxEnvelopeBytes < 0 || c.MaxOpenPerAgent < 0 || c.SubscriberBuffer < 0 || c.EndedCache < 0 {
 		errs = append(errs, fmt.Errorf("hub: negative limit in config"))
 	}
 	return errors.Join(errs...)
@@ -143,6 +172,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SubscriberBuffer == 0 {
 		c.SubscriberBuffer = 4096
+	}
+	if c.EndedCache == 0 {
+		c.EndedCache = 256
 	}
 	return c
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 
 	"google.golang.org/protobuf/proto"
@@ -121,6 +122,12 @@ func (h *Hub) Subscribe(ctx context.Context, agent string, opts SubscribeOptions
 		mine = append(mine, s)
 	}
 	h.mu.Unlock()
+	more, err := h.endedFor(ctx, agent, mine, opts)
+	if err != nil {
+		sub.Close()
+		return nil, err
+	}
+	mine = append(mine, more...)
 	slices.SortFunc(mine, func(a, b *sess) int { return compareIDs(a.id, b.id) })
 	for _, s := range mine {
 		cur, has := opts.Cursors[s.id]
@@ -143,6 +150,43 @@ func (h *Hub) Subscribe(ctx context.Context, agent string, opts SubscribeOptions
 		return nil, err
 	}
 	return sub, nil
+}
+
+// endedFor returns the ended sessions a subscription catches up on besides
+// the live ones agent takes part in (live): those it gives a cursor for,
+// and with opts.Ended all it took part in, loaded from the log.
+func (h *Hub) endedFor(ctx context.Context, agent string, live []*sess, opts SubscribeOptions) ([]*sess, error) {
+	seen := make(map[session.ID]bool, len(live))
+	for _, s := range live {
+		seen[s.id] = true
+	}
+	var out []*sess
+	add := func(id session.ID) error {
+		if seen[id] {
+			return nil
+		}
+		seen[id] = true
+		s, err := h.lookup(ctx, id)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil, !session.IsParticipant(s.meta, agent):
+			return nil // unknown, quarantined or not its own: nothing to catch up on
+		}
+		out = append(out, s)
+		return nil
+	}
+	for _, id := range slices.SortedFunc(maps.Keys(opts.Cursors), compareIDs) {
+		if err := add(id); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Ended {
+		if err := h.memberOf(ctx, agent, session.ID{}, add); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // retellQuestions queues the questions pending for agent in sessions it is
@@ -186,7 +230,7 @@ func (h *Hub) Watch(ctx context.Context, agent string, operator bool, id session
 		return nil, err
 	}
 	defer h.leave()
-	s, err := h.lookup(id)
+	s, err := h.lookup(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -198,20 +242,30 @@ func (h *Hub) Watch(ctx context.Context, agent string, operator bool, id session
 	if !operator {
 		sub.viewer = agent
 	}
+	sub.ws = s
 	if err := s.acquire(ctx); err != nil {
 		return nil, err
 	}
 	defer s.release()
+	var kids []*sess
+	if opts.Tree {
+		if kids, err = h.descendants(ctx, s); err != nil {
+			return nil, err
+		}
+	}
 	if opts.Tree {
 		s.tree.watchers = append(s.tree.watchers, sub)
 	} else {
 		s.watch = append(s.watch, sub)
 	}
+	h.mu.Lock()
+	h.watches[sub] = struct{}{}
+	h.mu.Unlock()
 	sub.catchUp(s, max(opts.From, 1))
 	// A tree watch resumed past its root's end ends after catching up.
 	sub.over = opts.Tree && s.m.Lifecycle.State.Ended() && max(opts.From, 1) > s.m.Seq
 	if opts.Tree {
-		for _, k := range descendants(s) {
+		for _, k := range kids {
 			if sub.viewer == "" || session.IsParticipant(k.meta, sub.viewer) {
 				sub.catchUp(k, opts.Cursors[k.meta.GetSessionId()]+1)
 			}
@@ -229,14 +283,23 @@ func (sub *Subscription) catchUp(s *sess, from uint64) {
 	}
 }
 
-// descendants returns s's descendants, depth first, oldest first.
-func descendants(s *sess) []*sess {
-	var out []*sess
-	for _, k := range s.kids {
-		out = append(out, k)
-		out = append(out, descendants(k)...)
+// descendants returns s's descendants, live and ended, depth first,
+// oldest first.
+func (h *Hub) descendants(ctx context.Context, s *sess) ([]*sess, error) {
+	kids, err := h.allKids(ctx, s)
+	if err != nil {
+		return nil, err
 	}
-	return out
+	var out []*sess
+	for _, k := range kids {
+		out = append(out, k)
+		more, err := h.descendants(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, more...)
+	}
+	return out, nil
 }
 
 // under reports whether s is top or one of its descendants.

@@ -31,6 +31,8 @@ type Hub struct {
 	openCount   map[string]int                  // creator → pending or open sessions
 	subs        map[string][]*Subscription      // agent → live subscriptions
 	quarantined map[session.ID]error
+	watches     map[*Subscription]struct{} // live watches, ended by Close
+	cache       *endedCache                // ended sessions reads loaded
 
 	interned interner // knob values shared between sessions
 	sched    scheduler
@@ -117,8 +119,9 @@ func (s *sess) hold() { s.tree.lock <- struct{}{} }
 
 func (s *sess) release() { <-s.tree.lock }
 
-// New builds a hub and hydrates it: every session in the log is re-folded
-// and its timers re-armed before New returns.
+// New builds a hub and hydrates it: every live (open or pending) session
+// in the log is re-folded and its timers re-armed before New returns;
+// ended sessions stay in the log until a read loads them (see memory.go).
 func New(ctx context.Context, cfg Config) (*Hub, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -128,7 +131,8 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 		cfg: cfg, wal: cfg.Log, clock: cfg.Clock, logger: cfg.Logger,
 		sessions: map[session.ID]*sess{}, byAgent: map[string]map[session.ID]*sess{},
 		openKeys: map[string]session.ID{}, threads: map[string]*sess{}, askers: map[session.ID]*sess{}, openCount: map[string]int{}, subs: map[string][]*Subscription{},
-		quarantined: map[session.ID]error{},
+		quarantined: map[session.ID]error{}, watches: map[*Subscription]struct{}{},
+		cache: newEndedCache(cfg.EndedCache),
 	}
 	h.sched.init(h)
 	if err := h.hydrate(ctx); err != nil {
@@ -150,6 +154,8 @@ func (h *Hub) Close() error {
 	h.mu.Lock()
 	subs := h.subs
 	h.subs = map[string][]*Subscription{}
+	watches := h.watches
+	h.watches = map[*Subscription]struct{}{}
 	all := make([]*sess, 0, len(h.sessions))
 	for _, s := range h.sessions {
 		all = append(all, s)
@@ -159,6 +165,9 @@ func (h *Hub) Close() error {
 		for _, sub := range list {
 			sub.fail(ErrClosed)
 		}
+	}
+	for w := range watches { //hubd:orderless each ends alike
+		w.fail(ErrClosed)
 	}
 	for _, s := range all {
 		s.hold()
@@ -189,9 +198,9 @@ func (h *Hub) leave() { h.inflight.Done() }
 
 func (h *Hub) newID() uuid.UUID { return h.cfg.NewID() }
 
-// lookup returns a session, or ErrUnknownSession (or the reason it is
-// quarantined).
-func (h *Hub) lookup(id session.ID) (*sess, error) {
+// lookup returns a session: a live one, or an ended one from the cache or
+// the log; else ErrUnknownSession (or the reason it is quarantined).
+func (h *Hub) lookup(ctx context.Context, id session.ID) (*sess, error) {
 	h.mu.RLock()
 	s, ok := h.sessions[id]
 	q := h.quarantined[id]
@@ -202,7 +211,7 @@ func (h *Hub) lookup(id session.ID) (*sess, error) {
 	if q != nil {
 		return nil, fmt.Errorf("session %v is quarantined: %v: %w", id, q, ErrSessionFailed)
 	}
-	return nil, fmt.Errorf("no session %v: %w", id, ErrUnknownSession)
+	return h.loadEnded(ctx, id)
 }
 
 // index adds a session to the hub's indexes.

@@ -131,7 +131,7 @@ func verifyCallsAfterKill(t *testing.T, dir string, acks []callAck) string {
 	// ones: a delegation written but not acknowledged is a child too.
 	var infos []*hubpb.SessionInfo
 	for f := (hub.Filter{Limit: 1000}); ; {
-		page, next, err := h.List("", true, f)
+		page, next, err := h.List(context.Background(), "", true, f)
 		if err != nil {
 			t.Fatal(err)
 		}

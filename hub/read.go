@@ -19,7 +19,7 @@ import (
 // Get returns a session's metadata and current state. Only its participants
 // (or an operator) may read it.
 func (h *Hub) Get(ctx context.Context, agent string, operator bool, id session.ID) (*hubpb.SessionInfo, error) {
-	s, err := h.readable(agent, operator, id)
+	s, err := h.readable(ctx, agent, operator, id)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func listing(s *sess) *hubpb.SessionInfo {
 // (adapters.Machine.MarshalJSON), for audits and for checking that a replay
 // of its log gives the live state. Only an operator may read it.
 func (h *Hub) Snapshot(ctx context.Context, id session.ID) (json.RawMessage, error) {
-	s, err := h.lookup(id)
+	s, err := h.lookup(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -104,8 +104,8 @@ func (h *Hub) Snapshot(ctx context.Context, id session.ID) (json.RawMessage, err
 	return json.Marshal(s.m)
 }
 
-func (h *Hub) readable(agent string, operator bool, id session.ID) (*sess, error) {
-	s, err := h.lookup(id)
+func (h *Hub) readable(ctx context.Context, agent string, operator bool, id session.ID) (*sess, error) {
+	s, err := h.lookup(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -123,13 +123,16 @@ func (h *Hub) TypeOf(id session.ID) (string, bool) {
 	s, ok := h.sessions[id]
 	h.mu.RUnlock()
 	if !ok {
-		return "", false
+		if s, ok = h.cache.peek(id); !ok {
+			return "", false
+		}
 	}
 	return s.meta.GetType(), true
 }
 
 // CountSessions calls f once for each session type and state the hub
-// holds sessions in, with how many, in no particular order (for metrics).
+// holds live sessions in (open or pending: ended sessions are in the log,
+// not in memory), with how many, in no particular order (for metrics).
 // It takes no session's lock.
 func (h *Hub) CountSessions(f func(typ string, state session.State, n int)) {
 	type key struct {
@@ -160,38 +163,77 @@ type Filter struct {
 // List returns the sessions matching f that agent may see (those it takes
 // part in, or all for an operator), oldest first, and the id to pass as
 // After for the next page (zero when there is none). Each has the
-// metadata, state, last seq and close reason; Get has the rest.
-func (h *Hub) List(agent string, operator bool, f Filter) ([]*hubpb.SessionInfo, session.ID, error) {
+// metadata, state, last seq and close reason; Get has the rest. Live
+// sessions are listed from memory, ended ones through the index in the
+// log (each loaded on demand), so a page costs what it walks, not what
+// the log holds.
+func (h *Hub) List(ctx context.Context, agent string, operator bool, f Filter) ([]*hubpb.SessionInfo, session.ID, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 100
 	}
 	limit = min(limit, 1000)
-	h.mu.RLock()
-	var pool map[session.ID]*sess
-	if operator {
-		pool = h.sessions
-	} else {
-		pool = h.byAgent[agent]
-	}
-	var hits []*sess
-	for _, s := range pool { // sorted below
-		if f.matches(s) {
-			hits = append(hits, s)
-		}
-	}
-	h.mu.RUnlock()
-	slices.SortFunc(hits, func(a, b *sess) int { return compareIDs(a.id, b.id) })
 	var out []*hubpb.SessionInfo
-	var next session.ID
-	for i, s := range hits {
-		if len(out) == limit {
-			next = hits[i-1].id
-			break
+	var next, last session.ID
+	visit := func(id session.ID, meta func() (*hubpb.SessionMeta, error)) error {
+		s, ok := h.live(id)
+		if !ok {
+			m, err := meta()
+			if err != nil || !f.matchesMeta(m) || (f.State != 0 && !f.State.Ended()) {
+				return nil // a session whose metadata does not decode is quarantined when read
+			}
+			if s, err = h.loadEnded(ctx, id); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return nil
+			}
 		}
-		out = append(out, listing(s))
+		if !f.matches(s) {
+			return nil
+		}
+		if len(out) == limit {
+			next = last
+			return errStop
+		}
+		out, last = append(out, listing(s)), id
+		return nil
+	}
+	var err error
+	if operator {
+		err = h.wal.MetasFrom(ctx, f.After, func(raw [16]byte, b []byte) error {
+			return visit(session.ID(raw), func() (*hubpb.SessionMeta, error) { return session.UnmarshalMeta(b) })
+		})
+	} else {
+		err = h.memberOf(ctx, agent, f.After, func(id session.ID) error {
+			return visit(id, func() (*hubpb.SessionMeta, error) {
+				b, err := h.wal.Meta(ctx, id)
+				if err != nil || b == nil {
+					return nil, fmt.Errorf("no metadata: %v", err)
+				}
+				return session.UnmarshalMeta(b)
+			})
+		})
+	}
+	if err != nil && !errors.Is(err, errStop) {
+		return nil, session.ID{}, fmt.Errorf("listing sessions: %w", err)
 	}
 	return out, next, nil
+}
+
+// matchesMeta is matches on what the metadata says (not the state).
+func (f Filter) matchesMeta(m *hubpb.SessionMeta) bool {
+	switch {
+	case f.Creator != "" && m.GetCreator() != f.Creator,
+		f.Participant != "" && !session.IsParticipant(m, f.Participant):
+		return false
+	}
+	for k, v := range f.Labels { //hubd:orderless all must match
+		if got, ok := m.GetLabels()[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
 }
 
 func (f Filter) matches(s *sess) bool {
@@ -213,7 +255,7 @@ func (f Filter) matches(s *sess) bool {
 // ReadLog returns up to limit envelopes of a session from seq from (what
 // agent may see of them; everything for an operator).
 func (h *Hub) ReadLog(ctx context.Context, agent string, operator bool, id session.ID, from uint64, limit int) ([]*hubpb.Envelope, error) {
-	s, err := h.readable(agent, operator, id)
+	s, err := h.readable(ctx, agent, operator, id)
 	if err != nil {
 		return nil, err
 	}

@@ -517,7 +517,7 @@ func (r *runner) list(td *datadriven.TestData, agent string) string {
 		}
 		f.Labels[k] = v
 	}
-	infos, _, err := r.env.hub.List(agent, agent == "operator", f)
+	infos, _, err := r.env.hub.List(context.Background(), agent, agent == "operator", f)
 	if err != nil {
 		return errLine(err)
 	}

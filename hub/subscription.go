@@ -21,6 +21,7 @@ type Subscription struct {
 	agent   string     // the subscribing agent; "" for a watch
 	watch   session.ID // the watched session
 	top     *sess      // the watched session, for a tree watch
+	ws      *sess      // the watched session, whose lists hold a watch
 	tree    bool       // a watch of the session and its descendants
 	verbose bool       // a tree watch sees every envelope of the descendants
 	over    bool       // a tree watch handed out its root's end
@@ -131,9 +132,10 @@ func (sub *Subscription) unregister() {
 		h.mu.Unlock()
 		return
 	}
-	h.mu.RLock()
-	s := h.sessions[sub.watch]
-	h.mu.RUnlock()
+	h.mu.Lock()
+	delete(h.watches, sub)
+	h.mu.Unlock()
+	s := sub.ws
 	if s == nil {
 		return
 	}

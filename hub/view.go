@@ -45,7 +45,7 @@ const maxHistory = 16
 
 // View returns agent's view of a session.
 func (h *Hub) View(ctx context.Context, agent string, id session.ID, opts ViewOptions) (*hubpb.View, error) {
-	s, err := h.readable(agent, false, id)
+	s, err := h.readable(ctx, agent, false, id)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func (h *Hub) history(ctx context.Context, agent string, s *sess, which string) 
 	case HistoryThread:
 		for p := s.meta.GetPreviousSessionId(); p != "" && len(out) < maxHistory; {
 			id, err := session.ParseID(p)
-			prev, _ := h.lookup(id)
+			prev, _ := h.lookup(ctx, id)
 			if err != nil || prev == nil {
 				break
 			}
@@ -109,11 +109,10 @@ func (h *Hub) history(ctx context.Context, agent string, s *sess, which string) 
 		}
 		slices.Reverse(out)
 	case HistoryDelegate:
-		if err := s.acquire(ctx); err != nil {
+		var err error
+		if out, err = h.siblings(ctx, s); err != nil {
 			return nil, err
 		}
-		out = siblings(s)
-		s.release()
 	default:
 		return nil, fmt.Errorf("unknown view history %q (known: thread, delegate): %w", which, session.ErrMalformed)
 	}
@@ -121,21 +120,32 @@ func (h *Hub) history(ctx context.Context, agent string, s *sess, which string) 
 }
 
 // siblings returns s's earlier siblings with its delegator and delegate,
-// oldest first, at most maxHistory; the caller holds the tree's lock.
-func siblings(s *sess) []*sess {
-	if s.parent == nil {
-		return nil
+// live or ended, oldest first, at most maxHistory (each ended one loaded
+// from the log).
+func (h *Hub) siblings(ctx context.Context, s *sess) ([]*sess, error) {
+	pid, err := session.ParseID(s.meta.GetParentSessionId())
+	if err != nil {
+		return nil, nil
+	}
+	ids, err := h.childIDs(ctx, pid)
+	if err != nil {
+		return nil, err
 	}
 	var out []*sess
-	for _, k := range s.parent.kids {
-		if k == s {
-			break
+	for i := len(ids) - 1; i >= 0 && len(out) < maxHistory; i-- {
+		if compareIDs(ids[i], s.id) >= 0 {
+			continue
+		}
+		k, err := h.lookup(ctx, ids[i])
+		if err != nil {
+			continue
 		}
 		if k.meta.GetCreator() == s.meta.GetCreator() && k.meta.GetResponder() == s.meta.GetResponder() {
 			out = append(out, k)
 		}
 	}
-	return out[max(0, len(out)-maxHistory):]
+	slices.Reverse(out)
+	return out, nil
 }
 
 // olderCounts counts the items per speaker, in session order.

@@ -155,7 +155,7 @@ func (s *Service) ListSessions(ctx context.Context, req *hubpb.ListSessionsReque
 				return nil, err
 			}
 		}
-		infos, next, err := s.h.List(id.Agent, id.Operator, f)
+		infos, next, err := s.h.List(ctx, id.Agent, id.Operator, f)
 		if err != nil {
 			return nil, err
 		}

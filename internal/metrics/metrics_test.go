@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -24,7 +25,7 @@ func (f *fakeHub) Quarantined() map[session.ID]error {
 	return map[session.ID]error{{1}: errors.New("bad")}
 }
 
-func (f *fakeHub) List(_ string, _ bool, flt hub.Filter) ([]*hubpb.SessionInfo, session.ID, error) {
+func (f *fakeHub) List(_ context.Context, _ string, _ bool, flt hub.Filter) ([]*hubpb.SessionInfo, session.ID, error) {
 	var out []*hubpb.SessionInfo
 	for _, info := range f.infos {
 		if id := session.MustParseID(info.GetMeta().GetSessionId()); compare(id, flt.After) > 0 {
