@@ -237,7 +237,7 @@ func inviteOf(m *adapters.Machine) *hubpb.Envelope {
 
 // delegated answers a retried delegation with the one made first.
 func (h *Hub) delegated(ctx context.Context, p *sess, seq uint64) (*hubpb.DelegateResponse, error) {
-	es, err := h.ReadLog(ctx, "", true, p.id, seq, 1)
+	es, _, err := h.ReadLog(ctx, "", true, p.id, seq, 1)
 	if err != nil || len(es) == 0 || es[0].GetDelegation() == nil {
 		return nil, fmt.Errorf("reading the delegation at seq %d of session %v: %v: %w", seq, p.id, err, ErrSessionFailed)
 	}

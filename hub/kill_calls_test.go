@@ -218,7 +218,7 @@ func state(t *testing.T, h *hub.Hub, id string) session.State {
 // results counts the delegation results of child in parent's log.
 func results(t *testing.T, h *hub.Hub, parent, child string) int {
 	t.Helper()
-	es, err := h.ReadLog(context.Background(), "", true, session.MustParseID(parent), 1, 0)
+	es, _, err := h.ReadLog(context.Background(), "", true, session.MustParseID(parent), 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

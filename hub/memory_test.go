@@ -50,7 +50,7 @@ func snapshotReads(t *testing.T, h *hub.Hub, id session.ID, agent string) []byte
 		t.Fatalf("get %v: %v", id, err)
 	}
 	add(info)
-	envs, err := h.ReadLog(ctx, agent, false, id, 1, 0)
+	envs, _, err := h.ReadLog(ctx, agent, false, id, 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -252,33 +252,52 @@ func (f Filter) matches(s *sess) bool {
 	return true
 }
 
+// The caps of one read: a ReadLog answers at most MaxReadItems envelopes
+// and, past its first, no more than MaxReadBytes of them (their stored
+// size), after reading at most maxReadScan records (those the caller may
+// not see count too); it says where the next page begins. A view holds at
+// most MaxReadItems items and MaxReadBytes of text: older ones are counted,
+// as a window's are.
+const (
+	MaxReadItems = 1000
+	MaxReadBytes = 2 << 20
+	maxReadScan  = 16 * MaxReadItems
+)
+
 // ReadLog returns up to limit envelopes of a session from seq from (what
-// agent may see of them; everything for an operator).
-func (h *Hub) ReadLog(ctx context.Context, agent string, operator bool, id session.ID, from uint64, limit int) ([]*hubpb.Envelope, error) {
+// agent may see of them; everything for an operator), within the read
+// caps, and the seq to read from next: 0 when the page reached the end of
+// the log.
+func (h *Hub) ReadLog(ctx context.Context, agent string, operator bool, id session.ID, from uint64, limit int) ([]*hubpb.Envelope, uint64, error) {
 	s, err := h.readable(ctx, agent, operator, id)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	if limit <= 0 {
-		limit = 1000
+	if limit <= 0 || limit > MaxReadItems {
+		limit = MaxReadItems
 	}
 	from = max(from, 1)
 	var out []*hubpb.Envelope
+	var next uint64
+	size, scanned := 0, 0
 	err = h.wal.Scan(ctx, id, from, func(seq uint64, data []byte) error {
-		if len(out) == limit {
+		if len(out) == limit || scanned == maxReadScan || (len(out) > 0 && size+len(data) > MaxReadBytes) {
+			next = seq
 			return errStop
 		}
+		scanned++
 		e, err := s.decode(data)
 		if err != nil {
 			return err
 		}
 		if operator || session.Visible(e, agent) {
 			out = append(out, e)
+			size += len(data)
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, errStop) {
-		return nil, fmt.Errorf("reading session %v from seq %d: %w", id, from, err)
+		return nil, 0, fmt.Errorf("reading session %v from seq %d: %w", id, from, err)
 	}
-	return out, nil
+	return out, next, nil
 }

@@ -151,7 +151,7 @@ func exportAll(t *testing.T, h *hub.Hub) []byte {
 	var b bytes.Buffer
 	for _, info := range infos {
 		id := session.MustParseID(info.GetMeta().GetSessionId())
-		envs, err := h.ReadLog(ctx, server.DevOperator, true, id, 1, 0)
+		envs, _, err := h.ReadLog(ctx, server.DevOperator, true, id, 1, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

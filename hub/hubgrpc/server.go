@@ -170,11 +170,11 @@ func (s *Service) ReadLog(ctx context.Context, req *hubpb.ReadLogRequest) (*hubp
 		if err != nil {
 			return nil, err
 		}
-		es, err := s.h.ReadLog(ctx, id.Agent, id.Operator, sid, req.GetFromSeq(), int(req.GetLimit()))
+		es, next, err := s.h.ReadLog(ctx, id.Agent, id.Operator, sid, req.GetFromSeq(), int(req.GetLimit()))
 		if err != nil {
 			return nil, err
 		}
-		return &hubpb.ReadLogResponse{Envelopes: es}, nil
+		return &hubpb.ReadLogResponse{Envelopes: es, NextSeq: next}, nil
 	})
 }
 
