@@ -129,6 +129,12 @@ type Config struct {
 	MaxEnvelopeBytes int           // default 1 MiB: an envelope's stored size
 	MaxOpenPerAgent  int           // default 0: no limit on pending/open sessions an agent created
 	SubscriberBuffer int           // default 4096: deliveries buffered per subscriber before it is cut off
+	// SubscriberBufferBytes bounds the bytes (encoded envelopes) buffered
+	// per subscriber before it is cut off too; default 16 MiB.
+	SubscriberBufferBytes int
+	// MaxStreamsPerAgent bounds the subscriptions and watches one agent
+	// holds at once (LIMIT_REACHED past it); default 256.
+	MaxStreamsPerAgent int
 	// EndedCache bounds the ended sessions kept in memory after a read
 	// loaded them from the log (least recently used first out); default
 	// 256. Open and pending sessions are always in memory; ended ones
@@ -145,7 +151,8 @@ func (c *Config) Validate() error {
 	if c.Adapters == nil {
 		errs = append(errs, errors.New("hub: Config.Adapters is required"))
 	}
-	if c.InviteTimeout < 0 || c.MaxDepth < 0 || c.MaxEnvelopeBytes < 0 || c.MaxOpenPerAgent < 0 || c.SubscriberBuffer < 0 || c.EndedCache < 0 {
+	if c.InviteTimeout < 0 || c.MaxDepth < 0 || c.MaxEnvelopeBytes < 0 || c.MaxOpenPerAgent < 0 || c.SubscriberBuffer < 0 || c.EndedCache < 0 ||
+		c.SubscriberBufferBytes < 0 || c.MaxStreamsPerAgent < 0 {
 		errs = append(errs, fmt.Errorf("hub: negative limit in config"))
 	}
 	return errors.Join(errs...)
@@ -172,6 +179,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SubscriberBuffer == 0 {
 		c.SubscriberBuffer = 4096
+	}
+	if c.SubscriberBufferBytes == 0 {
+		c.SubscriberBufferBytes = 16 << 20
+	}
+	if c.MaxStreamsPerAgent == 0 {
+		c.MaxStreamsPerAgent = 256
 	}
 	if c.EndedCache == 0 {
 		c.EndedCache = 256

@@ -115,6 +115,9 @@ func (h *Hub) Subscribe(ctx context.Context, agent string, opts SubscribeOptions
 	}
 	defer h.leave()
 	sub := newSubscription(h, agent, session.ID{})
+	if err := h.takeStream(sub, agent); err != nil {
+		return nil, err
+	}
 	h.mu.Lock()
 	h.subs[agent] = append(h.subs[agent], sub)
 	mine := make([]*sess, 0, len(h.byAgent[agent]))
@@ -243,13 +246,18 @@ func (h *Hub) Watch(ctx context.Context, agent string, operator bool, id session
 		sub.viewer = agent
 	}
 	sub.ws = s
+	if err := h.takeStream(sub, agent); err != nil {
+		return nil, err
+	}
 	if err := s.acquire(ctx); err != nil {
+		h.releaseStream(sub)
 		return nil, err
 	}
 	defer s.release()
 	var kids []*sess
 	if opts.Tree {
 		if kids, err = h.descendants(ctx, s); err != nil {
+			h.releaseStream(sub)
 			return nil, err
 		}
 	}

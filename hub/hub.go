@@ -32,6 +32,7 @@ type Hub struct {
 	subs        map[string][]*Subscription      // agent → live subscriptions
 	quarantined map[session.ID]error
 	watches     map[*Subscription]struct{} // live watches, ended by Close
+	streams     map[string]int             // agent → subscriptions and watches it holds
 	cache       *endedCache                // ended sessions reads loaded
 
 	interned interner // knob values shared between sessions
@@ -131,7 +132,7 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 		cfg: cfg, wal: cfg.Log, clock: cfg.Clock, logger: cfg.Logger,
 		sessions: map[session.ID]*sess{}, byAgent: map[string]map[session.ID]*sess{},
 		openKeys: map[string]session.ID{}, threads: map[string]*sess{}, askers: map[session.ID]*sess{}, openCount: map[string]int{}, subs: map[string][]*Subscription{},
-		quarantined: map[session.ID]error{}, watches: map[*Subscription]struct{}{},
+		quarantined: map[session.ID]error{}, watches: map[*Subscription]struct{}{}, streams: map[string]int{},
 		cache: newEndedCache(cfg.EndedCache),
 	}
 	h.sched.init(h)

@@ -7,6 +7,9 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
@@ -26,6 +29,8 @@ type Subscription struct {
 	verbose bool       // a tree watch sees every envelope of the descendants
 	over    bool       // a tree watch handed out its root's end
 	viewer  string     // whose audience filters what a watch sees; "" sees all (operators)
+	holder  string     // the agent whose stream this is, counted in Hub.streams
+	counted atomic.Bool
 
 	// Owned by the reader (Next).
 	spans []span            // catch-up still to read from the log
@@ -34,10 +39,38 @@ type Subscription struct {
 	sent  map[string]uint64 // highest seq handed out per session id
 	told  map[string]uint64 // highest turn trigger handed out per session id
 
-	mu    sync.Mutex
-	queue []*hubpb.Delivery
-	wake  chan struct{}
-	err   error
+	mu     sync.Mutex
+	queue  []*hubpb.Delivery
+	sizes  []int // the encoded size of each queued delivery's envelope
+	queued int   // their sum
+	wake   chan struct{}
+	err    error
+}
+
+// takeStream counts a new stream of agent's, or refuses it past the
+// hub's MaxStreamsPerAgent.
+func (h *Hub) takeStream(sub *Subscription, agent string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if n := h.streams[agent]; n >= h.cfg.MaxStreamsPerAgent {
+		return fmt.Errorf("%q holds %d subscriptions and watches, the limit is %d: %w", agent, n, h.cfg.MaxStreamsPerAgent, ErrLimit)
+	}
+	h.streams[agent]++
+	sub.holder = agent
+	sub.counted.Store(true)
+	return nil
+}
+
+// releaseStream uncounts a stream (once).
+func (h *Hub) releaseStream(sub *Subscription) {
+	if !sub.counted.CompareAndSwap(true, false) {
+		return
+	}
+	h.mu.Lock()
+	if h.streams[sub.holder]--; h.streams[sub.holder] <= 0 {
+		delete(h.streams, sub.holder)
+	}
+	h.mu.Unlock()
 }
 
 type span struct {
@@ -86,13 +119,25 @@ func (sub *Subscription) push(ds ...*hubpb.Delivery) {
 	if len(ds) == 0 {
 		return
 	}
-	if len(sub.queue)+len(ds) > sub.h.cfg.SubscriberBuffer {
-		sub.err = fmt.Errorf("the subscriber's buffer of %d deliveries is full: %w", len(sub.queue), ErrSlowSubscriber)
-		sub.queue = nil
-		sub.h.logger.Warn().Str("agent", sub.agent).Str("session", sub.watch.String()).Msg("slow subscriber cut off")
-		go sub.unregister()
-	} else {
+	var one [1]int
+	sizes := one[:0]
+	n := 0
+	for _, d := range ds {
+		sz := proto.Size(d.GetEnvelope())
+		sizes = append(sizes, sz)
+		n += sz
+	}
+	cfg := &sub.h.cfg
+	switch {
+	case len(sub.queue)+len(ds) > cfg.SubscriberBuffer:
+		sub.cut(fmt.Errorf("the subscriber's buffer of %d deliveries is full: %w", len(sub.queue), ErrSlowSubscriber))
+	case len(sub.queue) > 0 && sub.queued+n > cfg.SubscriberBufferBytes:
+		sub.cut(fmt.Errorf("the subscriber's buffer of %d bytes is full (%d deliveries, %d bytes unread): %w",
+			cfg.SubscriberBufferBytes, len(sub.queue), sub.queued, ErrSlowSubscriber))
+	default:
+		sub.sizes = append(sub.sizes, sizes...)
 		sub.queue = append(sub.queue, ds...)
+		sub.queued += n
 	}
 	select {
 	case sub.wake <- struct{}{}:
@@ -100,12 +145,20 @@ func (sub *Subscription) push(ds ...*hubpb.Delivery) {
 	}
 }
 
+// cut ends a subscriber that fell behind; sub.mu is held.
+func (sub *Subscription) cut(err error) {
+	sub.err = err
+	sub.queue, sub.sizes, sub.queued = nil, nil, 0
+	sub.h.logger.Warn().Str("agent", sub.agent).Str("session", sub.watch.String()).Err(err).Msg("slow subscriber cut off")
+	go sub.unregister()
+}
+
 // fail ends the subscription with err.
 func (sub *Subscription) fail(err error) {
 	sub.mu.Lock()
 	if sub.err == nil {
 		sub.err = err
-		sub.queue = nil
+		sub.queue, sub.sizes, sub.queued = nil, nil, 0
 	}
 	sub.mu.Unlock()
 	select {
@@ -123,6 +176,7 @@ func (sub *Subscription) Close() {
 // unregister removes the subscription from the hub's delivery lists.
 func (sub *Subscription) unregister() {
 	h := sub.h
+	h.releaseStream(sub)
 	if sub.agent != "" {
 		h.mu.Lock()
 		h.subs[sub.agent] = slices.DeleteFunc(h.subs[sub.agent], func(x *Subscription) bool { return x == sub })
@@ -257,6 +311,8 @@ func (sub *Subscription) pop() (*hubpb.Delivery, bool, error) {
 	d := sub.queue[0]
 	sub.queue[0] = nil
 	sub.queue = sub.queue[1:]
+	sub.queued -= sub.sizes[0]
+	sub.sizes = sub.sizes[1:]
 	return d, true, nil
 }
 

@@ -33,6 +33,7 @@ type serveFlags struct {
 	fsync                                                                           bool
 	inviteTimeout, heartbeat                                                        time.Duration
 	maxEnvelope, maxOpen, subscriberBuffer, maxDepth                                int
+	streamsPerConn, streamsPerAgent, subscriberBytes                                int
 }
 
 // register defines serve's flags.
@@ -51,6 +52,9 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxEnvelope, "max-envelope-bytes", 1<<20, "largest envelope stored, in bytes")
 	fs.IntVar(&f.maxOpen, "max-open-per-agent", 0, "most pending or open sessions an agent may have created (0: no limit)")
 	fs.IntVar(&f.subscriberBuffer, "subscriber-buffer", 4096, "deliveries buffered per subscriber before it is cut off")
+	fs.IntVar(&f.subscriberBytes, "subscriber-buffer-bytes", 16<<20, "bytes of envelopes buffered per subscriber before it is cut off")
+	fs.IntVar(&f.streamsPerConn, "max-streams-per-conn", hubgrpc.DefaultMaxStreamsPerConn, "most Subscribe and Watch streams one connection holds at once")
+	fs.IntVar(&f.streamsPerAgent, "max-streams-per-agent", 256, "most Subscribe and Watch streams one agent holds at once")
 	fs.IntVar(&f.maxDepth, "max-depth", 8, "deepest a child session may be (delegation)")
 	fs.StringVar(&f.onDamage, "on-damage", "refuse", "when acknowledged records are found missing at start: \"refuse\" to start, or \"quarantine\" the sessions affected and serve the rest (see docs/OPERATIONS.md)")
 	fs.StringVar(&f.minFreeDisk, "min-free-disk", "256MiB", "free space kept on the data directory's disk; below it sends are refused with DISK_FULL until space is freed (`size`: 512MiB, 2GB, 0 for none)")
@@ -108,6 +112,10 @@ func (f *serveFlags) config(lg zerolog.Logger) (server.Config, error) {
 		ClientCA: f.clientCA, Operators: splitNames(f.operators), Logger: lg}
 	cfg.Hub.InviteTimeout, cfg.Hub.MaxEnvelopeBytes = f.inviteTimeout, f.maxEnvelope
 	cfg.Hub.MaxOpenPerAgent, cfg.Hub.SubscriberBuffer, cfg.Hub.MaxDepth = f.maxOpen, f.subscriberBuffer, f.maxDepth
+	cfg.Hub.SubscriberBufferBytes, cfg.Hub.MaxStreamsPerAgent, cfg.MaxStreamsPerConn = f.subscriberBytes, f.streamsPerAgent, f.streamsPerConn
+	if f.subscriberBytes < 1 || f.streamsPerAgent < 1 || f.streamsPerConn < 1 {
+		return cfg, exitcode.Usage("serve: --subscriber-buffer-bytes, --max-streams-per-agent and --max-streams-per-conn must be at least 1")
+	}
 	if f.maxDepth < 1 {
 		return cfg, exitcode.Usage("serve: --max-depth %d: want at least 1", f.maxDepth)
 	}

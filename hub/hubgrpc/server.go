@@ -20,6 +20,10 @@ import (
 type Config struct {
 	Auth   Authenticator
 	Logger zerolog.Logger // default zerolog.Nop()
+	// MaxStreamsPerConn bounds the Subscribe and Watch streams of one
+	// connection (with the ConnStats handler on the server); default
+	// DefaultMaxStreamsPerConn.
+	MaxStreamsPerConn int
 }
 
 // Service implements hubsvc.HubServer over a hub.
@@ -28,11 +32,16 @@ type Service struct {
 	h    *hub.Hub
 	auth Authenticator
 	lg   zerolog.Logger
+
+	maxConnStreams int
 }
 
 // New returns the service over h.
 func New(h *hub.Hub, cfg Config) *Service {
-	return &Service{h: h, auth: cfg.Auth, lg: cfg.Logger}
+	if cfg.MaxStreamsPerConn <= 0 {
+		cfg.MaxStreamsPerConn = DefaultMaxStreamsPerConn
+	}
+	return &Service{h: h, auth: cfg.Auth, lg: cfg.Logger, maxConnStreams: cfg.MaxStreamsPerConn}
 }
 
 // Register registers the service on g.
@@ -274,6 +283,11 @@ func (s *Service) Subscribe(req *hubpb.SubscribeRequest, stream grpc.ServerStrea
 		}
 		opts.Cursors[sid] = v
 	}
+	done, err := s.takeConnStream(ctx)
+	if err != nil {
+		return statusOf(s.lg, "Subscribe", err)
+	}
+	defer done()
 	sub, err := s.h.Subscribe(ctx, id.Agent, opts)
 	if err != nil {
 		return statusOf(s.lg, "Subscribe", err)
@@ -292,6 +306,11 @@ func (s *Service) Watch(req *hubpb.WatchRequest, stream grpc.ServerStreamingServ
 	if err != nil {
 		return statusOf(s.lg, "Watch", err)
 	}
+	done, err := s.takeConnStream(ctx)
+	if err != nil {
+		return statusOf(s.lg, "Watch", err)
+	}
+	defer done()
 	sub, err := s.h.Watch(ctx, id.Agent, id.Operator, sid, hub.WatchOptions{From: req.GetFromSeq(), Tree: req.GetTree(),
 		Verbose: req.GetVerbose(), Cursors: req.GetCursors()})
 	if err != nil {

@@ -49,7 +49,10 @@ type Config struct {
 
 	Hub         hub.Config // limits, clock, hooks; Log, Adapters and Logger are filled in, and its Hooks run after the server's logging and metrics (see logHooks)
 	MaxMsgBytes int        // largest request; default the hub's envelope limit + 64 KiB
-	Logger      zerolog.Logger
+	// MaxStreamsPerConn bounds the Subscribe and Watch streams of one
+	// connection; default hubgrpc.DefaultMaxStreamsPerConn.
+	MaxStreamsPerConn int
+	Logger            zerolog.Logger
 
 	// HTTP is the host:port of the HTTP side (JSON API, events, sign-in,
 	// /metrics, /debug/pprof); "" serves none. In development mode it must
@@ -160,7 +163,7 @@ func start(ctx context.Context, cfg Config, auth hubgrpc.Authenticator, tlsCfg *
 	}
 	m.Hydrated(time.Since(began))
 	m.Attach(h)
-	svc := hubgrpc.New(h, hubgrpc.Config{Auth: auth, Logger: cfg.Logger})
+	svc := hubgrpc.New(h, hubgrpc.Config{Auth: auth, Logger: cfg.Logger, MaxStreamsPerConn: cfg.MaxStreamsPerConn})
 	g := grpc.NewServer(append(serverOptions(cfg, hc, tlsCfg),
 		grpc.ChainUnaryInterceptor(unaryChain(cfg, m, svc, "grpc")...),
 		grpc.ChainStreamInterceptor(m.StreamInterceptor, svc.StreamInterceptor))...)
@@ -237,6 +240,7 @@ func maxMsgBytes(cfg Config, hc hub.Config) int {
 
 func serverOptions(cfg Config, hc hub.Config, tlsCfg *tls.Config) []grpc.ServerOption {
 	opts := []grpc.ServerOption{
+		grpc.StatsHandler(hubgrpc.ConnStats()), // for the per-connection stream limit
 		grpc.MaxRecvMsgSize(maxMsgBytes(cfg, hc)),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
