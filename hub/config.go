@@ -135,6 +135,18 @@ type Config struct {
 	// MaxStreamsPerAgent bounds the subscriptions and watches one agent
 	// holds at once (LIMIT_REACHED past it); default 256.
 	MaxStreamsPerAgent int
+	// RequireConsent honours a creator's auto_accept of another agent only
+	// when Consent allows it (otherwise that agent is invited and must
+	// acknowledge). Off (the zero value), anyone may auto-add anyone: the
+	// development mode's default, so examples stay one command; a hub
+	// with tokens or certificates turns it on.
+	RequireConsent bool
+	Consent        Consent
+	// FoldAll makes New fold every session of the log, ended ones too,
+	// and write nothing (not even the index of a log written before it):
+	// for checks that replay a whole log, such as hubd log verify, on a
+	// log opened read-only. The ended sessions still leave memory.
+	FoldAll bool
 	// EndedCache bounds the ended sessions kept in memory after a read
 	// loaded them from the log (least recently used first out); default
 	// 256. Open and pending sessions are always in memory; ended ones

@@ -141,6 +141,10 @@ func (h *Hub) Subscribe(ctx context.Context, agent string, opts SubscribeOptions
 		last, ended := s.m.Seq, s.m.Lifecycle.State.Ended()
 		if slices.Contains(s.m.Expected(), agent) && s.trigger != nil {
 			sub.turns = append(sub.turns, &hubpb.Delivery{Envelope: visibleTo(s.trigger, agent), YourTurn: true})
+			if sub.turnAt == nil {
+				sub.turnAt = map[string]uint64{}
+			}
+			sub.turnAt[s.meta.GetSessionId()] = s.trigger.GetSeq()
 		}
 		s.release()
 		sub.sent[s.meta.GetSessionId()] = cur

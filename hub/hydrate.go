@@ -48,7 +48,7 @@ func (h *Hub) hydrate(ctx context.Context) error {
 	all := map[session.ID]*loading{}
 	var order []session.ID
 	var records int64
-	if indexed {
+	if indexed && !h.cfg.FoldAll {
 		if order, err = h.liveIDs(ctx); err != nil {
 			return err
 		}
@@ -69,7 +69,7 @@ func (h *Hub) hydrate(ctx context.Context) error {
 		if len(order) > 0 {
 			records = h.foldAll(ctx, order, all)
 		}
-		if order, err = h.buildIndex(ctx, order, all); err != nil {
+		if order, err = h.buildIndex(ctx, order, all, !indexed && !h.cfg.FoldAll); err != nil {
 			return err
 		}
 	}
@@ -125,11 +125,11 @@ func (h *Hub) foldEach(ctx context.Context, order []session.ID, all map[session.
 	return records.Load()
 }
 
-// buildIndex writes the index of a log folded whole (written before the
-// index), completes it with its version key, and returns the sessions to
-// serve: the live ones and those quarantined (which stay marked live, to
-// be tried again at the next start).
-func (h *Hub) buildIndex(ctx context.Context, order []session.ID, all map[session.ID]*loading) ([]session.ID, error) {
+// buildIndex returns the sessions of a log folded whole to serve: the live
+// ones and those quarantined (which stay marked live, to be tried again at
+// the next start); with write (a log written before the index), it writes
+// their index and completes it with its version key.
+func (h *Hub) buildIndex(ctx context.Context, order []session.ID, all map[session.ID]*loading, write bool) ([]session.ID, error) {
 	var entries []IndexEntry
 	threads := map[string]IndexEntry{}
 	var keep []session.ID
@@ -153,6 +153,9 @@ func (h *Hub) buildIndex(ctx context.Context, order []session.ID, all map[sessio
 	}
 	for _, x := range threads { //hubd:orderless one entry per key
 		entries = append(entries, x)
+	}
+	if !write {
+		return keep, nil
 	}
 	err := h.wal.PutIndex(ctx, entries)
 	if err == nil { // the version last: an index cut short is built again

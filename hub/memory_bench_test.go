@@ -193,3 +193,60 @@ func BenchmarkStartupEnded(b *testing.B) {
 	b.ReportMetric(ms(hubMany), "ms-hydrate-with-ended")
 	b.ReportMetric(float64(hubMany)/float64(hubNone), "hydrate-ratio")
 }
+
+// BenchmarkSubscribeCatchUp measures a subscription's catch-up for an
+// agent in 500 and in 2,000 open sessions, each with its turn pending and
+// one envelope to catch up on, and reports the time per session of each
+// and their ratio: a catch-up costs O(sessions), so the ratio stays near 1.
+//
+//	go test ./hub -run '^$' -bench BenchmarkSubscribeCatchUp -benchtime 5x
+func BenchmarkSubscribeCatchUp(b *testing.B) {
+	ctx := context.Background()
+	setup := func(n int) (*hub.Hub, map[session.ID]uint64) {
+		x := openBenchHub(b, b.TempDir())
+		b.Cleanup(x.close)
+		cursors := map[session.ID]uint64{}
+		req := &hubpb.OpenRequest{Type: "conversation@1", Participants: []*hubpb.Participant{{Name: "b", AutoAccept: true}}}
+		for range n {
+			o, err := x.h.Open(ctx, "a", req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			id := session.MustParseID(o.GetSession().GetMeta().GetSessionId())
+			ack, err := x.h.Send(ctx, "a", id, textEnv("your turn"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			cursors[id] = ack.GetSeq() - 1
+		}
+		return x.h, cursors
+	}
+	catchUp := func(h *hub.Hub, cursors map[session.ID]uint64) time.Duration {
+		t0 := time.Now()
+		sub, err := h.Subscribe(ctx, "b", hub.SubscribeOptions{Cursors: cursors})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for range cursors {
+			if d, err := sub.Next(ctx); err != nil || !d.GetYourTurn() {
+				b.Fatalf("%v %v", d, err)
+			}
+		}
+		d := time.Since(t0)
+		sub.Close()
+		return d
+	}
+	const small, large = 500, 2000
+	hs, cs := setup(small)
+	hl, cl := setup(large)
+	var ts, tl time.Duration
+	b.ResetTimer()
+	for range b.N {
+		ts += catchUp(hs, cs)
+		tl += catchUp(hl, cl)
+	}
+	per := func(d time.Duration, n int) float64 { return float64(d) / float64(b.N) / float64(n) / 1e3 }
+	b.ReportMetric(per(ts, small), "µs/session-500")
+	b.ReportMetric(per(tl, large), "µs/session-2000")
+	b.ReportMetric(per(tl, large)/per(ts, small), "ratio")
+}

@@ -175,9 +175,10 @@ func (h *Hub) buildMeta(ctx context.Context, creator string, req *hubpb.OpenRequ
 	if !slices.ContainsFunc(meta.Participants, func(p *hubpb.Participant) bool { return p.GetName() == creator }) {
 		meta.Participants = append([]*hubpb.Participant{{Name: creator, Role: "creator"}}, meta.Participants...)
 	}
+	unconsented := h.applyConsent(creator, meta)
 	meta.Delegates, meta.Budget = slices.Clone(req.GetDelegates()), proto.CloneOf(req.GetBudget())
 	meta.ThreadKey, meta.RootCreator = req.GetThreadKey(), creator
-	if err := h.checkTask(meta, req.GetTask()); err != nil {
+	if err := h.checkTask(meta, req.GetTask(), unconsented); err != nil {
 		return nil, typ, err
 	}
 	if p := req.GetParentSessionId(); p != "" {
@@ -187,10 +188,16 @@ func (h *Hub) buildMeta(ctx context.Context, creator string, req *hubpb.OpenRequ
 }
 
 // checkTask refuses a task for a session that would not open at once, or
-// one over the envelope limit.
-func (h *Hub) checkTask(meta *hubpb.SessionMeta, task string) error {
+// one over the envelope limit; unconsented are the invitees whose
+// auto_accept was dropped for want of their consent.
+func (h *Hub) checkTask(meta *hubpb.SessionMeta, task string, unconsented []string) error {
 	if task == "" {
 		return nil
+	}
+	if len(unconsented) > 0 {
+		return fmt.Errorf("a task needs the session to open at once, but %s did not consent to be added by %q without acknowledging "+
+			"(the hub's consent file lists whom each agent accepts sessions from): %w",
+			strings.Join(unconsented, ", "), meta.GetCreator(), ErrPermissionDenied)
 	}
 	if inv := session.Invitees(meta); len(inv) > 0 {
 		return fmt.Errorf("a task needs the session to open at once, but %s must acknowledge (mark them auto_accept): %w",

@@ -33,11 +33,12 @@ type Subscription struct {
 	counted atomic.Bool
 
 	// Owned by the reader (Next).
-	spans []span            // catch-up still to read from the log
-	batch []*hubpb.Delivery // catch-up read, not yet returned
-	turns []*hubpb.Delivery // pending turns to re-tell after catch-up
-	sent  map[string]uint64 // highest seq handed out per session id
-	told  map[string]uint64 // highest turn trigger handed out per session id
+	spans  []span            // catch-up still to read from the log
+	batch  []*hubpb.Delivery // catch-up read, not yet returned
+	turns  []*hubpb.Delivery // pending turns to re-tell after catch-up
+	turnAt map[string]uint64 // session id → seq of its pending turn's trigger, for catch-up
+	sent   map[string]uint64 // highest seq handed out per session id
+	told   map[string]uint64 // highest turn trigger handed out per session id
 
 	mu     sync.Mutex
 	queue  []*hubpb.Delivery
@@ -256,9 +257,9 @@ func (sub *Subscription) nextReady() (*hubpb.Delivery, bool) {
 	for len(sub.batch) > 0 {
 		d := sub.batch[0]
 		sub.batch = sub.batch[1:]
-		d.YourTurn = slices.ContainsFunc(sub.turns, func(t *hubpb.Delivery) bool {
-			return t.GetEnvelope().GetSessionId() == d.GetEnvelope().GetSessionId() && t.GetEnvelope().GetSeq() == d.GetEnvelope().GetSeq()
-		})
+		if seq, ok := sub.turnAt[d.GetEnvelope().GetSessionId()]; ok && seq == d.GetEnvelope().GetSeq() {
+			d.YourTurn = true // one map lookup: a catch-up over N sessions costs O(N), not O(N²)
+		}
 		if d, keep := sub.filter(d); keep {
 			return d, true
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/hubd/hubd/hub"
 	"github.com/hubd/hubd/hub/hubgrpc"
 	"github.com/hubd/hubd/hub/hubhttp"
 	"github.com/hubd/hubd/internal/exitcode"
@@ -34,6 +35,7 @@ type serveFlags struct {
 	inviteTimeout, heartbeat                                                        time.Duration
 	maxEnvelope, maxOpen, subscriberBuffer, maxDepth                                int
 	streamsPerConn, streamsPerAgent, subscriberBytes                                int
+	autoAcceptFrom                                                                  string
 }
 
 // register defines serve's flags.
@@ -55,6 +57,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.subscriberBytes, "subscriber-buffer-bytes", 16<<20, "bytes of envelopes buffered per subscriber before it is cut off")
 	fs.IntVar(&f.streamsPerConn, "max-streams-per-conn", hubgrpc.DefaultMaxStreamsPerConn, "most Subscribe and Watch streams one connection holds at once")
 	fs.IntVar(&f.streamsPerAgent, "max-streams-per-agent", 256, "most Subscribe and Watch streams one agent holds at once")
+	fs.StringVar(&f.autoAcceptFrom, "auto-accept-from", "", "consent `file`: lines \"invitee creator...\" (\"*\": anyone) saying who may add an agent to a session without its acknowledgement (auto_accept); with --tokens or --client-ca, an auto_accept not listed there is an invite the agent must acknowledge (development mode lets anyone)")
 	fs.IntVar(&f.maxDepth, "max-depth", 8, "deepest a child session may be (delegation)")
 	fs.StringVar(&f.onDamage, "on-damage", "refuse", "when acknowledged records are found missing at start: \"refuse\" to start, or \"quarantine\" the sessions affected and serve the rest (see docs/OPERATIONS.md)")
 	fs.StringVar(&f.minFreeDisk, "min-free-disk", "256MiB", "free space kept on the data directory's disk; below it sends are refused with DISK_FULL until space is freed (`size`: 512MiB, 2GB, 0 for none)")
@@ -148,6 +151,16 @@ func (f *serveFlags) config(lg zerolog.Logger) (server.Config, error) {
 		defer file.Close()
 		if cfg.Tokens, err = hubgrpc.ParseTokens(file); err != nil {
 			return cfg, exitcode.Usage("serve: %s: %v", f.tokens, err)
+		}
+	}
+	if f.autoAcceptFrom != "" {
+		file, err := os.Open(f.autoAcceptFrom)
+		if err != nil {
+			return cfg, exitcode.Usage("serve: %v", err)
+		}
+		defer file.Close()
+		if cfg.Hub.Consent, err = hub.ParseConsent(file); err != nil {
+			return cfg, exitcode.Usage("serve: %s: %v", f.autoAcceptFrom, err)
 		}
 	}
 	if !f.fsync {

@@ -150,6 +150,9 @@ func start(ctx context.Context, cfg Config, auth hubgrpc.Authenticator, tlsCfg *
 	space.set(l.Space())
 	m := metrics.New(l.Stats)
 	hc := cfg.Hub
+	// With tokens or certificates, an agent is put into a session without
+	// acknowledging only by those it consented to (hub.Consent).
+	hc.RequireConsent = hc.RequireConsent || !auth.Dev
 	hc.Log, hc.Adapters, hc.Logger = observedLog{walLog{l}, m}, Adapters(nil), cfg.Logger
 	hc.Hooks = logHooks(cfg.Logger, m.Hooks(hc.Hooks))
 	if cfg.Tracer != nil {
