@@ -33,7 +33,7 @@ func TestConsent(t *testing.T) {
 	for _, tc := range []struct {
 		creator, invitee, state string
 	}{
-		{"alice", "bob", "OPEN"},     // bob takes sessions from alice
+		{"alice", "bob", "OPEN"},      // bob takes sessions from alice
 		{"mallory", "bob", "PENDING"}, // but not from mallory: an invite
 		{"mallory", "ci", "OPEN"},     // ci takes them from anyone
 		{"alice", "dave", "PENDING"},  // dave consented to nobody
