@@ -125,18 +125,11 @@ func (h *Hub) Subscribe(ctx context.Context, agent string, opts SubscribeOptions
 		mine = append(mine, s)
 	}
 	h.mu.Unlock()
-	more, err := h.endedFor(ctx, agent, mine, opts)
-	if err != nil {
-		sub.Close()
-		return nil, err
-	}
-	mine = append(mine, more...)
 	slices.SortFunc(mine, func(a, b *sess) int { return compareIDs(a.id, b.id) })
-	for _, s := range mine {
+	take := func(s *sess) error {
 		cur, has := opts.Cursors[s.id]
 		if err := s.acquire(ctx); err != nil {
-			sub.Close()
-			return nil, err
+			return err
 		}
 		last, ended := s.m.Seq, s.m.Lifecycle.State.Ended()
 		if slices.Contains(s.m.Expected(), agent) && s.trigger != nil {
@@ -149,8 +142,19 @@ func (h *Hub) Subscribe(ctx context.Context, agent string, opts SubscribeOptions
 		s.release()
 		sub.sent[s.meta.GetSessionId()] = cur
 		if cur < last && (has || !ended || opts.Ended) {
-			sub.spans = append(sub.spans, span{s: s, from: cur + 1, to: last})
+			sub.spans = append(sub.spans, spanOf(s, cur+1, last))
 		}
+		return nil
+	}
+	for _, s := range mine {
+		if err := take(s); err != nil {
+			sub.Close()
+			return nil, err
+		}
+	}
+	if err := h.endedFor(ctx, agent, mine, opts, take); err != nil {
+		sub.Close()
+		return nil, err
 	}
 	if err := h.retellQuestions(ctx, sub, agent); err != nil {
 		sub.Close()
@@ -159,15 +163,15 @@ func (h *Hub) Subscribe(ctx context.Context, agent string, opts SubscribeOptions
 	return sub, nil
 }
 
-// endedFor returns the ended sessions a subscription catches up on besides
-// the live ones agent takes part in (live): those it gives a cursor for,
-// and with opts.Ended all it took part in, loaded from the log.
-func (h *Hub) endedFor(ctx context.Context, agent string, live []*sess, opts SubscribeOptions) ([]*sess, error) {
+// endedFor calls take with each ended session a subscription catches up
+// on besides the live ones agent takes part in (live): those it gives a
+// cursor for, and with opts.Ended all it took part in, loaded from the log
+// one at a time (a subscription holds its spans, not the sessions).
+func (h *Hub) endedFor(ctx context.Context, agent string, live []*sess, opts SubscribeOptions, take func(*sess) error) error {
 	seen := make(map[session.ID]bool, len(live))
 	for _, s := range live {
 		seen[s.id] = true
 	}
-	var out []*sess
 	add := func(id session.ID) error {
 		if seen[id] {
 			return nil
@@ -180,20 +184,17 @@ func (h *Hub) endedFor(ctx context.Context, agent string, live []*sess, opts Sub
 		case err != nil, !session.IsParticipant(s.meta, agent):
 			return nil // unknown, quarantined or not its own: nothing to catch up on
 		}
-		out = append(out, s)
-		return nil
+		return take(s)
 	}
 	for _, id := range slices.SortedFunc(maps.Keys(opts.Cursors), compareIDs) {
 		if err := add(id); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if opts.Ended {
-		if err := h.memberOf(ctx, agent, session.ID{}, add); err != nil {
-			return nil, err
-		}
+		return h.memberOf(ctx, agent, session.ID{}, add)
 	}
-	return out, nil
+	return nil
 }
 
 // retellQuestions queues the questions pending for agent in sessions it is
@@ -291,7 +292,7 @@ func (h *Hub) Watch(ctx context.Context, agent string, operator bool, id session
 func (sub *Subscription) catchUp(s *sess, from uint64) {
 	sub.sent[s.meta.GetSessionId()] = from - 1
 	if last := s.m.Seq; from <= last {
-		sub.spans = append(sub.spans, span{s: s, from: from, to: last})
+		sub.spans = append(sub.spans, spanOf(s, from, last))
 	}
 }
 

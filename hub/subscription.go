@@ -74,10 +74,16 @@ func (h *Hub) releaseStream(sub *Subscription) {
 	h.mu.Unlock()
 }
 
+// span is a range of one session's log still to catch up on. It keeps
+// the session's id and call, not the session: a subscription that catches
+// up on many ended sessions does not hold them in memory.
 type span struct {
-	s        *sess
+	id       session.ID
+	call     *hubpb.Call
 	from, to uint64
 }
+
+func spanOf(s *sess, from, to uint64) span { return span{id: s.id, call: s.call, from: from, to: to} }
 
 func newSubscription(h *Hub, agent string, watch session.ID) *Subscription {
 	return &Subscription{h: h, agent: agent, watch: watch, sent: map[string]uint64{}, told: map[string]uint64{},
@@ -325,23 +331,24 @@ func (sub *Subscription) readSpan(ctx context.Context) error {
 	sp := &sub.spans[0]
 	n := 0
 	// A chunk is short; reading it does not depend on the caller giving up.
-	err := sub.h.wal.Scan(context.WithoutCancel(ctx), sp.s.id, sp.from, func(seq uint64, data []byte) error {
+	err := sub.h.wal.Scan(context.WithoutCancel(ctx), sp.id, sp.from, func(seq uint64, data []byte) error {
 		if seq > sp.to || n >= catchupChunk {
 			return errStop
 		}
 		n++
 		sp.from = seq + 1
-		e, err := sp.s.decode(data)
+		e, err := session.UnmarshalEnvelope(data)
 		if err != nil {
 			return err
 		}
+		e.Call = sp.call
 		if sub.sees(e) {
 			sub.batch = append(sub.batch, &hubpb.Delivery{Envelope: e})
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, errStop) {
-		return fmt.Errorf("catching up session %v from seq %d: %w", sp.s.id, sp.from, err)
+		return fmt.Errorf("catching up session %v from seq %d: %w", sp.id, sp.from, err)
 	}
 	if sp.from > sp.to || n == 0 {
 		sub.spans = sub.spans[1:]
