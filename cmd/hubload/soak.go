@@ -149,7 +149,7 @@ type soak struct {
 	live []string // open sessions; a closed one is replaced
 	seq  atomic.Uint64
 
-	sends, closes, ended atomic.Int64
+	sends, ended atomic.Int64
 }
 
 // agents are the soak's agents: creators and their partners, one pair per
