@@ -8,10 +8,12 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -37,6 +39,11 @@ import (
 //     data, and check that every send it acknowledged is in its log (as
 //     --check does): acked = found, or it fails.
 //
+// With --measure-ended N it first measures what ended sessions cost: the
+// hub's RSS and Go heap (after a collection, from /debug/pprof) empty,
+// after N sessions were opened, talked in and closed, and after a restart
+// on that log, with the ratios to the empty hub.
+//
 // The long soak (10k sessions for 10 minutes, 100 rounds) is run on
 // demand (docs/OPERATIONS.md); cmd/hubd's tests run a short one.
 type soakConfig struct {
@@ -51,6 +58,7 @@ type soakConfig struct {
 	rounds    int
 	roundLoad time.Duration
 	maxGrowth float64
+	ended     int
 }
 
 // parseSoak parses the soak's command line (after --soak).
@@ -68,6 +76,7 @@ func parseSoak(args []string, stderr io.Writer) (soakConfig, error) {
 	fs.DurationVar(&c.interval, "interval", 10*time.Second, "how often the hub's RSS is printed")
 	fs.IntVar(&c.rounds, "rounds", 10, "kill -9 rounds after the steady load")
 	fs.DurationVar(&c.roundLoad, "round-load", 2*time.Second, "about how long each round loads the hub before killing it")
+	fs.IntVar(&c.ended, "measure-ended", 0, "first measure the hub's memory empty, after this many sessions opened and closed, and after a restart (0: skip)")
 	fs.Float64Var(&c.maxGrowth, "max-rss-growth", 1.5, "fail when the RSS at the end exceeds this many times the highest RSS of the first quarter of --duration (the warm-up)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -88,6 +97,8 @@ func parseSoak(args []string, stderr io.Writer) (soakConfig, error) {
 		return c, exitcode.Usage("--duration %v, --interval %v: want 0 to 24h and a positive interval", c.duration, c.interval)
 	case c.rounds < 0 || c.rounds > 1000 || c.roundLoad <= 0:
 		return c, exitcode.Usage("--rounds %d, --round-load %v: want 0 to 1000 rounds of a positive load", c.rounds, c.roundLoad)
+	case c.ended < 0 || c.ended > 10_000_000:
+		return c, exitcode.Usage("--measure-ended %d: want 0 to 10,000,000", c.ended)
 	case c.maxGrowth < 1:
 		return c, exitcode.Usage("--max-rss-growth %v: want at least 1", c.maxGrowth)
 	}
@@ -112,11 +123,20 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	s := &soak{c: c, addr: addr, out: stdout, stderr: stderr, text: pad(c.payload)}
+	haddr, err := freeLoopback()
+	if err != nil {
+		return err
+	}
+	s := &soak{c: c, addr: addr, haddr: haddr, out: stdout, stderr: stderr, text: pad(c.payload)}
 	if err := s.start(ctx); err != nil {
 		return err
 	}
 	defer s.kill()
+	if c.ended > 0 {
+		if err := s.measureEnded(ctx); err != nil {
+			return err
+		}
+	}
 	if err := s.openAll(ctx); err != nil {
 		return err
 	}
@@ -138,6 +158,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) error
 type soak struct {
 	c      soakConfig
 	addr   string
+	haddr  string // the hub's HTTP address, for its heap profile
 	out    io.Writer
 	stderr io.Writer
 
@@ -164,7 +185,7 @@ func (s *soak) agents() []string {
 
 // start runs hubd on the soak's address and data and connects to it.
 func (s *soak) start(ctx context.Context) error {
-	cmd := exec.Command(s.c.hubd, "serve", "--listen", s.addr, "--data", s.c.data, "--http", "off",
+	cmd := exec.Command(s.c.hubd, "serve", "--listen", s.addr, "--data", s.c.data, "--http", s.haddr,
 		"--log-format", "json", "--log-level", "warn")
 	cmd.Stderr = s.stderr
 	if err := cmd.Start(); err != nil {
@@ -188,6 +209,20 @@ func (s *soak) kill() {
 	}
 	if s.cmd != nil {
 		_ = s.cmd.Process.Signal(syscall.SIGKILL)
+		_ = s.cmd.Wait()
+		s.cmd = nil
+	}
+}
+
+// stop ends the hub with SIGTERM (it drains and closes its log) and
+// waits for it.
+func (s *soak) stop() {
+	if s.pool != nil {
+		s.pool.close()
+		s.pool = nil
+	}
+	if s.cmd != nil {
+		_ = s.cmd.Process.Signal(syscall.SIGTERM)
 		_ = s.cmd.Wait()
 		s.cmd = nil
 	}
@@ -409,6 +444,71 @@ func (s *soak) check(ctx context.Context, recs []ackRecord) (checkResult, error)
 		res.compare(bySession[sid], lg)
 	}
 	return res, nil
+}
+
+// heapMiB is the hub's Go heap in use after a collection, in MiB, read
+// from its heap profile (/debug/pprof/heap, as the development mode's
+// operator); 0 when it cannot be read.
+func (s *soak) heapMiB(ctx context.Context) float64 {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.haddr+"/debug/pprof/heap?debug=1&gc=1", nil)
+	if err != nil {
+		return 0
+	}
+	req.Header.Set(agentsdk.AgentHeader, "operator")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, "# HeapInuse = "); ok {
+			n, _ := strconv.ParseFloat(v, 64)
+			return n / (1 << 20)
+		}
+	}
+	return 0
+}
+
+// measureEnded opens, talks in and closes --measure-ended sessions and
+// prints the hub's memory before, after, and after a restart on that log.
+func (s *soak) measureEnded(ctx context.Context) error {
+	time.Sleep(time.Second) // let the fresh hub settle
+	rss0, heap0 := s.rss(), s.heapMiB(ctx)
+	fmt.Fprintf(s.out, "soak: empty hub: rss %.1f MiB, heap %.1f MiB\n", rss0, heap0)
+	t0 := time.Now()
+	err := forEach(s.c.ended, func(i int) error {
+		id, err := s.open(ctx, i)
+		if err != nil {
+			return err
+		}
+		if _, err := s.pool.client(i).SendText(ctx, id, s.text); err != nil {
+			return err
+		}
+		_, err = s.pool.client(i).CloseSession(ctx, id, "measured")
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("--measure-ended: %w", err)
+	}
+	took := time.Since(t0)
+	rss1, heap1 := s.rss(), s.heapMiB(ctx)
+	fmt.Fprintf(s.out, "soak: after %d sessions opened and closed (%v): rss %.1f MiB (%.2f×), heap %.1f MiB (%.2f×)\n",
+		s.c.ended, took.Round(time.Second), rss1, rss1/rss0, heap1, heap1/heap0)
+	s.stop() // gracefully: a killed badger reloads its unflushed memtables at start
+	t1 := time.Now()
+	if err := s.start(ctx); err != nil {
+		return err
+	}
+	up := time.Since(t1)
+	time.Sleep(time.Second)
+	rss2, heap2 := s.rss(), s.heapMiB(ctx)
+	fmt.Fprintf(s.out, "soak: restarted on that log in %v: rss %.1f MiB (%.2f×), heap %.1f MiB (%.2f×)\n",
+		up.Round(time.Millisecond), rss2, rss2/rss0, heap2, heap2/heap0)
+	return nil
 }
 
 // pad is n bytes of text.
