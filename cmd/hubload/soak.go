@@ -119,13 +119,13 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		defer os.RemoveAll(dir)
 		c.data = dir
 	}
-	addr, err := freeLoopback()
+	addrs, err := freeLoopback(2)
 	if err != nil {
 		return err
 	}
-	haddr, err := freeLoopback()
-	if err != nil {
-		return err
+	addr, haddr := addrs[0], "off"
+	if c.ended > 0 {
+		haddr = addrs[1] // for the heap profile
 	}
 	s := &soak{c: c, addr: addr, haddr: haddr, out: stdout, stderr: stderr, text: pad(c.payload)}
 	if err := s.start(ctx); err != nil {
@@ -158,7 +158,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) error
 type soak struct {
 	c      soakConfig
 	addr   string
-	haddr  string // the hub's HTTP address, for its heap profile
+	haddr  string // the hub's HTTP address, for its heap profile; "off": none
 	out    io.Writer
 	stderr io.Writer
 
@@ -520,12 +520,16 @@ func pad(n int) string {
 	return string(b)
 }
 
-// freeLoopback returns a free loopback address.
-func freeLoopback() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+// freeLoopback returns n distinct free loopback addresses.
+func freeLoopback(n int) ([]string, error) {
+	var out []string
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close() // held until all are chosen, so they differ
+		out = append(out, l.Addr().String())
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return out, nil
 }
