@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/hubd/hubd/agentsdk"
+	"github.com/hubd/hubd/hub"
 	"github.com/hubd/hubd/hub/hubgrpc"
 	"github.com/hubd/hubd/hub/hubtest"
 	"github.com/hubd/hubd/hubpb"
@@ -26,6 +27,9 @@ bob   bob-token-0123456789
 func startSecure(t *testing.T, cfg server.Config) string {
 	t.Helper()
 	cfg.Listen, cfg.InMemory = "127.0.0.1:0", true
+	if cfg.Hub.Consent == nil { // the tests' agents take sessions from anyone
+		cfg.Hub.Consent = hub.Consent{"bob": {"*"}, "carol": {"*"}}
+	}
 	srv, err := server.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -6,15 +6,29 @@ import (
 	"github.com/hubd/hubd/hubpb"
 )
 
-// ReadLog returns up to limit envelopes (0: the hub's default, 1000) of a
-// session's log from seq fromSeq (0 or 1: the start), those the caller may
-// see, in seq order.
+// ReadLog returns up to limit envelopes (0: 1000) of a session's log from
+// seq fromSeq (0 or 1: the start), those the caller may see, in seq
+// order. The hub answers in capped pages (at most 1000 envelopes and
+// about 2 MiB each); ReadLog reads as many pages as it takes, so fewer
+// than limit envelopes means the log ended.
 func (c *Client) ReadLog(ctx context.Context, sessionID string, fromSeq uint64, limit int) ([]*hubpb.Envelope, error) {
-	resp, err := c.rpc.ReadLog(ctx, &hubpb.ReadLogRequest{SessionId: sessionID, FromSeq: fromSeq, Limit: int32(limit)})
-	if err != nil {
-		return nil, wrapErr("read log", err)
+	if limit <= 0 {
+		limit = 1000
 	}
-	return resp.GetEnvelopes(), nil
+	var out []*hubpb.Envelope
+	for {
+		want := min(limit-len(out), 1000)
+		resp, err := c.rpc.ReadLog(ctx, &hubpb.ReadLogRequest{SessionId: sessionID, FromSeq: fromSeq, Limit: int32(want)})
+		if err != nil {
+			return nil, wrapErr("read log", err)
+		}
+		out = append(out, resp.GetEnvelopes()...)
+		next := resp.GetNextSeq()
+		if next == 0 || len(out) >= limit || next <= fromSeq {
+			return out, nil
+		}
+		fromSeq = next
+	}
 }
 
 // PendingTurns returns, for each open session where it is the caller's

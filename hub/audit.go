@@ -19,7 +19,7 @@ import (
 // and children, oldest first. Its participants (or an operator) may read
 // it.
 func (h *Hub) GetTree(ctx context.Context, agent string, operator bool, id session.ID) (*hubpb.TreeNode, error) {
-	s, err := h.readable(agent, operator, id)
+	s, err := h.readable(ctx, agent, operator, id)
 	if err != nil {
 		return nil, err
 	}
@@ -27,11 +27,12 @@ func (h *Hub) GetTree(ctx context.Context, agent string, operator bool, id sessi
 		return nil, err
 	}
 	defer s.release()
-	return h.node(s, h.clock.Now()), nil
+	return h.node(ctx, s, h.clock.Now())
 }
 
-// node is the tree of s; the caller holds the tree's lock.
-func (h *Hub) node(s *sess, now time.Time) *hubpb.TreeNode {
+// node is the tree of s, its ended descendants loaded from the log; the
+// caller holds the tree's lock.
+func (h *Hub) node(ctx context.Context, s *sess, now time.Time) (*hubpb.TreeNode, error) {
 	life := s.m.Lifecycle
 	end := life.Ended
 	if end.IsZero() {
@@ -40,10 +41,18 @@ func (h *Hub) node(s *sess, now time.Time) *hubpb.TreeNode {
 	n := &hubpb.TreeNode{Session: listing(s), Turns: int64(s.m.Turns.Summary().Turn), Usage: s.m.Turns.Summary().Usage,
 		Duration: durationpb.New(max(0, end.Sub(life.Created)))}
 	n.Session.TreeUsage = treeUsage(s)
-	for _, k := range s.kids {
-		n.Children = append(n.Children, h.node(k, now))
+	kids, err := h.allKids(ctx, s)
+	if err != nil {
+		return nil, err
 	}
-	return n
+	for _, k := range kids {
+		c, err := h.node(ctx, k, now)
+		if err != nil {
+			return nil, err
+		}
+		n.Children = append(n.Children, c)
+	}
+	return n, nil
 }
 
 // Replay re-folds session id from its log into a fresh machine, with no
@@ -51,7 +60,7 @@ func (h *Hub) node(s *sess, now time.Time) *hubpb.TreeNode {
 // session: every logged rule with the rule the replay decides, and the
 // final state with the live one. An operator's call.
 func (h *Hub) Replay(ctx context.Context, id session.ID) (*hubpb.ReplayResponse, error) {
-	s, err := h.lookup(id)
+	s, err := h.lookup(ctx, id)
 	if err != nil {
 		return nil, err
 	}

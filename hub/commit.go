@@ -171,7 +171,13 @@ func (h *Hub) finish(ctx context.Context, p *plan) error {
 	writes := make([]LogWrite, 0, len(p.parts))
 	for _, x := range p.parts {
 		if len(x.recs) > 0 {
-			writes = append(writes, LogWrite{Session: x.s.id, Meta: x.meta, Records: x.recs})
+			w := LogWrite{Session: x.s.id, Meta: x.meta, Records: x.recs}
+			if x.isNew {
+				w.Index = createIndex(x.s)
+			} else if x.s.m.Lifecycle.State.Ended() && !x.before.Ended() {
+				w.Index = []IndexEntry{{Key: liveKey(x.s.id), Delete: true}} // with its end, atomically
+			}
+			writes = append(writes, w)
 		}
 	}
 	if len(writes) == 0 {
@@ -326,4 +332,7 @@ func (h *Hub) committed(s *sess, all []*hubpb.Envelope, before session.State, tr
 	}
 	h.sched.update(s)
 	h.deliver(s, all, newTurn)
+	if after.Ended() && !before.Ended() {
+		h.retire(s)
+	}
 }

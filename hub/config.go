@@ -33,6 +33,29 @@ type Log interface {
 	// that order, seq ascending. Hydrate calls it on several ranges at
 	// once.
 	ScanRange(ctx context.Context, first, last [16]byte, fn func(session [16]byte, seq uint64, data []byte) error) error
+	// Meta returns one session's metadata; nil (and no error) when the
+	// log has no such session.
+	Meta(ctx context.Context, session [16]byte) ([]byte, error)
+	// MetasFrom calls fn for the metadata of every session whose id (raw
+	// bytes) is greater than after, in id order, until fn returns an
+	// error (returned as is).
+	MetasFrom(ctx context.Context, after [16]byte, fn func(session [16]byte, meta []byte) error) error
+	// IndexGet returns the value of the hub's index key, and whether it
+	// is there. The index is written with the records (LogWrite.Index).
+	IndexGet(ctx context.Context, key []byte) ([]byte, bool, error)
+	// IndexScan calls fn for every index key with prefix that is greater
+	// than after (nil: all), in key order.
+	IndexScan(ctx context.Context, prefix, after []byte, fn func(key, value []byte) error) error
+	// PutIndex writes index entries outside an append (building the index
+	// of a log written before the hub kept one).
+	PutIndex(ctx context.Context, entries []IndexEntry) error
+}
+
+// IndexEntry is one key of the hub's index in the log (see index.go).
+type IndexEntry struct {
+	Key    []byte
+	Value  []byte
+	Delete bool
 }
 
 // LogWrite is one session's part of an append.
@@ -40,6 +63,7 @@ type LogWrite struct {
 	Session [16]byte
 	Meta    []byte // with the session's first record only
 	Records []LogRecord
+	Index   []IndexEntry // the hub's index entries, written with the records
 }
 
 // LogRecord is one encoded envelope.
@@ -130,6 +154,29 @@ type Config struct {
 	// NewID): a cluster node picks a UUIDv7 whose tree lands in a
 	// partition it serves. An error refuses the open.
 	NewRootID func() (uuid.UUID, error)
+	// SubscriberBufferBytes bounds the bytes (encoded envelopes) buffered
+	// per subscriber before it is cut off too; default 16 MiB.
+	SubscriberBufferBytes int
+	// MaxStreamsPerAgent bounds the subscriptions and watches one agent
+	// holds at once (LIMIT_REACHED past it); default 256.
+	MaxStreamsPerAgent int
+	// RequireConsent honours a creator's auto_accept of another agent only
+	// when Consent allows it (otherwise that agent is invited and must
+	// acknowledge). Off (the zero value), anyone may auto-add anyone: the
+	// development mode's default, so examples stay one command; a hub
+	// with tokens or certificates turns it on.
+	RequireConsent bool
+	Consent        Consent
+	// FoldAll makes New fold every session of the log, ended ones too,
+	// and write nothing (not even the index of a log written before it):
+	// for checks that replay a whole log, such as hubd log verify, on a
+	// log opened read-only. The ended sessions still leave memory.
+	FoldAll bool
+	// EndedCache bounds the ended sessions kept in memory after a read
+	// loaded them from the log (least recently used first out); default
+	// 256. Open and pending sessions are always in memory; ended ones
+	// only in this cache.
+	EndedCache int
 }
 
 // Validate reports a missing required field or a negative limit.
@@ -143,7 +190,7 @@ func (c *Config) Validate() error {
 	}
 	if c.InviteTimeout < 0 || c.MaxDepth < 0 || c.MaxEnvelopeBytes < 0 || c.MaxOpenPerAgent < 0 || c.SubscriberBuffer < 0 ||
 		c.MaxLabels < 0 || c.MaxMetaBytes < 0 || c.MaxLabelBytes < 0 || c.MaxKnobBytes < 0 || c.MaxGraphBytes < 0 || c.MaxParticipants < 0 ||
-		c.MaxExpectations < 0 || c.MinExpectation < 0 || c.MaxTTL < 0 {
+		c.MaxExpectations < 0 || c.MinExpectation < 0 || c.MaxTTL < 0 || c.EndedCache < 0 || c.SubscriberBufferBytes < 0 || c.MaxStreamsPerAgent < 0 {
 		errs = append(errs, fmt.Errorf("hub: negative limit in config"))
 	}
 	if c.MaxTTL > session.MaxDuration {
@@ -195,6 +242,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxTTL == 0 {
 		c.MaxTTL = DefaultMaxTTL
+	}
+	if c.SubscriberBufferBytes == 0 {
+		c.SubscriberBufferBytes = 16 << 20
+	}
+	if c.MaxStreamsPerAgent == 0 {
+		c.MaxStreamsPerAgent = 256
+	}
+	if c.EndedCache == 0 {
+		c.EndedCache = 256
 	}
 	return c
 }

@@ -31,7 +31,7 @@ type Deadline struct {
 // deadlines the hub's timers act on. Only its participants (or an
 // operator) may read them.
 func (h *Hub) Deadlines(ctx context.Context, agent string, operator bool, id session.ID) ([]Deadline, error) {
-	s, err := h.readable(agent, operator, id)
+	s, err := h.readable(ctx, agent, operator, id)
 	if err != nil {
 		return nil, err
 	}

@@ -51,7 +51,7 @@ func (h *Hub) delegateReq(ctx context.Context, delegator string, req *hubpb.Dele
 	if err != nil {
 		return nil, fmt.Errorf("session_id: %v: %w", err, session.ErrMalformed)
 	}
-	p, err := h.lookup(pid)
+	p, err := h.lookup(ctx, pid)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +73,7 @@ func (h *Hub) delegateReq(ctx context.Context, delegator string, req *hubpb.Dele
 	d := &hubpb.Delegation{Delegator: delegator, Mode: mode, Await: await, Notify: notify}
 	env := &hubpb.Envelope{Id: h.newID().String(), Type: session.EventDelegation, ClientMsgId: req.GetClientMsgId(),
 		Payload: &hubpb.Envelope_Delegation{Delegation: d}}
-	kids, err := h.children(p, delegator, env.GetId(), req.GetChildren())
+	kids, err := h.children(ctx, p, delegator, env.GetId(), req.GetChildren())
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func delegationMode(req *hubpb.DelegateRequest) (mode, await, notify string, err
 }
 
 // children makes the machines of the children a delegation opens.
-func (h *Hub) children(p *sess, delegator, delegation string, reqs []*hubpb.OpenRequest) ([]*sess, error) {
+func (h *Hub) children(ctx context.Context, p *sess, delegator, delegation string, reqs []*hubpb.OpenRequest) ([]*sess, error) {
 	var out []*sess
 	for i, r := range reqs {
 		if r.GetParentSessionId() != "" && r.GetParentSessionId() != p.meta.GetSessionId() {
@@ -122,7 +122,7 @@ func (h *Hub) children(p *sess, delegator, delegation string, reqs []*hubpb.Open
 		}
 		r = proto.CloneOf(r)
 		r.ParentSessionId, r.IdempotencyKey, r.ThreadKey = p.meta.GetSessionId(), "", ""
-		meta, typ, err := h.buildMeta(delegator, r)
+		meta, typ, err := h.buildMeta(ctx, delegator, r)
 		if err != nil {
 			return nil, fmt.Errorf("children[%d]: %w", i, err)
 		}
@@ -257,7 +257,7 @@ func inviteOf(m *adapters.Machine) *hubpb.Envelope {
 
 // delegated answers a retried delegation with the one made first.
 func (h *Hub) delegated(ctx context.Context, p *sess, seq uint64) (*hubpb.DelegateResponse, error) {
-	es, err := h.ReadLog(ctx, "", true, p.id, seq, 1)
+	es, _, err := h.ReadLog(ctx, "", true, p.id, seq, 1)
 	if err != nil || len(es) == 0 || es[0].GetDelegation() == nil {
 		return nil, fmt.Errorf("reading the delegation at seq %d of session %v: %v: %w", seq, p.id, err, ErrSessionFailed)
 	}
@@ -265,7 +265,11 @@ func (h *Hub) delegated(ctx context.Context, p *sess, seq uint64) (*hubpb.Delega
 	resp := &hubpb.DelegateResponse{Duplicate: true,
 		Delegation: &hubpb.SendResponse{Seq: e.GetSeq(), Id: e.GetId(), AcceptedAt: e.GetAcceptedAt(), Duplicate: true}}
 	for _, id := range e.GetDelegation().GetChildSessionIds() {
-		if k := p.kid(id); k != nil {
+		kid, err := session.ParseID(id)
+		if err != nil {
+			continue
+		}
+		if k, err := h.lookup(ctx, kid); err == nil {
 			resp.Children = append(resp.Children, listing(k))
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 
 	"google.golang.org/protobuf/proto"
@@ -126,6 +127,9 @@ func (h *Hub) Subscribe(ctx context.Context, agent string, opts SubscribeOptions
 		}
 		sub.turnView = v
 	}
+	if err := h.takeStream(sub, agent); err != nil {
+		return nil, err
+	}
 	h.mu.Lock()
 	h.subs[agent] = append(h.subs[agent], sub)
 	mine := make([]*sess, 0, len(h.byAgent[agent]))
@@ -134,27 +138,75 @@ func (h *Hub) Subscribe(ctx context.Context, agent string, opts SubscribeOptions
 	}
 	h.mu.Unlock()
 	slices.SortFunc(mine, func(a, b *sess) int { return compareIDs(a.id, b.id) })
-	for _, s := range mine {
+	take := func(s *sess) error {
 		cur, has := opts.Cursors[s.id]
 		if err := s.acquire(ctx); err != nil {
-			sub.Close()
-			return nil, err
+			return err
 		}
 		last, ended := s.m.Seq, s.m.Lifecycle.State.Ended()
 		if slices.Contains(s.m.Expected(), agent) && s.trigger != nil {
 			sub.turns = append(sub.turns, &hubpb.Delivery{Envelope: visibleTo(s.trigger, agent), YourTurn: true})
+			if sub.turnAt == nil {
+				sub.turnAt = map[string]uint64{}
+			}
+			sub.turnAt[s.meta.GetSessionId()] = s.trigger.GetSeq()
 		}
 		s.release()
 		sub.sent[s.meta.GetSessionId()] = cur
 		if cur < last && (has || !ended || opts.Ended) {
-			sub.spans = append(sub.spans, span{s: s, from: cur + 1, to: last})
+			sub.spans = append(sub.spans, spanOf(s, cur+1, last))
 		}
+		return nil
+	}
+	for _, s := range mine {
+		if err := take(s); err != nil {
+			sub.Close()
+			return nil, err
+		}
+	}
+	if err := h.endedFor(ctx, agent, mine, opts, take); err != nil {
+		sub.Close()
+		return nil, err
 	}
 	if err := h.retellQuestions(ctx, sub, agent); err != nil {
 		sub.Close()
 		return nil, err
 	}
 	return sub, nil
+}
+
+// endedFor calls take with each ended session a subscription catches up
+// on besides the live ones agent takes part in (live): those it gives a
+// cursor for, and with opts.Ended all it took part in, loaded from the log
+// one at a time (a subscription holds its spans, not the sessions).
+func (h *Hub) endedFor(ctx context.Context, agent string, live []*sess, opts SubscribeOptions, take func(*sess) error) error {
+	seen := make(map[session.ID]bool, len(live))
+	for _, s := range live {
+		seen[s.id] = true
+	}
+	add := func(id session.ID) error {
+		if seen[id] {
+			return nil
+		}
+		seen[id] = true
+		s, err := h.lookup(ctx, id)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil, !session.IsParticipant(s.meta, agent):
+			return nil // unknown, quarantined or not its own: nothing to catch up on
+		}
+		return take(s)
+	}
+	for _, id := range slices.SortedFunc(maps.Keys(opts.Cursors), compareIDs) {
+		if err := add(id); err != nil {
+			return err
+		}
+	}
+	if opts.Ended {
+		return h.memberOf(ctx, agent, session.ID{}, add)
+	}
+	return nil
 }
 
 // retellQuestions queues the questions pending for agent in sessions it is
@@ -198,7 +250,7 @@ func (h *Hub) Watch(ctx context.Context, agent string, operator bool, id session
 		return nil, err
 	}
 	defer h.leave()
-	s, err := h.lookup(id)
+	s, err := h.lookup(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -210,20 +262,35 @@ func (h *Hub) Watch(ctx context.Context, agent string, operator bool, id session
 	if !operator {
 		sub.viewer = agent
 	}
+	sub.ws = s
+	if err := h.takeStream(sub, agent); err != nil {
+		return nil, err
+	}
 	if err := s.acquire(ctx); err != nil {
+		h.releaseStream(sub)
 		return nil, err
 	}
 	defer s.release()
+	var kids []*sess
+	if opts.Tree {
+		if kids, err = h.descendants(ctx, s); err != nil {
+			h.releaseStream(sub)
+			return nil, err
+		}
+	}
 	if opts.Tree {
 		s.tree.watchers = append(s.tree.watchers, sub)
 	} else {
 		s.watch = append(s.watch, sub)
 	}
+	h.mu.Lock()
+	h.watches[sub] = struct{}{}
+	h.mu.Unlock()
 	sub.catchUp(s, max(opts.From, 1))
 	// A tree watch resumed past its root's end ends after catching up.
 	sub.over = opts.Tree && s.m.Lifecycle.State.Ended() && max(opts.From, 1) > s.m.Seq
 	if opts.Tree {
-		for _, k := range descendants(s) {
+		for _, k := range kids {
 			if sub.viewer == "" || session.IsParticipant(k.meta, sub.viewer) {
 				sub.catchUp(k, opts.Cursors[k.meta.GetSessionId()]+1)
 			}
@@ -237,18 +304,27 @@ func (h *Hub) Watch(ctx context.Context, agent string, operator bool, id session
 func (sub *Subscription) catchUp(s *sess, from uint64) {
 	sub.sent[s.meta.GetSessionId()] = from - 1
 	if last := s.m.Seq; from <= last {
-		sub.spans = append(sub.spans, span{s: s, from: from, to: last})
+		sub.spans = append(sub.spans, spanOf(s, from, last))
 	}
 }
 
-// descendants returns s's descendants, depth first, oldest first.
-func descendants(s *sess) []*sess {
-	var out []*sess
-	for _, k := range s.kids {
-		out = append(out, k)
-		out = append(out, descendants(k)...)
+// descendants returns s's descendants, live and ended, depth first,
+// oldest first.
+func (h *Hub) descendants(ctx context.Context, s *sess) ([]*sess, error) {
+	kids, err := h.allKids(ctx, s)
+	if err != nil {
+		return nil, err
 	}
-	return out
+	var out []*sess
+	for _, k := range kids {
+		out = append(out, k)
+		more, err := h.descendants(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, more...)
+	}
+	return out, nil
 }
 
 // under reports whether s is top or one of its descendants.

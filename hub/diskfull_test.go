@@ -31,14 +31,14 @@ func TestDiskFull(t *testing.T) {
 	e.clock.Advance(time.Minute) // max_silence is due; its firing cannot be written
 	e.log.setFull(false)
 	e.clock.Advance(time.Second) // the firing is tried again
-	if es, err := e.hub.ReadLog(ctx, "", true, id, 4, 0); err != nil || len(es) != 1 || es[0].GetType() != session.EventViolation {
+	if es, _, err := e.hub.ReadLog(ctx, "", true, id, 4, 0); err != nil || len(es) != 1 || es[0].GetType() != session.EventViolation {
 		t.Fatalf("after space returned the log from seq 4 holds %v, %v; want the max_silence violation", es, err)
 	}
 	ack, err := e.hub.Send(ctx, "b", id, textEnv("after"))
 	if err != nil || ack.GetSeq() != 5 {
 		t.Fatalf("send after space returned: %v, %v; want seq 5", ack, err)
 	}
-	es, err := e.hub.ReadLog(ctx, "", true, id, 1, 0)
+	es, _, err := e.hub.ReadLog(ctx, "", true, id, 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,9 @@ type Hub struct {
 	// quarantinedMeta is the stored metadata of the quarantined sessions
 	// whose metadata decodes: who takes part, for listings and answers.
 	quarantinedMeta map[session.ID]*hubpb.SessionMeta
+	watches         map[*Subscription]struct{} // live watches, ended by Close
+	streams         map[string]int             // agent → subscriptions and watches it holds
+	cache           *endedCache                // ended sessions reads loaded
 
 	interned interner // knob values shared between sessions
 	sched    scheduler
@@ -122,8 +125,9 @@ func (s *sess) hold() { s.tree.lock <- struct{}{} }
 
 func (s *sess) release() { <-s.tree.lock }
 
-// New builds a hub and hydrates it: every session in the log is re-folded
-// and its timers re-armed before New returns.
+// New builds a hub and hydrates it: every live (open or pending) session
+// in the log is re-folded and its timers re-armed before New returns;
+// ended sessions stay in the log until a read loads them (see memory.go).
 func New(ctx context.Context, cfg Config) (*Hub, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -133,8 +137,8 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 		cfg: cfg, wal: cfg.Log, clock: cfg.Clock, logger: cfg.Logger,
 		sessions: map[session.ID]*sess{}, byAgent: map[string]map[session.ID]*sess{},
 		openKeys: map[string]session.ID{}, threads: map[string]*sess{}, askers: map[session.ID]*sess{}, openCount: map[string]int{}, subs: map[string][]*Subscription{},
-		quarantined:     map[session.ID]error{},
-		quarantinedMeta: map[session.ID]*hubpb.SessionMeta{},
+		quarantined: map[session.ID]error{}, quarantinedMeta: map[session.ID]*hubpb.SessionMeta{},
+		watches: map[*Subscription]struct{}{}, streams: map[string]int{}, cache: newEndedCache(cfg.EndedCache),
 	}
 	h.sched.init(h)
 	if !cfg.Partitioned {
@@ -158,6 +162,8 @@ func (h *Hub) Close() error {
 	h.mu.Lock()
 	subs := h.subs
 	h.subs = map[string][]*Subscription{}
+	watches := h.watches
+	h.watches = map[*Subscription]struct{}{}
 	all := make([]*sess, 0, len(h.sessions))
 	for _, s := range h.sessions {
 		all = append(all, s)
@@ -167,6 +173,9 @@ func (h *Hub) Close() error {
 		for _, sub := range list {
 			sub.fail(ErrClosed)
 		}
+	}
+	for w := range watches { //hubd:orderless each ends alike
+		w.fail(ErrClosed)
 	}
 	for _, s := range all {
 		s.hold()
@@ -197,9 +206,9 @@ func (h *Hub) leave() { h.inflight.Done() }
 
 func (h *Hub) newID() uuid.UUID { return h.cfg.NewID() }
 
-// lookup returns a session, or ErrUnknownSession (or the reason it is
-// quarantined).
-func (h *Hub) lookup(id session.ID) (*sess, error) {
+// lookup returns a session: a live one, or an ended one from the cache or
+// the log; else ErrUnknownSession (or the reason it is quarantined).
+func (h *Hub) lookup(ctx context.Context, id session.ID) (*sess, error) {
 	h.mu.RLock()
 	s, ok := h.sessions[id]
 	q := h.quarantined[id]
@@ -213,14 +222,14 @@ func (h *Hub) lookup(id session.ID) (*sess, error) {
 	if err := h.route(id); err != nil {
 		return nil, err
 	}
-	return nil, fmt.Errorf("no session %v: %w", id, ErrUnknownSession)
+	return h.loadEnded(ctx, id)
 }
 
 // lookupFor is lookup for agent: a quarantined session's participants (by
 // its stored metadata, when that decodes) and operators also get what was
 // found wrong with it; others only that it is quarantined.
-func (h *Hub) lookupFor(id session.ID, agent string, operator bool) (*sess, error) {
-	s, err := h.lookup(id)
+func (h *Hub) lookupFor(ctx context.Context, id session.ID, agent string, operator bool) (*sess, error) {
+	s, err := h.lookup(ctx, id)
 	if err == nil || !errors.Is(err, ErrQuarantined) {
 		return s, err
 	}

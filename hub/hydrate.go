@@ -33,29 +33,141 @@ type loading struct {
 	err  error // why it is quarantined
 }
 
-// hydrate rebuilds every session from the log: metadata first, then every
-// record, folded in parallel by ranges of sessions (one goroutine per CPU,
-// each on its own scan, so a session's records fold in order on one
-// goroutine and the result does not depend on scheduling). A session that
-// fails is quarantined; the rest serve.
+// hydrate rebuilds the live sessions from the log. A log with the hub's
+// index (see memory.go) names them: only they are folded, each on its own
+// scan, in parallel (one goroutine per CPU). A log without it (written
+// before the index) is folded whole, as before, by ranges of sessions;
+// its index is then written, and its ended sessions leave memory. A
+// session that fails is quarantined; the rest serve.
 func (h *Hub) hydrate(ctx context.Context) error {
 	start := time.Now() // for the log line only
+	_, indexed, err := h.wal.IndexGet(ctx, versionKey())
+	if err != nil {
+		return fmt.Errorf("hub: hydrate: reading the index: %w", err)
+	}
 	all := map[session.ID]*loading{}
 	var order []session.ID
-	err := h.wal.Metas(ctx, func(raw [16]byte, metaBytes []byte) error {
-		id := session.ID(raw)
-		order = append(order, id)
-		all[id] = &loading{meta: bytes.Clone(metaBytes)}
+	var records int64
+	if indexed && !h.cfg.FoldAll {
+		if order, err = h.liveIDs(ctx); err != nil {
+			return err
+		}
+		for _, id := range order {
+			all[id] = &loading{}
+		}
+		records = h.foldEach(ctx, order, all)
+	} else {
+		err = h.wal.Metas(ctx, func(raw [16]byte, metaBytes []byte) error {
+			id := session.ID(raw)
+			order = append(order, id)
+			all[id] = &loading{meta: bytes.Clone(metaBytes)}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("hub: hydrate: listing sessions: %w", err)
+		}
+		if len(order) > 0 {
+			records = h.foldAll(ctx, order, all)
+		}
+		if order, err = h.buildIndex(ctx, order, all, !indexed && !h.cfg.FoldAll); err != nil {
+			return err
+		}
+	}
+	n := h.install(order, all)
+	h.logger.Info().Int("sessions", n).Int("quarantined", len(h.quarantined)).Int64("records", records).Bool("indexed", indexed).
+		Str("took", time.Since(start).Round(time.Millisecond).String()).Msg("hydrated")
+	return nil
+}
+
+// liveIDs returns the ids the index marks live, in id order.
+func (h *Hub) liveIDs(ctx context.Context) ([]session.ID, error) {
+	var out []session.ID
+	err := h.wal.IndexScan(ctx, []byte{ixLive}, nil, func(k, _ []byte) error {
+		if id, ok := indexedID(k); ok && len(k) == 17 {
+			out = append(out, id)
+		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("hub: hydrate: listing sessions: %w", err)
+		return nil, fmt.Errorf("hub: hydrate: listing the live sessions: %w", err)
 	}
-	records := h.foldAll(ctx, order, all)
-	n := h.install(order, all)
-	h.logger.Info().Int("sessions", n).Int("quarantined", len(h.quarantined)).Int64("records", records).
-		Str("took", time.Since(start).Round(time.Millisecond).String()).Msg("hydrated")
-	return nil
+	return out, nil
+}
+
+// foldEach rebuilds the sessions in order, each from its metadata and its
+// own scan, in one run per CPU, and returns how many records it read.
+func (h *Hub) foldEach(ctx context.Context, order []session.ID, all map[session.ID]*loading) int64 {
+	var records atomic.Int64
+	var wg sync.WaitGroup
+	for _, part := range split(order, runtime.GOMAXPROCS(0)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, id := range part {
+				l := all[id]
+				meta, err := h.wal.Meta(ctx, id)
+				switch {
+				case err != nil:
+					l.err = err
+				case meta == nil:
+					l.err = fmt.Errorf("the index marks it live but it has no metadata: %w", session.ErrCorrupt)
+				default:
+					l.s, l.err = h.start(meta, id)
+				}
+				if l.err == nil {
+					l.err = h.scanRest(ctx, l.s)
+					records.Add(int64(l.s.m.Seq))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return records.Load()
+}
+
+// buildIndex returns the sessions of a log folded whole to serve: the live
+// ones and those quarantined (which stay marked live, to be tried again at
+// the next start); with write (a log written before the index), it writes
+// their index and completes it with its version key.
+func (h *Hub) buildIndex(ctx context.Context, order []session.ID, all map[session.ID]*loading, write bool) ([]session.ID, error) {
+	var entries []IndexEntry
+	threads := map[string]IndexEntry{}
+	var keep []session.ID
+	for _, id := range order {
+		l := all[id]
+		if l.err != nil || l.s == nil {
+			entries = append(entries, IndexEntry{Key: liveKey(id)})
+			keep = append(keep, id)
+			continue
+		}
+		for _, x := range createIndex(l.s) {
+			if x.Key[0] == ixThread {
+				threads[string(x.Key)] = x // ids are time-ordered: the last is the latest
+				continue
+			}
+			entries = append(entries, x)
+		}
+		if !l.s.m.Lifecycle.State.Ended() {
+			keep = append(keep, id)
+		}
+	}
+	for _, x := range threads { //hubd:orderless one entry per key
+		entries = append(entries, x)
+	}
+	if !write {
+		return keep, nil
+	}
+	err := h.wal.PutIndex(ctx, entries)
+	if err == nil { // the version last: an index cut short is built again
+		err = h.wal.PutIndex(ctx, []IndexEntry{{Key: versionKey(), Value: []byte(indexVersion)}})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("hub: hydrate: writing the index of %d sessions: %w", len(order), err)
+	}
+	if len(order) > 0 {
+		h.logger.Info().Int("sessions", len(order)).Int("live", len(keep)).Msg("indexed a log written before the index")
+	}
+	return keep, nil
 }
 
 // foldAll folds every record of the sessions in order (sorted by id), in
@@ -195,6 +307,9 @@ func (h *Hub) installLocked(order []session.ID, all map[session.ID]*loading) int
 		l := all[id]
 		if l.err == nil && l.s.m.Lifecycle.State == 0 {
 			l.err = fmt.Errorf("no invite record: %w", session.ErrCorrupt)
+		}
+		if l.err == nil && l.s.m.Lifecycle.State.Ended() {
+			continue // marked live by an earlier start that quarantined it
 		}
 		if l.err != nil {
 			h.quarantined[id] = l.err

@@ -131,7 +131,7 @@ func verifyCallsAfterKill(t *testing.T, dir string, acks []callAck) string {
 	// ones: a delegation written but not acknowledged is a child too.
 	var infos []*hubpb.SessionInfo
 	for f := (hub.Filter{Limit: 1000}); ; {
-		page, next, err := h.List("", true, f)
+		page, next, err := h.List(context.Background(), "", true, f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,7 +218,7 @@ func state(t *testing.T, h *hub.Hub, id string) session.State {
 // results counts the delegation results of child in parent's log.
 func results(t *testing.T, h *hub.Hub, parent, child string) int {
 	t.Helper()
-	es, err := h.ReadLog(context.Background(), "", true, session.MustParseID(parent), 1, 0)
+	es, _, err := h.ReadLog(context.Background(), "", true, session.MustParseID(parent), 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func verifyAfterKill(t *testing.T, dir string, acks []ackRecord) {
 	}
 	ctx := context.Background()
 	for _, a := range acks {
-		es, err := h.ReadLog(ctx, "", true, a.id, a.seq, 1)
+		es, _, err := h.ReadLog(ctx, "", true, a.id, a.seq, 1)
 		if err != nil || len(es) != 1 || es[0].GetClientMsgId() != a.cmid {
 			t.Fatalf("acknowledged %v seq %d (%s) missing after kill: %v %v", a.id, a.seq, a.cmid, es, err)
 		}

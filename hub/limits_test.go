@@ -89,7 +89,7 @@ func TestOpenLimits(t *testing.T) {
 			}
 		})
 	}
-	if list, _, _ := e.hub.List("operator", true, hub.Filter{}); len(list) != 0 {
+	if list, _, _ := e.hub.List(context.Background(), "operator", true, hub.Filter{}); len(list) != 0 {
 		n := len(list)
 		t.Errorf("%d sessions after refused opens", n)
 	}
@@ -132,7 +132,7 @@ func TestManyTimersDueAtOnce(t *testing.T) {
 	e.clock.Advance(time.Second)
 	violations := 0
 	for from := uint64(1); ; {
-		es, err := e.hub.ReadLog(context.Background(), "", true, id, from, 1000)
+		es, _, err := e.hub.ReadLog(context.Background(), "", true, id, from, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -44,7 +44,11 @@ func (h *Hub) Open(ctx context.Context, creator string, req *hubpb.OpenRequest) 
 		return h.openChild(ctx, creator, req)
 	}
 	if key := req.GetIdempotencyKey(); key != "" {
-		if s, ok := h.existing(creator, key); ok {
+		s, ok, err := h.existing(ctx, creator, key)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
 			if field := h.openDiff(creator, s.meta, req); field != "" {
 				return nil, fmt.Errorf("idempotency key %q made session %s, and this open differs in %s: use a new key: %w",
 					key, s.meta.GetSessionId(), field, ErrIdempotencyConflict)
@@ -52,16 +56,19 @@ func (h *Hub) Open(ctx context.Context, creator string, req *hubpb.OpenRequest) 
 			return h.openResponse(ctx, s, true)
 		}
 	}
-	prev, open := h.thread(creator, req.GetThreadKey())
-	if open {
-		return h.openResponse(ctx, prev, true)
-	}
-	meta, typ, err := h.buildMeta(creator, req)
+	prev, open, err := h.thread(ctx, creator, req.GetThreadKey())
 	if err != nil {
 		return nil, err
 	}
-	if prev != nil {
-		meta.PreviousSessionId = prev.meta.GetSessionId()
+	if open != nil {
+		return h.openResponse(ctx, open, true)
+	}
+	meta, typ, err := h.buildMeta(ctx, creator, req)
+	if err != nil {
+		return nil, err
+	}
+	if !prev.IsZero() {
+		meta.PreviousSessionId = prev.String()
 	}
 	m, err := h.machine(meta, typ, req.GetExpectations() == nil)
 	if err != nil {
@@ -90,19 +97,24 @@ func (h *Hub) openChild(ctx context.Context, creator string, req *hubpb.OpenRequ
 	return &hubpb.OpenResponse{Session: resp.GetChildren()[0], Existing: resp.GetDuplicate()}, nil
 }
 
-// thread returns the latest session creator opened with thread key, and
-// whether it is still open; nil without a key or such a session.
-func (h *Hub) thread(creator, key string) (*sess, bool) {
+// thread returns the id of the latest session creator opened with thread
+// key, and that session when it is still live; zero without a key or such
+// a session.
+func (h *Hub) thread(ctx context.Context, creator, key string) (session.ID, *sess, error) {
 	if key == "" {
-		return nil, false
+		return session.ID{}, nil, nil
 	}
 	h.mu.RLock()
 	s := h.threads[openKey(creator, key)]
 	h.mu.RUnlock()
-	if s == nil {
-		return nil, false
+	if s != nil {
+		if !session.State(s.state.Load()).Ended() {
+			return s.id, s, nil
+		}
+		return s.id, nil, nil
 	}
-	return s, !session.State(s.state.Load()).Ended()
+	id, _, err := h.keyed(ctx, ixThread, creator, key)
+	return id, nil, err
 }
 
 // create logs a new session's metadata, invite (and open) and task, and
@@ -149,7 +161,7 @@ func (h *Hub) openResponse(ctx context.Context, s *sess, existing bool) (*hubpb.
 }
 
 // buildMeta checks the request and makes the session's metadata.
-func (h *Hub) buildMeta(creator string, req *hubpb.OpenRequest) (*hubpb.SessionMeta, session.Type, error) {
+func (h *Hub) buildMeta(ctx context.Context, creator string, req *hubpb.OpenRequest) (*hubpb.SessionMeta, session.Type, error) {
 	if err := h.checkOpenLimits(req); err != nil {
 		return nil, session.Type{}, err
 	}
@@ -181,22 +193,29 @@ func (h *Hub) buildMeta(creator string, req *hubpb.OpenRequest) (*hubpb.SessionM
 	if !slices.ContainsFunc(meta.Participants, func(p *hubpb.Participant) bool { return p.GetName() == creator }) {
 		meta.Participants = append([]*hubpb.Participant{{Name: creator, Role: "creator"}}, meta.Participants...)
 	}
+	unconsented := h.applyConsent(creator, meta)
 	meta.Delegates, meta.Budget = slices.Clone(req.GetDelegates()), proto.CloneOf(req.GetBudget())
 	meta.ThreadKey, meta.RootCreator = req.GetThreadKey(), creator
-	if err := h.checkTask(meta, req.GetTask()); err != nil {
+	if err := h.checkTask(meta, req.GetTask(), unconsented); err != nil {
 		return nil, typ, err
 	}
 	if p := req.GetParentSessionId(); p != "" {
-		return meta, typ, h.placeChild(p, meta)
+		return meta, typ, h.placeChild(ctx, p, meta)
 	}
 	return meta, typ, checkBudget(meta.GetBudget())
 }
 
 // checkTask refuses a task for a session that would not open at once, or
-// one over the envelope limit.
-func (h *Hub) checkTask(meta *hubpb.SessionMeta, task string) error {
+// one over the envelope limit; unconsented are the invitees whose
+// auto_accept was dropped for want of their consent.
+func (h *Hub) checkTask(meta *hubpb.SessionMeta, task string, unconsented []string) error {
 	if task == "" {
 		return nil
+	}
+	if len(unconsented) > 0 {
+		return fmt.Errorf("a task needs the session to open at once, but %s did not consent to be added by %q without acknowledging "+
+			"(the hub's consent file lists whom each agent accepts sessions from): %w",
+			strings.Join(unconsented, ", "), meta.GetCreator(), ErrPermissionDenied)
 	}
 	if inv := session.Invitees(meta); len(inv) > 0 {
 		return fmt.Errorf("a task needs the session to open at once, but %s must acknowledge (mark them auto_accept): %w",
@@ -258,12 +277,12 @@ func knobs(req *hubpb.OpenRequest) (map[string]*structpb.Value, error) {
 // placeChild makes meta a child of the session named parent: its parent,
 // root, depth and root creator, within the hub's depth limit; a child has
 // no budget of its own (the root's bounds the tree).
-func (h *Hub) placeChild(parent string, meta *hubpb.SessionMeta) error {
+func (h *Hub) placeChild(ctx context.Context, parent string, meta *hubpb.SessionMeta) error {
 	pid, err := session.ParseID(parent)
 	if err != nil {
 		return fmt.Errorf("parent_session_id: %v: %w", err, session.ErrMalformed)
 	}
-	p, err := h.lookup(pid)
+	p, err := h.lookup(ctx, pid)
 	if err != nil {
 		return fmt.Errorf("parent: %w", err)
 	}
@@ -278,13 +297,23 @@ func (h *Hub) placeChild(parent string, meta *hubpb.SessionMeta) error {
 	return nil
 }
 
-// existing returns the session an earlier open with this key made.
-func (h *Hub) existing(creator, key string) (*sess, bool) {
+// existing returns the session an earlier open with this key made: a
+// live one from memory, an ended one through the index in the log (open
+// keys are kept for good).
+func (h *Hub) existing(ctx context.Context, creator, key string) (*sess, bool, error) {
 	h.mu.RLock()
-	defer h.mu.RUnlock()
 	id, ok := h.openKeys[openKey(creator, key)]
 	s := h.sessions[id]
-	return s, ok && s != nil
+	h.mu.RUnlock()
+	if ok && s != nil {
+		return s, true, nil
+	}
+	id, ok, err := h.keyed(ctx, ixOpenKey, creator, key)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	s, err = h.lookup(ctx, id)
+	return s, err == nil, err
 }
 
 // reserve indexes a new session before its first write, checking the

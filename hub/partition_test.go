@@ -131,7 +131,7 @@ func stateOf(t *testing.T, h *hub.Hub, id session.ID) string {
 
 func readAll(t *testing.T, h *hub.Hub, id session.ID) []*hubpb.Envelope {
 	t.Helper()
-	lg, err := h.ReadLog(context.Background(), "alice", false, id, 1, 0)
+	lg, _, err := h.ReadLog(context.Background(), "alice", false, id, 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

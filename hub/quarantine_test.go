@@ -79,7 +79,7 @@ func TestQuarantine(t *testing.T) {
 		operator bool
 		want     int
 	}{{"operator", true, 3}, {"a", false, 3}, {"b", false, 3}, {"mallory", false, 0}} {
-		list, _, err := h.List(who.agent, who.operator, hub.Filter{})
+		list, _, err := h.List(context.Background(), who.agent, who.operator, hub.Filter{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,7 +91,7 @@ func TestQuarantine(t *testing.T) {
 			t.Errorf("%s lists %v", who.agent, states)
 		}
 	}
-	if list, _, _ := h.List("operator", true, hub.Filter{State: session.StateOpen}); len(list) != 1 {
+	if list, _, _ := h.List(context.Background(), "operator", true, hub.Filter{State: session.StateOpen}); len(list) != 1 {
 		t.Errorf("a filter on OPEN lists %d sessions, want the healthy one", len(list))
 	}
 }

@@ -39,7 +39,7 @@ func (h *Hub) Answer(ctx context.Context, agent string, operator bool, req *hubp
 	if err != nil {
 		return nil, fmt.Errorf("session_id: %v: %w", err, session.ErrMalformed)
 	}
-	s, err := h.lookup(id)
+	s, err := h.lookup(ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,7 @@ import (
 // Get returns a session's metadata and current state. Only its participants
 // (or an operator) may read it.
 func (h *Hub) Get(ctx context.Context, agent string, operator bool, id session.ID) (*hubpb.SessionInfo, error) {
-	s, err := h.readable(agent, operator, id)
+	s, err := h.readable(ctx, agent, operator, id)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func listing(s *sess) *hubpb.SessionInfo {
 // (adapters.Machine.MarshalJSON), for audits and for checking that a replay
 // of its log gives the live state. Only an operator may read it.
 func (h *Hub) Snapshot(ctx context.Context, id session.ID) (json.RawMessage, error) {
-	s, err := h.lookup(id)
+	s, err := h.lookup(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -104,8 +104,8 @@ func (h *Hub) Snapshot(ctx context.Context, id session.ID) (json.RawMessage, err
 	return json.Marshal(s.m)
 }
 
-func (h *Hub) readable(agent string, operator bool, id session.ID) (*sess, error) {
-	s, err := h.lookupFor(id, agent, operator)
+func (h *Hub) readable(ctx context.Context, agent string, operator bool, id session.ID) (*sess, error) {
+	s, err := h.lookupFor(ctx, id, agent, operator)
 	if err != nil {
 		return nil, err
 	}
@@ -123,13 +123,16 @@ func (h *Hub) TypeOf(id session.ID) (string, bool) {
 	s, ok := h.sessions[id]
 	h.mu.RUnlock()
 	if !ok {
-		return "", false
+		if s, ok = h.cache.peek(id); !ok {
+			return "", false
+		}
 	}
 	return s.meta.GetType(), true
 }
 
 // CountSessions calls f once for each session type and state the hub
-// holds sessions in, with how many, in no particular order (for metrics).
+// holds live sessions in (open or pending: ended sessions are in the log,
+// not in memory), with how many, in no particular order (for metrics).
 // It takes no session's lock.
 func (h *Hub) CountSessions(f func(typ string, state session.State, n int)) {
 	type key struct {
@@ -160,13 +163,79 @@ type Filter struct {
 // List returns the sessions matching f that agent may see (those it takes
 // part in, or all for an operator), oldest first, and the id to pass as
 // After for the next page (zero when there is none). Each has the
-// metadata, state, last seq and close reason; Get has the rest.
-func (h *Hub) List(agent string, operator bool, f Filter) ([]*hubpb.SessionInfo, session.ID, error) {
+// metadata, state, last seq and close reason; Get has the rest. Live
+// sessions are listed from memory, ended ones through the index in the
+// log (each loaded on demand), so a page costs what it walks, not what
+// the log holds.
+func (h *Hub) List(ctx context.Context, agent string, operator bool, f Filter) ([]*hubpb.SessionInfo, session.ID, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 100
 	}
 	limit = min(limit, 1000)
+	if h.cfg.Partitioned {
+		return h.listResident(agent, operator, f, limit)
+	}
+	var out []*hubpb.SessionInfo
+	var next, last session.ID
+	add := func(id session.ID, info *hubpb.SessionInfo) error {
+		if len(out) == limit {
+			next = last
+			return errStop
+		}
+		out, last = append(out, info), id
+		return nil
+	}
+	visit := func(id session.ID, meta func() (*hubpb.SessionMeta, error)) error {
+		if qm, ok := h.quarantinedMetaOf(id); ok {
+			if f.State == 0 && (operator || session.IsParticipant(qm, agent)) && f.matchesMeta(qm) {
+				return add(id, &hubpb.SessionInfo{Meta: qm, State: StateQuarantined})
+			}
+			return nil
+		}
+		s, ok := h.live(id)
+		if !ok {
+			m, err := meta()
+			if err != nil || !f.matchesMeta(m) || (f.State != 0 && !f.State.Ended()) {
+				return nil // a session whose metadata does not decode is quarantined when read
+			}
+			if s, err = h.loadEnded(ctx, id); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return nil
+			}
+		}
+		if !f.matches(s) {
+			return nil
+		}
+		return add(id, listing(s))
+	}
+	var err error
+	if operator {
+		err = h.wal.MetasFrom(ctx, f.After, func(raw [16]byte, b []byte) error {
+			return visit(session.ID(raw), func() (*hubpb.SessionMeta, error) { return session.UnmarshalMeta(b) })
+		})
+	} else {
+		err = h.memberOf(ctx, agent, f.After, func(id session.ID) error {
+			return visit(id, func() (*hubpb.SessionMeta, error) {
+				b, err := h.wal.Meta(ctx, id)
+				if err != nil || b == nil {
+					return nil, fmt.Errorf("no metadata: %v", err)
+				}
+				return session.UnmarshalMeta(b)
+			})
+		})
+	}
+	if err != nil && !errors.Is(err, errStop) {
+		return nil, session.ID{}, fmt.Errorf("listing sessions: %w", err)
+	}
+	return out, next, nil
+}
+
+// listResident is List for a cluster node's hub (Config.Partitioned),
+// which keeps every session of its partitions in memory.
+func (h *Hub) listResident(agent string, operator bool, f Filter, limit int) ([]*hubpb.SessionInfo, session.ID, error) {
 	h.mu.RLock()
 	var pool map[session.ID]*sess
 	if operator {
@@ -202,6 +271,15 @@ func (h *Hub) List(agent string, operator bool, f Filter) ([]*hubpb.SessionInfo,
 // StateQuarantined is the state a listing gives a quarantined session.
 const StateQuarantined = "QUARANTINED"
 
+// quarantinedMetaOf returns the stored metadata of a quarantined session
+// whose metadata decodes.
+func (h *Hub) quarantinedMetaOf(id session.ID) (*hubpb.SessionMeta, bool) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	m, ok := h.quarantinedMeta[id]
+	return m, ok
+}
+
 // quarantinedListed returns the quarantined sessions (with metadata that
 // decodes) agent may see that match f, as stand-ins without a machine
 // (mu held). A filter on the state matches none of them.
@@ -217,6 +295,21 @@ func (h *Hub) quarantinedListed(agent string, operator bool, f Filter) []*sess {
 		}
 	}
 	return out
+}
+
+// matchesMeta is matches on what the metadata says (not the state).
+func (f Filter) matchesMeta(m *hubpb.SessionMeta) bool {
+	switch {
+	case f.Creator != "" && m.GetCreator() != f.Creator,
+		f.Participant != "" && !session.IsParticipant(m, f.Participant):
+		return false
+	}
+	for k, v := range f.Labels { //hubd:orderless all must match
+		if got, ok := m.GetLabels()[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
 }
 
 func (f Filter) matches(s *sess) bool {
@@ -235,33 +328,52 @@ func (f Filter) matches(s *sess) bool {
 	return true
 }
 
+// The caps of one read: a ReadLog answers at most MaxReadItems envelopes
+// and, past its first, no more than MaxReadBytes of them (their stored
+// size), after reading at most maxReadScan records (those the caller may
+// not see count too); it says where the next page begins. A view holds at
+// most MaxReadItems items and MaxReadBytes of text: older ones are counted,
+// as a window's are.
+const (
+	MaxReadItems = 1000
+	MaxReadBytes = 2 << 20
+	maxReadScan  = 16 * MaxReadItems
+)
+
 // ReadLog returns up to limit envelopes of a session from seq from (what
-// agent may see of them; everything for an operator).
-func (h *Hub) ReadLog(ctx context.Context, agent string, operator bool, id session.ID, from uint64, limit int) ([]*hubpb.Envelope, error) {
-	s, err := h.readable(agent, operator, id)
+// agent may see of them; everything for an operator), within the read
+// caps, and the seq to read from next: 0 when the page reached the end of
+// the log.
+func (h *Hub) ReadLog(ctx context.Context, agent string, operator bool, id session.ID, from uint64, limit int) ([]*hubpb.Envelope, uint64, error) {
+	s, err := h.readable(ctx, agent, operator, id)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	if limit <= 0 {
-		limit = 1000
+	if limit <= 0 || limit > MaxReadItems {
+		limit = MaxReadItems
 	}
 	from = max(from, 1)
 	var out []*hubpb.Envelope
+	var next uint64
+	size, scanned := 0, 0
 	err = h.wal.Scan(ctx, id, from, func(seq uint64, data []byte) error {
-		if len(out) == limit {
+		if len(out) == limit || scanned == maxReadScan || (len(out) > 0 && size+len(data) > MaxReadBytes) {
+			next = seq
 			return errStop
 		}
+		scanned++
 		e, err := s.decode(data)
 		if err != nil {
 			return err
 		}
 		if operator || session.Visible(e, agent) {
 			out = append(out, e)
+			size += len(data)
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, errStop) {
-		return nil, fmt.Errorf("reading session %v from seq %d: %w", id, from, err)
+		return nil, 0, fmt.Errorf("reading session %v from seq %d: %w", id, from, err)
 	}
-	return out, nil
+	return out, next, nil
 }

@@ -47,7 +47,7 @@ func TestRuleLoggedWithEachTurn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	log, err := e.hub.ReadLog(ctx, "", true, id, 1, 0)
+	log, _, err := e.hub.ReadLog(ctx, "", true, id, 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -445,7 +445,7 @@ func (r *runner) log(args []string) string {
 	if len(args) > 1 {
 		from, _ = strconv.ParseUint(args[1], 10, 64)
 	}
-	es, err := r.env.hub.ReadLog(context.Background(), "", true, r.id(args[0]), from, 0)
+	es, _, err := r.env.hub.ReadLog(context.Background(), "", true, r.id(args[0]), from, 0)
 	if err != nil {
 		return errLine(err)
 	}
@@ -517,7 +517,7 @@ func (r *runner) list(td *datadriven.TestData, agent string) string {
 		}
 		f.Labels[k] = v
 	}
-	infos, _, err := r.env.hub.List(agent, agent == "operator", f)
+	infos, _, err := r.env.hub.List(context.Background(), agent, agent == "operator", f)
 	if err != nil {
 		return errLine(err)
 	}

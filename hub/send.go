@@ -37,7 +37,7 @@ func (h *Hub) Send(ctx context.Context, from string, id session.ID, env *hubpb.E
 		return nil, err
 	}
 	actx, admit := h.cfg.Tracer.Start(ctx, spanAdmit, sessionAttr(id))
-	s, err := h.lookupFor(id, from, false)
+	s, err := h.lookupFor(ctx, id, from, false)
 	if err != nil {
 		return nil, endSpan(admit, err)
 	}
@@ -143,7 +143,7 @@ func (h *Hub) CloseSession(ctx context.Context, agent string, operator bool, id 
 		return nil, err
 	}
 	defer h.leave()
-	s, err := h.lookup(id)
+	s, err := h.lookup(ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,9 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
@@ -21,30 +24,68 @@ type Subscription struct {
 	agent   string     // the subscribing agent; "" for a watch
 	watch   session.ID // the watched session
 	top     *sess      // the watched session, for a tree watch
+	ws      *sess      // the watched session, whose lists hold a watch
 	tree    bool       // a watch of the session and its descendants
 	verbose bool       // a tree watch sees every envelope of the descendants
 	over    bool       // a tree watch handed out its root's end
 	viewer  string     // whose audience filters what a watch sees; "" sees all (operators)
 	// turnView, when set, is the view each your_turn delivery carries.
 	turnView *ViewOptions
+	holder   string // the agent whose stream this is, counted in Hub.streams
+	counted  atomic.Bool
 
 	// Owned by the reader (Next).
-	spans []span            // catch-up still to read from the log
-	batch []*hubpb.Delivery // catch-up read, not yet returned
-	turns []*hubpb.Delivery // pending turns to re-tell after catch-up
-	sent  map[string]uint64 // highest seq handed out per session id
-	told  map[string]uint64 // highest turn trigger handed out per session id
+	spans  []span            // catch-up still to read from the log
+	batch  []*hubpb.Delivery // catch-up read, not yet returned
+	turns  []*hubpb.Delivery // pending turns to re-tell after catch-up
+	turnAt map[string]uint64 // session id → seq of its pending turn's trigger, for catch-up
+	sent   map[string]uint64 // highest seq handed out per session id
+	told   map[string]uint64 // highest turn trigger handed out per session id
 
-	mu    sync.Mutex
-	queue []*hubpb.Delivery
-	wake  chan struct{}
-	err   error
+	mu     sync.Mutex
+	queue  []*hubpb.Delivery
+	sizes  []int // the encoded size of each queued delivery's envelope
+	queued int   // their sum
+	wake   chan struct{}
+	err    error
 }
 
+// takeStream counts a new stream of agent's, or refuses it past the
+// hub's MaxStreamsPerAgent.
+func (h *Hub) takeStream(sub *Subscription, agent string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if n := h.streams[agent]; n >= h.cfg.MaxStreamsPerAgent {
+		return fmt.Errorf("%q holds %d subscriptions and watches, the limit is %d: %w", agent, n, h.cfg.MaxStreamsPerAgent, ErrLimit)
+	}
+	h.streams[agent]++
+	sub.holder = agent
+	sub.counted.Store(true)
+	return nil
+}
+
+// releaseStream uncounts a stream (once).
+func (h *Hub) releaseStream(sub *Subscription) {
+	if !sub.counted.CompareAndSwap(true, false) {
+		return
+	}
+	h.mu.Lock()
+	if h.streams[sub.holder]--; h.streams[sub.holder] <= 0 {
+		delete(h.streams, sub.holder)
+	}
+	h.mu.Unlock()
+}
+
+// span is a range of one session's log still to catch up on. It keeps
+// the session's id and call, not the session: a subscription that catches
+// up on many ended sessions does not hold them in memory.
 type span struct {
-	s        *sess
+	id       session.ID
+	call     *hubpb.Call
 	from, to uint64
 }
+
+func spanOf(s *sess, from, to uint64) span { return span{id: s.id, call: s.call, from: from, to: to} }
 
 func newSubscription(h *Hub, agent string, watch session.ID) *Subscription {
 	return &Subscription{h: h, agent: agent, watch: watch, sent: map[string]uint64{}, told: map[string]uint64{},
@@ -87,13 +128,25 @@ func (sub *Subscription) push(ds ...*hubpb.Delivery) {
 	if len(ds) == 0 {
 		return
 	}
-	if len(sub.queue)+len(ds) > sub.h.cfg.SubscriberBuffer {
-		sub.err = fmt.Errorf("the subscriber's buffer of %d deliveries is full: %w", len(sub.queue), ErrSlowSubscriber)
-		sub.queue = nil
-		sub.h.logger.Warn().Str("agent", sub.agent).Str("session", sub.watch.String()).Msg("slow subscriber cut off")
-		go sub.unregister()
-	} else {
+	var one [1]int
+	sizes := one[:0]
+	n := 0
+	for _, d := range ds {
+		sz := proto.Size(d.GetEnvelope())
+		sizes = append(sizes, sz)
+		n += sz
+	}
+	cfg := &sub.h.cfg
+	switch {
+	case len(sub.queue)+len(ds) > cfg.SubscriberBuffer:
+		sub.cut(fmt.Errorf("the subscriber's buffer of %d deliveries is full: %w", len(sub.queue), ErrSlowSubscriber))
+	case len(sub.queue) > 0 && sub.queued+n > cfg.SubscriberBufferBytes:
+		sub.cut(fmt.Errorf("the subscriber's buffer of %d bytes is full (%d deliveries, %d bytes unread): %w",
+			cfg.SubscriberBufferBytes, len(sub.queue), sub.queued, ErrSlowSubscriber))
+	default:
+		sub.sizes = append(sub.sizes, sizes...)
 		sub.queue = append(sub.queue, ds...)
+		sub.queued += n
 	}
 	select {
 	case sub.wake <- struct{}{}:
@@ -101,12 +154,20 @@ func (sub *Subscription) push(ds ...*hubpb.Delivery) {
 	}
 }
 
+// cut ends a subscriber that fell behind; sub.mu is held.
+func (sub *Subscription) cut(err error) {
+	sub.err = err
+	sub.queue, sub.sizes, sub.queued = nil, nil, 0
+	sub.h.logger.Warn().Str("agent", sub.agent).Str("session", sub.watch.String()).Err(err).Msg("slow subscriber cut off")
+	go sub.unregister()
+}
+
 // fail ends the subscription with err.
 func (sub *Subscription) fail(err error) {
 	sub.mu.Lock()
 	if sub.err == nil {
 		sub.err = err
-		sub.queue = nil
+		sub.queue, sub.sizes, sub.queued = nil, nil, 0
 	}
 	sub.mu.Unlock()
 	select {
@@ -124,6 +185,7 @@ func (sub *Subscription) Close() {
 // unregister removes the subscription from the hub's delivery lists.
 func (sub *Subscription) unregister() {
 	h := sub.h
+	h.releaseStream(sub)
 	if sub.agent != "" {
 		h.mu.Lock()
 		h.subs[sub.agent] = slices.DeleteFunc(h.subs[sub.agent], func(x *Subscription) bool { return x == sub })
@@ -133,9 +195,10 @@ func (sub *Subscription) unregister() {
 		h.mu.Unlock()
 		return
 	}
-	h.mu.RLock()
-	s := h.sessions[sub.watch]
-	h.mu.RUnlock()
+	h.mu.Lock()
+	delete(h.watches, sub)
+	h.mu.Unlock()
+	s := sub.ws
 	if s == nil {
 		return
 	}
@@ -223,9 +286,9 @@ func (sub *Subscription) nextReady() (*hubpb.Delivery, bool) {
 	for len(sub.batch) > 0 {
 		d := sub.batch[0]
 		sub.batch = sub.batch[1:]
-		d.YourTurn = slices.ContainsFunc(sub.turns, func(t *hubpb.Delivery) bool {
-			return t.GetEnvelope().GetSessionId() == d.GetEnvelope().GetSessionId() && t.GetEnvelope().GetSeq() == d.GetEnvelope().GetSeq()
-		})
+		if seq, ok := sub.turnAt[d.GetEnvelope().GetSessionId()]; ok && seq == d.GetEnvelope().GetSeq() {
+			d.YourTurn = true // one map lookup: a catch-up over N sessions costs O(N), not O(N²)
+		}
 		if d, keep := sub.filter(d); keep {
 			return d, true
 		}
@@ -278,6 +341,8 @@ func (sub *Subscription) pop() (*hubpb.Delivery, bool, error) {
 	d := sub.queue[0]
 	sub.queue[0] = nil
 	sub.queue = sub.queue[1:]
+	sub.queued -= sub.sizes[0]
+	sub.sizes = sub.sizes[1:]
 	return d, true, nil
 }
 
@@ -289,23 +354,24 @@ func (sub *Subscription) readSpan(ctx context.Context) error {
 	sp := &sub.spans[0]
 	n := 0
 	// A chunk is short; reading it does not depend on the caller giving up.
-	err := sub.h.wal.Scan(context.WithoutCancel(ctx), sp.s.id, sp.from, func(seq uint64, data []byte) error {
+	err := sub.h.wal.Scan(context.WithoutCancel(ctx), sp.id, sp.from, func(seq uint64, data []byte) error {
 		if seq > sp.to || n >= catchupChunk {
 			return errStop
 		}
 		n++
 		sp.from = seq + 1
-		e, err := sp.s.decode(data)
+		e, err := session.UnmarshalEnvelope(data)
 		if err != nil {
 			return err
 		}
+		e.Call = sp.call
 		if sub.sees(e) {
 			sub.batch = append(sub.batch, &hubpb.Delivery{Envelope: e})
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, errStop) {
-		return fmt.Errorf("catching up session %v from seq %d: %w", sp.s.id, sp.from, err)
+		return fmt.Errorf("catching up session %v from seq %d: %w", sp.id, sp.from, err)
 	}
 	if sp.from > sp.to || n == 0 {
 		sub.spans = sub.spans[1:]

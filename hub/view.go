@@ -45,7 +45,7 @@ const maxHistory = 16
 
 // View returns agent's view of a session.
 func (h *Hub) View(ctx context.Context, agent string, id session.ID, opts ViewOptions) (*hubpb.View, error) {
-	s, err := h.readable(agent, false, id)
+	s, err := h.readable(ctx, agent, false, id)
 	if err != nil {
 		return nil, err
 	}
@@ -53,27 +53,56 @@ func (h *Hub) View(ctx context.Context, agent string, id session.ID, opts ViewOp
 	if err != nil {
 		return nil, err
 	}
-	var items []*hubpb.ViewItem
 	earlier, err := h.history(ctx, agent, s, opts.History)
 	if err != nil {
 		return nil, err
 	}
+	keep := MaxReadItems
+	if window > 0 {
+		keep = min(window, MaxReadItems)
+	}
+	buf := viewBuf{keep: keep, older: map[string]int32{}}
 	for _, e := range append(earlier, s) {
-		if items, err = h.viewItems(ctx, agent, e, items); err != nil {
+		if err := h.viewItems(ctx, agent, e, &buf); err != nil {
 			return nil, err
 		}
 	}
-	v := &hubpb.View{SessionId: s.meta.GetSessionId(), Name: name, Items: items}
-	if window > 0 && len(items) > window {
-		cut := len(items) - window
-		v.Items, v.OlderTotal = items[cut:], int32(cut)
-		v.Older = olderCounts(s.meta, items[:cut])
+	v := &hubpb.View{SessionId: s.meta.GetSessionId(), Name: name, Items: buf.items, OlderTotal: buf.total}
+	for _, n := range session.Names(s.meta) {
+		if c := buf.older[n]; c > 0 {
+			v.Older = append(v.Older, &hubpb.SpeakerCount{Speaker: n, Count: c})
+		}
 	}
 	return v, nil
 }
 
-// viewItems appends agent's items of session s to items.
-func (h *Hub) viewItems(ctx context.Context, agent string, s *sess, items []*hubpb.ViewItem) ([]*hubpb.ViewItem, error) {
+// viewBuf keeps the newest items of a view, at most keep of them and
+// MaxReadBytes of their text (the newest always), and counts the older
+// ones per speaker as it drops them: a view's memory is bounded whatever
+// the length of the log.
+type viewBuf struct {
+	items []*hubpb.ViewItem
+	keep  int
+	bytes int
+	older map[string]int32
+	total int32
+}
+
+func (b *viewBuf) add(it *hubpb.ViewItem) {
+	b.items = append(b.items, it)
+	b.bytes += len(it.GetText())
+	for len(b.items) > b.keep || (len(b.items) > 1 && b.bytes > MaxReadBytes) {
+		old := b.items[0]
+		b.items[0] = nil
+		b.items = b.items[1:]
+		b.bytes -= len(old.GetText())
+		b.older[old.GetFrom()]++
+		b.total++
+	}
+}
+
+// viewItems adds agent's items of session s to b.
+func (h *Hub) viewItems(ctx context.Context, agent string, s *sess, b *viewBuf) error {
 	err := h.wal.Scan(ctx, s.id, 1, func(seq uint64, data []byte) error {
 		e, err := s.decode(data)
 		if err != nil {
@@ -81,14 +110,14 @@ func (h *Hub) viewItems(ctx context.Context, agent string, s *sess, items []*hub
 		}
 		if it, ok := viewItem(e, agent); ok {
 			it.SessionId = s.meta.GetSessionId()
-			items = append(items, it)
+			b.add(it)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("reading session %v: %w", s.id, err)
+		return fmt.Errorf("reading session %v: %w", s.id, err)
 	}
-	return items, nil
+	return nil
 }
 
 // history returns the earlier sessions a view of s includes, oldest first:
@@ -100,7 +129,7 @@ func (h *Hub) history(ctx context.Context, agent string, s *sess, which string) 
 	case HistoryThread:
 		for p := s.meta.GetPreviousSessionId(); p != "" && len(out) < maxHistory; {
 			id, err := session.ParseID(p)
-			prev, _ := h.lookup(id)
+			prev, _ := h.lookup(ctx, id)
 			if err != nil || prev == nil {
 				break
 			}
@@ -109,11 +138,10 @@ func (h *Hub) history(ctx context.Context, agent string, s *sess, which string) 
 		}
 		slices.Reverse(out)
 	case HistoryDelegate:
-		if err := s.acquire(ctx); err != nil {
+		var err error
+		if out, err = h.siblings(ctx, s); err != nil {
 			return nil, err
 		}
-		out = siblings(s)
-		s.release()
 	default:
 		return nil, fmt.Errorf("unknown view history %q (known: thread, delegate): %w", which, session.ErrMalformed)
 	}
@@ -121,38 +149,32 @@ func (h *Hub) history(ctx context.Context, agent string, s *sess, which string) 
 }
 
 // siblings returns s's earlier siblings with its delegator and delegate,
-// oldest first, at most maxHistory; the caller holds the tree's lock.
-func siblings(s *sess) []*sess {
-	if s.parent == nil {
-		return nil
+// live or ended, oldest first, at most maxHistory (each ended one loaded
+// from the log).
+func (h *Hub) siblings(ctx context.Context, s *sess) ([]*sess, error) {
+	pid, err := session.ParseID(s.meta.GetParentSessionId())
+	if err != nil {
+		return nil, nil
+	}
+	ids, err := h.childIDs(ctx, pid)
+	if err != nil {
+		return nil, err
 	}
 	var out []*sess
-	for _, k := range s.parent.kids {
-		if k == s {
-			break
+	for i := len(ids) - 1; i >= 0 && len(out) < maxHistory; i-- {
+		if compareIDs(ids[i], s.id) >= 0 {
+			continue
+		}
+		k, err := h.lookup(ctx, ids[i])
+		if err != nil {
+			continue
 		}
 		if k.meta.GetCreator() == s.meta.GetCreator() && k.meta.GetResponder() == s.meta.GetResponder() {
 			out = append(out, k)
 		}
 	}
-	return out[max(0, len(out)-maxHistory):]
-}
-
-// olderCounts counts the items per speaker, in session order.
-func olderCounts(meta *hubpb.SessionMeta, items []*hubpb.ViewItem) []*hubpb.SpeakerCount {
-	var out []*hubpb.SpeakerCount
-	for _, name := range session.Names(meta) {
-		n := 0
-		for _, it := range items {
-			if it.GetFrom() == name {
-				n++
-			}
-		}
-		if n > 0 {
-			out = append(out, &hubpb.SpeakerCount{Speaker: name, Count: int32(n)})
-		}
-	}
-	return out
+	slices.Reverse(out)
+	return out, nil
 }
 
 // resolveView turns options into a view name and a window (0: all).

@@ -3478,7 +3478,7 @@ type ReadLogRequest struct {
 	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// The first seq (default 1).
 	FromSeq uint64 `protobuf:"varint,2,opt,name=from_seq,json=fromSeq,proto3" json:"from_seq,omitempty"`
-	// At most this many envelopes (default 1000).
+	// At most this many envelopes (default and most: 1000).
 	Limit         int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3535,11 +3535,17 @@ func (x *ReadLogRequest) GetLimit() int32 {
 	return 0
 }
 
-// ReadLogResponse is a range of a log.
+// ReadLogResponse is a page of a log. A page holds at most 1000 envelopes
+// and, past its first, at most 2 MiB of them, and reads at most 16,000
+// records (those the caller may not see count too), so it may hold fewer
+// than the limit while the log goes on: next_seq says where.
 type ReadLogResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The envelopes the caller may see, in seq order.
-	Envelopes     []*Envelope `protobuf:"bytes,1,rep,name=envelopes,proto3" json:"envelopes,omitempty"`
+	Envelopes []*Envelope `protobuf:"bytes,1,rep,name=envelopes,proto3" json:"envelopes,omitempty"`
+	// The from_seq of the next page; 0 when this page reached the end of
+	// the log.
+	NextSeq       uint64 `protobuf:"varint,2,opt,name=next_seq,json=nextSeq,proto3" json:"next_seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3579,6 +3585,13 @@ func (x *ReadLogResponse) GetEnvelopes() []*Envelope {
 		return x.Envelopes
 	}
 	return nil
+}
+
+func (x *ReadLogResponse) GetNextSeq() uint64 {
+	if x != nil {
+		return x.NextSeq
+	}
+	return 0
 }
 
 // PendingTurnsRequest asks for the caller's pending turns.
@@ -5203,9 +5216,10 @@ const file_hub_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x19\n" +
 	"\bfrom_seq\x18\x02 \x01(\x04R\afromSeq\x12\x14\n" +
-	"\x05limit\x18\x03 \x01(\x05R\x05limit\"B\n" +
+	"\x05limit\x18\x03 \x01(\x05R\x05limit\"]\n" +
 	"\x0fReadLogResponse\x12/\n" +
-	"\tenvelopes\x18\x01 \x03(\v2\x11.hubd.v1.EnvelopeR\tenvelopes\"\x15\n" +
+	"\tenvelopes\x18\x01 \x03(\v2\x11.hubd.v1.EnvelopeR\tenvelopes\x12\x19\n" +
+	"\bnext_seq\x18\x02 \x01(\x04R\anextSeq\"\x15\n" +
 	"\x13PendingTurnsRequest\"?\n" +
 	"\x14PendingTurnsResponse\x12'\n" +
 	"\x05turns\x18\x01 \x03(\v2\x11.hubd.v1.DeliveryR\x05turns\"u\n" +

@@ -25,7 +25,22 @@ type Write struct {
 	// Records are consecutive seqs, the first being the session's last
 	// stored seq + 1. At least one record is required.
 	Records []Record
+	// Index are entries of the caller's own index, written (or deleted)
+	// in the same transaction as the records: the log does not read
+	// them, IndexScan and IndexGet return them.
+	Index []IndexEntry
 }
+
+// IndexEntry is one key of the caller's index: Key (1 to maxIndexKey
+// bytes) holds Value; Delete removes the key instead.
+type IndexEntry struct {
+	Key    []byte
+	Value  []byte
+	Delete bool
+}
+
+// maxIndexKey is the longest index key.
+const maxIndexKey = 1024
 
 // Request states: the committer takes a queued request by moving it to
 // stateTaken; an appender whose context ends first moves it to
@@ -162,6 +177,13 @@ func checkRequest(writes []Write, lim limits) (int, error) {
 			prev = rec.Seq
 			size += entrySize(recordKeyLen, len(rec.Data))
 			maxData = max(maxData, len(rec.Data))
+		}
+		for _, x := range w.Index {
+			if len(x.Key) == 0 || len(x.Key) > maxIndexKey {
+				return 0, fmt.Errorf("%w: session %x: an index key of %d bytes (1 to %d)", ErrInvalid, w.Session, len(x.Key), maxIndexKey)
+			}
+			size += entrySize(1+len(x.Key), len(x.Value))
+			maxData = max(maxData, len(x.Value))
 		}
 		if err := lim.check(size, maxData); err != nil {
 			return 0, fmt.Errorf("session %x: %w", w.Session, err)

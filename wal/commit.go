@@ -488,6 +488,19 @@ func (c *committer) stage(txn *badger.Txn, r *request) error {
 				return err
 			}
 		}
+		for _, x := range w.Index {
+			c.buf = append(append(c.buf, kindIndex), x.Key...)
+			if !x.Delete {
+				if err := c.set(txn, 1+len(x.Key), x.Value); err != nil {
+					return err
+				}
+				continue
+			}
+			k := c.buf[len(c.buf)-1-len(x.Key) : len(c.buf) : len(c.buf)]
+			if err := txn.Delete(k); err != nil {
+				return fmt.Errorf("wal: stage index delete: %w", err)
+			}
+		}
 	}
 	return nil
 }

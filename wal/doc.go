@@ -129,13 +129,17 @@
 //
 // Keys are fixed-width: one kind byte, the 16 raw bytes of the session UUID,
 // and for records the seq as 8 bytes big-endian, so badger's key order is
-// kind, then session, then seq. No key has a TTL and none is ever deleted.
+// kind, then session, then seq; but for the caller's index (kind 0x05),
+// whose keys are the caller's bytes (1 to 1024 of them). No key has a TTL,
+// and none is ever deleted but the caller's index keys, which the caller
+// deletes in the same transaction as the records they describe.
 //
 //	kind 0x00  format   0x00 | 16 zero bytes          (17 bytes)
 //	kind 0x01  metadata 0x01 | session                (17 bytes)
 //	kind 0x02  record   0x02 | session | seq (BE u64) (25 bytes), seq >= 1
 //	kind 0x03  head     0x03 | session                (17 bytes) -> last seq (BE u64)
 //	kind 0x04  mark     0x04 | session                (17 bytes) -> from seq (BE u64) | cause
+//	kind 0x05  index    0x05 | caller's key           (2 to 1025 bytes) -> caller's data
 //
 // Every value is framed:
 //

@@ -16,6 +16,7 @@ const (
 	kindRecord byte = 0x02 // kindRecord|session|seq -> framed record data
 	kindHead   byte = 0x03 // kindHead|session -> framed last seq (8 bytes BE)
 	kindMark   byte = 0x04 // kindMark|session -> framed damage mark
+	kindIndex  byte = 0x05 // kindIndex|any bytes -> framed caller's data (see Write.Index)
 )
 
 const (
@@ -103,6 +104,11 @@ func decodeKey(b []byte) (key, error) {
 		want = metaKeyLen
 	case kindRecord:
 		want = recordKeyLen
+	case kindIndex:
+		if len(b) < 2 || len(b) > maxIndexKey+1 {
+			return k, fmt.Errorf("%w: index key of length %d", ErrCorrupt, len(b))
+		}
+		return k, nil
 	default:
 		return k, fmt.Errorf("%w: unknown key kind %#02x", ErrCorrupt, k.kind)
 	}

@@ -303,19 +303,26 @@ func (s *scanner) value(v []byte) error {
 // no records), from one consistent snapshot. A bad key or value is
 // ErrCorrupt. An error from fn stops the walk and is returned as is.
 func (l *Log) Sessions(ctx context.Context, fn func(session [16]byte, meta []byte, last uint64) error) error {
-	return l.walkMeta(ctx, true, fn)
+	return l.walkMeta(ctx, true, nil, fn)
 }
 
 // Metas calls fn for every session's metadata, in key order, without
 // looking up last seqs (one forward iterator: what a hydrate that reads
 // every record anyway needs).
 func (l *Log) Metas(ctx context.Context, fn func(session [16]byte, meta []byte) error) error {
-	return l.walkMeta(ctx, false, func(s [16]byte, meta []byte, _ uint64) error { return fn(s, meta) })
+	return l.walkMeta(ctx, false, nil, func(s [16]byte, meta []byte, _ uint64) error { return fn(s, meta) })
+}
+
+// MetasFrom is Metas over the sessions whose ids (raw bytes) are greater
+// than after: a page of a listing in id order.
+func (l *Log) MetasFrom(ctx context.Context, after [16]byte, fn func(session [16]byte, meta []byte) error) error {
+	seek := append(appendMetaKey(nil, after), 0) // the first key past after's
+	return l.walkMeta(ctx, false, seek, func(s [16]byte, meta []byte, _ uint64) error { return fn(s, meta) })
 }
 
 // walkMeta walks the metadata keys, with each session's last seq when
 // withLast is set.
-func (l *Log) walkMeta(ctx context.Context, withLast bool, fn func(session [16]byte, meta []byte, last uint64) error) error {
+func (l *Log) walkMeta(ctx context.Context, withLast bool, seek []byte, fn func(session [16]byte, meta []byte, last uint64) error) error {
 	if err := l.enterRead(); err != nil {
 		return err
 	}
@@ -331,7 +338,10 @@ func (l *Log) walkMeta(ctx context.Context, withLast bool, fn func(session [16]b
 	}
 	value := w.value
 	n := 0
-	for it.Rewind(); it.Valid(); it.Next() {
+	if seek == nil {
+		seek = []byte{kindMeta}
+	}
+	for it.Seek(seek); it.Valid(); it.Next() {
 		if n++; n%ctxEvery == 1 {
 			if err := ctx.Err(); err != nil {
 				return err

@@ -220,7 +220,7 @@ func decodeAll(ctx context.Context, l *wal.Log, bad map[session.ID]error) (sessi
 // refold hydrates a hub from l, which replays every session through its
 // adapter, and adds the sessions it quarantines to bad.
 func refold(ctx context.Context, l *wal.Log, bad map[session.ID]error) error {
-	h, err := hub.New(ctx, hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil)})
+	h, err := hub.New(ctx, hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil), FoldAll: true})
 	if err != nil {
 		return err
 	}

@@ -125,7 +125,7 @@ func checkDataV1Sessions(t *testing.T, h *hub.Hub) {
 		`01a207d6-fcdc-7ca9-ae5f-649624a148c3 consulting@1 CLOSED "explicit_close" 4`,
 		`01a207d6-fcde-753d-b7f4-fe25d03bebb7 conversation@1 OPEN "" 2`,
 	}
-	infos, _, err := h.List(server.DevOperator, true, hub.Filter{})
+	infos, _, err := h.List(context.Background(), server.DevOperator, true, hub.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,14 +144,14 @@ func checkDataV1Sessions(t *testing.T, h *hub.Hub) {
 func exportAll(t *testing.T, h *hub.Hub) []byte {
 	t.Helper()
 	ctx := context.Background()
-	infos, _, err := h.List(server.DevOperator, true, hub.Filter{})
+	infos, _, err := h.List(context.Background(), server.DevOperator, true, hub.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
 	for _, info := range infos {
 		id := session.MustParseID(info.GetMeta().GetSessionId())
-		envs, err := h.ReadLog(ctx, server.DevOperator, true, id, 1, 0)
+		envs, _, err := h.ReadLog(ctx, server.DevOperator, true, id, 1, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

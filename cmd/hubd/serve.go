@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/hubd/hubd/hub"
 	"github.com/hubd/hubd/hub/hubgrpc"
 	"github.com/hubd/hubd/hub/hubhttp"
 	"github.com/hubd/hubd/internal/exitcode"
@@ -34,6 +35,8 @@ type serveFlags struct {
 	inviteTimeout, heartbeat                                                        time.Duration
 	maxEnvelope, maxOpen, subscriberBuffer, maxDepth                                int
 	cluster                                                                         clusterFlags
+	streamsPerConn, streamsPerAgent, subscriberBytes                                int
+	autoAcceptFrom                                                                  string
 }
 
 // register defines serve's flags.
@@ -53,6 +56,10 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxEnvelope, "max-envelope-bytes", 1<<20, "largest envelope stored, in bytes")
 	fs.IntVar(&f.maxOpen, "max-open-per-agent", 0, "most pending or open sessions an agent may have created (0: no limit)")
 	fs.IntVar(&f.subscriberBuffer, "subscriber-buffer", 4096, "deliveries buffered per subscriber before it is cut off")
+	fs.IntVar(&f.subscriberBytes, "subscriber-buffer-bytes", 16<<20, "bytes of envelopes buffered per subscriber before it is cut off")
+	fs.IntVar(&f.streamsPerConn, "max-streams-per-conn", hubgrpc.DefaultMaxStreamsPerConn, "most Subscribe and Watch streams one connection holds at once")
+	fs.IntVar(&f.streamsPerAgent, "max-streams-per-agent", 256, "most Subscribe and Watch streams one agent holds at once")
+	fs.StringVar(&f.autoAcceptFrom, "auto-accept-from", "", "consent `file`: lines \"invitee creator...\" (\"*\": anyone) saying who may add an agent to a session without its acknowledgement (auto_accept); with --tokens or --client-ca, an auto_accept not listed there is an invite the agent must acknowledge (development mode lets anyone)")
 	fs.IntVar(&f.maxDepth, "max-depth", 8, "deepest a child session may be (delegation)")
 	fs.StringVar(&f.onDamage, "on-damage", "refuse", "when acknowledged records are found missing at start: \"refuse\" to start, or \"quarantine\" the sessions affected and serve the rest (see docs/OPERATIONS.md)")
 	fs.StringVar(&f.minFreeDisk, "min-free-disk", "256MiB", "free space kept on the data directory's disk; below it sends are refused with DISK_FULL until space is freed (`size`: 512MiB, 2GB, 0 for none)")
@@ -117,6 +124,10 @@ func (f *serveFlags) config(lg zerolog.Logger) (server.Config, error) {
 	if _, err := server.LogBatchBytes(cfg.Hub); err != nil {
 		return cfg, exitcode.Usage("serve: --max-envelope-bytes %d: %v", f.maxEnvelope, err)
 	}
+	cfg.Hub.SubscriberBufferBytes, cfg.Hub.MaxStreamsPerAgent, cfg.MaxStreamsPerConn = f.subscriberBytes, f.streamsPerAgent, f.streamsPerConn
+	if f.subscriberBytes < 1 || f.streamsPerAgent < 1 || f.streamsPerConn < 1 {
+		return cfg, exitcode.Usage("serve: --subscriber-buffer-bytes, --max-streams-per-agent and --max-streams-per-conn must be at least 1")
+	}
 	if f.maxDepth < 1 {
 		return cfg, exitcode.Usage("serve: --max-depth %d: want at least 1", f.maxDepth)
 	}
@@ -155,6 +166,16 @@ func (f *serveFlags) config(lg zerolog.Logger) (server.Config, error) {
 		defer file.Close()
 		if cfg.Tokens, err = hubgrpc.ParseTokens(file); err != nil {
 			return cfg, exitcode.Usage("serve: %s: %v", f.tokens, err)
+		}
+	}
+	if f.autoAcceptFrom != "" {
+		file, err := os.Open(f.autoAcceptFrom)
+		if err != nil {
+			return cfg, exitcode.Usage("serve: %v", err)
+		}
+		defer file.Close()
+		if cfg.Hub.Consent, err = hub.ParseConsent(file); err != nil {
+			return cfg, exitcode.Usage("serve: %s: %v", f.autoAcceptFrom, err)
 		}
 	}
 	if !f.fsync {

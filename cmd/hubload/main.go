@@ -20,6 +20,9 @@ func main() {
 // run is the whole program: it parses args and runs the load, the check
 // or the idle mode, writing its report to stdout and diagnostics to stderr.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "--soak" {
+		return runSoak(ctx, args[1:], stdout, stderr)
+	}
 	cfg, err := parseConfig(args, stderr)
 	if err != nil {
 		return err

@@ -20,6 +20,10 @@ import (
 type Config struct {
 	Auth   Authenticator
 	Logger zerolog.Logger // default zerolog.Nop()
+	// MaxStreamsPerConn bounds the Subscribe and Watch streams of one
+	// connection (with the ConnStats handler on the server); default
+	// DefaultMaxStreamsPerConn.
+	MaxStreamsPerConn int
 }
 
 // Service implements hubsvc.HubServer over a hub.
@@ -28,11 +32,16 @@ type Service struct {
 	h    *hub.Hub
 	auth Authenticator
 	lg   zerolog.Logger
+
+	maxConnStreams int
 }
 
 // New returns the service over h.
 func New(h *hub.Hub, cfg Config) *Service {
-	return &Service{h: h, auth: cfg.Auth, lg: cfg.Logger}
+	if cfg.MaxStreamsPerConn <= 0 {
+		cfg.MaxStreamsPerConn = DefaultMaxStreamsPerConn
+	}
+	return &Service{h: h, auth: cfg.Auth, lg: cfg.Logger, maxConnStreams: cfg.MaxStreamsPerConn}
 }
 
 // Register registers the service on g.
@@ -158,7 +167,7 @@ func (s *Service) ListSessions(ctx context.Context, req *hubpb.ListSessionsReque
 				return nil, err
 			}
 		}
-		infos, next, err := s.h.List(id.Agent, id.Operator, f)
+		infos, next, err := s.h.List(ctx, id.Agent, id.Operator, f)
 		if err != nil {
 			return nil, err
 		}
@@ -173,11 +182,11 @@ func (s *Service) ReadLog(ctx context.Context, req *hubpb.ReadLogRequest) (*hubp
 		if err != nil {
 			return nil, err
 		}
-		es, err := s.h.ReadLog(ctx, id.Agent, id.Operator, sid, req.GetFromSeq(), int(req.GetLimit()))
+		es, next, err := s.h.ReadLog(ctx, id.Agent, id.Operator, sid, req.GetFromSeq(), int(req.GetLimit()))
 		if err != nil {
 			return nil, err
 		}
-		return &hubpb.ReadLogResponse{Envelopes: es}, nil
+		return &hubpb.ReadLogResponse{Envelopes: es, NextSeq: next}, nil
 	})
 }
 
@@ -280,6 +289,11 @@ func (s *Service) Subscribe(req *hubpb.SubscribeRequest, stream grpc.ServerStrea
 		}
 		opts.Cursors[sid] = v
 	}
+	done, err := s.takeConnStream(ctx)
+	if err != nil {
+		return statusOf(s.lg, "Subscribe", err)
+	}
+	defer done()
 	sub, err := s.h.Subscribe(ctx, id.Agent, opts)
 	if err != nil {
 		return statusOf(s.lg, "Subscribe", err)
@@ -298,6 +312,11 @@ func (s *Service) Watch(req *hubpb.WatchRequest, stream grpc.ServerStreamingServ
 	if err != nil {
 		return statusOf(s.lg, "Watch", err)
 	}
+	done, err := s.takeConnStream(ctx)
+	if err != nil {
+		return statusOf(s.lg, "Watch", err)
+	}
+	defer done()
 	sub, err := s.h.Watch(ctx, id.Agent, id.Operator, sid, hub.WatchOptions{From: req.GetFromSeq(), Tree: req.GetTree(),
 		Verbose: req.GetVerbose(), Cursors: req.GetCursors()})
 	if err != nil {

@@ -184,7 +184,7 @@ func compareWithHub(t *testing.T, f *fixture, ops hubsvc.HubClient, id string) [
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	want, err := f.srv.Hub().ReadLog(ctx, "", true, session.MustParseID(id), 1, 0)
+	want, _, err := f.srv.Hub().ReadLog(ctx, "", true, session.MustParseID(id), 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestUnknownFieldsDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored, err := f.srv.Hub().ReadLog(ctx, "", true, session.MustParseID(id), a.GetSeq(), 1)
+	stored, _, err := f.srv.Hub().ReadLog(ctx, "", true, session.MustParseID(id), a.GetSeq(), 1)
 	if err != nil || len(stored) != 1 {
 		t.Fatalf("%v %v", stored, err)
 	}

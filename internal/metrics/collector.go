@@ -8,7 +8,7 @@ import (
 
 // The metrics read at each scrape.
 var (
-	sessionsDesc = prometheus.NewDesc("hubd_sessions", "Sessions the hub holds, by session type and state.",
+	sessionsDesc = prometheus.NewDesc("hubd_sessions", "Live sessions the hub holds in memory (pending and open; ended ones are read from the log on demand), by session type and state.",
 		[]string{"session_type", "state"}, nil)
 	quarantinedDesc = prometheus.NewDesc("hubd_sessions_quarantined", "Sessions hydrate could not rebuild from the log.", nil, nil)
 	walCommitsDesc  = prometheus.NewDesc("hubd_wal_commits_total", "Log transactions committed, each with one fsync (group commit).", nil, nil)

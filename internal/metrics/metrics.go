@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"context"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -25,7 +26,7 @@ const unknownType = "unknown"
 // from an index of the sessions seen (see typeIndex).
 type Hub interface {
 	Quarantined() map[session.ID]error
-	List(agent string, operator bool, f hub.Filter) ([]*hubpb.SessionInfo, session.ID, error)
+	List(ctx context.Context, agent string, operator bool, f hub.Filter) ([]*hubpb.SessionInfo, session.ID, error)
 }
 
 // censusHub is a hub that counts its sessions itself.

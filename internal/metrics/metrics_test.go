@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -24,7 +25,7 @@ func (f *fakeHub) Quarantined() map[session.ID]error {
 	return map[session.ID]error{{1}: errors.New("bad")}
 }
 
-func (f *fakeHub) List(_ string, _ bool, flt hub.Filter) ([]*hubpb.SessionInfo, session.ID, error) {
+func (f *fakeHub) List(_ context.Context, _ string, _ bool, flt hub.Filter) ([]*hubpb.SessionInfo, session.ID, error) {
 	var out []*hubpb.SessionInfo
 	for _, info := range f.infos {
 		if id := session.MustParseID(info.GetMeta().GetSessionId()); compare(id, flt.After) > 0 {
@@ -58,7 +59,7 @@ func TestCensusByListing(t *testing.T) {
 	m := New(func() wal.Stats { return wal.Stats{Commits: 3, Requests: 6, Records: 9, Syncing: 2 * time.Second} })
 	m.Attach(&fakeHub{infos: []*hubpb.SessionInfo{info(1, "conversation@1", "OPEN"), info(2, "conversation@1", "CLOSED"), info(3, "workflow@1", "OPEN")}})
 	want := `
-# HELP hubd_sessions Sessions the hub holds, by session type and state.
+# HELP hubd_sessions Live sessions the hub holds in memory (pending and open; ended ones are read from the log on demand), by session type and state.
 # TYPE hubd_sessions gauge
 hubd_sessions{session_type="conversation@1",state="CLOSED"} 1
 hubd_sessions{session_type="conversation@1",state="EXPIRED"} 0
@@ -90,7 +91,7 @@ func TestCensusByHub(t *testing.T) {
 	m := New(nil)
 	m.Attach(&countingHub{})
 	want := `
-# HELP hubd_sessions Sessions the hub holds, by session type and state.
+# HELP hubd_sessions Live sessions the hub holds in memory (pending and open; ended ones are read from the log on demand), by session type and state.
 # TYPE hubd_sessions gauge
 hubd_sessions{session_type="workflow@1",state="CLOSED"} 0
 hubd_sessions{session_type="workflow@1",state="EXPIRED"} 0

@@ -81,3 +81,25 @@ func (n *node) appendErr(ctx context.Context, w hub.LogWrite, err error) error {
 	ne.Why = fmt.Sprintf("the log refused the write of session %s (%v)", session.ID(w.Session), err)
 	return ne
 }
+
+// A cluster node's hub keeps every session of its partitions in memory
+// (hub.Config.Partitioned: nothing leaves memory when it ends, and
+// listings, children and keys are read from memory), so the JetStream log
+// keeps no index of its own: it answers as a log that holds none.
+
+// Meta returns nil: an ended session is never loaded from the log.
+func (jsLog) Meta(context.Context, [16]byte) ([]byte, error) { return nil, nil }
+
+// MetasFrom lists nothing (listings come from memory).
+func (jsLog) MetasFrom(context.Context, [16]byte, func([16]byte, []byte) error) error { return nil }
+
+// IndexGet finds nothing.
+func (jsLog) IndexGet(context.Context, []byte) ([]byte, bool, error) { return nil, false, nil }
+
+// IndexScan lists nothing.
+func (jsLog) IndexScan(context.Context, []byte, []byte, func(key, value []byte) error) error {
+	return nil
+}
+
+// PutIndex keeps nothing.
+func (jsLog) PutIndex(context.Context, []hub.IndexEntry) error { return nil }

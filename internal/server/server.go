@@ -49,7 +49,10 @@ type Config struct {
 
 	Hub         hub.Config // limits, clock, hooks; Log, Adapters and Logger are filled in, and its Hooks run after the server's logging and metrics (see logHooks)
 	MaxMsgBytes int        // largest request; default the hub's envelope limit + 64 KiB
-	Logger      zerolog.Logger
+	// MaxStreamsPerConn bounds the Subscribe and Watch streams of one
+	// connection; default hubgrpc.DefaultMaxStreamsPerConn.
+	MaxStreamsPerConn int
+	Logger            zerolog.Logger
 
 	// HTTP is the host:port of the HTTP side (JSON API, events, sign-in,
 	// /metrics, /debug/pprof); "" serves none. In development mode it must
@@ -181,6 +184,9 @@ func start(ctx context.Context, cfg Config, auth hubgrpc.Authenticator, tlsCfg *
 		}
 	}
 	hc.Adapters, hc.Logger = Adapters(nil), cfg.Logger
+	// With tokens or certificates, an agent is put into a session without
+	// acknowledging only by those it consented to (hub.Consent).
+	hc.RequireConsent = hc.RequireConsent || !auth.Dev
 	hc.Hooks = logHooks(cfg.Logger, m.Hooks(hc.Hooks))
 	if cfg.Tracer != nil {
 		hc.Tracer = cfg.Tracer.Tracer("github.com/hubd/hubd/hub")
@@ -200,7 +206,7 @@ func start(ctx context.Context, cfg Config, auth hubgrpc.Authenticator, tlsCfg *
 	}
 	m.Hydrated(time.Since(began))
 	m.Attach(h)
-	svc := hubgrpc.New(h, hubgrpc.Config{Auth: auth, Logger: cfg.Logger})
+	svc := hubgrpc.New(h, hubgrpc.Config{Auth: auth, Logger: cfg.Logger, MaxStreamsPerConn: cfg.MaxStreamsPerConn})
 	g := grpc.NewServer(append(serverOptions(cfg, hc, tlsCfg),
 		grpc.ChainUnaryInterceptor(unaryChain(cfg, m, svc, "grpc")...),
 		grpc.ChainStreamInterceptor(m.StreamInterceptor, svc.StreamInterceptor))...)
@@ -298,6 +304,7 @@ func maxMsgBytes(cfg Config, hc hub.Config) int {
 
 func serverOptions(cfg Config, hc hub.Config, tlsCfg *tls.Config) []grpc.ServerOption {
 	opts := []grpc.ServerOption{
+		grpc.StatsHandler(hubgrpc.ConnStats()), // for the per-connection stream limit
 		grpc.MaxRecvMsgSize(maxMsgBytes(cfg, hc)),
 		grpc.ForceServerCodecV2(hubgrpc.Codec()),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),

@@ -35,9 +35,35 @@ func (w walLog) Append(ctx context.Context, writes ...hub.LogWrite) error {
 		for _, r := range x.Records {
 			recs = append(recs, wal.Record{Seq: r.Seq, Data: r.Data})
 		}
-		ws[i] = wal.Write{Session: x.Session, Meta: x.Meta, Records: recs[start:len(recs):len(recs)]}
+		ws[i] = wal.Write{Session: x.Session, Meta: x.Meta, Records: recs[start:len(recs):len(recs)], Index: indexEntries(x.Index)}
 	}
 	return logErr(w.Log.Append(ctx, ws...))
+}
+
+// indexEntries converts the hub's index entries to the log's.
+func indexEntries(xs []hub.IndexEntry) []wal.IndexEntry {
+	if len(xs) == 0 {
+		return nil
+	}
+	out := make([]wal.IndexEntry, len(xs))
+	for i, x := range xs {
+		out[i] = wal.IndexEntry{Key: x.Key, Value: x.Value, Delete: x.Delete}
+	}
+	return out
+}
+
+// Meta returns a session's metadata, nil when the log has none.
+func (w walLog) Meta(ctx context.Context, session [16]byte) ([]byte, error) {
+	m, err := w.Log.Meta(ctx, session)
+	if errors.Is(err, wal.ErrNotFound) {
+		return nil, nil
+	}
+	return m, err
+}
+
+// PutIndex writes index entries outside an append.
+func (w walLog) PutIndex(ctx context.Context, entries []hub.IndexEntry) error {
+	return w.Log.PutIndex(ctx, indexEntries(entries))
 }
 
 // logErr gives the hub the meaning of the log's errors it acts on: a full

@@ -465,9 +465,17 @@ class Client:
     async def read_log(
         self, session_id: str, from_seq: int = 0, limit: int = 0, *, timeout: Optional[float] = None
     ) -> List[pb.Envelope]:
-        """A range of a session's log the caller may see."""
-        req = pb.ReadLogRequest(session_id=session_id, from_seq=from_seq, limit=limit)
-        return list((await self._call("read log", self._stub.ReadLog, req, timeout)).envelopes)
+        """Up to ``limit`` envelopes (0: 1000) of a session's log the caller
+        may see, read page by page (see Client.read_log)."""
+        limit = limit if limit > 0 else 1000
+        out: List[pb.Envelope] = []
+        while True:
+            req = pb.ReadLogRequest(session_id=session_id, from_seq=from_seq, limit=min(limit - len(out), 1000))
+            resp = await self._call("read log", self._stub.ReadLog, req, timeout)
+            out.extend(resp.envelopes)
+            if resp.next_seq == 0 or len(out) >= limit or resp.next_seq <= from_seq:
+                return out
+            from_seq = resp.next_seq
 
     async def pending_turns(self, *, timeout: Optional[float] = None) -> List[pb.Delivery]:
         """The caller's pending turns."""

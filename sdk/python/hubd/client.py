@@ -495,11 +495,20 @@ class Client:
     def read_log(
         self, session_id: str, from_seq: int = 0, limit: int = 0, *, timeout: Optional[float] = None
     ) -> List[pb.Envelope]:
-        """Up to ``limit`` envelopes (0: the hub's default, 1000) of a
-        session's log from ``from_seq`` (0 or 1: the start), those the caller
-        may see, in seq order."""
-        req = pb.ReadLogRequest(session_id=session_id, from_seq=from_seq, limit=limit)
-        return list(self._call("read log", self._stub.ReadLog, req, timeout).envelopes)
+        """Up to ``limit`` envelopes (0: 1000) of a session's log from
+        ``from_seq`` (0 or 1: the start), those the caller may see, in seq
+        order. The hub answers in capped pages (at most 1000 envelopes,
+        about 2 MiB); this reads as many as ``limit`` takes, so fewer than
+        ``limit`` envelopes means the log ended."""
+        limit = limit if limit > 0 else 1000
+        out: List[pb.Envelope] = []
+        while True:
+            req = pb.ReadLogRequest(session_id=session_id, from_seq=from_seq, limit=min(limit - len(out), 1000))
+            resp = self._call("read log", self._stub.ReadLog, req, timeout)
+            out.extend(resp.envelopes)
+            if resp.next_seq == 0 or len(out) >= limit or resp.next_seq <= from_seq:
+                return out
+            from_seq = resp.next_seq
 
     def pending_turns(self, *, timeout: Optional[float] = None) -> List[pb.Delivery]:
         """For each open session where it is the caller's turn, the delivery

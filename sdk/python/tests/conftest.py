@@ -31,6 +31,9 @@ sys.path.insert(0, str(SDK))
 import hubd  # noqa: E402
 
 TOKENS = {"alice": "alice-token-0123456789", "bob": "bob-token-0123456789", "op": "op-token-0123456789"}
+# The agents that take sessions from anyone on a hub with tokens or
+# certificates (its --auto-accept-from file).
+CONSENTING = ["alice", "bob", "carol", "dave", "op"]
 MAX_ENVELOPE_BYTES = 8192
 MAX_OPEN_PER_AGENT = 20
 
@@ -126,7 +129,14 @@ def hub_factory(hubd_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
 
     def start(*args: str) -> Hub:
         data = tmp_path_factory.mktemp("hub") / f"data{next(counter)}"
-        h = Hub(hubd_bin, data, list(args)).start()
+        args = list(args)
+        if "--tokens" in args or "--client-ca" in args:
+            # With tokens or certificates, auto_accept needs the invitee's
+            # consent: the tests' agents take sessions from anyone.
+            consent = data.parent / "consent"
+            consent.write_text("".join(f"{n} *\n" for n in CONSENTING))
+            args += ["--auto-accept-from", str(consent)]
+        h = Hub(hubd_bin, data, args).start()
         hubs.append(h)
         return h
 

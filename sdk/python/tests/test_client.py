@@ -368,3 +368,17 @@ def test_values() -> None:
     assert hubd.Packet("y").finish().proto().routing.reason == "finished"
     assert hubd.turn_msg_id("s", 5) == "turn/s/5"
     assert hubd.text_of(None) == "" and not hubd.is_turn(None) and hubd.close_reason(None) == ""
+
+
+def test_read_log_pages(connect: Connect, names: Names) -> None:
+    # The hub answers a read in pages of at most 1000 envelopes; read_log
+    # reads as many as the limit takes, and stops where the log ends.
+    alice = connect(names("alice"))
+    s = alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(names("bob")))
+    for i in range(1200):
+        alice.send_text(s.id, f"t{i}")
+    total = 1202  # with the invite and the open
+    assert [e.seq for e in alice.read_log(s.id, limit=1500)] == list(range(1, total + 1))
+    assert len(alice.read_log(s.id, limit=1100)) == 1100
+    assert len(alice.read_log(s.id)) == 1000
+    assert [e.seq for e in alice.read_log(s.id, from_seq=900, limit=5000)] == list(range(900, total + 1))

@@ -611,8 +611,20 @@ export class Client {
    * order.
    */
   async readLog(sessionId: string, fromSeq = 0, limit = 0, opts: CallOptions = {}): Promise<Envelope[]> {
-    const resp = await this.unary("read log", this.raw.readLog, ReadLogRequest.fromPartial({ sessionId, fromSeq, limit }), opts);
-    return resp.envelopes;
+    // The hub answers in capped pages (at most 1000 envelopes, about 2 MiB):
+    // read as many as limit takes; fewer than limit means the log ended.
+    const want = limit > 0 ? limit : 1000;
+    const out: Envelope[] = [];
+    for (;;) {
+      const req = ReadLogRequest.fromPartial({ sessionId, fromSeq, limit: Math.min(want - out.length, 1000) });
+      const resp = await this.unary("read log", this.raw.readLog, req, opts);
+      out.push(...resp.envelopes);
+      const next = Number(resp.nextSeq);
+      if (next === 0 || out.length >= want || next <= fromSeq) {
+        return out;
+      }
+      fromSeq = next;
+    }
   }
 
   /** For each open session where it is the caller's turn, the envelope that began the turn (yourTurn is set). */

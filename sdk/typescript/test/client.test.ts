@@ -303,6 +303,20 @@ describe("sessions", { timeout: 20_000 }, () => {
     }
   });
 
+  test("readLog reads page after page up to its limit, and stops where the log ends", async () => {
+    // The hub answers a read in pages of at most 1000 envelopes.
+    const s = await alice.open({ type: SessionType.Conversation, participants: autoAccepted("bob") });
+    for (let i = 0; i < 1200; i++) {
+      await alice.sendText(s.id, `t${i}`);
+    }
+    const total = 1202; // with the invite and the open
+    const all = await alice.readLog(s.id, 0, 1500);
+    assert.deepEqual(all.map((e) => Number(e.seq)), Array.from({ length: total }, (_, i) => i + 1));
+    assert.equal((await alice.readLog(s.id, 0, 1100)).length, 1100);
+    assert.equal((await alice.readLog(s.id)).length, 1000);
+    assert.equal((await alice.readLog(s.id, 900, 5000)).length, total - 899);
+  });
+
   test("a rejected invite closes the session with invite_rejected", async () => {
     const s = await alice.openWorkflow(sequence("alice", "bob"), ["bob"]);
     const ack = await bob.rejectInvite(s.id, "busy");

@@ -56,6 +56,9 @@ export function tempDir(prefix = "hubd-ts-"): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
 
+/** The agents that take sessions from anyone on a hub with tokens or certificates (its --auto-accept-from file). */
+const consenting = ["alice", "bob", "carol", "dave", "mallory", "op", "operator"];
+
 export interface HubOptions {
   /** Extra flags of hubd serve. */
   args?: string[];
@@ -93,6 +96,13 @@ export class Hubd {
       const file = join(dir, "tokens.txt");
       writeFileSync(file, opts.tokens);
       args.push("--tokens", file);
+    }
+    if (opts.tokens !== undefined || args.includes("--client-ca")) {
+      // With tokens or certificates, auto_accept needs the invitee's
+      // consent: the tests' agents take sessions from anyone.
+      const file = join(dir, "consent.txt");
+      writeFileSync(file, consenting.map((n) => `${n} *\n`).join(""));
+      args.push("--auto-accept-from", file);
     }
     const h = new Hubd(`127.0.0.1:${await freePort()}`, join(dir, "data"), args);
     await h.run();

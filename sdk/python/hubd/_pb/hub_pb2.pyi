@@ -511,10 +511,12 @@ class ReadLogRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., from_seq: _Optional[int] = ..., limit: _Optional[int] = ...) -> None: ...
 
 class ReadLogResponse(_message.Message):
-    __slots__ = ["envelopes"]
+    __slots__ = ["envelopes", "next_seq"]
     ENVELOPES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_SEQ_FIELD_NUMBER: _ClassVar[int]
     envelopes: _containers.RepeatedCompositeFieldContainer[Envelope]
-    def __init__(self, envelopes: _Optional[_Iterable[_Union[Envelope, _Mapping]]] = ...) -> None: ...
+    next_seq: int
+    def __init__(self, envelopes: _Optional[_Iterable[_Union[Envelope, _Mapping]]] = ..., next_seq: _Optional[int] = ...) -> None: ...
 
 class ReplayRequest(_message.Message):
     __slots__ = ["session_id"]

@@ -1074,14 +1074,24 @@ export interface ReadLogRequest {
   sessionId: string;
   /** The first seq (default 1). */
   fromSeq: number;
-  /** At most this many envelopes (default 1000). */
+  /** At most this many envelopes (default and most: 1000). */
   limit: number;
 }
 
-/** ReadLogResponse is a range of a log. */
+/**
+ * ReadLogResponse is a page of a log. A page holds at most 1000 envelopes
+ * and, past its first, at most 2 MiB of them, and reads at most 16,000
+ * records (those the caller may not see count too), so it may hold fewer
+ * than the limit while the log goes on: next_seq says where.
+ */
 export interface ReadLogResponse {
   /** The envelopes the caller may see, in seq order. */
   envelopes: Envelope[];
+  /**
+   * The from_seq of the next page; 0 when this page reached the end of
+   * the log.
+   */
+  nextSeq: number;
 }
 
 /** PendingTurnsRequest asks for the caller's pending turns. */
@@ -7414,13 +7424,16 @@ export const ReadLogRequest: MessageFns<ReadLogRequest> = {
 };
 
 function createBaseReadLogResponse(): ReadLogResponse {
-  return { envelopes: [] };
+  return { envelopes: [], nextSeq: 0 };
 }
 
 export const ReadLogResponse: MessageFns<ReadLogResponse> = {
   encode(message: ReadLogResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     for (const v of message.envelopes) {
       Envelope.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextSeq !== 0) {
+      writer.uint32(16).uint64(message.nextSeq);
     }
     return writer;
   },
@@ -7446,6 +7459,14 @@ export const ReadLogResponse: MessageFns<ReadLogResponse> = {
             message.envelopes.push(Envelope.decode(reader, reader.uint32()));
             continue;
           }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.nextSeq = longToNumber(reader.uint64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -7463,6 +7484,7 @@ export const ReadLogResponse: MessageFns<ReadLogResponse> = {
       envelopes: globalThis.Array.isArray(object?.envelopes)
         ? object.envelopes.map((e: any) => Envelope.fromJSON(e))
         : [],
+      nextSeq: isSet(object.next_seq) ? globalThis.Number(object.next_seq) : 0,
     };
   },
 
@@ -7470,6 +7492,9 @@ export const ReadLogResponse: MessageFns<ReadLogResponse> = {
     const obj: any = {};
     if (message.envelopes?.length) {
       obj.envelopes = message.envelopes.map((e) => Envelope.toJSON(e));
+    }
+    if (message.nextSeq !== 0) {
+      obj.next_seq = Math.round(message.nextSeq);
     }
     return obj;
   },
@@ -7480,6 +7505,7 @@ export const ReadLogResponse: MessageFns<ReadLogResponse> = {
   fromPartial<I extends Exact<DeepPartial<ReadLogResponse>, I>>(object: I): ReadLogResponse {
     const message = createBaseReadLogResponse();
     message.envelopes = object.envelopes?.map((e) => Envelope.fromPartial(e)) || [];
+    message.nextSeq = object.nextSeq ?? 0;
     return message;
   },
 };

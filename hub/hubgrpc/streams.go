@@ -1,0 +1,50 @@
+package hubgrpc
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"google.golang.org/grpc/stats"
+
+	"github.com/hubd/hubd/hub"
+)
+
+// DefaultMaxStreamsPerConn is how many Subscribe and Watch streams one
+// connection may hold at once unless Config says otherwise.
+const DefaultMaxStreamsPerConn = 128
+
+// connStreams counts the streams of one connection.
+type connStreams struct{ n atomic.Int32 }
+
+type connKey struct{}
+
+// connTagger is a stats handler that gives each connection a stream
+// counter, found in the contexts of its calls.
+type connTagger struct{}
+
+// ConnStats returns the stats handler the server must be given
+// (grpc.StatsHandler) for the per-connection stream limit to apply.
+func ConnStats() stats.Handler { return connTagger{} }
+
+func (connTagger) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
+	return context.WithValue(ctx, connKey{}, &connStreams{})
+}
+func (connTagger) HandleConn(context.Context, stats.ConnStats)                     {}
+func (connTagger) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+func (connTagger) HandleRPC(context.Context, stats.RPCStats)                       {}
+
+// takeConnStream counts a stream on the call's connection, or refuses it
+// past the limit (LIMIT_REACHED); the returned function uncounts it.
+func (s *Service) takeConnStream(ctx context.Context) (func(), error) {
+	c, _ := ctx.Value(connKey{}).(*connStreams)
+	if c == nil {
+		return func() {}, nil
+	}
+	if n := c.n.Add(1); int(n) > s.maxConnStreams {
+		c.n.Add(-1)
+		return nil, fmt.Errorf("this connection holds %d subscriptions and watches, the limit is %d (open another connection, or end some): %w",
+			n-1, s.maxConnStreams, hub.ErrLimit)
+	}
+	return func() { c.n.Add(-1) }, nil
+}
