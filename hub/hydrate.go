@@ -112,6 +112,7 @@ func (h *Hub) foldEach(ctx context.Context, order []session.ID, all map[session.
 				case meta == nil:
 					l.err = fmt.Errorf("the index marks it live but it has no metadata: %w", session.ErrCorrupt)
 				default:
+					l.meta = meta // a quarantined session is listed with it
 					l.s, l.err = h.start(meta, id)
 				}
 				if l.err == nil {
@@ -308,12 +309,12 @@ func (h *Hub) installLocked(order []session.ID, all map[session.ID]*loading) int
 		if l.err == nil && l.s.m.Lifecycle.State == 0 {
 			l.err = fmt.Errorf("no invite record: %w", session.ErrCorrupt)
 		}
-		if l.err == nil && l.s.m.Lifecycle.State.Ended() {
-			continue // marked live by an earlier start that quarantined it
+		if l.err == nil && l.s.m.Lifecycle.State.Ended() && !h.cfg.Partitioned {
+			continue // marked live by an earlier start that quarantined it (a cluster node keeps ended ones)
 		}
 		if l.err != nil {
 			h.quarantined[id] = l.err
-			if l.s != nil {
+			if l.s != nil && l.s.meta != nil {
 				h.quarantinedMeta[id] = l.s.meta
 			} else if m, err := session.UnmarshalMeta(l.meta); err == nil && m.GetSessionId() != "" {
 				h.quarantinedMeta[id] = m

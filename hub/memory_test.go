@@ -330,7 +330,7 @@ func TestEndedSessionQuarantined(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.restart()
-	if _, err := e.hub.Get(ctx, "a", false, id); !errors.Is(err, hub.ErrSessionFailed) {
+	if _, err := e.hub.Get(ctx, "a", false, id); !errors.Is(err, hub.ErrQuarantined) {
 		t.Fatalf("get of a damaged ended session: %v", err)
 	}
 	if q := e.hub.Quarantined(); q[id] == nil {
