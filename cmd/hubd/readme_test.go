@@ -71,8 +71,11 @@ func TestReadmeCommands(t *testing.T) {
 
 // runnable reports whether the test runs a README command line (with
 // go run already replaced): not one that starts a hub on the fixed port
-// (hubd with no command, or serve, or flags only), installs or builds, or
-// needs grpcurl. Blank and comment lines are not commands.
+// (hubd with no command, or serve, or flags only), installs or builds,
+// needs grpcurl, or runs the Python or TypeScript example (their SDKs'
+// suites run those: sdk/python/tests/test_example.py,
+// sdk/typescript/test/example.test.ts). Blank and comment lines are not
+// commands.
 func runnable(line string) bool {
 	cmd, _, _ := strings.Cut(line, "#")
 	f := strings.Fields(cmd)
@@ -81,6 +84,8 @@ func runnable(line string) bool {
 		return false
 	case f[0] == "hubd":
 		return len(f) > 1 && f[1] != "serve" && !strings.HasPrefix(f[1], "-")
+	case f[0] == "python3", strings.HasPrefix(f[0], "(cd") && len(f) > 1 && f[1] == "sdk/typescript":
+		return false
 	case f[0] == "grpcurl", f[0] == "go" && len(f) > 1 && (f[1] == "test" || f[1] == "install" || f[1] == "build" || f[1] == "run"):
 		return false
 	}
@@ -91,7 +96,8 @@ func TestRunnable(t *testing.T) {
 	for line, want := range map[string]bool{
 		"hubd        # the hub": false, "hubd": false, "hubd serve --data x": false, "hubd --listen 0.0.0.0:7420 --tokens t": false,
 		"go test ./...": false, "go install ./cmd/hubd": false, "go run ./cmd/other": false, "grpcurl -plaintext x": false,
-		"# a comment": false, "   ": false,
+		"# a comment": false, "   ": false, "python3 examples/python/pipeline.py --hub x": false,
+		"(cd sdk/typescript && npm ci && npm run example -- --hub x)": false,
 		"hubd sessions list --hub x": true, "id=$(hubd sessions list | awk 'NR == 2 {print $1}')": true, "pipeline --hub x # example": true,
 	} {
 		if got := runnable(line); got != want {
