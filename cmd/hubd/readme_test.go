@@ -98,7 +98,7 @@ func TestRunnable(t *testing.T) {
 		"go test ./...": false, "go install ./cmd/hubd": false, "go run ./cmd/other": false, "grpcurl -plaintext x": false,
 		"# a comment": false, "   ": false, "python3 examples/python/pipeline.py --hub x": false,
 		"(cd sdk/typescript && npm ci && npm run example -- --hub x)": false,
-		"hubd sessions list --hub x": true, "id=$(hubd sessions list | awk 'NR == 2 {print $1}')": true, "pipeline --hub x # example": true,
+		"hubd sessions list --hub x":                                  true, "id=$(hubd sessions list | awk 'NR == 2 {print $1}')": true, "pipeline --hub x # example": true,
 	} {
 		if got := runnable(line); got != want {
 			t.Errorf("runnable(%q) = %v", line, got)
