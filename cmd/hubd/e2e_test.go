@@ -184,13 +184,16 @@ func hubd(t *testing.T, args ...string) (code int, stdout, stderr string) {
 // A leading argument "ENV=value" is set in its environment instead.
 func runBinary(t *testing.T, bin, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var env []string
 	for len(args) > 0 && strings.Contains(args[0], "=") && !strings.HasPrefix(args[0], "-") {
 		env, args = append(env, args[0]), args[1:]
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
+	// A killed command's children (hubload --soak runs a hubd) may hold
+	// its output open: stop waiting for it soon after.
+	cmd.WaitDelay = 10 * time.Second
 	cmd.Env = append(os.Environ(), env...)
 	var out, errb strings.Builder
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &out, &errb
