@@ -63,20 +63,23 @@ func FuzzTreeWatch(f *testing.F) {
 	f.Add([]byte{0, 4, 1, 7, 2, 10, 6, 4, 3})
 	f.Add([]byte{5, 1, 0, 0, 4, 8, 2, 14, 3, 4})
 	f.Add([]byte{0, 0, 0, 1, 4, 1, 4, 2, 4, 9, 3})
+	// One hub (on an in-memory badger log) serves every input of a
+	// process: each input grows a tree of its own, and opening badger per
+	// input would make the fuzzer crawl.
+	l, err := wal.Open(wal.Options{InMemory: true, NoSync: true})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { l.Close() })
+	h, err := hub.New(context.Background(), hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { h.Close() })
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		if len(ops) > 48 {
 			ops = ops[:48]
 		}
-		l, err := wal.Open(wal.Options{InMemory: true, NoSync: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		h, err := hub.New(context.Background(), hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer h.Close()
 		ctx := context.Background()
 		root := conversationWith(t, h, "user", "main")
 		tree := []session.ID{root}
