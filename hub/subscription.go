@@ -64,16 +64,18 @@ func (h *Hub) takeStream(sub *Subscription, agent string) error {
 	return nil
 }
 
-// releaseStream uncounts a stream (once).
+// releaseStream uncounts a stream (once). The flag is changed under the
+// hub's mutex with the count, so a Close racing the cut-off's own release
+// returns only once the place is free.
 func (h *Hub) releaseStream(sub *Subscription) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if !sub.counted.CompareAndSwap(true, false) {
 		return
 	}
-	h.mu.Lock()
 	if h.streams[sub.holder]--; h.streams[sub.holder] <= 0 {
 		delete(h.streams, sub.holder)
 	}
-	h.mu.Unlock()
 }
 
 // span is a range of one session's log still to catch up on. It keeps
