@@ -45,11 +45,13 @@ const (
 	formatDataLen = len(formatMagic) + 4
 )
 
-// key is a decoded key. seq is 0 for non-record kinds.
+// key is a decoded key. seq is 0 for non-record kinds; index is the
+// hub's own key for kindIndex (after the kind byte).
 type key struct {
 	kind    byte
 	session [16]byte
 	seq     uint64
+	index   []byte
 }
 
 // appendRecordKey appends kindRecord|session|seq(8 bytes big-endian) to dst.
@@ -85,6 +87,8 @@ func (k key) encode(dst []byte) []byte {
 		return appendRecordKey(dst, k.session, k.seq)
 	case kindMeta, kindHead, kindMark:
 		return appendSessionKey(dst, k.kind, k.session)
+	case kindIndex:
+		return append(append(dst, kindIndex), k.index...)
 	default:
 		return append(dst, formatKey()...)
 	}
@@ -108,6 +112,7 @@ func decodeKey(b []byte) (key, error) {
 		if len(b) < 2 || len(b) > maxIndexKey+1 {
 			return k, fmt.Errorf("%w: index key of length %d", ErrCorrupt, len(b))
 		}
+		k.index = b[1:]
 		return k, nil
 	default:
 		return k, fmt.Errorf("%w: unknown key kind %#02x", ErrCorrupt, k.kind)

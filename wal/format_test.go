@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"reflect"
 	"testing"
 )
 
@@ -28,6 +29,7 @@ func TestKeyEncoding(t *testing.T) {
 		{"record 1", key{kind: kindRecord, session: s, seq: 1}, "02" + "aa0000000000000000000000000000bb" + "0000000000000001"},
 		{"record max", key{kind: kindRecord, session: s, seq: 1<<64 - 1}, "02" + "aa0000000000000000000000000000bb" + "ffffffffffffffff"},
 		{"record order", key{kind: kindRecord, session: s, seq: 0x0102}, "02" + "aa0000000000000000000000000000bb" + "0000000000000102"},
+		{"index", key{kind: kindIndex, index: []byte{0x30, 0x31}}, "053031"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -37,7 +39,7 @@ func TestKeyEncoding(t *testing.T) {
 				t.Fatalf("encode = %x, want %x", got, want)
 			}
 			back, err := decodeKey(got)
-			if err != nil || back != tc.key {
+			if err != nil || !reflect.DeepEqual(back, tc.key) {
 				t.Fatalf("decodeKey = %+v, %v; want %+v", back, err, tc.key)
 			}
 		})
