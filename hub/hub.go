@@ -43,6 +43,7 @@ type Hub struct {
 	sched    scheduler
 	inflight sync.WaitGroup
 	closed   atomic.Bool
+	gate     sync.RWMutex // enter's read side, Close's write side
 }
 
 // tree is a delegation tree: a root session and its descendants. Its lock
@@ -146,7 +147,9 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 			return nil, err
 		}
 	}
-	h.sched.start()
+	if !cfg.FoldAll { // a check of the log: nothing may be written, no timer fires
+		h.sched.start()
+	}
 	return h, nil
 }
 
@@ -154,7 +157,10 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 // finish, timers stop and every subscription ends with ErrClosed. It does
 // not close the log; its owner closes it after the hub.
 func (h *Hub) Close() error {
-	if h.closed.Swap(true) {
+	h.gate.Lock()
+	already := h.closed.Swap(true)
+	h.gate.Unlock()
+	if already {
 		return nil
 	}
 	h.inflight.Wait()
@@ -193,12 +199,15 @@ func (h *Hub) Close() error {
 }
 
 // enter registers an in-flight call, or fails once the hub is closing.
+// The gate orders every Add before Close's Wait (a WaitGroup's Add at
+// zero must not race its Wait).
 func (h *Hub) enter() error {
-	h.inflight.Add(1)
+	h.gate.RLock()
+	defer h.gate.RUnlock()
 	if h.closed.Load() {
-		h.inflight.Done()
 		return ErrClosed
 	}
+	h.inflight.Add(1)
 	return nil
 }
 
