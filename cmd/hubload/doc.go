@@ -41,7 +41,7 @@
 //
 //	{"version":1,"initial_speaker":FIRST,"transitions":[{"when":{"name":"always","args":{}},
 //	 "then":{"name":"round_robin","args":{}},"priority":0}],
-//	 "default_target":{"name":"terminate","args":{"reason":"after_work"}},"max_turns":N|null}
+//	 "default_target":{"name":"terminate","args":{"reason":"after_work"}},"max_turns":N (2^30 without --max-turns)}
 //
 // When a Delivery with your_turn=true arrives, the agent sends a "text"
 // envelope of --payload bytes with a fresh client_msg_id, and nothing else:

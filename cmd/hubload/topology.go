@@ -44,5 +44,10 @@ func agentName(run, kind string, i int) string {
 // every turn hands to the next participant, and the default target is
 // terminate "after_work".
 func graph(participants []string, maxTurns int) *agentsdk.Graph {
+	if maxTurns == 0 {
+		// No cap asked for: an explicit one no run reaches, since the hub
+		// gives a workflow without one a default of 1000 turns.
+		maxTurns = 1 << 30
+	}
 	return agentsdk.RoundRobin(participants, maxTurns)
 }

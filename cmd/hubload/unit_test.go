@@ -44,7 +44,7 @@ func TestAssign(t *testing.T) {
 }
 
 func TestGraph(t *testing.T) {
-	want := `{"version":1,"initial_speaker":"a0","transitions":[{"when":{"name":"always","args":{}},"then":{"name":"round_robin","args":{}},"priority":0}],"default_target":{"name":"terminate","args":{"reason":"after_work"}},"max_turns":null}`
+	want := `{"version":1,"initial_speaker":"a0","transitions":[{"when":{"name":"always","args":{}},"then":{"name":"round_robin","args":{}},"priority":0}],"default_target":{"name":"terminate","args":{"reason":"after_work"}},"max_turns":1073741824}`
 	if got, err := graph([]string{"a0", "a1"}, 0).JSON(); err != nil || got != want {
 		t.Errorf("graph: %v\n got %s\nwant %s", err, got, want)
 	}
