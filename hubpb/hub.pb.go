@@ -4919,6 +4919,117 @@ func (x *ReplayResponse) GetDetail() string {
 	return ""
 }
 
+// BackupRequest asks for a snapshot of the hub's log.
+type BackupRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackupRequest) Reset() {
+	*x = BackupRequest{}
+	mi := &file_hub_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackupRequest) ProtoMessage() {}
+
+func (x *BackupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackupRequest.ProtoReflect.Descriptor instead.
+func (*BackupRequest) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{58}
+}
+
+// BackupChunk is one piece of a backup stream.
+type BackupChunk struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The next bytes of the backup.
+	Data []byte `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	// On the first chunk: what the bytes are ("badger-backup" and the log's
+	// format version), for a restore to check before it writes.
+	Format string `protobuf:"bytes,2,opt,name=format,proto3" json:"format,omitempty"`
+	// On the last chunk only: the SHA-256 of every data byte of the stream
+	// and their count. A backup that ends without them was cut short.
+	Sha256        []byte `protobuf:"bytes,3,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	TotalBytes    uint64 `protobuf:"varint,4,opt,name=total_bytes,json=totalBytes,proto3" json:"total_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackupChunk) Reset() {
+	*x = BackupChunk{}
+	mi := &file_hub_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackupChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackupChunk) ProtoMessage() {}
+
+func (x *BackupChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackupChunk.ProtoReflect.Descriptor instead.
+func (*BackupChunk) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *BackupChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *BackupChunk) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
+}
+
+func (x *BackupChunk) GetSha256() []byte {
+	if x != nil {
+		return x.Sha256
+	}
+	return nil
+}
+
+func (x *BackupChunk) GetTotalBytes() uint64 {
+	if x != nil {
+		return x.TotalBytes
+	}
+	return 0
+}
+
 var File_hub_proto protoreflect.FileDescriptor
 
 const file_hub_proto_rawDesc = "" +
@@ -5321,7 +5432,14 @@ const file_hub_proto_rawDesc = "" +
 	"\x05steps\x18\x01 \x03(\v2\x13.hubd.v1.ReplayStepR\x05steps\x12\x14\n" +
 	"\x05equal\x18\x02 \x01(\bR\x05equal\x12)\n" +
 	"\x10first_difference\x18\x03 \x01(\x04R\x0ffirstDifference\x12\x16\n" +
-	"\x06detail\x18\x04 \x01(\tR\x06detail*\xec\x04\n" +
+	"\x06detail\x18\x04 \x01(\tR\x06detail\"\x0f\n" +
+	"\rBackupRequest\"r\n" +
+	"\vBackupChunk\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\x12\x16\n" +
+	"\x06format\x18\x02 \x01(\tR\x06format\x12\x16\n" +
+	"\x06sha256\x18\x03 \x01(\fR\x06sha256\x12\x1f\n" +
+	"\vtotal_bytes\x18\x04 \x01(\x04R\n" +
+	"totalBytes*\xec\x04\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vOUT_OF_TURN\x10\x01\x12\x13\n" +
@@ -5370,7 +5488,7 @@ func file_hub_proto_rawDescGZIP() []byte {
 }
 
 var file_hub_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
+var file_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
 var file_hub_proto_goTypes = []any{
 	(Reason)(0),                   // 0: hubd.v1.Reason
 	(*Envelope)(nil),              // 1: hubd.v1.Envelope
@@ -5431,19 +5549,21 @@ var file_hub_proto_goTypes = []any{
 	(*ReplayRequest)(nil),         // 56: hubd.v1.ReplayRequest
 	(*ReplayStep)(nil),            // 57: hubd.v1.ReplayStep
 	(*ReplayResponse)(nil),        // 58: hubd.v1.ReplayResponse
-	nil,                           // 59: hubd.v1.ContextUpdate.SetEntry
-	nil,                           // 60: hubd.v1.SessionMeta.KnobsEntry
-	nil,                           // 61: hubd.v1.SessionMeta.LabelsEntry
-	nil,                           // 62: hubd.v1.OpenRequest.LabelsEntry
-	nil,                           // 63: hubd.v1.OpenRequest.KnobsEntry
-	nil,                           // 64: hubd.v1.SessionInfo.ContextEntry
-	nil,                           // 65: hubd.v1.ListSessionsRequest.LabelsEntry
-	nil,                           // 66: hubd.v1.SubscribeRequest.CursorsEntry
-	nil,                           // 67: hubd.v1.WatchRequest.CursorsEntry
-	(*timestamppb.Timestamp)(nil), // 68: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),       // 69: google.protobuf.Struct
-	(*durationpb.Duration)(nil),   // 70: google.protobuf.Duration
-	(*structpb.Value)(nil),        // 71: google.protobuf.Value
+	(*BackupRequest)(nil),         // 59: hubd.v1.BackupRequest
+	(*BackupChunk)(nil),           // 60: hubd.v1.BackupChunk
+	nil,                           // 61: hubd.v1.ContextUpdate.SetEntry
+	nil,                           // 62: hubd.v1.SessionMeta.KnobsEntry
+	nil,                           // 63: hubd.v1.SessionMeta.LabelsEntry
+	nil,                           // 64: hubd.v1.OpenRequest.LabelsEntry
+	nil,                           // 65: hubd.v1.OpenRequest.KnobsEntry
+	nil,                           // 66: hubd.v1.SessionInfo.ContextEntry
+	nil,                           // 67: hubd.v1.ListSessionsRequest.LabelsEntry
+	nil,                           // 68: hubd.v1.SubscribeRequest.CursorsEntry
+	nil,                           // 69: hubd.v1.WatchRequest.CursorsEntry
+	(*timestamppb.Timestamp)(nil), // 70: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),       // 71: google.protobuf.Struct
+	(*durationpb.Duration)(nil),   // 72: google.protobuf.Duration
+	(*structpb.Value)(nil),        // 73: google.protobuf.Value
 }
 var file_hub_proto_depIdxs = []int32{
 	2,  // 0: hubd.v1.Envelope.audience:type_name -> hubd.v1.Audience
@@ -5463,55 +5583,55 @@ var file_hub_proto_depIdxs = []int32{
 	17, // 14: hubd.v1.Envelope.tool_result:type_name -> hubd.v1.ToolResult
 	3,  // 15: hubd.v1.Envelope.message:type_name -> hubd.v1.Text
 	20, // 16: hubd.v1.Envelope.call:type_name -> hubd.v1.Call
-	68, // 17: hubd.v1.Envelope.accepted_at:type_name -> google.protobuf.Timestamp
+	70, // 17: hubd.v1.Envelope.accepted_at:type_name -> google.protobuf.Timestamp
 	5,  // 18: hubd.v1.Packet.routing:type_name -> hubd.v1.Routing
 	6,  // 19: hubd.v1.Packet.context_updates:type_name -> hubd.v1.ContextUpdate
 	7,  // 20: hubd.v1.Packet.usage:type_name -> hubd.v1.Usage
-	59, // 21: hubd.v1.ContextUpdate.set:type_name -> hubd.v1.ContextUpdate.SetEntry
-	68, // 22: hubd.v1.Violation.since:type_name -> google.protobuf.Timestamp
+	61, // 21: hubd.v1.ContextUpdate.set:type_name -> hubd.v1.ContextUpdate.SetEntry
+	70, // 22: hubd.v1.Violation.since:type_name -> google.protobuf.Timestamp
 	12, // 23: hubd.v1.Question.options:type_name -> hubd.v1.Option
-	69, // 24: hubd.v1.Question.schema:type_name -> google.protobuf.Struct
-	70, // 25: hubd.v1.Question.within:type_name -> google.protobuf.Duration
-	69, // 26: hubd.v1.ToolCall.arguments:type_name -> google.protobuf.Struct
-	71, // 27: hubd.v1.ToolResult.result:type_name -> google.protobuf.Value
+	71, // 24: hubd.v1.Question.schema:type_name -> google.protobuf.Struct
+	72, // 25: hubd.v1.Question.within:type_name -> google.protobuf.Duration
+	71, // 26: hubd.v1.ToolCall.arguments:type_name -> google.protobuf.Struct
+	73, // 27: hubd.v1.ToolResult.result:type_name -> google.protobuf.Value
 	7,  // 28: hubd.v1.DelegationResult.usage:type_name -> hubd.v1.Usage
-	70, // 29: hubd.v1.Expectation.within:type_name -> google.protobuf.Duration
+	72, // 29: hubd.v1.Expectation.within:type_name -> google.protobuf.Duration
 	22, // 30: hubd.v1.Expectations.items:type_name -> hubd.v1.Expectation
 	21, // 31: hubd.v1.SessionMeta.participants:type_name -> hubd.v1.Participant
-	60, // 32: hubd.v1.SessionMeta.knobs:type_name -> hubd.v1.SessionMeta.KnobsEntry
-	61, // 33: hubd.v1.SessionMeta.labels:type_name -> hubd.v1.SessionMeta.LabelsEntry
-	70, // 34: hubd.v1.SessionMeta.ttl:type_name -> google.protobuf.Duration
-	70, // 35: hubd.v1.SessionMeta.invite_timeout:type_name -> google.protobuf.Duration
+	62, // 32: hubd.v1.SessionMeta.knobs:type_name -> hubd.v1.SessionMeta.KnobsEntry
+	63, // 33: hubd.v1.SessionMeta.labels:type_name -> hubd.v1.SessionMeta.LabelsEntry
+	72, // 34: hubd.v1.SessionMeta.ttl:type_name -> google.protobuf.Duration
+	72, // 35: hubd.v1.SessionMeta.invite_timeout:type_name -> google.protobuf.Duration
 	22, // 36: hubd.v1.SessionMeta.expectations:type_name -> hubd.v1.Expectation
-	68, // 37: hubd.v1.SessionMeta.created_at:type_name -> google.protobuf.Timestamp
+	70, // 37: hubd.v1.SessionMeta.created_at:type_name -> google.protobuf.Timestamp
 	25, // 38: hubd.v1.SessionMeta.budget:type_name -> hubd.v1.Budget
 	21, // 39: hubd.v1.OpenRequest.participants:type_name -> hubd.v1.Participant
-	62, // 40: hubd.v1.OpenRequest.labels:type_name -> hubd.v1.OpenRequest.LabelsEntry
-	70, // 41: hubd.v1.OpenRequest.ttl:type_name -> google.protobuf.Duration
-	70, // 42: hubd.v1.OpenRequest.invite_timeout:type_name -> google.protobuf.Duration
+	64, // 40: hubd.v1.OpenRequest.labels:type_name -> hubd.v1.OpenRequest.LabelsEntry
+	72, // 41: hubd.v1.OpenRequest.ttl:type_name -> google.protobuf.Duration
+	72, // 42: hubd.v1.OpenRequest.invite_timeout:type_name -> google.protobuf.Duration
 	23, // 43: hubd.v1.OpenRequest.expectations:type_name -> hubd.v1.Expectations
-	69, // 44: hubd.v1.OpenRequest.graph:type_name -> google.protobuf.Struct
-	63, // 45: hubd.v1.OpenRequest.knobs:type_name -> hubd.v1.OpenRequest.KnobsEntry
+	71, // 44: hubd.v1.OpenRequest.graph:type_name -> google.protobuf.Struct
+	65, // 45: hubd.v1.OpenRequest.knobs:type_name -> hubd.v1.OpenRequest.KnobsEntry
 	25, // 46: hubd.v1.OpenRequest.budget:type_name -> hubd.v1.Budget
 	33, // 47: hubd.v1.OpenResponse.session:type_name -> hubd.v1.SessionInfo
 	1,  // 48: hubd.v1.SendRequest.envelope:type_name -> hubd.v1.Envelope
-	68, // 49: hubd.v1.SendResponse.accepted_at:type_name -> google.protobuf.Timestamp
+	70, // 49: hubd.v1.SendResponse.accepted_at:type_name -> google.protobuf.Timestamp
 	24, // 50: hubd.v1.SessionInfo.meta:type_name -> hubd.v1.SessionMeta
-	64, // 51: hubd.v1.SessionInfo.context:type_name -> hubd.v1.SessionInfo.ContextEntry
+	66, // 51: hubd.v1.SessionInfo.context:type_name -> hubd.v1.SessionInfo.ContextEntry
 	7,  // 52: hubd.v1.SessionInfo.usage:type_name -> hubd.v1.Usage
 	34, // 53: hubd.v1.SessionInfo.holds:type_name -> hubd.v1.Hold
 	7,  // 54: hubd.v1.SessionInfo.tree_usage:type_name -> hubd.v1.Usage
-	68, // 55: hubd.v1.Hold.since:type_name -> google.protobuf.Timestamp
-	65, // 56: hubd.v1.ListSessionsRequest.labels:type_name -> hubd.v1.ListSessionsRequest.LabelsEntry
+	70, // 55: hubd.v1.Hold.since:type_name -> google.protobuf.Timestamp
+	67, // 56: hubd.v1.ListSessionsRequest.labels:type_name -> hubd.v1.ListSessionsRequest.LabelsEntry
 	33, // 57: hubd.v1.ListSessionsResponse.sessions:type_name -> hubd.v1.SessionInfo
 	1,  // 58: hubd.v1.ReadLogResponse.envelopes:type_name -> hubd.v1.Envelope
 	47, // 59: hubd.v1.PendingTurnsResponse.turns:type_name -> hubd.v1.Delivery
 	43, // 60: hubd.v1.View.items:type_name -> hubd.v1.ViewItem
 	44, // 61: hubd.v1.View.older:type_name -> hubd.v1.SpeakerCount
-	68, // 62: hubd.v1.ViewItem.at:type_name -> google.protobuf.Timestamp
-	66, // 63: hubd.v1.SubscribeRequest.cursors:type_name -> hubd.v1.SubscribeRequest.CursorsEntry
+	70, // 62: hubd.v1.ViewItem.at:type_name -> google.protobuf.Timestamp
+	68, // 63: hubd.v1.SubscribeRequest.cursors:type_name -> hubd.v1.SubscribeRequest.CursorsEntry
 	41, // 64: hubd.v1.SubscribeRequest.turn_view:type_name -> hubd.v1.GetViewRequest
-	67, // 65: hubd.v1.WatchRequest.cursors:type_name -> hubd.v1.WatchRequest.CursorsEntry
+	69, // 65: hubd.v1.WatchRequest.cursors:type_name -> hubd.v1.WatchRequest.CursorsEntry
 	1,  // 66: hubd.v1.Delivery.envelope:type_name -> hubd.v1.Envelope
 	42, // 67: hubd.v1.Delivery.view:type_name -> hubd.v1.View
 	26, // 68: hubd.v1.DelegateRequest.children:type_name -> hubd.v1.OpenRequest
@@ -5522,14 +5642,14 @@ var file_hub_proto_depIdxs = []int32{
 	52, // 73: hubd.v1.ListQuestionsResponse.questions:type_name -> hubd.v1.PendingQuestion
 	33, // 74: hubd.v1.TreeNode.session:type_name -> hubd.v1.SessionInfo
 	7,  // 75: hubd.v1.TreeNode.usage:type_name -> hubd.v1.Usage
-	70, // 76: hubd.v1.TreeNode.duration:type_name -> google.protobuf.Duration
+	72, // 76: hubd.v1.TreeNode.duration:type_name -> google.protobuf.Duration
 	55, // 77: hubd.v1.TreeNode.children:type_name -> hubd.v1.TreeNode
 	1,  // 78: hubd.v1.ReplayStep.envelope:type_name -> hubd.v1.Envelope
 	57, // 79: hubd.v1.ReplayResponse.steps:type_name -> hubd.v1.ReplayStep
-	71, // 80: hubd.v1.ContextUpdate.SetEntry.value:type_name -> google.protobuf.Value
-	71, // 81: hubd.v1.SessionMeta.KnobsEntry.value:type_name -> google.protobuf.Value
-	71, // 82: hubd.v1.OpenRequest.KnobsEntry.value:type_name -> google.protobuf.Value
-	71, // 83: hubd.v1.SessionInfo.ContextEntry.value:type_name -> google.protobuf.Value
+	73, // 80: hubd.v1.ContextUpdate.SetEntry.value:type_name -> google.protobuf.Value
+	73, // 81: hubd.v1.SessionMeta.KnobsEntry.value:type_name -> google.protobuf.Value
+	73, // 82: hubd.v1.OpenRequest.KnobsEntry.value:type_name -> google.protobuf.Value
+	73, // 83: hubd.v1.SessionInfo.ContextEntry.value:type_name -> google.protobuf.Value
 	84, // [84:84] is the sub-list for method output_type
 	84, // [84:84] is the sub-list for method input_type
 	84, // [84:84] is the sub-list for extension type_name
@@ -5566,7 +5686,7 @@ func file_hub_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hub_proto_rawDesc), len(file_hub_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   67,
+			NumMessages:   69,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -8,9 +8,22 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/dgraph-io/badger/v4"
 )
+
+// BackupFormat returns the package's BackupFormat, for callers that hold
+// a Log behind an interface.
+func (l *Log) BackupFormat() string { return BackupFormat() }
+
+// BackupFormat names what Backup writes: badger's backup stream of a store
+// of this format version. Restore reads it; the restored store is opened
+// like any other, so a backup of an older format is upgraded or refused
+// there with the command that converts it.
+func BackupFormat() string {
+	return "badger-backup; hubd-wal format " + strconv.FormatUint(uint64(formatVersion), 10)
+}
 
 // Backup writes a consistent snapshot of every key of the log to w in
 // badger's backup format, while the log serves: this is how a running

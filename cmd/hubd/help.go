@@ -31,8 +31,10 @@ var commands = []command{
 	{"sessions replay", "ID", "re-fold a session from its log, no agent called; exit 1 if not the live state"},
 	{"questions list", "[--answerer A] [--root ID]", "the pending questions you must answer (an operator: everyone's)"},
 	{"questions answer", "QUESTION [OPTION ...] [--text T] [--session ID]", "answer a pending question with options or free text"},
-	{"log verify", "[--data DIR]", "check a data directory offline (the hub stopped)"},
+	{"log verify", "[--data DIR]", "check a data directory offline (the hub stopped); with --hub ADDR, a running hub's backup"},
 	{"log migrate", "[--data DIR]", "convert a data directory of an older format in place (the hub stopped)"},
+	{"log backup", "FILE", "write a consistent backup of a running hub's log to FILE (- for stdout; operators)"},
+	{"log restore", "--data DIR FILE", "load a backup into DIR, which must be new or empty, and verify it (- reads stdin)"},
 	{"cluster status", "[--nats URLS] [--json]", "a cluster's nodes, partition owners and lease ages, and partition streams"},
 	{"graph validate", "[--participants a,b,c] FILE", "check a workflow graph; exit 2 names the offending node"},
 	{"graph render", "FILE", "print a workflow graph as a Mermaid flowchart"},
@@ -46,7 +48,7 @@ var commands = []command{
 var groups = map[string]string{
 	"sessions":  "Read the sessions of a running hub. These commands take the client flags below.",
 	"questions": "List and answer the questions agents ask people. These commands take the client flags below.",
-	"log":       "Check or convert a data directory offline; stop the hub that serves it first.",
+	"log":       "Check, convert, back up and restore the write-ahead log: a directory offline, or a running hub through --hub.",
 	"cluster":   "Inspect a cluster of hubd nodes on NATS JetStream (docs/SCALING.md).",
 	"graph":     "Check, draw and dry-run workflow graphs (the JSON of the graph knob); no hub needed.",
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -21,8 +22,8 @@ import (
 	"github.com/hubd/hubd/wal"
 )
 
-// runLog is "hubd log verify|migrate": offline work on a data directory
-// whose hub is stopped.
+// runLog is "hubd log verify|migrate|backup|restore": work on a data
+// directory whose hub is stopped, and backups of a running hub.
 func runLog(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return wantGroupCommand("log", stderr)
@@ -31,22 +32,60 @@ func runLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		groupHelp(stdout, "log")
 		return nil
 	}
-	if args[0] != "verify" && args[0] != "migrate" {
+	switch args[0] {
+	case "verify", "migrate", "backup", "restore":
+	default:
 		return unknownGroupCommand("log", args[0])
 	}
 	info := lookup("log " + args[0])
 	fs := newCommand(info.name, info.args, info.summary, stdout)
-	data := fs.String("data", "./hubd-data", "the data directory (the hub must not be running on it)")
+	var data *string
+	if args[0] != "backup" {
+		data = fs.String("data", "./hubd-data", "the data directory (the hub must not be running on it)")
+	}
+	var c clientFlags
+	if args[0] == "backup" || args[0] == "verify" {
+		c.register(fs)
+	}
+	if args[0] == "verify" {
+		hubFlag := fs.Lookup("hub")
+		hubFlag.Usage, hubFlag.DefValue = "verify a backup of the hub running at this `address` instead of --data (with the client flags)", ""
+	}
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return exitcode.Usage("%s: unexpected argument %q (see hubd %s --help)", info.name, fs.Arg(0), info.name)
+	npos := 0
+	if args[0] == "backup" || args[0] == "restore" {
+		npos = 1
 	}
-	if args[0] == "migrate" {
+	if fs.NArg() > npos {
+		return exitcode.Usage("%s: unexpected argument %q (see hubd %s --help)", info.name, fs.Arg(npos), info.name)
+	}
+	if fs.NArg() < npos {
+		return exitcode.Usage("%s: want %s (see hubd %s --help)", info.name, info.args, info.name)
+	}
+	switch args[0] {
+	case "migrate":
 		return migrateLog(ctx, *data, stdout)
+	case "backup":
+		return backupLog(ctx, &c, fs.Arg(0), stdout, stderr)
+	case "restore":
+		return restoreLog(ctx, *data, fs.Arg(0), stdout)
+	}
+	if flagSet(fs, "hub") {
+		if flagSet(fs, "data") {
+			return exitcode.Usage("%s: --hub and --data name two stores: give one", info.name)
+		}
+		return verifyLive(ctx, &c, stdout)
 	}
 	return verifyLog(ctx, *data, stdout)
+}
+
+// flagSet reports whether the command line set the flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // verifyLog checks a data directory without changing it: it opens the

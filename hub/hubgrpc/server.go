@@ -2,13 +2,17 @@ package hubgrpc
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 
 	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/hubd/hubd/hub"
 	"github.com/hubd/hubd/hubpb"
@@ -350,4 +354,84 @@ func (s *Service) pump(ctx context.Context, method string, sub *hub.Subscription
 			return err
 		}
 	}
+}
+
+// backupChunk is the most data one BackupChunk carries.
+const backupChunk = 1 << 20
+
+// Backup implements hubsvc.HubServer: operators only. The log's snapshot
+// goes out in chunks of at most backupChunk bytes; the first names the
+// format, the last carries the SHA-256 and length of all of it.
+func (s *Service) Backup(_ *hubpb.BackupRequest, stream grpc.ServerStreamingServer[hubpb.BackupChunk]) error {
+	ctx := stream.Context()
+	id, err := caller(ctx)
+	if err != nil {
+		return statusOf(s.lg, "Backup", err)
+	}
+	if !id.Operator {
+		return statusOf(s.lg, "Backup", fmt.Errorf("%q may not back up the hub: it is an operator's call: %w", id.Agent, hub.ErrPermissionDenied))
+	}
+	format, err := s.h.BackupFormat()
+	if errors.Is(err, hub.ErrNoBackup) {
+		return status.Error(codes.Unimplemented, err.Error())
+	}
+	cw := &chunkWriter{stream: stream, sum: sha256.New(), format: format}
+	if err := s.h.Backup(ctx, cw); err != nil {
+		if cw.sendErr != nil {
+			return cw.sendErr // the stream broke: its status as it is
+		}
+		return statusOf(s.lg, "Backup", err)
+	}
+	if err := cw.flush(); err != nil {
+		return err
+	}
+	return stream.Send(&hubpb.BackupChunk{Format: cw.pendingFormat(), Sha256: cw.sum.Sum(nil), TotalBytes: cw.total})
+}
+
+// chunkWriter cuts what Backup writes into BackupChunks.
+type chunkWriter struct {
+	stream grpc.ServerStreamingServer[hubpb.BackupChunk]
+	sum    hash.Hash
+	format string // sent on the first chunk, then ""
+	buf    []byte
+	total  uint64
+	// sendErr is the first failed Send: the client went away.
+	sendErr error
+}
+
+func (c *chunkWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	c.sum.Write(p)
+	c.total += uint64(n)
+	for len(p) > 0 {
+		k := min(len(p), backupChunk-len(c.buf))
+		c.buf = append(c.buf, p[:k]...)
+		p = p[k:]
+		if len(c.buf) == backupChunk {
+			if err := c.flush(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return n, nil
+}
+
+// flush sends what is buffered, if anything.
+func (c *chunkWriter) flush() error {
+	if len(c.buf) == 0 {
+		return nil
+	}
+	if err := c.stream.Send(&hubpb.BackupChunk{Data: c.buf, Format: c.pendingFormat()}); err != nil {
+		c.sendErr = err
+		return err
+	}
+	c.buf = c.buf[:0]
+	return nil
+}
+
+// pendingFormat returns the format once: for the first chunk sent.
+func (c *chunkWriter) pendingFormat() string {
+	f := c.format
+	c.format = ""
+	return f
 }

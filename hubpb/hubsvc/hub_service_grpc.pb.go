@@ -48,6 +48,7 @@ const (
 	Hub_ListQuestions_FullMethodName = "/hubd.v1.Hub/ListQuestions"
 	Hub_GetTree_FullMethodName       = "/hubd.v1.Hub/GetTree"
 	Hub_Replay_FullMethodName        = "/hubd.v1.Hub/Replay"
+	Hub_Backup_FullMethodName        = "/hubd.v1.Hub/Backup"
 )
 
 // HubClient is the client API for Hub service.
@@ -102,6 +103,13 @@ type HubClient interface {
 	// Replay re-folds one session from its log with no agent called and says
 	// whether the result equals the live state (operators).
 	Replay(ctx context.Context, in *hubpb.ReplayRequest, opts ...grpc.CallOption) (*hubpb.ReplayResponse, error)
+	// Backup streams a consistent snapshot of the hub's whole log, every
+	// session at one moment, while the hub serves (operators). The chunks'
+	// data, concatenated, is a store backup that `hubd log restore` loads
+	// into an empty data directory; the last chunk carries its digest. A
+	// hub whose log cannot be backed up this way (a cluster node: its log is
+	// NATS JetStream) answers Unimplemented.
+	Backup(ctx context.Context, in *hubpb.BackupRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[hubpb.BackupChunk], error)
 }
 
 type hubClient struct {
@@ -300,6 +308,25 @@ func (c *hubClient) Replay(ctx context.Context, in *hubpb.ReplayRequest, opts ..
 	return out, nil
 }
 
+func (c *hubClient) Backup(ctx context.Context, in *hubpb.BackupRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[hubpb.BackupChunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Hub_ServiceDesc.Streams[2], Hub_Backup_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[hubpb.BackupRequest, hubpb.BackupChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Hub_BackupClient = grpc.ServerStreamingClient[hubpb.BackupChunk]
+
 // HubServer is the server API for Hub service.
 // All implementations must embed UnimplementedHubServer
 // for forward compatibility.
@@ -352,6 +379,13 @@ type HubServer interface {
 	// Replay re-folds one session from its log with no agent called and says
 	// whether the result equals the live state (operators).
 	Replay(context.Context, *hubpb.ReplayRequest) (*hubpb.ReplayResponse, error)
+	// Backup streams a consistent snapshot of the hub's whole log, every
+	// session at one moment, while the hub serves (operators). The chunks'
+	// data, concatenated, is a store backup that `hubd log restore` loads
+	// into an empty data directory; the last chunk carries its digest. A
+	// hub whose log cannot be backed up this way (a cluster node: its log is
+	// NATS JetStream) answers Unimplemented.
+	Backup(*hubpb.BackupRequest, grpc.ServerStreamingServer[hubpb.BackupChunk]) error
 	mustEmbedUnimplementedHubServer()
 }
 
@@ -412,6 +446,9 @@ func (UnimplementedHubServer) GetTree(context.Context, *hubpb.GetTreeRequest) (*
 }
 func (UnimplementedHubServer) Replay(context.Context, *hubpb.ReplayRequest) (*hubpb.ReplayResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Replay not implemented")
+}
+func (UnimplementedHubServer) Backup(*hubpb.BackupRequest, grpc.ServerStreamingServer[hubpb.BackupChunk]) error {
+	return status.Error(codes.Unimplemented, "method Backup not implemented")
 }
 func (UnimplementedHubServer) mustEmbedUnimplementedHubServer() {}
 func (UnimplementedHubServer) testEmbeddedByValue()             {}
@@ -726,6 +763,17 @@ func _Hub_Replay_Handler(srv interface{}, ctx context.Context, dec func(interfac
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Hub_Backup_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(hubpb.BackupRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(HubServer).Backup(m, &grpc.GenericServerStream[hubpb.BackupRequest, hubpb.BackupChunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Hub_BackupServer = grpc.ServerStreamingServer[hubpb.BackupChunk]
+
 // Hub_ServiceDesc is the grpc.ServiceDesc for Hub service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -803,6 +851,11 @@ var Hub_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Watch",
 			Handler:       _Hub_Watch_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "Backup",
+			Handler:       _Hub_Backup_Handler,
 			ServerStreams: true,
 		},
 	},

@@ -70,6 +70,22 @@ class Audience(_message.Message):
     names: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, names: _Optional[_Iterable[str]] = ...) -> None: ...
 
+class BackupChunk(_message.Message):
+    __slots__ = ["data", "format", "sha256", "total_bytes"]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
+    data: bytes
+    format: str
+    sha256: bytes
+    total_bytes: int
+    def __init__(self, data: _Optional[bytes] = ..., format: _Optional[str] = ..., sha256: _Optional[bytes] = ..., total_bytes: _Optional[int] = ...) -> None: ...
+
+class BackupRequest(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
 class Budget(_message.Message):
     __slots__ = ["max_cost", "max_tokens"]
     MAX_COST_FIELD_NUMBER: _ClassVar[int]

@@ -100,6 +100,11 @@ class HubStub(object):
                 request_serializer=hub__pb2.ReplayRequest.SerializeToString,
                 response_deserializer=hub__pb2.ReplayResponse.FromString,
                 )
+        self.Backup = channel.unary_stream(
+                '/hubd.v1.Hub/Backup',
+                request_serializer=hub__pb2.BackupRequest.SerializeToString,
+                response_deserializer=hub__pb2.BackupChunk.FromString,
+                )
 
 
 class HubServicer(object):
@@ -237,6 +242,18 @@ class HubServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Backup(self, request, context):
+        """Backup streams a consistent snapshot of the hub's whole log, every
+        session at one moment, while the hub serves (operators). The chunks'
+        data, concatenated, is a store backup that `hubd log restore` loads
+        into an empty data directory; the last chunk carries its digest. A
+        hub whose log cannot be backed up this way (a cluster node: its log is
+        NATS JetStream) answers Unimplemented.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_HubServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -324,6 +341,11 @@ def add_HubServicer_to_server(servicer, server):
                     servicer.Replay,
                     request_deserializer=hub__pb2.ReplayRequest.FromString,
                     response_serializer=hub__pb2.ReplayResponse.SerializeToString,
+            ),
+            'Backup': grpc.unary_stream_rpc_method_handler(
+                    servicer.Backup,
+                    request_deserializer=hub__pb2.BackupRequest.FromString,
+                    response_serializer=hub__pb2.BackupChunk.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -622,5 +644,22 @@ class Hub(object):
         return grpc.experimental.unary_unary(request, target, '/hubd.v1.Hub/Replay',
             hub__pb2.ReplayRequest.SerializeToString,
             hub__pb2.ReplayResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def Backup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(request, target, '/hubd.v1.Hub/Backup',
+            hub__pb2.BackupRequest.SerializeToString,
+            hub__pb2.BackupChunk.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

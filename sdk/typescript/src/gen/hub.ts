@@ -1370,6 +1370,27 @@ export interface ReplayResponse {
   detail: string;
 }
 
+/** BackupRequest asks for a snapshot of the hub's log. */
+export interface BackupRequest {
+}
+
+/** BackupChunk is one piece of a backup stream. */
+export interface BackupChunk {
+  /** The next bytes of the backup. */
+  data: Buffer;
+  /**
+   * On the first chunk: what the bytes are ("badger-backup" and the log's
+   * format version), for a restore to check before it writes.
+   */
+  format: string;
+  /**
+   * On the last chunk only: the SHA-256 of every data byte of the stream
+   * and their count. A backup that ends without them was cut short.
+   */
+  sha256: Buffer;
+  totalBytes: number;
+}
+
 function createBaseEnvelope(): Envelope {
   return {
     sessionId: "",
@@ -9821,6 +9842,175 @@ export const ReplayResponse: MessageFns<ReplayResponse> = {
     message.equal = object.equal ?? false;
     message.firstDifference = object.firstDifference ?? 0;
     message.detail = object.detail ?? "";
+    return message;
+  },
+};
+
+function createBaseBackupRequest(): BackupRequest {
+  return {};
+}
+
+export const BackupRequest: MessageFns<BackupRequest> = {
+  encode(_: BackupRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): BackupRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseBackupRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): BackupRequest {
+    return {};
+  },
+
+  toJSON(_: BackupRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<BackupRequest>, I>>(base?: I): BackupRequest {
+    return BackupRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<BackupRequest>, I>>(_: I): BackupRequest {
+    const message = createBaseBackupRequest();
+    return message;
+  },
+};
+
+function createBaseBackupChunk(): BackupChunk {
+  return { data: Buffer.alloc(0), format: "", sha256: Buffer.alloc(0), totalBytes: 0 };
+}
+
+export const BackupChunk: MessageFns<BackupChunk> = {
+  encode(message: BackupChunk, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.data.length !== 0) {
+      writer.uint32(10).bytes(message.data);
+    }
+    if (message.format !== "") {
+      writer.uint32(18).string(message.format);
+    }
+    if (message.sha256.length !== 0) {
+      writer.uint32(26).bytes(message.sha256);
+    }
+    if (message.totalBytes !== 0) {
+      writer.uint32(32).uint64(message.totalBytes);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): BackupChunk {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseBackupChunk();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.data = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.format = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.sha256 = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.totalBytes = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): BackupChunk {
+    return {
+      data: isSet(object.data) ? Buffer.from(bytesFromBase64(object.data)) : Buffer.alloc(0),
+      format: isSet(object.format) ? globalThis.String(object.format) : "",
+      sha256: isSet(object.sha256) ? Buffer.from(bytesFromBase64(object.sha256)) : Buffer.alloc(0),
+      totalBytes: isSet(object.total_bytes) ? globalThis.Number(object.total_bytes) : 0,
+    };
+  },
+
+  toJSON(message: BackupChunk): unknown {
+    const obj: any = {};
+    if (message.data.length !== 0) {
+      obj.data = base64FromBytes(message.data);
+    }
+    if (message.format !== "") {
+      obj.format = message.format;
+    }
+    if (message.sha256.length !== 0) {
+      obj.sha256 = base64FromBytes(message.sha256);
+    }
+    if (message.totalBytes !== 0) {
+      obj.total_bytes = Math.round(message.totalBytes);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<BackupChunk>, I>>(base?: I): BackupChunk {
+    return BackupChunk.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<BackupChunk>, I>>(object: I): BackupChunk {
+    const message = createBaseBackupChunk();
+    message.data = object.data ?? Buffer.alloc(0);
+    message.format = object.format ?? "";
+    message.sha256 = object.sha256 ?? Buffer.alloc(0);
+    message.totalBytes = object.totalBytes ?? 0;
     return message;
   },
 };

@@ -18,6 +18,8 @@ import {
 } from "@grpc/grpc-js";
 import {
   AnswerRequest,
+  BackupChunk,
+  BackupRequest,
   CloseRequest,
   DelegateRequest,
   DelegateResponse,
@@ -270,6 +272,23 @@ export const HubService = {
     responseSerialize: (value: ReplayResponse): Buffer => Buffer.from(ReplayResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ReplayResponse => ReplayResponse.decode(value),
   },
+  /**
+   * Backup streams a consistent snapshot of the hub's whole log, every
+   * session at one moment, while the hub serves (operators). The chunks'
+   * data, concatenated, is a store backup that `hubd log restore` loads
+   * into an empty data directory; the last chunk carries its digest. A
+   * hub whose log cannot be backed up this way (a cluster node: its log is
+   * NATS JetStream) answers Unimplemented.
+   */
+  backup: {
+    path: "/hubd.v1.Hub/Backup" as const,
+    requestStream: false as const,
+    responseStream: true as const,
+    requestSerialize: (value: BackupRequest): Buffer => Buffer.from(BackupRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): BackupRequest => BackupRequest.decode(value),
+    responseSerialize: (value: BackupChunk): Buffer => Buffer.from(BackupChunk.encode(value).finish()),
+    responseDeserialize: (value: Buffer): BackupChunk => BackupChunk.decode(value),
+  },
 } as const;
 
 export interface HubServer extends UntypedServiceImplementation {
@@ -337,6 +356,15 @@ export interface HubServer extends UntypedServiceImplementation {
    * whether the result equals the live state (operators).
    */
   replay: handleUnaryCall<ReplayRequest, ReplayResponse>;
+  /**
+   * Backup streams a consistent snapshot of the hub's whole log, every
+   * session at one moment, while the hub serves (operators). The chunks'
+   * data, concatenated, is a store backup that `hubd log restore` loads
+   * into an empty data directory; the last chunk carries its digest. A
+   * hub whose log cannot be backed up this way (a cluster node: its log is
+   * NATS JetStream) answers Unimplemented.
+   */
+  backup: handleServerStreamingCall<BackupRequest, BackupChunk>;
 }
 
 export interface HubClient extends Client {
@@ -605,6 +633,20 @@ export interface HubClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ReplayResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * Backup streams a consistent snapshot of the hub's whole log, every
+   * session at one moment, while the hub serves (operators). The chunks'
+   * data, concatenated, is a store backup that `hubd log restore` loads
+   * into an empty data directory; the last chunk carries its digest. A
+   * hub whose log cannot be backed up this way (a cluster node: its log is
+   * NATS JetStream) answers Unimplemented.
+   */
+  backup(request: BackupRequest, options?: Partial<CallOptions>): ClientReadableStream<BackupChunk>;
+  backup(
+    request: BackupRequest,
+    metadata?: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<BackupChunk>;
 }
 
 export const HubClient = makeGenericClientConstructor(HubService, "hubd.v1.Hub") as unknown as {
