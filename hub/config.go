@@ -152,8 +152,14 @@ type Config struct {
 	Route func(ctx context.Context, id session.ID) error
 	// NewRootID, if set, makes the id of a new root session (default
 	// NewID): a cluster node picks a UUIDv7 whose tree lands in a
-	// partition it serves. An error refuses the open.
-	NewRootID func() (uuid.UUID, error)
+	// partition it serves. key is "" for an open with neither an
+	// idempotency key nor a thread key; otherwise it is the same for
+	// every open whose keys must be looked up together (see routeKey), and
+	// all of them must land in one partition, or the owner of that
+	// partition be named in the error (a *NotOwnerError), so that a retry
+	// or the next session of a thread is deduplicated or linked wherever
+	// it is asked. An error refuses the open.
+	NewRootID func(key string) (uuid.UUID, error)
 	// SubscriberBufferBytes bounds the bytes (encoded envelopes) buffered
 	// per subscriber before it is cut off too; default 16 MiB.
 	SubscriberBufferBytes int

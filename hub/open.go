@@ -174,7 +174,7 @@ func (h *Hub) buildMeta(ctx context.Context, creator string, req *hubpb.OpenRequ
 	// by every session with equal values, never changed.
 	meta := proto.CloneOf(&hubpb.SessionMeta{Labels: req.GetLabels(), Ttl: req.GetTtl(), InviteTimeout: req.GetInviteTimeout(),
 		Expectations: req.GetExpectations().GetItems(), Participants: req.GetParticipants()})
-	id, err := h.sessionID(req.GetParentSessionId() == "")
+	id, err := h.sessionID(req.GetParentSessionId() == "", routeKey(creator, req))
 	if err != nil {
 		return nil, typ, err
 	}

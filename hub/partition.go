@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
 
@@ -242,10 +243,25 @@ func (h *Hub) route(id session.ID) error {
 }
 
 // sessionID returns a new session's id: for a root, Config.NewRootID's
-// (a cluster node picks one in a partition it serves), else NewID's.
-func (h *Hub) sessionID(root bool) (uuid.UUID, error) {
+// (a cluster node picks one in a partition it serves, the partition of
+// key when there is one), else NewID's.
+func (h *Hub) sessionID(root bool, key string) (uuid.UUID, error) {
 	if root && h.cfg.NewRootID != nil {
-		return h.cfg.NewRootID()
+		return h.cfg.NewRootID(key)
 	}
 	return h.newID(), nil
+}
+
+// routeKey is the key NewRootID places a root open by: the opens a hub
+// looks up together must be served by one node. A thread key links every
+// session of the thread (and an idempotent retry of one carries it too);
+// else the idempotency key dedupes retries. "" for neither.
+func routeKey(creator string, req *hubpb.OpenRequest) string {
+	switch {
+	case req.GetThreadKey() != "":
+		return "thread\x00" + creator + "\x00" + req.GetThreadKey()
+	case req.GetIdempotencyKey() != "":
+		return "open\x00" + creator + "\x00" + req.GetIdempotencyKey()
+	}
+	return ""
 }

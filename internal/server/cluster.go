@@ -2,8 +2,11 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -240,8 +243,15 @@ func (n *node) notOwner(id session.ID, k int) *hub.NotOwnerError {
 const newRootIDTries = 1 << 16
 
 // newRootID draws UUIDv7s until one's tree lands in a partition this node
-// serves: a new root session is opened where it is asked.
-func (n *node) newRootID() (uuid.UUID, error) {
+// serves: a new root session is opened where it is asked. An open with a
+// key (an idempotency or thread key: hub.Config.NewRootID) lands in the
+// key's own partition, so that its retries and the next sessions of its
+// thread are found by the one node that serves it: when that is not this
+// node, the open is answered NOT_OWNER with the owner's address.
+func (n *node) newRootID(key string) (uuid.UUID, error) {
+	if key != "" {
+		return n.keyedRootID(key)
+	}
 	any := false
 	for k := range n.serving {
 		any = any || n.serving[k].Load()
@@ -255,13 +265,39 @@ func (n *node) newRootID() (uuid.UUID, error) {
 		}
 	}
 	e := &hub.NotOwnerError{Partition: -1, Why: "node " + n.cfg.NodeID + " serves no partition at the moment"}
-	for _, o := range n.leases.Owners() {
-		if o.NodeID != n.cfg.NodeID && o.Addr != "" {
+	owners := n.leases.Owners()
+	for _, k := range slices.Sorted(maps.Keys(owners)) {
+		if o := owners[k]; o.NodeID != n.cfg.NodeID && o.Addr != "" {
 			e.Node, e.Addr = o.NodeID, o.Addr
 			break
 		}
 	}
 	return uuid.UUID{}, e
+}
+
+// keyedRootID draws an id in the partition of key, if this node serves it.
+func (n *node) keyedRootID(key string) (uuid.UUID, error) {
+	k := keyPartition(key, len(n.serving))
+	if n.serving[k].Load() && n.leases.Holds(k) {
+		for range newRootIDTries {
+			if id := uuid.Must(uuid.NewV7()); n.log.PartitionOf(id) == k {
+				return id, nil
+			}
+		}
+	}
+	e := n.notOwner(session.ID{}, k)
+	e.Session, e.Why = "", fmt.Sprintf("an open with this key is served by the node of partition %d", k)
+	if o, ok := n.leases.Owner(k); ok && o.NodeID == n.cfg.NodeID {
+		e.Why = fmt.Sprintf("an open with this key is served by partition %d, being loaded on this node; retry shortly", k)
+	}
+	return uuid.UUID{}, e
+}
+
+// keyPartition is the partition of an open's key: the partition a root
+// whose id had the key's hash as its bytes would be in.
+func keyPartition(key string, partitions int) int {
+	sum := sha256.Sum256([]byte(key))
+	return jetstream.Partition([16]byte(sum[:16]), partitions)
 }
 
 // Loads returns how each partition this node took over was loaded.
