@@ -2,8 +2,8 @@
 loopback, each with its embedded NATS server. A client given one node and
 its peers follows NOT_OWNER: calls go where their session is served, serve
 merges a stream from every node, a watch follows its session; a node then
-dies (SIGKILL) or hands its partitions back (SIGTERM) and the served agents
-carry on with no gap and no duplicate in what they saw."""
+dies (SIGKILL) and the served agents carry on with no gap and no duplicate
+in what they saw. (The TypeScript SDK's test stops a node with SIGTERM.)"""
 
 from __future__ import annotations
 
