@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/hubpb/hubsvc"
@@ -35,8 +36,11 @@ import (
 //     from the Client's own cursors, so the merged stream sees no gap and
 //     no duplicate per session (a pending turn may be told again, as
 //     after any resubscribe).
-//
-// Watch and the other streams are not followed.
+//   - Watch (one session's, or a tree's: Follow and FollowTree too)
+//     follows NOT_OWNER as a unary call does, and a watch that ends
+//     because its partition moved (NOT_OWNER) or its node died is
+//     reopened where the session is served, after the last seq it handed
+//     out per session: no gap, no duplicate.
 
 // followingKey marks a call already being followed, so that the pool's
 // connections (which carry the interceptor too) do not follow again.
@@ -299,6 +303,110 @@ func (cs *clusterStream) recv() (*hubpb.Delivery, error) {
 			return nil, err
 		case <-cs.ctx.Done():
 			return nil, wrapErr("subscribe", status.FromContextError(cs.ctx.Err()).Err())
+		}
+	}
+}
+
+// clusterWatch is a Watch that follows its session's partition.
+type clusterWatch struct {
+	ctx      context.Context
+	c        *Client
+	req      *hubpb.WatchRequest
+	callOpts []grpc.CallOption
+	next     map[string]uint64 // the next seq per session
+	at       string            // the node watched
+	s        grpc.ServerStreamingClient[hubpb.Delivery]
+	cancel   context.CancelFunc // ends s
+}
+
+// watchCluster opens a Watch at the Client's node, to be followed from
+// there.
+func (c *Client) watchCluster(ctx context.Context, req *hubpb.WatchRequest, callOpts ...grpc.CallOption) (*Stream, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &clusterWatch{ctx: ctx, c: c, req: req, callOpts: callOpts, next: map[string]uint64{req.GetSessionId(): max(req.GetFromSeq(), 1)},
+		at: c.peers.self}
+	for id, cur := range req.GetCursors() {
+		w.next[id] = cur + 1
+	}
+	if err := w.open(); err != nil {
+		cancel()
+		return nil, wrapErr("watch", err)
+	}
+	return &Stream{op: "watch", watch: w, cancel: cancel}, nil
+}
+
+// open (re)opens the watch at w.at, after the seqs handed out.
+func (w *clusterWatch) open() error {
+	if w.cancel != nil {
+		w.cancel()
+	}
+	req := proto.Clone(w.req).(*hubpb.WatchRequest)
+	req.FromSeq = w.next[req.GetSessionId()]
+	if req.GetTree() {
+		req.Cursors = map[string]uint64{}
+		for id, n := range w.next {
+			if id != req.GetSessionId() {
+				req.Cursors[id] = n - 1
+			}
+		}
+	}
+	conn, err := w.c.peers.conn(w.at, w.c.conn)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.WithValue(w.ctx, followingKey{}, true))
+	// A node that is down fails at once (WaitForReady would wait for it):
+	// the next one knows the owner.
+	s, err := hubsvc.NewHubClient(conn).Watch(ctx, req, append(slices.Clip(w.callOpts), grpc.WaitForReady(false))...)
+	if err != nil {
+		cancel()
+		return err
+	}
+	w.s, w.cancel = s, cancel
+	return nil
+}
+
+// recv returns the next delivery not handed out yet, following the
+// session's partition when the watch is refused or ends.
+func (w *clusterWatch) recv() (*hubpb.Delivery, error) {
+	var deadline time.Time
+	for try := 1; ; {
+		d, err := w.s.Recv()
+		if err == nil {
+			try, deadline = 1, time.Time{}
+			e := d.GetEnvelope()
+			if e.GetSeq() < w.next[e.GetSessionId()] {
+				continue
+			}
+			w.next[e.GetSessionId()] = e.GetSeq() + 1
+			return d, nil
+		}
+		if errors.Is(err, io.EOF) {
+			return nil, io.EOF
+		}
+		if w.ctx.Err() != nil {
+			return nil, wrapErr("watch", status.FromContextError(w.ctx.Err()).Err())
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(w.c.peers.followFor)
+		}
+		next, wait, ok := w.c.peers.redirect(err, w.at, try)
+		if !ok || time.Now().After(deadline) {
+			return nil, wrapErr("watch", err)
+		}
+		if wait > 0 && !sleep(w.ctx, wait) {
+			return nil, wrapErr("watch", err)
+		}
+		if next != w.at {
+			w.c.logf("agentsdk: watch %s: following to %s (%v)", w.req.GetSessionId(), next, err)
+		}
+		w.at = next
+		try++
+		for err = w.open(); err != nil; err = w.open() {
+			// A node that cannot be dialled: the next one.
+			if w.at = w.c.peers.next(w.at); time.Now().After(deadline) || !sleep(w.ctx, wait) {
+				return nil, wrapErr("watch", err)
+			}
 		}
 	}
 }

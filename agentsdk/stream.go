@@ -20,6 +20,7 @@ type Stream struct {
 	op     string
 	s      grpc.ServerStreamingClient[hubpb.Delivery]
 	merged *clusterStream // a cluster's Subscribe, instead of s
+	watch  *clusterWatch  // a cluster's Watch, instead of s
 	cancel context.CancelFunc
 }
 
@@ -29,6 +30,9 @@ type Stream struct {
 func (s *Stream) Recv() (*hubpb.Delivery, error) {
 	if s.merged != nil {
 		return s.merged.recv()
+	}
+	if s.watch != nil {
+		return s.watch.recv()
 	}
 	d, err := s.s.Recv()
 	if err != nil {
@@ -108,8 +112,17 @@ func (c *Client) Watch(ctx context.Context, sessionID string, fromSeq uint64) (*
 }
 
 func (c *Client) watch(ctx context.Context, sessionID string, fromSeq uint64, callOpts ...grpc.CallOption) (*Stream, error) {
+	return c.openWatch(ctx, &hubpb.WatchRequest{SessionId: sessionID, FromSeq: fromSeq}, callOpts...)
+}
+
+// openWatch opens a Watch; in a cluster, one that follows its session's
+// partition (watchCluster).
+func (c *Client) openWatch(ctx context.Context, req *hubpb.WatchRequest, callOpts ...grpc.CallOption) (*Stream, error) {
+	if c.peers != nil {
+		return c.watchCluster(ctx, req, callOpts...)
+	}
 	ctx, cancel := context.WithCancel(ctx)
-	s, err := c.rpc.Watch(ctx, &hubpb.WatchRequest{SessionId: sessionID, FromSeq: fromSeq}, callOpts...)
+	s, err := c.rpc.Watch(ctx, req, callOpts...)
 	if err != nil {
 		cancel()
 		return nil, wrapErr("watch", err)
@@ -203,20 +216,18 @@ func (c *Client) FollowTree(ctx context.Context, rootID string, opts TreeOptions
 // followTree reads one tree watch, advancing next (the next seq per
 // session) past each envelope handed to fn.
 func (c *Client) followTree(ctx context.Context, rootID string, verbose bool, next map[string]uint64, fn func(*hubpb.Envelope) error) (*hubpb.Envelope, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	cursors := map[string]uint64{}
 	for id, n := range next {
 		if id != rootID {
 			cursors[id] = n - 1
 		}
 	}
-	s, err := c.rpc.Watch(ctx, &hubpb.WatchRequest{SessionId: rootID, FromSeq: next[rootID], Tree: true, Verbose: verbose,
+	w, err := c.openWatch(ctx, &hubpb.WatchRequest{SessionId: rootID, FromSeq: next[rootID], Tree: true, Verbose: verbose,
 		Cursors: cursors}, grpc.WaitForReady(true))
 	if err != nil {
-		return nil, wrapErr("watch", err)
+		return nil, err
 	}
-	w := &Stream{op: "watch", s: s, cancel: cancel}
+	defer w.Close()
 	var end *hubpb.Envelope
 	for {
 		d, err := w.Recv()

@@ -40,7 +40,7 @@ from typing import (
 import grpc
 import grpc.aio
 
-from . import _calls, _common, errors
+from . import _calls, _cluster, _common, errors
 from ._aiocalls import Task, Turn, await_all, await_any
 from ._calls import TaskStatus
 from ._model import (
@@ -165,17 +165,36 @@ class Client:
         connect_timeout: Optional[float] = 10.0,
         channel_options: Sequence[Tuple[str, Any]] = (),
         logger: Optional[logging.Logger] = None,
+        peers: Sequence[str] = (),
+        follow_for: float = 30.0,
     ) -> None:
         _common.check(target, name, token, tls, insecure)
+        for p in peers:
+            _common.check(p, name, token, tls, insecure)
         options = _common.channel_options(tls, channel_options)
-        if tls is not None:
-            self._channel = grpc.aio.secure_channel(target, _common.credentials(tls), options=options)
-        else:
-            self._channel = grpc.aio.insecure_channel(target, options=options)
+
+        def dial(addr: str) -> grpc.aio.Channel:
+            if tls is not None:
+                return grpc.aio.secure_channel(addr, _common.credentials(tls), options=options)
+            return grpc.aio.insecure_channel(addr, options=options)
+
+        self._channel = dial(target)
         self._target = target
         self._name = name
         self._md = _common.metadata(name, token)
-        self._stub = pb_grpc.HubStub(self._channel)  # type: ignore[no-untyped-call]
+        self._raw = pb_grpc.HubStub(self._channel)  # type: ignore[no-untyped-call]
+        self._stub: Any = self._raw
+        self._peers: Optional[_cluster.Peers] = None
+        self._peer_channels: List[grpc.aio.Channel] = []
+        if peers:
+
+            def new_stub(addr: str) -> Any:
+                ch = dial(addr)
+                self._peer_channels.append(ch)
+                return _cluster.new_stub(ch)
+
+            self._peers = _cluster.Peers(target, list(peers), self._raw, new_stub, follow_for, logger or _common.LOG)
+            self._stub = _cluster.AioFollowingStub(self._peers)
         self._attempts = max(1, send_attempts)
         self._budget = retry_budget
         self._connect_timeout = connect_timeout
@@ -205,8 +224,8 @@ class Client:
     @property
     def raw(self) -> pb_grpc.HubStub:
         """The generated gRPC stub on the same channel; pass
-        :attr:`metadata` with each call."""
-        return self._stub
+        :attr:`metadata` with each call. It does not follow ``NOT_OWNER``."""
+        return self._raw
 
     @property
     def metadata(self) -> Tuple[Tuple[str, str], ...]:
@@ -221,6 +240,8 @@ class Client:
     async def close(self) -> None:
         """Close the connection; streams and calls in flight fail."""
         await self._channel.close()
+        for ch in self._peer_channels:
+            await ch.close()
 
     async def __aenter__(self) -> "Client":
         if self._connect_timeout is not None:
@@ -844,13 +865,16 @@ class _AsyncServing:
 
     async def _subscription(self) -> Tuple[bool, Optional[errors.HubError]]:
         await self.c.channel.channel_ready()
-        call = self.c.raw.Subscribe(
+        # With peers, the client's stub merges every node's stream.
+        call = self.c._stub.Subscribe(
             pb.SubscribeRequest(cursors=self.cursors), metadata=self.c.metadata, wait_for_ready=True
         )
         got = False
         try:
             try:
-                turns = await self.c.pending_turns()
+                # In a cluster each node's stream tells its pending turns (a
+                # node answers PendingTurns for the sessions it serves only).
+                turns = [] if self.c._peers is not None else await self.c.pending_turns()
             except errors.HubError as e:
                 self.log.info("hubd: serve: pending turns: %s", e)
                 turns = []

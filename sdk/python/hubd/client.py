@@ -23,7 +23,7 @@ from typing import (
 
 import grpc
 
-from . import _calls, _common, errors
+from . import _calls, _cluster, _common, errors
 from ._calls import Task
 from ._model import (
     MODE_BACKGROUND,
@@ -128,6 +128,18 @@ class Client:
         channel_options: gRPC channel options, after the SDK's own.
         logger: receives the client's diagnostics (reconnects, stale turns,
             ignored errors); default the ``"hubd"`` logger.
+        peers: the other nodes of a hubd cluster (``host:port`` each,
+            docs/SCALING.md). With them the client follows ``NOT_OWNER``
+            without its caller noticing: a call goes again, unchanged (the
+            same client message id), to the session's owner; ``subscribe``
+            and ``serve`` merge a stream from every node and reopen a node's
+            stream from the client's cursors when it ends (no gap, no
+            duplicate); ``watch``, ``follow`` and ``follow_tree`` follow
+            their session to its owner. Empty: one hub, nothing followed.
+        follow_for: seconds a call keeps following ``NOT_OWNER``, a node
+            that is down or draining, or a partition with no owner yet,
+            before it raises the last error (:class:`hubd.NotOwner`,
+            :class:`hubd.Unavailable`).
 
     Raises:
         ValueError: the settings cannot work (no name, token or client
@@ -148,20 +160,39 @@ class Client:
         connect_timeout: Optional[float] = 10.0,
         channel_options: Sequence[Tuple[str, Any]] = (),
         logger: Optional[logging.Logger] = None,
+        peers: Sequence[str] = (),
+        follow_for: float = 30.0,
     ) -> None:
         _common.check(target, name, token, tls, insecure)
+        for p in peers:
+            _common.check(p, name, token, tls, insecure)
         options = _common.channel_options(tls, channel_options)
-        if tls is not None:
-            self._channel = grpc.secure_channel(target, _common.credentials(tls), options=options)
-        else:
-            self._channel = grpc.insecure_channel(target, options=options)
+
+        def dial(addr: str) -> grpc.Channel:
+            if tls is not None:
+                return grpc.secure_channel(addr, _common.credentials(tls), options=options)
+            return grpc.insecure_channel(addr, options=options)
+
+        self._channel = dial(target)
         self._target = target
         self._name = name
         self._md = _common.metadata(name, token)
-        self._stub = pb_grpc.HubStub(self._channel)  # type: ignore[no-untyped-call]
+        self._raw = pb_grpc.HubStub(self._channel)  # type: ignore[no-untyped-call]
+        self.log = logger or _common.LOG
+        self._stub: Any = self._raw
+        self._peers: Optional[_cluster.Peers] = None
+        self._peer_channels: List[grpc.Channel] = []
+        if peers:
+
+            def new_stub(addr: str) -> Any:
+                ch = dial(addr)
+                self._peer_channels.append(ch)
+                return _cluster.new_stub(ch)
+
+            self._peers = _cluster.Peers(target, list(peers), self._raw, new_stub, follow_for, self.log)
+            self._stub = _cluster.FollowingStub(self._peers)
         self._attempts = max(1, send_attempts)
         self._budget = retry_budget
-        self.log = logger or _common.LOG
         if connect_timeout is not None:
             try:
                 self._probe(connect_timeout)
@@ -183,8 +214,9 @@ class Client:
     @property
     def raw(self) -> pb_grpc.HubStub:
         """The generated gRPC stub on the same channel, for calls the SDK
-        does not wrap; pass :attr:`metadata` with each call."""
-        return self._stub
+        does not wrap; pass :attr:`metadata` with each call. It does not
+        follow ``NOT_OWNER`` (the client's own calls do, with ``peers``)."""
+        return self._raw
 
     @property
     def metadata(self) -> Tuple[Tuple[str, str], ...]:
@@ -199,6 +231,8 @@ class Client:
     def close(self) -> None:
         """Close the connection; streams and calls in flight fail."""
         self._channel.close()
+        for ch in self._peer_channels:
+            ch.close()
 
     def __enter__(self) -> "Client":
         return self

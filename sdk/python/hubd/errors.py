@@ -343,8 +343,8 @@ class NotOwner(Unavailable):
     """In a cluster, another node serves the session's partition (or a
     stream's partition moved). The ErrorInfo metadata ``owner_addr`` names
     the owner's gRPC address: call it there with the same client message
-    id, or resubscribe there from the cursors. This SDK does not follow it
-    by itself yet (the Go agentsdk does)."""
+    id, or resubscribe there from the cursors. A client given ``peers``
+    follows it by itself (raised only once ``follow_for`` has run out)."""
 
     REASON = "NOT_OWNER"
 
@@ -375,18 +375,25 @@ def error_class(reason: str) -> Optional[Type[HubError]]:
 
 
 def _reason(trailing: Optional[Iterable[Tuple[str, Any]]]) -> str:
+    return error_info(trailing)[0]
+
+
+def error_info(trailing: Optional[Iterable[Tuple[str, Any]]]) -> Tuple[str, Dict[str, str]]:
+    """The hub's ErrorInfo in a failed call's trailing metadata: its stable
+    reason and its metadata (``NOT_OWNER``: ``owner_addr``, ``owner_node``,
+    ``partition``); ``("", {})`` when there is none."""
     for key, value in trailing or ():
         if key != _DETAILS_KEY:
             continue
         try:
             st = _status.Status.FromString(value)
         except Exception:  # a detail we cannot read is no reason
-            return ""
+            return "", {}
         for d in st.details:
             info = _error_details.ErrorInfo()
             if d.Unpack(info) and info.domain == ERROR_DOMAIN:
-                return str(info.reason)
-    return ""
+                return str(info.reason), dict(info.metadata)
+    return "", {}
 
 
 def from_rpc_error(op: str, err: grpc.RpcError) -> HubError:

@@ -41,7 +41,8 @@ import {
 import { HubClient } from "./gen/hub_service.js";
 import { Graph } from "./graph.js";
 import { serve, type Handler, type ServeOptions } from "./serve.js";
-import { DeliveryStream } from "./stream.js";
+import { DeliveryStream, type StreamSource } from "./stream.js";
+import { FollowedWatch, MergedSubscribe, Peers } from "./cluster.js";
 
 /** The metadata key that names the caller to a hub in development mode (no tokens, loopback only). */
 export const AgentHeader = "x-hubd-agent";
@@ -130,6 +131,22 @@ export interface ClientOptions {
   timeoutMs?: number;
   /** Aborts connect. */
   signal?: AbortSignal;
+  /**
+   * The other nodes of a hubd cluster ("host:port" each; docs/SCALING.md).
+   * With them the client follows NOT_OWNER without its caller noticing: a
+   * call goes again, unchanged (the same client message id), to the
+   * session's owner; subscribe and serve merge a stream from every node and
+   * reopen a node's stream from the client's cursors when it ends (no gap,
+   * no duplicate); watch, follow and followTree follow their session to its
+   * owner. Unset or empty: one hub, nothing followed.
+   */
+  peers?: string[];
+  /**
+   * How long, in milliseconds, a call keeps following NOT_OWNER, a node that
+   * is down or draining, or a partition with no owner yet, before it rejects
+   * with the last error (NotOwnerError, UnavailableError). Default 30 s.
+   */
+  followForMs?: number;
 }
 
 /** Options of one call: the equivalent of a Go context. */
@@ -381,14 +398,17 @@ export class Client {
   private readonly attempts: number;
   private readonly budgetMs: number;
   private readonly log: (line: string) => void;
+  private readonly peers?: Peers;
 
   private constructor(
     raw: HubClient,
     /** The agent's name as given in the options ("" when a token alone identifies the agent). */
     readonly name: string,
     opts: ClientOptions,
+    peers?: Peers,
   ) {
     this.raw = raw;
+    this.peers = peers;
     this.attempts = opts.sendAttempts && opts.sendAttempts > 0 ? opts.sendAttempts : 3;
     this.budgetMs = opts.retryBudgetMs ?? 10_000;
     this.log = opts.log ?? (() => {});
@@ -431,6 +451,11 @@ export class Client {
       ...opts.channelOptions,
       interceptors: [...(opts.channelOptions?.interceptors ?? []), ...(auth ? [authInterceptor(auth[0], auth[1])] : [])],
     };
+    for (const p of opts.peers ?? []) {
+      if (opts.token && !secure && !opts.insecure && !isLoopback(p)) {
+        throw new Error(`hubd: refusing to send a token over plaintext to peer ${p}: set ClientOptions.tls (or insecure)`);
+      }
+    }
     const raw = new HubClient(target, creds, channelOptions);
     try {
       await waitReady(raw, opts.timeoutMs ?? 10_000, opts.signal);
@@ -438,12 +463,29 @@ export class Client {
       raw.close();
       throw err;
     }
-    return new Client(raw, opts.name ?? "", opts);
+    let peers: Peers | undefined;
+    if (opts.peers && opts.peers.length > 0) {
+      peers = new Peers(
+        target,
+        raw,
+        opts.peers,
+        (addr) => new HubClient(addr, creds, channelOptions),
+        opts.followForMs && opts.followForMs > 0 ? opts.followForMs : 30_000,
+        opts.log ?? (() => {}),
+      );
+    }
+    return new Client(raw, opts.name ?? "", opts, peers);
   }
 
-  /** Closes the connection. Streams and calls in flight fail. */
+  /** Closes the connection (and those to the peers). Streams and calls in flight fail. */
   close(): void {
     this.raw.close();
+    this.peers?.close();
+  }
+
+  /** @internal Whether the client follows a cluster (ClientOptions.peers). */
+  get clustered(): boolean {
+    return this.peers !== undefined;
   }
 
   // Sessions.
@@ -653,6 +695,20 @@ export class Client {
   /** @internal subscribe, optionally waiting for the hub while it is down. */
   subscribeStream(opts: SubscribeOptions, waitForReady: boolean): DeliveryStream {
     const cursors = opts.cursors instanceof Map ? Object.fromEntries(opts.cursors) : { ...opts.cursors };
+    if (this.peers) {
+      const deadline = opts.timeoutMs !== undefined ? Date.now() + opts.timeoutMs : undefined;
+      const merged = new MergedSubscribe(this.peers, cursors, (client, at) =>
+        this.stream(
+          "subscribe",
+          this.raw.subscribe,
+          SubscribeRequest.fromPartial({ cursors: at, includeEnded: opts.includeEnded ?? false }),
+          { timeoutMs: deadline !== undefined ? Math.max(deadline - Date.now(), 0) : undefined },
+          false,
+          client,
+        ),
+      );
+      return this.sourced("subscribe", merged, opts);
+    }
     return this.stream(
       "subscribe",
       this.raw.subscribe,
@@ -673,7 +729,36 @@ export class Client {
   }
 
   private watchStream(sessionId: string, fromSeq: number, opts: CallOptions, waitForReady: boolean): DeliveryStream {
-    return this.stream("watch", this.raw.watch, WatchRequest.fromPartial({ sessionId, fromSeq }), opts, waitForReady);
+    return this.watchCall(WatchRequest.fromPartial({ sessionId, fromSeq }), opts, waitForReady);
+  }
+
+  /** A Watch call; in a cluster, one that follows its session's partition. */
+  private watchCall(req: WatchRequest, opts: CallOptions, waitForReady: boolean): DeliveryStream {
+    if (!this.peers) {
+      return this.stream("watch", this.raw.watch, req, opts, waitForReady);
+    }
+    const deadline = opts.timeoutMs !== undefined ? Date.now() + opts.timeoutMs : undefined;
+    const followed = new FollowedWatch(this.peers, req, (client, at) =>
+      this.stream(
+        "watch",
+        this.raw.watch,
+        at,
+        { timeoutMs: deadline !== undefined ? Math.max(deadline - Date.now(), 0) : undefined },
+        false,
+        client,
+      ),
+    );
+    return this.sourced("watch", followed, opts);
+  }
+
+  /** A DeliveryStream of a cluster's merged or followed stream. */
+  private sourced(op: string, source: StreamSource, opts: CallOptions): DeliveryStream {
+    const deadline = opts.timeoutMs !== undefined ? Date.now() + opts.timeoutMs : undefined;
+    const s = new DeliveryStream(op, source, opts.signal, deadline);
+    if (opts.signal?.aborted) {
+      s.close();
+    }
+    return s;
   }
 
   /**
@@ -850,7 +935,7 @@ export class Client {
       }
       const req = WatchRequest.fromPartial({ sessionId: rootId, fromSeq: next.get(rootId), tree: true, verbose: opts.verbose ?? false, cursors });
       const timeoutMs = deadline !== undefined ? Math.max(deadline - Date.now(), 0) : undefined;
-      const w = this.stream("watch", this.raw.watch, req, { signal: opts.signal, timeoutMs }, true);
+      const w = this.watchCall(req, { signal: opts.signal, timeoutMs }, true);
       let end: Envelope | undefined;
       let failure: unknown;
       try {
@@ -905,7 +990,43 @@ export class Client {
 
   // Plumbing.
 
-  private unary<Req, Res>(op: string, method: UnaryMethod<Req, Res>, req: Req, opts: CallOptions): Promise<Res> {
+  private async unary<Req, Res>(op: string, method: UnaryMethod<Req, Res>, req: Req, opts: CallOptions): Promise<Res> {
+    const p = this.peers;
+    if (!p) {
+      return this.unaryOn(this.raw, op, method, req, opts);
+    }
+    // In a cluster: follow NOT_OWNER, a dead or draining node, a partition
+    // with no owner yet (cluster.ts), sending the request unchanged.
+    let at = p.self;
+    let err: unknown;
+    try {
+      return await this.unaryOn(this.raw, op, method, req, opts);
+    } catch (e) {
+      err = e;
+    }
+    const deadline = Date.now() + p.followForMs;
+    for (let attempt = 1; Date.now() < deadline; attempt++) {
+      const where = p.redirect(err, at, attempt);
+      if (!where || opts.signal?.aborted) {
+        break;
+      }
+      if (where.waitMs > 0 && !(await sleep(where.waitMs, opts.signal))) {
+        break;
+      }
+      if (where.next !== at) {
+        this.log(`hubd: ${op}: following to ${where.next} (${String(err)})`);
+      }
+      at = where.next;
+      try {
+        return await this.unaryOn(p.client(at), op, method, req, opts);
+      } catch (e) {
+        err = e;
+      }
+    }
+    throw err;
+  }
+
+  private unaryOn<Req, Res>(client: HubClient, op: string, method: UnaryMethod<Req, Res>, req: Req, opts: CallOptions): Promise<Res> {
     const signal = opts.signal;
     if (signal?.aborted) {
       return Promise.reject(new CanceledError(op, grpc.status.CANCELLED, "", "the call was cancelled before it started"));
@@ -916,7 +1037,7 @@ export class Client {
         callOpts.deadline = Date.now() + opts.timeoutMs;
       }
       const onAbort = () => call.cancel();
-      const call = method.call(this.raw, req, new grpc.Metadata(), callOpts, (err, res) => {
+      const call = method.call(client, req, new grpc.Metadata(), callOpts, (err, res) => {
         signal?.removeEventListener("abort", onAbort);
         if (err) {
           reject(hubError(op, err, callOpts.deadline as number | undefined));
@@ -934,12 +1055,13 @@ export class Client {
     req: Req,
     opts: CallOptions,
     waitForReady: boolean,
+    client: HubClient = this.raw,
   ): DeliveryStream {
     const callOpts: Partial<grpc.CallOptions> = {};
     if (opts.timeoutMs !== undefined) {
       callOpts.deadline = Date.now() + opts.timeoutMs;
     }
-    const call = method.call(this.raw, req, new grpc.Metadata({ waitForReady }), callOpts);
+    const call = method.call(client, req, new grpc.Metadata({ waitForReady }), callOpts);
     const s = new DeliveryStream(op, call, opts.signal, callOpts.deadline as number | undefined);
     if (opts.signal?.aborted) {
       s.close();

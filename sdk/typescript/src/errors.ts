@@ -116,7 +116,8 @@ export class QuarantinedError extends HubError {}
 /**
  * In a cluster, another node serves the session's partition, or a stream's partition moved (NOT_OWNER).
  * ErrorInfo metadata owner_addr names the owner's gRPC address: retry there with the same client message id,
- * or resubscribe there from the cursors. This SDK does not follow it by itself yet (the Go agentsdk does).
+ * or resubscribe there from the cursors. A client given ClientOptions.peers follows it by itself (rejecting with it
+ * only once followForMs has run out).
  */
 export class NotOwnerError extends UnavailableError {}
 
@@ -184,6 +185,15 @@ function isReasonName(r: string): r is ReasonName {
  * "hubd"; "" when there is none.
  */
 export function reasonFromMetadata(md: Metadata | undefined): string {
+  return errorInfoFromMetadata(md).reason;
+}
+
+/**
+ * The hub's ErrorInfo in a call's trailing metadata: its reason and its
+ * metadata (NOT_OWNER: owner_addr, owner_node, partition); reason "" when
+ * there is none.
+ */
+export function errorInfoFromMetadata(md: Metadata | undefined): { reason: string; metadata: Record<string, string> } {
   for (const bin of md?.get(detailsTrailer) ?? []) {
     if (typeof bin === "string") {
       continue;
@@ -200,11 +210,11 @@ export function reasonFromMetadata(md: Metadata | undefined): string {
       }
       const info = ErrorInfo.decode(d.value);
       if (info.domain === ErrorDomain) {
-        return info.reason;
+        return { reason: info.reason, metadata: { ...info.metadata } };
       }
     }
   }
-  return "";
+  return { reason: "", metadata: {} };
 }
 
 /** A gRPC error as @grpc/grpc-js reports it. */

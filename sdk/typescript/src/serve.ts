@@ -244,7 +244,9 @@ class Serving {
     try {
       let turns: Delivery[] = [];
       try {
-        turns = await this.c.pendingTurns({ signal: this.signal });
+        // In a cluster each node's stream tells its pending turns (a node
+        // answers pendingTurns for the sessions it serves only).
+        turns = this.c.clustered ? [] : await this.c.pendingTurns({ signal: this.signal });
       } catch (err) {
         this.log(`hubd: serve: pending turns: ${String(err)}`);
       }

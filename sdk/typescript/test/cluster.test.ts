@@ -1,0 +1,161 @@
+// The SDK in a hubd cluster (docs/SCALING.md): three real hubd nodes on
+// loopback, each with its embedded NATS server. A client given one node and
+// its peers follows NOT_OWNER: calls go where their session is served,
+// serve merges a stream from every node, a watch follows its session; a
+// node then hands its partitions back and stops (SIGTERM) and the served
+// agents carry on with no gap and no duplicate in what they saw. (The
+// Python SDK's test kills a node with SIGKILL.)
+
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+
+import {
+  Client,
+  closeReason,
+  errorInfoFromMetadata,
+  isTurn,
+  NotOwnerError,
+  NotParticipantError,
+  roundRobin,
+  type Delivery,
+  type Envelope,
+} from "@hubd/sdk";
+
+import { Cluster, track } from "./cluster.js";
+import { within } from "./hub.js";
+
+const turns = 24; // per session
+
+describe("a cluster", { timeout: 180_000 }, () => {
+  let c: Cluster;
+  before(async () => {
+    c = track(await Cluster.start());
+  });
+  after(async () => {
+    await c?.close();
+  });
+
+  test("serve follows sessions across nodes, and carries on when a node hands its partitions back (SIGTERM)", async () => {
+    const [n1, n2, n3] = c.nodes;
+    const peers = [n2.addr, n3.addr];
+    const handled = new Map<string, number[]>(); // per session, the trigger seqs handled
+    const seen = new Map<string, number[]>(); // per session, b's deliveries
+    const toldAgain: boolean[] = [];
+    const observe = (d: Delivery) => {
+      const e = d.envelope as Envelope;
+      const got = seen.get(e.sessionId) ?? [];
+      seen.set(e.sessionId, got);
+      if (got.length > 0 && e.seq <= got[got.length - 1]) {
+        // Only a pending turn is told again (a node's stream reopened tells
+        // its pending turns, as after any resubscribe).
+        toldAgain.push(e.seq === got[got.length - 1] && d.yourTurn);
+        return;
+      }
+      got.push(e.seq);
+    };
+    const clients: Client[] = [];
+    const dial = async (addr: string, name: string, withPeers: string[] = []) => {
+      const cl = await Client.connect(addr, { name, timeoutMs: 10_000, peers: withPeers, followForMs: 60_000 });
+      clients.push(cl);
+      return cl;
+    };
+    // Both agents are connected to n1 and know the two others.
+    const a = await dial(n1.addr, "a", peers);
+    const b = await dial(n1.addr, "b", peers);
+    const ac = new AbortController();
+    const handler = async (t: { sessionId: string; trigger: Envelope; client: Client }) => {
+      const h = handled.get(t.sessionId) ?? [];
+      handled.set(t.sessionId, h);
+      h.push(t.trigger.seq);
+      await new Promise((r) => setTimeout(r, 50));
+      return `${t.client.name} at ${t.trigger.seq}`;
+    };
+    const runs = [
+      a.serve(handler, { signal: ac.signal, backoff: { baseMs: 20, maxMs: 500 } }),
+      b.serve(handler, { signal: ac.signal, backoff: { baseMs: 20, maxMs: 500 }, observer: observe }),
+    ];
+    try {
+      // One session opened through each node: a new root session lands in a
+      // partition of the node asked.
+      const ids: string[] = [];
+      for (const n of c.nodes) {
+        const opener = await dial(n.addr, "a");
+        ids.push((await opener.openWorkflow(roundRobin(["a", "b"], turns), ["b"])).id);
+      }
+      // n1 does not serve the sessions opened elsewhere, and says who does.
+      const raw = await dial(n1.addr, "a");
+      for (const [i, n] of [n2, n3].entries()) {
+        const err = await raw.getSession(ids[i + 1]).then(
+          () => assert.fail("n1 answered for a session it does not serve"),
+          (e: unknown) => e,
+        );
+        assert.ok(err instanceof NotOwnerError, String(err));
+        const md = errorInfoFromMetadata(err.metadata).metadata;
+        assert.equal(md["owner_addr"], n.addr);
+        assert.equal(md["owner_node"], n.id);
+      }
+      // Unary calls through n1 follow to the owner, which answers them.
+      const s2 = ids[1];
+      assert.equal((await a.getSession(s2)).id, s2);
+      const mallory = await dial(n1.addr, "mallory", peers);
+      await assert.rejects(mallory.sendText(s2, "hi"), NotParticipantError);
+
+      // A follow through n1 of the session n2 serves, live across n2's stop.
+      const w = await dial(n1.addr, "a", peers);
+      const watched: number[] = [];
+      const watching = (async () => {
+        for await (const e of w.follow(s2, 1, { timeoutMs: 120_000 })) {
+          watched.push(e.seq);
+        }
+      })();
+
+      const progressed = (n: number) => ids.every((id) => (handled.get(id)?.length ?? 0) >= n);
+      const deadline = Date.now() + 30_000;
+      while (!progressed(4) && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      assert.ok(progressed(4), JSON.stringify([...handled]));
+
+      // n2 hands its partitions back and stops, mid-conversation.
+      await n2.signal("SIGTERM");
+      const moved = await c.waitSpread([n1.id, n3.id], 60_000);
+
+      const reader = await dial(n3.addr, "a", [n1.addr]);
+      for (const sid of ids) {
+        let end: Envelope | undefined;
+        for await (const e of reader.follow(sid, 1, { timeoutMs: 120_000 })) {
+          end = e;
+        }
+        assert.equal(closeReason(end), "max_turns", sid);
+        const log = await reader.readLog(sid);
+        const taken = log.filter(isTurn);
+        // Every turn taken once, in order: each trigger handled once, each
+        // reply written once.
+        assert.equal(taken.length, turns, sid);
+        assert.deepEqual(
+          taken.map((e) => e.from),
+          Array.from({ length: turns }, (_, i) => (i % 2 === 0 ? "a" : "b")),
+        );
+        const got = handled.get(sid) ?? [];
+        assert.equal(new Set(got).size, turns, `${sid}: ${got.join(" ")}`);
+        assert.equal(got.length, turns, `${sid}: ${got.join(" ")}`);
+        assert.equal(new Set(taken.map((e) => e.clientMsgId)).size, turns);
+        // b saw every envelope of its log once, in order: no gap, no
+        // duplicate, across the move. (An agent is not sent its own.)
+        const bLog = (await b.readLog(sid)).filter((e) => e.from !== "b").map((e) => e.seq);
+        assert.deepEqual(seen.get(sid), bLog, sid);
+      }
+      assert.ok(toldAgain.every(Boolean), JSON.stringify(toldAgain));
+      await within(watching, 30_000, "the follow of the moved session");
+      assert.deepEqual(
+        watched,
+        (await w.readLog(s2)).map((e) => e.seq),
+      );
+      console.log(`n2 stopped with SIGTERM: its partitions moved in ${moved} ms`);
+    } finally {
+      ac.abort();
+      await Promise.allSettled(runs);
+      clients.forEach((cl) => cl.close());
+    }
+  });
+});
