@@ -39,15 +39,14 @@ func natsServerBinary(t *testing.T) string {
 
 // natsProc is one nats-server process of a natsProcs cluster.
 type natsProc struct {
-	name       string
-	conf       string // its configuration file
-	client     int    // client port
-	monitor    int    // HTTP monitoring port
-	cmd        *exec.Cmd
-	mu         sync.Mutex
-	logs       strings.Builder
-	exited     chan struct{}
-	terminated bool
+	name    string
+	conf    string // its configuration file
+	client  int    // client port
+	monitor int    // HTTP monitoring port
+	cmd     *exec.Cmd
+	mu      sync.Mutex
+	logs    strings.Builder
+	exited  chan struct{}
 }
 
 func (p *natsProc) Write(b []byte) (int, error) {
