@@ -155,9 +155,10 @@ func (h *Hub) LoadSessions(ctx context.Context, load Loader) (int, error) {
 // and the scheduler, their watches end and so do the subscriptions of the
 // agents taking part in them, with why (NOT_OWNER: resubscribe from the
 // cursors, on the new owner). The quarantined sessions of those trees are
-// forgotten too: a call for one is routed to the new owner. A call already holding one of them finishes
-// against the log, which refuses it once the partition is disowned. It
-// returns how many sessions it dropped.
+// forgotten too: a call for one is routed to the new owner. A call
+// already holding one of them finishes against the log, which refuses it
+// once the partition is disowned. It returns how many sessions it
+// dropped.
 func (h *Hub) UnloadSessions(drop func(root session.ID) bool, why error) int {
 	if why == nil {
 		why = ErrNotOwner
