@@ -242,10 +242,11 @@ func TestE2EClusterKillNATSLeader(t *testing.T) {
 	stream, leader, msgs := "", "", uint64(0)
 	for k := range e2ePartitions {
 		name := fmt.Sprintf("HUB_P%02d", k)
-		si, err := js.StreamInfo(name)
-		if err != nil {
-			t.Fatalf("stream info %s: %v", name, err)
-		}
+		var si *nats.StreamInfo
+		waitFor(t, "stream info "+name, 15*time.Second, func() bool {
+			si, err = js.StreamInfo(name)
+			return err == nil
+		})
 		if si.Cluster == nil || si.Cluster.Leader == "" {
 			t.Fatalf("stream %s has no leader: %+v", name, si.Cluster)
 		}
