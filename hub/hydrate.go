@@ -325,6 +325,8 @@ func (h *Hub) installLocked(order []session.ID, all map[session.ID]*loading) int
 			}
 			continue
 		}
+		delete(h.quarantined, id) // quarantined by an earlier load of its partition
+		delete(h.quarantinedMeta, id)
 		h.plant(l.s, trees, all)
 		l.s.publish()
 		h.index(l.s)

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -64,8 +65,13 @@ func (e *NotOwnerError) ErrorMetadata() map[string]string {
 // A Loader hands LoadSessions the sessions of a partition: meta for each
 // session before its records, record for each record of a session in seq
 // order (sessions may interleave). Its byte slices are valid during the
-// call only. An error from meta or record is returned as is.
-type Loader func(meta func(id [16]byte, meta []byte) error, record func(id [16]byte, seq uint64, data []byte) error) error
+// call only. An error from meta or record is returned as is. A session
+// whose stored messages the loader finds damaged (a frame that fails its
+// checksum, a gap) it reports to broken, with why, and skips its later
+// messages: that session is quarantined and the others load. An error
+// the loader returns (one it cannot pin on a session) fails the load.
+type Loader func(meta func(id [16]byte, meta []byte) error, record func(id [16]byte, seq uint64, data []byte) error,
+	broken func(id [16]byte, err error)) error
 
 // routeTimeout bounds Config.Route for one call.
 const routeTimeout = 5 * time.Second
@@ -73,8 +79,10 @@ const routeTimeout = 5 * time.Second
 // LoadSessions rebuilds the sessions load gives (a partition this node now
 // owns) and starts serving them: they are folded with no effects, indexed
 // and their timers re-armed from their state, so a firing the previous
-// owner wrote is folded, not repeated. A session that does not rebuild is
-// quarantined. Sessions already served are left as they are. The agents
+// owner wrote is folded, not repeated. A session that does not rebuild
+// (its metadata or a record does not decode or fold, or the loader found
+// its messages damaged) is quarantined: it answers QUARANTINED and the
+// others serve. Sessions already served are left as they are. The agents
 // taking part in a loaded session have their subscriptions ended
 // (NOT_OWNER): they resubscribe from their cursors and catch up on it. It
 // returns how many sessions now serve.
@@ -97,7 +105,9 @@ func (h *Hub) LoadSessions(ctx context.Context, load Loader) (int, error) {
 			return nil
 		}
 		l := &loading{}
-		l.s, l.err = h.start(meta, id)
+		if l.s, l.err = h.start(meta, id); l.err != nil {
+			l.meta = bytes.Clone(meta) // a quarantined session's participants are told why
+		}
 		all[id] = l
 		order = append(order, id)
 		return ctx.Err()
@@ -107,6 +117,20 @@ func (h *Hub) LoadSessions(ctx context.Context, load Loader) (int, error) {
 			l.err = replay(l.s, seq, data)
 		}
 		return nil
+	}, func(raw [16]byte, why error) {
+		id := session.ID(raw)
+		if served(id) {
+			return
+		}
+		l := all[id]
+		if l == nil { // damaged before its metadata was read
+			l = &loading{}
+			all[id] = l
+			order = append(order, id)
+		}
+		if l.err == nil {
+			l.err = fmt.Errorf("its stored messages are damaged: %w: %w", why, session.ErrCorrupt)
+		}
 	})
 	if err != nil {
 		return 0, fmt.Errorf("hub: loading sessions: %w", err)
@@ -131,9 +155,11 @@ func (h *Hub) LoadSessions(ctx context.Context, load Loader) (int, error) {
 // drop names (a partition whose lease this node lost): they leave memory
 // and the scheduler, their watches end and so do the subscriptions of the
 // agents taking part in them, with why (NOT_OWNER: resubscribe from the
-// cursors, on the new owner). A call already holding one of them finishes
-// against the log, which refuses it once the partition is disowned. It
-// returns how many sessions it dropped.
+// cursors, on the new owner). The quarantined sessions of those trees are
+// forgotten too: a call for one is routed to the new owner. A call
+// already holding one of them finishes against the log, which refuses it
+// once the partition is disowned. It returns how many sessions it
+// dropped.
 func (h *Hub) UnloadSessions(drop func(root session.ID) bool, why error) int {
 	if why == nil {
 		why = ErrNotOwner
@@ -169,6 +195,21 @@ func (h *Hub) UnloadSessions(drop func(root session.ID) bool, why error) int {
 			}
 		}
 		h.sched.remove(s)
+	}
+	// The quarantined sessions of those trees are the new owner's to
+	// answer for; one whose metadata never decoded is taken as its own
+	// root.
+	for id := range h.quarantined { //hubd:orderless each is dropped alike
+		root := id
+		if m := h.quarantinedMeta[id]; m != nil {
+			if r, err := session.ParseID(m.GetRootSessionId()); err == nil {
+				root = r
+			}
+		}
+		if drop(root) {
+			delete(h.quarantined, id)
+			delete(h.quarantinedMeta, id)
+		}
 	}
 	h.mu.Unlock()
 	agents := map[string]bool{}

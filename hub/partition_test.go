@@ -63,7 +63,7 @@ func TestPartitionLoadUnload(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	n, err := b.LoadSessions(ctx, func(meta func([16]byte, []byte) error, record func([16]byte, uint64, []byte) error) error {
+	n, err := b.LoadSessions(ctx, func(meta func([16]byte, []byte) error, record func([16]byte, uint64, []byte) error, _ func([16]byte, error)) error {
 		if err := e.wal.Metas(ctx, meta); err != nil {
 			return err
 		}
@@ -136,4 +136,81 @@ func readAll(t *testing.T, h *hub.Hub, id session.ID) []*hubpb.Envelope {
 		t.Fatal(err)
 	}
 	return lg
+}
+
+// TestPartitionLoadQuarantines: a partition's load in which one session's
+// record does not decode, another's messages the loader found damaged,
+// and a third was reported damaged before any metadata of it was read
+// quarantines those three and serves the rest; once the partition is
+// unloaded, the three are the new owner's to answer for (NOT_OWNER).
+func TestPartitionLoadQuarantines(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	var ids []session.ID
+	for range 3 {
+		o, err := e.hub.Open(ctx, "alice", &hubpb.OpenRequest{Type: "conversation@1",
+			Participants: []*hubpb.Participant{{Name: "bob", AutoAccept: true}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := session.MustParseID(o.GetSession().GetMeta().GetSessionId())
+		if _, err := e.hub.Send(ctx, "alice", id, textEnv("hello")); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	e.hub.Close()
+	undecodable, damaged, healthy := ids[0], ids[1], ids[2]
+	ghost := session.ID{0xff}
+
+	cfg := e.cfg
+	cfg.Log, cfg.Partitioned = e.log, true
+	cfg.Route = func(context.Context, session.ID) error {
+		return &hub.NotOwnerError{Partition: 3, Node: "n2", Addr: "10.0.0.2:7420"}
+	}
+	b, err := hub.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	n, err := b.LoadSessions(ctx, func(meta func([16]byte, []byte) error, record func([16]byte, uint64, []byte) error, broken func([16]byte, error)) error {
+		broken(ghost, errors.New("a record before any metadata"))
+		if err := e.wal.Metas(ctx, meta); err != nil {
+			return err
+		}
+		var first, last [16]byte
+		for i := range last {
+			last[i] = 0xff
+		}
+		return e.wal.ScanRange(ctx, first, last, func(id [16]byte, seq uint64, data []byte) error {
+			switch {
+			case session.ID(id) == undecodable && seq == 3:
+				data = []byte("garbage")
+			case session.ID(id) == damaged && seq == 3:
+				broken(id, errors.New("checksum mismatch"))
+				return nil
+			}
+			return record(id, seq, data)
+		})
+	})
+	if err != nil || n != 1 {
+		t.Fatalf("LoadSessions = %d, %v; want 1 session served", n, err)
+	}
+	if resp, err := b.Send(ctx, "bob", healthy, textEnv("hi")); err != nil || resp.GetSeq() != 4 {
+		t.Fatalf("send on the healthy session: seq %d, %v; want 4", resp.GetSeq(), err)
+	}
+	for _, id := range []session.ID{undecodable, damaged, ghost} {
+		if _, err := b.Get(ctx, "alice", true, id); !errors.Is(err, hub.ErrQuarantined) {
+			t.Fatalf("Get(%v) after the load: %v, want QUARANTINED", id, err)
+		}
+	}
+	if q := b.Quarantined(); len(q) != 3 {
+		t.Fatalf("%d sessions quarantined, want 3: %v", len(q), q)
+	}
+	b.UnloadSessions(func(session.ID) bool { return true }, nil)
+	for _, id := range []session.ID{undecodable, damaged, ghost} {
+		if _, err := b.Get(ctx, "alice", true, id); !errors.Is(err, hub.ErrNotOwner) {
+			t.Fatalf("Get(%v) after the unload: %v, want NOT_OWNER", id, err)
+		}
+	}
 }

@@ -163,16 +163,19 @@ func (n *node) startLeases(ctx context.Context, h *hub.Hub) error {
 // acquire loads partition k into the hub once its lease is held: the log
 // may write it, its sessions are hydrated (timers re-armed from what the
 // log holds, the previous owner's firings included), then it serves. A
-// failed hydrate is retried while the lease lasts.
+// session whose messages are damaged is quarantined and the others serve;
+// a hydrate that fails whole (JetStream unavailable, a message that names
+// no session) is retried while the lease lasts.
 func (n *node) acquire(ctx context.Context, k int, epoch uint64) {
 	acquired := time.Now()
 	n.log.Own(k)
 	for try := 0; ; try++ {
 		start := time.Now()
 		var st jetstream.HydrateStats
-		loaded, err := n.hub.LoadSessions(ctx, func(meta func([16]byte, []byte) error, record func([16]byte, uint64, []byte) error) error {
+		loaded, err := n.hub.LoadSessions(ctx, func(meta func([16]byte, []byte) error, record func([16]byte, uint64, []byte) error,
+			broken func([16]byte, error)) error {
 			var err error
-			st, err = n.log.Hydrate(ctx, k, jetstream.Visitor{Meta: meta, Record: record})
+			st, err = n.log.Hydrate(ctx, k, jetstream.Visitor{Meta: meta, Record: record, Broken: broken})
 			return err
 		})
 		if err == nil {
@@ -182,6 +185,7 @@ func (n *node) acquire(ctx context.Context, k int, epoch uint64) {
 			n.loads[k] = LoadStat{Partition: k, Epoch: epoch, Acquired: acquired, Hydrate: took, Sessions: loaded, Records: st.Records}
 			n.mu.Unlock()
 			n.logger.Info().Int("partition", k).Uint64("epoch", epoch).Int("sessions", loaded).Int("records", st.Records).
+				Int("damaged", st.Broken).
 				Str("hydrate", took.Round(time.Millisecond).String()).Str("acquired_at", acquired.UTC().Format(time.RFC3339Nano)).
 				Str("served_at", time.Now().UTC().Format(time.RFC3339Nano)).Msg("partition served")
 			return
