@@ -175,6 +175,10 @@ func (c *Calls) Close() {
 	c.mu.Unlock()
 	if err := c.sub.Unsubscribe(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 		c.cfg.Logger.Debug().Err(err).Msg("cluster: calls unsubscribe")
+	} else if err == nil {
+		// Once the server knows, a peer's call gets "no responders" at
+		// once instead of waiting out its deadline.
+		c.cfg.Conn.FlushTimeout(time.Second)
 	}
 	c.serving.Wait()
 }

@@ -20,6 +20,7 @@ func TestCalls(t *testing.T) {
 	nc1, nc2 := ns.Connect(t), ns.Connect(t)
 	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<17) // 2 MiB: over the 1 MiB max_payload
 	got := make(chan cluster.Call, 10)
+	release := make(chan struct{})
 	serve := func(ctx context.Context, c cluster.Call) cluster.Answer {
 		got <- c
 		switch c.Method {
@@ -28,7 +29,7 @@ func TestCalls(t *testing.T) {
 		case "/fail":
 			return cluster.Answer{Body: []byte("status"), Failed: true}
 		case "/slow":
-			<-ctx.Done()
+			<-release // past the caller's deadline
 			return cluster.Answer{Body: []byte("late")}
 		}
 		return cluster.Answer{}
@@ -75,6 +76,7 @@ func TestCalls(t *testing.T) {
 		t.Fatalf("slow call: %v, want a deadline", err)
 	}
 	<-got
+	close(release)
 	// Once closed, a node answers no call.
 	b.Close()
 	if _, err := a.Call(ctx, "b", cluster.Call{Method: "/echo"}); !errors.Is(err, cluster.ErrUnreachable) {
