@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nuid"
 	"github.com/rs/zerolog"
 )
 
@@ -103,9 +104,14 @@ type Answer struct {
 // than the server's max_payload travels in parts, reassembled in order
 // (NATS keeps one publisher's order).
 type Calls struct {
-	cfg  CallsConfig
-	sub  *nats.Subscription
-	part int // bytes of data per message
+	cfg     CallsConfig
+	sub     *nats.Subscription
+	part    int                // bytes of data per message
+	inbox   string             // this node's answers arrive on <inbox>.<call token>
+	answers *nats.Subscription // of <inbox>.*
+
+	wmu     sync.Mutex
+	waiting map[string]chan *nats.Msg // the calls this node waits on, by token
 
 	pending map[string]*assembly // by reply subject; the subscription's goroutine only
 	swept   time.Time
@@ -133,18 +139,29 @@ func ServeCalls(cfg CallsConfig) (*Calls, error) {
 	if cfg.Prefix == "" {
 		cfg.Prefix = DefaultCallPrefix
 	}
-	c := &Calls{cfg: cfg, pending: map[string]*assembly{}, swept: time.Now()}
+	c := &Calls{cfg: cfg, pending: map[string]*assembly{}, swept: time.Now(), inbox: nats.NewInbox(),
+		waiting: map[string]chan *nats.Msg{}}
 	c.part = partBytes(cfg.Conn)
+	// One subscription for every answer (a subscription per call costs a
+	// round of the connection's lock and the server's interest each time).
+	answers, err := cfg.Conn.Subscribe(c.inbox+".*", c.answer)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: calls: %w", err)
+	}
 	sub, err := cfg.Conn.Subscribe(c.subject(cfg.NodeID), c.receive)
 	if err != nil {
+		answers.Unsubscribe()
 		return nil, fmt.Errorf("cluster: serving calls: %w", err)
 	}
 	// Calls may be many and large (forwarded sends): no limit but memory.
-	if err := sub.SetPendingLimits(-1, -1); err != nil {
-		sub.Unsubscribe()
-		return nil, fmt.Errorf("cluster: serving calls: %w", err)
+	for _, s := range []*nats.Subscription{sub, answers} {
+		if err := s.SetPendingLimits(-1, -1); err != nil {
+			sub.Unsubscribe()
+			answers.Unsubscribe()
+			return nil, fmt.Errorf("cluster: serving calls: %w", err)
+		}
 	}
-	c.sub = sub
+	c.sub, c.answers = sub, answers
 	// The subscription is known to the server before peers may call.
 	if err := cfg.Conn.FlushTimeout(5 * time.Second); err != nil {
 		cfg.Logger.Warn().Err(err).Msg("cluster: calls subscription not flushed")
@@ -173,6 +190,7 @@ func (c *Calls) Close() {
 	}
 	c.closed = true
 	c.mu.Unlock()
+	c.answers.Unsubscribe()
 	if err := c.sub.Unsubscribe(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 		c.cfg.Logger.Debug().Err(err).Msg("cluster: calls unsubscribe")
 	} else if err == nil {
@@ -194,14 +212,16 @@ func (c *Calls) Call(ctx context.Context, node string, call Call) (Answer, error
 		defer cancel()
 	}
 	deadline, _ := ctx.Deadline()
-	nc := c.cfg.Conn
-	inbox := nats.NewInbox()
-	sub, err := nc.SubscribeSync(inbox)
-	if err != nil {
-		return Answer{}, fmt.Errorf("cluster: calling node %s: %w", node, err)
-	}
-	defer sub.Unsubscribe()
-	sub.SetPendingLimits(-1, -1)
+	token := nuid.Next()
+	ch := make(chan *nats.Msg, maxCallBytes/c.part+2)
+	c.wmu.Lock()
+	c.waiting[token] = ch
+	c.wmu.Unlock()
+	defer func() {
+		c.wmu.Lock()
+		delete(c.waiting, token)
+		c.wmu.Unlock()
+	}()
 	first := nats.Header{}
 	first.Set(hdrMethod, call.Method)
 	first.Set(hdrAgent, call.Agent)
@@ -216,7 +236,7 @@ func (c *Calls) Call(ctx context.Context, node string, call Call) (Answer, error
 			first.Set(hdrState, call.Tracestate)
 		}
 	}
-	if err := c.publish(c.subject(node), inbox, first, call.Body); err != nil {
+	if err := c.publish(c.subject(node), c.inbox+"."+token, first, call.Body); err != nil {
 		return Answer{}, fmt.Errorf("cluster: calling node %s: %w", node, err)
 	}
 	var (
@@ -226,15 +246,11 @@ func (c *Calls) Call(ctx context.Context, node string, call Call) (Answer, error
 		size  int
 	)
 	for {
-		m, err := sub.NextMsgWithContext(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return Answer{}, fmt.Errorf("cluster: node %s did not answer %s in time: %w", node, call.Method, ctx.Err())
-			}
-			if errors.Is(err, nats.ErrNoResponders) {
-				return Answer{}, fmt.Errorf("node %s: %w", node, ErrUnreachable)
-			}
-			return Answer{}, fmt.Errorf("cluster: calling node %s: %w", node, err)
+		var m *nats.Msg
+		select {
+		case m = <-ch:
+		case <-ctx.Done():
+			return Answer{}, fmt.Errorf("cluster: node %s did not answer %s in time: %w", node, call.Method, ctx.Err())
 		}
 		if len(m.Data) == 0 && m.Header.Get(hdrStatus) == "503" {
 			return Answer{}, fmt.Errorf("node %s: %w", node, ErrUnreachable)
@@ -304,6 +320,22 @@ func join(parts [][]byte) []byte {
 		return parts[0]
 	}
 	return slices.Concat(parts...)
+}
+
+// answer hands a message of an answer to the call waiting for it (the
+// answers' subscription's handler).
+func (c *Calls) answer(m *nats.Msg) {
+	token := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
+	c.wmu.Lock()
+	ch := c.waiting[token]
+	c.wmu.Unlock()
+	if ch == nil {
+		return // the call gave up
+	}
+	select {
+	case ch <- m:
+	default: // more parts than an answer has: the call fails on its deadline
+	}
 }
 
 // receive is the subscription's handler (one at a time): it reassembles a

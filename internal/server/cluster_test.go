@@ -26,7 +26,7 @@ import (
 
 // startClusterNode starts a server as node id of a cluster on c, with P=4
 // and a one-second lease, its configuration changed by opts.
-func startClusterNode(t *testing.T, c *natstest.Cluster, id string, opts ...func(*ClusterConfig)) *Server {
+func startClusterNode(t testing.TB, c *natstest.Cluster, id string, opts ...func(*ClusterConfig)) *Server {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -43,7 +43,7 @@ func startClusterNode(t *testing.T, c *natstest.Cluster, id string, opts ...func
 }
 
 // rawClient is a gRPC client of addr calling as agent in development mode.
-func rawClient(t *testing.T, addr string) hubsvc.HubClient {
+func rawClient(t testing.TB, addr string) hubsvc.HubClient {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
