@@ -243,10 +243,56 @@ func TestE2EClusterKillNode(t *testing.T) {
 	if before < 300 {
 		t.Fatalf("only %d acknowledged sends before the kill\n%s", before, lgOut.String())
 	}
+	// A listing through a survivor is the whole cluster's, before the kill
+	// and after, and while the killed node's partitions move it is refused
+	// (NOT_OWNER, retry shortly), never partial.
+	operator := dialWith(t, c.nodes[0].addr, "x-hubd-agent", "operator")
+	list := func() (int, error) {
+		resp, err := operator.ListSessions(ctx, &hubpb.ListSessionsRequest{})
+		return len(resp.GetSessions()), err
+	}
+	sessions, err := list()
+	if err != nil || sessions != 6 {
+		t.Fatalf("ListSessions before the kill: %d, %v; want hubload's 6", sessions, err)
+	}
+	listed := map[string]int{}
+	stopListing := make(chan struct{})
+	listing := make(chan struct{})
+	go func() {
+		defer close(listing)
+		for {
+			select {
+			case <-stopListing:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			n, err := list()
+			code, reason := wiretest.ReasonOf(err)
+			switch {
+			case err == nil && n == sessions:
+				listed["whole"]++
+			case code == codes.Unavailable && reason == "NOT_OWNER":
+				listed["refused"]++
+			default:
+				listed[fmt.Sprintf("%d sessions, %v", n, err)]++
+			}
+		}
+	}()
 	killed := time.Now()
 	c.nodes[1].stop(syscall.SIGKILL)
 	moved := c.waitSpread(t, []string{c.ids[0], c.ids[2]}, 60*time.Second)
-	t.Logf("%s killed: its partitions moved in %v (lease %v)", c.ids[1], moved.Round(time.Millisecond), e2eLease)
+	close(stopListing)
+	<-listing
+	t.Logf("%s killed: its partitions moved in %v (lease %v); listings meanwhile: %v", c.ids[1], moved.Round(time.Millisecond), e2eLease, listed)
+	if len(listed) > 2 || listed["whole"]+listed["refused"] == 0 {
+		t.Fatalf("listings through %s during the failover: %v, want the whole list or NOT_OWNER", c.ids[0], listed)
+	}
+	for _, i := range []int{0, 2} {
+		waitFor(t, "a listing through "+c.ids[i]+" after the move", 10*time.Second, func() bool {
+			resp, err := dialWith(t, c.nodes[i].addr, "x-hubd-agent", "operator").ListSessions(ctx, &hubpb.ListSessionsRequest{})
+			return err == nil && len(resp.GetSessions()) == sessions
+		})
+	}
 	// The load goes on: more sends are acknowledged after the move.
 	after := countLines(verify)
 	deadline = time.Now().Add(30 * time.Second)
