@@ -194,6 +194,9 @@ func (n *node) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h
 	if !ok || n.router == nil {
 		return handler(ctx, req)
 	}
+	if _, hub := n.router.methods[info.FullMethod]; !hub {
+		return handler(ctx, req) // health, reflection: this node's own
+	}
 	switch info.FullMethod {
 	case methodListSessions, methodListQuestions, methodPendingTurns:
 		return n.gather(ctx, m, info.FullMethod, handler)
