@@ -76,17 +76,18 @@ const maxHops = 3
 // router is what routing needs besides the node: the service whose
 // handlers run calls for other nodes, and their types.
 type router struct {
-	svc     *hubgrpc.Service
-	trace   grpc.UnaryServerInterceptor
-	methods map[string]grpc.MethodDesc          // by full method name
-	replies map[string]protoreflect.MessageType // each method's reply type
+	svc      *hubgrpc.Service
+	trace    grpc.UnaryServerInterceptor
+	methods  map[string]grpc.MethodDesc          // by full method name
+	replies  map[string]protoreflect.MessageType // each method's reply type
+	requests map[string]protoreflect.MessageType // and request type
 }
 
 // newRouter indexes the Hub service's unary methods and their reply
 // types.
 func newRouter(svc *hubgrpc.Service, tp trace.TracerProvider) (*router, error) {
 	r := &router{svc: svc, trace: hubgrpc.TraceInterceptor(tp), methods: map[string]grpc.MethodDesc{},
-		replies: map[string]protoreflect.MessageType{}}
+		replies: map[string]protoreflect.MessageType{}, requests: map[string]protoreflect.MessageType{}}
 	d, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName(hubsvc.Hub_ServiceDesc.ServiceName))
 	if err != nil {
 		return nil, fmt.Errorf("routing: the Hub service's descriptor: %w", err)
@@ -105,7 +106,11 @@ func newRouter(svc *hubgrpc.Service, tp trace.TracerProvider) (*router, error) {
 		if err != nil {
 			return nil, fmt.Errorf("routing: the reply of %s: %w", full, err)
 		}
-		r.methods[full], r.replies[full] = m, mt
+		in, err := protoregistry.GlobalTypes.FindMessageByName(md.Input().FullName())
+		if err != nil {
+			return nil, fmt.Errorf("routing: the request of %s: %w", full, err)
+		}
+		r.methods[full], r.replies[full], r.requests[full] = m, mt, in
 	}
 	return r, nil
 }
@@ -217,8 +222,8 @@ func (n *node) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h
 	if err == nil || body == nil {
 		return resp, err
 	}
-	owner, ok := n.ownerIn(err)
-	if !ok {
+	owner := n.ownerIn(err)
+	if owner == "" || owner == n.cfg.NodeID {
 		return resp, err
 	}
 	for hop := 1; ; hop++ {
@@ -226,9 +231,18 @@ func (n *node) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h
 		if ferr == nil {
 			return resp, nil
 		}
-		next, ok := n.ownerIn(ferr)
-		if !ok || next == owner || hop == maxHops {
+		next := n.ownerIn(ferr)
+		switch {
+		case next == "" || next == owner || hop == maxHops:
 			return nil, ferr
+		case next == n.cfg.NodeID:
+			// The partition came here meanwhile: run the request as the
+			// client sent it (the first run may have changed req).
+			fresh := n.router.requests[info.FullMethod].New().Interface()
+			if proto.Unmarshal(body, fresh) != nil {
+				return nil, ferr
+			}
+			return handler(ctx, fresh)
 		}
 		owner = next
 	}
@@ -255,23 +269,20 @@ func (n *node) holds(m proto.Message) bool {
 	return n.hub.Holds(id)
 }
 
-// ownerIn returns the node a NOT_OWNER status names as the owner, if it
-// is another live node's.
-func (n *node) ownerIn(err error) (string, bool) {
+// ownerIn returns the node a NOT_OWNER status names as the owner ("" for
+// none, or another error).
+func (n *node) ownerIn(err error) string {
 	st, ok := status.FromError(err)
 	if !ok {
-		return "", false
+		return ""
 	}
 	for _, d := range st.Details() {
 		info, ok := d.(*errdetails.ErrorInfo)
-		if !ok || info.GetDomain() != hubgrpc.Domain || info.GetReason() != hubpb.Reason_NOT_OWNER.String() {
-			continue
-		}
-		if o := info.GetMetadata()["owner_node"]; o != "" && o != n.cfg.NodeID {
-			return o, true
+		if ok && info.GetDomain() == hubgrpc.Domain && info.GetReason() == hubpb.Reason_NOT_OWNER.String() {
+			return info.GetMetadata()["owner_node"]
 		}
 	}
-	return "", false
+	return ""
 }
 
 // callOf is the call a node sends for the client of ctx.
