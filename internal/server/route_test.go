@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -186,10 +187,30 @@ func TestClusterRouting(t *testing.T) {
 			t.Fatalf("GetSession as mallory through the gateway: %v", err)
 		}
 	}
+	// Large calls and answers travel in parts: an envelope near the
+	// log's limit sent through the node that does not serve its session
+	// (a request over NATS's 1 MiB max_payload less the headers' room),
+	// and a log of 1.6 MB read back through it.
+	big := owners["a"][2]
+	sizes := []int{600_000, a.node.log.MaxRecordBytes() - 2048}
+	for i, n := range sizes {
+		if _, err := cb.Send(as("alice"), &hubpb.SendRequest{SessionId: big, Envelope: &hubpb.Envelope{Type: session.EventText,
+			Payload: &hubpb.Envelope_Text{Text: &hubpb.Text{Text: strings.Repeat(string(rune('x'+i)), n)}}}}); err != nil {
+			t.Fatalf("a send of %d bytes through b: %v", n, err)
+		}
+	}
+	lg, err := cb.ReadLog(as("bob"), &hubpb.ReadLogRequest{SessionId: big})
+	if err != nil {
+		t.Fatalf("reading 1.6 MB through b: %v", err)
+	}
+	if n := len(lg.GetEnvelopes()); n < 2 || lg.GetEnvelopes()[n-1].GetText().GetText() != strings.Repeat("y", sizes[1]) ||
+		lg.GetEnvelopes()[n-2].GetText().GetText() != strings.Repeat("x", sizes[0]) {
+		t.Fatalf("the log read through b: %d envelopes", n)
+	}
 	if _, err := cg.Close(as("alice"), &hubpb.CloseRequest{SessionId: owners["b"][2], Reason: "done"}); err != nil {
 		t.Fatalf("close through the gateway: %v", err)
 	}
-	_, err := cg.Send(as("alice"), &hubpb.SendRequest{SessionId: owners["b"][2], Envelope: &hubpb.Envelope{Type: session.EventText,
+	_, err = cg.Send(as("alice"), &hubpb.SendRequest{SessionId: owners["b"][2], Envelope: &hubpb.Envelope{Type: session.EventText,
 		Payload: &hubpb.Envelope_Text{Text: &hubpb.Text{Text: "late"}}}})
 	if errorInfo(t, err).GetReason() != "SESSION_CLOSED" {
 		t.Fatalf("send to a closed session through the gateway: %v", err)
