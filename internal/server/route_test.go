@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -187,6 +188,19 @@ func TestClusterRouting(t *testing.T) {
 			t.Fatalf("GetSession as mallory through the gateway: %v", err)
 		}
 	}
+	// The caller's trace context reaches the envelope the owner writes.
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	traced := metadata.AppendToOutgoingContext(as("alice"), "traceparent", tp)
+	ack, err := cb.Send(traced, &hubpb.SendRequest{SessionId: owners["a"][2], Envelope: &hubpb.Envelope{Type: session.EventText,
+		Payload: &hubpb.Envelope_Text{Text: &hubpb.Text{Text: "traced"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lg, err := ca.ReadLog(as("alice"), &hubpb.ReadLogRequest{SessionId: owners["a"][2], FromSeq: ack.GetSeq()}); err != nil ||
+		len(lg.GetEnvelopes()) != 1 || !strings.Contains(lg.GetEnvelopes()[0].GetTraceparent(), "4bf92f3577b34da6a3ce929d0e0e4736") {
+		t.Fatalf("the forwarded send's envelope: %v, %v; want trace 4bf92f35...", lg, err)
+	}
+
 	// Large calls and answers travel in parts: an envelope near the
 	// log's limit sent through the node that does not serve its session
 	// (a request over NATS's 1 MiB max_payload less the headers' room),
