@@ -272,6 +272,14 @@ func (h *Hub) takeSubscriptions(agents map[string]bool) []*Subscription {
 	return subs
 }
 
+// Holds reports whether the hub holds session id in memory: in a cluster,
+// whether its partition is served here (a partitioned hub keeps every
+// session of its partitions, ended ones too). It takes no session's lock.
+func (h *Hub) Holds(id session.ID) bool {
+	_, ok := h.live(id)
+	return ok
+}
+
 // route asks Config.Route about a session this hub does not hold: nil if
 // no node serves it (it does not exist), else the error to answer.
 func (h *Hub) route(id session.ID) error {

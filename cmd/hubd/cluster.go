@@ -26,7 +26,7 @@ import (
 // clusterFlags are serve's cluster flags.
 type clusterFlags struct {
 	natsURLs, nodeID, advertise, natsListen, natsRouteListen, natsRoutes string
-	embed, gateway                                                       bool
+	embed, gateway, forward                                              bool
 	partitions, replicas                                                 int
 	leaseTTL                                                             time.Duration
 }
@@ -41,7 +41,8 @@ func (f *clusterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.natsRoutes, "nats-routes", "", "comma-separated route `addresses` (host:port) of every embedded NATS server of the cluster, this one's included")
 	fs.IntVar(&f.partitions, "partitions", cluster.DefaultPartitions, "number of partitions (`P`), the same on every node and fixed once the streams exist: choose it high (16-64)")
 	fs.IntVar(&f.replicas, "replicas", 0, "replicas of the partition streams and lease buckets (default 3, or the number of NATS servers when fewer)")
-	fs.BoolVar(&f.gateway, "gateway", false, "join the cluster without serving any partition: every call for a session is answered NOT_OWNER with its owner's address")
+	fs.BoolVar(&f.gateway, "gateway", false, "join the cluster without serving any partition: every call for a session goes to its owner (see --forward)")
+	fs.BoolVar(&f.forward, "forward", true, "run a call for a session another node serves on that node, on the caller's behalf; with --forward=false answer it NOT_OWNER with the owner's address instead (for clients that follow it)")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", cluster.DefaultTTL, "partition lease: how long a dead node's partitions wait before another node takes them")
 }
 
@@ -66,7 +67,7 @@ func (f *clusterFlags) config(data string) (*server.ClusterConfig, error) {
 		return nil, exitcode.Usage("serve: --lease-ttl %v: want at least 300ms", f.leaseTTL)
 	}
 	cc := &server.ClusterConfig{NATS: splitList(f.natsURLs), NodeID: f.nodeID, Advertise: f.advertise,
-		Partitions: f.partitions, LeaseTTL: f.leaseTTL, Replicas: f.replicas, Gateway: f.gateway}
+		Partitions: f.partitions, LeaseTTL: f.leaseTTL, Replicas: f.replicas, Gateway: f.gateway, NoForward: !f.forward}
 	servers := len(cc.NATS)
 	if f.embed {
 		host, port, err := splitHostPort(f.natsListen)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/hubd/hubd/agentsdk"
@@ -24,6 +27,7 @@ import (
 	"github.com/hubd/hubd/internal/natstest"
 	"github.com/hubd/hubd/internal/wiretest"
 	"github.com/hubd/hubd/session"
+	"github.com/hubd/hubd/wal/jetstream"
 )
 
 // The cluster end-to-end tests run three real hubd processes, each with
@@ -239,10 +243,56 @@ func TestE2EClusterKillNode(t *testing.T) {
 	if before < 300 {
 		t.Fatalf("only %d acknowledged sends before the kill\n%s", before, lgOut.String())
 	}
+	// A listing through a survivor is the whole cluster's, before the kill
+	// and after, and while the killed node's partitions move it is refused
+	// (NOT_OWNER, retry shortly), never partial.
+	operator := dialWith(t, c.nodes[0].addr, "x-hubd-agent", "operator")
+	list := func() (int, error) {
+		resp, err := operator.ListSessions(ctx, &hubpb.ListSessionsRequest{})
+		return len(resp.GetSessions()), err
+	}
+	sessions, err := list()
+	if err != nil || sessions != 6 {
+		t.Fatalf("ListSessions before the kill: %d, %v; want hubload's 6", sessions, err)
+	}
+	listed := map[string]int{}
+	stopListing := make(chan struct{})
+	listing := make(chan struct{})
+	go func() {
+		defer close(listing)
+		for {
+			select {
+			case <-stopListing:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			n, err := list()
+			code, reason := wiretest.ReasonOf(err)
+			switch {
+			case err == nil && n == sessions:
+				listed["whole"]++
+			case code == codes.Unavailable && reason == "NOT_OWNER":
+				listed["refused"]++
+			default:
+				listed[fmt.Sprintf("%d sessions, %v", n, err)]++
+			}
+		}
+	}()
 	killed := time.Now()
 	c.nodes[1].stop(syscall.SIGKILL)
 	moved := c.waitSpread(t, []string{c.ids[0], c.ids[2]}, 60*time.Second)
-	t.Logf("%s killed: its partitions moved in %v (lease %v)", c.ids[1], moved.Round(time.Millisecond), e2eLease)
+	close(stopListing)
+	<-listing
+	t.Logf("%s killed: its partitions moved in %v (lease %v); listings meanwhile: %v", c.ids[1], moved.Round(time.Millisecond), e2eLease, listed)
+	if len(listed) > 2 || listed["whole"]+listed["refused"] == 0 {
+		t.Fatalf("listings through %s during the failover: %v, want the whole list or NOT_OWNER", c.ids[0], listed)
+	}
+	for _, i := range []int{0, 2} {
+		waitFor(t, "a listing through "+c.ids[i]+" after the move", 10*time.Second, func() bool {
+			resp, err := dialWith(t, c.nodes[i].addr, "x-hubd-agent", "operator").ListSessions(ctx, &hubpb.ListSessionsRequest{})
+			return err == nil && len(resp.GetSessions()) == sessions
+		})
+	}
 	// The load goes on: more sends are acknowledged after the move.
 	after := countLines(verify)
 	deadline = time.Now().Add(30 * time.Second)
@@ -415,18 +465,63 @@ func TestE2EClusterRollingRestart(t *testing.T) {
 }
 
 // TestE2EClusterWireThroughGateway runs the wire acceptance checks
-// against a three-node cluster through a fourth node that serves no
-// partition (--gateway): every call for a session is answered NOT_OWNER
-// there, and the agentsdk clients follow it to the owner, so each bad
-// input gets the owner's precise refusal and writes nothing.
+// against a three-node cluster through two more nodes that serve no
+// partition (--gateway). The first forwards nothing (--forward=false):
+// every call for a session is answered NOT_OWNER there, with the owner's
+// address, and the agentsdk clients follow it to the owner. The second
+// forwards (the default): plain gRPC clients that follow nothing get the
+// owner's answers through it. Either way each bad input gets the owner's
+// precise refusal and writes nothing.
 func TestE2EClusterWireThroughGateway(t *testing.T) {
 	c := startCluster(t, false, "--max-envelope-bytes", "4096") // as wiretest.BadInput wants
-	bin := hubdBinary(t)
+	peers := strings.Split(c.addrs(), ",")
+	noForward, forward := c.gateway(t, "gw1", "--forward=false"), c.gateway(t, "gw2")
+	agent := func(name string) hubsvc.HubClient {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cl, err := agentsdk.Dial(ctx, noForward.addr, agentsdk.Options{Name: name, Peers: peers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cl.Close() })
+		return cl.Raw()
+	}
+	// The gateway that does not forward refuses a call from a client that
+	// does not follow, with the owner's address.
+	id := wiretest.Pipeline(t, agent("alice"))
+	_, err := dialWith(t, noForward.addr, "x-hubd-agent", "alice").GetSession(context.Background(), &hubpb.GetSessionRequest{SessionId: id})
+	if code, reason := wiretest.ReasonOf(err); code != codes.Unavailable || reason != "NOT_OWNER" {
+		t.Fatalf("GetSession on the gateway without following: %v, want UNAVAILABLE NOT_OWNER", err)
+	}
+	if st, _ := status.FromError(err); !slices.ContainsFunc(st.Details(), func(d any) bool {
+		info, ok := d.(*errdetails.ErrorInfo)
+		return ok && slices.Contains(peers, info.GetMetadata()["owner_addr"])
+	}) {
+		t.Fatalf("NOT_OWNER without the owner's address: %v", st.Details())
+	}
+	t.Run("following", func(t *testing.T) { wiretest.BadInput(t, agent, anonClient(t, noForward.addr)) })
+	// The forwarding gateway answers the same call itself.
+	if info, err := dialWith(t, forward.addr, "x-hubd-agent", "alice").GetSession(context.Background(), &hubpb.GetSessionRequest{SessionId: id}); err != nil || info.GetMeta().GetSessionId() != id {
+		t.Fatalf("GetSession on the forwarding gateway: %v, %v", info, err)
+	}
+	plain := func(name string) hubsvc.HubClient { return dialWith(t, forward.addr, "x-hubd-agent", name) }
+	t.Run("forwarded", func(t *testing.T) { wiretest.BadInput(t, plain, anonClient(t, forward.addr)) })
+	for _, gw := range []*daemon{noForward, forward} {
+		if n := strings.Count(gw.log(), "partition served"); n != 0 {
+			t.Fatalf("a gateway served %d partitions", n)
+		}
+	}
+}
+
+// gateway starts a node that serves no partition (--gateway) on c's NATS
+// servers, with extra serve flags.
+func (c *hubCluster) gateway(t *testing.T, id string, extra ...string) *daemon {
+	t.Helper()
 	port := freePorts(t, 1)[0]
 	gw := &daemon{t: t, data: t.TempDir(), closed: make(chan struct{})}
-	gw.cmd = exec.Command(bin, "serve", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--http", "off", "--data", gw.data,
-		"--log-format", "json", "--node-id", "gw", "--gateway", "--cluster", strings.Join(c.nats, ","),
-		"--partitions", strconv.Itoa(e2ePartitions), "--lease-ttl", e2eLease.String(), "--max-envelope-bytes", "4096")
+	gw.cmd = exec.Command(hubdBinary(t), append([]string{"serve", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--http", "off",
+		"--data", gw.data, "--log-format", "json", "--node-id", id, "--gateway", "--cluster", strings.Join(c.nats, ","),
+		"--partitions", strconv.Itoa(e2ePartitions), "--lease-ttl", e2eLease.String(), "--max-envelope-bytes", "4096"}, extra...)...)
 	stderr, _ := gw.cmd.StderrPipe()
 	if err := gw.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -437,30 +532,153 @@ func TestE2EClusterWireThroughGateway(t *testing.T) {
 	select {
 	case gw.addr = <-listening:
 	case <-gw.closed:
-		t.Fatalf("the gateway did not start:\n%s", gw.log())
+		t.Fatalf("gateway %s did not start:\n%s", id, gw.log())
 	case <-time.After(40 * time.Second):
-		t.Fatalf("the gateway did not listen within 40s:\n%s", gw.log())
+		t.Fatalf("gateway %s did not listen within 40s:\n%s", id, gw.log())
 	}
-	peers := strings.Split(c.addrs(), ",")
-	agent := func(name string) hubsvc.HubClient {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		cl, err := agentsdk.Dial(ctx, gw.addr, agentsdk.Options{Name: name, Peers: peers})
+	return gw
+}
+
+// TestE2EClusterRouting: three nodes, forwarding on (the default), with
+// sessions opened through each so that they lie in partitions of all
+// three. Every node answers ListSessions (as a participant and as an
+// operator, paged with each page asked of another node), ListQuestions
+// and PendingTurns with the same complete answer; a plain gRPC client,
+// which does not follow NOT_OWNER, sends turns and reads sessions through
+// nodes that do not serve them, and so does curl-style HTTP JSON.
+func TestE2EClusterRouting(t *testing.T) {
+	c := startCluster(t, false, "--http", "127.0.0.1:0")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	raw := func(i int, agent string) hubsvc.HubClient { return dialWith(t, c.nodes[i].addr, "x-hubd-agent", agent) }
+	// Four sessions opened through each node: in that node's partitions.
+	var ids []string
+	for i := range c.nodes {
+		for range 4 {
+			resp, err := raw(i, "alice").Open(ctx, &hubpb.OpenRequest{Type: "conversation@1",
+				Participants: []*hubpb.Participant{{Name: "alice"}, {Name: "bob", AutoAccept: true}}})
+			if err != nil {
+				t.Fatalf("open through %s: %v", c.ids[i], err)
+			}
+			ids = append(ids, resp.GetSession().GetMeta().GetSessionId())
+		}
+	}
+	slices.Sort(ids)
+	st, ok := c.status(t, 0)
+	if !ok {
+		t.Fatal("cluster status failed")
+	}
+	ownerOf := map[string]int{} // session → index of the node serving it
+	for _, id := range ids {
+		k := jetstream.Partition(session.MustParseID(id), e2ePartitions)
+		ownerOf[id] = slices.Index(c.ids, st.Partitions[k].Owner)
+	}
+	// A question for carol in a session of each node, asked through the
+	// next node.
+	var asked []string
+	for i := range c.nodes {
+		id := ""
+		for _, x := range ids {
+			if ownerOf[x] == i && id == "" {
+				id = x
+			}
+		}
+		if id == "" {
+			t.Fatalf("node %s serves none of %v", c.ids[i], ids)
+		}
+		if _, err := raw((i+1)%3, "bob").Send(ctx, &hubpb.SendRequest{SessionId: id, Envelope: &hubpb.Envelope{Type: session.EventQuestion,
+			Payload: &hubpb.Envelope_Question{Question: &hubpb.Question{QuestionId: fmt.Sprint("q", i), Text: "ok?", Answerer: "carol"}}}}); err != nil {
+			t.Fatalf("question through %s: %v", c.ids[(i+1)%3], err)
+		}
+		asked = append(asked, id)
+	}
+	// Every node lists the cluster's sessions, questions and turns.
+	for i := range c.nodes {
+		for _, who := range []string{"alice", "operator"} {
+			resp, err := raw(i, who).ListSessions(ctx, &hubpb.ListSessionsRequest{})
+			var got []string
+			for _, s := range resp.GetSessions() {
+				got = append(got, s.GetMeta().GetSessionId())
+			}
+			if err != nil || !slices.Equal(got, ids) {
+				t.Fatalf("ListSessions through %s as %s: %v, %v; want %v", c.ids[i], who, got, err, ids)
+			}
+		}
+		qs, err := raw(i, "carol").ListQuestions(ctx, &hubpb.ListQuestionsRequest{})
+		if err != nil || len(qs.GetQuestions()) != len(asked) {
+			t.Fatalf("ListQuestions through %s: %v, %v", c.ids[i], qs, err)
+		}
+		for j, q := range qs.GetQuestions() {
+			if q.GetSessionId() != asked[j] {
+				t.Fatalf("ListQuestions through %s: question %d in %s, want %s (oldest first)", c.ids[i], j, q.GetSessionId(), asked[j])
+			}
+		}
+		turns, err := raw(i, "alice").PendingTurns(ctx, &hubpb.PendingTurnsRequest{})
+		if err != nil || len(turns.GetTurns()) != len(ids)-len(asked) {
+			t.Fatalf("PendingTurns through %s: %d, %v; want %d", c.ids[i], len(turns.GetTurns()), err, len(ids)-len(asked))
+		}
+	}
+	var paged []string
+	token := ""
+	for page := 0; page < 10; page++ {
+		resp, err := raw(page%3, "alice").ListSessions(ctx, &hubpb.ListSessionsRequest{PageSize: 5, PageToken: token})
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { cl.Close() })
-		return cl.Raw()
+		for _, s := range resp.GetSessions() {
+			paged = append(paged, s.GetMeta().GetSessionId())
+		}
+		if token = resp.GetNextPageToken(); token == "" {
+			break
+		}
 	}
-	// The gateway serves nothing: a raw call there is refused with the
-	// owner's address.
-	id := wiretest.Pipeline(t, agent("alice"))
-	_, err := devClient(t, gw.addr, "alice").GetSession(context.Background(), &hubpb.GetSessionRequest{SessionId: id})
-	if code, reason := wiretest.ReasonOf(err); code != codes.Unavailable || reason != "NOT_OWNER" {
-		t.Fatalf("GetSession on the gateway without following: %v, want UNAVAILABLE NOT_OWNER", err)
+	if !slices.Equal(paged, ids) {
+		t.Fatalf("pages of 5, each from the next node: %v, want %v", paged, ids)
 	}
-	wiretest.BadInput(t, agent, anonClient(t, gw.addr))
-	if n := strings.Count(gw.log(), "partition served"); n != 0 {
-		t.Fatalf("the gateway served %d partitions", n)
+
+	// notOn returns a session node i does not serve whose turn no
+	// question holds.
+	notOn := func(i int) string {
+		for _, id := range ids {
+			if ownerOf[id] != i && !slices.Contains(asked, id) {
+				return id
+			}
+		}
+		t.Fatalf("no session for node %s to forward", c.ids[i])
+		return ""
+	}
+	// A plain gRPC client sends and reads through a node that does not
+	// serve the session.
+	for i := range c.nodes {
+		id := notOn(i)
+		ack, err := raw(i, "alice").Send(ctx, &hubpb.SendRequest{SessionId: id, Envelope: &hubpb.Envelope{Type: session.EventText,
+			ClientMsgId: "raw-" + c.ids[i], Payload: &hubpb.Envelope_Text{Text: &hubpb.Text{Text: "through " + c.ids[i]}}}})
+		if err != nil {
+			t.Fatalf("send through %s, which does not serve %s: %v", c.ids[i], id, err)
+		}
+		info, err := raw(i, "bob").GetSession(ctx, &hubpb.GetSessionRequest{SessionId: id})
+		if err != nil || info.GetSeq() != ack.GetSeq() {
+			t.Fatalf("GetSession through %s: %v, %v; want seq %d", c.ids[i], info, err, ack.GetSeq())
+		}
+		lg, err := raw(i, "bob").ReadLog(ctx, &hubpb.ReadLogRequest{SessionId: id})
+		if n := len(lg.GetEnvelopes()); err != nil || n == 0 || lg.GetEnvelopes()[n-1].GetText().GetText() != "through "+c.ids[i] {
+			t.Fatalf("ReadLog through %s: %v, %v", c.ids[i], lg, err)
+		}
+	}
+	// So does curl on the HTTP JSON API.
+	id := notOn(0)
+	base := "http://" + c.nodes[0].httpAddr(t)
+	sent := post(t, base+"/v1/sessions/"+id+"/envelopes", "alice", `{"type":"text","client_msg_id":"curl","text":{"text":"over HTTP"}}`)
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/v1/sessions/"+id, nil)
+	req.Header.Set("X-Hubd-Agent", "bob")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var info map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&info); err != nil || resp.StatusCode != 200 || info["seq"] != sent["seq"] {
+		t.Fatalf("GET /v1/sessions/%s through %s, which does not serve it: %d %v %v; the send had seq %v", id, c.ids[0],
+			resp.StatusCode, info, err, sent["seq"])
 	}
 }

@@ -21,7 +21,7 @@ import (
 // NOT_OWNER, and they resume on the new owner after the last seq seen:
 // every envelope of the session's log handed over once, in order.
 func TestE2EClusterWatchFollows(t *testing.T) {
-	c := startCluster(t, false)
+	c := startCluster(t, false, "--forward=false") // the raw NOT_OWNER check below
 	n1, n2, n3 := c.nodes[0].addr, c.nodes[1].addr, c.nodes[2].addr
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

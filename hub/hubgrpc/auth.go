@@ -104,6 +104,14 @@ func FromContext(ctx context.Context) (Identity, bool) {
 	return id, ok
 }
 
+// WithIdentity returns ctx carrying id as the authenticated caller, as the
+// interceptors leave it: for a call a cluster node runs on behalf of a
+// client another node authenticated (the handlers read it with
+// FromContext).
+func WithIdentity(ctx context.Context, id Identity) context.Context {
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
 // authenticate finds the caller of ctx.
 func (a *Authenticator) authenticate(ctx context.Context) (Identity, error) {
 	md, _ := metadata.FromIncomingContext(ctx)

@@ -63,6 +63,14 @@ func Code(r hubpb.Reason) codes.Code {
 	return codes.Internal
 }
 
+// Status is the gRPC status error the service answers for err: its stable
+// reason and ErrorInfo (with metadata such as a NOT_OWNER's owner_addr),
+// CANCELED or DEADLINE_EXCEEDED for a context's error, a status as it is,
+// and INTERNAL (logged to lg, for method) for an error that carries no
+// reason. For code that answers calls around the service's handlers (a
+// cluster node's routing).
+func Status(lg zerolog.Logger, method string, err error) error { return statusOf(lg, method, err) }
+
 // statusOf turns an error into a gRPC status error with an ErrorInfo. An
 // error that carries no reason is Internal and logged, here, once; its text
 // stays in the log, not in the answer.

@@ -60,6 +60,20 @@
 // OnLose runs after it (its context already done). OnLose must return
 // promptly: until it does, a released partition is not handed back.
 //
+// # Calls between nodes
+//
+// ServeCalls answers the calls other nodes send this one on NATS core
+// request/reply, subject <prefix>.<node id> ("hubd.node.n1"), and Call
+// sends one: a gRPC method, the client's identity as the asking node
+// authenticated it, the request's bytes; the answer is the reply's bytes
+// or a google.rpc.Status, with the partitions the answering node served
+// throughout (what a gathered listing covers). A call or answer over the
+// server's max_payload goes in parts, in order. A node nobody serves
+// answers at once (NATS "no responders": ErrUnreachable); one that does
+// not answer in time is the caller's context's error. NATS is trusted:
+// the identity a call carries is believed (internal/server/route.go
+// says what the calls are for).
+//
 // # Embedded NATS
 //
 // StartNATS runs a NATS server with JetStream inside the process, routes

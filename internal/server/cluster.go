@@ -52,9 +52,15 @@ type ClusterConfig struct {
 	// server).
 	Replicas int
 	// Gateway makes a node that serves no partition: it takes every call
-	// and answers NOT_OWNER with the owner's address (peers do not count
-	// it when they share the partitions).
+	// and forwards it to the owner (or, with NoForward, answers NOT_OWNER
+	// with the owner's address); peers do not count it when they share
+	// the partitions.
 	Gateway bool
+	// NoForward turns forwarding off: a call for a session another node
+	// serves is answered NOT_OWNER with the owner's address instead of
+	// being run there on the caller's behalf (route.go). Listings are
+	// gathered from every node either way.
+	NoForward bool
 }
 
 // node is the server's part in a cluster: the NATS connections, the log,
@@ -65,11 +71,14 @@ type node struct {
 	base    zerolog.Logger     // without (the leases add it)
 	ns      *natsserver.Server // embedded; nil for an external cluster
 	nc, lc  *nats.Conn         // the log's and the leases' connections
+	cc      *nats.Conn         // the calls' between nodes (route.go)
 	log     *jetstream.Log
 	leases  *cluster.Leases
 	hub     *hub.Hub
-	serving []atomic.Bool // per partition: hydrated and served
-	fenced  atomic.Int64  // appends refused by the fence
+	serving []atomic.Bool  // per partition: hydrated and served
+	fenced  atomic.Int64   // appends refused by the fence
+	calls   *cluster.Calls // calls to and from the other nodes; nil until serveCalls
+	router  *router        // nil until serveCalls
 
 	mu    sync.Mutex
 	loads map[int]LoadStat // the last load of each partition
@@ -125,6 +134,10 @@ func startNode(ctx context.Context, cc ClusterConfig, listen string, lg zerolog.
 		return nil, fmt.Errorf("cluster: connecting to NATS %v: %w", urls, err)
 	}
 	if n.lc, err = connect("leases"); err != nil {
+		n.close()
+		return nil, fmt.Errorf("cluster: connecting to NATS %v: %w", urls, err)
+	}
+	if n.cc, err = connect("calls"); err != nil {
 		n.close()
 		return nil, fmt.Errorf("cluster: connecting to NATS %v: %w", urls, err)
 	}
@@ -326,13 +339,16 @@ func (n *node) handBack(ctx context.Context) error {
 
 // close closes the log, the connections and the embedded server.
 func (n *node) close() error {
+	if n.calls != nil {
+		n.calls.Close()
+	}
 	var err error
 	if n.log != nil {
 		if e := n.log.Close(); e != nil && !errors.Is(e, jetstream.ErrClosed) {
 			err = e
 		}
 	}
-	for _, c := range []*nats.Conn{n.nc, n.lc} {
+	for _, c := range []*nats.Conn{n.nc, n.lc, n.cc} {
 		if c != nil {
 			c.Close()
 		}

@@ -25,13 +25,16 @@ import (
 )
 
 // startClusterNode starts a server as node id of a cluster on c, with P=4
-// and a one-second lease.
-func startClusterNode(t *testing.T, c *natstest.Cluster, id string) *Server {
+// and a one-second lease, its configuration changed by opts.
+func startClusterNode(t testing.TB, c *natstest.Cluster, id string, opts ...func(*ClusterConfig)) *Server {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	srv, err := Start(ctx, Config{Listen: "127.0.0.1:0", Logger: zerolog.Nop(),
-		Cluster: &ClusterConfig{NATS: []string{c.URL(0)}, NodeID: id, Partitions: 4, LeaseTTL: time.Second, Replicas: 1}})
+	cc := &ClusterConfig{NATS: []string{c.URL(0)}, NodeID: id, Partitions: 4, LeaseTTL: time.Second, Replicas: 1}
+	for _, o := range opts {
+		o(cc)
+	}
+	srv, err := Start(ctx, Config{Listen: "127.0.0.1:0", Logger: zerolog.Nop(), Cluster: cc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +43,7 @@ func startClusterNode(t *testing.T, c *natstest.Cluster, id string) *Server {
 }
 
 // rawClient is a gRPC client of addr calling as agent in development mode.
-func rawClient(t *testing.T, addr string) hubsvc.HubClient {
+func rawClient(t testing.TB, addr string) hubsvc.HubClient {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -84,10 +87,13 @@ func sendText(t *testing.T, c hubsvc.HubClient, from, id, text string) (*hubpb.S
 		ClientMsgId: text, Payload: &hubpb.Envelope_Text{Text: &hubpb.Text{Text: text}}}})
 }
 
+// noForward is a node that answers NOT_OWNER rather than forwarding.
+func noForward(cc *ClusterConfig) { cc.NoForward = true }
+
 // TestClusterOwnership: two nodes share the partitions; a root session
-// opens on a partition of the node asked; the other node answers
-// NOT_OWNER with the owner's address; once the owner leaves, the other
-// loads the session (its timers too) and continues its log.
+// opens on a partition of the node asked; the other node (forwarding
+// off) answers NOT_OWNER with the owner's address; once the owner leaves,
+// the other loads the session (its timers too) and continues its log.
 func TestClusterOwnership(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a NATS server and two nodes")
@@ -95,7 +101,7 @@ func TestClusterOwnership(t *testing.T) {
 	c := natstest.RunServer(t)
 	a := startClusterNode(t, c, "a")
 	waitUntil(t, "a serves every partition", 10*time.Second, func() bool { return len(a.Served()) == 4 })
-	b := startClusterNode(t, c, "b")
+	b := startClusterNode(t, c, "b", noForward)
 	waitUntil(t, "two partitions each", 10*time.Second, func() bool { return len(a.Served()) == 2 && len(b.Served()) == 2 })
 
 	ca, cb := rawClient(t, a.Addr()), rawClient(t, b.Addr())

@@ -207,8 +207,16 @@ func start(ctx context.Context, cfg Config, auth hubgrpc.Authenticator, tlsCfg *
 	m.Hydrated(time.Since(began))
 	m.Attach(h)
 	svc := hubgrpc.New(h, hubgrpc.Config{Auth: auth, Logger: cfg.Logger, MaxStreamsPerConn: cfg.MaxStreamsPerConn})
+	if n != nil {
+		if err := n.serveCalls(svc, cfg.Tracer); err != nil {
+			n.handBack(ctx)
+			h.Close()
+			closeLog()
+			return nil, err
+		}
+	}
 	g := grpc.NewServer(append(serverOptions(cfg, hc, tlsCfg),
-		grpc.ChainUnaryInterceptor(unaryChain(cfg, m, svc, "grpc")...),
+		grpc.ChainUnaryInterceptor(unaryChain(cfg, m, svc, n, "grpc")...),
 		grpc.ChainStreamInterceptor(m.StreamInterceptor, svc.StreamInterceptor))...)
 	svc.Register(g)
 	healthpb.RegisterHealthServer(g, hs)
@@ -221,9 +229,15 @@ func start(ctx context.Context, cfg Config, auth hubgrpc.Authenticator, tlsCfg *
 
 // unaryChain is the interceptors of every unary call, gRPC or JSON:
 // metrics (refusals count too), authentication, then tracing (an
-// unauthenticated call starts no span).
-func unaryChain(cfg Config, m *metrics.Metrics, svc *hubgrpc.Service, transport string) []grpc.UnaryServerInterceptor {
-	return []grpc.UnaryServerInterceptor{m.UnaryInterceptor(transport), svc.UnaryInterceptor, hubgrpc.TraceInterceptor(cfg.Tracer)}
+// unauthenticated call starts no span), and in a cluster (n not nil)
+// routing last: listings gathered from every node, calls forwarded to
+// their session's owner (route.go).
+func unaryChain(cfg Config, m *metrics.Metrics, svc *hubgrpc.Service, n *node, transport string) []grpc.UnaryServerInterceptor {
+	chain := []grpc.UnaryServerInterceptor{m.UnaryInterceptor(transport), svc.UnaryInterceptor, hubgrpc.TraceInterceptor(cfg.Tracer)}
+	if n != nil {
+		chain = append(chain, n.unary)
+	}
+	return chain
 }
 
 // announce logs, once, where the server listens and on what data, after a
