@@ -2,27 +2,39 @@ package server
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/hubpb/hubsvc"
 	"github.com/hubd/hubd/internal/natstest"
+	"github.com/hubd/hubd/session"
 )
 
 // TestClusterKeyedOpens: an open with an idempotency key, or a thread
 // key, lands in the key's partition whichever node is asked: a node that
-// does not serve it answers NOT_OWNER naming the one that does, and there
-// the retry, asked of either node, finds the first session instead of
-// opening a second.
+// does not serve it forwards the open to the one that does (or, with
+// forwarding off, answers NOT_OWNER naming it), and there the retry,
+// asked of either node, finds the first session instead of opening a
+// second.
 func TestClusterKeyedOpens(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a NATS server and two nodes")
 	}
+	t.Run("forwarded", func(t *testing.T) { testKeyedOpens(t, true) })
+	t.Run("not-owner", func(t *testing.T) { testKeyedOpens(t, false) })
+}
+
+func testKeyedOpens(t *testing.T, forward bool) {
+	var opts []func(*ClusterConfig)
+	if !forward {
+		opts = append(opts, noForward)
+	}
 	c := natstest.RunServer(t)
-	a := startClusterNode(t, c, "a")
+	a := startClusterNode(t, c, "a", opts...)
 	waitUntil(t, "a serves every partition", 10*time.Second, func() bool { return len(a.Served()) == 4 })
-	b := startClusterNode(t, c, "b")
+	b := startClusterNode(t, c, "b", opts...)
 	waitUntil(t, "two partitions each", 10*time.Second, func() bool { return len(a.Served()) == 2 && len(b.Served()) == 2 })
 	clients := map[string]hubsvc.HubClient{a.Addr(): rawClient(t, a.Addr()), b.Addr(): rawClient(t, b.Addr())}
 
@@ -33,6 +45,9 @@ func TestClusterKeyedOpens(t *testing.T) {
 		resp, err := clients[first].Open(as("alice"), req)
 		if err == nil {
 			return resp, false
+		}
+		if forward {
+			t.Fatalf("open on %s: %v, want it forwarded to the owner", first, err)
 		}
 		info := errorInfo(t, err)
 		owner := info.GetMetadata()["owner_addr"]
@@ -61,11 +76,16 @@ func TestClusterKeyedOpens(t *testing.T) {
 			t.Fatalf("key %s: first %s (existing %v), retry on the other node %s (existing %v): want one session",
 				key, id, first.GetExisting(), again.GetSession().GetMeta().GetSessionId(), again.GetExisting())
 		}
-		if f1 == f2 {
+		if !forward && f1 == f2 {
 			t.Fatalf("key %s: followed from a: %v, from b: %v; one of them serves it", key, f1, f2)
 		}
+		if k := keyPartition("open\x00alice\x00"+key, 4); !slices.Contains(a.Served(), k) && !slices.Contains(b.Served(), k) {
+			t.Fatalf("key %s: partition %d served by neither", key, k)
+		} else if got := a.PartitionOf(session.MustParseID(id)); got != k {
+			t.Fatalf("key %s: session %s lies in partition %d, the key's is %d", key, id, got, k)
+		}
 	}
-	if len(partitions) < 3 || followed == 0 || followed == 16 {
+	if len(partitions) < 3 || (!forward && (followed == 0 || followed == 16)) {
 		t.Fatalf("the 16 keys fell in partitions %v, %d of their opens on a were followed to b: the test shows nothing", partitions, followed)
 	}
 
