@@ -88,11 +88,37 @@ type env struct {
 	hub   *hub.Hub
 	newID func() uuid.UUID
 	cfg   hub.Config
+	// timedIDs: the ids are UUIDv7s of the fake clock's time (newTimedEnv).
+	timedIDs bool
 }
 
 func newEnv(t *testing.T, tweak func(*hub.Config)) *env {
 	t.Helper()
-	e := &env{t: t, dir: t.TempDir(), clock: fakeclock.New(epoch), newID: ids()}
+	return newEnvWith(t, false, tweak)
+}
+
+// newTimedEnv is newEnv with ids that are UUIDv7s of the fake clock's time
+// (ms), increasing, as the default ids are of the wall clock's.
+func newTimedEnv(t *testing.T, tweak func(*hub.Config)) *env {
+	t.Helper()
+	return newEnvWith(t, true, tweak)
+}
+
+func newEnvWith(t *testing.T, timed bool, tweak func(*hub.Config)) *env {
+	t.Helper()
+	e := &env{t: t, dir: t.TempDir(), clock: fakeclock.New(epoch), newID: ids(), timedIDs: timed}
+	if timed {
+		var n atomic.Uint64
+		e.newID = func() uuid.UUID {
+			var u uuid.UUID
+			var ms [8]byte
+			binary.BigEndian.PutUint64(ms[:], uint64(e.clock.Now().UnixMilli()))
+			copy(u[:6], ms[2:])
+			binary.BigEndian.PutUint64(u[8:], n.Add(1))
+			u[6], u[8] = 0x70, 0x80|(u[8]&0x3f)
+			return u
+		}
+	}
 	e.cfg = hub.Config{Adapters: server.Adapters(nil), Clock: e.clock, NewID: e.newID}
 	if tweak != nil {
 		tweak(&e.cfg)
@@ -112,7 +138,11 @@ func (e *env) open() {
 	e.log = &faultyLog{Log: server.WALLog(l)}
 	cfg := e.cfg
 	cfg.Log = e.log
-	h, err := hub.New(context.Background(), cfg)
+	newHub := hub.New
+	if e.timedIDs {
+		newHub = hub.NewTimedIDs
+	}
+	h, err := newHub(context.Background(), cfg)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -44,6 +44,11 @@ type Hub struct {
 	inflight sync.WaitGroup
 	closed   atomic.Bool
 	gate     sync.RWMutex // enter's read side, Close's write side
+
+	// v7IDs: ids are the default Config.NewID's UUIDv7s (livesnap.go).
+	v7IDs  bool
+	idMu   sync.Mutex
+	newest session.ID // the newest id made or held live, for the live snapshot
 }
 
 // tree is a delegation tree: a root session and its descendants. Its lock
@@ -130,11 +135,16 @@ func (s *sess) release() { <-s.tree.lock }
 // in the log is re-folded and its timers re-armed before New returns;
 // ended sessions stay in the log until a read loads them (see memory.go).
 func New(ctx context.Context, cfg Config) (*Hub, error) {
+	return newHub(ctx, cfg, cfg.NewID == nil)
+}
+
+// newHub is New; v7IDs says the ids are UUIDv7s made from the wall clock.
+func newHub(ctx context.Context, cfg Config, v7IDs bool) (*Hub, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	h := &Hub{
+	h := &Hub{v7IDs: v7IDs,
 		cfg: cfg, wal: cfg.Log, clock: cfg.Clock, logger: cfg.Logger,
 		sessions: map[session.ID]*sess{}, byAgent: map[string]map[session.ID]*sess{},
 		openKeys: map[string]session.ID{}, threads: map[string]*sess{}, askers: map[session.ID]*sess{}, openCount: map[string]int{}, subs: map[string][]*Subscription{},
@@ -165,6 +175,14 @@ func (h *Hub) Close() error {
 	}
 	h.inflight.Wait()
 	h.sched.stop()
+	if h.snapshotEligible() {
+		// Nothing writes any more: the live set is final.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := h.writeSnapshot(ctx); err != nil {
+			h.logger.Warn().Err(err).Msg("live snapshot not written: the next start scans the index")
+		}
+		cancel()
+	}
 	h.mu.Lock()
 	subs := h.subs
 	h.subs = map[string][]*Subscription{}
@@ -213,7 +231,12 @@ func (h *Hub) enter() error {
 
 func (h *Hub) leave() { h.inflight.Done() }
 
-func (h *Hub) newID() uuid.UUID { return h.cfg.NewID() }
+func (h *Hub) newID() uuid.UUID {
+	if h.v7IDs {
+		return h.nextID()
+	}
+	return h.cfg.NewID()
+}
 
 // lookup returns a session: a live one, or an ended one from the cache or
 // the log; else ErrUnknownSession (or the reason it is quarantined).

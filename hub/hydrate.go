@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/hubd/hubd/adapters"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
@@ -48,9 +50,19 @@ func (h *Hub) hydrate(ctx context.Context) error {
 	all := map[session.ID]*loading{}
 	var order []session.ID
 	var records int64
+	snapshot := false
 	if indexed && !h.cfg.FoldAll {
-		if order, err = h.liveIDs(ctx); err != nil {
-			return err
+		order, snapshot, err = h.liveFromSnapshot(ctx)
+		if err != nil {
+			return fmt.Errorf("hub: hydrate: checking the live snapshot: %w", err)
+		}
+		if !snapshot {
+			if order, err = h.liveIDs(ctx); err != nil {
+				return err
+			}
+		}
+		if n := len(order); n > 0 && h.v7IDs {
+			h.noteID(uuid.UUID(order[n-1]))
 		}
 		for _, id := range order {
 			all[id] = &loading{}
@@ -74,7 +86,7 @@ func (h *Hub) hydrate(ctx context.Context) error {
 		}
 	}
 	n := h.install(order, all)
-	h.logger.Info().Int("sessions", n).Int("quarantined", len(h.quarantined)).Int64("records", records).Bool("indexed", indexed).
+	h.logger.Info().Int("sessions", n).Int("quarantined", len(h.quarantined)).Int64("records", records).Bool("indexed", indexed).Bool("snapshot", snapshot).
 		Str("took", time.Since(start).Round(time.Millisecond).String()).Msg("hydrated")
 	return nil
 }
