@@ -48,6 +48,7 @@ const (
 	Hub_ListQuestions_FullMethodName = "/hubd.v1.Hub/ListQuestions"
 	Hub_GetTree_FullMethodName       = "/hubd.v1.Hub/GetTree"
 	Hub_Replay_FullMethodName        = "/hubd.v1.Hub/Replay"
+	Hub_Connect_FullMethodName       = "/hubd.v1.Hub/Connect"
 )
 
 // HubClient is the client API for Hub service.
@@ -102,6 +103,16 @@ type HubClient interface {
 	// Replay re-folds one session from its log with no agent called and says
 	// whether the result equals the live state (operators).
 	Replay(ctx context.Context, in *hubpb.ReplayRequest, opts ...grpc.CallOption) (*hubpb.ReplayResponse, error)
+	// Connect is an agent's connection as one bidirectional stream: the
+	// agent's sends (AgentFrame.send, each with the agent's ref) are answered
+	// on it (HubFrame.ack: the SendResponse, or the error a Send call would
+	// have returned, per send), and with AgentFrame.subscribe its deliveries
+	// (turn notices with their view, invites, everything Subscribe carries)
+	// come on it too. The hub answers first with HubFrame.ready. A send's
+	// ack follows its sync, as Send's does; a retry with the same
+	// client_msg_id is answered as a duplicate. The unary calls and Subscribe
+	// stay for clients that do not use it.
+	Connect(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[hubpb.AgentFrame, hubpb.HubFrame], error)
 }
 
 type hubClient struct {
@@ -300,6 +311,19 @@ func (c *hubClient) Replay(ctx context.Context, in *hubpb.ReplayRequest, opts ..
 	return out, nil
 }
 
+func (c *hubClient) Connect(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[hubpb.AgentFrame, hubpb.HubFrame], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Hub_ServiceDesc.Streams[2], Hub_Connect_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[hubpb.AgentFrame, hubpb.HubFrame]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Hub_ConnectClient = grpc.BidiStreamingClient[hubpb.AgentFrame, hubpb.HubFrame]
+
 // HubServer is the server API for Hub service.
 // All implementations must embed UnimplementedHubServer
 // for forward compatibility.
@@ -352,6 +376,16 @@ type HubServer interface {
 	// Replay re-folds one session from its log with no agent called and says
 	// whether the result equals the live state (operators).
 	Replay(context.Context, *hubpb.ReplayRequest) (*hubpb.ReplayResponse, error)
+	// Connect is an agent's connection as one bidirectional stream: the
+	// agent's sends (AgentFrame.send, each with the agent's ref) are answered
+	// on it (HubFrame.ack: the SendResponse, or the error a Send call would
+	// have returned, per send), and with AgentFrame.subscribe its deliveries
+	// (turn notices with their view, invites, everything Subscribe carries)
+	// come on it too. The hub answers first with HubFrame.ready. A send's
+	// ack follows its sync, as Send's does; a retry with the same
+	// client_msg_id is answered as a duplicate. The unary calls and Subscribe
+	// stay for clients that do not use it.
+	Connect(grpc.BidiStreamingServer[hubpb.AgentFrame, hubpb.HubFrame]) error
 	mustEmbedUnimplementedHubServer()
 }
 
@@ -412,6 +446,9 @@ func (UnimplementedHubServer) GetTree(context.Context, *hubpb.GetTreeRequest) (*
 }
 func (UnimplementedHubServer) Replay(context.Context, *hubpb.ReplayRequest) (*hubpb.ReplayResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Replay not implemented")
+}
+func (UnimplementedHubServer) Connect(grpc.BidiStreamingServer[hubpb.AgentFrame, hubpb.HubFrame]) error {
+	return status.Error(codes.Unimplemented, "method Connect not implemented")
 }
 func (UnimplementedHubServer) mustEmbedUnimplementedHubServer() {}
 func (UnimplementedHubServer) testEmbeddedByValue()             {}
@@ -726,6 +763,13 @@ func _Hub_Replay_Handler(srv interface{}, ctx context.Context, dec func(interfac
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Hub_Connect_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(HubServer).Connect(&grpc.GenericServerStream[hubpb.AgentFrame, hubpb.HubFrame]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Hub_ConnectServer = grpc.BidiStreamingServer[hubpb.AgentFrame, hubpb.HubFrame]
+
 // Hub_ServiceDesc is the grpc.ServiceDesc for Hub service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -804,6 +848,12 @@ var Hub_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "Watch",
 			Handler:       _Hub_Watch_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "Connect",
+			Handler:       _Hub_Connect_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "hub_service.proto",
