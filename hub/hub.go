@@ -43,7 +43,8 @@ type Hub struct {
 	sched    scheduler
 	inflight sync.WaitGroup
 	closed   atomic.Bool
-	gate     sync.RWMutex // enter's read side, Close's write side
+	done     chan struct{} // closed by Close
+	gate     sync.RWMutex  // enter's read side, Close's write side
 }
 
 // tree is a delegation tree: a root session and its descendants. Its lock
@@ -140,6 +141,7 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 		openKeys: map[string]session.ID{}, threads: map[string]*sess{}, askers: map[session.ID]*sess{}, openCount: map[string]int{}, subs: map[string][]*Subscription{},
 		quarantined: map[session.ID]error{}, quarantinedMeta: map[session.ID]*hubpb.SessionMeta{},
 		watches: map[*Subscription]struct{}{}, streams: map[string]int{}, cache: newEndedCache(cfg.EndedCache),
+		done: make(chan struct{}),
 	}
 	h.sched.init(h)
 	if !cfg.Partitioned {
@@ -153,6 +155,10 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 	return h, nil
 }
 
+// Done is closed when Close begins: a stream that holds no subscription
+// ends then too.
+func (h *Hub) Done() <-chan struct{} { return h.done }
+
 // Close stops the hub: new calls fail with ErrClosed, in-flight changes
 // finish, timers stop and every subscription ends with ErrClosed. It does
 // not close the log; its owner closes it after the hub.
@@ -163,6 +169,7 @@ func (h *Hub) Close() error {
 	if already {
 		return nil
 	}
+	close(h.done)
 	h.inflight.Wait()
 	h.sched.stop()
 	h.mu.Lock()

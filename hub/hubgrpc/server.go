@@ -21,9 +21,12 @@ type Config struct {
 	Auth   Authenticator
 	Logger zerolog.Logger // default zerolog.Nop()
 	// MaxStreamsPerConn bounds the Subscribe and Watch streams of one
-	// connection (with the ConnStats handler on the server); default
-	// DefaultMaxStreamsPerConn.
+	// connection, Connect streams included (with the ConnStats handler on
+	// the server); default DefaultMaxStreamsPerConn.
 	MaxStreamsPerConn int
+	// MaxInFlight bounds the sends one Connect stream runs at once;
+	// default DefaultMaxInFlight.
+	MaxInFlight int
 }
 
 // Service implements hubsvc.HubServer over a hub.
@@ -34,6 +37,7 @@ type Service struct {
 	lg   zerolog.Logger
 
 	maxConnStreams int
+	maxInFlight    int
 }
 
 // New returns the service over h.
@@ -41,7 +45,10 @@ func New(h *hub.Hub, cfg Config) *Service {
 	if cfg.MaxStreamsPerConn <= 0 {
 		cfg.MaxStreamsPerConn = DefaultMaxStreamsPerConn
 	}
-	return &Service{h: h, auth: cfg.Auth, lg: cfg.Logger, maxConnStreams: cfg.MaxStreamsPerConn}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = DefaultMaxInFlight
+	}
+	return &Service{h: h, auth: cfg.Auth, lg: cfg.Logger, maxConnStreams: cfg.MaxStreamsPerConn, maxInFlight: cfg.MaxInFlight}
 }
 
 // Register registers the service on g.
@@ -278,16 +285,9 @@ func (s *Service) Subscribe(req *hubpb.SubscribeRequest, stream grpc.ServerStrea
 	if err != nil {
 		return statusOf(s.lg, "Subscribe", err)
 	}
-	opts := hub.SubscribeOptions{Cursors: map[session.ID]uint64{}, Ended: req.GetIncludeEnded()}
-	if v := req.GetTurnView(); v != nil {
-		opts.TurnView = &hub.ViewOptions{Name: v.GetName(), Window: int(v.GetWindow()), History: v.GetHistory()}
-	}
-	for k, v := range req.GetCursors() {
-		sid, err := parseID("cursors key", k)
-		if err != nil {
-			return statusOf(s.lg, "Subscribe", err)
-		}
-		opts.Cursors[sid] = v
+	opts, err := subscribeOptions(req)
+	if err != nil {
+		return statusOf(s.lg, "Subscribe", err)
 	}
 	done, err := s.takeConnStream(ctx)
 	if err != nil {
