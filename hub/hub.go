@@ -82,6 +82,8 @@ type sess struct {
 	kids    []*sess // every child, oldest first
 	task    string  // a child's task until its open is written (Delegate)
 
+	views *viewCache // what views need, kept by the fold; its own lock
+
 	// Readable without the lock, for listings.
 	state   atomic.Uint32 // session.State
 	lastSeq atomic.Uint64
@@ -99,7 +101,7 @@ func newSess(id session.ID, m *adapters.Machine) *sess {
 		root = id.String()
 	}
 	call := &hubpb.Call{Id: id.String(), Parent: m.Meta.GetParentSessionId(), Root: root, Depth: m.Meta.GetDepth()}
-	return &sess{id: id, meta: m.Meta, m: m, call: call, heapIdx: -1}
+	return &sess{id: id, meta: m.Meta, m: m, call: call, heapIdx: -1, views: newViewCache(session.Names(m.Meta))}
 }
 
 // publish copies what listings read without the lock; the caller holds it.
