@@ -64,8 +64,10 @@ type AgentStream struct {
 
 // Connect opens the agent's Connect stream (see [AgentStream]), waiting
 // at most until ctx is done for the hub to answer; the stream lives until
-// Close, ctx's end, or a failure. A hub without the stream answers
-// [ErrUnimplemented]-coded errors (codes.Unimplemented): use unary calls.
+// Close, ctx's end, or a failure. Against a hub without the stream it
+// fails with an [*Error] of code codes.Unimplemented: use unary calls. In
+// a cluster the stream is to the Client's own node (it does not follow
+// NOT_OWNER, which comes back per send).
 func (c *Client) Connect(ctx context.Context, opts ConnectOptions, callOpts ...grpc.CallOption) (*AgentStream, error) {
 	st, err := c.connect(ctx, ctx, opts, callOpts...)
 	if errors.Is(err, errNoStream) {

@@ -130,7 +130,8 @@ func WithBackoff(base, max time.Duration) ServeOption {
 
 // WithObserver calls f with every delivery of the agent's stream, in order,
 // before Serve acts on it (for transcripts and metrics). f runs on the
-// stream's reader: while it blocks, nothing is read.
+// stream's reader: while it blocks, nothing is read (over the Connect
+// stream, the acknowledgements of the replies neither).
 func WithObserver(f func(*hubpb.Delivery)) ServeOption {
 	return func(c *serveConfig) { c.observe = f }
 }
@@ -155,7 +156,12 @@ func WithReconnectHook(f func(err error)) ServeOption {
 // resubscribes with exponential backoff from the cursors it keeps (the last
 // seq seen per session), so nothing is missed or seen twice; the new stream
 // tells its pending turns again. Each turn notice carries the agent's view
-// (SubscribeOptions.TurnView), so a turn costs no call before the handler. A reply that the hub refuses because the turn has
+// (SubscribeOptions.TurnView), so a turn costs no call before the handler.
+// Serve reads its deliveries from its own Connect stream and posts the
+// replies on it ([ConnectOptions]: one stream, no call per reply), or,
+// with Options.Transport unary, in a cluster or against a hub without
+// the stream, from a Subscribe stream with a Send call per reply. A reply
+// that the hub refuses because the turn has
 // passed (a stale turn notice: OUT_OF_TURN, SESSION_CLOSED) is logged and
 // dropped.
 //
