@@ -216,11 +216,7 @@ func (c *agentConn) send(ctx context.Context, f *hubpb.StreamSend) (*hubpb.SendR
 	if err != nil {
 		return nil, err
 	}
-	env := f.GetEnvelope()
-	if env != nil {
-		discardUnknown(env.ProtoReflect())
-	}
-	return c.svc.h.Send(ctx, c.id.Agent, sid, env)
+	return c.svc.h.Send(ctx, c.id.Agent, sid, f.GetEnvelope()) // unknown fields: dropped by the codec
 }
 
 // answer writes a send's ack, or its error as Send's status carries it. A

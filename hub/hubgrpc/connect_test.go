@@ -6,11 +6,13 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/hubpb/hubsvc"
 	"github.com/hubd/hubd/internal/server"
 	"github.com/hubd/hubd/internal/wiretest"
+	"github.com/hubd/hubd/session"
 )
 
 // agentStream is a Connect stream of a test.
@@ -160,6 +162,28 @@ func TestConnectSends(t *testing.T) {
 	}
 	if len(after.GetEnvelopes()) != len(log.GetEnvelopes()) {
 		t.Fatalf("refused sends and retries wrote: %d envelopes, then %d", len(log.GetEnvelopes()), len(after.GetEnvelopes()))
+	}
+
+	// Fields this hub does not know are not stored, in the frame or the
+	// envelope.
+	unknown := protowire.AppendBytes(protowire.AppendTag(nil, 999, protowire.BytesType), []byte("not validated"))
+	e := wiretest.Text("with unknown fields")
+	e.ProtoReflect().SetUnknown(unknown)
+	e.GetText().ProtoReflect().SetUnknown(unknown)
+	e.ClientMsgId = "k-unknown"
+	s := &hubpb.StreamSend{Ref: 20, SessionId: id, Envelope: e}
+	s.ProtoReflect().SetUnknown(unknown)
+	b.frame(&hubpb.AgentFrame{Frame: &hubpb.AgentFrame_Send{Send: s}})
+	k := b.ack()
+	if k.GetError() != nil {
+		t.Fatal(k)
+	}
+	stored, _, err := f.srv.Hub().ReadLog(ctx, "", true, session.MustParseID(id), k.GetResponse().GetSeq(), 1)
+	if err != nil || len(stored) != 1 {
+		t.Fatalf("%v %v", stored, err)
+	}
+	if u, v := stored[0].ProtoReflect().GetUnknown(), stored[0].GetText().ProtoReflect().GetUnknown(); len(u)+len(v) > 0 {
+		t.Fatalf("unknown fields were stored: %x / %x", u, v)
 	}
 }
 

@@ -93,24 +93,22 @@ func parseID(field, s string) (session.ID, error) {
 }
 
 // Open implements hubsvc.HubServer. Fields of the request this hub does
-// not know are dropped.
+// not know were dropped by the codec.
 func (s *Service) Open(ctx context.Context, req *hubpb.OpenRequest) (*hubpb.OpenResponse, error) {
 	return unary(s, ctx, "Open", func(id Identity) (*hubpb.OpenResponse, error) {
-		discardUnknown(req.ProtoReflect())
 		return s.h.Open(ctx, id.Agent, req)
 	})
 }
 
 // Send implements hubsvc.HubServer. The sender is the caller; an envelope
 // naming another sender is refused. Fields of the envelope this hub does
-// not know are dropped.
+// not know were dropped by the codec.
 func (s *Service) Send(ctx context.Context, req *hubpb.SendRequest) (*hubpb.SendResponse, error) {
 	return unary(s, ctx, "Send", func(id Identity) (*hubpb.SendResponse, error) {
 		sid, err := parseID("session_id", req.GetSessionId())
 		if err != nil {
 			return nil, err
 		}
-		discardUnknown(req.ProtoReflect())
 		return s.h.Send(ctx, id.Agent, sid, req.GetEnvelope())
 	})
 }
@@ -222,7 +220,6 @@ func (s *Service) GetView(ctx context.Context, req *hubpb.GetViewRequest) (*hubp
 // Delegate implements hubsvc.HubServer.
 func (s *Service) Delegate(ctx context.Context, req *hubpb.DelegateRequest) (*hubpb.DelegateResponse, error) {
 	return unary(s, ctx, "Delegate", func(id Identity) (*hubpb.DelegateResponse, error) {
-		discardUnknown(req.ProtoReflect())
 		return s.h.Delegate(ctx, id.Agent, req)
 	})
 }
@@ -230,7 +227,6 @@ func (s *Service) Delegate(ctx context.Context, req *hubpb.DelegateRequest) (*hu
 // Answer implements hubsvc.HubServer.
 func (s *Service) Answer(ctx context.Context, req *hubpb.AnswerRequest) (*hubpb.SendResponse, error) {
 	return unary(s, ctx, "Answer", func(id Identity) (*hubpb.SendResponse, error) {
-		discardUnknown(req.ProtoReflect())
 		return s.h.Answer(ctx, id.Agent, id.Operator, req)
 	})
 }
