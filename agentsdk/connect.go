@@ -207,8 +207,10 @@ func (st *AgentStream) send(ctx context.Context, sessionID string, e *hubpb.Enve
 	ref := st.next
 	st.waiting[ref] = ch
 	st.mu.Unlock()
+	f := &hubpb.StreamSend{Ref: ref, SessionId: sessionID, Envelope: e}
+	f.Traceparent, f.Tracestate = traceContextOf(ctx)
 	st.wmu.Lock()
-	err := st.s.Send(&hubpb.AgentFrame{Frame: &hubpb.AgentFrame_Send{Send: &hubpb.StreamSend{Ref: ref, SessionId: sessionID, Envelope: e}}})
+	err := st.s.Send(&hubpb.AgentFrame{Frame: &hubpb.AgentFrame_Send{Send: f}})
 	st.wmu.Unlock()
 	if err != nil {
 		st.forget(ref)

@@ -5016,7 +5016,12 @@ type StreamSend struct {
 	// The session.
 	SessionId string `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// The envelope, as in SendRequest.
-	Envelope      *Envelope `protobuf:"bytes,3,opt,name=envelope,proto3" json:"envelope,omitempty"`
+	Envelope *Envelope `protobuf:"bytes,3,opt,name=envelope,proto3" json:"envelope,omitempty"`
+	// The W3C trace context of the send, as the "traceparent" and
+	// "tracestate" metadata of a Send call carry it: the hub's span of the
+	// send continues it (else the envelope's traceparent).
+	Traceparent   string `protobuf:"bytes,4,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	Tracestate    string `protobuf:"bytes,5,opt,name=tracestate,proto3" json:"tracestate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5070,6 +5075,20 @@ func (x *StreamSend) GetEnvelope() *Envelope {
 		return x.Envelope
 	}
 	return nil
+}
+
+func (x *StreamSend) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
+}
+
+func (x *StreamSend) GetTracestate() string {
+	if x != nil {
+		return x.Tracestate
+	}
+	return ""
 }
 
 // HubFrame is one message of the hub on a Connect stream.
@@ -5777,13 +5796,17 @@ const file_hub_proto_rawDesc = "" +
 	"AgentFrame\x12)\n" +
 	"\x04send\x18\x01 \x01(\v2\x13.hubd.v1.StreamSendH\x00R\x04send\x129\n" +
 	"\tsubscribe\x18\x02 \x01(\v2\x19.hubd.v1.SubscribeRequestH\x00R\tsubscribeB\a\n" +
-	"\x05frame\"l\n" +
+	"\x05frame\"\xae\x01\n" +
 	"\n" +
 	"StreamSend\x12\x10\n" +
 	"\x03ref\x18\x01 \x01(\x04R\x03ref\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x02 \x01(\tR\tsessionId\x12-\n" +
-	"\benvelope\x18\x03 \x01(\v2\x11.hubd.v1.EnvelopeR\benvelope\"\x9a\x01\n" +
+	"\benvelope\x18\x03 \x01(\v2\x11.hubd.v1.EnvelopeR\benvelope\x12 \n" +
+	"\vtraceparent\x18\x04 \x01(\tR\vtraceparent\x12\x1e\n" +
+	"\n" +
+	"tracestate\x18\x05 \x01(\tR\n" +
+	"tracestate\"\x9a\x01\n" +
 	"\bHubFrame\x12,\n" +
 	"\x05ready\x18\x01 \x01(\v2\x14.hubd.v1.StreamReadyH\x00R\x05ready\x12&\n" +
 	"\x03ack\x18\x02 \x01(\v2\x12.hubd.v1.StreamAckH\x00R\x03ack\x12/\n" +

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -201,8 +202,15 @@ func (c *agentConn) work(ctx context.Context) {
 		}
 		c.busy++
 		c.mu.Unlock()
-		resp, err := c.send(ctx, f)
-		c.answer(f.GetRef(), resp, err)
+		began := time.Now()
+		sctx, span := traceSend(ctx, c.svc.tracer, c.id.Agent, f)
+		resp, err := c.send(sctx, f)
+		err = c.answer(f.GetRef(), resp, err)
+		failed(span, err)
+		span.End()
+		if c.svc.onSend != nil {
+			c.svc.onSend(err, time.Since(began))
+		}
 		<-c.slots
 		c.mu.Lock()
 		c.busy--
@@ -219,14 +227,17 @@ func (c *agentConn) send(ctx context.Context, f *hubpb.StreamSend) (*hubpb.SendR
 	return c.svc.h.Send(ctx, c.id.Agent, sid, f.GetEnvelope()) // unknown fields: dropped by the codec
 }
 
-// answer writes a send's ack, or its error as Send's status carries it. A
-// failed write is the stream's end, which the handler sees.
-func (c *agentConn) answer(ref uint64, resp *hubpb.SendResponse, err error) {
+// answer writes a send's ack, or its error as Send's status carries it,
+// and returns that status (nil for an ack). A failed write is the
+// stream's end, which the handler sees.
+func (c *agentConn) answer(ref uint64, resp *hubpb.SendResponse, err error) error {
 	ack := &hubpb.StreamAck{Ref: ref, Response: resp}
 	if err != nil {
-		ack.Response, ack.Error = nil, StreamError(statusOf(c.svc.lg, "Connect", err))
+		err = statusOf(c.svc.lg, "Connect", err)
+		ack.Response, ack.Error = nil, StreamError(err)
 	}
 	_ = c.write(&hubpb.HubFrame{Frame: &hubpb.HubFrame_Ack{Ack: ack}})
+	return err
 }
 
 func (c *agentConn) write(f *hubpb.HubFrame) error {

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
@@ -27,6 +30,14 @@ type Config struct {
 	// MaxInFlight bounds the sends one Connect stream runs at once;
 	// default DefaultMaxInFlight.
 	MaxInFlight int
+	// Tracer records the spans of the sends of Connect streams, as
+	// TraceInterceptor does for calls; nil records none (the caller's
+	// traceparent still reaches the envelope).
+	Tracer trace.TracerProvider
+	// OnSend, when set, is called after each send of a Connect stream
+	// with its status (nil when acknowledged) and how long it took (for
+	// metrics: a Send call is counted by the interceptors).
+	OnSend func(err error, took time.Duration)
 }
 
 // Service implements hubsvc.HubServer over a hub.
@@ -38,6 +49,8 @@ type Service struct {
 
 	maxConnStreams int
 	maxInFlight    int
+	tracer         trace.Tracer
+	onSend         func(error, time.Duration)
 }
 
 // New returns the service over h.
@@ -48,7 +61,11 @@ func New(h *hub.Hub, cfg Config) *Service {
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = DefaultMaxInFlight
 	}
-	return &Service{h: h, auth: cfg.Auth, lg: cfg.Logger, maxConnStreams: cfg.MaxStreamsPerConn, maxInFlight: cfg.MaxInFlight}
+	if cfg.Tracer == nil {
+		cfg.Tracer = noop.NewTracerProvider()
+	}
+	return &Service{h: h, auth: cfg.Auth, lg: cfg.Logger, maxConnStreams: cfg.MaxStreamsPerConn, maxInFlight: cfg.MaxInFlight,
+		tracer: cfg.Tracer.Tracer(TracerName), onSend: cfg.OnSend}
 }
 
 // Register registers the service on g.

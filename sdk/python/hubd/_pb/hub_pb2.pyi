@@ -755,14 +755,18 @@ class StreamReady(_message.Message):
     def __init__(self, agent: _Optional[str] = ..., max_in_flight: _Optional[int] = ...) -> None: ...
 
 class StreamSend(_message.Message):
-    __slots__ = ["envelope", "ref", "session_id"]
+    __slots__ = ["envelope", "ref", "session_id", "traceparent", "tracestate"]
     ENVELOPE_FIELD_NUMBER: _ClassVar[int]
     REF_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TRACEPARENT_FIELD_NUMBER: _ClassVar[int]
+    TRACESTATE_FIELD_NUMBER: _ClassVar[int]
     envelope: Envelope
     ref: int
     session_id: str
-    def __init__(self, ref: _Optional[int] = ..., session_id: _Optional[str] = ..., envelope: _Optional[_Union[Envelope, _Mapping]] = ...) -> None: ...
+    traceparent: str
+    tracestate: str
+    def __init__(self, ref: _Optional[int] = ..., session_id: _Optional[str] = ..., envelope: _Optional[_Union[Envelope, _Mapping]] = ..., traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ...) -> None: ...
 
 class SubscribeRequest(_message.Message):
     __slots__ = ["cursors", "include_ended", "turn_view"]

@@ -1397,7 +1397,16 @@ export interface StreamSend {
   /** The session. */
   sessionId: string;
   /** The envelope, as in SendRequest. */
-  envelope: Envelope | undefined;
+  envelope:
+    | Envelope
+    | undefined;
+  /**
+   * The W3C trace context of the send, as the "traceparent" and
+   * "tracestate" metadata of a Send call carry it: the hub's span of the
+   * send continues it (else the envelope's traceparent).
+   */
+  traceparent: string;
+  tracestate: string;
 }
 
 /** HubFrame is one message of the hub on a Connect stream. */
@@ -10006,7 +10015,7 @@ export const AgentFrame: MessageFns<AgentFrame> = {
 };
 
 function createBaseStreamSend(): StreamSend {
-  return { ref: 0, sessionId: "", envelope: undefined };
+  return { ref: 0, sessionId: "", envelope: undefined, traceparent: "", tracestate: "" };
 }
 
 export const StreamSend: MessageFns<StreamSend> = {
@@ -10019,6 +10028,12 @@ export const StreamSend: MessageFns<StreamSend> = {
     }
     if (message.envelope !== undefined) {
       Envelope.encode(message.envelope, writer.uint32(26).fork()).join();
+    }
+    if (message.traceparent !== "") {
+      writer.uint32(34).string(message.traceparent);
+    }
+    if (message.tracestate !== "") {
+      writer.uint32(42).string(message.tracestate);
     }
     return writer;
   },
@@ -10060,6 +10075,22 @@ export const StreamSend: MessageFns<StreamSend> = {
             message.envelope = Envelope.decode(reader, reader.uint32());
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.traceparent = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.tracestate = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -10077,6 +10108,8 @@ export const StreamSend: MessageFns<StreamSend> = {
       ref: isSet(object.ref) ? globalThis.Number(object.ref) : 0,
       sessionId: isSet(object.session_id) ? globalThis.String(object.session_id) : "",
       envelope: isSet(object.envelope) ? Envelope.fromJSON(object.envelope) : undefined,
+      traceparent: isSet(object.traceparent) ? globalThis.String(object.traceparent) : "",
+      tracestate: isSet(object.tracestate) ? globalThis.String(object.tracestate) : "",
     };
   },
 
@@ -10091,6 +10124,12 @@ export const StreamSend: MessageFns<StreamSend> = {
     if (message.envelope !== undefined) {
       obj.envelope = Envelope.toJSON(message.envelope);
     }
+    if (message.traceparent !== "") {
+      obj.traceparent = message.traceparent;
+    }
+    if (message.tracestate !== "") {
+      obj.tracestate = message.tracestate;
+    }
     return obj;
   },
 
@@ -10104,6 +10143,8 @@ export const StreamSend: MessageFns<StreamSend> = {
     message.envelope = (object.envelope !== undefined && object.envelope !== null)
       ? Envelope.fromPartial(object.envelope)
       : undefined;
+    message.traceparent = object.traceparent ?? "";
+    message.tracestate = object.tracestate ?? "";
     return message;
   },
 };
