@@ -66,8 +66,10 @@ type agentConn struct {
 // subscription ends; every send read is answered before it returns.
 func (c *agentConn) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	defer c.wg.Wait() // no write after the handler returns
+	defer func() {
+		cancel(nil) // sends not begun give up; begun ones are answered
+		c.wg.Wait() // no write after the handler returns
+	}()
 	ready := &hubpb.HubFrame{Frame: &hubpb.HubFrame_Ready{Ready: &hubpb.StreamReady{Agent: c.id.Agent, MaxInFlight: uint32(cap(c.slots))}}}
 	if err := c.write(ready); err != nil {
 		return err

@@ -298,7 +298,10 @@ func TestConnectRefused(t *testing.T) {
 		cfg := server.Config{}
 		cfg.Hub.MaxStreamsPerAgent = 1
 		f := startWith(t, cfg)
-		connect(t, f.agent("alice"), "alice", &hubpb.SubscribeRequest{})
+		openConversation(t, f.agent("alice"))
+		// The subscription is registered once it delivers (the session's
+		// catch-up): the second one is then past the limit.
+		connect(t, f.agent("alice"), "alice", &hubpb.SubscribeRequest{}).delivery()
 		if code, reason := streamErr(t, f.agent("alice"), sub); code != codes.ResourceExhausted || reason != "LIMIT_REACHED" {
 			t.Fatalf("got %v %s", code, reason)
 		}
