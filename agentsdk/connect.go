@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/hubd/hubd/hubpb"
 )
@@ -27,6 +28,14 @@ const (
 	// cluster's calls are followed node to node; the stream is to one).
 	TransportUnary = "unary"
 )
+
+// MaxStreamEnvelope is the largest envelope (encoded) sent on a Connect
+// stream: a larger one is sent with a Send call. A frame larger than the
+// hub reads at all would end the whole stream (gRPC refuses the message,
+// not the send); a Send call fails alone, with the hub's TOO_LARGE naming
+// its limit (1 MiB by default) or gRPC's RESOURCE_EXHAUSTED
+// ([ErrTooLarge]).
+const MaxStreamEnvelope = 1 << 20
 
 // errNoStream: the hub has no Connect stream (an older hub); the caller
 // falls back to unary calls.
@@ -49,6 +58,7 @@ type ConnectOptions struct {
 // fails with [ErrUnavailable] (its outcome unknown: send it again with the
 // same client message id) and Done is closed.
 type AgentStream struct {
+	c       *Client
 	s       grpc.BidiStreamingClient[hubpb.AgentFrame, hubpb.HubFrame]
 	cancel  context.CancelFunc
 	agent   string
@@ -98,7 +108,7 @@ func (c *Client) connect(setup, life context.Context, opts ConnectOptions, callO
 		}
 		return nil, wrapErr("connect", err)
 	}
-	st := &AgentStream{s: s, cancel: cancel, agent: f.GetReady().GetAgent(), deliver: opts.OnDelivery,
+	st := &AgentStream{c: c, s: s, cancel: cancel, agent: f.GetReady().GetAgent(), deliver: opts.OnDelivery,
 		waiting: map[uint64]chan *hubpb.StreamAck{}, done: make(chan struct{})}
 	if o := opts.Subscribe; o != nil {
 		if err := s.Send(&hubpb.AgentFrame{Frame: &hubpb.AgentFrame_Subscribe{Subscribe: subscribeRequest(*o)}}); err != nil {
@@ -189,7 +199,9 @@ func (st *AgentStream) SendText(ctx context.Context, sessionID, text string, opt
 }
 
 // Send sends any envelope once (see Client.Send, which also retries); env
-// must not be changed until it returns. A stream that breaks with the send
+// must not be changed until it returns. An envelope larger than
+// MaxStreamEnvelope is sent with a Send call instead, as the stream's
+// agent (the same credentials). A stream that breaks with the send
 // in flight fails it with [ErrUnavailable]: its outcome is unknown, so
 // send it again with the same client message id.
 func (st *AgentStream) Send(ctx context.Context, sessionID string, env *hubpb.Envelope) (Ack, error) {
@@ -197,6 +209,13 @@ func (st *AgentStream) Send(ctx context.Context, sessionID string, env *hubpb.En
 }
 
 func (st *AgentStream) send(ctx context.Context, sessionID string, e *hubpb.Envelope) (Ack, error) {
+	if proto.Size(e) > MaxStreamEnvelope {
+		resp, err := st.c.rpc.Send(ctx, &hubpb.SendRequest{SessionId: sessionID, Envelope: e})
+		if err != nil {
+			return Ack{}, wrapErr("send", err)
+		}
+		return Ack{SendResponse: resp, ClientMsgID: e.GetClientMsgId()}, nil
+	}
 	ch := make(chan *hubpb.StreamAck, 1)
 	st.mu.Lock()
 	if st.err != nil {

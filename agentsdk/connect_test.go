@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -175,6 +176,14 @@ func TestAgentStream(t *testing.T) {
 	}
 	if _, err := st.SendText(ctx, "0194d1a0-0000-7000-8000-0000000000aa", "x"); !errors.Is(err, agentsdk.ErrUnknownSession) {
 		t.Fatalf("an unknown session: %v, want ErrUnknownSession", err)
+	}
+	// Past MaxStreamEnvelope a send goes as a Send call: refused alone
+	// (TOO_LARGE, the hub's 1 MiB limit), the stream goes on.
+	if _, err := st.SendText(ctx, s.ID(), strings.Repeat("x", 2<<20)); !errors.Is(err, agentsdk.ErrTooLarge) {
+		t.Fatalf("2 MiB: %v, want ErrTooLarge", err)
+	}
+	if _, err := st.SendText(ctx, s.ID(), "after the large one"); err != nil || st.Err() != nil {
+		t.Fatalf("after a large send: %v (stream: %v)", err, st.Err())
 	}
 	st.Close()
 	if _, err := st.SendText(ctx, s.ID(), "closed"); !errors.Is(err, agentsdk.ErrUnavailable) {
