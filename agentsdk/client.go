@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -64,6 +65,12 @@ type Options struct {
 	// cluster (a partition changing hands takes up to its lease TTL and a
 	// hydrate); default 30s.
 	FollowFor time.Duration
+	// Transport is how the Client sends: TransportStream (the default:
+	// one Connect stream carries its sends, and Serve's deliveries) or
+	// TransportUnary (a Send call per envelope, a Subscribe stream for
+	// Serve). A hub without the stream, and a cluster (Peers), get unary
+	// calls.
+	Transport string
 	// Logf, when set, receives the client's diagnostics (reconnects,
 	// stale turns, ignored errors), one line per call.
 	Logf func(format string, args ...any)
@@ -79,6 +86,12 @@ type Client struct {
 	budget   time.Duration
 	logf     func(format string, args ...any)
 	peers    *peers // nil outside a cluster
+
+	life   context.Context // the Client's streams live in it; Close cancels it
+	closed context.CancelFunc
+	smu    sync.Mutex
+	unary  bool         // no Connect stream: Options, a cluster, or an older hub
+	stream *AgentStream // the Client's own stream for its sends
 }
 
 // DefaultRetryBudget is Options.RetryBudget's default: longer than a hub
@@ -92,6 +105,9 @@ const DefaultRetryBudget = 10 * time.Second
 func Dial(ctx context.Context, target string, opts Options) (*Client, error) {
 	if opts.Name == "" && opts.Token == "" && !hasClientCert(opts.TLS) {
 		return nil, errors.New("agentsdk: Options.Name, Options.Token or a client certificate is required")
+	}
+	if opts.Transport != "" && opts.Transport != TransportStream && opts.Transport != TransportUnary {
+		return nil, fmt.Errorf("agentsdk: Options.Transport %q: want %q or %q", opts.Transport, TransportStream, TransportUnary)
 	}
 	if opts.Token != "" && opts.TLS == nil && !opts.Insecure && !isLoopback(target) {
 		return nil, fmt.Errorf("agentsdk: refusing to send a token over plaintext to %s: set Options.TLS (or Options.Insecure on a trusted network)", target)
@@ -108,7 +124,9 @@ func Dial(ctx context.Context, target string, opts Options) (*Client, error) {
 		conn.Close()
 		return nil, fmt.Errorf("agentsdk: dial %s: %w", target, err)
 	}
-	c := &Client{conn: conn, rpc: hubsvc.NewHubClient(conn), name: opts.Name, attempts: opts.SendAttempts, budget: opts.RetryBudget, logf: opts.Logf, peers: p}
+	c := &Client{conn: conn, rpc: hubsvc.NewHubClient(conn), name: opts.Name, attempts: opts.SendAttempts, budget: opts.RetryBudget, logf: opts.Logf, peers: p,
+		unary: opts.Transport == TransportUnary || p != nil}
+	c.life, c.closed = context.WithCancel(context.Background())
 	if c.attempts < 0 {
 		c.attempts = 0
 	}
@@ -214,6 +232,7 @@ func (devName) RequireTransportSecurity() bool { return false }
 
 // Close closes the connection. Streams and calls in flight fail.
 func (c *Client) Close() error {
+	c.closed()
 	if c.peers != nil {
 		c.peers.close()
 	}

@@ -43,6 +43,10 @@
 // ([Client.SetContext]). Every write is acknowledged with an [Ack] once it
 // is durable; a client message id ([WithClientMsgID], generated when not
 // given) makes a retry return the original instead of writing again.
+// Sends go over the Client's agent stream ([Client.Connect]: one
+// bidirectional stream carries the sends and their acknowledgements) or,
+// with Options.Transport unary, in a cluster and against a hub without
+// the stream, as one Send call each.
 //
 //	p := agentsdk.NewPacket("Over to billing.").Handoff("transfer_to_billing", "", "a refund").Set("ticket", 4711)
 //	ack, err := c.SendPacket(ctx, s.ID(), p)

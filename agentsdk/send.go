@@ -110,6 +110,14 @@ func (c *Client) send(ctx context.Context, sessionID string, e *hubpb.Envelope, 
 	req := &hubpb.SendRequest{SessionId: sessionID, Envelope: e}
 	var ack Ack
 	err := c.retry(ctx, "send to "+sessionID, attempts, func() error {
+		st, err := c.mainStream(ctx)
+		if err != nil {
+			return err
+		}
+		if st != nil {
+			ack, err = st.send(ctx, sessionID, e)
+			return err
+		}
 		resp, err := c.rpc.Send(ctx, req)
 		if err == nil {
 			ack = Ack{SendResponse: resp, ClientMsgID: e.GetClientMsgId()}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -129,7 +130,8 @@ func WithBackoff(base, max time.Duration) ServeOption {
 
 // WithObserver calls f with every delivery of the agent's stream, in order,
 // before Serve acts on it (for transcripts and metrics). f runs on the
-// stream's reader: while it blocks, nothing is read.
+// stream's reader: while it blocks, nothing is read (over the Connect
+// stream, the acknowledgements of the replies neither).
 func WithObserver(f func(*hubpb.Delivery)) ServeOption {
 	return func(c *serveConfig) { c.observe = f }
 }
@@ -154,7 +156,12 @@ func WithReconnectHook(f func(err error)) ServeOption {
 // resubscribes with exponential backoff from the cursors it keeps (the last
 // seq seen per session), so nothing is missed or seen twice; the new stream
 // tells its pending turns again. Each turn notice carries the agent's view
-// (SubscribeOptions.TurnView), so a turn costs no call before the handler. A reply that the hub refuses because the turn has
+// (SubscribeOptions.TurnView), so a turn costs no call before the handler.
+// Serve reads its deliveries from its own Connect stream and posts the
+// replies on it ([ConnectOptions]: one stream, no call per reply), or,
+// with Options.Transport unary, in a cluster or against a hub without
+// the stream, from a Subscribe stream with a Send call per reply. A reply
+// that the hub refuses because the turn has
 // passed (a stale turn notice: OUT_OF_TURN, SESSION_CLOSED) is logged and
 // dropped.
 //
@@ -205,6 +212,8 @@ type serving struct {
 	// cursors is the last seq seen per session; only the reader touches it.
 	cursors map[string]uint64
 
+	stream atomic.Pointer[AgentStream] // the Connect stream being read, if any
+
 	mu       sync.Mutex
 	sessions map[string]*worker
 	wg       sync.WaitGroup
@@ -222,6 +231,9 @@ type worker struct {
 // subscription reads one subscription until it breaks, and reports
 // whether it delivered anything.
 func (sv *serving) subscription(ctx context.Context) (bool, error) {
+	if got, err, ok := sv.agentStream(ctx); ok {
+		return got, err
+	}
 	s, err := sv.c.subscribe(ctx, SubscribeOptions{Cursors: sv.cursors, TurnView: sv.cfg.view}, grpc.WaitForReady(true))
 	if err != nil {
 		return false, err
@@ -238,6 +250,58 @@ func (sv *serving) subscription(ctx context.Context) (bool, error) {
 		got = true
 		sv.deliver(ctx, d)
 	}
+}
+
+// agentStream serves one Connect stream until it breaks: its deliveries
+// are acted on by its reader, and the handlers' replies go over it. It
+// reports whether it delivered anything, why it ended, and false when the
+// Client sends unary (then subscription reads a Subscribe stream).
+func (sv *serving) agentStream(ctx context.Context) (bool, error, bool) {
+	sv.c.smu.Lock()
+	unary := sv.c.unary
+	sv.c.smu.Unlock()
+	if unary {
+		return false, nil, false
+	}
+	var got atomic.Bool
+	st, err := sv.c.connect(ctx, ctx, ConnectOptions{
+		Subscribe: &SubscribeOptions{Cursors: sv.cursors, TurnView: sv.cfg.view},
+		OnDelivery: func(d *hubpb.Delivery) {
+			got.Store(true)
+			sv.deliver(ctx, d)
+		},
+	}, grpc.WaitForReady(true))
+	if errors.Is(err, errNoStream) {
+		sv.c.smu.Lock()
+		sv.c.unary = true
+		sv.c.smu.Unlock()
+		sv.c.logf("agentsdk: serve: the hub has no Connect stream: subscribing instead")
+		return false, nil, false
+	}
+	if err != nil {
+		return false, err, true
+	}
+	sv.stream.Store(st)
+	defer func() {
+		sv.stream.CompareAndSwap(st, nil)
+		st.Close()
+	}()
+	select {
+	case <-st.Done():
+	case <-ctx.Done():
+	}
+	return got.Load(), st.Err(), true
+}
+
+// send posts a reply: over Serve's stream while it has one, else as the
+// Client sends.
+func (sv *serving) send(ctx context.Context, id string, env *hubpb.Envelope) error {
+	if st := sv.stream.Load(); st != nil {
+		_, err := st.send(ctx, id, env)
+		return err
+	}
+	_, err := sv.c.send(ctx, id, env, 1)
+	return err
 }
 
 // deliver acts on one delivery of the stream.
@@ -414,10 +478,7 @@ func (sv *serving) turn(ctx context.Context, d *hubpb.Delivery) {
 	if env.GetTraceparent() == "" {
 		env.Traceparent = traceparentOf(ctx) // the turn's span: the next agent continues from it
 	}
-	err = sv.retry(ctx, func() error {
-		_, err := sv.c.send(ctx, id, env, 1)
-		return err
-	})
+	err = sv.retry(ctx, func() error { return sv.send(ctx, id, env) })
 	if err != nil {
 		sv.stale(e, "reply", err)
 	}

@@ -44,6 +44,27 @@ func traceparentOf(ctx context.Context) string {
 	return c["traceparent"]
 }
 
+// traceContextOf is the W3C trace context a send made with ctx carries
+// on the Connect stream, as a Send call would in its metadata: a
+// "traceparent" (and "tracestate") the caller put in the outgoing
+// metadata, else the span in ctx's.
+func traceContextOf(ctx context.Context) (parent, state string) {
+	if md, ok := metadata.FromOutgoingContext(ctx); ok {
+		if v := md.Get("traceparent"); len(v) > 0 {
+			if s := md.Get("tracestate"); len(s) > 0 {
+				state = s[0]
+			}
+			return v[0], state
+		}
+	}
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return "", ""
+	}
+	c := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, c)
+	return c["traceparent"], c["tracestate"]
+}
+
 // traceMetadata sends the W3C trace context of a call's context as the
 // "traceparent" (and "tracestate") metadata, so the hub's span of the call
 // joins the caller's trace and the envelope it writes carries it.

@@ -270,6 +270,7 @@ func (h *Hub) ready(ctx context.Context, s *sess) error {
 		h.logger.Info().Str("session", s.id.String()).Uint64("seq", fresh.m.Seq).Msg("session reloaded from the write-ahead log")
 	}
 	s.m, s.dedup, s.trigger, s.lastAt, s.failed = fresh.m, fresh.dedup, fresh.trigger, fresh.lastAt, nil
+	s.views.replace(fresh.views)
 	s.publish()
 	return nil
 }
@@ -289,6 +290,7 @@ func (s *sess) observe(e *hubpb.Envelope, begins bool) {
 	if begins {
 		s.trigger = e
 	}
+	s.views.add(e)
 	if at := session.Time(e.GetAcceptedAt()); at.After(s.lastAt) {
 		s.lastAt = at
 	}

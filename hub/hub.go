@@ -43,7 +43,8 @@ type Hub struct {
 	sched    scheduler
 	inflight sync.WaitGroup
 	closed   atomic.Bool
-	gate     sync.RWMutex // enter's read side, Close's write side
+	done     chan struct{} // closed by Close
+	gate     sync.RWMutex  // enter's read side, Close's write side
 
 	// v7IDs: ids are the default Config.NewID's UUIDv7s (livesnap.go).
 	v7IDs  bool
@@ -86,6 +87,8 @@ type sess struct {
 	kids    []*sess // every child, oldest first
 	task    string  // a child's task until its open is written (Delegate)
 
+	views *viewCache // what views need, kept by the fold; its own lock
+
 	// Readable without the lock, for listings.
 	state   atomic.Uint32 // session.State
 	lastSeq atomic.Uint64
@@ -103,7 +106,7 @@ func newSess(id session.ID, m *adapters.Machine) *sess {
 		root = id.String()
 	}
 	call := &hubpb.Call{Id: id.String(), Parent: m.Meta.GetParentSessionId(), Root: root, Depth: m.Meta.GetDepth()}
-	return &sess{id: id, meta: m.Meta, m: m, call: call, heapIdx: -1}
+	return &sess{id: id, meta: m.Meta, m: m, call: call, heapIdx: -1, views: newViewCache(session.Names(m.Meta))}
 }
 
 // publish copies what listings read without the lock; the caller holds it.
@@ -150,6 +153,7 @@ func newHub(ctx context.Context, cfg Config, v7IDs bool) (*Hub, error) {
 		openKeys: map[string]session.ID{}, threads: map[string]*sess{}, askers: map[session.ID]*sess{}, openCount: map[string]int{}, subs: map[string][]*Subscription{},
 		quarantined: map[session.ID]error{}, quarantinedMeta: map[session.ID]*hubpb.SessionMeta{},
 		watches: map[*Subscription]struct{}{}, streams: map[string]int{}, cache: newEndedCache(cfg.EndedCache),
+		done: make(chan struct{}),
 	}
 	h.sched.init(h)
 	if !cfg.Partitioned {
@@ -163,6 +167,10 @@ func newHub(ctx context.Context, cfg Config, v7IDs bool) (*Hub, error) {
 	return h, nil
 }
 
+// Done is closed when Close begins: a stream that holds no subscription
+// ends then too.
+func (h *Hub) Done() <-chan struct{} { return h.done }
+
 // Close stops the hub: new calls fail with ErrClosed, in-flight changes
 // finish, timers stop and every subscription ends with ErrClosed. It does
 // not close the log; its owner closes it after the hub.
@@ -173,6 +181,7 @@ func (h *Hub) Close() error {
 	if already {
 		return nil
 	}
+	close(h.done)
 	h.inflight.Wait()
 	h.sched.stop()
 	if h.snapshotEligible() {

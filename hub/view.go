@@ -32,6 +32,8 @@ type ViewOptions struct {
 	// thread's previous sessions) or HistoryDelegate (a child's earlier
 	// siblings with the same delegator and delegate); "": none.
 	History string
+
+	scan bool // read the log even when the view cache could answer (tests)
 }
 
 // The histories a view may include.
@@ -62,8 +64,9 @@ func (h *Hub) View(ctx context.Context, agent string, id session.ID, opts ViewOp
 		keep = min(window, MaxReadItems)
 	}
 	buf := viewBuf{keep: keep, older: map[string]int32{}}
-	for _, e := range append(earlier, s) {
-		if err := h.viewItems(ctx, agent, e, &buf); err != nil {
+	if len(earlier) > 0 || opts.scan || !s.views.view(agent, s.meta.GetSessionId(), &buf) {
+		buf = viewBuf{keep: keep, older: map[string]int32{}}
+		if err := h.scanView(ctx, agent, append(earlier, s), &buf); err != nil {
 			return nil, err
 		}
 	}
@@ -74,6 +77,16 @@ func (h *Hub) View(ctx context.Context, agent string, id session.ID, opts ViewOp
 		}
 	}
 	return v, nil
+}
+
+// scanView reads agent's items of sessions ss, in order, into b.
+func (h *Hub) scanView(ctx context.Context, agent string, ss []*sess, b *viewBuf) error {
+	for _, e := range ss {
+		if err := h.viewItems(ctx, agent, e, b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // viewBuf keeps the newest items of a view, at most keep of them and
@@ -204,6 +217,11 @@ func viewItem(e *hubpb.Envelope, agent string) (*hubpb.ViewItem, bool) {
 	if !session.Visible(e, agent) {
 		return nil, false
 	}
+	return itemOf(e)
+}
+
+// itemOf returns the view entry of e, if e is one a view shows.
+func itemOf(e *hubpb.Envelope) (*hubpb.ViewItem, bool) {
 	it := &hubpb.ViewItem{Seq: e.GetSeq(), From: e.GetFrom(), Type: e.GetType(), At: e.GetAcceptedAt()}
 	switch p := e.GetPayload().(type) {
 	case *hubpb.Envelope_Text:

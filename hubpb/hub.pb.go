@@ -5030,6 +5030,476 @@ func (x *BackupChunk) GetTotalBytes() uint64 {
 	return 0
 }
 
+// AgentFrame is one message of an agent on its Connect stream.
+type AgentFrame struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Frame:
+	//
+	//	*AgentFrame_Send
+	//	*AgentFrame_Subscribe
+	Frame         isAgentFrame_Frame `protobuf_oneof:"frame"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentFrame) Reset() {
+	*x = AgentFrame{}
+	mi := &file_hub_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentFrame) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentFrame) ProtoMessage() {}
+
+func (x *AgentFrame) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentFrame.ProtoReflect.Descriptor instead.
+func (*AgentFrame) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *AgentFrame) GetFrame() isAgentFrame_Frame {
+	if x != nil {
+		return x.Frame
+	}
+	return nil
+}
+
+func (x *AgentFrame) GetSend() *StreamSend {
+	if x != nil {
+		if x, ok := x.Frame.(*AgentFrame_Send); ok {
+			return x.Send
+		}
+	}
+	return nil
+}
+
+func (x *AgentFrame) GetSubscribe() *SubscribeRequest {
+	if x != nil {
+		if x, ok := x.Frame.(*AgentFrame_Subscribe); ok {
+			return x.Subscribe
+		}
+	}
+	return nil
+}
+
+type isAgentFrame_Frame interface {
+	isAgentFrame_Frame()
+}
+
+type AgentFrame_Send struct {
+	// Append an envelope, as Send does; answered by a HubFrame.ack with the
+	// same ref.
+	Send *StreamSend `protobuf:"bytes,1,opt,name=send,proto3,oneof"`
+}
+
+type AgentFrame_Subscribe struct {
+	// Start the stream's deliveries, as Subscribe with this request does
+	// (cursors to resume after, include_ended, turn_view). At most once per
+	// stream: a second one is refused and ends the stream.
+	Subscribe *SubscribeRequest `protobuf:"bytes,2,opt,name=subscribe,proto3,oneof"`
+}
+
+func (*AgentFrame_Send) isAgentFrame_Frame() {}
+
+func (*AgentFrame_Subscribe) isAgentFrame_Frame() {}
+
+// StreamSend is a send on a Connect stream.
+type StreamSend struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The agent's number for this send, echoed in its ack; the agent keeps
+	// it unique among its sends in flight on the stream.
+	Ref uint64 `protobuf:"varint,1,opt,name=ref,proto3" json:"ref,omitempty"`
+	// The session.
+	SessionId string `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The envelope, as in SendRequest.
+	Envelope *Envelope `protobuf:"bytes,3,opt,name=envelope,proto3" json:"envelope,omitempty"`
+	// The W3C trace context of the send, as the "traceparent" and
+	// "tracestate" metadata of a Send call carry it: the hub's span of the
+	// send continues it (else the envelope's traceparent).
+	Traceparent   string `protobuf:"bytes,4,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	Tracestate    string `protobuf:"bytes,5,opt,name=tracestate,proto3" json:"tracestate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamSend) Reset() {
+	*x = StreamSend{}
+	mi := &file_hub_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamSend) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamSend) ProtoMessage() {}
+
+func (x *StreamSend) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamSend.ProtoReflect.Descriptor instead.
+func (*StreamSend) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *StreamSend) GetRef() uint64 {
+	if x != nil {
+		return x.Ref
+	}
+	return 0
+}
+
+func (x *StreamSend) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *StreamSend) GetEnvelope() *Envelope {
+	if x != nil {
+		return x.Envelope
+	}
+	return nil
+}
+
+func (x *StreamSend) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
+}
+
+func (x *StreamSend) GetTracestate() string {
+	if x != nil {
+		return x.Tracestate
+	}
+	return ""
+}
+
+// HubFrame is one message of the hub on a Connect stream.
+type HubFrame struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Frame:
+	//
+	//	*HubFrame_Ready
+	//	*HubFrame_Ack
+	//	*HubFrame_Delivery
+	Frame         isHubFrame_Frame `protobuf_oneof:"frame"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HubFrame) Reset() {
+	*x = HubFrame{}
+	mi := &file_hub_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HubFrame) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HubFrame) ProtoMessage() {}
+
+func (x *HubFrame) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HubFrame.ProtoReflect.Descriptor instead.
+func (*HubFrame) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *HubFrame) GetFrame() isHubFrame_Frame {
+	if x != nil {
+		return x.Frame
+	}
+	return nil
+}
+
+func (x *HubFrame) GetReady() *StreamReady {
+	if x != nil {
+		if x, ok := x.Frame.(*HubFrame_Ready); ok {
+			return x.Ready
+		}
+	}
+	return nil
+}
+
+func (x *HubFrame) GetAck() *StreamAck {
+	if x != nil {
+		if x, ok := x.Frame.(*HubFrame_Ack); ok {
+			return x.Ack
+		}
+	}
+	return nil
+}
+
+func (x *HubFrame) GetDelivery() *Delivery {
+	if x != nil {
+		if x, ok := x.Frame.(*HubFrame_Delivery); ok {
+			return x.Delivery
+		}
+	}
+	return nil
+}
+
+type isHubFrame_Frame interface {
+	isHubFrame_Frame()
+}
+
+type HubFrame_Ready struct {
+	// The stream is open (sent first): the agent it belongs to.
+	Ready *StreamReady `protobuf:"bytes,1,opt,name=ready,proto3,oneof"`
+}
+
+type HubFrame_Ack struct {
+	// The answer to a send.
+	Ack *StreamAck `protobuf:"bytes,2,opt,name=ack,proto3,oneof"`
+}
+
+type HubFrame_Delivery struct {
+	// A delivery of the subscription (after AgentFrame.subscribe).
+	Delivery *Delivery `protobuf:"bytes,3,opt,name=delivery,proto3,oneof"`
+}
+
+func (*HubFrame_Ready) isHubFrame_Frame() {}
+
+func (*HubFrame_Ack) isHubFrame_Frame() {}
+
+func (*HubFrame_Delivery) isHubFrame_Frame() {}
+
+// StreamReady opens a Connect stream.
+type StreamReady struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The authenticated agent whose stream it is.
+	Agent string `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
+	// The hub's limit on sends in flight on one stream; further frames are
+	// read as earlier sends complete.
+	MaxInFlight   uint32 `protobuf:"varint,2,opt,name=max_in_flight,json=maxInFlight,proto3" json:"max_in_flight,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamReady) Reset() {
+	*x = StreamReady{}
+	mi := &file_hub_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamReady) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamReady) ProtoMessage() {}
+
+func (x *StreamReady) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamReady.ProtoReflect.Descriptor instead.
+func (*StreamReady) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *StreamReady) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *StreamReady) GetMaxInFlight() uint32 {
+	if x != nil {
+		return x.MaxInFlight
+	}
+	return 0
+}
+
+// StreamAck answers one send of a Connect stream: exactly one of response
+// and error is set.
+type StreamAck struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The send's ref.
+	Ref uint64 `protobuf:"varint,1,opt,name=ref,proto3" json:"ref,omitempty"`
+	// The durable write's acknowledgement, as Send returns it.
+	Response *SendResponse `protobuf:"bytes,2,opt,name=response,proto3" json:"response,omitempty"`
+	// The refusal, as Send's status would carry it.
+	Error         *StreamError `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamAck) Reset() {
+	*x = StreamAck{}
+	mi := &file_hub_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamAck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamAck) ProtoMessage() {}
+
+func (x *StreamAck) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamAck.ProtoReflect.Descriptor instead.
+func (*StreamAck) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *StreamAck) GetRef() uint64 {
+	if x != nil {
+		return x.Ref
+	}
+	return 0
+}
+
+func (x *StreamAck) GetResponse() *SendResponse {
+	if x != nil {
+		return x.Response
+	}
+	return nil
+}
+
+func (x *StreamAck) GetError() *StreamError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+// StreamError is a refused send on a Connect stream: what the gRPC status
+// of a Send call would say (its code, message and ErrorInfo reason and
+// metadata, domain "hubd").
+type StreamError struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The gRPC status code.
+	Code int32 `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
+	// What was expected.
+	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// The stable reason.
+	Reason Reason `protobuf:"varint,3,opt,name=reason,proto3,enum=hubd.v1.Reason" json:"reason,omitempty"`
+	// The ErrorInfo metadata (NOT_OWNER's owner_addr, ...).
+	Metadata      map[string]string `protobuf:"bytes,4,rep,name=metadata,proto3" json:"metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamError) Reset() {
+	*x = StreamError{}
+	mi := &file_hub_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamError) ProtoMessage() {}
+
+func (x *StreamError) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamError.ProtoReflect.Descriptor instead.
+func (*StreamError) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *StreamError) GetCode() int32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *StreamError) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *StreamError) GetReason() Reason {
+	if x != nil {
+		return x.Reason
+	}
+	return Reason_REASON_UNSPECIFIED
+}
+
+func (x *StreamError) GetMetadata() map[string]string {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
 var File_hub_proto protoreflect.FileDescriptor
 
 const file_hub_proto_rawDesc = "" +
@@ -5439,7 +5909,42 @@ const file_hub_proto_rawDesc = "" +
 	"\x06format\x18\x02 \x01(\tR\x06format\x12\x16\n" +
 	"\x06sha256\x18\x03 \x01(\fR\x06sha256\x12\x1f\n" +
 	"\vtotal_bytes\x18\x04 \x01(\x04R\n" +
-	"totalBytes*\xec\x04\n" +
+	"totalBytes\"{\n" +
+	"\n" +
+	"AgentFrame\x12)\n" +
+	"\x04send\x18\x01 \x01(\v2\x13.hubd.v1.StreamSendH\x00R\x04send\x129\n" +
+	"\tsubscribe\x18\x02 \x01(\v2\x19.hubd.v1.SubscribeRequestH\x00R\tsubscribeB\a\n" +
+	"\x05frame\"\xae\x01\n" +
+	"\n" +
+	"StreamSend\x12\x10\n" +
+	"\x03ref\x18\x01 \x01(\x04R\x03ref\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\tR\tsessionId\x12-\n" +
+	"\benvelope\x18\x03 \x01(\v2\x11.hubd.v1.EnvelopeR\benvelope\x12 \n" +
+	"\vtraceparent\x18\x04 \x01(\tR\vtraceparent\x12\x1e\n" +
+	"\n" +
+	"tracestate\x18\x05 \x01(\tR\n" +
+	"tracestate\"\x9a\x01\n" +
+	"\bHubFrame\x12,\n" +
+	"\x05ready\x18\x01 \x01(\v2\x14.hubd.v1.StreamReadyH\x00R\x05ready\x12&\n" +
+	"\x03ack\x18\x02 \x01(\v2\x12.hubd.v1.StreamAckH\x00R\x03ack\x12/\n" +
+	"\bdelivery\x18\x03 \x01(\v2\x11.hubd.v1.DeliveryH\x00R\bdeliveryB\a\n" +
+	"\x05frame\"G\n" +
+	"\vStreamReady\x12\x14\n" +
+	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\"\n" +
+	"\rmax_in_flight\x18\x02 \x01(\rR\vmaxInFlight\"|\n" +
+	"\tStreamAck\x12\x10\n" +
+	"\x03ref\x18\x01 \x01(\x04R\x03ref\x121\n" +
+	"\bresponse\x18\x02 \x01(\v2\x15.hubd.v1.SendResponseR\bresponse\x12*\n" +
+	"\x05error\x18\x03 \x01(\v2\x14.hubd.v1.StreamErrorR\x05error\"\xe1\x01\n" +
+	"\vStreamError\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12'\n" +
+	"\x06reason\x18\x03 \x01(\x0e2\x0f.hubd.v1.ReasonR\x06reason\x12>\n" +
+	"\bmetadata\x18\x04 \x03(\v2\".hubd.v1.StreamError.MetadataEntryR\bmetadata\x1a;\n" +
+	"\rMetadataEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01*\xec\x04\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vOUT_OF_TURN\x10\x01\x12\x13\n" +
@@ -5488,7 +5993,7 @@ func file_hub_proto_rawDescGZIP() []byte {
 }
 
 var file_hub_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
+var file_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 76)
 var file_hub_proto_goTypes = []any{
 	(Reason)(0),                   // 0: hubd.v1.Reason
 	(*Envelope)(nil),              // 1: hubd.v1.Envelope
@@ -5551,19 +6056,26 @@ var file_hub_proto_goTypes = []any{
 	(*ReplayResponse)(nil),        // 58: hubd.v1.ReplayResponse
 	(*BackupRequest)(nil),         // 59: hubd.v1.BackupRequest
 	(*BackupChunk)(nil),           // 60: hubd.v1.BackupChunk
-	nil,                           // 61: hubd.v1.ContextUpdate.SetEntry
-	nil,                           // 62: hubd.v1.SessionMeta.KnobsEntry
-	nil,                           // 63: hubd.v1.SessionMeta.LabelsEntry
-	nil,                           // 64: hubd.v1.OpenRequest.LabelsEntry
-	nil,                           // 65: hubd.v1.OpenRequest.KnobsEntry
-	nil,                           // 66: hubd.v1.SessionInfo.ContextEntry
-	nil,                           // 67: hubd.v1.ListSessionsRequest.LabelsEntry
-	nil,                           // 68: hubd.v1.SubscribeRequest.CursorsEntry
-	nil,                           // 69: hubd.v1.WatchRequest.CursorsEntry
-	(*timestamppb.Timestamp)(nil), // 70: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),       // 71: google.protobuf.Struct
-	(*durationpb.Duration)(nil),   // 72: google.protobuf.Duration
-	(*structpb.Value)(nil),        // 73: google.protobuf.Value
+	(*AgentFrame)(nil),            // 61: hubd.v1.AgentFrame
+	(*StreamSend)(nil),            // 62: hubd.v1.StreamSend
+	(*HubFrame)(nil),              // 63: hubd.v1.HubFrame
+	(*StreamReady)(nil),           // 64: hubd.v1.StreamReady
+	(*StreamAck)(nil),             // 65: hubd.v1.StreamAck
+	(*StreamError)(nil),           // 66: hubd.v1.StreamError
+	nil,                           // 67: hubd.v1.ContextUpdate.SetEntry
+	nil,                           // 68: hubd.v1.SessionMeta.KnobsEntry
+	nil,                           // 69: hubd.v1.SessionMeta.LabelsEntry
+	nil,                           // 70: hubd.v1.OpenRequest.LabelsEntry
+	nil,                           // 71: hubd.v1.OpenRequest.KnobsEntry
+	nil,                           // 72: hubd.v1.SessionInfo.ContextEntry
+	nil,                           // 73: hubd.v1.ListSessionsRequest.LabelsEntry
+	nil,                           // 74: hubd.v1.SubscribeRequest.CursorsEntry
+	nil,                           // 75: hubd.v1.WatchRequest.CursorsEntry
+	nil,                           // 76: hubd.v1.StreamError.MetadataEntry
+	(*timestamppb.Timestamp)(nil), // 77: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),       // 78: google.protobuf.Struct
+	(*durationpb.Duration)(nil),   // 79: google.protobuf.Duration
+	(*structpb.Value)(nil),        // 80: google.protobuf.Value
 }
 var file_hub_proto_depIdxs = []int32{
 	2,  // 0: hubd.v1.Envelope.audience:type_name -> hubd.v1.Audience
@@ -5583,55 +6095,55 @@ var file_hub_proto_depIdxs = []int32{
 	17, // 14: hubd.v1.Envelope.tool_result:type_name -> hubd.v1.ToolResult
 	3,  // 15: hubd.v1.Envelope.message:type_name -> hubd.v1.Text
 	20, // 16: hubd.v1.Envelope.call:type_name -> hubd.v1.Call
-	70, // 17: hubd.v1.Envelope.accepted_at:type_name -> google.protobuf.Timestamp
+	77, // 17: hubd.v1.Envelope.accepted_at:type_name -> google.protobuf.Timestamp
 	5,  // 18: hubd.v1.Packet.routing:type_name -> hubd.v1.Routing
 	6,  // 19: hubd.v1.Packet.context_updates:type_name -> hubd.v1.ContextUpdate
 	7,  // 20: hubd.v1.Packet.usage:type_name -> hubd.v1.Usage
-	61, // 21: hubd.v1.ContextUpdate.set:type_name -> hubd.v1.ContextUpdate.SetEntry
-	70, // 22: hubd.v1.Violation.since:type_name -> google.protobuf.Timestamp
+	67, // 21: hubd.v1.ContextUpdate.set:type_name -> hubd.v1.ContextUpdate.SetEntry
+	77, // 22: hubd.v1.Violation.since:type_name -> google.protobuf.Timestamp
 	12, // 23: hubd.v1.Question.options:type_name -> hubd.v1.Option
-	71, // 24: hubd.v1.Question.schema:type_name -> google.protobuf.Struct
-	72, // 25: hubd.v1.Question.within:type_name -> google.protobuf.Duration
-	71, // 26: hubd.v1.ToolCall.arguments:type_name -> google.protobuf.Struct
-	73, // 27: hubd.v1.ToolResult.result:type_name -> google.protobuf.Value
+	78, // 24: hubd.v1.Question.schema:type_name -> google.protobuf.Struct
+	79, // 25: hubd.v1.Question.within:type_name -> google.protobuf.Duration
+	78, // 26: hubd.v1.ToolCall.arguments:type_name -> google.protobuf.Struct
+	80, // 27: hubd.v1.ToolResult.result:type_name -> google.protobuf.Value
 	7,  // 28: hubd.v1.DelegationResult.usage:type_name -> hubd.v1.Usage
-	72, // 29: hubd.v1.Expectation.within:type_name -> google.protobuf.Duration
+	79, // 29: hubd.v1.Expectation.within:type_name -> google.protobuf.Duration
 	22, // 30: hubd.v1.Expectations.items:type_name -> hubd.v1.Expectation
 	21, // 31: hubd.v1.SessionMeta.participants:type_name -> hubd.v1.Participant
-	62, // 32: hubd.v1.SessionMeta.knobs:type_name -> hubd.v1.SessionMeta.KnobsEntry
-	63, // 33: hubd.v1.SessionMeta.labels:type_name -> hubd.v1.SessionMeta.LabelsEntry
-	72, // 34: hubd.v1.SessionMeta.ttl:type_name -> google.protobuf.Duration
-	72, // 35: hubd.v1.SessionMeta.invite_timeout:type_name -> google.protobuf.Duration
+	68, // 32: hubd.v1.SessionMeta.knobs:type_name -> hubd.v1.SessionMeta.KnobsEntry
+	69, // 33: hubd.v1.SessionMeta.labels:type_name -> hubd.v1.SessionMeta.LabelsEntry
+	79, // 34: hubd.v1.SessionMeta.ttl:type_name -> google.protobuf.Duration
+	79, // 35: hubd.v1.SessionMeta.invite_timeout:type_name -> google.protobuf.Duration
 	22, // 36: hubd.v1.SessionMeta.expectations:type_name -> hubd.v1.Expectation
-	70, // 37: hubd.v1.SessionMeta.created_at:type_name -> google.protobuf.Timestamp
+	77, // 37: hubd.v1.SessionMeta.created_at:type_name -> google.protobuf.Timestamp
 	25, // 38: hubd.v1.SessionMeta.budget:type_name -> hubd.v1.Budget
 	21, // 39: hubd.v1.OpenRequest.participants:type_name -> hubd.v1.Participant
-	64, // 40: hubd.v1.OpenRequest.labels:type_name -> hubd.v1.OpenRequest.LabelsEntry
-	72, // 41: hubd.v1.OpenRequest.ttl:type_name -> google.protobuf.Duration
-	72, // 42: hubd.v1.OpenRequest.invite_timeout:type_name -> google.protobuf.Duration
+	70, // 40: hubd.v1.OpenRequest.labels:type_name -> hubd.v1.OpenRequest.LabelsEntry
+	79, // 41: hubd.v1.OpenRequest.ttl:type_name -> google.protobuf.Duration
+	79, // 42: hubd.v1.OpenRequest.invite_timeout:type_name -> google.protobuf.Duration
 	23, // 43: hubd.v1.OpenRequest.expectations:type_name -> hubd.v1.Expectations
-	71, // 44: hubd.v1.OpenRequest.graph:type_name -> google.protobuf.Struct
-	65, // 45: hubd.v1.OpenRequest.knobs:type_name -> hubd.v1.OpenRequest.KnobsEntry
+	78, // 44: hubd.v1.OpenRequest.graph:type_name -> google.protobuf.Struct
+	71, // 45: hubd.v1.OpenRequest.knobs:type_name -> hubd.v1.OpenRequest.KnobsEntry
 	25, // 46: hubd.v1.OpenRequest.budget:type_name -> hubd.v1.Budget
 	33, // 47: hubd.v1.OpenResponse.session:type_name -> hubd.v1.SessionInfo
 	1,  // 48: hubd.v1.SendRequest.envelope:type_name -> hubd.v1.Envelope
-	70, // 49: hubd.v1.SendResponse.accepted_at:type_name -> google.protobuf.Timestamp
+	77, // 49: hubd.v1.SendResponse.accepted_at:type_name -> google.protobuf.Timestamp
 	24, // 50: hubd.v1.SessionInfo.meta:type_name -> hubd.v1.SessionMeta
-	66, // 51: hubd.v1.SessionInfo.context:type_name -> hubd.v1.SessionInfo.ContextEntry
+	72, // 51: hubd.v1.SessionInfo.context:type_name -> hubd.v1.SessionInfo.ContextEntry
 	7,  // 52: hubd.v1.SessionInfo.usage:type_name -> hubd.v1.Usage
 	34, // 53: hubd.v1.SessionInfo.holds:type_name -> hubd.v1.Hold
 	7,  // 54: hubd.v1.SessionInfo.tree_usage:type_name -> hubd.v1.Usage
-	70, // 55: hubd.v1.Hold.since:type_name -> google.protobuf.Timestamp
-	67, // 56: hubd.v1.ListSessionsRequest.labels:type_name -> hubd.v1.ListSessionsRequest.LabelsEntry
+	77, // 55: hubd.v1.Hold.since:type_name -> google.protobuf.Timestamp
+	73, // 56: hubd.v1.ListSessionsRequest.labels:type_name -> hubd.v1.ListSessionsRequest.LabelsEntry
 	33, // 57: hubd.v1.ListSessionsResponse.sessions:type_name -> hubd.v1.SessionInfo
 	1,  // 58: hubd.v1.ReadLogResponse.envelopes:type_name -> hubd.v1.Envelope
 	47, // 59: hubd.v1.PendingTurnsResponse.turns:type_name -> hubd.v1.Delivery
 	43, // 60: hubd.v1.View.items:type_name -> hubd.v1.ViewItem
 	44, // 61: hubd.v1.View.older:type_name -> hubd.v1.SpeakerCount
-	70, // 62: hubd.v1.ViewItem.at:type_name -> google.protobuf.Timestamp
-	68, // 63: hubd.v1.SubscribeRequest.cursors:type_name -> hubd.v1.SubscribeRequest.CursorsEntry
+	77, // 62: hubd.v1.ViewItem.at:type_name -> google.protobuf.Timestamp
+	74, // 63: hubd.v1.SubscribeRequest.cursors:type_name -> hubd.v1.SubscribeRequest.CursorsEntry
 	41, // 64: hubd.v1.SubscribeRequest.turn_view:type_name -> hubd.v1.GetViewRequest
-	69, // 65: hubd.v1.WatchRequest.cursors:type_name -> hubd.v1.WatchRequest.CursorsEntry
+	75, // 65: hubd.v1.WatchRequest.cursors:type_name -> hubd.v1.WatchRequest.CursorsEntry
 	1,  // 66: hubd.v1.Delivery.envelope:type_name -> hubd.v1.Envelope
 	42, // 67: hubd.v1.Delivery.view:type_name -> hubd.v1.View
 	26, // 68: hubd.v1.DelegateRequest.children:type_name -> hubd.v1.OpenRequest
@@ -5642,19 +6154,29 @@ var file_hub_proto_depIdxs = []int32{
 	52, // 73: hubd.v1.ListQuestionsResponse.questions:type_name -> hubd.v1.PendingQuestion
 	33, // 74: hubd.v1.TreeNode.session:type_name -> hubd.v1.SessionInfo
 	7,  // 75: hubd.v1.TreeNode.usage:type_name -> hubd.v1.Usage
-	72, // 76: hubd.v1.TreeNode.duration:type_name -> google.protobuf.Duration
+	79, // 76: hubd.v1.TreeNode.duration:type_name -> google.protobuf.Duration
 	55, // 77: hubd.v1.TreeNode.children:type_name -> hubd.v1.TreeNode
 	1,  // 78: hubd.v1.ReplayStep.envelope:type_name -> hubd.v1.Envelope
 	57, // 79: hubd.v1.ReplayResponse.steps:type_name -> hubd.v1.ReplayStep
-	73, // 80: hubd.v1.ContextUpdate.SetEntry.value:type_name -> google.protobuf.Value
-	73, // 81: hubd.v1.SessionMeta.KnobsEntry.value:type_name -> google.protobuf.Value
-	73, // 82: hubd.v1.OpenRequest.KnobsEntry.value:type_name -> google.protobuf.Value
-	73, // 83: hubd.v1.SessionInfo.ContextEntry.value:type_name -> google.protobuf.Value
-	84, // [84:84] is the sub-list for method output_type
-	84, // [84:84] is the sub-list for method input_type
-	84, // [84:84] is the sub-list for extension type_name
-	84, // [84:84] is the sub-list for extension extendee
-	0,  // [0:84] is the sub-list for field type_name
+	62, // 80: hubd.v1.AgentFrame.send:type_name -> hubd.v1.StreamSend
+	45, // 81: hubd.v1.AgentFrame.subscribe:type_name -> hubd.v1.SubscribeRequest
+	1,  // 82: hubd.v1.StreamSend.envelope:type_name -> hubd.v1.Envelope
+	64, // 83: hubd.v1.HubFrame.ready:type_name -> hubd.v1.StreamReady
+	65, // 84: hubd.v1.HubFrame.ack:type_name -> hubd.v1.StreamAck
+	47, // 85: hubd.v1.HubFrame.delivery:type_name -> hubd.v1.Delivery
+	29, // 86: hubd.v1.StreamAck.response:type_name -> hubd.v1.SendResponse
+	66, // 87: hubd.v1.StreamAck.error:type_name -> hubd.v1.StreamError
+	0,  // 88: hubd.v1.StreamError.reason:type_name -> hubd.v1.Reason
+	76, // 89: hubd.v1.StreamError.metadata:type_name -> hubd.v1.StreamError.MetadataEntry
+	80, // 90: hubd.v1.ContextUpdate.SetEntry.value:type_name -> google.protobuf.Value
+	80, // 91: hubd.v1.SessionMeta.KnobsEntry.value:type_name -> google.protobuf.Value
+	80, // 92: hubd.v1.OpenRequest.KnobsEntry.value:type_name -> google.protobuf.Value
+	80, // 93: hubd.v1.SessionInfo.ContextEntry.value:type_name -> google.protobuf.Value
+	94, // [94:94] is the sub-list for method output_type
+	94, // [94:94] is the sub-list for method input_type
+	94, // [94:94] is the sub-list for extension type_name
+	94, // [94:94] is the sub-list for extension extendee
+	0,  // [0:94] is the sub-list for field type_name
 }
 
 func init() { file_hub_proto_init() }
@@ -5680,13 +6202,22 @@ func file_hub_proto_init() {
 		(*Envelope_ToolResult)(nil),
 		(*Envelope_Message)(nil),
 	}
+	file_hub_proto_msgTypes[60].OneofWrappers = []any{
+		(*AgentFrame_Send)(nil),
+		(*AgentFrame_Subscribe)(nil),
+	}
+	file_hub_proto_msgTypes[62].OneofWrappers = []any{
+		(*HubFrame_Ready)(nil),
+		(*HubFrame_Ack)(nil),
+		(*HubFrame_Delivery)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hub_proto_rawDesc), len(file_hub_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   69,
+			NumMessages:   76,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

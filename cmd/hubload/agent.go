@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hubd/hubd/agentsdk"
@@ -44,6 +45,10 @@ type agent struct {
 	calls   context.Context
 	workers map[string]*worker // by session id; fixed before the stream opens
 	cursors map[string]uint64  // last seq received per session; the stream's own
+	// overStream: the agent's sends and deliveries go over its own
+	// Connect stream (--transport stream), kept in live while it runs.
+	overStream bool
+	live       atomic.Pointer[agentsdk.AgentStream]
 }
 
 // listen keeps the agent's Subscribe stream open until ctx is done,
@@ -66,8 +71,11 @@ func (a *agent) listen(ctx context.Context, st *stats) {
 	}
 }
 
-// stream runs one Subscribe stream until it fails.
+// stream runs one Subscribe (or Connect) stream until it fails.
 func (a *agent) stream(ctx context.Context, st *stats, b *backoff) error {
+	if a.overStream {
+		return a.connect(ctx, st, b)
+	}
 	s, err := a.client.Subscribe(ctx, agentsdk.SubscribeOptions{Cursors: a.cursors})
 	if err != nil {
 		return err
@@ -81,6 +89,39 @@ func (a *agent) stream(ctx context.Context, st *stats, b *backoff) error {
 		a.handle(d, time.Now(), st)
 		b.reset()
 	}
+}
+
+// connect runs one Connect stream until it fails: its reader handles the
+// deliveries, the workers send over it.
+func (a *agent) connect(ctx context.Context, st *stats, b *backoff) error {
+	s, err := a.client.Connect(ctx, agentsdk.ConnectOptions{Subscribe: &agentsdk.SubscribeOptions{Cursors: a.cursors},
+		OnDelivery: func(d *hubpb.Delivery) {
+			a.handle(d, time.Now(), st)
+			b.reset()
+		}})
+	if err != nil {
+		return err
+	}
+	a.live.Store(s)
+	defer func() {
+		a.live.CompareAndSwap(s, nil)
+		s.Close()
+	}()
+	select {
+	case <-s.Done():
+		return s.Err()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// sendText sends over the agent's Connect stream when it has one, else
+// with its client (a unary call, or the client's own stream).
+func (a *agent) sendText(sessionID, text, msgID string) (agentsdk.Ack, error) {
+	if s := a.live.Load(); s != nil {
+		return s.SendText(a.calls, sessionID, text, agentsdk.WithClientMsgID(msgID))
+	}
+	return a.client.SendText(a.calls, sessionID, text, agentsdk.WithClientMsgID(msgID))
 }
 
 // handle processes one delivery received at now.
@@ -168,7 +209,7 @@ func (w *worker) take(stop <-chan struct{}, st *stats, vl *verifyLog) bool {
 	var b backoff
 	for {
 		start := time.Now()
-		ack, err := w.agent.client.SendText(w.agent.calls, w.sess.id, w.text, agentsdk.WithClientMsgID(w.msgID))
+		ack, err := w.agent.sendText(w.sess.id, w.text, w.msgID)
 		if err == nil {
 			w.acked(ack.SendResponse, start, time.Now(), st, vl)
 			return !ack.GetClosed()

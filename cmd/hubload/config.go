@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hubd/hubd/agentsdk"
 	"github.com/hubd/hubd/internal/exitcode"
 )
 
@@ -41,6 +42,7 @@ type config struct {
 	conc        int    // sessions workload: sessions in flight
 	baseline    bool   // also measure the bare floor (internal/baseline) in the run
 	baselineDir string // the parent directory of the baseline's log
+	transport   string // how agents send: agentsdk.TransportStream or TransportUnary
 }
 
 // Workloads of the load mode.
@@ -77,6 +79,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.workload, "workload", workloadTurns, "`turns` (sessions taking turns steadily), sessions (three-agent sessions, open to close, served by agentsdk.Serve) or delegation (a delegation round trip beside a turn, in --sessions sessions, default 1)")
 	fs.IntVar(&c.conc, "conc", 1, "sessions workload: sessions in flight")
 	fs.BoolVar(&c.baseline, "baseline", false, "also measure, in this run, the floor: gRPC unary → wal group commit (sync) → ack at the same concurrency, and print ratios")
+	fs.StringVar(&c.transport, "transport", agentsdk.TransportStream, "how agents send and are told: `stream` (one Connect stream per agent, agentsdk's default) or unary (a Send call per envelope and a Subscribe stream)")
 	fs.StringVar(&c.baselineDir, "baseline-dir", "", "the `dir` under which the baseline's log is made (default: the system's temporary directory; use the hub's disk)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -137,6 +140,8 @@ func (c *config) validate() error {
 		return exitcode.Usage("--hub-pid %d: want a process id", c.hubPID)
 	case c.workload != workloadTurns && c.workload != workloadSessions && c.workload != workloadDelegation:
 		return exitcode.Usage("--workload %q: want %s, %s or %s", c.workload, workloadTurns, workloadSessions, workloadDelegation)
+	case c.transport != agentsdk.TransportStream && c.transport != agentsdk.TransportUnary:
+		return exitcode.Usage("--transport %q: want %s or %s", c.transport, agentsdk.TransportStream, agentsdk.TransportUnary)
 	case c.conc < 1 || c.conc > maxSessions:
 		return exitcode.Usage("--conc %d: want 1 to %d", c.conc, maxSessions)
 	case c.workload == workloadSessions && (modes > 0 || c.maxTurns != 0):

@@ -35,12 +35,15 @@ type pool struct {
 // the others (agentsdk.Options.Peers), so calls follow NOT_OWNER and
 // streams merge every node's.
 func dial(ctx context.Context, addr string, names []string, conns int) (*pool, error) {
-	return dialLogged(ctx, addr, names, conns, nil)
+	return dialWith(ctx, addr, names, conns, agentsdk.TransportStream, nil)
 }
 
-// dialLogged is dial with the clients' diagnostics sent to logf (nil:
-// dropped).
-func dialLogged(ctx context.Context, addr string, names []string, conns int, logf func(string, ...any)) (*pool, error) {
+// dialWith is dial with the clients' transport (agentsdk.Options.Transport)
+// and their diagnostics sent to logf (nil: dropped). Clients several
+// agents share send unary calls, each naming its agent: a client's own
+// Connect stream is one agent's (the agents' own streams, Client.Connect
+// named with as, are theirs).
+func dialWith(ctx context.Context, addr string, names []string, conns int, transport string, logf func(string, ...any)) (*pool, error) {
 	nodes := strings.Split(addr, ",")
 	var peers []string
 	if len(nodes) > 1 {
@@ -50,13 +53,15 @@ func dialLogged(ctx context.Context, addr string, names []string, conns int, log
 	opts := []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvBytes))}
 	if conns < len(names) { // agents share connections
 		opts = append(opts, grpc.WithPerRPCCredentials(callerCreds{}))
+		transport = agentsdk.TransportUnary
 	}
 	ctx, giveUp := context.WithCancel(ctx) // after the first failure
 	defer giveUp()
 	err := forEach(conns, func(i int) error {
 		ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 		defer cancel()
-		c, err := agentsdk.Dial(ctx, nodes[i%len(nodes)], agentsdk.Options{Name: names[i], SendAttempts: 1, DialOptions: opts, Peers: peers, Logf: logf})
+		c, err := agentsdk.Dial(ctx, nodes[i%len(nodes)], agentsdk.Options{Name: names[i], SendAttempts: 1, DialOptions: opts, Peers: peers, Logf: logf,
+			Transport: transport})
 		if err != nil {
 			giveUp()
 		}

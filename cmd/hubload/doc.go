@@ -11,7 +11,7 @@
 //	hubload [--hub 127.0.0.1:7420] [--agents 16] [--sessions agents/2] [--payload 256]
 //	        [--duration 10s] [--warmup 1s] [--max-turns N] [--conns N]
 //	        [--verify FILE] [--json] [--hub-pid PID] [--cpuprofile FILE]
-//	        [--baseline [--baseline-dir DIR]]
+//	        [--baseline [--baseline-dir DIR]] [--transport stream|unary]
 //	hubload --workload sessions [--conc 1] [--sessions 200] [--payload 256] [--warmup 1s]
 //	        [--baseline [--baseline-dir DIR] [--duration 10s]] [--json]
 //	hubload --check FILE [--hub ADDR] [--operator operator] [--json]
@@ -32,7 +32,7 @@
 //
 // # Load
 //
-// Every agent opens one Subscribe stream. Agents are spread over the
+// Every agent opens one stream (see Transport). Agents are spread over the
 // sessions, each with at least two participants: with agents >= 2*sessions,
 // agent i joins session i mod sessions; otherwise session j has agents 2j
 // and 2j+1 (mod agents), so an agent may be in several sessions. Each
@@ -96,6 +96,17 @@
 //
 // When the window ends each delegator finishes its session on its next
 // turn.
+// # Transport
+//
+// --transport stream (the default, what agentsdk uses) has each agent send
+// and be told over its own Connect stream (agentsdk.Client.Connect: one
+// bidirectional stream for its sends, their acks and its deliveries; the
+// sessions workload's Serve reads its own); --transport unary has every
+// send be a Send call and each agent read a Subscribe stream, as before
+// the stream existed and as clients of other languages do. Run both with
+// --baseline to compare each with the floor in the same minute. The
+// report names the transport.
+//
 // # The baseline
 //
 // --baseline first runs, in hubload's own process and just before the
@@ -182,7 +193,8 @@
 //
 // # Idle
 //
-// hubload --idle N opens N Subscribe streams of distinct agents (by default
+// hubload --idle N opens N subscribed Connect streams (with --transport
+// unary: Subscribe streams) of distinct agents (by default
 // each on its own connection), prints "idle: N subscriptions open" and
 // keeps them open and idle until --duration ends or it is interrupted. With
 // --hub-pid it also prints the hub process's VmRSS and thread count (from

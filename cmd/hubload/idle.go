@@ -14,7 +14,8 @@ import (
 // hub to have registered them (it says nothing until a delivery).
 const settle = time.Second
 
-// runIdle opens cfg.idle idle Subscribe streams, reports the hub's memory
+// runIdle opens cfg.idle idle Subscribe streams (subscribed Connect
+// streams with --transport stream), reports the hub's memory
 // before and after, and keeps them open until --duration ends or ctx is
 // done.
 func runIdle(ctx context.Context, cfg config, stdout io.Writer) error {
@@ -34,7 +35,11 @@ func runIdle(ctx context.Context, cfg config, stdout io.Writer) error {
 	defer cancel()
 	var streams sync.WaitGroup
 	broken := make(chan error, cfg.idle)
-	err = subscribeIdle(subs, p, names, &streams, broken)
+	if cfg.transport == agentsdk.TransportStream {
+		err = connectIdle(subs, p, names, &streams, broken)
+	} else {
+		err = subscribeIdle(subs, p, names, &streams, broken)
+	}
 	if err == nil {
 		sleepCtx(ctx, settle)
 		fmt.Fprintf(stdout, "idle: %d subscriptions open on %d connections\n", cfg.idle, conns)
@@ -68,6 +73,29 @@ func subscribeIdle(subs context.Context, p *pool, names []string, streams *sync.
 					}
 					return
 				}
+			}
+		})
+	}
+	return nil
+}
+
+// connectIdle opens a subscribed Connect stream as each agent of names
+// (--transport stream), each waited on by a goroutine of streams until
+// subs is done; a stream that breaks before is sent to broken.
+func connectIdle(subs context.Context, p *pool, names []string, streams *sync.WaitGroup, broken chan<- error) error {
+	for i, name := range names {
+		s, err := p.client(i).Connect(as(subs, name), agentsdk.ConnectOptions{Subscribe: &agentsdk.SubscribeOptions{}})
+		if err != nil {
+			return fmt.Errorf("opening idle stream %d: %w", i, err)
+		}
+		streams.Go(func() {
+			defer s.Close()
+			select {
+			case <-s.Done():
+				if subs.Err() == nil {
+					broken <- s.Err()
+				}
+			case <-subs.Done():
 			}
 		})
 	}

@@ -54,7 +54,7 @@ func runLoad(ctx context.Context, cfg config, stdout, stderr io.Writer) (err err
 	}
 	before := readProc(cfg.hubPID)
 	l := newLoad(cfg)
-	p, err := dial(ctx, cfg.hub, l.names(), cfg.connsFor(cfg.agents))
+	p, err := dialWith(ctx, cfg.hub, l.names(), cfg.connsFor(cfg.agents), cfg.transport, nil)
 	if err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func (l *load) names() []string {
 // connect gives each agent its client and the context of its calls.
 func (l *load) connect(p *pool, calls context.Context) {
 	for i, a := range l.agents {
-		a.client, a.calls = p.client(i), as(calls, a.name)
+		a.client, a.calls, a.overStream = p.client(i), as(calls, a.name), l.cfg.transport == agentsdk.TransportStream
 	}
 }
 

@@ -311,6 +311,7 @@ func TestFlagErrors(t *testing.T) {
 		{"--workload", "sessions", "--verify", "b"},
 		{"--workload", "sessions", "--max-turns", "3"},
 		{"--baseline", "--check", "a"},
+		{"--transport", "carrier-pigeon"},
 		{"extra"},
 		{"--no-such-flag"},
 	} {

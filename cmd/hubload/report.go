@@ -15,6 +15,7 @@ type report struct {
 	Agents     int               `json:"agents"`
 	Sessions   int               `json:"sessions"`
 	Conns      int               `json:"conns"`
+	Transport  string            `json:"transport"`
 	Payload    int               `json:"payload_bytes"`
 	Warmup     float64           `json:"warmup_s"`
 	Window     float64           `json:"window_s"`
@@ -80,7 +81,7 @@ type hubUsage struct {
 // report builds the run's report.
 func (l *load) report(st *stats, cpu cpuUse, before, after procStatus) report {
 	w := st.window()
-	r := report{Agents: l.cfg.agents, Sessions: l.cfg.sessions, Conns: l.cfg.connsFor(l.cfg.agents), Payload: l.cfg.payload,
+	r := report{Agents: l.cfg.agents, Sessions: l.cfg.sessions, Conns: l.cfg.connsFor(l.cfg.agents), Transport: l.cfg.transport, Payload: l.cfg.payload,
 		Warmup: l.cfg.warmup.Seconds(), Window: w.Seconds(), Accepted: st.accepted.Load(),
 		SendToAck: summarize(&st.ack), SendToTold: summarize(&st.told), Rejected: st.rejections()}
 	if w > 0 {
@@ -138,8 +139,8 @@ func writeJSON(w io.Writer, v any) error {
 // text is the human-readable report.
 func (r report) text() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "hubload: %d agents, %d sessions, %d connections, payload %d B, warm-up %gs\n",
-		r.Agents, r.Sessions, r.Conns, r.Payload, r.Warmup)
+	fmt.Fprintf(&b, "hubload: %d agents, %d sessions, %d connections, transport %s, payload %d B, warm-up %gs\n",
+		r.Agents, r.Sessions, r.Conns, r.Transport, r.Payload, r.Warmup)
 	fmt.Fprintf(&b, "accepted %d in %.1fs = %.0f/s; send→ack %s; send→next told %s; rejected: %s\n",
 		r.Accepted, r.Window, r.PerSecond, r.SendToAck.text(), r.SendToTold.text(), rejectedText(r.Rejected))
 	c := r.CPU

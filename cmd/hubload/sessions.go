@@ -53,6 +53,7 @@ type sessTrack struct {
 // sessReport is the outcome of a sessions run; --json prints it as is.
 type sessReport struct {
 	Workload      string       `json:"workload"`
+	Transport     string       `json:"transport"`
 	Conc          int          `json:"in_flight"`
 	Sessions      int          `json:"sessions"`
 	Payload       int          `json:"payload_bytes"`
@@ -91,7 +92,7 @@ func runSessions(ctx context.Context, cfg config, stdout, stderr io.Writer) erro
 	for i := range sessionAgents {
 		sl.names = append(sl.names, agentName(sl.run, "s", i))
 	}
-	p, err := dialLogged(ctx, cfg.hub, sl.names, cfg.connsFor(sessionAgents), sl.logf)
+	p, err := dialWith(ctx, cfg.hub, sl.names, cfg.connsFor(sessionAgents), cfg.transport, sl.logf)
 	if err != nil {
 		return err
 	}
@@ -254,7 +255,7 @@ func (sl *sessLoad) logf(format string, args ...any) {
 // report builds the run's report.
 func (sl *sessLoad) report(base *baseReport) sessReport {
 	w := sl.st.window()
-	r := sessReport{Workload: workloadSessions, Conc: sl.cfg.conc, Sessions: sl.cfg.sessions, Payload: sl.cfg.payload,
+	r := sessReport{Workload: workloadSessions, Transport: sl.cfg.transport, Conc: sl.cfg.conc, Sessions: sl.cfg.sessions, Payload: sl.cfg.payload,
 		Window: w.Seconds(), Measured: sl.done.Load(), OpenToClosed: summarize(&sl.openRun),
 		HandlerToNext: summarize(&sl.h2h), Diagnostics: sl.diag.Load(), CPU: sl.cpu, Baseline: base}
 	if w > 0 {
@@ -277,8 +278,8 @@ func (r sessReport) print(w io.Writer, asJSON bool) error {
 		return writeJSON(w, r)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "hubload sessions: %d sessions of %d agents (agentsdk.Serve, default view), %d in flight, payload %d B\n",
-		r.Sessions, sessionAgents, r.Conc, r.Payload)
+	fmt.Fprintf(&b, "hubload sessions: %d sessions of %d agents (agentsdk.Serve, default view, transport %s), %d in flight, payload %d B\n",
+		r.Sessions, sessionAgents, r.Transport, r.Conc, r.Payload)
 	fmt.Fprintf(&b, "measured %d in %.1fs = %.1f sessions/s, %.0f turns/s; open→closed %s; handler→handler %s; client diagnostics %d\n",
 		r.Measured, r.Window, r.SessionsPerS, r.TurnsPerS, r.OpenToClosed.text(), r.HandlerToNext.text(), r.Diagnostics)
 	c := r.CPU

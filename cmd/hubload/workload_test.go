@@ -67,3 +67,35 @@ func TestSessionsWorkload(t *testing.T) {
 		t.Errorf("baseline %+v ratios %+v", r.Baseline, r.Ratios)
 	}
 }
+
+// TestTransports runs the turns and the sessions workloads over each
+// transport: both take their turns, and the report names the transport.
+func TestTransports(t *testing.T) {
+	srv := hubFor(t)
+	for _, tr := range []string{"stream", "unary"} {
+		out, errOut, err := runArgs(t, "--hub", srv.Addr(), "--agents", "4", "--sessions", "2", "--duration", "300ms",
+			"--warmup", "0s", "--transport", tr, "--json")
+		if err != nil {
+			t.Fatalf("%s: run: %v\n%s%s", tr, err, out, errOut)
+		}
+		var r report
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("not JSON: %v\n%s", err, out)
+		}
+		if r.Transport != tr || r.Accepted == 0 || r.SendToTold.Count == 0 || len(r.Rejected) != 0 {
+			t.Errorf("%s: transport %q, accepted %d, told %d, rejected %v", tr, r.Transport, r.Accepted, r.SendToTold.Count, r.Rejected)
+		}
+		out, errOut, err = runArgs(t, "--hub", srv.Addr(), "--workload", "sessions", "--conc", "2", "--sessions", "6",
+			"--warmup", "0s", "--transport", tr, "--json")
+		if err != nil {
+			t.Fatalf("%s: sessions: %v\n%s%s", tr, err, out, errOut)
+		}
+		var s sessReport
+		if err := json.Unmarshal([]byte(out), &s); err != nil {
+			t.Fatalf("not JSON: %v\n%s", err, out)
+		}
+		if s.Transport != tr || s.Measured != 6 || s.Diagnostics != 0 {
+			t.Errorf("%s sessions: transport %q, measured %d, diagnostics %d", tr, s.Transport, s.Measured, s.Diagnostics)
+		}
+	}
+}

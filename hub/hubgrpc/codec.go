@@ -17,7 +17,11 @@ import (
 // decoder, which does not check UTF-8, and marked; the interceptors then
 // check its strings and numbers (session.CheckFields) and answer MALFORMED
 // naming the field. Bytes neither decoder takes are marked too, and
-// answered MALFORMED. Responses are encoded as the proto codec does.
+// answered MALFORMED. Fields this hub's schema does not know (a newer
+// client's, or forged ones) are dropped as the request is decoded: they
+// were never validated, so they must not reach the log, where a later
+// version of the hub would read them as if it had checked them. Responses
+// are encoded as the proto codec does.
 func Codec() encoding.CodecV2 { return codec{base: encoding.GetCodecV2("proto")} }
 
 type codec struct{ base encoding.CodecV2 }
@@ -38,12 +42,13 @@ func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
 	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
 	defer buf.Free()
 	b := buf.ReadOnlyData()
-	err := proto.Unmarshal(b, m)
+	err := proto.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(b, m)
 	if err == nil {
-		return nil // the common case: as gRPC's own codec
+		return nil // the common case: as gRPC's own codec, unknown fields dropped
 	}
 	proto.Reset(m)
 	if m.UnmarshalVT(b) == nil {
+		discardUnknown(m.ProtoReflect())
 		mark(m, markUnchecked, "")
 		return nil
 	}

@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"time"
 
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -25,9 +28,20 @@ type Config struct {
 	Auth   Authenticator
 	Logger zerolog.Logger // default zerolog.Nop()
 	// MaxStreamsPerConn bounds the Subscribe and Watch streams of one
-	// connection (with the ConnStats handler on the server); default
-	// DefaultMaxStreamsPerConn.
+	// connection, Connect streams included (with the ConnStats handler on
+	// the server); default DefaultMaxStreamsPerConn.
 	MaxStreamsPerConn int
+	// MaxInFlight bounds the sends one Connect stream runs at once;
+	// default DefaultMaxInFlight.
+	MaxInFlight int
+	// Tracer records the spans of the sends of Connect streams, as
+	// TraceInterceptor does for calls; nil records none (the caller's
+	// traceparent still reaches the envelope).
+	Tracer trace.TracerProvider
+	// OnSend, when set, is called after each send of a Connect stream
+	// with its status (nil when acknowledged) and how long it took (for
+	// metrics: a Send call is counted by the interceptors).
+	OnSend func(err error, took time.Duration)
 }
 
 // Service implements hubsvc.HubServer over a hub.
@@ -38,6 +52,9 @@ type Service struct {
 	lg   zerolog.Logger
 
 	maxConnStreams int
+	maxInFlight    int
+	tracer         trace.Tracer
+	onSend         func(error, time.Duration)
 }
 
 // New returns the service over h.
@@ -45,7 +62,14 @@ func New(h *hub.Hub, cfg Config) *Service {
 	if cfg.MaxStreamsPerConn <= 0 {
 		cfg.MaxStreamsPerConn = DefaultMaxStreamsPerConn
 	}
-	return &Service{h: h, auth: cfg.Auth, lg: cfg.Logger, maxConnStreams: cfg.MaxStreamsPerConn}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = DefaultMaxInFlight
+	}
+	if cfg.Tracer == nil {
+		cfg.Tracer = noop.NewTracerProvider()
+	}
+	return &Service{h: h, auth: cfg.Auth, lg: cfg.Logger, maxConnStreams: cfg.MaxStreamsPerConn, maxInFlight: cfg.MaxInFlight,
+		tracer: cfg.Tracer.Tracer(TracerName), onSend: cfg.OnSend}
 }
 
 // Register registers the service on g.
@@ -90,24 +114,22 @@ func parseID(field, s string) (session.ID, error) {
 }
 
 // Open implements hubsvc.HubServer. Fields of the request this hub does
-// not know are dropped.
+// not know were dropped by the codec.
 func (s *Service) Open(ctx context.Context, req *hubpb.OpenRequest) (*hubpb.OpenResponse, error) {
 	return unary(s, ctx, "Open", func(id Identity) (*hubpb.OpenResponse, error) {
-		discardUnknown(req.ProtoReflect())
 		return s.h.Open(ctx, id.Agent, req)
 	})
 }
 
 // Send implements hubsvc.HubServer. The sender is the caller; an envelope
 // naming another sender is refused. Fields of the envelope this hub does
-// not know are dropped.
+// not know were dropped by the codec.
 func (s *Service) Send(ctx context.Context, req *hubpb.SendRequest) (*hubpb.SendResponse, error) {
 	return unary(s, ctx, "Send", func(id Identity) (*hubpb.SendResponse, error) {
 		sid, err := parseID("session_id", req.GetSessionId())
 		if err != nil {
 			return nil, err
 		}
-		discardUnknown(req.ProtoReflect())
 		return s.h.Send(ctx, id.Agent, sid, req.GetEnvelope())
 	})
 }
@@ -219,7 +241,6 @@ func (s *Service) GetView(ctx context.Context, req *hubpb.GetViewRequest) (*hubp
 // Delegate implements hubsvc.HubServer.
 func (s *Service) Delegate(ctx context.Context, req *hubpb.DelegateRequest) (*hubpb.DelegateResponse, error) {
 	return unary(s, ctx, "Delegate", func(id Identity) (*hubpb.DelegateResponse, error) {
-		discardUnknown(req.ProtoReflect())
 		return s.h.Delegate(ctx, id.Agent, req)
 	})
 }
@@ -227,7 +248,6 @@ func (s *Service) Delegate(ctx context.Context, req *hubpb.DelegateRequest) (*hu
 // Answer implements hubsvc.HubServer.
 func (s *Service) Answer(ctx context.Context, req *hubpb.AnswerRequest) (*hubpb.SendResponse, error) {
 	return unary(s, ctx, "Answer", func(id Identity) (*hubpb.SendResponse, error) {
-		discardUnknown(req.ProtoReflect())
 		return s.h.Answer(ctx, id.Agent, id.Operator, req)
 	})
 }
@@ -282,16 +302,9 @@ func (s *Service) Subscribe(req *hubpb.SubscribeRequest, stream grpc.ServerStrea
 	if err != nil {
 		return statusOf(s.lg, "Subscribe", err)
 	}
-	opts := hub.SubscribeOptions{Cursors: map[session.ID]uint64{}, Ended: req.GetIncludeEnded()}
-	if v := req.GetTurnView(); v != nil {
-		opts.TurnView = &hub.ViewOptions{Name: v.GetName(), Window: int(v.GetWindow()), History: v.GetHistory()}
-	}
-	for k, v := range req.GetCursors() {
-		sid, err := parseID("cursors key", k)
-		if err != nil {
-			return statusOf(s.lg, "Subscribe", err)
-		}
-		opts.Cursors[sid] = v
+	opts, err := subscribeOptions(req)
+	if err != nil {
+		return statusOf(s.lg, "Subscribe", err)
 	}
 	done, err := s.takeConnStream(ctx)
 	if err != nil {

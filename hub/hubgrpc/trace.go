@@ -54,16 +54,57 @@ func TraceInterceptor(tp trace.TracerProvider) grpc.UnaryServerInterceptor {
 			env.Traceparent = Traceparent(span.SpanContext())
 		}
 		resp, err := handler(ctx, req)
-		if err != nil {
-			st := status.Convert(err)
-			span.SetAttributes(attribute.Int("rpc.grpc.status_code", int(st.Code())))
-			if r := reasonIn(st); r != "" {
-				span.SetAttributes(attribute.String("hubd.reason", r))
-			}
-			span.SetStatus(otelcodes.Error, st.Message())
-		}
+		failed(span, err)
 		return resp, err
 	}
+}
+
+// failed records a call's error status on its span.
+func failed(span trace.Span, err error) {
+	if err == nil {
+		return
+	}
+	st := status.Convert(err)
+	span.SetAttributes(attribute.Int("rpc.grpc.status_code", int(st.Code())))
+	if r := reasonIn(st); r != "" {
+		span.SetAttributes(attribute.String("hubd.reason", r))
+	}
+	span.SetStatus(otelcodes.Error, st.Message())
+}
+
+// sendMethod is the span name of a send, by a Send call or on a Connect
+// stream: one name for both, so traces read the same.
+const sendMethod = "hubd.v1.Hub/Send"
+
+// traceSend starts the span of a send on a Connect stream, as
+// TraceInterceptor does for a Send call: its parent is the send's own
+// trace context (StreamSend.traceparent), else its envelope's; an
+// envelope without a traceparent gets the span's.
+func traceSend(ctx context.Context, tracer trace.Tracer, agent string, f *hubpb.StreamSend) (context.Context, trace.Span) {
+	env := f.GetEnvelope()
+	c := propagation.MapCarrier{}
+	switch {
+	case f.GetTraceparent() != "":
+		c["traceparent"] = f.GetTraceparent()
+		if ts := f.GetTracestate(); ts != "" {
+			c["tracestate"] = ts
+		}
+	case env.GetTraceparent() != "":
+		c["traceparent"] = env.GetTraceparent()
+	}
+	if len(c) > 0 {
+		ctx = propagation.TraceContext{}.Extract(ctx, c)
+	}
+	attrs := []attribute.KeyValue{attribute.String("rpc.system", "grpc"), attribute.String("rpc.service", "hubd.v1.Hub"),
+		attribute.String("rpc.method", "Send"), attribute.String("hubd.transport", "connect"), attribute.String("hubd.agent", agent)}
+	if id := f.GetSessionId(); id != "" {
+		attrs = append(attrs, attribute.String("hubd.session_id", id))
+	}
+	ctx, span := tracer.Start(ctx, sendMethod, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	if env != nil && env.GetTraceparent() == "" {
+		env.Traceparent = Traceparent(span.SpanContext())
+	}
+	return ctx, span
 }
 
 // traceParent returns ctx with the caller's trace context as the remote

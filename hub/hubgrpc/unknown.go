@@ -5,7 +5,9 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // discardUnknown drops the fields of m, and of every message in it, that
 // this hub's schema does not know (a newer client's, or forged ones). They
 // were never validated, so they must not reach the log: a later version of
-// the hub would read them from it as if it had checked them.
+// the hub would read them from it as if it had checked them. The codec
+// calls it on a request its second decoder took; the first one drops them
+// as it decodes (the JSON API's decoder keeps none).
 func discardUnknown(m protoreflect.Message) {
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
 		switch {

@@ -36,7 +36,7 @@ var File_hub_service_proto protoreflect.FileDescriptor
 
 const file_hub_service_proto_rawDesc = "" +
 	"\n" +
-	"\x11hub_service.proto\x12\ahubd.v1\x1a\thub.proto2\xd4\b\n" +
+	"\x11hub_service.proto\x12\ahubd.v1\x1a\thub.proto2\x8b\t\n" +
 	"\x03Hub\x123\n" +
 	"\x04Open\x12\x14.hubd.v1.OpenRequest\x1a\x15.hubd.v1.OpenResponse\x123\n" +
 	"\x04Send\x12\x14.hubd.v1.SendRequest\x1a\x15.hubd.v1.SendResponse\x12:\n" +
@@ -56,7 +56,8 @@ const file_hub_service_proto_rawDesc = "" +
 	"\rListQuestions\x12\x1d.hubd.v1.ListQuestionsRequest\x1a\x1e.hubd.v1.ListQuestionsResponse\x125\n" +
 	"\aGetTree\x12\x17.hubd.v1.GetTreeRequest\x1a\x11.hubd.v1.TreeNode\x129\n" +
 	"\x06Replay\x12\x16.hubd.v1.ReplayRequest\x1a\x17.hubd.v1.ReplayResponse\x128\n" +
-	"\x06Backup\x12\x16.hubd.v1.BackupRequest\x1a\x14.hubd.v1.BackupChunk0\x01B*Z(github.com/hubd/hubd/hubpb/hubsvc;hubsvcb\x06proto3"
+	"\x06Backup\x12\x16.hubd.v1.BackupRequest\x1a\x14.hubd.v1.BackupChunk0\x01\x125\n" +
+	"\aConnect\x12\x13.hubd.v1.AgentFrame\x1a\x11.hubd.v1.HubFrame(\x010\x01B*Z(github.com/hubd/hubd/hubpb/hubsvc;hubsvcb\x06proto3"
 
 var file_hub_service_proto_goTypes = []any{
 	(*hubpb.OpenRequest)(nil),           // 0: hubd.v1.OpenRequest
@@ -76,19 +77,21 @@ var file_hub_service_proto_goTypes = []any{
 	(*hubpb.GetTreeRequest)(nil),        // 14: hubd.v1.GetTreeRequest
 	(*hubpb.ReplayRequest)(nil),         // 15: hubd.v1.ReplayRequest
 	(*hubpb.BackupRequest)(nil),         // 16: hubd.v1.BackupRequest
-	(*hubpb.OpenResponse)(nil),          // 17: hubd.v1.OpenResponse
-	(*hubpb.SendResponse)(nil),          // 18: hubd.v1.SendResponse
-	(*hubpb.SessionInfo)(nil),           // 19: hubd.v1.SessionInfo
-	(*hubpb.ListSessionsResponse)(nil),  // 20: hubd.v1.ListSessionsResponse
-	(*hubpb.ReadLogResponse)(nil),       // 21: hubd.v1.ReadLogResponse
-	(*hubpb.PendingTurnsResponse)(nil),  // 22: hubd.v1.PendingTurnsResponse
-	(*hubpb.View)(nil),                  // 23: hubd.v1.View
-	(*hubpb.Delivery)(nil),              // 24: hubd.v1.Delivery
-	(*hubpb.DelegateResponse)(nil),      // 25: hubd.v1.DelegateResponse
-	(*hubpb.ListQuestionsResponse)(nil), // 26: hubd.v1.ListQuestionsResponse
-	(*hubpb.TreeNode)(nil),              // 27: hubd.v1.TreeNode
-	(*hubpb.ReplayResponse)(nil),        // 28: hubd.v1.ReplayResponse
-	(*hubpb.BackupChunk)(nil),           // 29: hubd.v1.BackupChunk
+	(*hubpb.AgentFrame)(nil),            // 17: hubd.v1.AgentFrame
+	(*hubpb.OpenResponse)(nil),          // 18: hubd.v1.OpenResponse
+	(*hubpb.SendResponse)(nil),          // 19: hubd.v1.SendResponse
+	(*hubpb.SessionInfo)(nil),           // 20: hubd.v1.SessionInfo
+	(*hubpb.ListSessionsResponse)(nil),  // 21: hubd.v1.ListSessionsResponse
+	(*hubpb.ReadLogResponse)(nil),       // 22: hubd.v1.ReadLogResponse
+	(*hubpb.PendingTurnsResponse)(nil),  // 23: hubd.v1.PendingTurnsResponse
+	(*hubpb.View)(nil),                  // 24: hubd.v1.View
+	(*hubpb.Delivery)(nil),              // 25: hubd.v1.Delivery
+	(*hubpb.DelegateResponse)(nil),      // 26: hubd.v1.DelegateResponse
+	(*hubpb.ListQuestionsResponse)(nil), // 27: hubd.v1.ListQuestionsResponse
+	(*hubpb.TreeNode)(nil),              // 28: hubd.v1.TreeNode
+	(*hubpb.ReplayResponse)(nil),        // 29: hubd.v1.ReplayResponse
+	(*hubpb.BackupChunk)(nil),           // 30: hubd.v1.BackupChunk
+	(*hubpb.HubFrame)(nil),              // 31: hubd.v1.HubFrame
 }
 var file_hub_service_proto_depIdxs = []int32{
 	0,  // 0: hubd.v1.Hub.Open:input_type -> hubd.v1.OpenRequest
@@ -109,26 +112,28 @@ var file_hub_service_proto_depIdxs = []int32{
 	14, // 15: hubd.v1.Hub.GetTree:input_type -> hubd.v1.GetTreeRequest
 	15, // 16: hubd.v1.Hub.Replay:input_type -> hubd.v1.ReplayRequest
 	16, // 17: hubd.v1.Hub.Backup:input_type -> hubd.v1.BackupRequest
-	17, // 18: hubd.v1.Hub.Open:output_type -> hubd.v1.OpenResponse
-	18, // 19: hubd.v1.Hub.Send:output_type -> hubd.v1.SendResponse
-	18, // 20: hubd.v1.Hub.AckInvite:output_type -> hubd.v1.SendResponse
-	18, // 21: hubd.v1.Hub.RejectInvite:output_type -> hubd.v1.SendResponse
-	18, // 22: hubd.v1.Hub.Close:output_type -> hubd.v1.SendResponse
-	19, // 23: hubd.v1.Hub.GetSession:output_type -> hubd.v1.SessionInfo
-	20, // 24: hubd.v1.Hub.ListSessions:output_type -> hubd.v1.ListSessionsResponse
-	21, // 25: hubd.v1.Hub.ReadLog:output_type -> hubd.v1.ReadLogResponse
-	22, // 26: hubd.v1.Hub.PendingTurns:output_type -> hubd.v1.PendingTurnsResponse
-	23, // 27: hubd.v1.Hub.GetView:output_type -> hubd.v1.View
-	24, // 28: hubd.v1.Hub.Subscribe:output_type -> hubd.v1.Delivery
-	24, // 29: hubd.v1.Hub.Watch:output_type -> hubd.v1.Delivery
-	25, // 30: hubd.v1.Hub.Delegate:output_type -> hubd.v1.DelegateResponse
-	18, // 31: hubd.v1.Hub.Answer:output_type -> hubd.v1.SendResponse
-	26, // 32: hubd.v1.Hub.ListQuestions:output_type -> hubd.v1.ListQuestionsResponse
-	27, // 33: hubd.v1.Hub.GetTree:output_type -> hubd.v1.TreeNode
-	28, // 34: hubd.v1.Hub.Replay:output_type -> hubd.v1.ReplayResponse
-	29, // 35: hubd.v1.Hub.Backup:output_type -> hubd.v1.BackupChunk
-	18, // [18:36] is the sub-list for method output_type
-	0,  // [0:18] is the sub-list for method input_type
+	17, // 18: hubd.v1.Hub.Connect:input_type -> hubd.v1.AgentFrame
+	18, // 19: hubd.v1.Hub.Open:output_type -> hubd.v1.OpenResponse
+	19, // 20: hubd.v1.Hub.Send:output_type -> hubd.v1.SendResponse
+	19, // 21: hubd.v1.Hub.AckInvite:output_type -> hubd.v1.SendResponse
+	19, // 22: hubd.v1.Hub.RejectInvite:output_type -> hubd.v1.SendResponse
+	19, // 23: hubd.v1.Hub.Close:output_type -> hubd.v1.SendResponse
+	20, // 24: hubd.v1.Hub.GetSession:output_type -> hubd.v1.SessionInfo
+	21, // 25: hubd.v1.Hub.ListSessions:output_type -> hubd.v1.ListSessionsResponse
+	22, // 26: hubd.v1.Hub.ReadLog:output_type -> hubd.v1.ReadLogResponse
+	23, // 27: hubd.v1.Hub.PendingTurns:output_type -> hubd.v1.PendingTurnsResponse
+	24, // 28: hubd.v1.Hub.GetView:output_type -> hubd.v1.View
+	25, // 29: hubd.v1.Hub.Subscribe:output_type -> hubd.v1.Delivery
+	25, // 30: hubd.v1.Hub.Watch:output_type -> hubd.v1.Delivery
+	26, // 31: hubd.v1.Hub.Delegate:output_type -> hubd.v1.DelegateResponse
+	19, // 32: hubd.v1.Hub.Answer:output_type -> hubd.v1.SendResponse
+	27, // 33: hubd.v1.Hub.ListQuestions:output_type -> hubd.v1.ListQuestionsResponse
+	28, // 34: hubd.v1.Hub.GetTree:output_type -> hubd.v1.TreeNode
+	29, // 35: hubd.v1.Hub.Replay:output_type -> hubd.v1.ReplayResponse
+	30, // 36: hubd.v1.Hub.Backup:output_type -> hubd.v1.BackupChunk
+	31, // 37: hubd.v1.Hub.Connect:output_type -> hubd.v1.HubFrame
+	19, // [19:38] is the sub-list for method output_type
+	0,  // [0:19] is the sub-list for method input_type
 	0,  // [0:0] is the sub-list for extension type_name
 	0,  // [0:0] is the sub-list for extension extendee
 	0,  // [0:0] is the sub-list for field type_name

@@ -49,6 +49,7 @@ const (
 	Hub_GetTree_FullMethodName       = "/hubd.v1.Hub/GetTree"
 	Hub_Replay_FullMethodName        = "/hubd.v1.Hub/Replay"
 	Hub_Backup_FullMethodName        = "/hubd.v1.Hub/Backup"
+	Hub_Connect_FullMethodName       = "/hubd.v1.Hub/Connect"
 )
 
 // HubClient is the client API for Hub service.
@@ -110,6 +111,16 @@ type HubClient interface {
 	// hub whose log cannot be backed up this way (a cluster node: its log is
 	// NATS JetStream) answers Unimplemented.
 	Backup(ctx context.Context, in *hubpb.BackupRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[hubpb.BackupChunk], error)
+	// Connect is an agent's connection as one bidirectional stream: the
+	// agent's sends (AgentFrame.send, each with the agent's ref) are answered
+	// on it (HubFrame.ack: the SendResponse, or the error a Send call would
+	// have returned, per send), and with AgentFrame.subscribe its deliveries
+	// (turn notices with their view, invites, everything Subscribe carries)
+	// come on it too. The hub answers first with HubFrame.ready. A send's
+	// ack follows its sync, as Send's does; a retry with the same
+	// client_msg_id is answered as a duplicate. The unary calls and Subscribe
+	// stay for clients that do not use it.
+	Connect(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[hubpb.AgentFrame, hubpb.HubFrame], error)
 }
 
 type hubClient struct {
@@ -327,6 +338,19 @@ func (c *hubClient) Backup(ctx context.Context, in *hubpb.BackupRequest, opts ..
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Hub_BackupClient = grpc.ServerStreamingClient[hubpb.BackupChunk]
 
+func (c *hubClient) Connect(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[hubpb.AgentFrame, hubpb.HubFrame], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Hub_ServiceDesc.Streams[3], Hub_Connect_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[hubpb.AgentFrame, hubpb.HubFrame]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Hub_ConnectClient = grpc.BidiStreamingClient[hubpb.AgentFrame, hubpb.HubFrame]
+
 // HubServer is the server API for Hub service.
 // All implementations must embed UnimplementedHubServer
 // for forward compatibility.
@@ -386,6 +410,16 @@ type HubServer interface {
 	// hub whose log cannot be backed up this way (a cluster node: its log is
 	// NATS JetStream) answers Unimplemented.
 	Backup(*hubpb.BackupRequest, grpc.ServerStreamingServer[hubpb.BackupChunk]) error
+	// Connect is an agent's connection as one bidirectional stream: the
+	// agent's sends (AgentFrame.send, each with the agent's ref) are answered
+	// on it (HubFrame.ack: the SendResponse, or the error a Send call would
+	// have returned, per send), and with AgentFrame.subscribe its deliveries
+	// (turn notices with their view, invites, everything Subscribe carries)
+	// come on it too. The hub answers first with HubFrame.ready. A send's
+	// ack follows its sync, as Send's does; a retry with the same
+	// client_msg_id is answered as a duplicate. The unary calls and Subscribe
+	// stay for clients that do not use it.
+	Connect(grpc.BidiStreamingServer[hubpb.AgentFrame, hubpb.HubFrame]) error
 	mustEmbedUnimplementedHubServer()
 }
 
@@ -449,6 +483,9 @@ func (UnimplementedHubServer) Replay(context.Context, *hubpb.ReplayRequest) (*hu
 }
 func (UnimplementedHubServer) Backup(*hubpb.BackupRequest, grpc.ServerStreamingServer[hubpb.BackupChunk]) error {
 	return status.Error(codes.Unimplemented, "method Backup not implemented")
+}
+func (UnimplementedHubServer) Connect(grpc.BidiStreamingServer[hubpb.AgentFrame, hubpb.HubFrame]) error {
+	return status.Error(codes.Unimplemented, "method Connect not implemented")
 }
 func (UnimplementedHubServer) mustEmbedUnimplementedHubServer() {}
 func (UnimplementedHubServer) testEmbeddedByValue()             {}
@@ -774,6 +811,13 @@ func _Hub_Backup_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Hub_BackupServer = grpc.ServerStreamingServer[hubpb.BackupChunk]
 
+func _Hub_Connect_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(HubServer).Connect(&grpc.GenericServerStream[hubpb.AgentFrame, hubpb.HubFrame]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Hub_ConnectServer = grpc.BidiStreamingServer[hubpb.AgentFrame, hubpb.HubFrame]
+
 // Hub_ServiceDesc is the grpc.ServiceDesc for Hub service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -857,6 +901,12 @@ var Hub_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "Backup",
 			Handler:       _Hub_Backup_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "Connect",
+			Handler:       _Hub_Connect_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "hub_service.proto",

@@ -28,6 +28,14 @@ func (m *Metrics) UnaryInterceptor(transport string) grpc.UnaryServerInterceptor
 	}
 }
 
+// StreamSend counts a send of a Connect stream that took d and ended
+// with err (a status, or nil), as a Send call with transport "connect"
+// (hubgrpc.Config.OnSend).
+func (m *Metrics) StreamSend(err error, d time.Duration) {
+	m.requests.WithLabelValues("connect", "Send", status.Code(err).String()).Inc()
+	m.requestSeconds.WithLabelValues("connect", "Send").Observe(d.Seconds())
+}
+
 // StreamInterceptor counts open streams by kind (the method: subscribe,
 // watch) and those the hub cut off.
 func (m *Metrics) StreamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {

@@ -40,6 +40,14 @@ UNAUTHENTICATED: Reason
 UNKNOWN_SESSION: Reason
 UNKNOWN_SESSION_TYPE: Reason
 
+class AgentFrame(_message.Message):
+    __slots__ = ["send", "subscribe"]
+    SEND_FIELD_NUMBER: _ClassVar[int]
+    SUBSCRIBE_FIELD_NUMBER: _ClassVar[int]
+    send: StreamSend
+    subscribe: SubscribeRequest
+    def __init__(self, send: _Optional[_Union[StreamSend, _Mapping]] = ..., subscribe: _Optional[_Union[SubscribeRequest, _Mapping]] = ...) -> None: ...
+
 class Answer(_message.Message):
     __slots__ = ["by", "defaulted", "option_ids", "question_id", "text"]
     BY_FIELD_NUMBER: _ClassVar[int]
@@ -322,6 +330,16 @@ class Hold(_message.Message):
     question_id: str
     since: _timestamp_pb2.Timestamp
     def __init__(self, holder: _Optional[str] = ..., kind: _Optional[str] = ..., envelope_id: _Optional[str] = ..., children: _Optional[_Iterable[str]] = ..., done: _Optional[_Iterable[str]] = ..., question_id: _Optional[str] = ..., answerer: _Optional[str] = ..., since: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., **kwargs) -> None: ...
+
+class HubFrame(_message.Message):
+    __slots__ = ["ack", "delivery", "ready"]
+    ACK_FIELD_NUMBER: _ClassVar[int]
+    DELIVERY_FIELD_NUMBER: _ClassVar[int]
+    READY_FIELD_NUMBER: _ClassVar[int]
+    ack: StreamAck
+    delivery: Delivery
+    ready: StreamReady
+    def __init__(self, ready: _Optional[_Union[StreamReady, _Mapping]] = ..., ack: _Optional[_Union[StreamAck, _Mapping]] = ..., delivery: _Optional[_Union[Delivery, _Mapping]] = ...) -> None: ...
 
 class Invite(_message.Message):
     __slots__ = ["invitees"]
@@ -714,6 +732,57 @@ class SpeakerCount(_message.Message):
     count: int
     speaker: str
     def __init__(self, speaker: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
+
+class StreamAck(_message.Message):
+    __slots__ = ["error", "ref", "response"]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    REF_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    error: StreamError
+    ref: int
+    response: SendResponse
+    def __init__(self, ref: _Optional[int] = ..., response: _Optional[_Union[SendResponse, _Mapping]] = ..., error: _Optional[_Union[StreamError, _Mapping]] = ...) -> None: ...
+
+class StreamError(_message.Message):
+    __slots__ = ["code", "message", "metadata", "reason"]
+    class MetadataEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    code: int
+    message: str
+    metadata: _containers.ScalarMap[str, str]
+    reason: Reason
+    def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ..., reason: _Optional[_Union[Reason, str]] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class StreamReady(_message.Message):
+    __slots__ = ["agent", "max_in_flight"]
+    AGENT_FIELD_NUMBER: _ClassVar[int]
+    MAX_IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
+    agent: str
+    max_in_flight: int
+    def __init__(self, agent: _Optional[str] = ..., max_in_flight: _Optional[int] = ...) -> None: ...
+
+class StreamSend(_message.Message):
+    __slots__ = ["envelope", "ref", "session_id", "traceparent", "tracestate"]
+    ENVELOPE_FIELD_NUMBER: _ClassVar[int]
+    REF_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TRACEPARENT_FIELD_NUMBER: _ClassVar[int]
+    TRACESTATE_FIELD_NUMBER: _ClassVar[int]
+    envelope: Envelope
+    ref: int
+    session_id: str
+    traceparent: str
+    tracestate: str
+    def __init__(self, ref: _Optional[int] = ..., session_id: _Optional[str] = ..., envelope: _Optional[_Union[Envelope, _Mapping]] = ..., traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ...) -> None: ...
 
 class SubscribeRequest(_message.Message):
     __slots__ = ["cursors", "include_ended", "turn_view"]

@@ -105,6 +105,11 @@ class HubStub(object):
                 request_serializer=hub__pb2.BackupRequest.SerializeToString,
                 response_deserializer=hub__pb2.BackupChunk.FromString,
                 )
+        self.Connect = channel.stream_stream(
+                '/hubd.v1.Hub/Connect',
+                request_serializer=hub__pb2.AgentFrame.SerializeToString,
+                response_deserializer=hub__pb2.HubFrame.FromString,
+                )
 
 
 class HubServicer(object):
@@ -254,6 +259,21 @@ class HubServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Connect(self, request_iterator, context):
+        """Connect is an agent's connection as one bidirectional stream: the
+        agent's sends (AgentFrame.send, each with the agent's ref) are answered
+        on it (HubFrame.ack: the SendResponse, or the error a Send call would
+        have returned, per send), and with AgentFrame.subscribe its deliveries
+        (turn notices with their view, invites, everything Subscribe carries)
+        come on it too. The hub answers first with HubFrame.ready. A send's
+        ack follows its sync, as Send's does; a retry with the same
+        client_msg_id is answered as a duplicate. The unary calls and Subscribe
+        stay for clients that do not use it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_HubServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -346,6 +366,11 @@ def add_HubServicer_to_server(servicer, server):
                     servicer.Backup,
                     request_deserializer=hub__pb2.BackupRequest.FromString,
                     response_serializer=hub__pb2.BackupChunk.SerializeToString,
+            ),
+            'Connect': grpc.stream_stream_rpc_method_handler(
+                    servicer.Connect,
+                    request_deserializer=hub__pb2.AgentFrame.FromString,
+                    response_serializer=hub__pb2.HubFrame.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -661,5 +686,22 @@ class Hub(object):
         return grpc.experimental.unary_stream(request, target, '/hubd.v1.Hub/Backup',
             hub__pb2.BackupRequest.SerializeToString,
             hub__pb2.BackupChunk.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def Connect(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(request_iterator, target, '/hubd.v1.Hub/Connect',
+            hub__pb2.AgentFrame.SerializeToString,
+            hub__pb2.HubFrame.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -1391,6 +1391,106 @@ export interface BackupChunk {
   totalBytes: number;
 }
 
+/** AgentFrame is one message of an agent on its Connect stream. */
+export interface AgentFrame {
+  /**
+   * Append an envelope, as Send does; answered by a HubFrame.ack with the
+   * same ref.
+   */
+  send?:
+    | StreamSend
+    | undefined;
+  /**
+   * Start the stream's deliveries, as Subscribe with this request does
+   * (cursors to resume after, include_ended, turn_view). At most once per
+   * stream: a second one is refused and ends the stream.
+   */
+  subscribe?: SubscribeRequest | undefined;
+}
+
+/** StreamSend is a send on a Connect stream. */
+export interface StreamSend {
+  /**
+   * The agent's number for this send, echoed in its ack; the agent keeps
+   * it unique among its sends in flight on the stream.
+   */
+  ref: number;
+  /** The session. */
+  sessionId: string;
+  /** The envelope, as in SendRequest. */
+  envelope:
+    | Envelope
+    | undefined;
+  /**
+   * The W3C trace context of the send, as the "traceparent" and
+   * "tracestate" metadata of a Send call carry it: the hub's span of the
+   * send continues it (else the envelope's traceparent).
+   */
+  traceparent: string;
+  tracestate: string;
+}
+
+/** HubFrame is one message of the hub on a Connect stream. */
+export interface HubFrame {
+  /** The stream is open (sent first): the agent it belongs to. */
+  ready?:
+    | StreamReady
+    | undefined;
+  /** The answer to a send. */
+  ack?:
+    | StreamAck
+    | undefined;
+  /** A delivery of the subscription (after AgentFrame.subscribe). */
+  delivery?: Delivery | undefined;
+}
+
+/** StreamReady opens a Connect stream. */
+export interface StreamReady {
+  /** The authenticated agent whose stream it is. */
+  agent: string;
+  /**
+   * The hub's limit on sends in flight on one stream; further frames are
+   * read as earlier sends complete.
+   */
+  maxInFlight: number;
+}
+
+/**
+ * StreamAck answers one send of a Connect stream: exactly one of response
+ * and error is set.
+ */
+export interface StreamAck {
+  /** The send's ref. */
+  ref: number;
+  /** The durable write's acknowledgement, as Send returns it. */
+  response:
+    | SendResponse
+    | undefined;
+  /** The refusal, as Send's status would carry it. */
+  error: StreamError | undefined;
+}
+
+/**
+ * StreamError is a refused send on a Connect stream: what the gRPC status
+ * of a Send call would say (its code, message and ErrorInfo reason and
+ * metadata, domain "hubd").
+ */
+export interface StreamError {
+  /** The gRPC status code. */
+  code: number;
+  /** What was expected. */
+  message: string;
+  /** The stable reason. */
+  reason: Reason;
+  /** The ErrorInfo metadata (NOT_OWNER's owner_addr, ...). */
+  metadata: { [key: string]: string };
+}
+
+export interface StreamError_MetadataEntry {
+  key: string;
+  value: string;
+}
+
 function createBaseEnvelope(): Envelope {
   return {
     sessionId: "",
@@ -10011,6 +10111,757 @@ export const BackupChunk: MessageFns<BackupChunk> = {
     message.format = object.format ?? "";
     message.sha256 = object.sha256 ?? Buffer.alloc(0);
     message.totalBytes = object.totalBytes ?? 0;
+    return message;
+  },
+};
+
+function createBaseAgentFrame(): AgentFrame {
+  return { send: undefined, subscribe: undefined };
+}
+
+export const AgentFrame: MessageFns<AgentFrame> = {
+  encode(message: AgentFrame, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.send !== undefined) {
+      StreamSend.encode(message.send, writer.uint32(10).fork()).join();
+    }
+    if (message.subscribe !== undefined) {
+      SubscribeRequest.encode(message.subscribe, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AgentFrame {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAgentFrame();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.send = StreamSend.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.subscribe = SubscribeRequest.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AgentFrame {
+    return {
+      send: isSet(object.send) ? StreamSend.fromJSON(object.send) : undefined,
+      subscribe: isSet(object.subscribe) ? SubscribeRequest.fromJSON(object.subscribe) : undefined,
+    };
+  },
+
+  toJSON(message: AgentFrame): unknown {
+    const obj: any = {};
+    if (message.send !== undefined) {
+      obj.send = StreamSend.toJSON(message.send);
+    }
+    if (message.subscribe !== undefined) {
+      obj.subscribe = SubscribeRequest.toJSON(message.subscribe);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AgentFrame>, I>>(base?: I): AgentFrame {
+    return AgentFrame.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AgentFrame>, I>>(object: I): AgentFrame {
+    const message = createBaseAgentFrame();
+    message.send = (object.send !== undefined && object.send !== null)
+      ? StreamSend.fromPartial(object.send)
+      : undefined;
+    message.subscribe = (object.subscribe !== undefined && object.subscribe !== null)
+      ? SubscribeRequest.fromPartial(object.subscribe)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseStreamSend(): StreamSend {
+  return { ref: 0, sessionId: "", envelope: undefined, traceparent: "", tracestate: "" };
+}
+
+export const StreamSend: MessageFns<StreamSend> = {
+  encode(message: StreamSend, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.ref !== 0) {
+      writer.uint32(8).uint64(message.ref);
+    }
+    if (message.sessionId !== "") {
+      writer.uint32(18).string(message.sessionId);
+    }
+    if (message.envelope !== undefined) {
+      Envelope.encode(message.envelope, writer.uint32(26).fork()).join();
+    }
+    if (message.traceparent !== "") {
+      writer.uint32(34).string(message.traceparent);
+    }
+    if (message.tracestate !== "") {
+      writer.uint32(42).string(message.tracestate);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StreamSend {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStreamSend();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.ref = longToNumber(reader.uint64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.sessionId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.envelope = Envelope.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.traceparent = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.tracestate = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StreamSend {
+    return {
+      ref: isSet(object.ref) ? globalThis.Number(object.ref) : 0,
+      sessionId: isSet(object.session_id) ? globalThis.String(object.session_id) : "",
+      envelope: isSet(object.envelope) ? Envelope.fromJSON(object.envelope) : undefined,
+      traceparent: isSet(object.traceparent) ? globalThis.String(object.traceparent) : "",
+      tracestate: isSet(object.tracestate) ? globalThis.String(object.tracestate) : "",
+    };
+  },
+
+  toJSON(message: StreamSend): unknown {
+    const obj: any = {};
+    if (message.ref !== 0) {
+      obj.ref = Math.round(message.ref);
+    }
+    if (message.sessionId !== "") {
+      obj.session_id = message.sessionId;
+    }
+    if (message.envelope !== undefined) {
+      obj.envelope = Envelope.toJSON(message.envelope);
+    }
+    if (message.traceparent !== "") {
+      obj.traceparent = message.traceparent;
+    }
+    if (message.tracestate !== "") {
+      obj.tracestate = message.tracestate;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StreamSend>, I>>(base?: I): StreamSend {
+    return StreamSend.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StreamSend>, I>>(object: I): StreamSend {
+    const message = createBaseStreamSend();
+    message.ref = object.ref ?? 0;
+    message.sessionId = object.sessionId ?? "";
+    message.envelope = (object.envelope !== undefined && object.envelope !== null)
+      ? Envelope.fromPartial(object.envelope)
+      : undefined;
+    message.traceparent = object.traceparent ?? "";
+    message.tracestate = object.tracestate ?? "";
+    return message;
+  },
+};
+
+function createBaseHubFrame(): HubFrame {
+  return { ready: undefined, ack: undefined, delivery: undefined };
+}
+
+export const HubFrame: MessageFns<HubFrame> = {
+  encode(message: HubFrame, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.ready !== undefined) {
+      StreamReady.encode(message.ready, writer.uint32(10).fork()).join();
+    }
+    if (message.ack !== undefined) {
+      StreamAck.encode(message.ack, writer.uint32(18).fork()).join();
+    }
+    if (message.delivery !== undefined) {
+      Delivery.encode(message.delivery, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): HubFrame {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseHubFrame();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.ready = StreamReady.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.ack = StreamAck.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.delivery = Delivery.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): HubFrame {
+    return {
+      ready: isSet(object.ready) ? StreamReady.fromJSON(object.ready) : undefined,
+      ack: isSet(object.ack) ? StreamAck.fromJSON(object.ack) : undefined,
+      delivery: isSet(object.delivery) ? Delivery.fromJSON(object.delivery) : undefined,
+    };
+  },
+
+  toJSON(message: HubFrame): unknown {
+    const obj: any = {};
+    if (message.ready !== undefined) {
+      obj.ready = StreamReady.toJSON(message.ready);
+    }
+    if (message.ack !== undefined) {
+      obj.ack = StreamAck.toJSON(message.ack);
+    }
+    if (message.delivery !== undefined) {
+      obj.delivery = Delivery.toJSON(message.delivery);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<HubFrame>, I>>(base?: I): HubFrame {
+    return HubFrame.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<HubFrame>, I>>(object: I): HubFrame {
+    const message = createBaseHubFrame();
+    message.ready = (object.ready !== undefined && object.ready !== null)
+      ? StreamReady.fromPartial(object.ready)
+      : undefined;
+    message.ack = (object.ack !== undefined && object.ack !== null) ? StreamAck.fromPartial(object.ack) : undefined;
+    message.delivery = (object.delivery !== undefined && object.delivery !== null)
+      ? Delivery.fromPartial(object.delivery)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseStreamReady(): StreamReady {
+  return { agent: "", maxInFlight: 0 };
+}
+
+export const StreamReady: MessageFns<StreamReady> = {
+  encode(message: StreamReady, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.agent !== "") {
+      writer.uint32(10).string(message.agent);
+    }
+    if (message.maxInFlight !== 0) {
+      writer.uint32(16).uint32(message.maxInFlight);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StreamReady {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStreamReady();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.agent = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.maxInFlight = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StreamReady {
+    return {
+      agent: isSet(object.agent) ? globalThis.String(object.agent) : "",
+      maxInFlight: isSet(object.max_in_flight) ? globalThis.Number(object.max_in_flight) : 0,
+    };
+  },
+
+  toJSON(message: StreamReady): unknown {
+    const obj: any = {};
+    if (message.agent !== "") {
+      obj.agent = message.agent;
+    }
+    if (message.maxInFlight !== 0) {
+      obj.max_in_flight = Math.round(message.maxInFlight);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StreamReady>, I>>(base?: I): StreamReady {
+    return StreamReady.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StreamReady>, I>>(object: I): StreamReady {
+    const message = createBaseStreamReady();
+    message.agent = object.agent ?? "";
+    message.maxInFlight = object.maxInFlight ?? 0;
+    return message;
+  },
+};
+
+function createBaseStreamAck(): StreamAck {
+  return { ref: 0, response: undefined, error: undefined };
+}
+
+export const StreamAck: MessageFns<StreamAck> = {
+  encode(message: StreamAck, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.ref !== 0) {
+      writer.uint32(8).uint64(message.ref);
+    }
+    if (message.response !== undefined) {
+      SendResponse.encode(message.response, writer.uint32(18).fork()).join();
+    }
+    if (message.error !== undefined) {
+      StreamError.encode(message.error, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StreamAck {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStreamAck();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.ref = longToNumber(reader.uint64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.response = SendResponse.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.error = StreamError.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StreamAck {
+    return {
+      ref: isSet(object.ref) ? globalThis.Number(object.ref) : 0,
+      response: isSet(object.response) ? SendResponse.fromJSON(object.response) : undefined,
+      error: isSet(object.error) ? StreamError.fromJSON(object.error) : undefined,
+    };
+  },
+
+  toJSON(message: StreamAck): unknown {
+    const obj: any = {};
+    if (message.ref !== 0) {
+      obj.ref = Math.round(message.ref);
+    }
+    if (message.response !== undefined) {
+      obj.response = SendResponse.toJSON(message.response);
+    }
+    if (message.error !== undefined) {
+      obj.error = StreamError.toJSON(message.error);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StreamAck>, I>>(base?: I): StreamAck {
+    return StreamAck.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StreamAck>, I>>(object: I): StreamAck {
+    const message = createBaseStreamAck();
+    message.ref = object.ref ?? 0;
+    message.response = (object.response !== undefined && object.response !== null)
+      ? SendResponse.fromPartial(object.response)
+      : undefined;
+    message.error = (object.error !== undefined && object.error !== null)
+      ? StreamError.fromPartial(object.error)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseStreamError(): StreamError {
+  return { code: 0, message: "", reason: 0, metadata: {} };
+}
+
+export const StreamError: MessageFns<StreamError> = {
+  encode(message: StreamError, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.code !== 0) {
+      writer.uint32(8).int32(message.code);
+    }
+    if (message.message !== "") {
+      writer.uint32(18).string(message.message);
+    }
+    if (message.reason !== 0) {
+      writer.uint32(24).int32(message.reason);
+    }
+    globalThis.Object.entries(message.metadata).forEach(([key, value]: [string, string]) => {
+      StreamError_MetadataEntry.encode({ key: key as any, value }, writer.uint32(34).fork()).join();
+    });
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StreamError {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStreamError();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.code = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.reason = reader.int32() as any;
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            const entry4 = StreamError_MetadataEntry.decode(reader, reader.uint32());
+            if (entry4.value !== undefined) {
+              message.metadata[entry4.key] = entry4.value;
+            }
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StreamError {
+    return {
+      code: isSet(object.code) ? globalThis.Number(object.code) : 0,
+      message: isSet(object.message) ? globalThis.String(object.message) : "",
+      reason: isSet(object.reason) ? reasonFromJSON(object.reason) : 0,
+      metadata: isObject(object.metadata)
+        ? (globalThis.Object.entries(object.metadata) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+    };
+  },
+
+  toJSON(message: StreamError): unknown {
+    const obj: any = {};
+    if (message.code !== 0) {
+      obj.code = Math.round(message.code);
+    }
+    if (message.message !== "") {
+      obj.message = message.message;
+    }
+    if (message.reason !== 0) {
+      obj.reason = reasonToJSON(message.reason);
+    }
+    if (message.metadata) {
+      const entries = globalThis.Object.entries(message.metadata) as [string, string][];
+      if (entries.length > 0) {
+        obj.metadata = {};
+        entries.forEach(([k, v]) => {
+          obj.metadata[k] = v;
+        });
+      }
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StreamError>, I>>(base?: I): StreamError {
+    return StreamError.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StreamError>, I>>(object: I): StreamError {
+    const message = createBaseStreamError();
+    message.code = object.code ?? 0;
+    message.message = object.message ?? "";
+    message.reason = object.reason ?? 0;
+    message.metadata = (globalThis.Object.entries(object.metadata ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseStreamError_MetadataEntry(): StreamError_MetadataEntry {
+  return { key: "", value: "" };
+}
+
+export const StreamError_MetadataEntry: MessageFns<StreamError_MetadataEntry> = {
+  encode(message: StreamError_MetadataEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StreamError_MetadataEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStreamError_MetadataEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StreamError_MetadataEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: StreamError_MetadataEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StreamError_MetadataEntry>, I>>(base?: I): StreamError_MetadataEntry {
+    return StreamError_MetadataEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StreamError_MetadataEntry>, I>>(object: I): StreamError_MetadataEntry {
+    const message = createBaseStreamError_MetadataEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
     return message;
   },
 };

@@ -6,9 +6,11 @@ import {
   type CallOptions,
   type ChannelCredentials,
   Client,
+  type ClientDuplexStream,
   type ClientOptions,
   type ClientReadableStream,
   type ClientUnaryCall,
+  type handleBidiStreamingCall,
   type handleServerStreamingCall,
   type handleUnaryCall,
   makeGenericClientConstructor,
@@ -17,6 +19,7 @@ import {
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
 import {
+  AgentFrame,
   AnswerRequest,
   BackupChunk,
   BackupRequest,
@@ -27,6 +30,7 @@ import {
   GetSessionRequest,
   GetTreeRequest,
   GetViewRequest,
+  HubFrame,
   InviteRequest,
   ListQuestionsRequest,
   ListQuestionsResponse,
@@ -289,6 +293,26 @@ export const HubService = {
     responseSerialize: (value: BackupChunk): Buffer => Buffer.from(BackupChunk.encode(value).finish()),
     responseDeserialize: (value: Buffer): BackupChunk => BackupChunk.decode(value),
   },
+  /**
+   * Connect is an agent's connection as one bidirectional stream: the
+   * agent's sends (AgentFrame.send, each with the agent's ref) are answered
+   * on it (HubFrame.ack: the SendResponse, or the error a Send call would
+   * have returned, per send), and with AgentFrame.subscribe its deliveries
+   * (turn notices with their view, invites, everything Subscribe carries)
+   * come on it too. The hub answers first with HubFrame.ready. A send's
+   * ack follows its sync, as Send's does; a retry with the same
+   * client_msg_id is answered as a duplicate. The unary calls and Subscribe
+   * stay for clients that do not use it.
+   */
+  connect: {
+    path: "/hubd.v1.Hub/Connect" as const,
+    requestStream: true as const,
+    responseStream: true as const,
+    requestSerialize: (value: AgentFrame): Buffer => Buffer.from(AgentFrame.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AgentFrame => AgentFrame.decode(value),
+    responseSerialize: (value: HubFrame): Buffer => Buffer.from(HubFrame.encode(value).finish()),
+    responseDeserialize: (value: Buffer): HubFrame => HubFrame.decode(value),
+  },
 } as const;
 
 export interface HubServer extends UntypedServiceImplementation {
@@ -365,6 +389,18 @@ export interface HubServer extends UntypedServiceImplementation {
    * NATS JetStream) answers Unimplemented.
    */
   backup: handleServerStreamingCall<BackupRequest, BackupChunk>;
+  /**
+   * Connect is an agent's connection as one bidirectional stream: the
+   * agent's sends (AgentFrame.send, each with the agent's ref) are answered
+   * on it (HubFrame.ack: the SendResponse, or the error a Send call would
+   * have returned, per send), and with AgentFrame.subscribe its deliveries
+   * (turn notices with their view, invites, everything Subscribe carries)
+   * come on it too. The hub answers first with HubFrame.ready. A send's
+   * ack follows its sync, as Send's does; a retry with the same
+   * client_msg_id is answered as a duplicate. The unary calls and Subscribe
+   * stay for clients that do not use it.
+   */
+  connect: handleBidiStreamingCall<AgentFrame, HubFrame>;
 }
 
 export interface HubClient extends Client {
@@ -647,6 +683,20 @@ export interface HubClient extends Client {
     metadata?: Metadata,
     options?: Partial<CallOptions>,
   ): ClientReadableStream<BackupChunk>;
+  /**
+   * Connect is an agent's connection as one bidirectional stream: the
+   * agent's sends (AgentFrame.send, each with the agent's ref) are answered
+   * on it (HubFrame.ack: the SendResponse, or the error a Send call would
+   * have returned, per send), and with AgentFrame.subscribe its deliveries
+   * (turn notices with their view, invites, everything Subscribe carries)
+   * come on it too. The hub answers first with HubFrame.ready. A send's
+   * ack follows its sync, as Send's does; a retry with the same
+   * client_msg_id is answered as a duplicate. The unary calls and Subscribe
+   * stay for clients that do not use it.
+   */
+  connect(): ClientDuplexStream<AgentFrame, HubFrame>;
+  connect(options: Partial<CallOptions>): ClientDuplexStream<AgentFrame, HubFrame>;
+  connect(metadata: Metadata, options?: Partial<CallOptions>): ClientDuplexStream<AgentFrame, HubFrame>;
 }
 
 export const HubClient = makeGenericClientConstructor(HubService, "hubd.v1.Hub") as unknown as {

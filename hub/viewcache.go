@@ -1,0 +1,121 @@
+package hub
+
+import (
+	"sync"
+
+	"github.com/hubd/hubd/hubpb"
+	"github.com/hubd/hubd/session"
+)
+
+// The tail of a session's view items its view cache keeps in memory: a
+// view whose window falls in it is built without reading the log.
+const (
+	viewTailItems = 64
+	viewTailBytes = 64 << 10
+)
+
+// viewCache is what the fold keeps of a session for its views (Hub.View,
+// and so every turn notice of a subscription with a turn view): the
+// newest view items, and per participant how many items of each speaker
+// it may see in the whole session. It is updated with every envelope
+// folded (sess.observe) and read by View outside the session's lock.
+type viewCache struct {
+	mu       sync.Mutex
+	tail     []viewEntry // the newest view items, oldest first
+	bytes    int         // their text
+	complete bool        // the tail holds every view item of the session
+	names    []string    // the session's participants
+	seen     map[string]map[string]int32
+}
+
+// viewEntry is one view item of the tail with its envelope (for whom may
+// see it).
+type viewEntry struct {
+	e  *hubpb.Envelope
+	it *hubpb.ViewItem
+}
+
+func newViewCache(names []string) *viewCache { return &viewCache{complete: true, names: names} }
+
+// add folds one envelope of the session.
+func (c *viewCache) add(e *hubpb.Envelope) {
+	it, ok := itemOf(e)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.names {
+		if session.Visible(e, n) {
+			if c.seen == nil {
+				c.seen = map[string]map[string]int32{}
+			}
+			m := c.seen[n]
+			if m == nil {
+				m = map[string]int32{}
+				c.seen[n] = m
+			}
+			m[e.GetFrom()]++
+		}
+	}
+	c.tail = append(c.tail, viewEntry{e: e, it: it})
+	c.bytes += len(it.GetText())
+	for len(c.tail) > viewTailItems || (len(c.tail) > 1 && c.bytes > viewTailBytes) {
+		c.bytes -= len(c.tail[0].it.GetText())
+		c.tail[0] = viewEntry{}
+		c.tail = c.tail[1:]
+		c.complete = false
+	}
+}
+
+// replace takes the contents of fresh (a session reloaded from its log).
+func (c *viewCache) replace(fresh *viewCache) {
+	fresh.mu.Lock()
+	tail, bytes, complete, seen := fresh.tail, fresh.bytes, fresh.complete, fresh.seen
+	fresh.mu.Unlock()
+	c.mu.Lock()
+	c.tail, c.bytes, c.complete, c.seen = tail, bytes, complete, seen
+	c.mu.Unlock()
+}
+
+// view fills b as viewItems over the whole session would (agent's items,
+// at most b.keep of them and MaxReadBytes of their text, the older ones
+// counted per speaker), and reports false when the tail cannot tell: the
+// window reaches past it.
+func (c *viewCache) view(agent, sessionID string, b *viewBuf) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, bytes, from, bounded := 0, 0, len(c.tail), false
+	for i := len(c.tail) - 1; i >= 0; i-- {
+		x := c.tail[i]
+		if !session.Visible(x.e, agent) {
+			continue
+		}
+		l := len(x.it.GetText())
+		if n+1 > b.keep || (n > 0 && bytes+l > MaxReadBytes) {
+			bounded = true
+			break
+		}
+		n, bytes, from = n+1, bytes+l, i
+	}
+	if !bounded && !c.complete {
+		return false
+	}
+	taken := map[string]int32{}
+	for _, x := range c.tail[from:] {
+		if !session.Visible(x.e, agent) {
+			continue
+		}
+		it := x.it
+		b.items = append(b.items, &hubpb.ViewItem{SessionId: sessionID, Seq: it.GetSeq(), From: it.GetFrom(), Type: it.GetType(), Text: it.GetText(), At: it.GetAt()})
+		taken[it.GetFrom()]++
+	}
+	b.bytes = bytes
+	for sp, k := range c.seen[agent] { //hubd:orderless counts per speaker
+		if o := k - taken[sp]; o > 0 {
+			b.older[sp] += o
+			b.total += o
+		}
+	}
+	return true
+}
