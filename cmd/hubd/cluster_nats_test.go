@@ -21,20 +21,7 @@ import (
 // requires, once per run.
 func natsServerBinary(t *testing.T) string {
 	t.Helper()
-	hubdBinary(t)
-	const pkg = "github.com/nats-io/nats-server/v2"
-	out := filepath.Join(bins.dir, "nats-server")
-	bins.mu.Lock()
-	defer bins.mu.Unlock()
-	err, done := bins.built[pkg]
-	if !done {
-		err = goBuild(out, pkg)
-		bins.built[pkg] = err
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return buildBinary(t, "github.com/nats-io/nats-server/v2")
 }
 
 // natsProc is one nats-server process of a natsProcs cluster.

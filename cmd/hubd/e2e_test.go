@@ -78,12 +78,17 @@ func hubdBinary(t *testing.T) string {
 }
 
 // buildBinary builds another main package ("./cmd/hubload",
-// "./examples/pipeline") once per run and returns its path, named after
-// the package's last element.
+// "./examples/pipeline", a module's "github.com/nats-io/nats-server/v2")
+// once per run and returns its path, named after the package's last
+// element (before a major version's).
 func buildBinary(t *testing.T, pkg string) string {
 	t.Helper()
 	hubdBinary(t)
-	out := filepath.Join(bins.dir, filepath.Base(pkg))
+	name := filepath.Base(pkg)
+	if len(name) > 1 && name[0] == 'v' && strings.Trim(name[1:], "0123456789") == "" {
+		name = filepath.Base(filepath.Dir(pkg))
+	}
+	out := filepath.Join(bins.dir, name)
 	bins.mu.Lock()
 	defer bins.mu.Unlock()
 	err, done := bins.built[pkg]
