@@ -195,7 +195,13 @@ func (c *hubCluster) waitSpread(t *testing.T, owners []string, within time.Durat
 					n += counts[o]
 				}
 			}
-			if n == e2ePartitions && len(counts) == len(owners) {
+			// Balanced too: no node holds more than its share, so none
+			// is about to hand partitions back.
+			balanced := true
+			for _, o := range owners {
+				balanced = balanced && counts[o] <= (e2ePartitions+len(owners)-1)/len(owners)
+			}
+			if n == e2ePartitions && len(counts) == len(owners) && balanced {
 				return time.Since(start)
 			}
 		}
@@ -595,7 +601,9 @@ func TestE2EClusterRouting(t *testing.T) {
 	// Every node lists the cluster's sessions, questions and turns.
 	for i := range c.nodes {
 		for _, who := range []string{"alice", "operator"} {
-			resp, err := raw(i, who).ListSessions(ctx, &hubpb.ListSessionsRequest{})
+			resp, err := retrying(func() (*hubpb.ListSessionsResponse, error) {
+				return raw(i, who).ListSessions(ctx, &hubpb.ListSessionsRequest{})
+			})
 			var got []string
 			for _, s := range resp.GetSessions() {
 				got = append(got, s.GetMeta().GetSessionId())
@@ -604,7 +612,9 @@ func TestE2EClusterRouting(t *testing.T) {
 				t.Fatalf("ListSessions through %s as %s: %v, %v; want %v", c.ids[i], who, got, err, ids)
 			}
 		}
-		qs, err := raw(i, "carol").ListQuestions(ctx, &hubpb.ListQuestionsRequest{})
+		qs, err := retrying(func() (*hubpb.ListQuestionsResponse, error) {
+			return raw(i, "carol").ListQuestions(ctx, &hubpb.ListQuestionsRequest{})
+		})
 		if err != nil || len(qs.GetQuestions()) != len(asked) {
 			t.Fatalf("ListQuestions through %s: %v, %v", c.ids[i], qs, err)
 		}
@@ -613,7 +623,9 @@ func TestE2EClusterRouting(t *testing.T) {
 				t.Fatalf("ListQuestions through %s: question %d in %s, want %s (oldest first)", c.ids[i], j, q.GetSessionId(), asked[j])
 			}
 		}
-		turns, err := raw(i, "alice").PendingTurns(ctx, &hubpb.PendingTurnsRequest{})
+		turns, err := retrying(func() (*hubpb.PendingTurnsResponse, error) {
+			return raw(i, "alice").PendingTurns(ctx, &hubpb.PendingTurnsRequest{})
+		})
 		if err != nil || len(turns.GetTurns()) != len(ids)-len(asked) {
 			t.Fatalf("PendingTurns through %s: %d, %v; want %d", c.ids[i], len(turns.GetTurns()), err, len(ids)-len(asked))
 		}
@@ -621,7 +633,9 @@ func TestE2EClusterRouting(t *testing.T) {
 	var paged []string
 	token := ""
 	for page := 0; page < 10; page++ {
-		resp, err := raw(page%3, "alice").ListSessions(ctx, &hubpb.ListSessionsRequest{PageSize: 5, PageToken: token})
+		resp, err := retrying(func() (*hubpb.ListSessionsResponse, error) {
+			return raw(page%3, "alice").ListSessions(ctx, &hubpb.ListSessionsRequest{PageSize: 5, PageToken: token})
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -681,4 +695,29 @@ func TestE2EClusterRouting(t *testing.T) {
 		t.Fatalf("GET /v1/sessions/%s through %s, which does not serve it: %d %v %v; the send had seq %v", id, c.ids[0],
 			resp.StatusCode, info, err, sent["seq"])
 	}
+}
+
+// retrying calls f again, for up to 20 s, while it answers NOT_OWNER with
+// no owner address ("retry shortly": a partition changing hands or being
+// loaded), as clients are told to; it returns the first other answer.
+func retrying[T any](f func() (T, error)) (T, error) {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		v, err := f()
+		if err == nil || !isNotOwner(err) || ownerAddr(err) != "" || time.Now().After(deadline) {
+			return v, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// ownerAddr is the owner_addr of a NOT_OWNER status ("" for none).
+func ownerAddr(err error) string {
+	st, _ := status.FromError(err)
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok {
+			return info.GetMetadata()["owner_addr"]
+		}
+	}
+	return ""
 }
