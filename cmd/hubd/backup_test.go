@@ -25,13 +25,8 @@ func TestE2EBackupLiveHub(t *testing.T) {
 	acked := filepath.Join(dir, "acked.txt")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	lg := exec.CommandContext(ctx, load, "--hub", d.addr, "--agents", "8", "--sessions", "4", "--duration", "60s",
+	lg, lgOut := startLoad(t, ctx, load, "--hub", d.addr, "--agents", "8", "--sessions", "4", "--duration", "60s",
 		"--warmup", "0s", "--verify", acked)
-	var lgOut strings.Builder
-	lg.Stdout, lg.Stderr = &lgOut, &lgOut
-	if err := lg.Start(); err != nil {
-		t.Fatal(err)
-	}
 	for countLines(acked) < 200 && ctx.Err() == nil {
 		time.Sleep(20 * time.Millisecond)
 	}

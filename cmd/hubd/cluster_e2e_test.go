@@ -109,15 +109,22 @@ func startNodes(t *testing.T, n int, ext *natstest.Cluster, extra ...string) *hu
 		c.args = append(c.args, append(args, extra...))
 		c.nodes = append(c.nodes, nil)
 	}
-	listening := make([]chan string, n)
-	for i := range n {
+	c.startAll(t, 20*time.Second)
+	return c
+}
+
+// startAll starts every node's process, waits for each to listen, then
+// for the partitions to spread over all of them within the time given.
+func (c *hubCluster) startAll(t *testing.T, within time.Duration) {
+	t.Helper()
+	listening := make([]chan string, len(c.args))
+	for i := range c.args {
 		listening[i] = c.spawn(t, i)
 	}
-	for i := range n {
+	for i := range c.args {
 		c.await(t, i, listening[i])
 	}
-	c.waitSpread(t, c.ids, 20*time.Second)
-	return c
+	c.waitSpread(t, c.ids, within)
 }
 
 // spawn starts node i's process; await waits for it to listen.
@@ -234,13 +241,8 @@ func TestE2EClusterKillNode(t *testing.T) {
 	verify := filepath.Join(t.TempDir(), "acked.txt")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	lg := exec.CommandContext(ctx, load, "--hub", c.addrs(), "--agents", "12", "--sessions", "6", "--duration", "60s",
+	lg, lgOut := startLoad(t, ctx, load, "--hub", c.addrs(), "--agents", "12", "--sessions", "6", "--duration", "60s",
 		"--warmup", "0s", "--verify", verify)
-	var lgOut strings.Builder
-	lg.Stdout, lg.Stderr = &lgOut, &lgOut
-	if err := lg.Start(); err != nil {
-		t.Fatal(err)
-	}
 	deadline := time.Now().Add(30 * time.Second)
 	for countLines(verify) < 300 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
@@ -429,13 +431,8 @@ func TestE2EClusterRollingRestart(t *testing.T) {
 	verify := filepath.Join(t.TempDir(), "acked.txt")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	lg := exec.CommandContext(ctx, load, "--hub", c.addrs(), "--agents", "12", "--sessions", "6", "--duration", "120s",
+	lg, lgOut := startLoad(t, ctx, load, "--hub", c.addrs(), "--agents", "12", "--sessions", "6", "--duration", "120s",
 		"--warmup", "0s", "--verify", verify)
-	var lgOut strings.Builder
-	lg.Stdout, lg.Stderr = &lgOut, &lgOut
-	if err := lg.Start(); err != nil {
-		t.Fatal(err)
-	}
 	progress := func(what string) {
 		t.Helper()
 		n := countLines(verify)

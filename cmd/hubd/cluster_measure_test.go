@@ -79,13 +79,8 @@ func TestMeasureFailover(t *testing.T) {
 	verify := filepath.Join(t.TempDir(), "acked.txt")
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
-	lg := exec.CommandContext(ctx, load, "--hub", c.addrs(), "--agents", "12", "--sessions", "6", "--duration", "10m",
+	lg, lgOut := startLoad(t, ctx, load, "--hub", c.addrs(), "--agents", "12", "--sessions", "6", "--duration", "10m",
 		"--warmup", "0s", "--verify", verify)
-	var lgOut strings.Builder
-	lg.Stdout, lg.Stderr = &lgOut, &lgOut
-	if err := lg.Start(); err != nil {
-		t.Fatal(err)
-	}
 	var total, expiry, takeover, hydrate []time.Duration
 	for k := range kills {
 		victim := k % 3

@@ -166,14 +166,7 @@ func startNodesOn(t *testing.T, ns *natsProcs, extra ...string) *hubCluster {
 		c.args = append(c.args, append(args, extra...))
 		c.nodes = append(c.nodes, nil)
 	}
-	listening := make([]chan string, n)
-	for i := range n {
-		listening[i] = c.spawn(t, i)
-	}
-	for i := range n {
-		c.await(t, i, listening[i])
-	}
-	c.waitSpread(t, c.ids, 30*time.Second)
+	c.startAll(t, 30*time.Second)
 	return c
 }
 
@@ -204,13 +197,8 @@ func TestE2EClusterKillNATSLeader(t *testing.T) {
 	verify := filepath.Join(t.TempDir(), "acked.txt")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	lg := exec.CommandContext(ctx, load, "--hub", c.addrs(), "--agents", "12", "--sessions", "6", "--duration", "90s",
+	lg, lgOut := startLoad(t, ctx, load, "--hub", c.addrs(), "--agents", "12", "--sessions", "6", "--duration", "90s",
 		"--warmup", "0s", "--verify", verify)
-	var lgOut strings.Builder
-	lg.Stdout, lg.Stderr = &lgOut, &lgOut
-	if err := lg.Start(); err != nil {
-		t.Fatal(err)
-	}
 	defer lg.Process.Kill()
 	progress := func(what string, n int, within time.Duration) time.Duration {
 		t.Helper()

@@ -375,13 +375,8 @@ func TestE2EKillDuringLoad(t *testing.T) {
 	verify := filepath.Join(t.TempDir(), "acked.txt")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	lg := exec.CommandContext(ctx, load, "--hub", d.addr, "--agents", "8", "--sessions", "4", "--duration", "60s",
+	lg, lgOut := startLoad(t, ctx, load, "--hub", d.addr, "--agents", "8", "--sessions", "4", "--duration", "60s",
 		"--warmup", "0s", "--verify", verify)
-	var lgOut strings.Builder
-	lg.Stdout, lg.Stderr = &lgOut, &lgOut
-	if err := lg.Start(); err != nil {
-		t.Fatal(err)
-	}
 	// Kill hubd once a few hundred sends are acknowledged: poll the file
 	// hubload appends to (a real process writing, so no clock to inject).
 	deadline := time.Now().Add(30 * time.Second)
@@ -402,6 +397,19 @@ func TestE2EKillDuringLoad(t *testing.T) {
 		t.Fatalf("check after kill -9: %v\n%s", err, out)
 	}
 	t.Log(first)
+}
+
+// startLoad starts the hubload binary load with args in the background
+// (stopped with ctx) and returns it with its combined output.
+func startLoad(t *testing.T, ctx context.Context, load string, args ...string) (*exec.Cmd, *strings.Builder) {
+	t.Helper()
+	lg := exec.CommandContext(ctx, load, args...)
+	out := &strings.Builder{}
+	lg.Stdout, lg.Stderr = out, out
+	if err := lg.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return lg, out
 }
 
 // countLines counts the complete lines of a file (0 if it is missing).
