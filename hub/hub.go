@@ -43,8 +43,9 @@ type Hub struct {
 	sched    scheduler
 	inflight sync.WaitGroup
 	closed   atomic.Bool
-	done     chan struct{} // closed by Close
-	gate     sync.RWMutex  // enter's read side, Close's write side
+	life     context.Context    // cancelled when Close begins
+	end      context.CancelFunc // cancels life
+	gate     sync.RWMutex       // enter's read side, Close's write side
 
 	// v7IDs: ids are the default Config.NewID's UUIDv7s (livesnap.go).
 	v7IDs  bool
@@ -153,11 +154,12 @@ func newHub(ctx context.Context, cfg Config, v7IDs bool) (*Hub, error) {
 		openKeys: map[string]session.ID{}, threads: map[string]*sess{}, askers: map[session.ID]*sess{}, openCount: map[string]int{}, subs: map[string][]*Subscription{},
 		quarantined: map[session.ID]error{}, quarantinedMeta: map[session.ID]*hubpb.SessionMeta{},
 		watches: map[*Subscription]struct{}{}, streams: map[string]int{}, cache: newEndedCache(cfg.EndedCache),
-		done: make(chan struct{}),
 	}
+	h.life, h.end = context.WithCancel(context.Background())
 	h.sched.init(h)
 	if !cfg.Partitioned {
 		if err := h.hydrate(ctx); err != nil {
+			h.end()
 			return nil, err
 		}
 	}
@@ -169,7 +171,12 @@ func newHub(ctx context.Context, cfg Config, v7IDs bool) (*Hub, error) {
 
 // Done is closed when Close begins: a stream that holds no subscription
 // ends then too.
-func (h *Hub) Done() <-chan struct{} { return h.done }
+func (h *Hub) Done() <-chan struct{} { return h.life.Done() }
+
+// Lifetime returns a context cancelled when Close begins, for
+// context.AfterFunc: a stream can end with the hub without a goroutine
+// waiting on Done.
+func (h *Hub) Lifetime() context.Context { return h.life }
 
 // Close stops the hub: new calls fail with ErrClosed, in-flight changes
 // finish, timers stop and every subscription ends with ErrClosed. It does
@@ -181,7 +188,7 @@ func (h *Hub) Close() error {
 	if already {
 		return nil
 	}
-	close(h.done)
+	h.end()
 	h.inflight.Wait()
 	h.sched.stop()
 	if h.snapshotEligible() {

@@ -48,6 +48,9 @@ type Subscription struct {
 	queued int   // their sum
 	wake   chan struct{}
 	err    error
+	// ready, when set (OnReady), is called whenever push or an end wakes
+	// the subscription, outside sub.mu.
+	ready func()
 }
 
 // takeStream counts a new stream of agent's, or refuses it past the
@@ -120,15 +123,35 @@ func treeNotice(t string) bool {
 	return false
 }
 
-// push appends live deliveries, all or none; it never blocks.
+// push appends live deliveries, all or none; it never blocks (the
+// OnReady function it may call must not either).
 func (sub *Subscription) push(ds ...*hubpb.Delivery) {
+	if sub.pushLocked(ds) {
+		sub.wakeUp()
+	}
+}
+
+// wakeUp wakes the reader: Next waiting, or the OnReady function.
+func (sub *Subscription) wakeUp() {
+	select {
+	case sub.wake <- struct{}{}:
+	default:
+	}
+	sub.mu.Lock()
+	f := sub.ready
+	sub.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+// pushLocked appends ds under sub.mu and reports whether the reader needs
+// waking.
+func (sub *Subscription) pushLocked(ds []*hubpb.Delivery) bool {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
-	if sub.err != nil {
-		return
-	}
-	if len(ds) == 0 {
-		return
+	if sub.err != nil || len(ds) == 0 {
+		return false
 	}
 	var one [1]int
 	sizes := one[:0]
@@ -150,10 +173,7 @@ func (sub *Subscription) push(ds ...*hubpb.Delivery) {
 		sub.queue = append(sub.queue, ds...)
 		sub.queued += n
 	}
-	select {
-	case sub.wake <- struct{}{}:
-	default:
-	}
+	return true
 }
 
 // cut ends a subscriber that fell behind; sub.mu is held.
@@ -172,10 +192,7 @@ func (sub *Subscription) fail(err error) {
 		sub.queue, sub.sizes, sub.queued = nil, nil, 0
 	}
 	sub.mu.Unlock()
-	select {
-	case sub.wake <- struct{}{}:
-	default:
-	}
+	sub.wakeUp()
 }
 
 // Close ends the subscription; Next then returns ErrClosed.
@@ -215,14 +232,41 @@ func (sub *Subscription) unregister() {
 // ErrClosed, or a log read error; a tree watch returns io.EOF once its root
 // has ended and everything written with that end was handed out.
 func (sub *Subscription) Next(ctx context.Context) (*hubpb.Delivery, error) {
-	d, err := sub.next(ctx)
-	if err == nil && sub.tree && d.GetEnvelope().GetSessionId() == sub.watch.String() && session.Ends(d.GetEnvelope().GetType()) {
+	d, _, err := sub.take(ctx, true)
+	return d, err
+}
+
+// TryNext is Next without the wait: it returns false when no delivery is
+// ready now. It still reads a catch-up from the log. A reader that uses
+// it learns of new deliveries from OnReady.
+func (sub *Subscription) TryNext(ctx context.Context) (*hubpb.Delivery, bool, error) {
+	return sub.take(ctx, false)
+}
+
+// OnReady sets f to be called, on the goroutine that queues a delivery or
+// ends the subscription, each time a reader using TryNext may find
+// something new. f must return at once (it may start a goroutine); it is
+// called outside the subscription's locks. Set it before the first
+// TryNext, and call TryNext until it reports nothing after each call of f.
+func (sub *Subscription) OnReady(f func()) {
+	sub.mu.Lock()
+	sub.ready = f
+	sub.mu.Unlock()
+}
+
+// take is Next, waiting for a delivery when wait is set.
+func (sub *Subscription) take(ctx context.Context, wait bool) (*hubpb.Delivery, bool, error) {
+	d, ok, err := sub.next(ctx, wait)
+	if !ok || err != nil {
+		return nil, false, err
+	}
+	if sub.tree && d.GetEnvelope().GetSessionId() == sub.watch.String() && session.Ends(d.GetEnvelope().GetType()) {
 		sub.over = true
 	}
-	if err == nil && d.GetYourTurn() && sub.turnView != nil {
+	if d.GetYourTurn() && sub.turnView != nil {
 		d = sub.withView(ctx, d)
 	}
-	return d, err
+	return d, true, nil
 }
 
 // withView returns turn notice d with the agent's view of its session
@@ -243,13 +287,13 @@ func (sub *Subscription) withView(ctx context.Context, d *hubpb.Delivery) *hubpb
 	return &hubpb.Delivery{Envelope: d.GetEnvelope(), YourTurn: true, View: v}
 }
 
-func (sub *Subscription) next(ctx context.Context) (*hubpb.Delivery, error) {
+func (sub *Subscription) next(ctx context.Context, wait bool) (*hubpb.Delivery, bool, error) {
 	for {
 		if err := sub.errNow(); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if d, ok := sub.nextReady(); ok {
-			return d, nil
+			return d, true, nil
 		}
 		if len(sub.spans) > 0 {
 			if err := sub.readSpan(ctx); err != nil {
@@ -258,20 +302,23 @@ func (sub *Subscription) next(ctx context.Context) (*hubpb.Delivery, error) {
 			continue
 		}
 		if d, ok, err := sub.pop(); err != nil {
-			return nil, err
+			return nil, false, err
 		} else if ok {
 			if d, keep := sub.filter(d); keep {
-				return d, nil
+				return d, true, nil
 			}
 			continue
 		}
 		if sub.over {
-			return nil, io.EOF
+			return nil, false, io.EOF
+		}
+		if !wait {
+			return nil, false, nil
 		}
 		select {
 		case <-sub.wake:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, false, ctx.Err()
 		}
 	}
 }
