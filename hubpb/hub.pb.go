@@ -5210,6 +5210,7 @@ type HubFrame struct {
 	//	*HubFrame_Ready
 	//	*HubFrame_Ack
 	//	*HubFrame_Delivery
+	//	*HubFrame_Closing
 	Frame         isHubFrame_Frame `protobuf_oneof:"frame"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -5279,6 +5280,15 @@ func (x *HubFrame) GetDelivery() *Delivery {
 	return nil
 }
 
+func (x *HubFrame) GetClosing() *StreamError {
+	if x != nil {
+		if x, ok := x.Frame.(*HubFrame_Closing); ok {
+			return x.Closing
+		}
+	}
+	return nil
+}
+
 type isHubFrame_Frame interface {
 	isHubFrame_Frame()
 }
@@ -5298,11 +5308,25 @@ type HubFrame_Delivery struct {
 	Delivery *Delivery `protobuf:"bytes,3,opt,name=delivery,proto3,oneof"`
 }
 
+type HubFrame_Closing struct {
+	// The hub is ending the stream, for this reason (the subscription was
+	// cut off as too slow, the hub is closing, the session's partition
+	// moved): close your side of the stream (half-close) and read its
+	// status, which says the same. Sends still in flight are answered
+	// first; sends after this frame are answered UNAVAILABLE, to be sent
+	// again on a new stream with the same client_msg_id. A client that
+	// does not close its side within a few seconds sees the stream end
+	// as CANCELLED, and should take this error as the stream's status.
+	Closing *StreamError `protobuf:"bytes,4,opt,name=closing,proto3,oneof"`
+}
+
 func (*HubFrame_Ready) isHubFrame_Frame() {}
 
 func (*HubFrame_Ack) isHubFrame_Frame() {}
 
 func (*HubFrame_Delivery) isHubFrame_Frame() {}
+
+func (*HubFrame_Closing) isHubFrame_Frame() {}
 
 // StreamReady opens a Connect stream.
 type StreamReady struct {
@@ -5924,11 +5948,12 @@ const file_hub_proto_rawDesc = "" +
 	"\vtraceparent\x18\x04 \x01(\tR\vtraceparent\x12\x1e\n" +
 	"\n" +
 	"tracestate\x18\x05 \x01(\tR\n" +
-	"tracestate\"\x9a\x01\n" +
+	"tracestate\"\xcc\x01\n" +
 	"\bHubFrame\x12,\n" +
 	"\x05ready\x18\x01 \x01(\v2\x14.hubd.v1.StreamReadyH\x00R\x05ready\x12&\n" +
 	"\x03ack\x18\x02 \x01(\v2\x12.hubd.v1.StreamAckH\x00R\x03ack\x12/\n" +
-	"\bdelivery\x18\x03 \x01(\v2\x11.hubd.v1.DeliveryH\x00R\bdeliveryB\a\n" +
+	"\bdelivery\x18\x03 \x01(\v2\x11.hubd.v1.DeliveryH\x00R\bdelivery\x120\n" +
+	"\aclosing\x18\x04 \x01(\v2\x14.hubd.v1.StreamErrorH\x00R\aclosingB\a\n" +
 	"\x05frame\"G\n" +
 	"\vStreamReady\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\"\n" +
@@ -6164,19 +6189,20 @@ var file_hub_proto_depIdxs = []int32{
 	64, // 83: hubd.v1.HubFrame.ready:type_name -> hubd.v1.StreamReady
 	65, // 84: hubd.v1.HubFrame.ack:type_name -> hubd.v1.StreamAck
 	47, // 85: hubd.v1.HubFrame.delivery:type_name -> hubd.v1.Delivery
-	29, // 86: hubd.v1.StreamAck.response:type_name -> hubd.v1.SendResponse
-	66, // 87: hubd.v1.StreamAck.error:type_name -> hubd.v1.StreamError
-	0,  // 88: hubd.v1.StreamError.reason:type_name -> hubd.v1.Reason
-	76, // 89: hubd.v1.StreamError.metadata:type_name -> hubd.v1.StreamError.MetadataEntry
-	80, // 90: hubd.v1.ContextUpdate.SetEntry.value:type_name -> google.protobuf.Value
-	80, // 91: hubd.v1.SessionMeta.KnobsEntry.value:type_name -> google.protobuf.Value
-	80, // 92: hubd.v1.OpenRequest.KnobsEntry.value:type_name -> google.protobuf.Value
-	80, // 93: hubd.v1.SessionInfo.ContextEntry.value:type_name -> google.protobuf.Value
-	94, // [94:94] is the sub-list for method output_type
-	94, // [94:94] is the sub-list for method input_type
-	94, // [94:94] is the sub-list for extension type_name
-	94, // [94:94] is the sub-list for extension extendee
-	0,  // [0:94] is the sub-list for field type_name
+	66, // 86: hubd.v1.HubFrame.closing:type_name -> hubd.v1.StreamError
+	29, // 87: hubd.v1.StreamAck.response:type_name -> hubd.v1.SendResponse
+	66, // 88: hubd.v1.StreamAck.error:type_name -> hubd.v1.StreamError
+	0,  // 89: hubd.v1.StreamError.reason:type_name -> hubd.v1.Reason
+	76, // 90: hubd.v1.StreamError.metadata:type_name -> hubd.v1.StreamError.MetadataEntry
+	80, // 91: hubd.v1.ContextUpdate.SetEntry.value:type_name -> google.protobuf.Value
+	80, // 92: hubd.v1.SessionMeta.KnobsEntry.value:type_name -> google.protobuf.Value
+	80, // 93: hubd.v1.OpenRequest.KnobsEntry.value:type_name -> google.protobuf.Value
+	80, // 94: hubd.v1.SessionInfo.ContextEntry.value:type_name -> google.protobuf.Value
+	95, // [95:95] is the sub-list for method output_type
+	95, // [95:95] is the sub-list for method input_type
+	95, // [95:95] is the sub-list for extension type_name
+	95, // [95:95] is the sub-list for extension extendee
+	0,  // [0:95] is the sub-list for field type_name
 }
 
 func init() { file_hub_proto_init() }
@@ -6210,6 +6236,7 @@ func file_hub_proto_init() {
 		(*HubFrame_Ready)(nil),
 		(*HubFrame_Ack)(nil),
 		(*HubFrame_Delivery)(nil),
+		(*HubFrame_Closing)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
