@@ -11,6 +11,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 
 	"github.com/hubd/hubd/hub"
 	"github.com/hubd/hubd/hubpb"
@@ -27,11 +28,14 @@ const DefaultMaxInFlight = 256
 const connectMethod = "/hubd.v1.Hub/Connect"
 
 // Connect implements hubsvc.HubServer: an agent's connection as one
-// stream. Sends run on a small pool of the stream's own goroutines (as
-// many as are in flight, none when idle), each answered with its ref once
-// durable, or with the status Send would return; deliveries, once
-// subscribed, come from the stream's handler goroutine. Writes to the
-// stream are serialised.
+// stream. The handler's goroutine reads the agent's frames. Sends run on
+// a small pool of the stream's own goroutines (as many as are in flight,
+// none when idle), each answered with its ref once durable, or with the
+// status Send would return. Deliveries, once subscribed, are written by a
+// goroutine that runs only while some are ready: an idle stream holds
+// the handler's goroutine alone (with StreamTap installed; without it a
+// second goroutine reads, so that the handler can end the stream). Writes
+// to the stream are serialised.
 func (s *Service) Connect(stream grpc.BidiStreamingServer[hubpb.AgentFrame, hubpb.HubFrame]) error {
 	ctx := stream.Context()
 	id, err := caller(ctx)
@@ -43,8 +47,25 @@ func (s *Service) Connect(stream grpc.BidiStreamingServer[hubpb.AgentFrame, hubp
 		return statusOf(s.lg, "Connect", err)
 	}
 	defer done()
-	c := &agentConn{svc: s, id: id, stream: stream, slots: make(chan struct{}, s.maxInFlight)}
+	c := &agentConn{svc: s, id: id, stream: stream, slots: make(chan struct{}, s.maxInFlight), ended: make(chan struct{})}
+	c.cancelStream, _ = ctx.Value(streamCancelKey{}).(context.CancelCauseFunc)
 	return c.run(ctx)
+}
+
+// streamCancelKey is the context key of a Connect stream's cancel
+// function, put there by StreamTap.
+type streamCancelKey struct{}
+
+// StreamTap is a grpc.InTapHandle for a server of this service: it gives
+// each Connect stream a context the service can cancel, which is how a
+// stream whose only goroutine sits in Recv is ended by the hub (a slow
+// subscriber cut off, the hub closing). Other calls pass through.
+func StreamTap(ctx context.Context, info *tap.Info) (context.Context, error) {
+	if info.FullMethodName != connectMethod {
+		return ctx, nil
+	}
+	ctx, cancel := context.WithCancelCause(ctx) // cancelled with the stream's own context at its end
+	return context.WithValue(ctx, streamCancelKey{}, cancel), nil
 }
 
 // agentConn is one Connect stream.
@@ -60,69 +81,223 @@ type agentConn struct {
 	queue   []*hubpb.StreamSend
 	running int // workers started and not yet exited
 	busy    int // of which are running a send
+
+	// cancelStream cancels the stream's context (StreamTap); nil without
+	// the tap.
+	cancelStream context.CancelCauseFunc
+	endOnce      sync.Once
+	ended        chan struct{} // closed by end
+	endErr       error         // why, set before ended is closed
+
+	dmu      sync.Mutex
+	ctx      context.Context // the handler's, for the drainer
+	sub      *hub.Subscription
+	draining bool        // a drainer runs
+	pending  bool        // something was queued while it ran
+	closed   bool        // the handler is returning: no new drainer
+	grace    *time.Timer // cancels the stream if the agent ignores a closing frame
 }
 
 // run serves the stream until the agent leaves, the hub closes or the
 // subscription ends; every send read is answered before it returns.
 func (c *agentConn) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancelCause(ctx)
+	c.ctx = ctx
 	defer func() {
+		c.dmu.Lock()
+		c.closed = true
+		sub := c.sub
+		if c.grace != nil {
+			c.grace.Stop()
+		}
+		c.dmu.Unlock()
 		cancel(nil) // sends not begun give up; begun ones are answered
+		if sub != nil {
+			sub.Close()
+		}
 		c.wg.Wait() // no write after the handler returns
 	}()
+	stop := context.AfterFunc(c.svc.h.Lifetime(), func() { c.end(statusOf(c.svc.lg, "Connect", hub.ErrClosed)) })
+	defer stop()
 	ready := &hubpb.HubFrame{Frame: &hubpb.HubFrame_Ready{Ready: &hubpb.StreamReady{Agent: c.id.Agent, MaxInFlight: uint32(cap(c.slots))}}}
 	if err := c.write(ready); err != nil {
 		return err
 	}
-	subReq := make(chan *hubpb.SubscribeRequest, 1)
-	readDone := make(chan error, 1)
-	go func() { readDone <- c.read(ctx, cancel, subReq) }()
-	var req *hubpb.SubscribeRequest
+	if c.cancelStream == nil { // no tap: only the handler can end the stream, so another goroutine reads
+		readDone := make(chan error, 1)
+		go func() { readDone <- c.read(ctx, cancel) }()
+		select {
+		case err := <-readDone:
+			return c.afterRead(ctx, err)
+		case <-c.ended:
+			return c.endErr
+		}
+	}
+	return c.afterRead(ctx, c.read(ctx, cancel))
+}
+
+// afterRead is what the stream returns once the agent's side has ended
+// (err nil) or failed: the stream's own end if it came first; else, on a
+// subscribed stream, deliveries go on until the agent cancels or the
+// subscription ends.
+func (c *agentConn) afterRead(ctx context.Context, err error) error {
 	select {
-	case req = <-subReq:
-	case err := <-readDone:
-		c.wg.Wait()
-		return err // the agent is done sending (nil) or the stream broke
-	case <-c.svc.h.Done():
-		return statusOf(c.svc.lg, "Connect", hub.ErrClosed)
+	case <-c.ended:
+		return c.endErr
+	default:
+	}
+	if err != nil {
+		return err
+	}
+	c.dmu.Lock()
+	subscribed := c.sub != nil
+	c.dmu.Unlock()
+	if !subscribed {
+		return nil
+	}
+	select {
+	case <-c.ended:
+		return c.endErr
 	case <-ctx.Done():
-		return c.ended(ctx)
-	}
-	opts, err := subscribeOptions(req)
-	if err != nil {
-		return statusOf(c.svc.lg, "Connect", err)
-	}
-	sub, err := c.svc.h.Subscribe(ctx, c.id.Agent, opts)
-	if err != nil {
-		return statusOf(c.svc.lg, "Connect", err)
-	}
-	defer sub.Close()
-	for {
-		d, err := sub.Next(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return c.ended(ctx)
-			}
-			return statusOf(c.svc.lg, "Connect", err)
-		}
-		if err := c.write(&hubpb.HubFrame{Frame: &hubpb.HubFrame_Delivery{Delivery: d}}); err != nil {
-			return err
-		}
+		return c.endedBy(ctx)
 	}
 }
 
-// ended is what a stream whose context ended returns: the reader's
+// DefaultCloseGrace is how long the hub waits, after a closing frame,
+// for the agent to close its side before it cancels the stream.
+const DefaultCloseGrace = 5 * time.Second
+
+// end ends the stream with err (a status; nil when the handler is
+// returning anyway), once: the agent is told by a closing frame and asked
+// to close its side, after which the handler returns err as the stream's
+// status. Without StreamTap the handler returns at once; with it, an
+// agent that does not close its side within Config.CloseGrace has the stream
+// cancelled under it.
+func (c *agentConn) end(err error) {
+	c.endOnce.Do(func() {
+		c.endErr = err
+		close(c.ended)
+		if err == nil {
+			return
+		}
+		c.dmu.Lock()
+		if c.closed {
+			c.dmu.Unlock()
+			return
+		}
+		c.wg.Add(1) // the handler returns only after this write
+		c.dmu.Unlock()
+		defer c.wg.Done()
+		_ = c.write(&hubpb.HubFrame{Frame: &hubpb.HubFrame_Closing{Closing: StreamError(err)}})
+		if c.cancelStream != nil {
+			t := time.AfterFunc(c.svc.closeGrace, func() { c.cancelStream(err) })
+			c.dmu.Lock()
+			c.grace = t
+			c.dmu.Unlock()
+		}
+	})
+}
+
+// isEnded reports whether end was called.
+func (c *agentConn) isEnded() bool {
+	select {
+	case <-c.ended:
+		return true
+	default:
+		return false
+	}
+}
+
+// endedBy is what a stream whose context ended returns: the reader's
 // failure, or nothing when the agent left.
-func (c *agentConn) ended(ctx context.Context) error {
+func (c *agentConn) endedBy(ctx context.Context) error {
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	return nil
 }
 
+// subscribe starts the stream's deliveries.
+func (c *agentConn) subscribe(ctx context.Context, req *hubpb.SubscribeRequest) error {
+	opts, err := subscribeOptions(req)
+	if err != nil {
+		return err
+	}
+	sub, err := c.svc.h.Subscribe(ctx, c.id.Agent, opts)
+	if err != nil {
+		return err
+	}
+	c.dmu.Lock()
+	if c.closed {
+		c.dmu.Unlock()
+		sub.Close()
+		return hub.ErrClosed
+	}
+	c.sub = sub
+	c.dmu.Unlock()
+	sub.OnReady(c.kick)
+	c.kick() // the catch-up, and what was queued before OnReady
+	return nil
+}
+
+// kick makes sure a drainer runs: the subscription has, or may have,
+// something to write. Called by whoever queued it; it never blocks.
+func (c *agentConn) kick() {
+	c.dmu.Lock()
+	defer c.dmu.Unlock()
+	switch {
+	case c.closed || c.sub == nil:
+	case c.draining:
+		c.pending = true
+	default:
+		c.draining = true
+		c.wg.Add(1)
+		go c.drain(c.ctx, c.sub)
+	}
+}
+
+// drain writes the subscription's deliveries until none is ready, then
+// exits; a subscription that ends ends the stream.
+func (c *agentConn) drain(ctx context.Context, sub *hub.Subscription) {
+	defer c.wg.Done()
+	for {
+		if c.isEnded() {
+			c.dmu.Lock()
+			c.draining = false
+			c.dmu.Unlock()
+			return
+		}
+		d, ok, err := sub.TryNext(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				c.end(c.endedBy(ctx))
+			} else {
+				c.end(statusOf(c.svc.lg, "Connect", err))
+			}
+			return
+		}
+		if ok {
+			if err := c.write(&hubpb.HubFrame{Frame: &hubpb.HubFrame_Delivery{Delivery: d}}); err != nil {
+				c.end(err)
+				return
+			}
+			continue
+		}
+		c.dmu.Lock()
+		if c.pending && !c.closed {
+			c.pending = false
+			c.dmu.Unlock()
+			continue
+		}
+		c.draining, c.pending = false, false
+		c.dmu.Unlock()
+		return
+	}
+}
+
 // read reads the agent's frames until its side ends (nil) or fails: sends
-// go to the workers, the one subscribe request to run.
-func (c *agentConn) read(ctx context.Context, cancel context.CancelCauseFunc, subReq chan<- *hubpb.SubscribeRequest) error {
+// go to the workers, the one subscribe request starts the deliveries.
+func (c *agentConn) read(ctx context.Context, cancel context.CancelCauseFunc) error {
 	subscribed := false
 	for {
 		f, err := c.stream.Recv()
@@ -141,6 +316,9 @@ func (c *agentConn) read(ctx context.Context, cancel context.CancelCauseFunc, su
 			case <-ctx.Done():
 				return ctx.Err()
 			}
+			if checkErr == nil && c.isEnded() {
+				checkErr = fmt.Errorf("the stream is closing (%v): send it again on a new stream with the same client_msg_id: %w", c.endErr, hub.ErrClosed)
+			}
 			if checkErr != nil {
 				c.answer(f.Send.GetRef(), nil, checkErr)
 				<-c.slots
@@ -152,13 +330,15 @@ func (c *agentConn) read(ctx context.Context, cancel context.CancelCauseFunc, su
 			if err == nil && subscribed {
 				err = fmt.Errorf("this Connect stream is already subscribed (one subscribe per stream): %w", session.ErrMalformed)
 			}
+			if err == nil {
+				err = c.subscribe(ctx, f.Subscribe)
+			}
 			if err != nil {
 				err = statusOf(c.svc.lg, "Connect", err)
 				cancel(err)
 				return err
 			}
 			subscribed = true
-			subReq <- f.Subscribe
 		default:
 			err := checkErr
 			if err == nil {

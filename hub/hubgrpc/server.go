@@ -42,6 +42,10 @@ type Config struct {
 	// with its status (nil when acknowledged) and how long it took (for
 	// metrics: a Send call is counted by the interceptors).
 	OnSend func(err error, took time.Duration)
+	// CloseGrace is how long a Connect stream the hub ends waits for the
+	// agent to close its side after the closing frame before it is
+	// cancelled (with StreamTap installed); default DefaultCloseGrace.
+	CloseGrace time.Duration
 }
 
 // Service implements hubsvc.HubServer over a hub.
@@ -55,6 +59,7 @@ type Service struct {
 	maxInFlight    int
 	tracer         trace.Tracer
 	onSend         func(error, time.Duration)
+	closeGrace     time.Duration
 }
 
 // New returns the service over h.
@@ -65,11 +70,14 @@ func New(h *hub.Hub, cfg Config) *Service {
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = DefaultMaxInFlight
 	}
+	if cfg.CloseGrace <= 0 {
+		cfg.CloseGrace = DefaultCloseGrace
+	}
 	if cfg.Tracer == nil {
 		cfg.Tracer = noop.NewTracerProvider()
 	}
 	return &Service{h: h, auth: cfg.Auth, lg: cfg.Logger, maxConnStreams: cfg.MaxStreamsPerConn, maxInFlight: cfg.MaxInFlight,
-		tracer: cfg.Tracer.Tracer(TracerName), onSend: cfg.OnSend}
+		tracer: cfg.Tracer.Tracer(TracerName), onSend: cfg.OnSend, closeGrace: cfg.CloseGrace}
 }
 
 // Register registers the service on g.

@@ -320,6 +320,7 @@ func maxMsgBytes(cfg Config, hc hub.Config) int {
 func serverOptions(cfg Config, hc hub.Config, tlsCfg *tls.Config) []grpc.ServerOption {
 	opts := []grpc.ServerOption{
 		grpc.StatsHandler(hubgrpc.ConnStats()), // for the per-connection stream limit
+		grpc.InTapHandle(hubgrpc.StreamTap),    // an idle Connect stream holds one goroutine
 		grpc.MaxRecvMsgSize(maxMsgBytes(cfg, hc)),
 		grpc.ForceServerCodecV2(hubgrpc.Codec()),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
