@@ -68,6 +68,7 @@ type AgentStream struct {
 	mu      sync.Mutex
 	next    uint64
 	waiting map[uint64]chan *hubpb.StreamAck
+	closing error // the hub's closing frame: why it ends the stream
 	err     error
 	done    chan struct{}
 }
@@ -134,10 +135,24 @@ func (st *AgentStream) read() {
 	for {
 		f, err := st.s.Recv()
 		if err != nil {
+			st.mu.Lock()
+			why := st.closing
+			st.mu.Unlock()
+			if why != nil && status.Code(err) == codes.Canceled {
+				err = why // the hub cancelled a stream that did not close in time
+			}
 			st.fail(err)
 			return
 		}
 		switch f := f.GetFrame().(type) {
+		case *hubpb.HubFrame_Closing:
+			// The hub ends the stream: close this side; its status follows.
+			st.mu.Lock()
+			st.closing = statusOf(f.Closing)
+			st.mu.Unlock()
+			st.wmu.Lock()
+			_ = st.s.CloseSend()
+			st.wmu.Unlock()
 		case *hubpb.HubFrame_Ack:
 			st.mu.Lock()
 			ch := st.waiting[f.Ack.GetRef()]
