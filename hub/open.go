@@ -162,7 +162,8 @@ func (h *Hub) openResponse(ctx context.Context, s *sess, existing bool) (*hubpb.
 
 // buildMeta checks the request and makes the session's metadata.
 func (h *Hub) buildMeta(ctx context.Context, creator string, req *hubpb.OpenRequest) (*hubpb.SessionMeta, session.Type, error) {
-	if err := h.checkOpenLimits(req); err != nil {
+	raws, err := h.checkOpenLimits(req)
+	if err != nil {
 		return nil, session.Type{}, err
 	}
 	typ, err := session.ParseType(req.GetType())
@@ -187,7 +188,7 @@ func (h *Hub) buildMeta(ctx context.Context, creator string, req *hubpb.OpenRequ
 	if err != nil {
 		return nil, typ, err
 	}
-	if meta.Knobs, err = h.interned.knobs(knobs); err != nil {
+	if meta.Knobs, err = h.interned.knobs(knobs, raws); err != nil {
 		return nil, typ, err
 	}
 	if !slices.ContainsFunc(meta.Participants, func(p *hubpb.Participant) bool { return p.GetName() == creator }) {
