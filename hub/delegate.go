@@ -207,7 +207,7 @@ func (h *Hub) delegate(ctx context.Context, p *sess, env *hubpb.Envelope, kids [
 		return nil, err
 	}
 	for _, k := range kids {
-		meta, err := session.MarshalMeta(k.meta)
+		meta, err := h.interned.marshalMeta(k.meta)
 		if err != nil {
 			h.abandon(pl)
 			undo()

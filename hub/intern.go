@@ -6,22 +6,36 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"unicode/utf8"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
 
 // interner shares equal knob values between sessions: a session's
 // metadata never changes, so every session opened with the same graph can
 // hold one copy of it instead of its own (a workflow graph is most of a
-// session's metadata). Values are keyed by their canonical JSON. It holds
-// at most internMax values and starts afresh when full. Safe for
-// concurrent use.
+// session's metadata). Values are keyed by their canonical JSON. Beside
+// each shared value it keeps the value's stored form (deterministic
+// protobuf), which marshalMeta splices into a new session's metadata
+// instead of encoding the value again: a memo of a pure function of a
+// value that never changes. It holds at most internMax values and starts
+// afresh when full. Safe for concurrent use.
 type interner struct {
-	mu   sync.Mutex
-	vals map[string]*structpb.Value
+	mu    sync.RWMutex
+	vals  map[string]*internEntry          // by canonical JSON
+	byVal map[*structpb.Value]*internEntry // the same entries, by shared value
+}
+
+// internEntry is one shared value and its stored form.
+type internEntry struct {
+	v   *structpb.Value
+	enc []byte // nil if it would not encode (never for a checked value)
 }
 
 // internMax bounds the interner.
@@ -37,17 +51,99 @@ func (in *interner) value(v *structpb.Value, raw json.RawMessage) (*structpb.Val
 			return nil, err
 		}
 	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if got, ok := in.vals[string(raw)]; ok {
-		return got, nil
-	}
-	if in.vals == nil || len(in.vals) >= internMax {
-		in.vals = make(map[string]*structpb.Value)
+	in.mu.RLock()
+	e, ok := in.vals[string(raw)]
+	in.mu.RUnlock()
+	if ok {
+		return e.v, nil
 	}
 	c := proto.CloneOf(v)
-	in.vals[string(raw)] = c
+	enc, err := proto.MarshalOptions{Deterministic: true}.Marshal(c)
+	if err != nil {
+		enc = nil // marshalMeta encodes it again, and reports the error
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if e, ok := in.vals[string(raw)]; ok { // stored meanwhile
+		return e.v, nil
+	}
+	if in.vals == nil || len(in.vals) >= internMax {
+		in.vals = make(map[string]*internEntry)
+		in.byVal = make(map[*structpb.Value]*internEntry)
+	}
+	e = &internEntry{v: c, enc: enc}
+	in.vals[string(raw)], in.byVal[c] = e, e
 	return c, nil
+}
+
+// encoded returns the stored form of v if v is a shared value the
+// interner still holds.
+func (in *interner) encoded(v *structpb.Value) ([]byte, bool) {
+	in.mu.RLock()
+	e, ok := in.byVal[v]
+	in.mu.RUnlock()
+	if !ok || e.enc == nil {
+		return nil, false
+	}
+	return e.enc, true
+}
+
+// marshalMeta returns session.MarshalMeta(m), the same bytes, splicing in
+// the stored forms of m's shared knob values rather than encoding them
+// again. Deterministic protobuf writes a message's fields in field-number
+// order and a map's entries in key order, each entry as its key (field 1)
+// and its value (field 2), so the encoding is the fields before knobs,
+// the knob entries, then the fields after knobs and unknown fields (a test
+// holds it to MarshalMeta).
+func (in *interner) marshalMeta(m *hubpb.SessionMeta) ([]byte, error) {
+	knobs := m.GetKnobs()
+	if len(knobs) == 0 {
+		return session.MarshalMeta(m)
+	}
+	for k := range knobs { //hubd:orderless any invalid key sends the whole to MarshalMeta, for its error
+		if !utf8.ValidString(k) {
+			return session.MarshalMeta(m)
+		}
+	}
+	r := m.ProtoReflect()
+	knobsField := r.Descriptor().Fields().ByName("knobs").Number()
+	before, after := &hubpb.SessionMeta{}, &hubpb.SessionMeta{}
+	br, ar := before.ProtoReflect(), after.ProtoReflect()
+	r.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch n := fd.Number(); {
+		case n < knobsField:
+			br.Set(fd, v)
+		case n > knobsField:
+			ar.Set(fd, v)
+		}
+		return true
+	})
+	ar.SetUnknown(r.GetUnknown())
+	opts := proto.MarshalOptions{Deterministic: true}
+	b, err := opts.MarshalAppend(nil, before)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, len(knobs))
+	for k := range knobs { //hubd:orderless sorted below
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		enc, ok := in.encoded(knobs[k])
+		if !ok {
+			if enc, err = opts.Marshal(knobs[k]); err != nil {
+				return nil, err
+			}
+		}
+		b = protowire.AppendTag(b, knobsField, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(protowire.SizeTag(1)+protowire.SizeBytes(len(k))+protowire.SizeTag(2)+protowire.SizeBytes(len(enc))))
+		b = protowire.AppendTag(b, 1, protowire.BytesType)
+		b = protowire.AppendString(b, k)
+		b = protowire.AppendTag(b, 2, protowire.BytesType)
+		b = protowire.AppendBytes(b, enc)
+	}
+	return opts.MarshalAppend(b, after)
 }
 
 // knobs returns a copy of knobs whose values are the interner's shared

@@ -120,7 +120,7 @@ func (h *Hub) thread(ctx context.Context, creator, key string) (session.ID, *ses
 // create logs a new session's metadata, invite (and open) and task, and
 // indexes it.
 func (h *Hub) create(ctx context.Context, m *adapters.Machine, task string) (*sess, error) {
-	encMeta, err := session.MarshalMeta(m.Meta)
+	encMeta, err := h.interned.marshalMeta(m.Meta)
 	if err != nil {
 		return nil, fmt.Errorf("encoding metadata: %v: %w", err, session.ErrMalformed)
 	}
