@@ -371,6 +371,9 @@ func (h *Hub) openDiff(creator string, meta *hubpb.SessionMeta, req *hubpb.OpenR
 		return "labels"
 	}
 	ks, err := knobs(req)
+	if err == nil {
+		ks, err = h.interned.knobs(ks, nil) // adapters see shared values only (see workflow.ValueDecoder)
+	}
 	if err != nil || !sameKnobs(h.withDefaultKnobs(typ, ks), meta.GetKnobs()) {
 		return "knobs or graph"
 	}
