@@ -210,3 +210,35 @@ func scalar(fd protoreflect.FieldDescriptor, j int) protoreflect.Value {
 	}
 	panic(fmt.Sprintf("no scalar of kind %v", fd.Kind()))
 }
+
+// TestMetaParts: metaParts copies what proto.CloneOf of the same parts
+// copies, every field and unknown fields included, and shares nothing
+// with the request.
+func TestMetaParts(t *testing.T) {
+	req := &hubpb.OpenRequest{}
+	populate(req.ProtoReflect(), 0)
+	unknown := protowire.AppendVarint(protowire.AppendTag(nil, 99, protowire.VarintType), 7)
+	req.GetTtl().ProtoReflect().SetUnknown(unknown)
+	req.GetParticipants()[1].ProtoReflect().SetUnknown(unknown)
+	req.GetExpectations().GetItems()[0].ProtoReflect().SetUnknown(unknown)
+	req.GetExpectations().GetItems()[1].GetWithin().ProtoReflect().SetUnknown(unknown)
+	for _, r := range []*hubpb.OpenRequest{req, {}, {Participants: []*hubpb.Participant{nil, {Name: "a"}}}} {
+		want := proto.CloneOf(&hubpb.SessionMeta{Labels: r.GetLabels(), Ttl: r.GetTtl(), InviteTimeout: r.GetInviteTimeout(),
+			Expectations: r.GetExpectations().GetItems(), Participants: r.GetParticipants()})
+		got := metaParts(r)
+		wantB, _ := session.MarshalMeta(want)
+		gotB, _ := session.MarshalMeta(got)
+		if !proto.Equal(got, want) || !bytes.Equal(gotB, wantB) {
+			t.Fatalf("metaParts = %v\nwant %v", got, want)
+		}
+	}
+	got := metaParts(req)
+	before := proto.CloneOf(got)
+	populate(req.ProtoReflect(), 1) // longer lists in req
+	req.GetParticipants()[0].Name, req.GetExpectations().GetItems()[0].GetWithin().Seconds, req.GetTtl().Nanos = "changed", 12345, 99
+	req.GetLabels()["new"] = "label"
+	req.GetParticipants()[1].ProtoReflect().SetUnknown(nil)
+	if !proto.Equal(got, before) {
+		t.Fatalf("metaParts shares with the request: %v after changing it, was %v", got, before)
+	}
+}
