@@ -10,7 +10,6 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/hubd/hubd/hubpb"
@@ -92,9 +91,11 @@ func (in *interner) encoded(v *structpb.Value) ([]byte, bool) {
 // the stored forms of m's shared knob values rather than encoding them
 // again. Deterministic protobuf writes a message's fields in field-number
 // order and a map's entries in key order, each entry as its key (field 1)
-// and its value (field 2), so the encoding is the fields before knobs,
-// the knob entries, then the fields after knobs and unknown fields (a test
-// holds it to MarshalMeta).
+// and its value (field 2), so the encoding is that of the fields before
+// knobs (1 to 4, for good: numbers are never reused), the knob entries,
+// then that of the fields after knobs and unknown fields. A test over
+// every field holds it to MarshalMeta (a field added to SessionMeta must
+// be added to rest below).
 func (in *interner) marshalMeta(m *hubpb.SessionMeta) ([]byte, error) {
 	knobs := m.GetKnobs()
 	if len(knobs) == 0 {
@@ -105,45 +106,44 @@ func (in *interner) marshalMeta(m *hubpb.SessionMeta) ([]byte, error) {
 			return session.MarshalMeta(m)
 		}
 	}
-	r := m.ProtoReflect()
-	knobsField := r.Descriptor().Fields().ByName("knobs").Number()
-	before, after := &hubpb.SessionMeta{}, &hubpb.SessionMeta{}
-	br, ar := before.ProtoReflect(), after.ProtoReflect()
-	r.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		switch n := fd.Number(); {
-		case n < knobsField:
-			br.Set(fd, v)
-		case n > knobsField:
-			ar.Set(fd, v)
-		}
-		return true
-	})
-	ar.SetUnknown(r.GetUnknown())
+	const knobsField = 5
+	head := &hubpb.SessionMeta{SessionId: m.SessionId, Type: m.Type, Creator: m.Creator, Participants: m.Participants}
+	rest := &hubpb.SessionMeta{SessionId: m.SessionId, Type: m.Type, Creator: m.Creator, Participants: m.Participants,
+		Labels: m.Labels, Ttl: m.Ttl, InviteTimeout: m.InviteTimeout, Expectations: m.Expectations,
+		ParentSessionId: m.ParentSessionId, RootSessionId: m.RootSessionId, Depth: m.Depth, CreatedAt: m.CreatedAt,
+		OpenKey: m.OpenKey, DelegationId: m.DelegationId, Responder: m.Responder, Delegates: m.Delegates, Budget: m.Budget,
+		ThreadKey: m.ThreadKey, PreviousSessionId: m.PreviousSessionId, RootCreator: m.RootCreator}
+	if u := m.ProtoReflect().GetUnknown(); len(u) > 0 {
+		rest.ProtoReflect().SetUnknown(u)
+	}
 	opts := proto.MarshalOptions{Deterministic: true}
-	b, err := opts.MarshalAppend(nil, before)
+	enc, err := opts.Marshal(rest)
 	if err != nil {
 		return nil, err
 	}
+	n := opts.Size(head)
 	keys := make([]string, 0, len(knobs))
 	for k := range knobs { //hubd:orderless sorted below
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	b := make([]byte, 0, len(enc)+len(knobs)*64)
+	b = append(b, enc[:n]...)
 	for _, k := range keys {
-		enc, ok := in.encoded(knobs[k])
+		v, ok := in.encoded(knobs[k])
 		if !ok {
-			if enc, err = opts.Marshal(knobs[k]); err != nil {
+			if v, err = opts.Marshal(knobs[k]); err != nil {
 				return nil, err
 			}
 		}
 		b = protowire.AppendTag(b, knobsField, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(protowire.SizeTag(1)+protowire.SizeBytes(len(k))+protowire.SizeTag(2)+protowire.SizeBytes(len(enc))))
+		b = protowire.AppendVarint(b, uint64(protowire.SizeTag(1)+protowire.SizeBytes(len(k))+protowire.SizeTag(2)+protowire.SizeBytes(len(v))))
 		b = protowire.AppendTag(b, 1, protowire.BytesType)
 		b = protowire.AppendString(b, k)
 		b = protowire.AppendTag(b, 2, protowire.BytesType)
-		b = protowire.AppendBytes(b, enc)
+		b = protowire.AppendBytes(b, v)
 	}
-	return opts.MarshalAppend(b, after)
+	return append(b, enc[n:]...), nil
 }
 
 // knobs returns a copy of knobs whose values are the interner's shared
