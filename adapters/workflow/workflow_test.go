@@ -2,6 +2,7 @@ package workflow_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/types/known/structpb"
@@ -79,6 +80,22 @@ func TestValueDecoder(t *testing.T) {
 		}
 		if a, b := plain.DefaultKnobs(m), byValue.DefaultKnobs(m); len(a) != len(b) {
 			t.Errorf("%s: DefaultKnobs = %v with a ValueDecoder, %v without", name, b, a)
+		}
+	}
+}
+
+// TestUnknownKnobNamed: of several unknown knobs, Start names the first
+// in key order, every time.
+func TestUnknownKnobNamed(t *testing.T) {
+	graphJSON, _ := json.Marshal(transition.RoundRobin([]string{"a", "b"}, 0))
+	m := &hubpb.SessionMeta{SessionId: "01940000-0000-7000-8000-000000000001", Type: "workflow@1", Creator: "a",
+		Participants: []*hubpb.Participant{{Name: "a"}, {Name: "b"}}, Knobs: map[string]*structpb.Value{
+			workflow.KnobGraph: session.MustValue(json.RawMessage(graphJSON)), "zz": structpb.NewNullValue(),
+			"mm": structpb.NewNullValue(), "bb": structpb.NewNullValue(), workflow.KnobMaxTurns: structpb.NewNumberValue(3)}}
+	for range 20 {
+		_, err := workflow.New(nil).Start(m)
+		if err == nil || !strings.Contains(err.Error(), `unknown knob "bb" (known: graph, max_handoffs, supervisor, max_turns, context)`) {
+			t.Fatalf("Start = %v, want the unknown knob bb named", err)
 		}
 	}
 }
