@@ -36,9 +36,9 @@ const KnobContext = "context"
 func NewBase(meta *hubpb.SessionMeta, kind string, known ...string) (Base, error) {
 	b := Base{Participants: session.Names(meta), Creator: meta.GetCreator(), Context: map[string]json.RawMessage{}, Usage: &hubpb.Usage{}}
 	known = append(known, KnobContext)
-	for _, k := range slices.Sorted(maps.Keys(meta.GetKnobs())) {
+	for k := range meta.GetKnobs() { //hubd:orderless all must be known; the first unknown one is named in key order below
 		if !slices.Contains(known, k) {
-			return Base{}, fmt.Errorf("%s: unknown knob %q (known: %s): %w", kind, k, strings.Join(known, ", "), session.ErrMalformed)
+			return Base{}, unknownKnob(meta, kind, known)
 		}
 	}
 	init, ok := meta.GetKnobs()[KnobContext]
@@ -53,6 +53,17 @@ func NewBase(meta *hubpb.SessionMeta, kind string, known ...string) (Base, error
 		return Base{}, fmt.Errorf("knob %q: %w", KnobContext, err)
 	}
 	return b, nil
+}
+
+// unknownKnob names the first of meta's knobs, in key order, that is not
+// known.
+func unknownKnob(meta *hubpb.SessionMeta, kind string, known []string) error {
+	for _, k := range slices.Sorted(maps.Keys(meta.GetKnobs())) {
+		if !slices.Contains(known, k) {
+			return fmt.Errorf("%s: unknown knob %q (known: %s): %w", kind, k, strings.Join(known, ", "), session.ErrMalformed)
+		}
+	}
+	return nil
 }
 
 // Summary implements part of State.

@@ -184,8 +184,8 @@ func (h *Hub) machine(meta *hubpb.SessionMeta, typ session.Type, defaults bool) 
 			if knobs == nil {
 				knobs = map[string]*structpb.Value{}
 			}
-			for _, k := range slices.Sorted(maps.Keys(add)) {
-				knobs[k] = add[k]
+			for k, v := range add { //hubd:orderless a set
+				knobs[k] = v
 			}
 			meta.Knobs = knobs
 		}
@@ -207,7 +207,7 @@ func (h *Hub) delegate(ctx context.Context, p *sess, env *hubpb.Envelope, kids [
 		return nil, err
 	}
 	for _, k := range kids {
-		meta, err := session.MarshalMeta(k.meta)
+		meta, err := h.interned.marshalMeta(k.meta)
 		if err != nil {
 			h.abandon(pl)
 			undo()

@@ -253,7 +253,7 @@ func (h *Hub) start(metaBytes []byte, id session.ID) (*sess, error) {
 	if err != nil {
 		return nil, err
 	}
-	if meta.Knobs, err = h.interned.knobs(meta.GetKnobs()); err != nil {
+	if meta.Knobs, err = h.interned.knobs(meta.GetKnobs(), nil); err != nil {
 		return nil, fmt.Errorf("metadata: %v: %w", err, session.ErrCorrupt)
 	}
 	return h.startMeta(meta, id)

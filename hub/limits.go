@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -32,69 +33,94 @@ const (
 // expectations (TOO_LARGE), a threshold under the minimum or a duration
 // over the maximum (MALFORMED), text that is not valid UTF-8 or has
 // control characters (MALFORMED). Messages name the limit and the value
-// sent.
-func (h *Hub) checkOpenLimits(req *hubpb.OpenRequest) error {
+// sent. It returns the canonical JSON of the knobs it measured, for
+// interning them (see knobJSON).
+func (h *Hub) checkOpenLimits(req *hubpb.OpenRequest) (knobJSON, error) {
 	c := &h.cfg
 	if err := session.CheckFields(req); err != nil {
-		return err
+		return nil, err
 	}
 	if n := len(req.GetLabels()); n > c.MaxLabels {
-		return fmt.Errorf("%d labels, the limit is %d (MaxLabels): %w", n, c.MaxLabels, ErrTooLarge)
+		return nil, fmt.Errorf("%d labels, the limit is %d (MaxLabels): %w", n, c.MaxLabels, ErrTooLarge)
 	}
-	size := 0
-	for _, k := range slices.Sorted(maps.Keys(req.GetLabels())) {
-		v := req.GetLabels()[k]
+	size, bad := 0, false
+	for k, v := range req.GetLabels() { //hubd:orderless a sum; the first bad label is named in key order below
+		bad = bad || session.CheckText("label key", k) != nil || session.CheckText("label", v) != nil
+		size += len(k) + len(v)
+	}
+	if bad {
+		return nil, checkLabels(req.GetLabels())
+	}
+	if size > c.MaxLabelBytes {
+		return nil, fmt.Errorf("labels are %d bytes (keys and values), the limit is %d (MaxLabelBytes): %w", size, c.MaxLabelBytes, ErrTooLarge)
+	}
+	if n := len(req.GetParticipants()); n > c.MaxParticipants {
+		return nil, fmt.Errorf("%d participants, the limit is %d (MaxParticipants): %w", n, c.MaxParticipants, ErrTooLarge)
+	}
+	raws, err := h.checkKnobSizes(req)
+	if err != nil {
+		return nil, err
+	}
+	return raws, h.checkTimes(req)
+}
+
+// checkLabels names the first label, in key order, whose key or value is
+// not a valid text.
+func checkLabels(labels map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		if err := session.CheckText("label key", k); err != nil {
 			return err
 		}
-		if err := session.CheckText(fmt.Sprintf("labels[%q]", k), v); err != nil {
+		if err := session.CheckText(fmt.Sprintf("labels[%q]", k), labels[k]); err != nil {
 			return err
 		}
-		size += len(k) + len(v)
-	}
-	if size > c.MaxLabelBytes {
-		return fmt.Errorf("labels are %d bytes (keys and values), the limit is %d (MaxLabelBytes): %w", size, c.MaxLabelBytes, ErrTooLarge)
-	}
-	if n := len(req.GetParticipants()); n > c.MaxParticipants {
-		return fmt.Errorf("%d participants, the limit is %d (MaxParticipants): %w", n, c.MaxParticipants, ErrTooLarge)
-	}
-	if err := h.checkKnobSizes(req); err != nil {
-		return err
-	}
-	return h.checkTimes(req)
-}
-
-// checkKnobSizes bounds the knobs' and the graph's JSON.
-func (h *Hub) checkKnobSizes(req *hubpb.OpenRequest) error {
-	graph, knobs := 0, 0
-	if g := req.GetGraph(); g != nil {
-		graph = jsonSize(structpb.NewStructValue(g))
-	}
-	for k, v := range req.GetKnobs() { //hubd:orderless a sum
-		n := len(k) + jsonSize(v)
-		if k == "graph" {
-			graph += n
-		} else {
-			knobs += n
-		}
-	}
-	if graph > h.cfg.MaxGraphBytes {
-		return fmt.Errorf("the graph is %d bytes of JSON, the limit is %d (MaxGraphBytes): %w", graph, h.cfg.MaxGraphBytes, ErrTooLarge)
-	}
-	if knobs > h.cfg.MaxKnobBytes {
-		return fmt.Errorf("the knobs are %d bytes of JSON, the limit is %d (MaxKnobBytes): %w", knobs, h.cfg.MaxKnobBytes, ErrTooLarge)
 	}
 	return nil
 }
 
-// jsonSize is the size of a value's canonical JSON; a value that has none
-// counts 0 here (its check refuses it later, with its own message).
-func jsonSize(v *structpb.Value) int {
-	raw, err := session.ValueJSON(v)
-	if err != nil {
-		return 0
+// knobJSON is the canonical JSON of an open's knob values by name, the
+// graph as "graph" (see knobs): computed once by the size check and used
+// again as the values' interning keys. A value without one (see
+// session.ValueJSON) has its error instead.
+type knobJSON map[string]rawValue
+
+// rawValue is a value's canonical JSON, or why it has none.
+type rawValue struct {
+	raw json.RawMessage
+	err error
+}
+
+// checkKnobSizes bounds the knobs' and the graph's JSON, and returns it.
+// A value that has none counts 0 here (its check refuses it later, with
+// its own message).
+func (h *Hub) checkKnobSizes(req *hubpb.OpenRequest) (knobJSON, error) {
+	graph, knobs := 0, 0
+	var raws knobJSON
+	if n := len(req.GetKnobs()); n > 0 || req.GetGraph() != nil {
+		raws = make(knobJSON, n+1)
 	}
-	return len(raw)
+	if g := req.GetGraph(); g != nil {
+		raw, err := session.ValueJSON(structpb.NewStructValue(g))
+		graph, raws["graph"] = len(raw), rawValue{raw, err}
+	}
+	for k, v := range req.GetKnobs() { //hubd:orderless a sum, and a set of values
+		raw, err := session.ValueJSON(v)
+		if k == "graph" {
+			graph += len(k) + len(raw)
+		} else {
+			knobs += len(k) + len(raw)
+		}
+		if _, dup := raws[k]; !dup { // a graph and a graph knob: refused by knobs, after this check
+			raws[k] = rawValue{raw, err}
+		}
+	}
+	if graph > h.cfg.MaxGraphBytes {
+		return nil, fmt.Errorf("the graph is %d bytes of JSON, the limit is %d (MaxGraphBytes): %w", graph, h.cfg.MaxGraphBytes, ErrTooLarge)
+	}
+	if knobs > h.cfg.MaxKnobBytes {
+		return nil, fmt.Errorf("the knobs are %d bytes of JSON, the limit is %d (MaxKnobBytes): %w", knobs, h.cfg.MaxKnobBytes, ErrTooLarge)
+	}
+	return raws, nil
 }
 
 // checkTimes bounds the request's durations: expectations (how many, and

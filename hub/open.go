@@ -120,7 +120,7 @@ func (h *Hub) thread(ctx context.Context, creator, key string) (session.ID, *ses
 // create logs a new session's metadata, invite (and open) and task, and
 // indexes it.
 func (h *Hub) create(ctx context.Context, m *adapters.Machine, task string) (*sess, error) {
-	encMeta, err := session.MarshalMeta(m.Meta)
+	encMeta, err := h.interned.marshalMeta(m.Meta)
 	if err != nil {
 		return nil, fmt.Errorf("encoding metadata: %v: %w", err, session.ErrMalformed)
 	}
@@ -162,7 +162,8 @@ func (h *Hub) openResponse(ctx context.Context, s *sess, existing bool) (*hubpb.
 
 // buildMeta checks the request and makes the session's metadata.
 func (h *Hub) buildMeta(ctx context.Context, creator string, req *hubpb.OpenRequest) (*hubpb.SessionMeta, session.Type, error) {
-	if err := h.checkOpenLimits(req); err != nil {
+	raws, err := h.checkOpenLimits(req)
+	if err != nil {
 		return nil, session.Type{}, err
 	}
 	typ, err := session.ParseType(req.GetType())
@@ -172,8 +173,7 @@ func (h *Hub) buildMeta(ctx context.Context, creator string, req *hubpb.OpenRequ
 	// The metadata owns every part (nothing is shared with req, which the
 	// caller may reuse), but its knob values are the interner's: shared
 	// by every session with equal values, never changed.
-	meta := proto.CloneOf(&hubpb.SessionMeta{Labels: req.GetLabels(), Ttl: req.GetTtl(), InviteTimeout: req.GetInviteTimeout(),
-		Expectations: req.GetExpectations().GetItems(), Participants: req.GetParticipants()})
+	meta := metaParts(req)
 	id, err := h.sessionID(req.GetParentSessionId() == "", routeKey(creator, req))
 	if err != nil {
 		return nil, typ, err
@@ -187,7 +187,7 @@ func (h *Hub) buildMeta(ctx context.Context, creator string, req *hubpb.OpenRequ
 	if err != nil {
 		return nil, typ, err
 	}
-	if meta.Knobs, err = h.interned.knobs(knobs); err != nil {
+	if meta.Knobs, err = h.interned.knobs(knobs, raws); err != nil {
 		return nil, typ, err
 	}
 	if !slices.ContainsFunc(meta.Participants, func(p *hubpb.Participant) bool { return p.GetName() == creator }) {
@@ -203,6 +203,45 @@ func (h *Hub) buildMeta(ctx context.Context, creator string, req *hubpb.OpenRequ
 		return meta, typ, h.placeChild(ctx, p, meta)
 	}
 	return meta, typ, checkBudget(meta.GetBudget())
+}
+
+// metaParts returns new metadata holding copies of req's labels, TTL,
+// invite timeout, expectations and participants: what proto.CloneOf of
+// them gives (unknown fields included), without its reflection, as every
+// open makes one.
+func metaParts(req *hubpb.OpenRequest) *hubpb.SessionMeta {
+	m := &hubpb.SessionMeta{Labels: maps.Clone(req.GetLabels()), Ttl: cloneDuration(req.GetTtl()), InviteTimeout: cloneDuration(req.GetInviteTimeout())}
+	if es := req.GetExpectations().GetItems(); len(es) > 0 {
+		m.Expectations = make([]*hubpb.Expectation, len(es))
+		for i, e := range es {
+			c := &hubpb.Expectation{Name: e.GetName(), Action: e.GetAction(), Within: cloneDuration(e.GetWithin())}
+			m.Expectations[i] = withUnknown(c, e)
+		}
+	}
+	if ps := req.GetParticipants(); len(ps) > 0 {
+		m.Participants = make([]*hubpb.Participant, len(ps))
+		for i, p := range ps {
+			m.Participants[i] = withUnknown(&hubpb.Participant{Name: p.GetName(), Role: p.GetRole(), AutoAccept: p.GetAutoAccept()}, p)
+		}
+	}
+	return m
+}
+
+// cloneDuration copies d (nil stays nil).
+func cloneDuration(d *durationpb.Duration) *durationpb.Duration {
+	if d == nil {
+		return nil
+	}
+	return withUnknown(&durationpb.Duration{Seconds: d.GetSeconds(), Nanos: d.GetNanos()}, d)
+}
+
+// withUnknown gives c a copy of src's unknown fields, if any, and returns
+// c.
+func withUnknown[M proto.Message](c, src M) M {
+	if r := src.ProtoReflect(); r.IsValid() && len(r.GetUnknown()) > 0 {
+		c.ProtoReflect().SetUnknown(slices.Clone(r.GetUnknown()))
+	}
+	return c
 }
 
 // checkTask refuses a task for a session that would not open at once, or
@@ -370,6 +409,9 @@ func (h *Hub) openDiff(creator string, meta *hubpb.SessionMeta, req *hubpb.OpenR
 		return "labels"
 	}
 	ks, err := knobs(req)
+	if err == nil {
+		ks, err = h.interned.knobs(ks, nil) // adapters see shared values only (see workflow.ValueDecoder)
+	}
 	if err != nil || !sameKnobs(h.withDefaultKnobs(typ, ks), meta.GetKnobs()) {
 		return "knobs or graph"
 	}

@@ -10,6 +10,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/hubd/hubd/hubpb"
 )
 
 // maxFieldDepth bounds how deep CheckFields descends; deeper messages are
@@ -52,6 +54,8 @@ func fieldsOK(m protoreflect.Message, depth int) bool {
 		return structFieldsOK(x, depth)
 	case *structpb.ListValue:
 		return listFieldsOK(x, depth)
+	case *hubpb.OpenRequest:
+		return openRequestOK(x, depth)
 	}
 	fields := m.Descriptor().Fields()
 	for i := 0; i < fields.Len(); i++ {
@@ -84,6 +88,49 @@ func fieldsOK(m protoreflect.Message, depth int) bool {
 		}
 	}
 	return true
+}
+
+// openRequestOK is fieldsOK of an open request (every open and
+// delegation carries one, and the gRPC codec and the hub check it each)
+// without reflection: its strings, its participants', labels',
+// expectations', graph's, knobs' and delegates', its budget's cost.
+// TestOpenRequestFieldsOK fails when a field is added to one of these
+// messages, and holds this to the reflective walk field by field.
+func openRequestOK(r *hubpb.OpenRequest, depth int) bool {
+	if !utf8.ValidString(r.GetType()) || !utf8.ValidString(r.GetParentSessionId()) || !utf8.ValidString(r.GetIdempotencyKey()) ||
+		!utf8.ValidString(r.GetThreadKey()) || !utf8.ValidString(r.GetTask()) {
+		return false
+	}
+	for _, p := range r.GetParticipants() {
+		if !utf8.ValidString(p.GetName()) || !utf8.ValidString(p.GetRole()) {
+			return false
+		}
+	}
+	for k, v := range r.GetLabels() { //hubd:orderless all must be good; the slow pass names the first in key order
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return false
+		}
+	}
+	for _, e := range r.GetExpectations().GetItems() {
+		if !utf8.ValidString(e.GetName()) || !utf8.ValidString(e.GetAction()) {
+			return false
+		}
+	}
+	if g := r.GetGraph(); g != nil && !structFieldsOK(g, depth+1) {
+		return false
+	}
+	for k, v := range r.GetKnobs() { //hubd:orderless all must be good; the slow pass names the first in key order
+		if !utf8.ValidString(k) || !valueFieldsOK(v, depth+1) {
+			return false
+		}
+	}
+	for _, d := range r.GetDelegates() {
+		if !utf8.ValidString(d) {
+			return false
+		}
+	}
+	c := r.GetBudget().GetMaxCost()
+	return !math.IsNaN(c) && !math.IsInf(c, 0)
 }
 
 func scalarOK(fd protoreflect.FieldDescriptor, v protoreflect.Value, depth int) bool {

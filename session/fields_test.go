@@ -1,10 +1,14 @@
 package session_test
 
 import (
+	"errors"
 	"math"
+	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/hubd/hubd/hubpb"
@@ -89,4 +93,73 @@ func BenchmarkCheckFields(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestOpenRequestFieldsOK: CheckFields of an open request (which takes a
+// path of its own, without reflection) refuses a bad string or number in
+// any field of it, as the reflective walk does; and the messages it
+// covers have the fields it knows (a field added to one must be added to
+// openRequestOK, then here).
+func TestOpenRequestFieldsOK(t *testing.T) {
+	known := map[string]string{
+		"hubd.v1.OpenRequest":  "type participants labels ttl invite_timeout expectations parent_session_id idempotency_key graph knobs delegates budget thread_key task",
+		"hubd.v1.Participant":  "name role auto_accept",
+		"hubd.v1.Expectations": "items",
+		"hubd.v1.Expectation":  "name action within",
+		"hubd.v1.Budget":       "max_tokens max_cost",
+	}
+	for _, m := range []proto.Message{&hubpb.OpenRequest{}, &hubpb.Participant{}, &hubpb.Expectations{}, &hubpb.Expectation{}, &hubpb.Budget{}} {
+		d := m.ProtoReflect().Descriptor()
+		var names []string
+		for i := range d.Fields().Len() {
+			names = append(names, string(d.Fields().Get(i).Name()))
+		}
+		if got := strings.Join(names, " "); got != known[string(d.FullName())] {
+			t.Errorf("%s has the fields %q, openRequestOK knows %q: check the new ones there", d.FullName(), got, known[string(d.FullName())])
+		}
+	}
+	good := func() *hubpb.OpenRequest {
+		return &hubpb.OpenRequest{Type: "workflow@1", ParentSessionId: "p", IdempotencyKey: "k", ThreadKey: "t", Task: "do",
+			Participants: []*hubpb.Participant{{Name: "a", Role: "r"}, nil}, Labels: map[string]string{"l": "v"},
+			Ttl: durationpb.New(time.Hour), InviteTimeout: durationpb.New(time.Minute),
+			Expectations: &hubpb.Expectations{Items: []*hubpb.Expectation{{Name: "n", Action: "a", Within: durationpb.New(time.Second)}}},
+			Graph: &structpb.Struct{Fields: map[string]*structpb.Value{"g": structpb.NewListValue(&structpb.ListValue{
+				Values: []*structpb.Value{structpb.NewStringValue("s")}})}},
+			Knobs:     map[string]*structpb.Value{"k": structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"x": structpb.NewNumberValue(1)}})},
+			Delegates: []string{"d"}, Budget: &hubpb.Budget{MaxTokens: 5, MaxCost: 1.5}}
+	}
+	if err := session.CheckFields(good()); err != nil {
+		t.Fatalf("a good open: %v", err)
+	}
+	for name, spoil := range map[string]func(r *hubpb.OpenRequest){ //hubd:orderless independent cases
+		"type":               func(r *hubpb.OpenRequest) { r.Type = "\xff" },
+		"parent_session_id":  func(r *hubpb.OpenRequest) { r.ParentSessionId = "\xff" },
+		"idempotency_key":    func(r *hubpb.OpenRequest) { r.IdempotencyKey = "\xff" },
+		"thread_key":         func(r *hubpb.OpenRequest) { r.ThreadKey = "\xff" },
+		"task":               func(r *hubpb.OpenRequest) { r.Task = "\xff" },
+		"participant name":   func(r *hubpb.OpenRequest) { r.Participants[0].Name = "\xff" },
+		"participant role":   func(r *hubpb.OpenRequest) { r.Participants[0].Role = "\xff" },
+		"label key":          func(r *hubpb.OpenRequest) { r.Labels["\xff"] = "v" },
+		"label value":        func(r *hubpb.OpenRequest) { r.Labels["l"] = "\xff" },
+		"expectation name":   func(r *hubpb.OpenRequest) { r.Expectations.Items[0].Name = "\xff" },
+		"expectation action": func(r *hubpb.OpenRequest) { r.Expectations.Items[0].Action = "\xff" },
+		"graph key":          func(r *hubpb.OpenRequest) { r.Graph.Fields["\xff"] = structpb.NewNullValue() },
+		"graph string": func(r *hubpb.OpenRequest) {
+			r.Graph.Fields["g"].GetListValue().Values[0] = structpb.NewStringValue("\xff")
+		},
+		"graph number": func(r *hubpb.OpenRequest) { r.Graph.Fields["n"] = structpb.NewNumberValue(math.NaN()) },
+		"knob key":     func(r *hubpb.OpenRequest) { r.Knobs["\xff"] = structpb.NewNullValue() },
+		"knob string": func(r *hubpb.OpenRequest) {
+			r.Knobs["k"].GetStructValue().Fields["x"] = structpb.NewStringValue("\xff")
+		},
+		"knob number": func(r *hubpb.OpenRequest) { r.Knobs["k"] = structpb.NewNumberValue(math.Inf(1)) },
+		"delegate":    func(r *hubpb.OpenRequest) { r.Delegates = append(r.Delegates, "\xff") },
+		"budget cost": func(r *hubpb.OpenRequest) { r.Budget.MaxCost = math.NaN() },
+	} {
+		r := good()
+		spoil(r)
+		if err := session.CheckFields(r); !errors.Is(err, session.ErrMalformed) {
+			t.Errorf("an open with a bad %s: CheckFields = %v, want MALFORMED", name, err)
+		}
+	}
 }

@@ -160,7 +160,14 @@ func checkParticipants(m *hubpb.SessionMeta) error {
 // checkKnobs checks every knob's value; the first bad one in key order is
 // named.
 func checkKnobs(knobs map[string]*structpb.Value) error {
-	if len(knobs) == 0 {
+	bad := false
+	for _, v := range knobs { //hubd:orderless all must be valid; the first bad one is named in key order below
+		if !valueOK(v, 0) {
+			bad = true
+			break
+		}
+	}
+	if !bad {
 		return nil
 	}
 	for _, k := range slices.Sorted(maps.Keys(knobs)) {

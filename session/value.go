@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math"
 	"math/big"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -80,7 +80,7 @@ func writeCanonical(b *bytes.Buffer, v any) error {
 		b.WriteByte(']')
 	case map[string]any:
 		b.WriteByte('{')
-		for i, k := range slices.Sorted(maps.Keys(x)) {
+		for i, k := range sortedKeys(x) {
 			if i > 0 {
 				b.WriteByte(',')
 			}
@@ -98,12 +98,42 @@ func writeCanonical(b *bytes.Buffer, v any) error {
 }
 
 // writeString writes s as a JSON string without HTML escaping, so "<"
-// stays "<" whichever way a value arrives.
+// stays "<" whichever way a value arrives: as encoding/json writes it, by
+// hand when no byte of s needs care (printable ASCII other than a quote or
+// a backslash, the common case), through encoding/json otherwise.
 func writeString(b *bytes.Buffer, s string) {
+	if plainASCII(s) {
+		b.Grow(len(s) + 2)
+		b.WriteByte('"')
+		b.WriteString(s)
+		b.WriteByte('"')
+		return
+	}
 	enc := json.NewEncoder(b)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s)       // a string always encodes
 	b.Truncate(b.Len() - 1) // Encode appends a newline
+}
+
+// plainASCII reports whether encoding/json writes s between quotes as it
+// is: only ASCII from space on, no quote, no backslash.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// sortedKeys returns the keys of m in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m { //hubd:orderless sorted below
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // maxExponent bounds the decimal exponent of a number, so a value like
@@ -246,7 +276,7 @@ func writeValue(b *bytes.Buffer, v *structpb.Value, depth int) error {
 
 func writeFields(b *bytes.Buffer, fields map[string]*structpb.Value, depth int) error {
 	b.WriteByte('{')
-	for i, name := range slices.Sorted(maps.Keys(fields)) {
+	for i, name := range sortedKeys(fields) {
 		if i > 0 {
 			b.WriteByte(',')
 		}

@@ -1,8 +1,10 @@
 package session_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -316,4 +318,39 @@ func TestMustValue(t *testing.T) {
 		}
 	}()
 	session.MustValue(func() {})
+}
+
+// TestValueJSONStrings: strings (values and object keys) are written as
+// encoding/json writes them without HTML escaping, whether they take the
+// plain path (printable ASCII) or need escapes: every byte alone and
+// among plain text, quotes, backslashes, controls, U+2028, invalid UTF-8.
+func TestValueJSONStrings(t *testing.T) {
+	strs := []string{"", "plain text", `a"b`, `a\b`, "<&>", "tab\there", "nl\n", "\x7f", "é", "日本", "\u2028\u2029", "\xff\xfe", "a\x00b"}
+	for c := range 256 {
+		strs = append(strs, string([]byte{byte(c)}), "ab"+string([]byte{byte(c)})+"cd")
+	}
+	for _, s := range strs {
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		w := strings.TrimSuffix(want.String(), "\n")
+		if got, err := session.ValueJSON(structpb.NewStringValue(s)); err != nil || string(got) != w {
+			t.Errorf("ValueJSON(%q) = %s, %v; want %s", s, got, err, w)
+		}
+		obj := &structpb.Value{Kind: &structpb.Value_StructValue{StructValue: &structpb.Struct{
+			Fields: map[string]*structpb.Value{s: structpb.NewNullValue(), "~": structpb.NewBoolValue(true)}}}}
+		wantObj := "{" + w + `:null,"~":true}`
+		if s > "~" {
+			wantObj = `{"~":true,` + w + ":null}"
+		}
+		if s == "~" {
+			continue
+		}
+		if got, err := session.ValueJSON(obj); err != nil || string(got) != wantObj {
+			t.Errorf("ValueJSON of an object with key %q = %s, %v; want %s", s, got, err, wantObj)
+		}
+	}
 }

@@ -45,12 +45,8 @@ func (a *Adapter) DefaultKnobs(meta *hubpb.SessionMeta) map[string]*structpb.Val
 	if _, ok := k[KnobMaxHandoffs]; ok {
 		return nil
 	}
-	raw, ok, err := session.KnobJSON(meta, KnobGraph)
-	if err != nil || !ok {
-		return nil
-	}
-	g, err := a.dec.Decode(raw)
-	if err != nil || g.MaxTurns > 0 {
+	g, ok, err := a.graph(meta)
+	if err != nil || !ok || g.MaxTurns > 0 {
 		return nil
 	}
 	return map[string]*structpb.Value{KnobMaxTurns: structpb.NewNumberValue(DefaultMaxTurns)}
@@ -61,6 +57,44 @@ func (a *Adapter) DefaultKnobs(meta *hubpb.SessionMeta) map[string]*structpb.Val
 // immutable and may be shared by every session with the same graph.
 type Decoder interface {
 	Decode(data []byte) (*transition.Graph, error)
+}
+
+// ValueDecoder is a Decoder that may also keep the graph it decoded for
+// a graph knob's value by the value itself, so that the sessions sharing
+// one value (the hub shares equal knob values between sessions) decode it
+// without writing its JSON again. The adapter gives it only the values of
+// a session's metadata, which never change (see adapters.Machine).
+type ValueDecoder interface {
+	Decoder
+	// DecodeValue returns the graph of the graph knob's value v: the one
+	// kept for v, else Decode of the JSON that raw returns (raw's error is
+	// returned as it is).
+	DecodeValue(v *structpb.Value, raw func() (json.RawMessage, error)) (*transition.Graph, error)
+}
+
+// graph decodes the session's graph knob, reporting whether it is set.
+func (a *Adapter) graph(meta *hubpb.SessionMeta) (*transition.Graph, bool, error) {
+	v, ok := meta.GetKnobs()[KnobGraph]
+	if !ok {
+		return nil, false, nil
+	}
+	raw := func() (json.RawMessage, error) {
+		raw, _, err := session.KnobJSON(meta, KnobGraph)
+		if err != nil {
+			return nil, fmt.Errorf("%v: %w", err, transition.ErrInvalid)
+		}
+		return raw, nil
+	}
+	if vd, ok := a.dec.(ValueDecoder); ok {
+		g, err := vd.DecodeValue(v, raw)
+		return g, true, err
+	}
+	data, err := raw()
+	if err != nil {
+		return nil, true, err
+	}
+	g, err := a.dec.Decode(data)
+	return g, true, err
 }
 
 // Adapter is the workflow session type. Its decoder's registry decides
@@ -96,16 +130,12 @@ func (a *Adapter) Start(meta *hubpb.SessionMeta) (adapters.State, error) {
 	if len(meta.GetParticipants()) < 2 {
 		return nil, fmt.Errorf("workflow needs at least 2 participants, got %d: %w", len(meta.GetParticipants()), session.ErrMalformed)
 	}
-	raw, ok, err := session.KnobJSON(meta, KnobGraph)
+	g, ok, err := a.graph(meta)
 	if err != nil {
-		return nil, fmt.Errorf("%v: %w", err, transition.ErrInvalid)
+		return nil, err
 	}
 	if !ok {
 		return nil, fmt.Errorf("workflow needs the knob %q (a transition graph): %w", KnobGraph, transition.ErrInvalid)
-	}
-	g, err := a.dec.Decode(raw)
-	if err != nil {
-		return nil, err
 	}
 	base, err := adapters.NewBase(meta, "workflow", KnobGraph, KnobMaxHandoffs, KnobSupervisor, KnobMaxTurns)
 	if err != nil {
