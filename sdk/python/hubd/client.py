@@ -582,8 +582,8 @@ class Client:
     ) -> Ack:
         """Send any envelope (questions, answers, task progress, ...); the hub
         sets its session, seq, id, sender and time. ``envelope`` is not
-        modified. A send the hub cannot take now (:class:`hubd.Unavailable`)
-        is retried up to ``send_attempts`` times within ``retry_budget``
+        modified. A send the hub cannot take now (:class:`hubd.Unavailable`,
+        also a send in flight on a Connect stream that broke) is retried up to ``send_attempts`` times within ``retry_budget``
         seconds, each retry waiting for the connection to be ready, with the
         same client message id, so it is written at most once."""
         env = _common.envelope(_common.copy_envelope(envelope), client_msg_id, causation_id, audience, traceparent)
@@ -910,7 +910,10 @@ class Client:
     ) -> None:
         """Run the agent until stopped.
 
-        Subscribes to the agent's deliveries, answers invites (accepting
+        Subscribes to the agent's deliveries (on a Connect stream of its
+        own, which also carries the replies; with ``transport="unary"``, in
+        a cluster or against a hub without it, a ``Subscribe`` stream and a
+        ``Send`` call per reply), answers invites (accepting
         them unless ``invites`` decides otherwise) and calls ``handler`` for
         each of the agent's turns with a :class:`hubd.Turn` (the session, the
         triggering envelope, the agent's view), then posts its reply: a
@@ -937,13 +940,15 @@ class Client:
             invites: decides invites: returns ``None``/``True`` to accept,
                 ``False`` or a reason string to reject.
             view: the view given to the handler (``"default"``, ``"full"``,
-                ``"windowed"``, ``"last"``); ``None`` gives none and saves a
-                call per turn.
+                ``"windowed"``, ``"last"``), carried by the turn notice
+                itself (a ``GetView`` call only when the hub could not
+                build it); ``None`` gives none.
             window: for ``"windowed"``, how many recent items.
             backoff: the reconnect backoff, (base, max) in seconds.
             observer: called with every delivery of the agent's stream, in
                 order, before serve acts on it (on the reader thread: while
-                it blocks, nothing is read).
+                it blocks, nothing is read, over the Connect stream the
+                acknowledgements of the replies neither).
             on_reconnect: called with the error that broke the stream each
                 time serve resubscribes.
             stop: serve returns once this event is set.
