@@ -3,13 +3,15 @@
 the Connect stream and with unary calls, in the same run (a measurement,
 not a test: compare the ratio, not the absolute figures).
 
-    python3 sdk/python/scripts/pingpong.py [--turns 400] [--rounds 3] [--aio]
+    python3 sdk/python/scripts/pingpong.py [--turns 400] [--rounds 3] [--aio] [--no-fsync]
 
 Starts a hubd (``$HUBD_BIN``, else built from the repository) on loopback
 with a temporary data directory; per round and transport, two agents serve
 a round-robin session of ``--turns`` turns (default view on each turn, as
 an application would) and the time from open to close gives turns/s. The
-rounds alternate the transports so that drift hits both alike.
+rounds alternate the transports so that drift hits both alike. With
+``--no-fsync`` the hub acknowledges without syncing its log (benchmarks
+only), which leaves the SDK's and the wire's share of a turn.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_hub(tmp: Path) -> "tuple[subprocess.Popen[bytes], str]":
+def start_hub(tmp: Path, fsync: bool) -> "tuple[subprocess.Popen[bytes], str]":
     binary = os.environ.get("HUBD_BIN")
     if not binary:
         binary = str(tmp / "hubd")
@@ -49,7 +51,8 @@ def start_hub(tmp: Path) -> "tuple[subprocess.Popen[bytes], str]":
         subprocess.run([go, "build", "-o", binary, "./cmd/hubd"], cwd=REPO, check=True)
     addr = f"127.0.0.1:{free_port()}"
     proc = subprocess.Popen(
-        [binary, "serve", "--listen", addr, "--http", "off", "--data", str(tmp / "data"), "--log-level", "warn"],
+        [binary, "serve", "--listen", addr, "--http", "off", "--data", str(tmp / "data"), "--log-level", "warn"]
+        + ([] if fsync else ["--fsync=false"]),
         stdout=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 20
@@ -124,10 +127,11 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=400)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--aio", action="store_true", help="serve with hubd.aio (coroutine handlers)")
+    ap.add_argument("--no-fsync", action="store_true", help="run the hub with --fsync=false")
     args = ap.parse_args()
     run = aio_round if args.aio else sync_round
     with tempfile.TemporaryDirectory() as d:
-        proc, addr = start_hub(Path(d))
+        proc, addr = start_hub(Path(d), not args.no_fsync)
         try:
             rates: "dict[str, list[float]]" = {"stream": [], "unary": []}
             for n in range(args.rounds):
@@ -139,7 +143,7 @@ def main() -> None:
             proc.terminate()
             proc.wait()
     s, u = statistics.median(rates["stream"]), statistics.median(rates["unary"])
-    kind = "asyncio" if args.aio else "sync"
+    kind = ("asyncio" if args.aio else "sync") + (", hub without fsync" if args.no_fsync else "")
     print(f"{kind} ping-pong, {args.turns} turns, median of {args.rounds}: stream {s:.1f} turns/s, unary {u:.1f} turns/s, stream/unary {s / u:.2f}")
 
 
