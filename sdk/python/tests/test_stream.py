@@ -325,3 +325,35 @@ def test_a_hub_without_the_stream(hub: Hub, names: Names, caplog: pytest.LogCapt
     assert (a.transport, b.transport) == ("unary", "unary")
     assert "/hubd.v1.Hub/Subscribe" in proxy.methods and "/hubd.v1.Hub/Send" in proxy.methods
     assert "no Connect stream" in caplog.text
+
+
+def test_aio_sends_in_flight_when_the_stream_breaks(hub_factory: HubFactory, caplog: pytest.LogCaptureFixture) -> None:
+    """The same through the asyncio client: four tasks send continuously
+    over one stream while the hub is killed and comes back."""
+    caplog.set_level("INFO", logger="hubd")
+    h = hub_factory()
+
+    async def main() -> None:
+        async with hubd.aio.Client(h.addr, name="alice", send_attempts=100, retry_budget=30) as alice:
+            s = await alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted("bob"))
+            acks: Dict[str, int] = {}
+            started = asyncio.Event()
+
+            async def sender(n: int) -> None:
+                for i in range(40):
+                    key = f"k-{n}-{i}"
+                    acks[key] = (await alice.send_event(s.id, "app.n", client_msg_id=key)).seq
+                    if len(acks) == 20:
+                        started.set()
+
+            tasks = asyncio.gather(*(sender(n) for n in range(4)))
+            await asyncio.wait_for(started.wait(), 20)
+            h.kill()
+            await asyncio.get_running_loop().run_in_executor(None, h.restart)
+            await asyncio.wait_for(tasks, 60)
+            assert len(acks) == 160
+            log = [e for e in await alice.read_log(s.id, limit=1000) if e.client_msg_id.startswith("k-")]
+            assert len(log) == 160 and {e.client_msg_id: e.seq for e in log} == acks
+
+    asyncio.run(main())
+    assert "agent stream: " in caplog.text  # a send was in flight as the stream broke
