@@ -118,6 +118,7 @@ from ._model import (
     to_value,
     turn_msg_id,
 )
+from ._stream import MAX_STREAM_ENVELOPE, TRANSPORT_STREAM, TRANSPORT_UNARY
 from .client import Client, Stream, connect
 from .errors import (
     ERROR_DOMAIN,
@@ -283,4 +284,7 @@ __all__ = [
     "VIEW_FULL",
     "VIEW_LAST",
     "VIEW_WINDOWED",
+    "TRANSPORT_STREAM",
+    "TRANSPORT_UNARY",
+    "MAX_STREAM_ENVELOPE",
 ]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 import grpc
 
-from . import _common, errors
+from . import _common, _stream, errors
 from ._model import EVENT_INVITE, Handler, Invite, InviteFunc, Turn, ends, turn_msg_id
 from ._pb import hub_pb2 as pb
 
@@ -67,7 +67,8 @@ class Serving:
         self.cursors: Dict[str, int] = {}
         self.lock = threading.Lock()
         self.sessions: Dict[str, _Worker] = {}
-        self.call: Any = None  # the current subscription
+        self.call: Any = None  # the current subscription (a call, or an AgentStream)
+        self.stream: Optional[_stream.AgentStream] = None  # the Connect stream being read, if any
         self.pool = ThreadPoolExecutor(max_workers=max(1, max_workers), thread_name_prefix="hubd-serve")
 
     # The loop.
@@ -103,10 +104,22 @@ class Serving:
             if self.halt.wait(_common.backoff_delay(attempt, self.base, self.cap)):
                 return
 
+    def _request(self) -> pb.SubscribeRequest:
+        """The subscription from the cursors, asking each turn notice to
+        carry the turn's view (no GetView call before the handler)."""
+        req = pb.SubscribeRequest(cursors=self.cursors)
+        if self.view is not None:
+            req.turn_view.CopyFrom(pb.GetViewRequest(name=self.view, window=self.window))
+        return req
+
     def _subscription(self) -> Tuple[bool, Optional[errors.HubError]]:
         """Read one subscription until it breaks; report whether it delivered
         anything, and the error that broke it (None: a clean end)."""
-        req = pb.SubscribeRequest(cursors=self.cursors)
+        if not self.c._unary:
+            res = self._agent_stream()
+            if res is not None:
+                return res
+        req = self._request()
         with self.lock:
             if self.halt.is_set():
                 return False, None
@@ -128,6 +141,57 @@ class Serving:
             return got, errors.from_rpc_error("subscribe", e)
         finally:
             call.cancel()
+
+    def _agent_stream(self) -> Optional[Tuple[bool, Optional[errors.HubError]]]:
+        """Serve one Connect stream until it breaks: its deliveries are acted
+        on by its reader thread and the handlers' replies go over it. Reports
+        as _subscription does, or None when the hub has no Connect stream
+        (the client then sends unary and serve subscribes)."""
+        got = threading.Event()
+
+        def on_delivery(d: pb.Delivery) -> None:
+            got.set()
+            self._deliver(d)
+
+        with self.lock:
+            if self.halt.is_set():
+                return False, None
+            # The stream itself tells the pending turns (after what the
+            # cursors missed), each with its view: no PendingTurns call.
+            st = _stream.AgentStream(
+                self.c.raw,
+                self.c.metadata,
+                self.log,
+                subscribe=self._request(),
+                on_delivery=on_delivery,
+                wait_for_ready=True,
+            )
+            self.call = st
+        try:
+            st.wait_ready(None)
+        except _stream.NoStream:
+            self.c._no_stream("serve subscribes instead")
+            return None
+        except errors.HubError as e:
+            return False, e
+        self.stream = st
+        try:
+            st.done.wait()
+        finally:
+            self.stream = None
+            st.close()
+        if st.fatal is not None:
+            raise st.fatal
+        return got.is_set(), st.error
+
+    def _post(self, sid: str, msg: pb.Envelope) -> None:
+        """Post a reply: over serve's stream while it has one, else as the
+        client sends."""
+        st = self.stream
+        if st is not None and not st.done.is_set() and _stream.fits(msg):
+            st.send(sid, msg, None)
+            return
+        self.c._send(sid, msg, 1, None)
 
     def _pending_turns(self) -> List[pb.Delivery]:
         """The agent's pending turns, once the hub is reachable ([] when
@@ -284,7 +348,8 @@ class Serving:
                     if w.ended:
                         self.sessions.pop(sid, None)
                     return
-                t = Turn(sid, d.envelope, None, self.c, _consume=lambda seq: self._consume(sid, seq))
+                view = d.view if d.HasField("view") else None  # the notice carried it
+                t = Turn(sid, d.envelope, view, self.c, _consume=lambda seq: self._consume(sid, seq))
                 w.turn = t
             try:
                 self._turn(t)
@@ -295,7 +360,7 @@ class Serving:
         """Run the handler on one turn and post its reply."""
         e = t.trigger
         sid = t.session_id
-        if self.view is not None:
+        if self.view is not None and t.view is None:
             view_name = self.view
             try:
                 t.view = self._retry(lambda: self.c.view(sid, view_name, self.window), t.cancelled)
@@ -322,7 +387,7 @@ class Serving:
         msg.client_msg_id = turn_msg_id(sid, e.seq)
         msg.causation_id = e.id
         try:
-            self._retry(lambda: self.c._send(sid, msg, 1, None), t.cancelled)
+            self._retry(lambda: self._post(sid, msg), t.cancelled)
         except errors.HubError as err:
             self._stale(e, "reply", err)
 

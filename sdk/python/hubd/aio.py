@@ -40,7 +40,8 @@ from typing import (
 import grpc
 import grpc.aio
 
-from . import _calls, _cluster, _common, errors
+from . import _calls, _cluster, _common, _stream, errors
+from ._aiostream import AioAgentStream
 from ._aiocalls import Task, Turn, await_all, await_any
 from ._calls import TaskStatus
 from ._model import (
@@ -149,7 +150,10 @@ class Client:
     ``connect_timeout`` seconds for it.
 
     Create it inside the event loop that uses it (gRPC's asyncio channels
-    belong to one loop).
+    belong to one loop). ``transport`` is as for :class:`hubd.Client`:
+    ``"stream"`` (the default) sends over one Connect stream per client and
+    serve reads (and replies on) a stream of its own; ``"unary"`` a ``Send``
+    call per envelope and a ``Subscribe`` stream.
     """
 
     def __init__(
@@ -167,8 +171,10 @@ class Client:
         logger: Optional[logging.Logger] = None,
         peers: Sequence[str] = (),
         follow_for: float = 30.0,
+        transport: str = _stream.TRANSPORT_STREAM,
     ) -> None:
         _common.check(target, name, token, tls, insecure)
+        _stream.check_transport(transport)
         for p in peers:
             _common.check(p, name, token, tls, insecure)
         options = _common.channel_options(tls, channel_options)
@@ -199,6 +205,10 @@ class Client:
         self._budget = retry_budget
         self._connect_timeout = connect_timeout
         self.log = logger or _common.LOG
+        # No Connect stream: asked for, a cluster, or a hub without it.
+        self._unary = transport == _stream.TRANSPORT_UNARY or bool(peers)
+        self._stream: Optional[AioAgentStream] = None
+        self._stream_lock: Optional[asyncio.Lock] = None  # made in the loop
 
     async def connect(self) -> "Client":
         """Wait until the connection is up (at most ``connect_timeout``
@@ -237,8 +247,17 @@ class Client:
         """The gRPC channel."""
         return self._channel
 
+    @property
+    def transport(self) -> str:
+        """How the client sends now: ``"stream"``, or ``"unary"`` (asked
+        for, with ``peers``, or against a hub without the Connect stream)."""
+        return _stream.TRANSPORT_UNARY if self._unary else _stream.TRANSPORT_STREAM
+
     async def close(self) -> None:
         """Close the connection; streams and calls in flight fail."""
+        st, self._stream = self._stream, None
+        if st is not None:
+            st.close()
         await self._channel.close()
         for ch in self._peer_channels:
             await ch.close()
@@ -266,8 +285,50 @@ class Client:
         except grpc.RpcError as e:
             raise errors.from_rpc_error(op, e) from e
 
-    async def _send(self, session_id: str, env: pb.Envelope, attempts: int, timeout: Optional[float]) -> Ack:
+    def _no_stream(self, why: str) -> None:
+        """The hub has no Connect stream: send unary from now on."""
+        if not self._unary:
+            self._unary = True
+            self.log.info("hubd: the hub at %s has no Connect stream: %s", self._target, why)
+
+    async def _main_stream(self, timeout: Optional[float], wait: bool) -> Optional[AioAgentStream]:
+        """The client's Connect stream for its sends, opened if needed (its
+        opening bounded by timeout); None when the client sends unary."""
+        if self._stream_lock is None:
+            self._stream_lock = asyncio.Lock()
+        async with self._stream_lock:
+            if self._unary:
+                return None
+            st = self._stream
+            if st is not None and not st.done.is_set():
+                return st
+            st = AioAgentStream(self._raw, self._md, self.log, wait_for_ready=wait)
+            try:
+                await st.open(None, timeout)
+            except _stream.NoStream:
+                self._no_stream("sending with unary calls")
+                return None
+            self._stream = st
+            return st
+
+    async def _send_once(self, session_id: str, env: pb.Envelope, timeout: Optional[float], wait: bool) -> Ack:
+        """Send env once: over the client's stream, or with a Send call."""
+        if _stream.fits(env):
+            st = self._stream
+            if st is None or st.done.is_set():
+                try:
+                    st = await self._main_stream(timeout, wait)
+                except errors.HubError as e:
+                    e.op = "send"  # the send failed, opening its stream
+                    raise
+            if st is not None:
+                return await st.send(session_id, env, timeout)
         req = pb.SendRequest(session_id=session_id, envelope=env)
+        return Ack.from_proto(
+            await self._call("send", self._stub.Send, req, timeout, wait_for_ready=wait), env.client_msg_id
+        )
+
+    async def _send(self, session_id: str, env: pb.Envelope, attempts: int, timeout: Optional[float]) -> Ack:
         deadline = time.monotonic() + max(self._budget, 0.0)
         attempt, wait, last = 1, False, None
         while True:
@@ -276,9 +337,7 @@ class Client:
                 left = deadline - time.monotonic()
                 call_timeout = left if timeout is None else min(timeout, left)
             try:
-                return Ack.from_proto(
-                    await self._call("send", self._stub.Send, req, call_timeout, wait_for_ready=wait), env.client_msg_id
-                )
+                return await self._send_once(session_id, env, call_timeout, wait)
             except errors.DeadlineExceeded:
                 if wait and last is not None and time.monotonic() >= deadline:
                     raise last from None  # the budget ran out waiting for the hub
@@ -794,6 +853,7 @@ class _AsyncServing:
         self.cursors: Dict[str, int] = {}
         self.sessions: Dict[str, _Worker] = {}
         self.tasks: Set["asyncio.Task[Any]"] = set()
+        self.stream: Optional[AioAgentStream] = None  # the Connect stream being read, if any
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -863,12 +923,60 @@ class _AsyncServing:
             if await self._sleep(_common.backoff_delay(attempt, self.base, self.cap)):
                 return
 
+    def _request(self) -> pb.SubscribeRequest:
+        """The subscription from the cursors, asking each turn notice to
+        carry the turn's view (no GetView call before the handler)."""
+        req = pb.SubscribeRequest(cursors=self.cursors)
+        if self.view is not None:
+            req.turn_view.CopyFrom(pb.GetViewRequest(name=self.view, window=self.window))
+        return req
+
+    async def _agent_stream(self) -> Optional[Tuple[bool, Optional[errors.HubError]]]:
+        """Serve one Connect stream until it breaks (see hubd._serve);
+        None when the hub has no Connect stream."""
+        got = False
+
+        def on_delivery(d: pb.Delivery) -> None:
+            nonlocal got
+            got = True
+            self._deliver(d)
+
+        # The stream itself tells the pending turns, each with its view.
+        st = AioAgentStream(self.c.raw, self.c.metadata, self.log, on_delivery=on_delivery, wait_for_ready=True)
+        try:
+            try:
+                await st.open(self._request(), None)
+            except _stream.NoStream:
+                self.c._no_stream("serve subscribes instead")
+                return None
+            except errors.HubError as e:
+                return False, e
+            self.stream = st
+            await st.done.wait()
+        finally:
+            self.stream = None
+            st.close()
+        if st.fatal is not None:
+            raise st.fatal
+        return got, st.error
+
+    async def _post(self, sid: str, msg: pb.Envelope) -> None:
+        """Post a reply: over serve's stream while it has one, else as the
+        client sends."""
+        st = self.stream
+        if st is not None and not st.done.is_set() and _stream.fits(msg):
+            await st.send(sid, msg, None)
+            return
+        await self.c._send(sid, msg, 1, None)
+
     async def _subscription(self) -> Tuple[bool, Optional[errors.HubError]]:
+        if not self.c._unary:
+            res = await self._agent_stream()
+            if res is not None:
+                return res
         await self.c.channel.channel_ready()
         # With peers, the client's stub merges every node's stream.
-        call = self.c._stub.Subscribe(
-            pb.SubscribeRequest(cursors=self.cursors), metadata=self.c.metadata, wait_for_ready=True
-        )
+        call = self.c._stub.Subscribe(self._request(), metadata=self.c.metadata, wait_for_ready=True)
         got = False
         try:
             try:
@@ -970,7 +1078,8 @@ class _AsyncServing:
         try:
             while w.pending is not None and not self.halt.is_set():
                 d, w.pending = w.pending, None
-                t = Turn(sid, d.envelope, None, self.c, _consume=lambda seq: self._consume(sid, seq))
+                view = d.view if d.HasField("view") else None  # the notice carried it
+                t = Turn(sid, d.envelope, view, self.c, _consume=lambda seq: self._consume(sid, seq))
                 w.turn = t
                 try:
                     await self._turn(t)
@@ -985,7 +1094,7 @@ class _AsyncServing:
 
     async def _turn(self, t: Turn) -> None:
         e, sid = t.trigger, t.session_id
-        if self.view is not None:
+        if self.view is not None and t.view is None:
             name = self.view
             try:
                 t.view = await self._retry(lambda: self.c.view(sid, name, self.window))
@@ -1017,7 +1126,7 @@ class _AsyncServing:
         msg.client_msg_id = turn_msg_id(sid, e.seq)
         msg.causation_id = e.id
         try:
-            await self._retry(lambda: self.c._send(sid, msg, 1, None))
+            await self._retry(lambda: self._post(sid, msg))
         except errors.HubError as err:
             self._stale(e, "reply", err)
 

@@ -23,7 +23,7 @@ from typing import (
 
 import grpc
 
-from . import _calls, _cluster, _common, errors
+from . import _calls, _cluster, _common, _stream, errors
 from ._calls import Task
 from ._model import (
     MODE_BACKGROUND,
@@ -140,10 +140,20 @@ class Client:
             that is down or draining, or a partition with no owner yet,
             before it raises the last error (:class:`hubd.NotOwner`,
             :class:`hubd.Unavailable`).
+        transport: how the client sends. ``"stream"`` (the default): one
+            Connect stream per client carries its sends and their
+            acknowledgements, and :meth:`serve` reads its deliveries from
+            (and posts its replies on) a stream of its own; a refused send
+            raises exactly what a ``Send`` call would. ``"unary"``: a
+            ``Send`` call per envelope and a ``Subscribe`` stream for
+            :meth:`serve`. With ``peers``, for an envelope over 1 MiB, and
+            against a hub without the Connect stream (UNIMPLEMENTED), the
+            client sends unary whatever this says.
 
     Raises:
         ValueError: the settings cannot work (no name, token or client
-            certificate; a token over plaintext to a remote host).
+            certificate; a token over plaintext to a remote host; an
+            unknown transport).
         hubd.Unavailable: no connection within ``connect_timeout``.
     """
 
@@ -162,8 +172,10 @@ class Client:
         logger: Optional[logging.Logger] = None,
         peers: Sequence[str] = (),
         follow_for: float = 30.0,
+        transport: str = _stream.TRANSPORT_STREAM,
     ) -> None:
         _common.check(target, name, token, tls, insecure)
+        _stream.check_transport(transport)
         for p in peers:
             _common.check(p, name, token, tls, insecure)
         options = _common.channel_options(tls, channel_options)
@@ -193,6 +205,11 @@ class Client:
             self._stub = _cluster.FollowingStub(self._peers)
         self._attempts = max(1, send_attempts)
         self._budget = retry_budget
+        # No Connect stream: asked for, a cluster (its calls are followed
+        # node to node, a stream is to one node), or a hub without it.
+        self._unary = transport == _stream.TRANSPORT_UNARY or bool(peers)
+        self._stream_lock = threading.Lock()
+        self._stream: Optional[_stream.AgentStream] = None
         if connect_timeout is not None:
             try:
                 self._probe(connect_timeout)
@@ -228,8 +245,19 @@ class Client:
         """The gRPC channel."""
         return self._channel
 
+    @property
+    def transport(self) -> str:
+        """How the client sends now: ``"stream"``, or ``"unary"`` (asked
+        for, with ``peers``, or against a hub without the Connect stream)."""
+        with self._stream_lock:
+            return _stream.TRANSPORT_UNARY if self._unary else _stream.TRANSPORT_STREAM
+
     def close(self) -> None:
         """Close the connection; streams and calls in flight fail."""
+        with self._stream_lock:
+            st, self._stream = self._stream, None
+        if st is not None:
+            st.close()
         self._channel.close()
         for ch in self._peer_channels:
             ch.close()
@@ -267,6 +295,46 @@ class Client:
                 ) from None
             # Any other answer (no health service, ...) comes from a server.
 
+    def _no_stream(self, why: str) -> None:
+        """The hub has no Connect stream: send unary from now on."""
+        with self._stream_lock:
+            if self._unary:
+                return
+            self._unary = True
+        self.log.info("hubd: the hub at %s has no Connect stream: %s", self._target, why)
+
+    def _main_stream(self, timeout: Optional[float], wait: bool) -> Optional[_stream.AgentStream]:
+        """The client's Connect stream for its sends, opened if needed (its
+        opening bounded by timeout); None when the client sends unary."""
+        with self._stream_lock:
+            if self._unary:
+                return None
+            st = self._stream
+            if st is not None and not st.done.is_set():
+                return st
+            st = _stream.AgentStream(self._raw, self._md, self.log, wait_for_ready=wait)
+            try:
+                st.wait_ready(timeout)
+            except _stream.NoStream:
+                self._unary = True
+                self.log.info("hubd: the hub at %s has no Connect stream: sending with unary calls", self._target)
+                return None
+            self._stream = st
+            return st
+
+    def _send_once(self, session_id: str, env: pb.Envelope, timeout: Optional[float], wait: bool) -> Ack:
+        """Send env once: over the client's stream, or with a Send call."""
+        if _stream.fits(env):
+            try:
+                st = self._main_stream(timeout, wait)
+            except errors.HubError as e:
+                e.op = "send"  # the send failed, opening its stream
+                raise
+            if st is not None:
+                return st.send(session_id, env, timeout)
+        req = pb.SendRequest(session_id=session_id, envelope=env)
+        return Ack.from_proto(self._call("send", self._stub.Send, req, timeout, wait_for_ready=wait), env.client_msg_id)
+
     def _send(
         self,
         session_id: str,
@@ -275,7 +343,6 @@ class Client:
         timeout: Optional[float],
         halt: Optional[threading.Event] = None,
     ) -> Ack:
-        req = pb.SendRequest(session_id=session_id, envelope=env)
         deadline = time.monotonic() + max(self._budget, 0.0)
         attempt, wait, last = 1, False, None
         while True:
@@ -284,9 +351,7 @@ class Client:
                 left = deadline - time.monotonic()
                 call_timeout = left if timeout is None else min(timeout, left)
             try:
-                return Ack.from_proto(
-                    self._call("send", self._stub.Send, req, call_timeout, wait_for_ready=wait), env.client_msg_id
-                )
+                return self._send_once(session_id, env, call_timeout, wait)
             except errors.DeadlineExceeded:
                 if wait and last is not None and time.monotonic() >= deadline:
                     raise last from None  # the budget ran out waiting for the hub
@@ -517,8 +582,8 @@ class Client:
     ) -> Ack:
         """Send any envelope (questions, answers, task progress, ...); the hub
         sets its session, seq, id, sender and time. ``envelope`` is not
-        modified. A send the hub cannot take now (:class:`hubd.Unavailable`)
-        is retried up to ``send_attempts`` times within ``retry_budget``
+        modified. A send the hub cannot take now (:class:`hubd.Unavailable`,
+        also a send in flight on a Connect stream that broke) is retried up to ``send_attempts`` times within ``retry_budget``
         seconds, each retry waiting for the connection to be ready, with the
         same client message id, so it is written at most once."""
         env = _common.envelope(_common.copy_envelope(envelope), client_msg_id, causation_id, audience, traceparent)
@@ -845,7 +910,10 @@ class Client:
     ) -> None:
         """Run the agent until stopped.
 
-        Subscribes to the agent's deliveries, answers invites (accepting
+        Subscribes to the agent's deliveries (on a Connect stream of its
+        own, which also carries the replies; with ``transport="unary"``, in
+        a cluster or against a hub without it, a ``Subscribe`` stream and a
+        ``Send`` call per reply), answers invites (accepting
         them unless ``invites`` decides otherwise) and calls ``handler`` for
         each of the agent's turns with a :class:`hubd.Turn` (the session, the
         triggering envelope, the agent's view), then posts its reply: a
@@ -872,13 +940,15 @@ class Client:
             invites: decides invites: returns ``None``/``True`` to accept,
                 ``False`` or a reason string to reject.
             view: the view given to the handler (``"default"``, ``"full"``,
-                ``"windowed"``, ``"last"``); ``None`` gives none and saves a
-                call per turn.
+                ``"windowed"``, ``"last"``), carried by the turn notice
+                itself (a ``GetView`` call only when the hub could not
+                build it); ``None`` gives none.
             window: for ``"windowed"``, how many recent items.
             backoff: the reconnect backoff, (base, max) in seconds.
             observer: called with every delivery of the agent's stream, in
                 order, before serve acts on it (on the reader thread: while
-                it blocks, nothing is read).
+                it blocks, nothing is read, over the Connect stream the
+                acknowledgements of the replies neither).
             on_reconnect: called with the error that broke the stream each
                 time serve resubscribes.
             stop: serve returns once this event is set.

@@ -70,6 +70,7 @@ __all__ = [
     "NotOwner",
     "error_class",
     "from_rpc_error",
+    "StatusError",
 ]
 
 ERROR_DOMAIN = "hubd"
@@ -412,3 +413,61 @@ def from_rpc_error(op: str, err: grpc.RpcError) -> HubError:
     reason = _reason(trailing)
     cls = _BY_REASON.get(reason) or (_BY_CODE.get(code) if code is not None else None) or HubError
     return cls(detail, reason=reason, code=code, op=op)
+
+
+class StatusError(grpc.RpcError, grpc.Call):  # type: ignore[misc]
+    """A gRPC status that came as data rather than as a call's end: a send
+    the hub refused on the agent's Connect stream (``hubd.v1.StreamError``:
+    the code, message, reason and ErrorInfo metadata a ``Send`` call would
+    have ended with), or a stream that broke under a send. It reads as the
+    failed call would (``code()``, ``details()``, ``trailing_metadata()``
+    with the ``grpc-status-details-bin`` ErrorInfo), so that
+    :func:`from_rpc_error` raises the same exception for both transports;
+    it is that exception's ``__cause__``."""
+
+    def __init__(
+        self, code: grpc.StatusCode, details: str, reason: str = "", metadata: Optional[Dict[str, str]] = None
+    ) -> None:
+        super().__init__(details)
+        self._code, self._details = code, details
+        self._trailing: Tuple[Tuple[str, Any], ...] = ()
+        if reason:
+            st = _status.Status(code=code.value[0], message=details)
+            st.details.add().Pack(_error_details.ErrorInfo(reason=reason, domain=ERROR_DOMAIN, metadata=metadata or {}))
+            self._trailing = ((_DETAILS_KEY, st.SerializeToString()),)
+
+    def code(self) -> grpc.StatusCode:
+        return self._code
+
+    def details(self) -> str:
+        return self._details
+
+    def trailing_metadata(self) -> Any:
+        return self._trailing
+
+    def initial_metadata(self) -> Any:
+        return ()
+
+    def is_active(self) -> bool:
+        return False
+
+    def time_remaining(self) -> Optional[float]:
+        return None
+
+    def cancel(self) -> bool:
+        return False
+
+    def add_callback(self, callback: Any) -> bool:
+        return False
+
+    def __str__(self) -> str:
+        return f"{self._code.name}: {self._details}"
+
+
+_CODES: Dict[int, grpc.StatusCode] = {c.value[0]: c for c in grpc.StatusCode}
+
+
+def status_code(n: int) -> grpc.StatusCode:
+    """The gRPC status code of its number (UNKNOWN for one gRPC does not
+    have)."""
+    return _CODES.get(n, grpc.StatusCode.UNKNOWN)

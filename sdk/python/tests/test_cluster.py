@@ -61,6 +61,39 @@ def _not_owner_at(addr: str, session_id: str) -> Dict[str, str]:
     return md
 
 
+def test_not_owner_over_the_stream(cluster: Cluster) -> None:
+    """A client without peers sends over its Connect stream to a node that
+    does not serve the session: NOT_OWNER comes back per send with the same
+    class, code, message and ErrorInfo metadata (owner_addr) as a Send
+    call's."""
+    n1 = cluster.nodes[0]
+    with hubd.Client(n1.addr, name="nos-a", peers=[n.addr for n in cluster.nodes[1:]]) as a:
+        sid = a.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted("nos-b")).id
+        owner = a.get_session(sid)  # followed to its owner
+    others = []
+    for n in cluster.nodes:
+        with hubd.Client(n.addr, name="nos-a") as raw:
+            try:
+                raw.get_session(sid)
+            except hubd.NotOwner:
+                others.append(n)
+    assert len(others) == len(cluster.nodes) - 1 and owner.id == sid
+    n2 = others[0]
+    owner_addr = _not_owner_at(n2.addr, sid)["owner_addr"]
+    got = []
+    for transport in ("stream", "unary"):
+        with hubd.Client(n2.addr, name="nos-a", transport=transport, send_attempts=1) as c:
+            assert c.transport == transport
+            with pytest.raises(hubd.NotOwner) as ei:
+                c.send_event(sid, "app.x", client_msg_id="nos-1")
+            e = ei.value
+            assert isinstance(e.__cause__, grpc.RpcError)
+            info = hubd.errors.error_info(e.__cause__.trailing_metadata())  # type: ignore[attr-defined]
+            got.append((type(e), e.reason, e.code, e.detail, info))
+    assert got[0] == got[1]
+    assert got[0][4] == ("NOT_OWNER", _not_owner_at(n2.addr, sid)) and got[0][4][1]["owner_addr"] == owner_addr
+
+
 def test_aio_follows_and_serves_across_nodes(cluster: Cluster) -> None:
     c = cluster
     n1, n2, n3 = c.nodes

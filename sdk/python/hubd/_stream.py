@@ -1,0 +1,251 @@
+"""The agent's Connect stream (``hubd.v1.Hub/Connect``) for the sync client:
+one bidirectional stream that carries the agent's sends (each with a ref)
+and their acknowledgements, and, once subscribed, its deliveries. The
+reference is the Go SDK's agentsdk/connect.go.
+
+grpcio reads the frames to send from an iterator fed by a queue (in its own
+thread); one reader thread per stream hands acks to their senders and
+deliveries to the stream's callback.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from typing import Any, Callable, Dict, Iterator, Optional
+
+import grpc
+
+from . import errors
+from ._model import Ack
+from ._pb import hub_pb2 as pb
+
+TRANSPORT_STREAM = "stream"
+"""Send over the agent's Connect stream (the default)."""
+TRANSPORT_UNARY = "unary"
+"""Send with one ``Send`` call per envelope; serve reads a ``Subscribe``
+stream."""
+TRANSPORTS = (TRANSPORT_STREAM, TRANSPORT_UNARY)
+
+MAX_STREAM_ENVELOPE = 1 << 20
+"""The largest envelope (encoded) sent on a Connect stream: a larger one
+goes in a ``Send`` call, which fails alone (TOO_LARGE) where a frame the hub
+refuses to read would end the whole stream."""
+
+
+class NoStream(Exception):
+    """The hub has no Connect stream (it answered UNIMPLEMENTED): use unary
+    calls."""
+
+
+def check_transport(transport: str) -> None:
+    """Refuse a transport that is neither "stream" nor "unary"."""
+    if transport not in TRANSPORTS:
+        raise ValueError(f"hubd: transport {transport!r}: want {TRANSPORT_STREAM!r} or {TRANSPORT_UNARY!r}")
+
+
+def fits(env: pb.Envelope) -> bool:
+    """Whether an envelope goes on the stream (not over MAX_STREAM_ENVELOPE)."""
+    size: int = env.ByteSize()
+    return size <= MAX_STREAM_ENVELOPE
+
+
+def ack_of(a: pb.StreamAck, env: pb.Envelope) -> Ack:
+    """The Ack of a send's answer, or the exception a Send call would have
+    raised (the same class, reason, code and ErrorInfo)."""
+    if a.HasField("error"):
+        raise refusal(a.error)
+    return Ack.from_proto(a.response, env.client_msg_id)
+
+
+def refusal(se: pb.StreamError) -> errors.HubError:
+    """The HubError of a StreamError, its cause the equivalent status."""
+    reason = ""
+    if se.reason:
+        try:
+            reason = pb.Reason.Name(se.reason)
+        except ValueError:  # a reason newer than this SDK: mapped by its code
+            reason = ""
+    cause = errors.StatusError(errors.status_code(se.code), se.message, reason, dict(se.metadata))
+    err = errors.from_rpc_error("send", cause)
+    err.__cause__ = cause
+    return err
+
+
+def broken(why: Optional[errors.HubError]) -> errors.HubError:
+    """The error of a send the stream could not answer: unavailable, its
+    outcome unknown, so that it is sent again with its client message id."""
+    text = "agent stream: " + (str(why) if why is not None else "the stream broke")
+    cause = errors.StatusError(grpc.StatusCode.UNAVAILABLE, text)
+    err = errors.from_rpc_error("send", cause)
+    err.__cause__ = cause
+    return err
+
+
+def unanswered(timeout: Optional[float]) -> errors.HubError:
+    """The error of a send whose ack did not come within its timeout."""
+    return errors.DeadlineExceeded(
+        f"no acknowledgement within {timeout:g}s" if timeout is not None else "no acknowledgement",
+        reason="",
+        code=grpc.StatusCode.DEADLINE_EXCEEDED,
+        op="send",
+    )
+
+
+_END = object()
+
+
+class _Pending:
+    __slots__ = ("event", "ack")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.ack: Optional[pb.StreamAck] = None
+
+
+class AgentStream:
+    """One Connect stream of the sync client, opened at construction (its
+    ready frame awaited by :meth:`wait_ready`). Safe for use from several
+    threads; sends in flight are answered in any order. When it breaks,
+    every send in flight raises :class:`hubd.Unavailable` (its outcome
+    unknown: the caller sends it again with the same client message id) and
+    :attr:`done` is set."""
+
+    def __init__(
+        self,
+        stub: Any,
+        metadata: Any,
+        log: logging.Logger,
+        *,
+        subscribe: Optional[pb.SubscribeRequest] = None,
+        on_delivery: Optional[Callable[[pb.Delivery], None]] = None,
+        wait_for_ready: bool = False,
+    ) -> None:
+        self.log = log
+        self.agent = ""
+        self.done = threading.Event()
+        self.fatal: Optional[BaseException] = None  # what on_delivery raised
+        self._deliver = on_delivery
+        self._q: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._next = 0
+        self._waiting: Dict[int, _Pending] = {}
+        self._err: Optional[errors.HubError] = None
+        self._unimplemented = False
+        self._opened = threading.Event()  # the ready frame came, or the stream ended
+        if subscribe is not None:  # read by the hub after its ready frame
+            self._q.put(pb.AgentFrame(subscribe=subscribe))
+        self._call = stub.Connect(self._frames(), metadata=metadata, wait_for_ready=wait_for_ready)
+        self._reader = threading.Thread(target=self._read, name="hubd-stream", daemon=True)
+        self._reader.start()
+
+    def _frames(self) -> Iterator[pb.AgentFrame]:
+        """The frames to send, for grpcio's writer, until the stream ends."""
+        while True:
+            f = self._q.get()
+            if f is _END:
+                return
+            yield f
+
+    def wait_ready(self, timeout: Optional[float]) -> None:
+        """Wait for the hub's ready frame, at most timeout seconds.
+
+        Raises:
+            NoStream: the hub has no Connect stream.
+            hubd.HubError: the stream failed to open (DeadlineExceeded when
+                the timeout passed).
+        """
+        if not self._opened.wait(timeout):
+            self.close()
+            raise errors.DeadlineExceeded(
+                f"the hub did not open the stream within {timeout:g}s",
+                reason="",
+                code=grpc.StatusCode.DEADLINE_EXCEEDED,
+                op="connect",
+            )
+        with self._lock:
+            err, unimplemented = self._err, self._unimplemented
+        if err is not None and not self.agent:
+            if unimplemented:
+                raise NoStream()
+            raise err
+
+    @property
+    def error(self) -> Optional[errors.HubError]:
+        """Why the stream ended (None while it runs)."""
+        with self._lock:
+            return self._err
+
+    def _read(self) -> None:
+        err: Optional[errors.HubError] = None
+        try:
+            for f in self._call:
+                kind = f.WhichOneof("frame")
+                if kind == "ack":
+                    with self._lock:
+                        p = self._waiting.pop(f.ack.ref, None)
+                    if p is not None:
+                        p.ack = f.ack
+                        p.event.set()
+                elif kind == "delivery":
+                    if self._deliver is not None:
+                        self._deliver(f.delivery)
+                elif kind == "ready":
+                    self.agent = f.ready.agent
+                    self._opened.set()
+            err = errors.Unavailable("the hub ended the stream", reason="", op="connect")
+        except grpc.RpcError as e:
+            err = errors.from_rpc_error("connect", e)
+            with self._lock:
+                self._unimplemented = err.code == grpc.StatusCode.UNIMPLEMENTED
+        except BaseException as e:  # on_delivery failed: the stream ends with it
+            self.fatal = e
+            err = errors.Canceled(f"the stream's reader failed: {e!r}", reason="", op="connect")
+        self._fail(err)
+
+    def _fail(self, err: errors.HubError) -> None:
+        with self._lock:
+            if self._err is not None:
+                return
+            self._err = err
+            waiting, self._waiting = self._waiting, {}
+        self._q.put(_END)
+        self._call.cancel()
+        for p in waiting.values():
+            p.event.set()  # no ack: broken
+        self._opened.set()
+        self.done.set()
+
+    def close(self) -> None:
+        """End the stream; sends in flight raise Unavailable."""
+        self._fail(errors.Canceled("the stream was closed", reason="", code=grpc.StatusCode.CANCELLED, op="connect"))
+
+    def cancel(self) -> None:
+        """The same as close (serve stops a stream as it stops a call)."""
+        self.close()
+
+    def send(self, session_id: str, env: pb.Envelope, timeout: Optional[float]) -> Ack:
+        """Send env once and wait at most timeout seconds for its ack.
+
+        Raises:
+            hubd.HubError: what a Send call would raise; Unavailable when
+                the stream broke with the send in flight (send it again,
+                with the same client message id).
+        """
+        p = _Pending()
+        with self._lock:
+            if self._err is not None:
+                raise broken(self._err)
+            self._next += 1
+            ref = self._next
+            self._waiting[ref] = p
+        self._q.put(pb.AgentFrame(send=pb.StreamSend(ref=ref, session_id=session_id, envelope=env)))
+        if not p.event.wait(timeout):
+            with self._lock:
+                self._waiting.pop(ref, None)
+            if not p.event.is_set():
+                raise unanswered(timeout)
+        if p.ack is None:
+            raise broken(self.error)
+        return ack_of(p.ack, env)

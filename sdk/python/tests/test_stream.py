@@ -1,0 +1,359 @@
+"""The agent's Connect stream: sends and serve go over it by default (the
+hub's /metrics counts them with transport="connect"), a refusal on it
+raises what a Send call raises, duplicates are answered as Send answers
+them, sends in flight when the stream breaks are sent again (never lost,
+never doubled), and a hub without the stream is served unary."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+import urllib.request
+from concurrent import futures
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+import grpc
+import pytest
+
+import hubd
+import hubd.aio
+from hubd import pb
+
+from .conftest import Hub, Names, Serving, free_port, transcript
+
+HubFactory = Callable[..., Hub]
+Counts = Dict[Tuple[str, str, str], float]
+
+
+class MetricsHub:
+    """A hub whose HTTP port serves /metrics."""
+
+    def __init__(self, hub: Hub, http: str) -> None:
+        self.hub, self.http = hub, http
+
+    @property
+    def addr(self) -> str:
+        return self.hub.addr
+
+    def requests(self) -> Counts:
+        """hubd_requests_total by (transport, method, code)."""
+        text = urllib.request.urlopen(f"http://{self.http}/metrics", timeout=10).read().decode()
+        out: Counts = {}
+        for m in re.finditer(
+            r'^hubd_requests_total\{code="(\w+)",method="(\w+)",transport="(\w+)"\} (\S+)$', text, re.M
+        ):
+            out[(m.group(3), m.group(2), m.group(1))] = float(m.group(4))
+        return out
+
+
+def delta(before: Counts, after: Counts) -> Counts:
+    """What changed between two readings (only the keys that did)."""
+    return {k: v - before.get(k, 0) for k, v in after.items() if v != before.get(k, 0)}
+
+
+@pytest.fixture(scope="module")
+def mhub(hub_factory: HubFactory) -> MetricsHub:
+    http = f"127.0.0.1:{free_port()}"
+    return MetricsHub(hub_factory("--http", http), http)
+
+
+@pytest.fixture
+def clients(mhub: MetricsHub) -> Iterator[Callable[..., hubd.Client]]:
+    made: List[hubd.Client] = []
+
+    def dial(name: str, **kw: Any) -> hubd.Client:
+        c = hubd.Client(mhub.addr, name=name, **kw)
+        made.append(c)
+        return c
+
+    yield dial
+    for c in made:
+        c.close()
+
+
+def test_sends_go_over_the_stream(mhub: MetricsHub, clients: Callable[..., hubd.Client], names: Names) -> None:
+    A, B = names("alice"), names("bob")
+    alice, unary = clients(A), clients(A, transport="unary")
+    assert (alice.transport, unary.transport) == ("stream", "unary")
+    s = alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(B))
+    before = mhub.requests()
+    alice.send_text(s.id, "one")
+    alice.set_context(s.id, {"k": 1})
+    alice.send_event(s.id, "app.ping", b"x")
+    alice.send(s.id, pb.Envelope(type="app.raw", custom=b"y"))
+    assert delta(before, mhub.requests()) == {("connect", "Send", "OK"): 4}
+    before = mhub.requests()
+    unary.send_event(s.id, "app.ping", b"z")
+    assert delta(before, mhub.requests()) == {("grpc", "Send", "OK"): 1}
+    # Sends of several threads share the one stream.
+    before = mhub.requests()
+    with futures.ThreadPoolExecutor(8) as pool:
+        acks = list(pool.map(lambda i: alice.send_event(s.id, "app.n", str(i).encode()), range(40)))
+    assert len({a.seq for a in acks}) == 40
+    assert delta(before, mhub.requests()) == {("connect", "Send", "OK"): 40}
+    with pytest.raises(ValueError, match="transport"):
+        hubd.Client(mhub.addr, name=A, transport="carrier-pigeon")
+
+
+def test_over_a_mebibyte_goes_unary(mhub: MetricsHub, clients: Callable[..., hubd.Client], names: Names) -> None:
+    alice = clients(names("alice"))
+    s = alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(names("bob")))
+    alice.send_event(s.id, "app.small")  # the stream is up
+    before = mhub.requests()
+    with pytest.raises(hubd.TooLarge):
+        alice.send_event(s.id, "app.big", b"x" * (3 << 19))  # 1.5 MiB
+    alice.send_event(s.id, "app.small")  # the stream lives on
+    assert delta(before, mhub.requests()) == {("grpc", "Send", "ResourceExhausted"): 1, ("connect", "Send", "OK"): 1}
+
+
+@pytest.mark.parametrize("first, second", [("stream", "stream"), ("stream", "unary"), ("unary", "stream")])
+def test_duplicate_client_msg_id(
+    clients: Callable[..., hubd.Client], names: Names, first: str, second: str
+) -> None:
+    A = names("alice")
+    one, two = clients(A, transport=first), clients(A, transport=second)
+    s = one.open(graph=hubd.sequence(A, names("bob")), participants=hubd.auto_accepted(names("bob")))
+    ack = one.send_text(s.id, "findings", client_msg_id="dup-1")
+    again = two.send_text(s.id, "findings", client_msg_id="dup-1")
+    assert not ack.duplicate and again.duplicate
+    assert (again.seq, again.id, again.accepted_at, again.client_msg_id) == (ack.seq, ack.id, ack.accepted_at, "dup-1")
+    assert [e.client_msg_id for e in one.read_log(s.id)].count("dup-1") == 1
+
+
+def refusal(call: Callable[[], Any]) -> Tuple[type, str, str, Optional[grpc.StatusCode], Tuple[str, Dict[str, str]]]:
+    with pytest.raises(hubd.HubError) as info:
+        call()
+    e = info.value
+    cause = e.__cause__
+    assert isinstance(cause, grpc.RpcError)
+    return type(e), e.reason, e.detail, e.code, hubd.errors.error_info(cause.trailing_metadata())  # type: ignore
+
+
+def test_refusals_are_the_same_on_both_transports(clients: Callable[..., hubd.Client], names: Names) -> None:
+    A, B, C = names("alice"), names("bob"), names("carol")
+    alice = clients(A)
+    s = alice.open(graph=hubd.sequence(A, B, C), participants=hubd.auto_accepted(B, C))
+    stream, unary = clients(C), clients(C, transport="unary")
+    got = [refusal(lambda: c.send_text(s.id, "me first")) for c in (stream, unary)]
+    assert got[0] == got[1]
+    assert got[0][:2] == (hubd.OutOfTurn, "OUT_OF_TURN") and got[0][3] == grpc.StatusCode.FAILED_PRECONDITION
+    assert got[0][4] == ("OUT_OF_TURN", {})
+    bad = [refusal(lambda: c.send_text("not-a-uuid", "x")) for c in (stream, unary)]
+    assert bad[0] == bad[1] and bad[0][0] is hubd.Malformed
+
+
+def test_serve_over_the_stream(mhub: MetricsHub, clients: Callable[..., hubd.Client], names: Names) -> None:
+    A, B = names("a"), names("b")
+    a, b = clients(A), clients(B)
+    views: List[bool] = []
+
+    def handler(t: hubd.Turn) -> str:
+        views.append(t.view is not None)
+        return f"turn {t.seq}"
+
+    serving = Serving()
+    try:
+        for c in (a, b):
+            serving.start(c, handler)
+        before = mhub.requests()
+        s = a.open_workflow(hubd.round_robin([A, B], 6), B)
+        turns, reason = transcript(a, s.id)
+    finally:
+        serving.close()
+    assert reason == "max_turns" and len(turns) == 6
+    assert views == [True] * 6
+    d = delta(before, mhub.requests())
+    # Six replies over the stream, no Send call, and no GetView call: each
+    # turn notice carried its view.
+    assert d.get(("connect", "Send", "OK")) == 6
+    assert ("grpc", "Send", "OK") not in d and ("grpc", "GetView", "OK") not in d, d
+
+
+def test_aio_over_the_stream(mhub: MetricsHub, names: Names) -> None:
+    A, B = names("a"), names("b")
+
+    async def main() -> None:
+        async with hubd.aio.Client(mhub.addr, name=A) as a, hubd.aio.Client(mhub.addr, name=B) as b:
+            async with hubd.aio.Client(mhub.addr, name=B, transport="unary") as bu:
+                assert (a.transport, bu.transport) == ("stream", "unary")
+                s = await a.open(graph=hubd.sequence(A, B), participants=hubd.auto_accepted(B))
+                got = []
+                for c in (b, bu):
+                    with pytest.raises(hubd.OutOfTurn) as e:
+                        await c.send_text(s.id, "me first")
+                    got.append((e.value.reason, e.value.detail, e.value.code))
+                assert got[0] == got[1]
+                await a.close_session(s.id)  # no turn of it for serve below
+            stop = asyncio.Event()
+
+            async def handler(t: hubd.aio.Turn) -> str:
+                assert t.view is not None
+                return f"turn {t.seq}"
+
+            before = mhub.requests()
+            servers = [asyncio.ensure_future(c.serve(handler, stop=stop)) for c in (a, b)]
+            s = await a.open_workflow(hubd.round_robin([A, B], 4), B)
+            turns = [e async for e in a.follow(s.id, timeout=30) if hubd.is_turn(e)]
+            stop.set()
+            await asyncio.wait_for(asyncio.gather(*servers), 15)
+            assert len(turns) == 4
+            # Concurrent sends share the client's stream.
+            c = await a.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(B))
+            acks = await asyncio.gather(*(a.send_event(c.id, "app.n") for _ in range(20)))
+            assert len({k.seq for k in acks}) == 20
+            d = delta(before, mhub.requests())
+            assert d.get(("connect", "Send", "OK")) == 4 + 20, d
+            assert ("grpc", "Send", "OK") not in d and ("grpc", "GetView", "OK") not in d, d
+
+    asyncio.run(main())
+
+
+def test_sends_in_flight_when_the_stream_breaks(hub_factory: HubFactory, caplog: pytest.LogCaptureFixture) -> None:
+    """Four threads send continuously while the hub is killed and comes
+    back: the sends in flight fail with the stream, are sent again, and
+    every send is acknowledged and in the log once with the seq its ack
+    gave."""
+    caplog.set_level("INFO", logger="hubd")
+    h = hub_factory()
+    alice = hubd.Client(h.addr, name="alice", send_attempts=100, retry_budget=30)
+    s = alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted("bob"))
+    acks: Dict[str, int] = {}
+    failures: List[BaseException] = []
+    lock = threading.Lock()
+    started = threading.Event()
+
+    def sender(n: int) -> None:
+        for i in range(40):
+            key = f"k-{n}-{i}"
+            try:
+                a = alice.send_event(s.id, "app.n", client_msg_id=key)
+            except BaseException as e:  # noqa: BLE001 - reported below
+                failures.append(e)
+                return
+            with lock:
+                acks[key] = a.seq
+                if len(acks) == 20:
+                    started.set()
+
+    threads = [threading.Thread(target=sender, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    assert started.wait(20)
+    h.kill()
+    h.restart()
+    for t in threads:
+        t.join(60)
+    assert not failures, failures
+    assert "agent stream: " in caplog.text  # a send was in flight as the stream broke
+    assert len(acks) == 160
+    log = {e.client_msg_id: e.seq for e in alice.read_log(s.id, limit=1000) if e.client_msg_id.startswith("k-")}
+    assert log == acks
+    assert len([e for e in alice.read_log(s.id, limit=1000) if e.client_msg_id.startswith("k-")]) == 160
+    alice.close()
+
+
+class NoConnectProxy(grpc.GenericRpcHandler):  # type: ignore[misc]
+    """A hub without the Connect stream, as an older hubd is: every other
+    method is passed through to a real hub, byte for byte; Connect is
+    UNIMPLEMENTED."""
+
+    STREAMS = {"/hubd.v1.Hub/Subscribe", "/hubd.v1.Hub/Watch"}
+
+    def __init__(self, target: str) -> None:
+        self.ch = grpc.insecure_channel(target)
+        self.methods: List[str] = []
+
+    def service(self, details: Any) -> Any:
+        method = details.method
+        self.methods.append(method)
+        if method == "/hubd.v1.Hub/Connect":
+            return None
+        md = [(k, v) for k, v in details.invocation_metadata]
+
+        def fail(ctx: grpc.ServicerContext, e: grpc.RpcError) -> None:
+            ctx.set_trailing_metadata(e.trailing_metadata())  # type: ignore[attr-defined]
+            ctx.abort(e.code(), e.details())  # type: ignore[attr-defined]
+
+        if method in self.STREAMS:
+            remote_stream = self.ch.unary_stream(method)
+
+            def stream(req: bytes, ctx: grpc.ServicerContext) -> Iterator[bytes]:
+                call = remote_stream(req, metadata=md)
+                ctx.add_callback(call.cancel)
+                try:
+                    yield from call
+                except grpc.RpcError as e:
+                    fail(ctx, e)
+
+            return grpc.unary_stream_rpc_method_handler(stream)
+        remote = self.ch.unary_unary(method)
+
+        def unary(req: bytes, ctx: grpc.ServicerContext) -> bytes:
+            try:
+                return remote(req, metadata=md)  # type: ignore[no-any-return]
+            except grpc.RpcError as e:
+                fail(ctx, e)
+                raise
+
+        return grpc.unary_unary_rpc_method_handler(unary)
+
+
+def test_a_hub_without_the_stream(hub: Hub, names: Names, caplog: pytest.LogCaptureFixture) -> None:
+    proxy = NoConnectProxy(hub.addr)
+    server = grpc.server(futures.ThreadPoolExecutor(8), handlers=[proxy])
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    addr = f"127.0.0.1:{port}"
+    A, B = names("a"), names("b")
+    a, b = hubd.Client(addr, name=A), hubd.Client(addr, name=B)
+    serving = Serving()
+    try:
+        with caplog.at_level("INFO", logger="hubd"):
+            for c in (a, b):
+                serving.start(c, lambda t: f"turn {t.seq}")
+            s = a.open_workflow(hubd.round_robin([A, B], 4), B)
+            turns, reason = transcript(a, s.id)
+            assert reason == "max_turns" and len(turns) == 4
+            with pytest.raises(hubd.OutOfTurn):
+                a.send_text(a.open(graph=hubd.sequence(B, A), participants=hubd.auto_accepted(B)).id, "me first")
+    finally:
+        serving.close()
+        a.close()
+        b.close()
+        server.stop(None)
+    assert (a.transport, b.transport) == ("unary", "unary")
+    assert "/hubd.v1.Hub/Subscribe" in proxy.methods and "/hubd.v1.Hub/Send" in proxy.methods
+    assert "no Connect stream" in caplog.text
+
+
+def test_aio_sends_in_flight_when_the_stream_breaks(hub_factory: HubFactory, caplog: pytest.LogCaptureFixture) -> None:
+    """The same through the asyncio client: four tasks send continuously
+    over one stream while the hub is killed and comes back."""
+    caplog.set_level("INFO", logger="hubd")
+    h = hub_factory()
+
+    async def main() -> None:
+        async with hubd.aio.Client(h.addr, name="alice", send_attempts=100, retry_budget=30) as alice:
+            s = await alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted("bob"))
+            acks: Dict[str, int] = {}
+            started = asyncio.Event()
+
+            async def sender(n: int) -> None:
+                for i in range(40):
+                    key = f"k-{n}-{i}"
+                    acks[key] = (await alice.send_event(s.id, "app.n", client_msg_id=key)).seq
+                    if len(acks) == 20:
+                        started.set()
+
+            tasks = asyncio.gather(*(sender(n) for n in range(4)))
+            await asyncio.wait_for(started.wait(), 20)
+            h.kill()
+            await asyncio.get_running_loop().run_in_executor(None, h.restart)
+            await asyncio.wait_for(tasks, 60)
+            assert len(acks) == 160
+            log = [e for e in await alice.read_log(s.id, limit=1000) if e.client_msg_id.startswith("k-")]
+            assert len(log) == 160 and {e.client_msg_id: e.seq for e in log} == acks
+
+    asyncio.run(main())
+    assert "agent stream: " in caplog.text  # a send was in flight as the stream broke
