@@ -14,7 +14,7 @@ import grpc.aio
 from . import errors
 from ._model import Ack
 from ._pb import hub_pb2 as pb
-from ._stream import NoStream, ack_of, broken, unanswered
+from ._stream import NoStream, ack_of, broken, closing, unanswered
 
 _END = object()
 
@@ -43,6 +43,7 @@ class AioAgentStream:
         self._next = 0
         self._waiting: Dict[int, "asyncio.Future[Optional[pb.StreamAck]]"] = {}
         self._err: Optional[errors.HubError] = None
+        self._closing: Optional[errors.HubError] = None  # the hub's closing frame
         self._reader: Optional["asyncio.Task[None]"] = None
         self._call = stub.Connect(self._frames(), metadata=metadata, wait_for_ready=wait_for_ready)
 
@@ -110,10 +111,15 @@ class AioAgentStream:
                 elif kind == "delivery":
                     if self._deliver is not None:
                         self._deliver(f.delivery)
+                elif kind == "closing":  # the hub ends the stream: close this side, its status follows
+                    self._closing = closing(f.closing)
+                    self._q.put_nowait(_END)
         except asyncio.CancelledError:
             err = errors.Canceled("the stream was closed", reason="", code=grpc.StatusCode.CANCELLED, op="connect")
         except grpc.RpcError as e:
             err = errors.from_rpc_error("connect", e)
+            if self._closing is not None and err.code == grpc.StatusCode.CANCELLED:
+                err = self._closing  # the hub cancelled a stream not closed in time
         except Exception as e:  # on_delivery failed: the stream ends with it
             self.fatal = e
             err = errors.Canceled(f"the stream's reader failed: {e!r}", reason="", op="connect")

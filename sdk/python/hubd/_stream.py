@@ -73,6 +73,22 @@ def refusal(se: pb.StreamError) -> errors.HubError:
     return err
 
 
+def closing(se: pb.StreamError) -> errors.HubError:
+    """The HubError of the hub's closing frame: why it ends the stream (what
+    its status says; it stands for a CANCELLED status when this side was
+    not closed in time)."""
+    reason = ""
+    if se.reason:
+        try:
+            reason = pb.Reason.Name(se.reason)
+        except ValueError:
+            reason = ""
+    cause = errors.StatusError(errors.status_code(se.code), se.message, reason, dict(se.metadata))
+    err = errors.from_rpc_error("connect", cause)
+    err.__cause__ = cause
+    return err
+
+
 def broken(why: Optional[errors.HubError]) -> errors.HubError:
     """The error of a send the stream could not answer: unavailable, its
     outcome unknown, so that it is sent again with its client message id."""
@@ -133,6 +149,7 @@ class AgentStream:
         self._waiting: Dict[int, _Pending] = {}
         self._err: Optional[errors.HubError] = None
         self._unimplemented = False
+        self._closing: Optional[errors.HubError] = None  # the hub's closing frame
         self._opened = threading.Event()  # the ready frame came, or the stream ended
         if subscribe is not None:  # read by the hub after its ready frame
             self._q.put(pb.AgentFrame(subscribe=subscribe))
@@ -194,11 +211,17 @@ class AgentStream:
                 elif kind == "ready":
                     self.agent = f.ready.agent
                     self._opened.set()
+                elif kind == "closing":  # the hub ends the stream: close this side, its status follows
+                    with self._lock:
+                        self._closing = closing(f.closing)
+                    self._q.put(_END)
             err = errors.Unavailable("the hub ended the stream", reason="", op="connect")
         except grpc.RpcError as e:
             err = errors.from_rpc_error("connect", e)
             with self._lock:
                 self._unimplemented = err.code == grpc.StatusCode.UNIMPLEMENTED
+                if self._closing is not None and err.code == grpc.StatusCode.CANCELLED:
+                    err = self._closing  # the hub cancelled a stream not closed in time
         except BaseException as e:  # on_delivery failed: the stream ends with it
             self.fatal = e
             err = errors.Canceled(f"the stream's reader failed: {e!r}", reason="", op="connect")

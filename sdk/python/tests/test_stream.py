@@ -357,3 +357,23 @@ def test_aio_sends_in_flight_when_the_stream_breaks(hub_factory: HubFactory, cap
 
     asyncio.run(main())
     assert "agent stream: " in caplog.text  # a send was in flight as the stream broke
+
+
+def test_the_hub_ending_the_stream_says_why(hub_factory: HubFactory) -> None:
+    """A hub that stops ends each Connect stream with a closing frame; the
+    client closes its side and the stream ends DRAINING (Unavailable), not
+    cancelled."""
+    from hubd import _stream
+
+    h = hub_factory()
+    alice = hubd.Client(h.addr, name="alice")
+    try:
+        st = _stream.AgentStream(alice._raw, alice._md, alice.log, subscribe=pb.SubscribeRequest())
+        st.wait_ready(10)
+        assert h.stop() == 0
+        assert st.done.wait(10), "the stream did not end with the hub"
+        err = st.error
+        assert isinstance(err, hubd.Unavailable), repr(err)
+        assert err.reason == "DRAINING", repr(err)
+    finally:
+        alice.close()

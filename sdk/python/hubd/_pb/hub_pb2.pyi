@@ -332,14 +332,16 @@ class Hold(_message.Message):
     def __init__(self, holder: _Optional[str] = ..., kind: _Optional[str] = ..., envelope_id: _Optional[str] = ..., children: _Optional[_Iterable[str]] = ..., done: _Optional[_Iterable[str]] = ..., question_id: _Optional[str] = ..., answerer: _Optional[str] = ..., since: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., **kwargs) -> None: ...
 
 class HubFrame(_message.Message):
-    __slots__ = ["ack", "delivery", "ready"]
+    __slots__ = ["ack", "closing", "delivery", "ready"]
     ACK_FIELD_NUMBER: _ClassVar[int]
+    CLOSING_FIELD_NUMBER: _ClassVar[int]
     DELIVERY_FIELD_NUMBER: _ClassVar[int]
     READY_FIELD_NUMBER: _ClassVar[int]
     ack: StreamAck
+    closing: StreamError
     delivery: Delivery
     ready: StreamReady
-    def __init__(self, ready: _Optional[_Union[StreamReady, _Mapping]] = ..., ack: _Optional[_Union[StreamAck, _Mapping]] = ..., delivery: _Optional[_Union[Delivery, _Mapping]] = ...) -> None: ...
+    def __init__(self, ready: _Optional[_Union[StreamReady, _Mapping]] = ..., ack: _Optional[_Union[StreamAck, _Mapping]] = ..., delivery: _Optional[_Union[Delivery, _Mapping]] = ..., closing: _Optional[_Union[StreamError, _Mapping]] = ...) -> None: ...
 
 class Invite(_message.Message):
     __slots__ = ["invitees"]
