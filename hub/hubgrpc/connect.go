@@ -47,7 +47,8 @@ func (s *Service) Connect(stream grpc.BidiStreamingServer[hubpb.AgentFrame, hubp
 		return statusOf(s.lg, "Connect", err)
 	}
 	defer done()
-	c := &agentConn{svc: s, id: id, stream: stream, slots: make(chan struct{}, s.maxInFlight), ended: make(chan struct{})}
+	c := &agentConn{svc: s, id: id, stream: stream, slots: make(chan struct{}, s.maxInFlight), ended: make(chan struct{}),
+		workWake: make(chan struct{}, s.maxInFlight), wake: make(chan struct{}, 1)}
 	c.cancelStream, _ = ctx.Value(streamCancelKey{}).(context.CancelCauseFunc)
 	return c.run(ctx)
 }
@@ -77,10 +78,12 @@ type agentConn struct {
 	wmu    sync.Mutex    // serialises stream.Send
 	wg     sync.WaitGroup
 
-	mu      sync.Mutex
-	queue   []*hubpb.StreamSend
-	running int // workers started and not yet exited
-	busy    int // of which are running a send
+	mu       sync.Mutex
+	queue    []*hubpb.StreamSend
+	running  int           // workers started and not yet exited
+	busy     int           // of which are running a send
+	parked   int           // of which wait for work (linger)
+	workWake chan struct{} // wakes a parked worker
 
 	// cancelStream cancels the stream's context (StreamTap); nil without
 	// the tap.
@@ -92,11 +95,17 @@ type agentConn struct {
 	dmu      sync.Mutex
 	ctx      context.Context // the handler's, for the drainer
 	sub      *hub.Subscription
-	draining bool        // a drainer runs
-	pending  bool        // something was queued while it ran
-	closed   bool        // the handler is returning: no new drainer
-	grace    *time.Timer // cancels the stream if the agent ignores a closing frame
+	draining bool          // a drainer runs
+	pending  bool          // something was queued while it ran
+	closed   bool          // the handler is returning: no new drainer
+	grace    *time.Timer   // cancels the stream if the agent ignores a closing frame
+	wake     chan struct{} // wakes a lingering drainer
 }
+
+// linger is how long a stream's send worker or drainer, out of work,
+// waits for more before it exits: a busy stream keeps its goroutines (and
+// the stacks they grew), an idle one holds none.
+const linger = 50 * time.Millisecond
 
 // run serves the stream until the agent leaves, the hub closes or the
 // subscription ends; every send read is answered before it returns.
@@ -249,6 +258,10 @@ func (c *agentConn) kick() {
 	case c.closed || c.sub == nil:
 	case c.draining:
 		c.pending = true
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
 	default:
 		c.draining = true
 		c.wg.Add(1)
@@ -256,10 +269,17 @@ func (c *agentConn) kick() {
 	}
 }
 
-// drain writes the subscription's deliveries until none is ready, then
-// exits; a subscription that ends ends the stream.
+// drain writes the subscription's deliveries until none is ready and
+// none comes within linger, then exits; a subscription that ends ends the
+// stream.
 func (c *agentConn) drain(ctx context.Context, sub *hub.Subscription) {
 	defer c.wg.Done()
+	var t *time.Timer
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
 	for {
 		if c.isEnded() {
 			c.dmu.Lock()
@@ -283,16 +303,45 @@ func (c *agentConn) drain(ctx context.Context, sub *hub.Subscription) {
 			}
 			continue
 		}
+		if c.more() {
+			continue
+		}
+		if t == nil {
+			t = time.NewTimer(linger)
+		} else {
+			t.Reset(linger)
+		}
+		select {
+		case <-c.wake:
+			continue
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		if c.more() {
+			continue
+		}
 		c.dmu.Lock()
-		if c.pending && !c.closed {
+		if c.pending && !c.closed { // kicked as the timer fired
 			c.pending = false
 			c.dmu.Unlock()
 			continue
 		}
-		c.draining, c.pending = false, false
+		c.draining = false
 		c.dmu.Unlock()
 		return
 	}
+}
+
+// more reports, for the drainer, whether it was kicked since it last
+// looked (and takes the kick).
+func (c *agentConn) more() bool {
+	c.dmu.Lock()
+	defer c.dmu.Unlock()
+	if c.pending && !c.closed {
+		c.pending = false
+		return true
+	}
+	return false
 }
 
 // read reads the agent's frames until its side ends (nil) or fails: sends
@@ -351,7 +400,8 @@ func (c *agentConn) read(ctx context.Context, cancel context.CancelCauseFunc) er
 	}
 }
 
-// enqueue queues a send, starting a worker unless one is free to take it.
+// enqueue queues a send, waking a parked worker or starting one unless
+// one is free to take it.
 func (c *agentConn) enqueue(ctx context.Context, f *hubpb.StreamSend) {
 	c.mu.Lock()
 	c.queue = append(c.queue, f)
@@ -360,21 +410,55 @@ func (c *agentConn) enqueue(ctx context.Context, f *hubpb.StreamSend) {
 		c.running++
 		c.wg.Add(1)
 	}
+	wake := !start && c.parked > 0
 	c.mu.Unlock()
-	if start {
+	switch {
+	case start:
 		go c.work(ctx)
+	case wake:
+		select {
+		case c.workWake <- struct{}{}:
+		default:
+		}
 	}
 }
 
-// work runs queued sends until none is left.
+// work runs queued sends until none is left and none comes within
+// linger.
 func (c *agentConn) work(ctx context.Context) {
 	defer c.wg.Done()
+	var t *time.Timer
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
 	for {
 		c.mu.Lock()
 		if len(c.queue) == 0 {
-			c.running--
+			c.parked++
 			c.mu.Unlock()
-			return
+			if t == nil {
+				t = time.NewTimer(linger)
+			} else {
+				t.Reset(linger)
+			}
+			woke := false
+			select {
+			case <-c.workWake:
+				woke = true
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			c.mu.Lock()
+			c.parked--
+			if len(c.queue) == 0 && !woke { // a stale wake-up parks again
+				c.running--
+				c.mu.Unlock()
+				return
+			}
+			c.mu.Unlock()
+			continue
 		}
 		f := c.queue[0]
 		c.queue[0] = nil
