@@ -421,7 +421,8 @@ export class Client {
   private opening?: Promise<AgentStream | undefined>;
   /** Every Connect stream open (the main one and serve's), ended by close. */
   private readonly streams = new Set<AgentStream>();
-  private closed = false;
+  /** Aborted by close: serve stops with it. */
+  private readonly life = new AbortController();
 
   private constructor(
     raw: HubClient,
@@ -511,7 +512,7 @@ export class Client {
    * resolves.
    */
   close(): void {
-    this.closed = true;
+    this.life.abort();
     for (const st of this.streams) {
       st.close();
     }
@@ -521,9 +522,9 @@ export class Client {
     this.peers?.close();
   }
 
-  /** @internal Whether close was called. */
-  get isClosed(): boolean {
-    return this.closed;
+  /** @internal Aborted once close is called. */
+  get closing(): AbortSignal {
+    return this.life.signal;
   }
 
   /** @internal The transport sends take now: "unary" when chosen, in a cluster, or once the hub answered that it has no Connect stream. */
@@ -540,7 +541,7 @@ export class Client {
     if (this.unaryOnly) {
       return undefined;
     }
-    if (this.closed) {
+    if (this.life.signal.aborted) {
       throw new CanceledError("connect", grpc.status.CANCELLED, "", "the client is closed");
     }
     let st: AgentStream;
@@ -556,7 +557,7 @@ export class Client {
       }
       throw err;
     }
-    if (this.closed) {
+    if (this.life.signal.aborted) {
       st.close();
       throw new CanceledError("connect", grpc.status.CANCELLED, "", "the client is closed");
     }

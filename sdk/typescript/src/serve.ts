@@ -195,17 +195,18 @@ export async function serve(c: Client, h: Handler, opts: ServeOptions, log: (lin
   }
   const stop = new AbortController();
   const onAbort = () => stop.abort();
-  if (opts.signal?.aborted) {
+  if (opts.signal?.aborted || c.closing.aborted) {
     return;
   }
   opts.signal?.addEventListener("abort", onAbort, { once: true });
+  c.closing.addEventListener("abort", onAbort, { once: true });
   const base = opts.backoff?.baseMs ?? 100;
   const max = opts.backoff?.maxMs ?? 5000;
   const sv = new Serving(c, h, opts, stop.signal, log, base, max);
   try {
     for (let attempt = 0; ; ) {
       const { got, err } = await sv.subscription();
-      if (stop.signal.aborted || c.isClosed) {
+      if (stop.signal.aborted) {
         return;
       }
       if (err !== undefined && !retryable(err)) {
@@ -224,6 +225,7 @@ export async function serve(c: Client, h: Handler, opts: ServeOptions, log: (lin
     }
   } finally {
     opts.signal?.removeEventListener("abort", onAbort);
+    c.closing.removeEventListener("abort", onAbort);
     stop.abort();
     await sv.drain();
   }

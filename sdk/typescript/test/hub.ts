@@ -154,6 +154,11 @@ export class Hubd {
     await this.exited;
   }
 
+  /** Stops hubd with SIGSTOP: it holds its connections but reads and answers nothing (kill9 still ends it). */
+  pause(): void {
+    this.proc?.kill("SIGSTOP");
+  }
+
   /** Stops hubd gracefully (SIGTERM: it drains its streams) and waits until it is gone. */
   async stop(): Promise<void> {
     if (this.proc && this.proc.exitCode === null && this.proc.signalCode === null) {
