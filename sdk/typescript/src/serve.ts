@@ -138,7 +138,9 @@ export interface ServeOptions {
   invites?: (invite: Invite, signal: AbortSignal) => unknown;
   /**
    * The view given to the handler: a name (ViewName) and window; null gives
-   * none and saves a call per turn. Default: the default view.
+   * none. Default: the default view. It comes with the turn notice (the
+   * subscription's turn_view), as the notice left the hub; a turn told
+   * without it (a view the hub could not build) fetches it first.
    */
   view?: { name: string; window?: number } | null;
   /** The reconnect backoff: exponential from baseMs, capped at maxMs, jittered. Default 100 ms to 5 s. */
@@ -146,7 +148,8 @@ export interface ServeOptions {
   /**
    * Called with every delivery of the agent's stream, in order, before serve
    * acts on it (for transcripts and metrics). While a promise it returns is
-   * pending, nothing more is read.
+   * pending, nothing more is read (over the Connect stream, the acks of the
+   * replies neither).
    */
   observer?: (d: Delivery) => void | Promise<void>;
   /** Called with the error that broke the stream each time serve resubscribes. */

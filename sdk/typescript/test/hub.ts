@@ -163,6 +163,7 @@ export class Hubd {
   async stop(): Promise<void> {
     if (this.proc && this.proc.exitCode === null && this.proc.signalCode === null) {
       this.proc.kill("SIGTERM");
+      this.proc.kill("SIGCONT"); // a paused hub handles it once it runs again
     }
     await this.exited;
   }
