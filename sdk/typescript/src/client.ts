@@ -8,7 +8,7 @@ import * as grpc from "@grpc/grpc-js";
 import { backoffDelay, sleep } from "./backoff.js";
 import { DelegateMode, Task, type DelegateOptions } from "./calls.js";
 import { AgentStream, MaxStreamEnvelope, NoStreamError, Transport, type ConnectOptions, type TransportName } from "./connect.js";
-import { CanceledError, DeadlineExceededError, hubError, MalformedError, retryable, UnavailableError } from "./errors.js";
+import { CanceledError, DeadlineExceededError, hubError, LimitReachedError, MalformedError, retryable, UnavailableError } from "./errors.js";
 import { contextUpdateProto, type ContextUpdate, ends, EventType, jsonValues, Packet } from "./envelope.js";
 import {
   AnswerRequest,
@@ -726,6 +726,20 @@ export class Client {
     return this.sendEnvelope(sessionId, e, this.attempts, opts);
   }
 
+  /**
+   * What a send does when the main stream cannot be opened: a connection
+   * past its stream limit (LIMIT_REACHED: it holds many watches and
+   * subscriptions) sends this one with a Send call; anything else fails the
+   * send (an unavailable hub is retried).
+   */
+  private noMainStream(err: unknown): undefined {
+    if (!(err instanceof LimitReachedError)) {
+      throw err;
+    }
+    this.log(`hubd: send: no Connect stream (${String(err)}): sending with a Send call`);
+    return undefined;
+  }
+
   /** @internal Sends e, trying up to attempts times while the hub is unavailable. */
   async sendEnvelope(sessionId: string, e: Envelope, attempts: number, opts: CallOptions): Promise<Ack> {
     const deadline = Date.now() + Math.max(this.budgetMs, 0);
@@ -734,7 +748,7 @@ export class Client {
     const small = this.unaryOnly || Envelope.encode(e).finish().length <= MaxStreamEnvelope;
     for (let attempt = 1; ; attempt++) {
       try {
-        const st = small ? await this.mainStream() : undefined;
+        const st = small ? await this.mainStream().catch((err: unknown) => this.noMainStream(err)) : undefined;
         const resp = st
           ? await st.send(sessionId, e, opts)
           : await this.unary("send", this.raw.send, SendRequest.fromPartial({ sessionId, envelope: e }), opts);

@@ -211,6 +211,29 @@ describe("the Connect stream", { timeout: 60_000 }, () => {
   });
 });
 
+describe("a connection at its stream limit", { timeout: 20_000 }, () => {
+  test("sends with Send calls when the hub refuses it another stream (LIMIT_REACHED)", async () => {
+    const { hub, http } = await hubWithMetrics(["--max-streams-per-conn", "1"]);
+    const lines: string[] = [];
+    const alice = await hub.connect("alice", { log: (l) => lines.push(l) });
+    try {
+      const s = await alice.open({ type: SessionType.Conversation, participants: autoAccepted("bob") });
+      const w = alice.watch(s.id);
+      assert.ok(await w.recv(), "the watch holds the connection's one stream");
+      const before = await scrape(http);
+      const ack = await alice.sendText(s.id, "hello");
+      assert.ok(ack.seq > 0);
+      const after = await scrape(http);
+      assert.equal(grew(before, after, sends("grpc")), 1);
+      assert.ok(lines.some((l) => l.includes("LIMIT_REACHED") && l.includes("Send call")), lines.join("\n"));
+      w.close();
+    } finally {
+      alice.close();
+      await hub.close();
+    }
+  });
+});
+
 describe("the Connect stream across a hub crash", { timeout: 60_000 }, () => {
   test("a send in flight when the hub dies is sent again on a new stream, with its client message id, and written once", async () => {
     const hub = await Hubd.start();
