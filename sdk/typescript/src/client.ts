@@ -7,7 +7,8 @@ import * as grpc from "@grpc/grpc-js";
 
 import { backoffDelay, sleep } from "./backoff.js";
 import { DelegateMode, Task, type DelegateOptions } from "./calls.js";
-import { CanceledError, DeadlineExceededError, hubError, MalformedError, retryable, UnavailableError } from "./errors.js";
+import { AgentStream, MaxStreamEnvelope, NoStreamError, Transport, type ConnectOptions, type TransportName } from "./connect.js";
+import { CanceledError, DeadlineExceededError, hubError, LimitReachedError, MalformedError, retryable, UnavailableError } from "./errors.js";
 import { contextUpdateProto, type ContextUpdate, ends, EventType, jsonValues, Packet } from "./envelope.js";
 import {
   AnswerRequest,
@@ -147,6 +148,18 @@ export interface ClientOptions {
    * with the last error (NotOwnerError, UnavailableError). Default 30 s.
    */
   followForMs?: number;
+  /**
+   * How the client sends: Transport.Stream ("stream", the default) sends
+   * over one Connect stream per client (each send acknowledged by its ref on
+   * the stream; serve reads its deliveries, with the turn's view, and posts
+   * its replies on a Connect stream of its own), Transport.Unary ("unary")
+   * makes a Send call per envelope and serve reads a Subscribe stream. Either
+   * way a refused send rejects with the same HubError. Sends go unary
+   * anyway with peers (a cluster's calls are followed node to node), for an
+   * envelope over MaxStreamEnvelope (1 MiB), and against a hub that answers
+   * UNIMPLEMENTED for Connect (an older hub).
+   */
+  transport?: TransportName;
 }
 
 /** Options of one call: the equivalent of a Go context. */
@@ -399,6 +412,17 @@ export class Client {
   private readonly budgetMs: number;
   private readonly log: (line: string) => void;
   private readonly peers?: Peers;
+  private readonly setupMs: number;
+  /** Sends unary: ClientOptions.transport, a cluster, or a hub without the Connect stream. */
+  private unaryOnly: boolean;
+  /** The client's own Connect stream for its sends, once opened. */
+  private main?: AgentStream;
+  /** The main stream being opened, shared by the sends that wait for it. */
+  private opening?: Promise<AgentStream | undefined>;
+  /** Every Connect stream open (the main one and serve's), ended by close. */
+  private readonly streams = new Set<AgentStream>();
+  /** Aborted by close: serve stops with it. */
+  private readonly life = new AbortController();
 
   private constructor(
     raw: HubClient,
@@ -412,6 +436,8 @@ export class Client {
     this.attempts = opts.sendAttempts && opts.sendAttempts > 0 ? opts.sendAttempts : 3;
     this.budgetMs = opts.retryBudgetMs ?? 10_000;
     this.log = opts.log ?? (() => {});
+    this.setupMs = opts.timeoutMs ?? 10_000;
+    this.unaryOnly = opts.transport === Transport.Unary || peers !== undefined;
   }
 
   /**
@@ -423,6 +449,9 @@ export class Client {
   static async connect(target: string, opts: ClientOptions): Promise<Client> {
     if (!opts.name && !opts.token && !hasClientCert(opts.tls) && !opts.credentials) {
       throw new Error("hubd: ClientOptions.name, token or a client certificate is required");
+    }
+    if (opts.transport !== undefined && opts.transport !== Transport.Stream && opts.transport !== Transport.Unary) {
+      throw new Error(`hubd: ClientOptions.transport ${JSON.stringify(opts.transport)}: want "stream" or "unary"`);
     }
     const secure = opts.tls !== undefined || opts.credentials !== undefined;
     if (opts.token && !secure && !opts.insecure && !isLoopback(target)) {
@@ -477,10 +506,84 @@ export class Client {
     return new Client(raw, opts.name ?? "", opts, peers);
   }
 
-  /** Closes the connection (and those to the peers). Streams and calls in flight fail. */
+  /**
+   * Closes the connection (and those to the peers) and ends the client's
+   * Connect streams. Streams and calls in flight fail; a running serve
+   * resolves.
+   */
   close(): void {
+    this.life.abort();
+    for (const st of this.streams) {
+      st.close();
+    }
+    this.streams.clear();
+    this.main = undefined;
     this.raw.close();
     this.peers?.close();
+  }
+
+  /** @internal Aborted once close is called. */
+  get closing(): AbortSignal {
+    return this.life.signal;
+  }
+
+  /** @internal The transport sends take now: "unary" when chosen, in a cluster, or once the hub answered that it has no Connect stream. */
+  get transport(): TransportName {
+    return this.unaryOnly ? Transport.Unary : Transport.Stream;
+  }
+
+  /**
+   * @internal Opens a Connect stream, kept until it ends or the client
+   * closes; undefined when the client sends unary (chosen, a cluster, or a
+   * hub that answers UNIMPLEMENTED, which switches the client to unary).
+   */
+  async connectStream(opts: ConnectOptions): Promise<AgentStream | undefined> {
+    if (this.unaryOnly) {
+      return undefined;
+    }
+    if (this.life.signal.aborted) {
+      throw new CanceledError("connect", grpc.status.CANCELLED, "", "the client is closed");
+    }
+    let st: AgentStream;
+    try {
+      st = await AgentStream.open(this.raw, opts);
+    } catch (err) {
+      if (err instanceof NoStreamError) {
+        if (!this.unaryOnly) {
+          this.unaryOnly = true;
+          this.log("hubd: the hub has no Connect stream (UNIMPLEMENTED): sending with unary calls");
+        }
+        return undefined;
+      }
+      throw err;
+    }
+    if (this.life.signal.aborted) {
+      st.close();
+      throw new CanceledError("connect", grpc.status.CANCELLED, "", "the client is closed");
+    }
+    this.streams.add(st);
+    void st.done.then(() => this.streams.delete(st));
+    return st;
+  }
+
+  /** The client's own Connect stream for its sends, opened when needed; undefined when it sends unary. */
+  private async mainStream(): Promise<AgentStream | undefined> {
+    const st = this.main;
+    if (st && !st.ended) {
+      return st;
+    }
+    this.opening ??= this.connectStream({ waitForReady: false, setupMs: this.setupMs }).then(
+      (s) => {
+        this.opening = undefined;
+        this.main = s;
+        return s;
+      },
+      (err: unknown) => {
+        this.opening = undefined;
+        throw err;
+      },
+    );
+    return this.opening;
   }
 
   /** @internal Whether the client follows a cluster (ClientOptions.peers). */
@@ -623,12 +726,32 @@ export class Client {
     return this.sendEnvelope(sessionId, e, this.attempts, opts);
   }
 
+  /**
+   * What a send does when the main stream cannot be opened: a connection
+   * past its stream limit (LIMIT_REACHED: it holds many watches and
+   * subscriptions) sends this one with a Send call; anything else fails the
+   * send (an unavailable hub is retried).
+   */
+  private noMainStream(err: unknown): undefined {
+    if (!(err instanceof LimitReachedError)) {
+      throw err;
+    }
+    this.log(`hubd: send: no Connect stream (${String(err)}): sending with a Send call`);
+    return undefined;
+  }
+
   /** @internal Sends e, trying up to attempts times while the hub is unavailable. */
   async sendEnvelope(sessionId: string, e: Envelope, attempts: number, opts: CallOptions): Promise<Ack> {
     const deadline = Date.now() + Math.max(this.budgetMs, 0);
+    // Over the stream unless the client sends unary, or the envelope is
+    // too large for a frame (a Send call fails alone).
+    const small = this.unaryOnly || Envelope.encode(e).finish().length <= MaxStreamEnvelope;
     for (let attempt = 1; ; attempt++) {
       try {
-        const resp = await this.unary("send", this.raw.send, SendRequest.fromPartial({ sessionId, envelope: e }), opts);
+        const st = small ? await this.mainStream().catch((err: unknown) => this.noMainStream(err)) : undefined;
+        const resp = st
+          ? await st.send(sessionId, e, opts)
+          : await this.unary("send", this.raw.send, SendRequest.fromPartial({ sessionId, envelope: e }), opts);
         return { ...resp, clientMsgId: e.clientMsgId };
       } catch (err) {
         if (attempt >= attempts || !(err instanceof UnavailableError) || opts.signal?.aborted || Date.now() >= deadline) {
@@ -692,8 +815,8 @@ export class Client {
     return this.subscribeStream(opts, false);
   }
 
-  /** @internal subscribe, optionally waiting for the hub while it is down. */
-  subscribeStream(opts: SubscribeOptions, waitForReady: boolean): DeliveryStream {
+  /** @internal subscribe, optionally waiting for the hub while it is down, optionally with each turn's view. */
+  subscribeStream(opts: SubscribeOptions, waitForReady: boolean, turnView?: GetViewRequest): DeliveryStream {
     const cursors = opts.cursors instanceof Map ? Object.fromEntries(opts.cursors) : { ...opts.cursors };
     if (this.peers) {
       const deadline = opts.timeoutMs !== undefined ? Date.now() + opts.timeoutMs : undefined;
@@ -701,7 +824,7 @@ export class Client {
         this.stream(
           "subscribe",
           this.raw.subscribe,
-          SubscribeRequest.fromPartial({ cursors: at, includeEnded: opts.includeEnded ?? false }),
+          SubscribeRequest.fromPartial({ cursors: at, includeEnded: opts.includeEnded ?? false, turnView }),
           { timeoutMs: deadline !== undefined ? Math.max(deadline - Date.now(), 0) : undefined },
           false,
           client,
@@ -712,7 +835,7 @@ export class Client {
     return this.stream(
       "subscribe",
       this.raw.subscribe,
-      SubscribeRequest.fromPartial({ cursors, includeEnded: opts.includeEnded ?? false }),
+      SubscribeRequest.fromPartial({ cursors, includeEnded: opts.includeEnded ?? false, turnView }),
       opts,
       waitForReady,
     );

@@ -5,7 +5,7 @@
 import { Metadata, status } from "@grpc/grpc-js";
 
 import { ErrorInfo, Status } from "./gen/google/rpc/status.js";
-import { Reason } from "./gen/hub.js";
+import { Reason, type StreamError } from "./gen/hub.js";
 
 /** The google.rpc.ErrorInfo domain of the hub's errors. */
 export const ErrorDomain = "hubd";
@@ -249,6 +249,33 @@ export function hubError(op: string, err: unknown, deadline?: number): unknown {
   const cls = name ? errorClasses[name] : classOfCode(err.code);
   // An unknown reason (a newer hub) is kept on a plain HubError.
   return new cls(op, err.code, (name || reason) as ReasonName | "", err.details ?? err.message ?? "", err.metadata);
+}
+
+/**
+ * The error of a send that the hub refused on a Connect stream (a
+ * StreamAck's error): exactly the HubError a Send call would have rejected
+ * with, of the same class, code, message and reason, its metadata carrying
+ * the same grpc-status-details-bin trailer (ErrorInfo with its metadata:
+ * NOT_OWNER's owner_addr, ...).
+ */
+export function streamError(op: string, se: StreamError): unknown {
+  const md = new Metadata();
+  const reason = Reason[se.reason];
+  if (se.reason !== Reason.REASON_UNSPECIFIED && reason !== undefined) {
+    const info = ErrorInfo.encode({ reason, domain: ErrorDomain, metadata: { ...se.metadata } }).finish();
+    const st = Status.encode({
+      code: se.code,
+      message: se.message,
+      details: [{ typeUrl: "type.googleapis.com/google.rpc.ErrorInfo", value: Buffer.from(info) }],
+    }).finish();
+    md.set(detailsTrailer, Buffer.from(st));
+  }
+  const err = Object.assign(new Error(`${se.code} ${status[se.code] ?? ""}: ${se.message}`), {
+    code: se.code,
+    details: se.message,
+    metadata: md,
+  });
+  return hubError(op, err);
 }
 
 /** The hub's stable reason of err ("OUT_OF_TURN", ...), or undefined when it carries none. */

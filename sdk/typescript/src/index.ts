@@ -39,6 +39,7 @@ export {
   type TLSOptions,
   type ViewOptions,
 } from "./client.js";
+export { MaxStreamEnvelope, Transport, type TransportName } from "./connect.js";
 export {
   awaitAll,
   awaitAny,

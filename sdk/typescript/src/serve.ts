@@ -4,6 +4,7 @@
 import { backoffDelay, sleep } from "./backoff.js";
 import { newTurn, type OptionInput, type QuestionInput, type SpawnOptions, type Task, type WaitOptions } from "./calls.js";
 import type { Client, OpenOptions } from "./client.js";
+import { MaxStreamEnvelope, type AgentStream } from "./connect.js";
 import {
   BadLifecycleTransitionError,
   CanceledError,
@@ -13,7 +14,7 @@ import {
   SessionNotOpenError,
 } from "./errors.js";
 import { ends, EventType, Packet, turnMsgId } from "./envelope.js";
-import { Envelope, type Answer, type Delivery, type DelegationResult, type View } from "./gen/hub.js";
+import { Envelope, GetViewRequest, type Answer, type Delivery, type DelegationResult, type View } from "./gen/hub.js";
 
 /** One turn of the agent in a session. */
 export interface Turn {
@@ -137,7 +138,9 @@ export interface ServeOptions {
   invites?: (invite: Invite, signal: AbortSignal) => unknown;
   /**
    * The view given to the handler: a name (ViewName) and window; null gives
-   * none and saves a call per turn. Default: the default view.
+   * none. Default: the default view. It comes with the turn notice (the
+   * subscription's turn_view), as the notice left the hub; a turn told
+   * without it (a view the hub could not build) fetches it first.
    */
   view?: { name: string; window?: number } | null;
   /** The reconnect backoff: exponential from baseMs, capped at maxMs, jittered. Default 100 ms to 5 s. */
@@ -145,7 +148,8 @@ export interface ServeOptions {
   /**
    * Called with every delivery of the agent's stream, in order, before serve
    * acts on it (for transcripts and metrics). While a promise it returns is
-   * pending, nothing more is read.
+   * pending, nothing more is read (over the Connect stream, the acks of the
+   * replies neither).
    */
   observer?: (d: Delivery) => void | Promise<void>;
   /** Called with the error that broke the stream each time serve resubscribes. */
@@ -174,11 +178,19 @@ interface Worker {
  * is written once. When the stream breaks (the hub restarts or drains, the
  * connection drops, or the hub cuts the agent off as a slow subscriber),
  * serve resubscribes with exponential backoff from the cursors it keeps (the
- * last seq seen per session), so nothing is missed or seen twice, and asks
- * for its pending turns. A turn superseded by a newer one of the same
- * session before h started on it is skipped. A reply that the hub refuses
- * because the turn has passed (OUT_OF_TURN, SESSION_CLOSED,
- * SESSION_NOT_OPEN) is logged and dropped.
+ * last seq seen per session), so nothing is missed or seen twice; the new
+ * stream tells its pending turns again. Each turn notice carries the agent's
+ * view (the subscription's turn_view), so a turn costs no call before the
+ * handler. A turn superseded by a newer one of the same session before h
+ * started on it is skipped. A reply that the hub refuses because the turn
+ * has passed (OUT_OF_TURN, SESSION_CLOSED, SESSION_NOT_OPEN) is logged and
+ * dropped.
+ *
+ * serve reads its deliveries from a Connect stream of its own and posts the
+ * replies on it (one stream, no call per reply), or, with
+ * ClientOptions.transport "unary", in a cluster or against a hub without
+ * the stream, from a Subscribe stream with a Send call per reply. Closing
+ * the client ends serve (it resolves).
  */
 export async function serve(c: Client, h: Handler, opts: ServeOptions, log: (line: string) => void): Promise<void> {
   if (typeof h !== "function") {
@@ -186,10 +198,11 @@ export async function serve(c: Client, h: Handler, opts: ServeOptions, log: (lin
   }
   const stop = new AbortController();
   const onAbort = () => stop.abort();
-  if (opts.signal?.aborted) {
+  if (opts.signal?.aborted || c.closing.aborted) {
     return;
   }
   opts.signal?.addEventListener("abort", onAbort, { once: true });
+  c.closing.addEventListener("abort", onAbort, { once: true });
   const base = opts.backoff?.baseMs ?? 100;
   const max = opts.backoff?.maxMs ?? 5000;
   const sv = new Serving(c, h, opts, stop.signal, log, base, max);
@@ -215,6 +228,7 @@ export async function serve(c: Client, h: Handler, opts: ServeOptions, log: (lin
     }
   } finally {
     opts.signal?.removeEventListener("abort", onAbort);
+    c.closing.removeEventListener("abort", onAbort);
     stop.abort();
     await sv.drain();
   }
@@ -226,6 +240,8 @@ class Serving {
   private readonly cursors = new Map<string, number>();
   private readonly sessions = new Map<string, Worker>();
   private readonly tasks = new Set<Promise<void>>();
+  /** The Connect stream being read, if any: replies go over it. */
+  private stream?: AgentStream;
 
   constructor(
     private readonly c: Client,
@@ -237,9 +253,49 @@ class Serving {
     private readonly max: number,
   ) {}
 
+  /** The turn view the subscription asks for (none with view: null). */
+  private turnView(): GetViewRequest | undefined {
+    const v = this.opts.view === undefined ? { name: "default" } : this.opts.view;
+    return v ? GetViewRequest.fromPartial({ name: v.name, window: v.window ?? 0 }) : undefined;
+  }
+
   /** Reads one subscription until it breaks; reports whether it delivered anything, and why it ended. */
   async subscription(): Promise<{ got: boolean; err?: unknown }> {
-    const s = this.c.subscribeStream({ cursors: this.cursors, signal: this.signal }, true);
+    let st: AgentStream | undefined;
+    let got = false;
+    try {
+      st = await this.c.connectStream({
+        subscribe: { cursors: Object.fromEntries(this.cursors), includeEnded: false, turnView: this.turnView() },
+        onDelivery: (d) => {
+          got = true;
+          return this.deliver(d);
+        },
+        waitForReady: true,
+        signal: this.signal,
+      });
+    } catch (err) {
+      return { got, err };
+    }
+    if (st) {
+      // The stream itself tells the pending turns (after what the cursors
+      // missed), each with its view: no pendingTurns call is needed.
+      this.stream = st;
+      try {
+        await st.done;
+        return { got, err: st.err };
+      } finally {
+        if (this.stream === st) {
+          this.stream = undefined;
+        }
+        st.close();
+      }
+    }
+    return this.subscribed();
+  }
+
+  /** Reads one Subscribe stream until it breaks (unary transport). */
+  private async subscribed(): Promise<{ got: boolean; err?: unknown }> {
+    const s = this.c.subscribeStream({ cursors: this.cursors, signal: this.signal }, true, this.turnView());
     let got = false;
     try {
       let turns: Delivery[] = [];
@@ -277,9 +333,19 @@ class Serving {
     this.tasks.add(t);
   }
 
-  /** Acts on one delivery of the stream. */
-  private async deliver(d: Delivery): Promise<void> {
-    await this.opts.observer?.(d);
+  /**
+   * Acts on one delivery of the stream; returns a promise only while the
+   * observer's is pending (the reader waits for it).
+   */
+  private deliver(d: Delivery): void | Promise<void> {
+    const o = this.opts.observer?.(d);
+    if (o !== undefined && typeof o.then === "function") {
+      return o.then(() => this.act(d));
+    }
+    this.act(d);
+  }
+
+  private act(d: Delivery): void {
     const e = d.envelope;
     if (!e) {
       return;
@@ -420,7 +486,9 @@ class Serving {
     const id = e.sessionId;
     const t = newTurn(this.c, id, e, signal, (seq) => this.consume(id, seq));
     const v = this.opts.view === undefined ? { name: "default" } : this.opts.view;
-    if (v) {
+    if (v && d.view) {
+      t.view = d.view; // the turn notice carried it
+    } else if (v) {
       try {
         t.view = await this.retry(() => this.c.view(id, { name: v.name, window: v.window ?? 0, signal }), signal);
       } catch (err) {
@@ -452,10 +520,20 @@ class Serving {
     env.causationId = e.id;
     const reply = env;
     try {
-      await this.retry(() => this.c.sendEnvelope(id, reply, 1, { signal }), signal);
+      await this.retry(() => this.send(id, reply, signal), signal);
     } catch (err) {
       this.stale(e, "reply", err);
     }
+  }
+
+  /** Posts a reply once: over serve's stream while it has one, else as the client sends. */
+  private async send(id: string, reply: Envelope, signal: AbortSignal): Promise<void> {
+    const st = this.stream;
+    if (st && !st.ended && Envelope.encode(reply).finish().length <= MaxStreamEnvelope) {
+      await st.send(id, reply, { signal });
+      return;
+    }
+    await this.c.sendEnvelope(id, reply, 1, { signal });
   }
 
   /** Logs a failed step of a turn: quietly for a turn that had passed. */

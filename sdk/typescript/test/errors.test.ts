@@ -15,6 +15,7 @@ import {
   DepthExceededError,
   DrainingError,
   errorClasses,
+  errorInfoFromMetadata,
   googleRpc,
   HubError,
   hubError,
@@ -36,10 +37,12 @@ import {
   SessionType,
   SlowSubscriberError,
   TooLargeError,
+  Transport,
   UnavailableError,
   UnknownSessionError,
   UnknownSessionTypeError,
   type Session,
+  type TransportName,
 } from "@hubd/sdk";
 
 const { ErrorInfo, Status } = googleRpc;
@@ -70,21 +73,34 @@ async function openPipeline(alice: Client): Promise<Session> {
   return s;
 }
 
+/** Both transports of a send: a refusal is the same error over either. */
+const transports: TransportName[] = [Transport.Stream, Transport.Unary];
+
 describe("the hub's refusals", { timeout: 20_000 }, () => {
   let hub: Hubd;
-  let alice: Client, bob: Client, carol: Client, mallory: Client;
+  /** alice, bob, carol and mallory per transport. */
+  const agents = new Map<TransportName, Client[]>();
+  let alice: Client;
   before(async () => {
     hub = await Hubd.start();
-    [alice, bob, carol, mallory] = await Promise.all(["alice", "bob", "carol", "mallory"].map((n) => hub.connect(n)));
+    for (const transport of transports) {
+      agents.set(transport, await Promise.all(["alice", "bob", "carol", "mallory"].map((n) => hub.connect(n, { transport }))));
+    }
+    alice = agents.get(Transport.Stream)![0];
   });
   after(async () => {
-    for (const c of [alice, bob, carol, mallory]) {
+    for (const c of [...agents.values()].flat()) {
       c.close();
     }
     await hub.close();
   });
 
-  test("each reason is its class, with the hub's code and message", async () => {
+  for (const transport of transports) {
+    test(`each reason is its class, with the hub's code, message and ErrorInfo (sends over ${transport})`, () => refusals(transport));
+  }
+
+  async function refusals(transport: TransportName): Promise<void> {
+    const [alice, bob, carol, mallory] = agents.get(transport)!;
     const open = (await openPipeline(alice)).id;
     const closed = (await openPipeline(alice)).id;
     await alice.closeSession(closed);
@@ -106,11 +122,20 @@ describe("the hub's refusals", { timeout: 20_000 }, () => {
       ["unknown session", () => alice.getSession("01900000-0000-7000-8000-000000000000"), UnknownSessionError, "UNKNOWN_SESSION", status.NOT_FOUND, ""],
       ["permission denied", () => bob.closeSession(open), PermissionDeniedError, "PERMISSION_DENIED", status.PERMISSION_DENIED, 'only the creator "alice"'],
       ["impersonation", () => alice.send(open, { from: "bob", type: "text", text: { text: "it is me, bob" } }), ImpersonationError, "IMPERSONATION", status.PERMISSION_DENIED, 'caller is "alice"'],
+      ["send to an unknown session", () => alice.sendText("01900000-0000-7000-8000-000000000000", "anyone?"), UnknownSessionError, "UNKNOWN_SESSION", status.NOT_FOUND, ""],
+      ["send to a malformed id", () => alice.sendText("not-a-uuid", "hi"), MalformedError, "MALFORMED", status.INVALID_ARGUMENT, "session_id"],
     ];
     for (const [name, call, cls, reason, code, msg] of cases) {
-      await assert.rejects(call(), (err) => checkErr(err, cls, reason, code, msg), name);
+      await assert.rejects(
+        call(),
+        (err) => checkErr(err, cls, reason, code, msg) && errorInfoFromMetadata((err as HubError).metadata).reason === reason,
+        name,
+      );
     }
-  });
+    for (const c of [alice, bob, carol, mallory]) {
+      assert.equal(c.transport, transport, `${c.name} sent over ${c.transport}`);
+    }
+  }
 
   test("a child too deep is DEPTH_EXCEEDED", async () => {
     // The hub's default limit is depth 8: the ninth nested child is refused.
@@ -129,6 +154,9 @@ describe("the hub's refusals", { timeout: 20_000 }, () => {
     const early = new AbortController();
     early.abort();
     await assert.rejects(alice.listSessions({ signal: early.signal }), (err) =>
+      checkErr(err, CanceledError, "", status.CANCELLED, "cancelled"),
+    );
+    await assert.rejects(alice.sendText((await openPipeline(alice)).id, "never", { signal: early.signal }), (err) =>
       checkErr(err, CanceledError, "", status.CANCELLED, "cancelled"),
     );
     const midway = new AbortController();
@@ -159,17 +187,21 @@ describe("refusals of a hub with small limits", { timeout: 20_000 }, () => {
   });
   after(() => hub.close());
 
-  test("an envelope over the limit is TOO_LARGE", async () => {
-    const alice = await hub.connect("alice");
-    try {
-      const s = await openPipeline(alice);
-      await assert.rejects(alice.sendText(s.id, "x".repeat(50_000)), (err) =>
-        checkErr(err, TooLargeError, "TOO_LARGE", status.RESOURCE_EXHAUSTED, "40000"),
-      );
-    } finally {
-      alice.close();
-    }
-  });
+  for (const transport of transports) {
+    test(`an envelope over the limit is TOO_LARGE (sent over ${transport})`, async () => {
+      const alice = await hub.connect("alice", { transport });
+      try {
+        const s = await openPipeline(alice);
+        await assert.rejects(alice.sendText(s.id, "x".repeat(50_000)), (err) =>
+          checkErr(err, TooLargeError, "TOO_LARGE", status.RESOURCE_EXHAUSTED, "40000"),
+        );
+        assert.equal(alice.transport, transport);
+        await alice.closeSession(s.id); // the hub allows two open per agent
+      } finally {
+        alice.close();
+      }
+    });
+  }
 
   test("more open sessions than the agent may have is LIMIT_REACHED", async () => {
     const opener = await hub.connect("opener");
@@ -218,37 +250,41 @@ describe("refusals of a hub with small limits", { timeout: 20_000 }, () => {
 });
 
 describe("a hub that stops", { timeout: 20_000 }, () => {
-  test("ends streams with DRAINING, and a call to it then is UNAVAILABLE", async () => {
-    const hub = await Hubd.start();
-    const alice = await hub.connect("alice");
-    try {
-      const s = await openPipeline(alice);
-      const w = alice.watch(s.id);
-      assert.ok(await w.recv()); // the stream is up
-      await hub.stop();
-      await assert.rejects(
-        (async () => {
-          for await (const _ of w) {
-            // the rest of the session's log
-          }
-        })(),
-        (err) => {
-          assert.ok(err instanceof UnavailableError && retryable(err));
-          return checkErr(err, DrainingError, "DRAINING", status.UNAVAILABLE, "");
-        },
-      );
-      await assert.rejects(alice.sendText(s.id, "anyone?"), (err) => {
-        assert.ok(err instanceof UnavailableError, String(err));
-        assert.equal(err.reason, "");
-        assert.equal(err.code, status.UNAVAILABLE);
-        assert.equal(reasonOf(err), undefined);
-        return true;
-      });
-    } finally {
-      alice.close();
-      await hub.close();
-    }
-  });
+  for (const transport of transports) {
+    test(`ends streams with DRAINING, and a send to it then is UNAVAILABLE (over ${transport})`, async () => {
+      const hub = await Hubd.start();
+      // A short retry budget: the send gives up within a second, not ten.
+      const alice = await hub.connect("alice", { transport, retryBudgetMs: 500 });
+      try {
+        const s = await openPipeline(alice);
+        await alice.setContext(s.id, { up: true }); // over the stream, open until the hub stops
+        const w = alice.watch(s.id);
+        assert.ok(await w.recv()); // the stream is up
+        await hub.stop();
+        await assert.rejects(
+          (async () => {
+            for await (const _ of w) {
+              // the rest of the session's log
+            }
+          })(),
+          (err) => {
+            assert.ok(err instanceof UnavailableError && retryable(err));
+            return checkErr(err, DrainingError, "DRAINING", status.UNAVAILABLE, "");
+          },
+        );
+        await assert.rejects(alice.sendText(s.id, "anyone?"), (err) => {
+          assert.ok(err instanceof UnavailableError, String(err));
+          assert.equal(err.reason, "");
+          assert.equal(err.code, status.UNAVAILABLE);
+          assert.equal(reasonOf(err), undefined);
+          return true;
+        });
+      } finally {
+        alice.close();
+        await hub.close();
+      }
+    });
+  }
 });
 
 describe("reading the reason", { timeout: 20_000 }, () => {

@@ -154,10 +154,16 @@ export class Hubd {
     await this.exited;
   }
 
+  /** Stops hubd with SIGSTOP: it holds its connections but reads and answers nothing (kill9 still ends it). */
+  pause(): void {
+    this.proc?.kill("SIGSTOP");
+  }
+
   /** Stops hubd gracefully (SIGTERM: it drains its streams) and waits until it is gone. */
   async stop(): Promise<void> {
     if (this.proc && this.proc.exitCode === null && this.proc.signalCode === null) {
       this.proc.kill("SIGTERM");
+      this.proc.kill("SIGCONT"); // a paused hub handles it once it runs again
     }
     await this.exited;
   }

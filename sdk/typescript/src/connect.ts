@@ -1,0 +1,286 @@
+// The agent's Connect stream: agentsdk/connect.go.
+//
+// One bidirectional stream per agent connection carries its sends, each
+// with a ref the hub echoes in its ack (or in the error a Send call would
+// have returned), and, after one subscribe frame, its deliveries (with the
+// turn view when asked).
+
+import * as grpc from "@grpc/grpc-js";
+
+import { CanceledError, DeadlineExceededError, hubError, streamError, UnavailableError } from "./errors.js";
+import { AgentFrame, HubFrame, type Delivery, type Envelope, type SendResponse, type StreamAck, type SubscribeRequest } from "./gen/hub.js";
+import { HubService, type HubClient } from "./gen/hub_service.js";
+
+/** The transports of ClientOptions.transport. */
+export const Transport = {
+  /**
+   * Sends over the agent's Connect stream (one bidirectional stream per
+   * Client carries its sends and their acks; serve's deliveries and replies
+   * share a stream of its own), falling back to unary calls against a hub
+   * without it. The default, except with ClientOptions.peers.
+   */
+  Stream: "stream",
+  /** One Send call per envelope; serve reads a Subscribe stream. Always used with ClientOptions.peers. */
+  Unary: "unary",
+} as const;
+
+/** A transport of ClientOptions.transport. */
+export type TransportName = (typeof Transport)[keyof typeof Transport];
+
+/**
+ * The largest envelope (encoded) sent on a Connect stream: a larger one is
+ * sent with a Send call, which fails alone (TooLargeError) where a frame
+ * over the hub's read limit would end the whole stream.
+ */
+export const MaxStreamEnvelope = 1 << 20;
+
+/** @internal The hub has no Connect stream (UNIMPLEMENTED: an older hub); the caller falls back to unary calls. */
+export class NoStreamError extends Error {
+  constructor() {
+    super("hubd: the hub has no Connect stream");
+  }
+}
+
+/** @internal How a stream is opened. */
+export interface ConnectOptions {
+  /** When set, subscribes the stream: its deliveries go to onDelivery. */
+  subscribe?: SubscribeRequest;
+  /**
+   * Called with each delivery, in order, on the stream's reader; while a
+   * promise it returns is pending nothing more is read (acks neither).
+   */
+  onDelivery?: (d: Delivery) => void | Promise<void>;
+  /** Waits for the hub while it is down, instead of failing at once. */
+  waitForReady: boolean;
+  /** Gives up opening after this long (DeadlineExceededError); unset: no limit. */
+  setupMs?: number;
+  /** Aborts the opening, and then ends the stream. */
+  signal?: AbortSignal;
+}
+
+/** The per-call options of a send. */
+interface SendCallOptions {
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}
+
+interface Waiter {
+  resolve: (a: StreamAck) => void;
+  reject: (err: unknown) => void;
+}
+
+/**
+ * @internal An agent's Connect stream. Sends in flight are answered in any
+ * order, each by its ref. When the stream breaks, every send in flight
+ * rejects with an UnavailableError (its outcome unknown: send it again
+ * with the same client message id, which the hub deduplicates) and done
+ * resolves.
+ */
+export class AgentStream {
+  /** The agent the hub knows the stream as. */
+  agent = "";
+  private next = 0;
+  private readonly waiting = new Map<number, Waiter>();
+  /** Why the stream ended (a HubError); undefined while it runs. */
+  err?: unknown;
+  private status?: grpc.StatusObject;
+  private endedBy?: () => void;
+  /** Resolves once the stream has ended (err says why). */
+  readonly done: Promise<void>;
+  private readonly onAbort = () => this.close();
+
+  private constructor(
+    private readonly call: grpc.ClientDuplexStream<AgentFrame, HubFrame>,
+    private readonly onDelivery: ConnectOptions["onDelivery"],
+    private readonly signal?: AbortSignal,
+  ) {
+    this.done = new Promise((resolve) => (this.endedBy = resolve));
+  }
+
+  /**
+   * Opens a stream on client and waits for the hub's ready frame. Rejects
+   * with NoStreamError against a hub without Connect, else with the
+   * HubError of the failed opening.
+   */
+  static open(client: HubClient, opts: ConnectOptions): Promise<AgentStream> {
+    if (opts.signal?.aborted) {
+      return Promise.reject(new CanceledError("connect", grpc.status.CANCELLED, "", "the stream was cancelled before it opened"));
+    }
+    const m = HubService.connect;
+    const call = client.makeBidiStreamRequest<AgentFrame, HubFrame>(
+      m.path,
+      m.requestSerialize,
+      m.responseDeserialize,
+      new grpc.Metadata({ waitForReady: opts.waitForReady }),
+      {},
+    );
+    const st = new AgentStream(call, opts.onDelivery, opts.signal);
+    return new Promise<AgentStream>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      let settled = false;
+      const setup = (err?: unknown) => {
+        if (settled) {
+          return;
+        }
+        settled = true;
+        clearTimeout(timer);
+        opts.signal?.removeEventListener("abort", onAbort);
+        if (err === undefined) {
+          opts.signal?.addEventListener("abort", st.onAbort, { once: true });
+          resolve(st);
+          return;
+        }
+        call.cancel();
+        reject(err);
+      };
+      const onAbort = () => setup(new CanceledError("connect", grpc.status.CANCELLED, "", "the stream was cancelled before it opened"));
+      opts.signal?.addEventListener("abort", onAbort, { once: true });
+      if (opts.setupMs !== undefined) {
+        timer = setTimeout(
+          () => setup(new DeadlineExceededError("connect", grpc.status.DEADLINE_EXCEEDED, "", `the hub did not open the stream within ${opts.setupMs} ms`)),
+          opts.setupMs,
+        );
+      }
+      // The call's status comes with its end ('error' first when it
+      // failed); the stream ends on 'end', once every frame it brought
+      // has been read (acks included), as Go's reader ends on Recv's error.
+      const failed = (s: grpc.StatusObject) => {
+        st.status ??= s;
+        if (s.code === grpc.status.UNIMPLEMENTED) {
+          setup(new NoStreamError());
+        } else if (s.code !== grpc.status.OK) {
+          setup(hubError("connect", Object.assign(new Error(s.details), s)));
+        }
+      };
+      call.on("error", (err: grpc.ServiceError) => failed(err));
+      call.on("status", (s: grpc.StatusObject) => failed(s));
+      call.on("end", () => {
+        setup(new UnavailableError("connect", grpc.status.UNAVAILABLE, "", "the hub ended the stream before it was ready"));
+        st.fail();
+      });
+      call.on("data", (f: HubFrame) => {
+        if (!settled) {
+          st.agent = f.ready?.agent ?? "";
+          if (opts.subscribe) {
+            call.write(AgentFrame.fromPartial({ subscribe: opts.subscribe }));
+          }
+          setup();
+          return;
+        }
+        st.frame(f);
+      });
+    });
+  }
+
+  /** Acts on one frame of the hub. */
+  private frame(f: HubFrame): void {
+    if (f.ack) {
+      const w = this.waiting.get(f.ack.ref);
+      this.waiting.delete(f.ack.ref);
+      w?.resolve(f.ack);
+      return;
+    }
+    if (f.delivery && this.onDelivery) {
+      const r = this.onDelivery(f.delivery);
+      if (r !== undefined && typeof r.then === "function") {
+        // The observer holds the reader back (gRPC's flow control then
+        // holds the hub's sends back, as Subscribe does).
+        this.call.pause();
+        r.then(
+          () => this.call.resume(),
+          () => this.call.resume(),
+        );
+      }
+    }
+  }
+
+  /** Ends the stream with why (from the call's status when unset): sends in flight fail. */
+  private fail(why?: unknown): void {
+    if (this.err !== undefined) {
+      return;
+    }
+    const s = this.status;
+    this.err =
+      why ??
+      (s && s.code !== grpc.status.OK
+        ? hubError("connect", Object.assign(new Error(s.details), s))
+        : new UnavailableError("connect", grpc.status.UNAVAILABLE, "", "the hub ended the stream"));
+    this.signal?.removeEventListener("abort", this.onAbort);
+    const waiting = [...this.waiting.values()];
+    this.waiting.clear();
+    for (const w of waiting) {
+      w.reject(this.broken());
+    }
+    this.endedBy?.();
+  }
+
+  /** Whether the stream has ended. */
+  get ended(): boolean {
+    return this.err !== undefined;
+  }
+
+  /** Ends the stream; sends in flight fail (UnavailableError). */
+  close(): void {
+    if (this.err === undefined) {
+      this.fail(new CanceledError("connect", grpc.status.CANCELLED, "", "the stream was closed"));
+    }
+    this.call.cancel();
+  }
+
+  /**
+   * Sends e in sessionId once and resolves with the hub's acknowledgement;
+   * rejects with the HubError a Send call would have rejected with, or with
+   * an UnavailableError when the stream breaks before the answer (send it
+   * again with the same client message id). e must not change until then.
+   */
+  send(sessionId: string, e: Envelope, opts: SendCallOptions = {}): Promise<SendResponse> {
+    if (opts.signal?.aborted) {
+      return Promise.reject(new CanceledError("send", grpc.status.CANCELLED, "", "the call was cancelled before it started"));
+    }
+    if (this.err !== undefined) {
+      return Promise.reject(this.broken());
+    }
+    const ref = ++this.next;
+    return new Promise<SendResponse>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      const settle = () => {
+        clearTimeout(timer);
+        opts.signal?.removeEventListener("abort", onAbort);
+      };
+      const give = (err: unknown) => {
+        this.waiting.delete(ref);
+        settle();
+        reject(err);
+      };
+      const onAbort = () => give(new CanceledError("send", grpc.status.CANCELLED, "", "the call was cancelled"));
+      this.waiting.set(ref, {
+        resolve: (a) => {
+          settle();
+          if (a.error) {
+            reject(streamError("send", a.error));
+          } else {
+            resolve(a.response as SendResponse);
+          }
+        },
+        reject: (err) => {
+          settle();
+          reject(err);
+        },
+      });
+      opts.signal?.addEventListener("abort", onAbort, { once: true });
+      if (opts.timeoutMs !== undefined) {
+        timer = setTimeout(
+          () => give(new DeadlineExceededError("send", grpc.status.DEADLINE_EXCEEDED, "", `deadline exceeded after ${opts.timeoutMs} ms`)),
+          opts.timeoutMs,
+        );
+      }
+      this.call.write({ send: { ref, sessionId, envelope: e, traceparent: "", tracestate: "" } });
+    });
+  }
+
+  /** The error of a send the stream could not answer: unavailable, so that it is sent again (with its client message id). */
+  private broken(): UnavailableError {
+    const why = this.err instanceof Error ? this.err.message : "the stream broke";
+    return new UnavailableError("send", grpc.status.UNAVAILABLE, "", `agent stream: ${why}`);
+  }
+}

@@ -1,0 +1,316 @@
+// The agent's Connect stream against the real hub: serve and sends go over
+// it by default (the hub's /metrics counts them as transport "connect"),
+// the unary transport and a hub without the stream use Send calls and a
+// Subscribe stream, a client message id is written once however often it
+// is sent, a send in flight when the hub dies is sent again on a new
+// stream and written once, and a closed client leaves nothing running.
+
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { get } from "node:http";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+
+import * as grpc from "@grpc/grpc-js";
+import {
+  autoAccepted,
+  Client,
+  ends,
+  isTurn,
+  MaxStreamEnvelope,
+  sequence,
+  SessionClosedError,
+  SessionType,
+  textOf,
+  TooLargeError,
+  Transport,
+  type ClientOptions,
+  type Handler,
+} from "@hubd/sdk";
+
+import { freePort, Hubd, pkgDir, within } from "./hub.js";
+
+/** A hub with its HTTP port (/metrics) on a free loopback port. */
+async function hubWithMetrics(args: string[] = []): Promise<{ hub: Hubd; http: string }> {
+  const http = `127.0.0.1:${await freePort()}`;
+  return { hub: await Hubd.start({ args: ["--http", http, ...args] }), http };
+}
+
+/** The hub's metrics: sample ("name{labels}") → value. */
+function scrape(http: string): Promise<Map<string, number>> {
+  return new Promise((resolve, reject) => {
+    get({ host: http.split(":")[0], port: Number(http.split(":")[1]), path: "/metrics", agent: false }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (c: string) => (body += c));
+      res.on("end", () => {
+        const m = new Map<string, number>();
+        for (const line of body.split("\n")) {
+          const i = line.lastIndexOf(" ");
+          if (line.startsWith("hubd_") && i > 0) {
+            m.set(line.slice(0, i), Number(line.slice(i + 1)));
+          }
+        }
+        resolve(m);
+      });
+    }).on("error", reject);
+  });
+}
+
+const sends = (transport: "connect" | "grpc", code = "OK") => `hubd_requests_total{code="${code}",method="Send",transport="${transport}"}`;
+
+/** How much a sample grew between two scrapes. */
+function grew(before: Map<string, number>, after: Map<string, number>, name: string): number {
+  return (after.get(name) ?? 0) - (before.get(name) ?? 0);
+}
+
+/**
+ * An interceptor that answers Connect as a hub without it does
+ * (UNIMPLEMENTED, before any frame), passing every other call on: the
+ * stand-in for an older hub, which the repository does not build.
+ */
+const withoutConnect: grpc.Interceptor = (options, nextCall) => {
+  if (options.method_definition.path !== "/hubd.v1.Hub/Connect") {
+    return new grpc.InterceptingCall(nextCall(options));
+  }
+  return new grpc.InterceptingCall(nextCall(options), {
+    start(_md, listener) {
+      setImmediate(() =>
+        listener.onReceiveStatus({ code: grpc.status.UNIMPLEMENTED, details: "unknown method Connect for service hubd.v1.Hub", metadata: new grpc.Metadata() }),
+      );
+    },
+    sendMessage() {},
+    halfClose() {},
+  });
+};
+
+/** Follows a session to its end: its turns as "speaker: text" and its close reason. */
+async function transcript(c: Client, sessionId: string): Promise<{ turns: string[]; reason: string }> {
+  const turns: string[] = [];
+  for await (const e of c.follow(sessionId)) {
+    if (isTurn(e)) {
+      turns.push(`${e.from}: ${textOf(e)}`);
+    }
+    if (ends(e)) {
+      return { turns, reason: e.ended?.reason ?? "" };
+    }
+  }
+  throw new Error("follow ended before the session did");
+}
+
+describe("the Connect stream", { timeout: 60_000 }, () => {
+  let hub: Hubd;
+  let http: string;
+  before(async () => {
+    ({ hub, http } = await hubWithMetrics());
+  });
+  after(() => hub.close());
+
+  const cases: { name: string; opts: Partial<ClientOptions>; stream: boolean }[] = [
+    { name: "the stream (default)", opts: {}, stream: true },
+    { name: "transport unary", opts: { transport: Transport.Unary }, stream: false },
+    { name: "a hub without Connect", opts: { channelOptions: { interceptors: [withoutConnect] } }, stream: false },
+  ];
+  for (const tc of cases) {
+    test(`a served pipeline over ${tc.name}: each agent sees its view; /metrics counts the sends by transport`, async () => {
+      const names = ["researcher", "writer", "editor"];
+      const lines: string[] = [];
+      const clients = await Promise.all(names.map((n) => hub.connect(n, { ...tc.opts, log: (l) => lines.push(l) })));
+      const calls: string[] = [];
+      const ac = new AbortController();
+      const handler = (c: Client): Handler => (turn) => {
+        calls.push(`${c.name} seeing ${turn.view?.items.length}`);
+        return `notes from ${c.name}`;
+      };
+      const runs = clients.map((c) => c.serve(handler(c), { signal: ac.signal }));
+      const before = await scrape(http);
+      try {
+        const opened = await clients[0].openWorkflow(sequence(...names), ["writer", "editor"]);
+        const { turns, reason } = await within(transcript(clients[0], opened.id), 20_000, "the pipeline's end");
+        assert.deepEqual(turns, ["researcher: notes from researcher", "writer: notes from writer", "editor: notes from editor"]);
+        assert.equal(reason, "sequence_complete");
+        assert.deepEqual(calls, ["researcher seeing 0", "writer seeing 1", "editor seeing 2"]);
+        // A send outside serve goes the same way, and is refused the same way.
+        await assert.rejects(clients[1].sendText(opened.id, "after the end"), SessionClosedError);
+        const during = await scrape(http);
+        const connect = grew(before, during, sends("connect")) + grew(before, during, sends("connect", "FailedPrecondition"));
+        const unary = grew(before, during, sends("grpc")) + grew(before, during, sends("grpc", "FailedPrecondition"));
+        if (tc.stream) {
+          assert.equal(connect, 4, "three replies and the refused send on Connect streams");
+          assert.equal(unary, 0, "no Send call");
+          assert.equal(during.get('hubd_subscribers{kind="connect"}'), 4, "serve's three streams and writer's own");
+          assert.equal(during.get('hubd_subscribers{kind="subscribe"}') ?? 0, 0, "no Subscribe stream");
+          assert.equal(clients[0].transport, Transport.Stream);
+        } else {
+          assert.equal(unary, 4, "three replies and the refused send as Send calls");
+          assert.equal(connect, 0, "nothing on a Connect stream");
+          assert.equal(during.get('hubd_subscribers{kind="subscribe"}'), 3, "serve's Subscribe streams");
+          assert.equal(clients[0].transport, Transport.Unary);
+        }
+        assert.equal(
+          lines.filter((l) => l.includes("no Connect stream")).length,
+          tc.opts.channelOptions ? names.length : 0,
+          `each client says once that it falls back: ${lines.join("\n")}`,
+        );
+      } finally {
+        ac.abort();
+        await Promise.all(runs);
+        clients.forEach((c) => c.close());
+      }
+      // The streams are gone once the clients are closed.
+      const closed = await scrape(http);
+      assert.equal(closed.get('hubd_subscribers{kind="connect"}') ?? 0, 0);
+    });
+  }
+
+  test("sends of one client share its stream; a client message id is written once, however often and concurrently it is sent", async () => {
+    const [alice, bob] = await Promise.all([hub.connect("alice"), hub.connect("bob")]);
+    const before = await scrape(http);
+    try {
+      const s = await alice.open({ type: SessionType.Conversation, participants: autoAccepted("bob") });
+      const acks = await Promise.all(Array.from({ length: 10 }, () => alice.sendEvent(s.id, "note", "same", { clientMsgId: "dup-1" })));
+      const firsts = acks.filter((a) => !a.duplicate);
+      assert.equal(firsts.length, 1, "one write");
+      for (const a of acks) {
+        assert.equal(a.seq, firsts[0].seq);
+        assert.equal(a.id, firsts[0].id);
+        assert.equal(a.clientMsgId, "dup-1");
+      }
+      // Other envelopes in flight together are each acknowledged with their own seq.
+      const many = await Promise.all(Array.from({ length: 20 }, (_, i) => alice.sendEvent(s.id, "note", `n${i}`)));
+      assert.equal(new Set(many.map((a) => a.seq)).size, 20);
+      assert.equal((await alice.readLog(s.id)).filter((e) => e.clientMsgId === "dup-1").length, 1);
+      const after = await scrape(http);
+      assert.equal(grew(before, after, sends("connect")), 30);
+      assert.equal(grew(before, after, sends("grpc")), 0);
+      assert.equal(after.get('hubd_subscribers{kind="connect"}'), 1, "alice's one stream (bob sent nothing)");
+    } finally {
+      alice.close();
+      bob.close();
+    }
+  });
+
+  test("an envelope over MaxStreamEnvelope goes as a Send call: refused alone, the stream goes on", async () => {
+    const alice = await hub.connect("alice");
+    const before = await scrape(http);
+    try {
+      const s = await alice.open({ type: SessionType.Conversation, participants: autoAccepted("bob") });
+      await alice.sendEvent(s.id, "note", "small");
+      await assert.rejects(alice.sendEvent(s.id, "note", Buffer.alloc(MaxStreamEnvelope + 1, "x")), TooLargeError);
+      await alice.sendEvent(s.id, "note", "small again");
+      const after = await scrape(http);
+      assert.equal(grew(before, after, sends("connect")), 2);
+      assert.equal(grew(before, after, sends("grpc", "ResourceExhausted")), 1);
+    } finally {
+      alice.close();
+    }
+  });
+
+  test("a transport that is neither stream nor unary is refused", async () => {
+    await assert.rejects(hub.connect("alice", { transport: "carrier pigeon" as never }), /transport "carrier pigeon"/);
+  });
+});
+
+describe("a connection at its stream limit", { timeout: 20_000 }, () => {
+  test("sends with Send calls when the hub refuses it another stream (LIMIT_REACHED)", async () => {
+    const { hub, http } = await hubWithMetrics(["--max-streams-per-conn", "1"]);
+    const lines: string[] = [];
+    const alice = await hub.connect("alice", { log: (l) => lines.push(l) });
+    try {
+      const s = await alice.open({ type: SessionType.Conversation, participants: autoAccepted("bob") });
+      const w = alice.watch(s.id);
+      assert.ok(await w.recv(), "the watch holds the connection's one stream");
+      const before = await scrape(http);
+      const ack = await alice.sendText(s.id, "hello");
+      assert.ok(ack.seq > 0);
+      const after = await scrape(http);
+      assert.equal(grew(before, after, sends("grpc")), 1);
+      assert.ok(lines.some((l) => l.includes("LIMIT_REACHED") && l.includes("Send call")), lines.join("\n"));
+      w.close();
+    } finally {
+      alice.close();
+      await hub.close();
+    }
+  });
+});
+
+describe("the Connect stream across a hub crash", { timeout: 60_000 }, () => {
+  test("a send in flight when the hub dies is sent again on a new stream, with its client message id, and written once", async () => {
+    const hub = await Hubd.start();
+    const lines: string[] = [];
+    const alice = await hub.connect("alice", { log: (l) => lines.push(l) });
+    try {
+      // A try whose send the hub answered before it stopped (seen under a
+      // loaded machine) proves nothing: try again with a new send.
+      let tries = 0;
+      for (;;) {
+        tries++;
+        const id = `flight-${tries}`;
+        const s = await alice.open({ graph: sequence("alice", "bob"), participants: autoAccepted("bob") });
+        await alice.setContext(s.id, { warm: true }); // the stream is open
+        lines.length = 0;
+        hub.pause(); // the hub reads nothing more: the next send stays in flight
+        const sent = alice.sendText(s.id, "in flight", { clientMsgId: id });
+        let answered = false;
+        void sent.then(
+          () => (answered = true),
+          () => {},
+        );
+        await new Promise((r) => setTimeout(r, 200));
+        const inFlight = !answered;
+        await hub.kill9();
+        await hub.run();
+        const ack = await within(sent, 15_000, "the send in flight");
+        if (!inFlight) {
+          assert.ok(tries < 3, "the hub answered while stopped three times");
+          // The connection comes back after the restart.
+          for (let i = 0; i < 50 && !(await alice.listSessions().then(() => true, () => false)); i++) {
+            await new Promise((r) => setTimeout(r, 100));
+          }
+          continue;
+        }
+        assert.equal(ack.clientMsgId, id);
+        assert.equal(ack.duplicate, false, "the stopped hub never read it");
+        assert.ok(
+          lines.some((l) => l.includes("retrying (1/") && l.includes("agent stream")),
+          `the broken stream's send was retried: ${lines.join("\n")}`,
+        );
+        const log = await alice.readLog(s.id);
+        assert.equal(log.filter((e) => e.clientMsgId === id).length, 1);
+        assert.equal(log.find((e) => e.clientMsgId === id)?.seq, ack.seq);
+        break;
+      }
+    } finally {
+      alice.close();
+      await hub.close();
+    }
+  });
+});
+
+describe("a closed client", { timeout: 30_000 }, () => {
+  for (const transport of [Transport.Stream, Transport.Unary]) {
+    test(`leaves nothing that keeps node running: its streams end, and its serve resolves (${transport})`, async () => {
+      const hub = await Hubd.start();
+      try {
+        const child = spawn(process.execPath, [join(pkgDir, "build", "test", "close-exits.js"), hub.addr, transport], {
+          stdio: ["ignore", "pipe", "pipe"],
+        });
+        let out = "";
+        child.stdout.setEncoding("utf8").on("data", (c: string) => (out += c));
+        child.stderr.setEncoding("utf8").on("data", (c: string) => (out += c));
+        const code = await within(
+          new Promise<number | null>((resolve) => child.once("exit", (c) => resolve(c))),
+          15_000,
+          "the process to exit on its own after close",
+        ).catch((err: unknown) => {
+          child.kill("SIGKILL");
+          throw err;
+        });
+        assert.equal(code, 0, out);
+        assert.match(out, new RegExp(`served and closed over ${transport}`));
+      } finally {
+        await hub.close();
+      }
+    });
+  }
+});
