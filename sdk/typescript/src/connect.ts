@@ -84,6 +84,8 @@ export class AgentStream {
   /** Why the stream ended (a HubError); undefined while it runs. */
   err?: unknown;
   private status?: grpc.StatusObject;
+  /** The hub's closing frame: why it ends the stream. */
+  private closing?: unknown;
   private endedBy?: () => void;
   /** Resolves once the stream has ended (err says why). */
   readonly done: Promise<void>;
@@ -174,6 +176,12 @@ export class AgentStream {
 
   /** Acts on one frame of the hub. */
   private frame(f: HubFrame): void {
+    if (f.closing) {
+      // The hub ends the stream: close this side; its status follows.
+      this.closing = streamError("connect", f.closing);
+      this.call.end();
+      return;
+    }
     if (f.ack) {
       const w = this.waiting.get(f.ack.ref);
       this.waiting.delete(f.ack.ref);
@@ -200,6 +208,9 @@ export class AgentStream {
       return;
     }
     const s = this.status;
+    if (why === undefined && this.closing !== undefined && s?.code === grpc.status.CANCELLED) {
+      why = this.closing; // the hub cancelled a stream not closed in time
+    }
     this.err =
       why ??
       (s && s.code !== grpc.status.OK

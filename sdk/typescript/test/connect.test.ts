@@ -314,3 +314,24 @@ describe("a closed client", { timeout: 30_000 }, () => {
     });
   }
 });
+
+describe("a hub ending the stream", { timeout: 30_000 }, () => {
+  test("a stopping hub's closing frame half-closes the stream, which ends DRAINING, not cancelled", async () => {
+    const hub = await Hubd.start();
+    const alice = await hub.connect("alice");
+    try {
+      const s = await alice.open({ type: SessionType.Conversation, participants: autoAccepted("bob") });
+      await alice.sendText(s.id, "the stream is open");
+      // The client's own stream, opened by that send.
+      const st = (alice as unknown as { main?: { done: Promise<void>; err?: unknown } }).main;
+      assert.ok(st, "the client has no stream after a send");
+      await hub.stop();
+      await within(st.done, 10_000, "the stream's end");
+      const err = st.err as { reason?: string; code?: number };
+      assert.equal(err.code, grpc.status.UNAVAILABLE, String(st.err));
+      assert.equal(err.reason, "DRAINING", String(st.err));
+    } finally {
+      alice.close();
+    }
+  });
+});

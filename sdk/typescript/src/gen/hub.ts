@@ -1441,7 +1441,20 @@ export interface HubFrame {
     | StreamAck
     | undefined;
   /** A delivery of the subscription (after AgentFrame.subscribe). */
-  delivery?: Delivery | undefined;
+  delivery?:
+    | Delivery
+    | undefined;
+  /**
+   * The hub is ending the stream, for this reason (the subscription was
+   * cut off as too slow, the hub is closing, the session's partition
+   * moved): close your side of the stream (half-close) and read its
+   * status, which says the same. Sends still in flight are answered
+   * first; sends after this frame are answered UNAVAILABLE, to be sent
+   * again on a new stream with the same client_msg_id. A client that
+   * does not close its side within a few seconds sees the stream end
+   * as CANCELLED, and should take this error as the stream's status.
+   */
+  closing?: StreamError | undefined;
 }
 
 /** StreamReady opens a Connect stream. */
@@ -10340,7 +10353,7 @@ export const StreamSend: MessageFns<StreamSend> = {
 };
 
 function createBaseHubFrame(): HubFrame {
-  return { ready: undefined, ack: undefined, delivery: undefined };
+  return { ready: undefined, ack: undefined, delivery: undefined, closing: undefined };
 }
 
 export const HubFrame: MessageFns<HubFrame> = {
@@ -10353,6 +10366,9 @@ export const HubFrame: MessageFns<HubFrame> = {
     }
     if (message.delivery !== undefined) {
       Delivery.encode(message.delivery, writer.uint32(26).fork()).join();
+    }
+    if (message.closing !== undefined) {
+      StreamError.encode(message.closing, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -10394,6 +10410,14 @@ export const HubFrame: MessageFns<HubFrame> = {
             message.delivery = Delivery.decode(reader, reader.uint32());
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.closing = StreamError.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -10411,6 +10435,7 @@ export const HubFrame: MessageFns<HubFrame> = {
       ready: isSet(object.ready) ? StreamReady.fromJSON(object.ready) : undefined,
       ack: isSet(object.ack) ? StreamAck.fromJSON(object.ack) : undefined,
       delivery: isSet(object.delivery) ? Delivery.fromJSON(object.delivery) : undefined,
+      closing: isSet(object.closing) ? StreamError.fromJSON(object.closing) : undefined,
     };
   },
 
@@ -10424,6 +10449,9 @@ export const HubFrame: MessageFns<HubFrame> = {
     }
     if (message.delivery !== undefined) {
       obj.delivery = Delivery.toJSON(message.delivery);
+    }
+    if (message.closing !== undefined) {
+      obj.closing = StreamError.toJSON(message.closing);
     }
     return obj;
   },
@@ -10439,6 +10467,9 @@ export const HubFrame: MessageFns<HubFrame> = {
     message.ack = (object.ack !== undefined && object.ack !== null) ? StreamAck.fromPartial(object.ack) : undefined;
     message.delivery = (object.delivery !== undefined && object.delivery !== null)
       ? Delivery.fromPartial(object.delivery)
+      : undefined;
+    message.closing = (object.closing !== undefined && object.closing !== null)
+      ? StreamError.fromPartial(object.closing)
       : undefined;
     return message;
   },
