@@ -152,7 +152,7 @@ func (h *Hub) Subscribe(ctx context.Context, agent string, opts SubscribeOptions
 			sub.turnAt[s.meta.GetSessionId()] = s.trigger.GetSeq()
 		}
 		s.release()
-		sub.sent[s.meta.GetSessionId()] = cur
+		sub.sent = setSeq(sub.sent, s.meta.GetSessionId(), cur)
 		if cur < last && (has || !ended || opts.Ended) {
 			sub.spans = append(sub.spans, spanOf(s, cur+1, last))
 		}
@@ -302,7 +302,7 @@ func (h *Hub) Watch(ctx context.Context, agent string, operator bool, id session
 // catchUp queues s's logged envelopes from seq from; the caller holds the
 // tree's lock.
 func (sub *Subscription) catchUp(s *sess, from uint64) {
-	sub.sent[s.meta.GetSessionId()] = from - 1
+	sub.sent = setSeq(sub.sent, s.meta.GetSessionId(), from-1)
 	if last := s.m.Seq; from <= last {
 		sub.spans = append(sub.spans, spanOf(s, from, last))
 	}

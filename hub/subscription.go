@@ -39,8 +39,8 @@ type Subscription struct {
 	batch  []*hubpb.Delivery // catch-up read, not yet returned
 	turns  []*hubpb.Delivery // pending turns to re-tell after catch-up
 	turnAt map[string]uint64 // session id → seq of its pending turn's trigger, for catch-up
-	sent   map[string]uint64 // highest seq handed out per session id
-	told   map[string]uint64 // highest turn trigger handed out per session id
+	sent   map[string]uint64 // highest seq handed out per session id (nil until the first)
+	told   map[string]uint64 // highest turn trigger handed out per session id (nil until the first)
 
 	mu     sync.Mutex
 	queue  []*hubpb.Delivery
@@ -93,8 +93,7 @@ type span struct {
 func spanOf(s *sess, from, to uint64) span { return span{id: s.id, call: s.call, from: from, to: to} }
 
 func newSubscription(h *Hub, agent string, watch session.ID) *Subscription {
-	return &Subscription{h: h, agent: agent, watch: watch, sent: map[string]uint64{}, told: map[string]uint64{},
-		wake: make(chan struct{}, 1)}
+	return &Subscription{h: h, agent: agent, watch: watch, wake: make(chan struct{}, 1)}
 }
 
 // sees reports whether the subscriber may see e: an agent what is
@@ -367,15 +366,25 @@ func (sub *Subscription) filter(d *hubpb.Delivery) (*hubpb.Delivery, bool) {
 		return d, false
 	}
 	if fresh {
-		sub.sent[id] = seq
+		sub.sent = setSeq(sub.sent, id, seq)
 	}
 	if turn {
-		sub.told[id] = seq
+		sub.told = setSeq(sub.told, id, seq)
 	}
 	if turn != d.GetYourTurn() {
 		d = &hubpb.Delivery{Envelope: e, YourTurn: turn} // deliveries are shared: never change one
 	}
 	return d, true
+}
+
+// setSeq sets m[id] to seq, making m on first use (an idle subscription
+// holds no map).
+func setSeq(m map[string]uint64, id string, seq uint64) map[string]uint64 {
+	if m == nil {
+		m = map[string]uint64{}
+	}
+	m[id] = seq
+	return m
 }
 
 func (sub *Subscription) pop() (*hubpb.Delivery, bool, error) {
