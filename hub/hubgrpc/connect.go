@@ -126,8 +126,7 @@ func (c *agentConn) run(ctx context.Context) error {
 		}
 		c.wg.Wait() // no write after the handler returns
 	}()
-	stop := context.AfterFunc(c.svc.h.Lifetime(), func() { c.end(statusOf(c.svc.lg, "Connect", hub.ErrClosed)) })
-	defer stop()
+	defer c.svc.track(c)()
 	ready := &hubpb.HubFrame{Frame: &hubpb.HubFrame_Ready{Ready: &hubpb.StreamReady{Agent: c.id.Agent, MaxInFlight: uint32(cap(c.slots))}}}
 	if err := c.write(ready); err != nil {
 		return err

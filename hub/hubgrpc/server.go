@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -60,6 +61,9 @@ type Service struct {
 	tracer         trace.Tracer
 	onSend         func(error, time.Duration)
 	closeGrace     time.Duration
+
+	cmu   sync.Mutex
+	conns map[*agentConn]struct{} // the Connect streams, ended when the hub closes
 }
 
 // New returns the service over h.
@@ -76,8 +80,40 @@ func New(h *hub.Hub, cfg Config) *Service {
 	if cfg.Tracer == nil {
 		cfg.Tracer = noop.NewTracerProvider()
 	}
-	return &Service{h: h, auth: cfg.Auth, lg: cfg.Logger, maxConnStreams: cfg.MaxStreamsPerConn, maxInFlight: cfg.MaxInFlight,
-		tracer: cfg.Tracer.Tracer(TracerName), onSend: cfg.OnSend, closeGrace: cfg.CloseGrace}
+	s := &Service{h: h, auth: cfg.Auth, lg: cfg.Logger, maxConnStreams: cfg.MaxStreamsPerConn, maxInFlight: cfg.MaxInFlight,
+		tracer: cfg.Tracer.Tracer(TracerName), onSend: cfg.OnSend, closeGrace: cfg.CloseGrace, conns: map[*agentConn]struct{}{}}
+	context.AfterFunc(h.Lifetime(), s.endStreams)
+	return s
+}
+
+// endStreams ends every Connect stream: the hub is closing.
+func (s *Service) endStreams() {
+	s.cmu.Lock()
+	conns := make([]*agentConn, 0, len(s.conns))
+	for c := range s.conns { //hubd:orderless each ends alike
+		conns = append(conns, c)
+	}
+	s.cmu.Unlock()
+	err := statusOf(s.lg, "Connect", hub.ErrClosed)
+	for _, c := range conns {
+		c.end(err)
+	}
+}
+
+// track counts c among the Connect streams (ended when the hub closes)
+// and returns its removal.
+func (s *Service) track(c *agentConn) func() {
+	s.cmu.Lock()
+	s.conns[c] = struct{}{}
+	s.cmu.Unlock()
+	if s.h.Lifetime().Err() != nil { // closed before it was counted
+		c.end(statusOf(s.lg, "Connect", hub.ErrClosed))
+	}
+	return func() {
+		s.cmu.Lock()
+		delete(s.conns, c)
+		s.cmu.Unlock()
+	}
 }
 
 // Register registers the service on g.
