@@ -199,8 +199,8 @@
 // keeps them open and idle until --duration ends or it is interrupted. With
 // --hub-pid it also prints the hub process's VmRSS and thread count (from
 // /proc) before and after opening them, and in load mode at start and end.
-// The hub has no goroutine count endpoint; a SIGQUIT stack dump of a hub
-// run with GOTRACEBACK=all counts them (it ends the hub).
+// The hub's goroutines are counted by its /metrics (go_goroutines, on
+// the --http port) before and during the idle run.
 //
 // # Exit status
 //
