@@ -35,6 +35,7 @@ type config struct {
 	operator string        // the agent --check reads the logs as
 	idle     int           // idle mode: open this many idle subscriptions
 	hubPID   int           // report this process's RSS; 0: do not
+	hubHTTP  string        // the hub's HTTP address, for its /metrics in --idle mode; "": none
 	json     bool          // print the report as JSON
 	cpuProf  string        // write hubload's own CPU profile here
 
@@ -74,6 +75,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.operator, "operator", "operator", "the agent with operator rights that --check reads the logs as")
 	fs.IntVar(&c.idle, "idle", 0, "open this many idle subscriptions and wait (memory measurements)")
 	fs.IntVar(&c.hubPID, "hub-pid", 0, "report this hub process's RSS from /proc")
+	fs.StringVar(&c.hubHTTP, "hub-http", "", "idle mode: the hub's HTTP `address` (loopback); report its goroutines, heap and stacks per subscription from /metrics, after a GC forced through /debug/pprof as --operator")
 	fs.BoolVar(&c.json, "json", false, "print the report as JSON")
 	fs.StringVar(&c.cpuProf, "cpuprofile", "", "write hubload's own CPU profile to this `file` (load mode)")
 	fs.StringVar(&c.workload, "workload", workloadTurns, "`turns` (sessions taking turns steadily), sessions (three-agent sessions, open to close, served by agentsdk.Serve) or delegation (a delegation round trip beside a turn, in --sessions sessions, default 1)")
@@ -107,6 +109,14 @@ func (c *config) validate() error {
 	for _, addr := range strings.Split(c.hub, ",") {
 		if err := checkLoopback(addr); err != nil {
 			return err
+		}
+	}
+	if c.hubHTTP != "" {
+		if err := checkLoopback(c.hubHTTP); err != nil {
+			return err
+		}
+		if c.idle == 0 {
+			return exitcode.Usage("--hub-http is for --idle")
 		}
 	}
 	modes := 0

@@ -15,7 +15,7 @@
 //	hubload --workload sessions [--conc 1] [--sessions 200] [--payload 256] [--warmup 1s]
 //	        [--baseline [--baseline-dir DIR] [--duration 10s]] [--json]
 //	hubload --check FILE [--hub ADDR] [--operator operator] [--json]
-//	hubload --idle N [--duration D] [--conns N] [--hub-pid PID]
+//	hubload --idle N [--duration D] [--conns N] [--hub-pid PID] [--hub-http ADDR]
 //	hubload --workload delegation [--sessions 1] [--duration 10s] [--warmup 1s] [--json]
 //
 // Against a cluster of hubd nodes (docs/SCALING.md), give every node:
@@ -199,8 +199,10 @@
 // keeps them open and idle until --duration ends or it is interrupted. With
 // --hub-pid it also prints the hub process's VmRSS and thread count (from
 // /proc) before and after opening them, and in load mode at start and end.
-// The hub's goroutines are counted by its /metrics (go_goroutines, on
-// the --http port) before and during the idle run.
+// With --hub-http ADDR (the hub's HTTP address) it also prints, from the
+// hub's /metrics after a GC it forces through /debug/pprof (as --operator,
+// so in development mode), the hub's goroutines before and after and its
+// heap and stacks in use per subscription.
 //
 // # Exit status
 //

@@ -20,6 +20,13 @@ const settle = time.Second
 // done.
 func runIdle(ctx context.Context, cfg config, stdout io.Writer) error {
 	before := readProc(cfg.hubPID)
+	var memBefore hubMem
+	if cfg.hubHTTP != "" {
+		var err error
+		if memBefore, err = readHubMem(ctx, cfg.hubHTTP, cfg.operator); err != nil {
+			return fmt.Errorf("--hub-http: %w", err)
+		}
+	}
 	conns := cfg.connsFor(cfg.idle)
 	run := newRunID()
 	names := make([]string, cfg.idle)
@@ -44,6 +51,14 @@ func runIdle(ctx context.Context, cfg config, stdout io.Writer) error {
 		sleepCtx(ctx, settle)
 		fmt.Fprintf(stdout, "idle: %d subscriptions open on %d connections\n", cfg.idle, conns)
 		printIdleUsage(stdout, cfg, before)
+		if cfg.hubHTTP != "" {
+			memAfter, merr := readHubMem(ctx, cfg.hubHTTP, cfg.operator)
+			if merr != nil {
+				err = fmt.Errorf("--hub-http: %w", merr)
+			} else {
+				printHubMem(stdout, cfg.idle, memBefore, memAfter)
+			}
+		}
 		sleepCtx(ctx, cfg.duration)
 	}
 	cancel()

@@ -371,3 +371,31 @@ func TestInterrupt(t *testing.T) {
 		t.Errorf("report:\n%s", stdout.String())
 	}
 }
+
+// TestIdleHubMetrics: with --hub-http, idle mode reads the hub's
+// goroutines, heap and stacks from its /metrics, after a forced GC, and
+// reports them per subscription.
+func TestIdleHubMetrics(t *testing.T) {
+	srv, err := server.Start(context.Background(), server.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), HTTP: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopHub(t, srv)
+	out, errOut, err := runArgs(t, "--hub", srv.Addr(), "--hub-http", srv.HTTPAddr(), "--idle", "40", "--conns", "4", "--duration", "100ms")
+	if err != nil {
+		t.Fatalf("idle: %v\n%s%s", err, out, errOut)
+	}
+	m := regexp.MustCompile(`hub /metrics \(after a forced GC\): goroutines (\d+) → (\d+) \(([\d.]+) per subscription\); heap -?\d+ B \+ stacks -?\d+ B = (-?\d+) B per subscription`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no hub /metrics line:\n%s", out)
+	}
+	if per, _ := strconv.ParseFloat(m[3], 64); per < 0.5 {
+		t.Errorf("%s goroutines per subscription: each idle stream holds at least one", m[3])
+	}
+	if per, _ := strconv.Atoi(m[4]); per <= 0 {
+		t.Errorf("%s B per subscription: each idle stream costs memory", m[4])
+	}
+	if _, _, err := runArgs(t, "--hub", srv.Addr(), "--hub-http", srv.HTTPAddr(), "--duration", "100ms"); err == nil {
+		t.Error("--hub-http without --idle was accepted")
+	}
+}
