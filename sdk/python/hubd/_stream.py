@@ -59,7 +59,7 @@ def ack_of(a: pb.StreamAck, env: pb.Envelope) -> Ack:
     return Ack.from_proto(a.response, env.client_msg_id)
 
 
-def refusal(se: pb.StreamError) -> errors.HubError:
+def refusal(se: pb.StreamError, op: str = "send") -> errors.HubError:
     """The HubError of a StreamError, its cause the equivalent status."""
     reason = ""
     if se.reason:
@@ -68,7 +68,7 @@ def refusal(se: pb.StreamError) -> errors.HubError:
         except ValueError:  # a reason newer than this SDK: mapped by its code
             reason = ""
     cause = errors.StatusError(errors.status_code(se.code), se.message, reason, dict(se.metadata))
-    err = errors.from_rpc_error("send", cause)
+    err = errors.from_rpc_error(op, cause)
     err.__cause__ = cause
     return err
 
@@ -77,16 +77,7 @@ def closing(se: pb.StreamError) -> errors.HubError:
     """The HubError of the hub's closing frame: why it ends the stream (what
     its status says; it stands for a CANCELLED status when this side was
     not closed in time)."""
-    reason = ""
-    if se.reason:
-        try:
-            reason = pb.Reason.Name(se.reason)
-        except ValueError:
-            reason = ""
-    cause = errors.StatusError(errors.status_code(se.code), se.message, reason, dict(se.metadata))
-    err = errors.from_rpc_error("connect", cause)
-    err.__cause__ = cause
-    return err
+    return refusal(se, "connect")
 
 
 def broken(why: Optional[errors.HubError]) -> errors.HubError:
