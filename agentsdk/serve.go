@@ -177,7 +177,7 @@ func (c *Client) Serve(ctx context.Context, h Handler, opts ...ServeOption) erro
 		o(&cfg)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	sv := &serving{c: c, h: h, cfg: cfg, cursors: map[string]uint64{}, sessions: map[string]*worker{}}
+	sv := &serving{c: c, h: h, cfg: cfg, cursors: map[string]uint64{}, sessions: map[string]*worker{}, spare: make(chan func())}
 	defer func() {
 		cancel()
 		sv.wg.Wait()
@@ -217,6 +217,41 @@ type serving struct {
 	mu       sync.Mutex
 	sessions map[string]*worker
 	wg       sync.WaitGroup
+	// spare hands a session's work to a goroutine that finished its own
+	// within the last idleLinger, whose stack has grown to what a turn
+	// needs (a goroutine per turn spent a tenth of a busy agent's CPU
+	// growing stacks).
+	spare chan func()
+}
+
+// idleLinger is how long a goroutine of Serve's, its session's turns
+// done, waits to take another session's before it exits.
+const idleLinger = 50 * time.Millisecond
+
+// spawn runs f on a spare goroutine, or a new one.
+func (sv *serving) spawn(ctx context.Context, f func()) {
+	select {
+	case sv.spare <- f:
+		return
+	default:
+	}
+	sv.wg.Add(1)
+	go func() {
+		defer sv.wg.Done()
+		t := time.NewTimer(idleLinger)
+		defer t.Stop()
+		for {
+			f()
+			t.Reset(idleLinger)
+			select {
+			case f = <-sv.spare:
+			case <-t.C:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 }
 
 // worker is the turn state of one session.
@@ -379,7 +414,7 @@ func (sv *serving) dispatch(ctx context.Context, d *hubpb.Delivery) {
 	if !w.running {
 		w.running = true
 		sv.wg.Add(1)
-		go sv.work(ctx, id, w)
+		sv.spawn(ctx, func() { sv.work(ctx, id, w) })
 	}
 }
 
