@@ -146,7 +146,7 @@ func (h *Hub) commit(ctx context.Context, s *sess, envs []*hubpb.Envelope, meta 
 		x := p.part(s)
 		x.meta, x.isNew = meta, true
 	}
-	_, fold := h.cfg.Tracer.Start(ctx, spanFold, sessionAttr(s.id))
+	_, fold := h.startSpan(ctx, spanFold, s.id)
 	if err := h.apply(p, s, envs...); err != nil {
 		h.abandon(p)
 		return nil, endSpan(fold, err)
@@ -162,7 +162,7 @@ func (h *Hub) commit(ctx context.Context, s *sess, envs []*hubpb.Envelope, meta 
 // failed append every session of the plan is marked failed (rebuilt from
 // the log before its next change) and nothing is acknowledged.
 func (h *Hub) finish(ctx context.Context, p *plan) error {
-	_, settle := h.cfg.Tracer.Start(ctx, spanSettle)
+	_, settle := h.startSpan(ctx, spanSettle, session.ID{})
 	if err := h.settle(context.WithoutCancel(ctx), p); err != nil {
 		h.abandon(p)
 		return endSpan(settle, err)
@@ -185,7 +185,7 @@ func (h *Hub) finish(ctx context.Context, p *plan) error {
 	}
 	// The folds have run: from here the outcome must not depend on the
 	// caller giving up, or memory would run ahead of the log.
-	_, wait := h.cfg.Tracer.Start(ctx, spanCommitWait, trace.WithAttributes(attribute.Int("hubd.sessions", len(writes))))
+	_, wait := h.startSpan(ctx, spanCommitWait, session.ID{}, trace.WithAttributes(attribute.Int("hubd.sessions", len(writes))))
 	if err := h.wal.Append(context.WithoutCancel(ctx), writes...); err != nil {
 		if errors.Is(err, ErrDiskFull) {
 			// Nothing was written: the machines ran ahead of the log and
@@ -204,7 +204,7 @@ func (h *Hub) finish(ctx context.Context, p *plan) error {
 		return endSpan(wait, fmt.Errorf("session %v: the write-ahead log did not take seq %d: %v: %w", p.parts[0].s.id, firstSeq(p), err, ErrSessionFailed))
 	}
 	wait.End()
-	_, deliver := h.cfg.Tracer.Start(ctx, spanDeliver)
+	_, deliver := h.startSpan(ctx, spanDeliver, session.ID{})
 	for _, x := range p.parts {
 		h.committed(x.s, x.envs, x.before, x.trigger)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/hubd/hubd/adapters"
 	"github.com/hubd/hubd/hubpb"
@@ -39,13 +40,14 @@ type Hub struct {
 	streams         map[string]int             // agent → subscriptions and watches it holds
 	cache           *endedCache                // ended sessions reads loaded
 
-	interned interner // knob values shared between sessions
-	sched    scheduler
-	inflight sync.WaitGroup
-	closed   atomic.Bool
-	life     context.Context    // cancelled when Close begins
-	end      context.CancelFunc // cancels life
-	gate     sync.RWMutex       // enter's read side, Close's write side
+	interned  interner // knob values shared between sessions
+	sched     scheduler
+	inflight  sync.WaitGroup
+	closed    atomic.Bool
+	recording bool               // Config.Tracer records spans (not the no-op one)
+	life      context.Context    // cancelled when Close begins
+	end       context.CancelFunc // cancels life
+	gate      sync.RWMutex       // enter's read side, Close's write side
 
 	// v7IDs: ids are the default Config.NewID's UUIDv7s (livesnap.go).
 	v7IDs  bool
@@ -155,6 +157,8 @@ func newHub(ctx context.Context, cfg Config, v7IDs bool) (*Hub, error) {
 		quarantined: map[session.ID]error{}, quarantinedMeta: map[session.ID]*hubpb.SessionMeta{},
 		watches: map[*Subscription]struct{}{}, streams: map[string]int{}, cache: newEndedCache(cfg.EndedCache),
 	}
+	_, noTracer := cfg.Tracer.(noop.Tracer)
+	h.recording = !noTracer
 	h.life, h.end = context.WithCancel(context.Background())
 	h.sched.init(h)
 	if !cfg.Partitioned {

@@ -36,7 +36,7 @@ func (h *Hub) Send(ctx context.Context, from string, id session.ID, env *hubpb.E
 	if err := checkHeader(env, from, id); err != nil {
 		return nil, err
 	}
-	actx, admit := h.cfg.Tracer.Start(ctx, spanAdmit, sessionAttr(id))
+	actx, admit := h.startSpan(ctx, spanAdmit, id)
 	s, err := h.lookupFor(ctx, id, from, false)
 	if err != nil {
 		return nil, endSpan(admit, err)

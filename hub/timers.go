@@ -158,7 +158,7 @@ func (h *Hub) runTimers(s *sess) {
 		return
 	}
 	// A timer's envelopes belong to the trace of the turn they time.
-	ctx, span := h.cfg.Tracer.Start(continueTrace(ctx, s.trigger), spanTimers, sessionAttr(s.id))
+	ctx, span := h.startSpan(continueTrace(ctx, s.trigger), spanTimers, s.id)
 	defer span.End()
 	for {
 		envs := s.m.Due(h.stamp(s))

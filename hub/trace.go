@@ -52,6 +52,23 @@ func continueTrace(ctx context.Context, e *hubpb.Envelope) context.Context {
 	return ctx
 }
 
+// startSpan starts the span name of the send path, naming session id
+// unless zero. With the no-op tracer (Config.Tracer unset) it starts
+// none and builds no attribute: ctx keeps its span context, which is what
+// the envelopes' traceparents are taken from, and the span returned is
+// ctx's own, not recording.
+func (h *Hub) startSpan(ctx context.Context, name string, id session.ID, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	if !h.recording {
+		if span := trace.SpanFromContext(ctx); !span.IsRecording() {
+			return ctx, span
+		}
+	}
+	if !id.IsZero() {
+		opts = append(opts, sessionAttr(id))
+	}
+	return h.cfg.Tracer.Start(ctx, name, opts...)
+}
+
 // sessionAttr names a session on a span.
 func sessionAttr(id session.ID) trace.SpanStartOption {
 	return trace.WithAttributes(attribute.String("hubd.session_id", id.String()))

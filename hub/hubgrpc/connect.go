@@ -468,7 +468,7 @@ func (c *agentConn) work(ctx context.Context) {
 		c.busy++
 		c.mu.Unlock()
 		began := time.Now()
-		sctx, span := traceSend(ctx, c.svc.tracer, c.id.Agent, f)
+		sctx, span := traceSend(ctx, c.svc.tracer, c.svc.recording, c.id.Agent, f)
 		resp, err := c.send(sctx, f)
 		err = c.answer(f.GetRef(), resp, err)
 		failed(span, err)

@@ -59,6 +59,7 @@ type Service struct {
 	maxConnStreams int
 	maxInFlight    int
 	tracer         trace.Tracer
+	recording      bool // the tracer records spans (not the no-op one)
 	onSend         func(error, time.Duration)
 	closeGrace     time.Duration
 
@@ -81,7 +82,7 @@ func New(h *hub.Hub, cfg Config) *Service {
 		cfg.Tracer = noop.NewTracerProvider()
 	}
 	s := &Service{h: h, auth: cfg.Auth, lg: cfg.Logger, maxConnStreams: cfg.MaxStreamsPerConn, maxInFlight: cfg.MaxInFlight,
-		tracer: cfg.Tracer.Tracer(TracerName), onSend: cfg.OnSend, closeGrace: cfg.CloseGrace, conns: map[*agentConn]struct{}{}}
+		tracer: cfg.Tracer.Tracer(TracerName), recording: Recording(cfg.Tracer), onSend: cfg.OnSend, closeGrace: cfg.CloseGrace, conns: map[*agentConn]struct{}{}}
 	context.AfterFunc(h.Lifetime(), s.endStreams)
 	return s
 }

@@ -37,8 +37,15 @@ func TraceInterceptor(tp trace.TracerProvider) grpc.UnaryServerInterceptor {
 		tp = noop.NewTracerProvider()
 	}
 	tracer := tp.Tracer(TracerName)
+	recording := Recording(tp)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		ctx = traceParent(ctx, req)
+		if !recording { // no span to start: the caller's trace context alone reaches the envelope
+			if env := sentEnvelope(req); env != nil && env.GetTraceparent() == "" {
+				env.Traceparent = Traceparent(trace.SpanContextFromContext(ctx))
+			}
+			return handler(ctx, req)
+		}
 		service, method := splitMethod(info.FullMethod)
 		attrs := []attribute.KeyValue{attribute.String("rpc.system", "grpc"), attribute.String("rpc.service", service),
 			attribute.String("rpc.method", method)}
@@ -57,6 +64,16 @@ func TraceInterceptor(tp trace.TracerProvider) grpc.UnaryServerInterceptor {
 		failed(span, err)
 		return resp, err
 	}
+}
+
+// Recording reports whether tp records spans: not nil and not the no-op
+// provider, with which the send path builds no span or attribute.
+func Recording(tp trace.TracerProvider) bool {
+	switch tp.(type) {
+	case nil, noop.TracerProvider, *noop.TracerProvider:
+		return false
+	}
+	return true
 }
 
 // failed records a call's error status on its span.
@@ -80,7 +97,7 @@ const sendMethod = "hubd.v1.Hub/Send"
 // TraceInterceptor does for a Send call: its parent is the send's own
 // trace context (StreamSend.traceparent), else its envelope's; an
 // envelope without a traceparent gets the span's.
-func traceSend(ctx context.Context, tracer trace.Tracer, agent string, f *hubpb.StreamSend) (context.Context, trace.Span) {
+func traceSend(ctx context.Context, tracer trace.Tracer, recording bool, agent string, f *hubpb.StreamSend) (context.Context, trace.Span) {
 	env := f.GetEnvelope()
 	c := propagation.MapCarrier{}
 	switch {
@@ -94,6 +111,14 @@ func traceSend(ctx context.Context, tracer trace.Tracer, agent string, f *hubpb.
 	}
 	if len(c) > 0 {
 		ctx = propagation.TraceContext{}.Extract(ctx, c)
+	}
+	if span := trace.SpanFromContext(ctx); !recording && !span.IsRecording() {
+		// No span to start (and no attributes to build): the send's trace
+		// context alone reaches the envelope.
+		if env != nil && env.GetTraceparent() == "" {
+			env.Traceparent = Traceparent(span.SpanContext())
+		}
+		return ctx, span
 	}
 	attrs := []attribute.KeyValue{attribute.String("rpc.system", "grpc"), attribute.String("rpc.service", "hubd.v1.Hub"),
 		attribute.String("rpc.method", "Send"), attribute.String("hubd.transport", "connect"), attribute.String("hubd.agent", agent)}

@@ -7,6 +7,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
@@ -60,19 +61,32 @@ func TestTraceInterceptor(t *testing.T) {
 	}
 }
 
-// TestTraceInterceptorOff: without a provider the caller's traceparent is
-// carried as given; a malformed one, or none, leaves the envelope bare.
+// TestTraceInterceptorOff: without a provider, or with the no-op one
+// (which starts no span), the caller's traceparent is carried as given
+// and is the handler's span context; a malformed one, or none, leaves the
+// envelope bare.
 func TestTraceInterceptorOff(t *testing.T) {
-	ic := hubgrpc.TraceInterceptor(nil)
-	for md, want := range map[string]string{parent: parent, "00-zz-zz-01": "", "": ""} {
-		req := &hubpb.SendRequest{Envelope: &hubpb.Envelope{Type: "text"}}
-		var m metadata.MD
-		if md != "" {
-			m = metadata.Pairs("traceparent", md)
+	for _, tp := range []trace.TracerProvider{nil, noop.NewTracerProvider()} {
+		if hubgrpc.Recording(tp) {
+			t.Errorf("%T records spans", tp)
 		}
-		intercept(t, ic, m, req)
-		if got := req.GetEnvelope().GetTraceparent(); got != want {
-			t.Errorf("metadata %q: envelope traceparent %q, want %q", md, got, want)
+		ic := hubgrpc.TraceInterceptor(tp)
+		for md, want := range map[string]string{parent: parent, "00-zz-zz-01": "", "": ""} {
+			req := &hubpb.SendRequest{Envelope: &hubpb.Envelope{Type: "text"}}
+			var m metadata.MD
+			if md != "" {
+				m = metadata.Pairs("traceparent", md)
+			}
+			sc := intercept(t, ic, m, req)
+			if got := req.GetEnvelope().GetTraceparent(); got != want {
+				t.Errorf("%T, metadata %q: envelope traceparent %q, want %q", tp, md, got, want)
+			}
+			if got := hubgrpc.Traceparent(sc); got != want {
+				t.Errorf("%T, metadata %q: the handler's span context %q, want %q", tp, md, got, want)
+			}
 		}
+	}
+	if !hubgrpc.Recording(sdktrace.NewTracerProvider()) {
+		t.Error("the SDK's provider does not record")
 	}
 }
