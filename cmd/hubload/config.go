@@ -107,12 +107,12 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 // validate checks the bounds and the combinations of the flags.
 func (c *config) validate() error {
 	for _, addr := range strings.Split(c.hub, ",") {
-		if err := checkLoopback(addr); err != nil {
+		if err := checkLoopback("--hub", addr); err != nil {
 			return err
 		}
 	}
 	if c.hubHTTP != "" {
-		if err := checkLoopback(c.hubHTTP); err != nil {
+		if err := checkLoopback("--hub-http", c.hubHTTP); err != nil {
 			return err
 		}
 		if c.idle == 0 {
@@ -162,15 +162,15 @@ func (c *config) validate() error {
 	return nil
 }
 
-// checkLoopback accepts host:port whose host is "localhost" or a loopback
+// checkLoopback accepts, for flag, host:port whose host is "localhost" or a loopback
 // IP literal; other names are not resolved but refused.
-func checkLoopback(addr string) error {
+func checkLoopback(flag, addr string) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return exitcode.Usage("--hub %q: want host:port: %v", addr, err)
+		return exitcode.Usage("%s %q: want host:port: %v", flag, addr, err)
 	}
 	if port == "" {
-		return exitcode.Usage("--hub %q: no port", addr)
+		return exitcode.Usage("%s %q: no port", flag, addr)
 	}
 	if strings.EqualFold(host, "localhost") {
 		return nil
@@ -178,7 +178,7 @@ func checkLoopback(addr string) error {
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
 		return nil
 	}
-	return exitcode.Usage("--hub %q: hubload only drives a hub on a loopback address (127.0.0.1, ::1, localhost)", addr)
+	return exitcode.Usage("%s %q: hubload only drives a hub on a loopback address (127.0.0.1, ::1, localhost)", flag, addr)
 }
 
 // connsFor is how many connections n agents share.

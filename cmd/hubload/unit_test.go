@@ -136,12 +136,12 @@ func TestReadVerify(t *testing.T) {
 
 func TestCheckLoopback(t *testing.T) {
 	for _, ok := range []string{"127.0.0.1:7420", "127.1.2.3:1", "[::1]:7420", "localhost:7420", "LOCALHOST:1"} {
-		if err := checkLoopback(ok); err != nil {
+		if err := checkLoopback("--hub", ok); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
 	}
 	for _, bad := range []string{"10.0.0.1:7420", "[::]:7420", "hubd.internal:7420", "127.0.0.1", ":7420", "127.0.0.1:"} {
-		if err := checkLoopback(bad); err == nil {
+		if err := checkLoopback("--hub", bad); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
 	}
