@@ -97,7 +97,7 @@ func (s *Service) endStreams() {
 	s.cmu.Unlock()
 	err := statusOf(s.lg, "Connect", hub.ErrClosed)
 	for _, c := range conns {
-		c.end(err)
+		go c.end(err) // its closing frame waits behind a write blocked on a reader that stopped: not the others'
 	}
 }
 
