@@ -21,7 +21,8 @@ import (
 // client's, or forged ones) are dropped as the request is decoded: they
 // were never validated, so they must not reach the log, where a later
 // version of the hub would read them as if it had checked them. Responses
-// are encoded as the proto codec does.
+// are encoded by vtprotobuf's encoder (the proto codec's bytes, without
+// reflection).
 func Codec() encoding.CodecV2 { return codec{base: encoding.GetCodecV2("proto")} }
 
 type codec struct{ base encoding.CodecV2 }
@@ -32,7 +33,39 @@ type vtMessage interface {
 	UnmarshalVT([]byte) error
 }
 
-func (c codec) Marshal(v any) (mem.BufferSlice, error) { return c.base.Marshal(v) }
+// vtMarshaler is a message with vtprotobuf's encoder: the same bytes as
+// protobuf's (fields in number order, unknown fields last), without
+// reflection; it only reads the message, so a delivery shared between
+// streams may be encoded by several at once.
+type vtMarshaler interface {
+	SizeVT() int
+	MarshalToSizedBufferVT([]byte) (int, error)
+}
+
+// Marshal encodes a response: hubd's messages by vtprotobuf's encoder
+// into a buffer of gRPC's pool (as gRPC's proto codec does), others by
+// the proto codec.
+func (c codec) Marshal(v any) (mem.BufferSlice, error) {
+	m, ok := v.(vtMarshaler)
+	if !ok {
+		return c.base.Marshal(v)
+	}
+	size := m.SizeVT()
+	if mem.IsBelowBufferPoolingThreshold(size) {
+		buf := make([]byte, size)
+		if _, err := m.MarshalToSizedBufferVT(buf); err != nil {
+			return nil, err
+		}
+		return mem.BufferSlice{mem.SliceBuffer(buf)}, nil
+	}
+	pool := mem.DefaultBufferPool()
+	buf := pool.Get(size)
+	if _, err := m.MarshalToSizedBufferVT((*buf)[:size]); err != nil {
+		pool.Put(buf)
+		return nil, err
+	}
+	return mem.BufferSlice{mem.NewBuffer(buf, pool)}, nil
+}
 
 func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
 	m, ok := v.(vtMessage)
