@@ -125,32 +125,30 @@ func treeNotice(t string) bool {
 // push appends live deliveries, all or none; it never blocks (the
 // OnReady function it may call must not either).
 func (sub *Subscription) push(ds ...*hubpb.Delivery) {
-	if sub.pushLocked(ds) {
-		sub.wakeUp()
+	if wake, ready := sub.pushLocked(ds); wake {
+		sub.wakeUp(ready)
 	}
 }
 
-// wakeUp wakes the reader: Next waiting, or the OnReady function.
-func (sub *Subscription) wakeUp() {
+// wakeUp wakes the reader: Next waiting, or ready, the OnReady function
+// read under sub.mu.
+func (sub *Subscription) wakeUp(ready func()) {
 	select {
 	case sub.wake <- struct{}{}:
 	default:
 	}
-	sub.mu.Lock()
-	f := sub.ready
-	sub.mu.Unlock()
-	if f != nil {
-		f()
+	if ready != nil {
+		ready()
 	}
 }
 
 // pushLocked appends ds under sub.mu and reports whether the reader needs
-// waking.
-func (sub *Subscription) pushLocked(ds []*hubpb.Delivery) bool {
+// waking, with the OnReady function to wake it by.
+func (sub *Subscription) pushLocked(ds []*hubpb.Delivery) (bool, func()) {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
 	if sub.err != nil || len(ds) == 0 {
-		return false
+		return false, nil
 	}
 	var one [1]int
 	sizes := one[:0]
@@ -172,7 +170,7 @@ func (sub *Subscription) pushLocked(ds []*hubpb.Delivery) bool {
 		sub.queue = append(sub.queue, ds...)
 		sub.queued += n
 	}
-	return true
+	return true, sub.ready
 }
 
 // cut ends a subscriber that fell behind; sub.mu is held.
@@ -190,8 +188,9 @@ func (sub *Subscription) fail(err error) {
 		sub.err = err
 		sub.queue, sub.sizes, sub.queued = nil, nil, 0
 	}
+	ready := sub.ready
 	sub.mu.Unlock()
-	sub.wakeUp()
+	sub.wakeUp(ready)
 }
 
 // Close ends the subscription; Next then returns ErrClosed.
