@@ -125,30 +125,32 @@ func treeNotice(t string) bool {
 // push appends live deliveries, all or none; it never blocks (the
 // OnReady function it may call must not either).
 func (sub *Subscription) push(ds ...*hubpb.Delivery) {
-	if wake, ready := sub.pushLocked(ds); wake {
-		sub.wakeUp(ready)
+	if sub.pushLocked(ds) {
+		sub.wakeUp()
 	}
 }
 
-// wakeUp wakes the reader: Next waiting, or ready, the OnReady function
-// read under sub.mu.
-func (sub *Subscription) wakeUp(ready func()) {
+// wakeUp wakes the reader: Next waiting, or the OnReady function.
+func (sub *Subscription) wakeUp() {
 	select {
 	case sub.wake <- struct{}{}:
 	default:
 	}
-	if ready != nil {
-		ready()
+	sub.mu.Lock()
+	f := sub.ready
+	sub.mu.Unlock()
+	if f != nil {
+		f()
 	}
 }
 
 // pushLocked appends ds under sub.mu and reports whether the reader needs
-// waking, with the OnReady function to wake it by.
-func (sub *Subscription) pushLocked(ds []*hubpb.Delivery) (bool, func()) {
+// waking.
+func (sub *Subscription) pushLocked(ds []*hubpb.Delivery) bool {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
 	if sub.err != nil || len(ds) == 0 {
-		return false, nil
+		return false
 	}
 	var one [1]int
 	sizes := one[:0]
@@ -170,7 +172,7 @@ func (sub *Subscription) pushLocked(ds []*hubpb.Delivery) (bool, func()) {
 		sub.queue = append(sub.queue, ds...)
 		sub.queued += n
 	}
-	return true, sub.ready
+	return true
 }
 
 // cut ends a subscriber that fell behind; sub.mu is held.
@@ -188,9 +190,8 @@ func (sub *Subscription) fail(err error) {
 		sub.err = err
 		sub.queue, sub.sizes, sub.queued = nil, nil, 0
 	}
-	ready := sub.ready
 	sub.mu.Unlock()
-	sub.wakeUp(ready)
+	sub.wakeUp()
 }
 
 // Close ends the subscription; Next then returns ErrClosed.

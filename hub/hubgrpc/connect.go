@@ -198,10 +198,9 @@ func (c *agentConn) end(err error) {
 		defer c.wg.Done()
 		_ = c.write(&hubpb.HubFrame{Frame: &hubpb.HubFrame_Closing{Closing: StreamError(err)}})
 		if c.cancelStream != nil {
+			t := time.AfterFunc(c.svc.closeGrace, func() { c.cancelStream(err) })
 			c.dmu.Lock()
-			if !c.closed { // else the handler is returning: nothing to cancel
-				c.grace = time.AfterFunc(c.svc.closeGrace, func() { c.cancelStream(err) })
-			}
+			c.grace = t
 			c.dmu.Unlock()
 		}
 	})
@@ -316,6 +315,9 @@ func (c *agentConn) drain(ctx context.Context, sub *hub.Subscription) {
 			continue
 		case <-t.C:
 		case <-ctx.Done():
+		}
+		if c.more() {
+			continue
 		}
 		c.dmu.Lock()
 		if c.pending && !c.closed { // kicked as the timer fired
