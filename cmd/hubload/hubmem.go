@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hubd/hubd/hub/hubgrpc"
+	"github.com/hubd/hubd/agentsdk"
 )
 
 // hubMem is what a hub's /metrics says of its Go runtime.
@@ -78,7 +78,7 @@ func get(ctx context.Context, url, agent string) (*http.Response, error) {
 		return nil, err
 	}
 	if agent != "" {
-		req.Header.Set(hubgrpc.AgentHeader, agent)
+		req.Header.Set(agentsdk.AgentHeader, agent)
 	}
 	return http.DefaultClient.Do(req)
 }
