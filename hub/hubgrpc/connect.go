@@ -47,8 +47,7 @@ func (s *Service) Connect(stream grpc.BidiStreamingServer[hubpb.AgentFrame, hubp
 		return statusOf(s.lg, "Connect", err)
 	}
 	defer done()
-	c := &agentConn{svc: s, id: id, stream: stream, slots: make(chan struct{}, s.maxInFlight), ended: make(chan struct{}),
-		workWake: make(chan struct{}, s.maxInFlight), wake: make(chan struct{}, 1)}
+	c := &agentConn{svc: s, id: id, stream: stream, slots: make(chan struct{}, s.maxInFlight), ended: make(chan struct{})}
 	c.cancelStream, _ = ctx.Value(streamCancelKey{}).(context.CancelCauseFunc)
 	return c.run(ctx)
 }
@@ -83,7 +82,7 @@ type agentConn struct {
 	running  int           // workers started and not yet exited
 	busy     int           // of which are running a send
 	parked   int           // of which wait for work (linger)
-	workWake chan struct{} // wakes a parked worker
+	workWake chan struct{} // wakes a parked worker; made with the first worker
 
 	// cancelStream cancels the stream's context (StreamTap); nil without
 	// the tap.
@@ -99,7 +98,7 @@ type agentConn struct {
 	pending  bool          // something was queued while it ran
 	closed   bool          // the handler is returning: no new drainer
 	grace    *time.Timer   // cancels the stream if the agent ignores a closing frame
-	wake     chan struct{} // wakes a lingering drainer
+	wake     chan struct{} // wakes a lingering drainer; made with the first drainer
 }
 
 // linger is how long a stream's send worker or drainer, out of work,
@@ -110,7 +109,13 @@ const linger = 50 * time.Millisecond
 // run serves the stream until the agent leaves, the hub closes or the
 // subscription ends; every send read is answered before it returns.
 func (c *agentConn) run(ctx context.Context) error {
-	ctx, cancel := context.WithCancelCause(ctx)
+	// The handler's return cancels what it started. With the tap the
+	// stream's own context is cancellable and serves; only without it is
+	// another made (a context and its done channel less per idle stream).
+	cancel := c.cancelStream
+	if cancel == nil {
+		ctx, cancel = context.WithCancelCause(ctx)
+	}
 	c.ctx = ctx
 	defer func() {
 		c.dmu.Lock()
@@ -242,10 +247,40 @@ func (c *agentConn) subscribe(ctx context.Context, req *hubpb.SubscribeRequest) 
 		return hub.ErrClosed
 	}
 	c.sub = sub
+	c.draining = true // the handler reads first: a kick meanwhile is left pending
 	c.dmu.Unlock()
 	sub.OnReady(c.kick)
-	c.kick() // the catch-up, and what was queued before OnReady
+	// The first read of the catch-up is made here, on the handler's
+	// goroutine: a stream with nothing to catch up on (an idle agent's
+	// usual start) starts no drainer until something arrives.
+	d, ok, err := sub.TryNext(ctx)
+	if err != nil {
+		return err
+	}
+	if ok {
+		if err := c.write(&hubpb.HubFrame{Frame: &hubpb.HubFrame_Delivery{Delivery: d}}); err != nil {
+			return err
+		}
+	}
+	c.dmu.Lock()
+	defer c.dmu.Unlock()
+	if ok || c.pending { // maybe more: the drainer goes on
+		c.pending = false
+		c.startDrain()
+	} else {
+		c.draining = false
+	}
 	return nil
+}
+
+// startDrain starts a drainer; c.dmu is held.
+func (c *agentConn) startDrain() {
+	if c.wake == nil {
+		c.wake = make(chan struct{}, 1)
+	}
+	c.draining = true
+	c.wg.Add(1)
+	go c.drain(c.ctx, c.sub)
 }
 
 // kick makes sure a drainer runs: the subscription has, or may have,
@@ -262,9 +297,7 @@ func (c *agentConn) kick() {
 		default:
 		}
 	default:
-		c.draining = true
-		c.wg.Add(1)
-		go c.drain(c.ctx, c.sub)
+		c.startDrain()
 	}
 }
 
@@ -408,6 +441,9 @@ func (c *agentConn) enqueue(ctx context.Context, f *hubpb.StreamSend) {
 	if start {
 		c.running++
 		c.wg.Add(1)
+		if c.workWake == nil {
+			c.workWake = make(chan struct{}, cap(c.slots))
+		}
 	}
 	wake := !start && c.parked > 0
 	c.mu.Unlock()
