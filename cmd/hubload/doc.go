@@ -124,6 +124,18 @@
 // drifts, a ratio from one run does not. Put --baseline-dir on the hub's
 // data disk (the default is the system's temporary directory).
 //
+// With the turns workload --baseline then runs a second floor, the turn
+// floor: what a turn must do at the least. Each of --sessions sessions is
+// two seats, each on its own connection and its own stream, whose frames
+// are those of hubd's Connect stream; the server appends a seat's send to
+// the wal (group commit, synced), tells the other seat its turn and
+// acknowledges the sender, all on the stream's goroutine, with no session
+// logic; the told seat sends next. The report adds its throughput,
+// send→ack and send→next told, and hubd's figures divided by them
+// ("hubd / turn floor"). Where the first floor answers one client per
+// request, a turn writes to two: the ratio to the turn floor is what the
+// hub's own work costs.
+//
 // # The sessions workload
 //
 // --workload sessions runs three agents, each an agentsdk.Client serving

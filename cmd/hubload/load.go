@@ -47,8 +47,12 @@ func runLoad(ctx context.Context, cfg config, stdout, stderr io.Writer) (err err
 	}
 	defer stopProfile()
 	var base *baseReport
+	var turnFloor *turnReport
 	if cfg.baseline { // the sessions are in flight one send at a time each
 		if base, err = runBaseline(ctx, cfg, cfg.sessions, cfg.connsFor(cfg.agents)); err != nil {
+			return err
+		}
+		if turnFloor, err = runTurnFloor(ctx, cfg, cfg.sessions); err != nil {
 			return err
 		}
 	}
@@ -73,6 +77,8 @@ func runLoad(ctx context.Context, cfg config, stdout, stderr io.Writer) (err err
 	rep := l.report(st, cpu, before, readProc(cfg.hubPID))
 	rep.Baseline = base
 	rep.Ratios = rep.ratios()
+	rep.TurnFloor = turnFloor
+	rep.TurnRatios = rep.turnRatios()
 	if err := rep.print(stdout, cfg.json); err != nil {
 		return err
 	}

@@ -28,6 +28,8 @@ type report struct {
 	Hub        *hubUsage         `json:"hub,omitempty"`
 	Baseline   *baseReport       `json:"baseline,omitempty"`
 	Ratios     []namedRatio      `json:"ratios,omitempty"`
+	TurnFloor  *turnReport       `json:"turn_floor,omitempty"`
+	TurnRatios []namedRatio      `json:"turn_floor_ratios,omitempty"`
 }
 
 // ratios compares the run with its baseline (nil without one): throughput
@@ -42,6 +44,20 @@ func (r *report) ratios() []namedRatio {
 		{"send→ack p50", ratio(r.SendToAck.P50, b.SendToAck.P50)},
 		{"send→ack p99", ratio(r.SendToAck.P99, b.SendToAck.P99)},
 		{"send→next told p50 (to baseline send→ack p50)", ratio(r.SendToTold.P50, b.SendToAck.P50)},
+	}
+}
+
+// turnRatios compares the run with the turn floor (nil without one).
+func (r *report) turnRatios() []namedRatio {
+	t := r.TurnFloor
+	if t == nil {
+		return nil
+	}
+	return []namedRatio{
+		{"accepted/s", ratio(r.PerSecond, t.PerSecond)},
+		{"send→ack p50", ratio(r.SendToAck.P50, t.SendToAck.P50)},
+		{"send→ack p99", ratio(r.SendToAck.P99, t.SendToAck.P99)},
+		{"send→next told p50", ratio(r.SendToTold.P50, t.SendToTold.P50)},
 	}
 }
 
@@ -156,6 +172,10 @@ func (r report) text() string {
 	if r.Baseline != nil {
 		b.WriteString(r.Baseline.text())
 		b.WriteString(ratioLine(r.Ratios))
+	}
+	if r.TurnFloor != nil {
+		b.WriteString(r.TurnFloor.text())
+		b.WriteString(ratioLineTo("turn floor", r.TurnRatios))
 	}
 	return b.String()
 }

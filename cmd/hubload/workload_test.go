@@ -7,7 +7,8 @@ import (
 )
 
 // TestBaselineInTheRun runs the turns workload with --baseline: the report
-// carries the floor measured at the same concurrency and the ratios to it.
+// carries the floor measured at the same concurrency and the ratios to it,
+// and the turn floor (two seats a session, told and acked) and its.
 func TestBaselineInTheRun(t *testing.T) {
 	srv := hubFor(t)
 	out, errOut, err := runArgs(t, "--hub", srv.Addr(), "--agents", "4", "--sessions", "2", "--duration", "1s",
@@ -29,6 +30,17 @@ func TestBaselineInTheRun(t *testing.T) {
 	if got, want := r.Ratios[0].Value, r.PerSecond/b.PerSecond; got != want || got <= 0 {
 		t.Errorf("throughput ratio %v, want %v", got, want)
 	}
+	tf := r.TurnFloor
+	if tf == nil || tf.Sessions != 2 || tf.Conns != 4 || tf.Accepted == 0 || tf.SendToAck.Count != tf.Accepted ||
+		tf.SendToTold.Count == 0 || tf.SendToTold.Count > tf.Accepted || tf.PerCommit < 1 {
+		t.Fatalf("turn floor: %+v", tf)
+	}
+	if len(r.TurnRatios) != 4 {
+		t.Fatalf("turn floor ratios: %+v", r.TurnRatios)
+	}
+	if got, want := r.TurnRatios[3].Value, r.SendToTold.P50/tf.SendToTold.P50; got != want || got <= 0 {
+		t.Errorf("send→next told ratio to the turn floor %v, want %v", got, want)
+	}
 	text, _, err := runArgs(t, "--hub", srv.Addr(), "--agents", "2", "--sessions", "1", "--duration", "300ms",
 		"--warmup", "0s", "--baseline", "--baseline-dir", t.TempDir())
 	if err != nil {
@@ -36,6 +48,9 @@ func TestBaselineInTheRun(t *testing.T) {
 	}
 	if !regexp.MustCompile(`(?m)^baseline \(gRPC unary → wal group commit, sync on; 1 in flight on 1 connections\): \d+/s; send→ack p50 [0-9.]+ms .*\nhubd / baseline: accepted/s [0-9.]+, send→ack p50 [0-9.]+, `).MatchString(text) {
 		t.Errorf("text report without the baseline and its ratios:\n%s", text)
+	}
+	if !regexp.MustCompile(`(?m)^turn floor \(gRPC stream → wal group commit, sync on → next seat told, sender acked; 1 sessions, 2 seats each on its own connection\): \d+/s; send→ack p50 [0-9.]+ms .*; send→next told p50 [0-9.]+ms .*\nhubd / turn floor: accepted/s [0-9.]+, send→ack p50 [0-9.]+, send→ack p99 [0-9.]+, send→next told p50 [0-9.]+$`).MatchString(text) {
+		t.Errorf("text report without the turn floor and its ratios:\n%s", text)
 	}
 }
 

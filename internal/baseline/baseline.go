@@ -41,6 +41,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[[16]byte]*session
+	pairs    map[[16]byte]*pair // the turn floor's
 }
 
 // session is one client's stream of records: its lock is held from
@@ -70,7 +71,7 @@ func Start(parent string) (*Server, error) {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("baseline: %w", err)
 	}
-	s := &Server{log: log, lis: lis, dir: dir, served: make(chan error, 1), sessions: map[[16]byte]*session{}}
+	s := &Server{log: log, lis: lis, dir: dir, served: make(chan error, 1), sessions: map[[16]byte]*session{}, pairs: map[[16]byte]*pair{}}
 	s.grpc = grpc.NewServer()
 	s.grpc.RegisterService(&grpc.ServiceDesc{
 		ServiceName: "hubd.baseline.Baseline",
@@ -82,6 +83,7 @@ func Start(parent string) (*Server, error) {
 			}
 			return s.send(ctx, req)
 		}}},
+		Streams: []grpc.StreamDesc{{StreamName: "Turns", Handler: s.turns, ServerStreams: true, ClientStreams: true}},
 	}, s)
 	go func() { s.served <- s.grpc.Serve(lis) }()
 	return s, nil

@@ -7,9 +7,16 @@
 // reports hubd's figures as ratios to it: this machine's absolute speed
 // drifts several-fold between days, a ratio measured in one run does not.
 //
-// The server speaks one hand-registered method, /hubd.baseline.Baseline/Send,
+// The server speaks a hand-registered unary method, /hubd.baseline.Baseline/Send,
 // with hubpb.SendRequest and hubpb.SendResponse as its messages (so the
 // bytes on the wire are those of a hub Send), and stores each envelope as
 // the hub would: its deterministic protobuf, one record per request, each
 // client's requests a session of consecutive seqs.
+//
+// The turn floor (/hubd.baseline.Baseline/Turns, DriveTurns) is the least
+// a turn must do: two seats of a session, each on its own connection and
+// bidirectional stream of hubpb.AgentFrame and hubpb.HubFrame (the frames
+// of hubd's Connect stream), take turns; the server appends a seat's send
+// to the log, then tells the other seat its turn and acknowledges the
+// sender, on the stream's own goroutine.
 package baseline
