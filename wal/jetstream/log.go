@@ -50,6 +50,9 @@ type testHooks struct {
 	// lostAck, if set, is asked after every acknowledgement whether to
 	// drop it and fail the attempt with the error returned instead.
 	lostAck func(attempt int) error
+	// unsent, if set, is asked before every attempt whether to fail it
+	// unsent (a stream with no leader drops it) with the error returned.
+	unsent func(attempt int) error
 }
 
 // Open binds the partition streams, creating those that do not exist and
@@ -236,9 +239,12 @@ func (l *Log) MaxRecordBytes() int { return l.opts.maxRecordBytes() }
 func (l *Log) Own(k int) { l.owned[k].Store(true) }
 
 // Disown stops every later Append to partition k (ErrNotOwner) and forgets
-// what the log knew of its sessions' tails. Appends already publishing end
-// with their real outcome; the fence refuses them if the partition has
-// moved on.
+// what the log knew of its sessions' tails. An append already publishing
+// sends no further attempt: it ends with what the stream holds of its
+// earlier ones (landed, or ErrNotOwner when none has). A retry sent after
+// the partition's new owner has read a session would land behind that
+// owner's back: the fence refuses a write only once another was appended
+// after its expected tail, not after a read.
 func (l *Log) Disown(k int) {
 	l.owned[k].Store(false)
 	l.cache.drop(k)
