@@ -134,7 +134,7 @@
 // holding their leases, internal/cluster); Disown stops appends to a
 // partition at once (ErrNotOwner) and forgets its sessions' tails. An
 // append being retried when its partition is disowned sends no further
-// attempt and settles what it sent by reading the stream: its own message
+// attempt, even once the partition is owned again, and settles what it sent by reading the stream: its own message
 // there means it landed, none means ErrNotOwner. The fence refuses a
 // deposed owner's write only once the new owner has appended to the
 // session; a retry landing between the new owner's read (Hydrate) and its

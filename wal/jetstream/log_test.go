@@ -220,6 +220,25 @@ func TestDisownedWhileRetried(t *testing.T) {
 	mustAppend(t, neu, more(a, 3, 1)) // the new owner goes on from what it read
 	wantDense(t, old, a, 3)
 
+	// The same, the partition lost and taken back by the same log (loaded
+	// again) while the append waited to be retried.
+	neu.hooks.unsent = func(attempt int) error {
+		if attempt > 1 {
+			return nil
+		}
+		neu.Disown(k)
+		neu.Own(k)
+		if _, err := neu.Hydrate(ctx, k, Visitor{}); err != nil {
+			t.Error(err)
+		}
+		return nats.ErrNoResponders
+	}
+	wantErr(t, neu.Append(ctx, more(a, 4, 1)), ErrNotOwner)
+	neu.hooks.unsent = nil
+	wantDense(t, neu, a, 3)
+	mustAppend(t, neu, more(a, 4, 1))
+	wantDense(t, old, a, 4)
+
 	// An attempt that landed before Disown, its answer lost, is found by
 	// the read-back: the append succeeded.
 	b := id(2)

@@ -54,7 +54,7 @@ var (
 func (l *Log) publish(ctx context.Context, k int, p plan) (uint64, error) {
 	backoff := 50 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		if !l.Owns(k) {
+		if !l.ownedSince(k, p.tenure) {
 			// Disowned (the lease is lost): the new owner may have read
 			// the partition already, and an attempt that lands after
 			// that read, onto the tail it expected, is one that owner
