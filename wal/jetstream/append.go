@@ -65,6 +65,7 @@ func (l *Log) Append(ctx context.Context, writes ...Write) error {
 		return err
 	}
 	defer unlock(es)
+	tenure := l.tenure[k].Load()
 	if !l.Owns(k) {
 		return fmt.Errorf("%w: partition %d (stream %s)", ErrNotOwner, k, l.y.stream(k))
 	}
@@ -76,6 +77,7 @@ func (l *Log) Append(ctx context.Context, writes ...Write) error {
 		l.cache.forget(es)
 		return err
 	}
+	p.tenure = tenure
 	first, err := l.publish(actx, k, p)
 	if err != nil {
 		l.cache.forget(es)
@@ -195,6 +197,7 @@ type planned struct {
 type plan struct {
 	msgs     []planned
 	expected uint64
+	tenure   uint64 // the partition's tenure when the append took its sessions
 }
 
 // plan checks every write against its session's tail (known, or read from

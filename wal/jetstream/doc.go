@@ -88,7 +88,10 @@
 //     the return see it, from any node (reads are served by the stream
 //     leader).
 //   - Append returned ErrGap, ErrNoMeta, ErrInvalid, ErrTooLarge,
-//     ErrNotOwner, ErrClosed or the context's error: nothing was sent.
+//     ErrNotOwner, ErrClosed or the context's error: nothing was sent
+//     (ErrNotOwner for an append disowned while it was retried: nothing of
+//     it had landed when the stream was read back, and nothing more is
+//     sent).
 //   - Append returned ErrFenced: JetStream refused it, or a read-back found
 //     another writer's message where its first would go. Nothing of the
 //     call is written, and no attempt of it can land later: the session's
@@ -129,7 +132,13 @@
 // Append writes only partitions the log owns: all of them with
 // Options.OwnAll (one hub on JetStream), else those given by Own (a node
 // holding their leases, internal/cluster); Disown stops appends to a
-// partition at once (ErrNotOwner) and forgets its sessions' tails. Reads
+// partition at once (ErrNotOwner) and forgets its sessions' tails. An
+// append being retried when its partition is disowned sends no further
+// attempt, even once the partition is owned again, and settles what it sent by reading the stream: its own message
+// there means it landed, none means ErrNotOwner. The fence refuses a
+// deposed owner's write only once the new owner has appended to the
+// session; a retry landing between the new owner's read (Hydrate) and its
+// first append would be history that owner never learns of. Reads
 // need no ownership: any node reads any partition.
 //
 // # Reads

@@ -46,7 +46,9 @@ var (
 	ErrFenced = errors.New("jetstream: fenced: another writer appended to the session")
 
 	// ErrNotOwner is returned by Append for a partition this log does not
-	// own (see Own): nothing was sent.
+	// own (see Own): nothing was sent; or, for an append the partition was
+	// disowned under (Disown) while it was retried, none of what was sent
+	// had landed when the stream was read back, and nothing more is sent.
 	ErrNotOwner = errors.New("jetstream: partition not owned by this node")
 
 	// ErrUnavailable is returned by Append when JetStream gave no answer

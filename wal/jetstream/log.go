@@ -35,6 +35,7 @@ type Log struct {
 	js      jetstream.JetStream
 	streams []jetstream.Stream
 	owned   []atomic.Bool
+	tenure  []atomic.Uint64 // per partition: bumped by every Disown
 	batches []chan struct{} // per partition: this log's atomic batches being published
 	cache   sessions
 	logger  zerolog.Logger
@@ -50,6 +51,9 @@ type testHooks struct {
 	// lostAck, if set, is asked after every acknowledgement whether to
 	// drop it and fail the attempt with the error returned instead.
 	lostAck func(attempt int) error
+	// unsent, if set, is asked before every attempt whether to fail it
+	// unsent (a stream with no leader drops it) with the error returned.
+	unsent func(attempt int) error
 }
 
 // Open binds the partition streams, creating those that do not exist and
@@ -73,6 +77,7 @@ func Open(ctx context.Context, opts Options) (*Log, error) {
 		js:      js,
 		streams: make([]jetstream.Stream, o.Partitions),
 		owned:   make([]atomic.Bool, o.Partitions),
+		tenure:  make([]atomic.Uint64, o.Partitions),
 		batches: make([]chan struct{}, o.Partitions),
 		logger:  o.Logger,
 	}
@@ -236,16 +241,30 @@ func (l *Log) MaxRecordBytes() int { return l.opts.maxRecordBytes() }
 func (l *Log) Own(k int) { l.owned[k].Store(true) }
 
 // Disown stops every later Append to partition k (ErrNotOwner) and forgets
-// what the log knew of its sessions' tails. Appends already publishing end
-// with their real outcome; the fence refuses them if the partition has
-// moved on.
+// what the log knew of its sessions' tails. An append already publishing
+// sends no further attempt, even once k is owned again (and so loaded
+// again): it ends with what the stream holds of its earlier ones (landed,
+// or ErrNotOwner when none has). A retry sent after the partition's new
+// owner has read a session would land behind that owner's back: the
+// fence refuses a write only once another was appended after its
+// expected tail, not after a read.
 func (l *Log) Disown(k int) {
 	l.owned[k].Store(false)
+	l.tenure[k].Add(1)
 	l.cache.drop(k)
 }
 
 // Owns reports whether partition k is writable by this log.
 func (l *Log) Owns(k int) bool { return l.owned[k].Load() }
+
+// ownedSince reports whether partition k has been owned throughout since
+// tenure t (its tenure when an append took its sessions): neither
+// disowned since nor disowned and owned again (a partition lost and
+// taken back is loaded again, and an older append must not land behind
+// that load either).
+func (l *Log) ownedSince(k int, t uint64) bool {
+	return l.owned[k].Load() && l.tenure[k].Load() == t
+}
 
 // Close stops accepting calls (ErrClosed) and waits for those in progress
 // (a read's callback must not call it). It does not close the connection.

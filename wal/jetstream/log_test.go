@@ -182,6 +182,80 @@ func TestFence(t *testing.T) {
 	wantDense(t, old, b, 1)
 }
 
+// TestDisownedWhileRetried is a deposed owner whose append gets no answer
+// (its stream has no leader) while its lease runs out and a new owner
+// loads the partition: once disowned it sends the append no more, so
+// nothing lands behind the new owner's back. (A retry would land: the
+// session's tail is still the one it expects, as the new owner has only
+// read it; that owner would then serve a session behind its log.)
+func TestDisownedWhileRetried(t *testing.T) {
+	c := natstestServer(t)
+	old := openLog(t, c.Connect(t), Options{})
+	neu := openLog(t, c.Connect(t), Options{})
+	ctx := context.Background()
+	a := id(1)
+	k := old.PartitionOf(a)
+	old.Own(k)
+	mustAppend(t, old, open(a, 2))
+	tries := 0
+	old.hooks.unsent = func(attempt int) error {
+		tries = attempt
+		if attempt > 1 {
+			return nil
+		}
+		// No answer; meanwhile the lease is lost and the partition loaded
+		// by its new owner.
+		old.Disown(k)
+		neu.Own(k)
+		if _, err := neu.Hydrate(ctx, k, Visitor{}); err != nil {
+			t.Error(err)
+		}
+		return nats.ErrNoResponders
+	}
+	wantErr(t, old.Append(ctx, more(a, 3, 1)), ErrNotOwner)
+	if tries != 1 {
+		t.Errorf("%d attempts sent, want 1 (none after Disown)", tries)
+	}
+	wantDense(t, neu, a, 2)
+	mustAppend(t, neu, more(a, 3, 1)) // the new owner goes on from what it read
+	wantDense(t, old, a, 3)
+
+	// The same, the partition lost and taken back by the same log (loaded
+	// again) while the append waited to be retried.
+	neu.hooks.unsent = func(attempt int) error {
+		if attempt > 1 {
+			return nil
+		}
+		neu.Disown(k)
+		neu.Own(k)
+		if _, err := neu.Hydrate(ctx, k, Visitor{}); err != nil {
+			t.Error(err)
+		}
+		return nats.ErrNoResponders
+	}
+	wantErr(t, neu.Append(ctx, more(a, 4, 1)), ErrNotOwner)
+	neu.hooks.unsent = nil
+	wantDense(t, neu, a, 3)
+	mustAppend(t, neu, more(a, 4, 1))
+	wantDense(t, old, a, 4)
+
+	// An attempt that landed before Disown, its answer lost, is found by
+	// the read-back: the append succeeded.
+	b := id(2)
+	kb := neu.PartitionOf(b)
+	neu.Own(kb)
+	mustAppend(t, neu, open(b, 1))
+	neu.hooks.lostAck = func(attempt int) error {
+		if attempt == 1 {
+			neu.Disown(kb)
+			return nats.ErrTimeout
+		}
+		return nil
+	}
+	mustAppend(t, neu, more(b, 2, 1))
+	wantDense(t, neu, b, 2)
+}
+
 // TestAtomicTree writes a parent's record and a child's open (metadata and
 // first records) in one append, then an append across the two whose fence
 // fails on one session: none of it lands.

@@ -54,6 +54,17 @@ var (
 func (l *Log) publish(ctx context.Context, k int, p plan) (uint64, error) {
 	backoff := 50 * time.Millisecond
 	for attempt := 1; ; attempt++ {
+		if !l.ownedSince(k, p.tenure) {
+			// Disowned (the lease is lost): the new owner may have read
+			// the partition already, and an attempt that lands after
+			// that read, onto the tail it expected, is one that owner
+			// never learns of. Send nothing more: settle what was sent.
+			if attempt == 1 {
+				return 0, fmt.Errorf("%w: partition %d (stream %s) was disowned before the append was sent", ErrNotOwner, k, l.y.stream(k))
+			}
+			return l.resolve(ctx, k, p, fmt.Errorf("%w: partition %d (stream %s) was disowned while the append was retried; not sent again after %d attempts",
+				ErrNotOwner, k, l.y.stream(k), attempt-1))
+		}
 		first, err := l.attempt(ctx, k, p, attempt)
 		if f := l.hooks.lostAck; f != nil && err == nil {
 			err = f(attempt)
@@ -115,6 +126,11 @@ func transientAPI(api *jetstream.APIError) bool {
 // attempt publishes p once: a single message as a request, a batch as
 // its messages then a commit request, under a fresh batch id.
 func (l *Log) attempt(ctx context.Context, k int, p plan, try int) (uint64, error) {
+	if f := l.hooks.unsent; f != nil {
+		if err := f(try); err != nil {
+			return 0, err
+		}
+	}
 	actx, cancel := context.WithTimeout(ctx, l.attemptTimeout(try))
 	defer cancel()
 	n := len(p.msgs)
@@ -178,7 +194,7 @@ func (l *Log) resolve(ctx context.Context, k int, p plan, cause error) (uint64, 
 	case errors.Is(err, jetstream.ErrMsgNotFound) && errors.Is(cause, errDuplicateBatch):
 		return 0, fmt.Errorf("%w: %s: %v", ErrFenced, l.describe(k, p), cause)
 	case errors.Is(err, jetstream.ErrMsgNotFound):
-		if errors.Is(cause, ErrUnavailable) {
+		if errors.Is(cause, ErrUnavailable) || errors.Is(cause, ErrNotOwner) {
 			return 0, fmt.Errorf("jetstream: %s: %w", l.describe(k, p), cause)
 		}
 		return 0, fmt.Errorf("jetstream: %s: outcome unknown: %w", l.describe(k, p), cause)
