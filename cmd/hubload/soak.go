@@ -192,6 +192,13 @@ func (s *soak) start(ctx context.Context) error {
 		return fmt.Errorf("starting %s: %w", s.c.hubd, err)
 	}
 	s.cmd = cmd
+	// Wait for the port first: gRPC's reconnect backoff would otherwise
+	// add up to seconds to the restart measured, and a start slower than
+	// usual (a loaded machine) could outlast the dial's wait.
+	if err := waitListening(ctx, s.addr, startTimeout); err != nil {
+		s.kill()
+		return err
+	}
 	p, err := dial(ctx, s.addr, s.agents(), s.c.conns)
 	if err != nil {
 		s.kill()
@@ -199,6 +206,29 @@ func (s *soak) start(ctx context.Context) error {
 	}
 	s.pool = p
 	return nil
+}
+
+// startTimeout is how long the soak waits for a hub it started to listen.
+const startTimeout = time.Minute
+
+// waitListening polls addr until it accepts a TCP connection or timeout
+// passes.
+func waitListening(ctx context.Context, addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			return c.Close()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the hub did not listen on %s within %v: %w", addr, timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // kill ends the hub with SIGKILL and waits for it.
