@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -46,25 +45,6 @@ type hubCluster struct {
 	args  [][]string // each node's hubd arguments, for a restart
 }
 
-// freePorts returns n loopback ports that were free a moment ago.
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var ls []net.Listener
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return ports
-}
-
 // startCluster starts three hubd nodes together (each waits for a NATS
 // quorum before it listens) and returns once all three listen. With
 // external, the NATS servers run in the test process (natstest) and the
@@ -84,7 +64,7 @@ func startCluster(t *testing.T, external bool, extra ...string) *hubCluster {
 func startNodes(t *testing.T, n int, ext *natstest.Cluster, extra ...string) *hubCluster {
 	t.Helper()
 	external := ext != nil
-	ports := freePorts(t, 3*n) // gRPC, NATS client, NATS route per node
+	ports := natstest.FreePorts(t, 3*n) // gRPC, NATS client, NATS route per node
 	c := &hubCluster{}
 	var routes []string
 	for i := range n {
@@ -520,7 +500,7 @@ func TestE2EClusterWireThroughGateway(t *testing.T) {
 // servers, with extra serve flags.
 func (c *hubCluster) gateway(t *testing.T, id string, extra ...string) *daemon {
 	t.Helper()
-	port := freePorts(t, 1)[0]
+	port := natstest.FreePorts(t, 1)[0]
 	gw := &daemon{t: t, data: t.TempDir(), closed: make(chan struct{})}
 	gw.cmd = exec.Command(hubdBinary(t), append([]string{"serve", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--http", "off",
 		"--data", gw.data, "--log-format", "json", "--node-id", id, "--gateway", "--cluster", strings.Join(c.nats, ","),

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/hubd/hubd/internal/natstest"
 )
 
 // natsServerBinary builds nats-server from the module go.mod already
@@ -61,7 +63,7 @@ type natsProcs struct {
 func startNATSProcs(t *testing.T, n int) *natsProcs {
 	t.Helper()
 	c := &natsProcs{bin: natsServerBinary(t)}
-	ports := freePorts(t, 3*n) // client, route, monitoring per server
+	ports := natstest.FreePorts(t, 3*n) // client, route, monitoring per server
 	var routes []string
 	for i := range n {
 		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", ports[n+i]))
@@ -153,7 +155,7 @@ func (c *natsProcs) healthy(i int) bool {
 func startNodesOn(t *testing.T, ns *natsProcs, extra ...string) *hubCluster {
 	t.Helper()
 	const n = 3
-	ports := freePorts(t, n)
+	ports := natstest.FreePorts(t, n)
 	c := &hubCluster{}
 	dir := t.TempDir()
 	for i := range n {

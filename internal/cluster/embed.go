@@ -131,10 +131,17 @@ func routeURLs(routes []string) ([]*url.URL, error) {
 	return out, nil
 }
 
+// ErrNATSStart reports an embedded NATS server that failed as it started,
+// most often because a port it was given is taken; the error names the
+// server's own message.
+var ErrNATSStart = errors.New("cluster: nats server failed to start")
+
 // StartNATS starts an embedded NATS server with JetStream as c describes
 // and waits until it accepts connections. In a cluster JetStream is usable
 // only once a meta leader is elected, a little later: clients retry their
-// first requests (see wal/jetstream.Open). Stop it with Shutdown.
+// first requests (see wal/jetstream.Open). A server that cannot listen on
+// a port it was given fails at once with ErrNATSStart (it does not wait
+// out ReadyTimeout). Stop it with Shutdown.
 func StartNATS(c NATSConfig) (*server.Server, error) {
 	o, err := c.Options()
 	if err != nil {
@@ -144,17 +151,30 @@ func StartNATS(c NATSConfig) (*server.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: nats server %s: %w", c.Name, err)
 	}
-	s.SetLoggerV2(natsLogger{c.Logger.With().Str("nats_server", c.Name).Logger()}, false, false, false)
+	fatal := make(chan string, 1)
+	s.SetLoggerV2(natsLogger{l: c.Logger.With().Str("nats_server", c.Name).Logger(), fatal: fatal}, false, false, false)
 	s.Start()
 	wait := c.ReadyTimeout
 	if wait == 0 {
 		wait = 10 * time.Second
 	}
-	if !s.ReadyForConnections(wait) {
-		s.Shutdown()
-		return nil, fmt.Errorf("cluster: nats server %s not ready after %v", c.Name, wait)
+	for deadline := time.Now().Add(wait); ; {
+		// Readiness is polled in short slices: a listener that failed
+		// leaves the server never ready, and its fatal message says why.
+		if s.ReadyForConnections(50 * time.Millisecond) {
+			return s, nil
+		}
+		select {
+		case msg := <-fatal:
+			s.Shutdown()
+			return nil, fmt.Errorf("%w: %s: %s", ErrNATSStart, c.Name, msg)
+		default:
+		}
+		if time.Now().After(deadline) {
+			s.Shutdown()
+			return nil, fmt.Errorf("cluster: nats server %s not ready after %v", c.Name, wait)
+		}
 	}
-	return s, nil
 }
 
 // ClientURL returns the URL a client connects to s with.
@@ -166,8 +186,12 @@ func RouteURL(host string, port int) string {
 }
 
 // natsLogger bridges the server's log to zerolog: warnings and errors
-// only, the notices being too chatty for a hub's log.
-type natsLogger struct{ l zerolog.Logger }
+// only, the notices being too chatty for a hub's log. The first fatal
+// message also goes to fatal, for StartNATS to report.
+type natsLogger struct {
+	l     zerolog.Logger
+	fatal chan<- string
+}
 
 func (n natsLogger) Noticef(string, ...any) {}
 func (n natsLogger) Debugf(string, ...any)  {}
@@ -179,5 +203,10 @@ func (n natsLogger) Errorf(f string, a ...any) {
 	n.l.Error().Str("from", "nats").Msg(fmt.Sprintf(f, a...))
 }
 func (n natsLogger) Fatalf(f string, a ...any) {
-	n.l.Error().Str("from", "nats").Str("level_nats", "fatal").Msg(fmt.Sprintf(f, a...))
+	msg := fmt.Sprintf(f, a...)
+	n.l.Error().Str("from", "nats").Str("level_nats", "fatal").Msg(msg)
+	select {
+	case n.fatal <- msg:
+	default:
+	}
 }

@@ -1,10 +1,13 @@
 package natstest
 
 import (
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -30,8 +33,10 @@ type Cluster struct {
 func RunServer(t testing.TB) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t}
-	cfg := cluster.NATSConfig{Name: "n0", StoreDir: filepath.Join(tempDir(t), "n0"), Port: freePort(t)}
-	c.start(cfg)
+	dir := tempDir(t)
+	c.startAll(func() []cluster.NATSConfig {
+		return []cluster.NATSConfig{{Name: "n0", StoreDir: filepath.Join(dir, "n0"), Port: FreePorts(t, 1)[0]}}
+	})
 	return c
 }
 
@@ -40,40 +45,74 @@ func RunServer(t testing.TB) *Cluster {
 func RunCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t}
-	clientPorts, routePorts := make([]int, n), make([]int, n)
-	routes := make([]string, n)
-	for i := range n {
-		clientPorts[i], routePorts[i] = freePort(t), freePort(t)
-		routes[i] = cluster.RouteURL("127.0.0.1", routePorts[i])
-	}
 	dir := tempDir(t)
-	for i := range n {
-		name := fmt.Sprintf("n%d", i)
-		c.start(cluster.NATSConfig{
-			Name:        name,
-			StoreDir:    filepath.Join(dir, name),
-			Port:        clientPorts[i],
-			ClusterName: "test",
-			ClusterPort: routePorts[i],
-			Routes:      routes,
-		})
-	}
+	c.startAll(func() []cluster.NATSConfig {
+		ports := FreePorts(t, 2*n) // client ports, then route ports
+		routes := make([]string, n)
+		for i := range n {
+			routes[i] = cluster.RouteURL("127.0.0.1", ports[n+i])
+		}
+		cfgs := make([]cluster.NATSConfig, n)
+		for i := range n {
+			name := fmt.Sprintf("n%d", i)
+			cfgs[i] = cluster.NATSConfig{
+				Name:        name,
+				StoreDir:    filepath.Join(dir, name),
+				Port:        ports[i],
+				ClusterName: "test",
+				ClusterPort: ports[n+i],
+				Routes:      routes,
+			}
+		}
+		return cfgs
+	})
 	return c
 }
 
-// start starts a server and registers its shutdown.
-func (c *Cluster) start(cfg cluster.NATSConfig) {
+// startAttempts bounds how often startAll picks new ports.
+const startAttempts = 5
+
+// startAll starts the servers configs returns and registers their
+// shutdown. A port taken between its pick and the server's listen (by
+// another test process) fails that server at once: the servers started
+// are stopped and all start again on new ports.
+func (c *Cluster) startAll(configs func() []cluster.NATSConfig) {
 	c.t.Helper()
-	s, err := cluster.StartNATS(cfg)
-	if err != nil {
-		c.t.Fatalf("natstest: %v", err)
+	for attempt := 1; ; attempt++ {
+		cfgs := configs()
+		servers := make([]*server.Server, 0, len(cfgs))
+		var err error
+		for _, cfg := range cfgs {
+			var s *server.Server
+			if s, err = cluster.StartNATS(cfg); err != nil {
+				break
+			}
+			servers = append(servers, s)
+		}
+		if err == nil {
+			c.mu.Lock()
+			c.configs, c.servers = cfgs, servers
+			c.mu.Unlock()
+			for i := range cfgs {
+				c.t.Cleanup(func() { c.Shutdown(i) })
+			}
+			return
+		}
+		for _, s := range servers {
+			s.Shutdown()
+			s.WaitForShutdown()
+		}
+		if !errors.Is(err, cluster.ErrNATSStart) || attempt == startAttempts {
+			c.t.Fatalf("natstest: %v", err)
+		}
+		c.t.Logf("natstest: %v; starting again on new ports", err)
+		for _, cfg := range cfgs {
+			// A new start needs empty stores: JetStream remembers its peers.
+			if err := os.RemoveAll(cfg.StoreDir); err != nil {
+				c.t.Fatalf("natstest: %v", err)
+			}
+		}
 	}
-	c.mu.Lock()
-	i := len(c.configs)
-	c.configs = append(c.configs, cfg)
-	c.servers = append(c.servers, s)
-	c.mu.Unlock()
-	c.t.Cleanup(func() { c.Shutdown(i) })
 }
 
 // tempDir is a directory removed after the servers stop. Not t.TempDir:
@@ -96,15 +135,57 @@ func tempDir(t testing.TB) string {
 	return dir
 }
 
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t testing.TB) int {
+// FreePorts returns n distinct loopback ports that were free a moment
+// ago, for servers that must be told their ports before they start (a
+// NATS cluster's routes, hubd's flags). They are picked below the kernel's
+// ephemeral range, where a port the kernel hands out meanwhile (the source
+// port of some other test's outgoing connection, or another Listen on
+// port 0) cannot land; a port another process picks the same way can
+// still, rarely, be taken before it is used.
+func FreePorts(t testing.TB, n int) []int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("natstest: allocating a port: %v", err)
+	low := ephemeralLow()
+	ls := make([]net.Listener, 0, n)
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for tries := 0; len(ports) < n; tries++ {
+		addr := "127.0.0.1:0"
+		if span := low - 10000; span > 1000 && tries < 50*n {
+			addr = fmt.Sprintf("127.0.0.1:%d", 10000+rand.IntN(span))
+		}
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			if addr == "127.0.0.1:0" {
+				t.Fatalf("natstest: allocating a port: %v", err)
+			}
+			continue
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports
+}
+
+// ephemeralLow returns the lowest port of the kernel's ephemeral range
+// (Linux's default, 32768, where it cannot be read).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	low, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 32768
+	}
+	return low
 }
 
 // Len returns how many servers the cluster was started with.
@@ -156,10 +237,19 @@ func (c *Cluster) Shutdown(i int) {
 	}
 }
 
-// Restart starts server i again on its ports and store directory.
+// Restart starts server i again on its ports and store directory. A port
+// still taken (by a connection of another process) is tried again for up
+// to ten seconds.
 func (c *Cluster) Restart(i int) {
 	c.t.Helper()
-	s, err := cluster.StartNATS(c.configs[i])
+	var s *server.Server
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		s, err = cluster.StartNATS(c.configs[i])
+		if err == nil || !errors.Is(err, cluster.ErrNATSStart) || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err != nil {
 		c.t.Fatalf("natstest: restarting %s: %v", c.configs[i].Name, err)
 	}
