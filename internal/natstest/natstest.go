@@ -35,7 +35,7 @@ func RunServer(t testing.TB) *Cluster {
 	c := &Cluster{t: t}
 	dir := tempDir(t)
 	c.startAll(func() []cluster.NATSConfig {
-		return []cluster.NATSConfig{{Name: "n0", StoreDir: filepath.Join(dir, "n0"), Port: FreePorts(t, 1)[0]}}
+		return []cluster.NATSConfig{{Name: "n0", StoreDir: filepath.Join(dir, "n0"), Port: FreePorts(t, 1)[0], ReadyTimeout: readyTimeout}}
 	})
 	return c
 }
@@ -62,12 +62,19 @@ func RunCluster(t testing.TB, n int) *Cluster {
 				ClusterName: "test",
 				ClusterPort: ports[n+i],
 				Routes:      routes,
+
+				ReadyTimeout: readyTimeout,
 			}
 		}
 		return cfgs
 	})
 	return c
 }
+
+// readyTimeout is how long a server may take to listen: JetStream is
+// enabled first, and on a machine whose disk other tests keep busy that
+// took more than the default 10 s.
+const readyTimeout = 30 * time.Second
 
 // startAttempts bounds how often startAll picks new ports.
 const startAttempts = 5
