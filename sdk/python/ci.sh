@@ -12,7 +12,9 @@ export PYTHONDONTWRITEBYTECODE=1
 step() { printf -- '-- %s\n' "$*"; }
 
 missing=()
-for pkg in python3-grpcio python3-protobuf python3-pytest protobuf-compiler protobuf-compiler-grpc openssl; do
+# libprotobuf-dev holds the well-known types (google/protobuf/*.proto) that
+# hub.proto imports: protobuf-compiler only recommends it.
+for pkg in python3-grpcio python3-protobuf python3-pytest protobuf-compiler protobuf-compiler-grpc libprotobuf-dev openssl; do
   if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed'; then
     missing+=("$pkg")
   fi

@@ -26,6 +26,8 @@ if [ "$major" -lt 20 ]; then
 fi
 missing=()
 command -v protoc >/dev/null || missing+=(protobuf-compiler)
+# The well-known types hub.proto imports (google/protobuf/*.proto).
+[ -f /usr/include/google/protobuf/timestamp.proto ] || missing+=(libprotobuf-dev)
 command -v openssl >/dev/null || missing+=(openssl)
 if [ ${#missing[@]} -gt 0 ]; then
   apt_install "${missing[@]}"

@@ -14,7 +14,7 @@ root="$(cd "$sdk/../.." && pwd)"
 out="${1:-$sdk/hubd/_pb}"
 plugin="${GRPC_PYTHON_PLUGIN:-$(command -v grpc_python_plugin || true)}"
 if ! command -v protoc >/dev/null || [ -z "$plugin" ]; then
-  echo "generate.sh: needs protoc and grpc_python_plugin (apt-get install -y protobuf-compiler protobuf-compiler-grpc)" >&2
+  echo "generate.sh: needs protoc and grpc_python_plugin (apt-get install -y protobuf-compiler protobuf-compiler-grpc libprotobuf-dev)" >&2
   exit 1
 fi
 

@@ -10,7 +10,7 @@ if [ ! -x "$plugin" ]; then
   echo "generate: $plugin is missing: run npm ci first" >&2
   exit 1
 fi
-command -v protoc >/dev/null || { echo "generate: protoc is missing: apt-get install -y protobuf-compiler" >&2; exit 1; }
+command -v protoc >/dev/null || { echo "generate: protoc is missing: apt-get install -y protobuf-compiler libprotobuf-dev" >&2; exit 1; }
 out=src/gen
 rm -rf "$out"
 mkdir -p "$out"
