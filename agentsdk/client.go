@@ -44,6 +44,11 @@ type Options struct {
 	// trusted network, or a custom dialer in DialOptions).
 	Insecure bool
 	// DialOptions are appended to the client's own (and so override them).
+	// The client's own fix gRPC's flow-control windows at 1 MiB a stream
+	// and 4 MiB a connection, as the hub does: gRPC's dynamic windows cost
+	// a ping and its ack per message read. A link whose bandwidth times
+	// round trip exceeds them (bulk transfers over a WAN) can raise them
+	// with grpc.WithInitialWindowSize and grpc.WithInitialConnWindowSize.
 	DialOptions []grpc.DialOption
 	// SendAttempts caps how many times a send (or another idempotent
 	// call: delegate, answer) is tried when the hub is unavailable; 0 (the
@@ -142,6 +147,12 @@ func Dial(ctx context.Context, target string, opts Options) (*Client, error) {
 	return c, nil
 }
 
+// The fixed flow-control windows (see Options.DialOptions), as the hub's.
+const (
+	streamWindow = 1 << 20
+	connWindow   = 4 << 20
+)
+
 func dialOptions(opts Options, p *peers) []grpc.DialOption {
 	var do []grpc.DialOption
 	if opts.TLS != nil {
@@ -160,7 +171,8 @@ func dialOptions(opts Options, p *peers) []grpc.DialOption {
 	bo := backoff.DefaultConfig
 	bo.BaseDelay, bo.MaxDelay = 100*time.Millisecond, 5*time.Second
 	do = append(do, grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: 5 * time.Second}),
-		grpc.WithChainUnaryInterceptor(traceMetadata))
+		grpc.WithChainUnaryInterceptor(traceMetadata),
+		grpc.WithStaticStreamWindowSize(streamWindow), grpc.WithStaticConnWindowSize(connWindow))
 	if p != nil {
 		do = append(do, grpc.WithChainUnaryInterceptor(p.unary))
 	}

@@ -317,6 +317,15 @@ func maxMsgBytes(cfg Config, hc hub.Config) int {
 	return max(4*env, 4<<20) + 64<<10
 }
 
+// Flow-control windows, fixed: gRPC's dynamic windows estimate the
+// bandwidth-delay product by a ping on each read of data with none
+// outstanding, which for small request-reply frames is a ping and its ack
+// per message on every connection.
+const (
+	streamWindow = 1 << 20
+	connWindow   = 4 << 20
+)
+
 func serverOptions(cfg Config, hc hub.Config, tlsCfg *tls.Config) []grpc.ServerOption {
 	opts := []grpc.ServerOption{
 		grpc.StatsHandler(hubgrpc.ConnStats()), // for the per-connection stream limit
@@ -325,6 +334,8 @@ func serverOptions(cfg Config, hc hub.Config, tlsCfg *tls.Config) []grpc.ServerO
 		grpc.ForceServerCodecV2(hubgrpc.Codec()),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+		grpc.StaticStreamWindowSize(streamWindow),
+		grpc.StaticConnWindowSize(connWindow),
 	}
 	if tlsCfg != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsCfg)))
