@@ -72,7 +72,7 @@ func Start(parent string) (*Server, error) {
 		return nil, fmt.Errorf("baseline: %w", err)
 	}
 	s := &Server{log: log, lis: lis, dir: dir, served: make(chan error, 1), sessions: map[[16]byte]*session{}, pairs: map[[16]byte]*pair{}}
-	s.grpc = grpc.NewServer()
+	s.grpc = grpc.NewServer(grpc.StaticStreamWindowSize(streamWindow), grpc.StaticConnWindowSize(connWindow))
 	s.grpc.RegisterService(&grpc.ServiceDesc{
 		ServiceName: "hubd.baseline.Baseline",
 		HandlerType: (*any)(nil),
@@ -87,6 +87,22 @@ func Start(parent string) (*Server, error) {
 	}, s)
 	go func() { s.served <- s.grpc.Serve(lis) }()
 	return s, nil
+}
+
+// The flow-control windows of hubd's server and agentsdk's clients,
+// fixed (internal/server, agentsdk): gRPC's dynamic windows cost a ping
+// and its ack per small message, which the floor must not pay when hubd
+// does not.
+const (
+	streamWindow = 1 << 20
+	connWindow   = 4 << 20
+)
+
+// dialOptions are the floor's clients' options: loopback, no TLS, the
+// windows above.
+func dialOptions() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithStaticStreamWindowSize(streamWindow), grpc.WithStaticConnWindowSize(connWindow)}
 }
 
 // Addr is the server's loopback address.
@@ -182,7 +198,7 @@ func Drive(ctx context.Context, addr string, ld Load, stop <-chan struct{}) erro
 		}
 	}()
 	for i := range conns {
-		c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		c, err := grpc.NewClient(addr, dialOptions()...)
 		if err != nil {
 			return fmt.Errorf("baseline: %w", err)
 		}

@@ -12,7 +12,6 @@ import (
 	"github.com/google/uuid"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -182,7 +181,7 @@ func DriveTurns(ctx context.Context, addr string, ld Turns, stop <-chan struct{}
 		}
 	}()
 	for i := range conns {
-		c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		c, err := grpc.NewClient(addr, dialOptions()...)
 		if err != nil {
 			return fmt.Errorf("baseline: %w", err)
 		}
