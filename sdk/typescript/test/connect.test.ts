@@ -249,7 +249,7 @@ describe("the Connect stream across a hub crash", { timeout: 60_000 }, () => {
         const s = await alice.open({ graph: sequence("alice", "bob"), participants: autoAccepted("bob") });
         await alice.setContext(s.id, { warm: true }); // the stream is open
         lines.length = 0;
-        hub.pause(); // the hub reads nothing more: the next send stays in flight
+        await hub.pause(); // the hub reads nothing more: the next send stays in flight
         const sent = alice.sendText(s.id, "in flight", { clientMsgId: id });
         let answered = false;
         void sent.then(

@@ -4,7 +4,7 @@
 // will.
 
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -154,9 +154,37 @@ export class Hubd {
     await this.exited;
   }
 
-  /** Stops hubd with SIGSTOP: it holds its connections but reads and answers nothing (kill9 still ends it). */
-  pause(): void {
+  /**
+   * Stops hubd with SIGSTOP: it holds its connections but reads and answers nothing (kill9 still ends it).
+   * Resolves once every thread of hubd is stopped: the kernel stops them one by one, and on a loaded machine
+   * one of them can go on reading and writing for milliseconds after kill returns.
+   */
+  async pause(): Promise<void> {
+    const pid = this.proc?.pid;
+    if (pid === undefined) {
+      return;
+    }
     this.proc?.kill("SIGSTOP");
+    const tasks = `/proc/${pid}/task`;
+    if (!existsSync(tasks)) {
+      return; // not Linux: no way to tell, kill returned
+    }
+    const stopped = (): boolean =>
+      readdirSync(tasks).every((tid) => {
+        try {
+          // The state follows the command's closing parenthesis: T (stopped) or t (traced).
+          const stat = readFileSync(join(tasks, tid, "stat"), "utf8");
+          return /^[Tt]$/.test(stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3));
+        } catch {
+          return true; // the thread has gone
+        }
+      });
+    for (const deadline = Date.now() + 10_000; !stopped(); ) {
+      if (Date.now() > deadline) {
+        throw new Error(`hubd (pid ${pid}) did not stop within 10 s of SIGSTOP`);
+      }
+      await new Promise((r) => setTimeout(r, 1));
+    }
   }
 
   /** Stops hubd gracefully (SIGTERM: it drains its streams) and waits until it is gone. */
