@@ -213,7 +213,10 @@ def test_deadline_and_cancel(connect: Connect, names: Names) -> None:
     s = alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(names("bob")))
     with pytest.raises(hubd.DeadlineExceeded) as e:
         list(alice.watch(s.id, timeout=0.3))
-    assert e.value.code == grpc.StatusCode.DEADLINE_EXCEEDED and e.value.reason == ""
+    # The client's deadline or the hub's (its status then carries the
+    # reason): both expire at 0.3 s, and on a loaded machine either can be
+    # first.
+    assert e.value.code == grpc.StatusCode.DEADLINE_EXCEEDED and e.value.reason in ("", "DEADLINE_EXCEEDED")
     call = alice.raw.Subscribe(pb.SubscribeRequest(), metadata=alice.metadata)
     call.cancel()
     with pytest.raises(hubd.Canceled):
