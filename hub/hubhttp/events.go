@@ -242,6 +242,9 @@ func parseTreeID(s string) (uint64, map[string]uint64, error) {
 		if !ok || err != nil {
 			return 0, nil, bad(fmt.Sprintf("%.40q is not SESSION:SEQ", part))
 		}
+		if id.IsZero() {
+			return 0, nil, bad(fmt.Sprintf("%.40q: the nil UUID names no session", part))
+		}
 		seq, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
 			return 0, nil, bad(fmt.Sprintf("%.40q is not SESSION:SEQ", part))
