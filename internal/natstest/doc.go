@@ -8,8 +8,9 @@
 // pre-allocated on 127.0.0.1 (FreePorts picks them below the kernel's
 // ephemeral range), routes to every server, then ReadyForConnections. A
 // port taken before its server listens fails that start at once
-// (cluster.ErrNATSStart) and the cluster starts again on new ports. JetStream answers only once a meta leader is
-// elected (about two seconds on a small machine): code that creates
+// (cluster.ErrNATSStart) and the cluster starts again on new ports.
+// JetStream answers only once a meta leader is elected (about two
+// seconds on a small machine): code that creates
 // streams or buckets must retry with short per-attempt timeouts, as
 // wal/jetstream.Open and internal/cluster.Start do.
 package natstest

@@ -35,7 +35,7 @@ func RunServer(t testing.TB) *Cluster {
 	c := &Cluster{t: t}
 	dir := tempDir(t)
 	c.startAll(func() []cluster.NATSConfig {
-		return []cluster.NATSConfig{{Name: "n0", StoreDir: filepath.Join(dir, "n0"), Port: FreePorts(t, 1)[0], ReadyTimeout: readyTimeout}}
+		return []cluster.NATSConfig{{Name: "n0", StoreDir: filepath.Join(dir, "n0"), Port: FreePorts(t, 1)[0]}}
 	})
 	return c
 }
@@ -62,8 +62,6 @@ func RunCluster(t testing.TB, n int) *Cluster {
 				ClusterName: "test",
 				ClusterPort: ports[n+i],
 				Routes:      routes,
-
-				ReadyTimeout: readyTimeout,
 			}
 		}
 		return cfgs
@@ -71,7 +69,7 @@ func RunCluster(t testing.TB, n int) *Cluster {
 	return c
 }
 
-// readyTimeout is how long a server may take to listen: JetStream is
+// readyTimeout is how long a test server may take to listen: JetStream is
 // enabled first, and on a machine whose disk other tests keep busy that
 // took more than the default 10 s.
 const readyTimeout = 30 * time.Second
@@ -79,14 +77,17 @@ const readyTimeout = 30 * time.Second
 // startAttempts bounds how often startAll picks new ports.
 const startAttempts = 5
 
-// startAll starts the servers configs returns and registers their
-// shutdown. A port taken between its pick and the server's listen (by
+// startAll starts the servers configs returns (each given readyTimeout)
+// and registers their shutdown. A port taken between its pick and the server's listen (by
 // another test process) fails that server at once: the servers started
 // are stopped and all start again on new ports.
 func (c *Cluster) startAll(configs func() []cluster.NATSConfig) {
 	c.t.Helper()
 	for attempt := 1; ; attempt++ {
 		cfgs := configs()
+		for i := range cfgs {
+			cfgs[i].ReadyTimeout = readyTimeout
+		}
 		servers := make([]*server.Server, 0, len(cfgs))
 		var err error
 		for _, cfg := range cfgs {
