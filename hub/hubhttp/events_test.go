@@ -405,6 +405,7 @@ func TestTreeEventsRefused(t *testing.T) {
 		{"bad session", "?tree=true", "3,nope:1"},
 		{"bad cursor", "?tree=true", "3,0190a0c4-8f4e-7a2b-9c3d-4e5f60718293:x"},
 		{"no cursor", "?tree=true", "3,0190a0c4-8f4e-7a2b-9c3d-4e5f60718293"},
+		{"the nil session", "?tree=true", "3,00000000-0000-0000-0000-000000000000:1"},
 		{"tree id on a session stream", "", "3,0190a0c4-8f4e-7a2b-9c3d-4e5f60718293:1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
