@@ -195,6 +195,11 @@ func (h *Hub) finish(ctx context.Context, p *plan) error {
 		}
 		for _, x := range p.parts {
 			h.fail(x.s, err)
+			if !x.isNew {
+				// The write may have landed: reload soon, whether or not
+				// its sender retries, so that whoever it concerns is told.
+				h.sched.retry(x.s, h.clock.Now().Add(timerRetry))
+			}
 		}
 		if errors.Is(err, ErrNotOwner) {
 			// Nothing was written (the partition is not, or no longer,
@@ -257,22 +262,90 @@ func (h *Hub) fail(s *sess, err error) {
 }
 
 // ready makes sure a locked session's state matches its log, reloading it
-// after a failed write.
+// after a failed write. A failed append may have landed all the same (a
+// replicated log that timed out after the write): what the log took beyond
+// what was delivered is then delivered now, as if just committed, so that
+// the next speaker is told its turn and watchers see every seq. Every
+// failed session of the tree is reloaded with it: one write may span
+// several of them.
 func (h *Hub) ready(ctx context.Context, s *sess) error {
 	if s.failed == nil {
 		return nil
 	}
+	var failed []*sess
+	for _, x := range treeOf(s) {
+		if x.failed != nil {
+			failed = append(failed, x)
+		}
+	}
+	for _, x := range failed {
+		if err := h.reload(ctx, x); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// treeOf returns every session of s's tree held in memory, s's root first.
+func treeOf(s *sess) []*sess {
+	root := s
+	for root.parent != nil {
+		root = root.parent
+	}
+	all := []*sess{root}
+	for i := 0; i < len(all); i++ {
+		all = append(all, all[i].kids...)
+	}
+	return all
+}
+
+// reload rebuilds a failed session from its log and delivers what the log
+// took beyond the last seq delivered; the caller holds the tree's lock.
+func (h *Hub) reload(ctx context.Context, s *sess) error {
 	fresh, err := h.load(ctx, s.id, s.meta)
 	if err != nil {
 		return fmt.Errorf("session %v failed (%v) and could not be reloaded: %v: %w", s.id, s.failed, err, ErrSessionFailed)
 	}
+	delivered, before := s.lastSeq.Load(), session.State(s.state.Load())
+	var landed []*hubpb.Envelope
+	if fresh.m.Seq > delivered {
+		if landed, err = h.readFrom(ctx, s, delivered+1); err != nil {
+			return fmt.Errorf("session %v failed (%v) and its log could not be read: %v: %w", s.id, s.failed, err, ErrSessionFailed)
+		}
+	}
 	if !errors.Is(s.failed, errPlanAbandoned) {
-		h.logger.Info().Str("session", s.id.String()).Uint64("seq", fresh.m.Seq).Msg("session reloaded from the write-ahead log")
+		h.logger.Info().Str("session", s.id.String()).Uint64("seq", fresh.m.Seq).Int("landed", len(landed)).
+			Msg("session reloaded from the write-ahead log")
 	}
 	s.m, s.dedup, s.trigger, s.lastAt, s.failed = fresh.m, fresh.dedup, fresh.trigger, fresh.lastAt, nil
 	s.views.replace(fresh.views)
-	s.publish()
+	if len(landed) == 0 {
+		s.publish()
+		return nil
+	}
+	newTurn := s.trigger.GetSeq() > delivered
+	for _, e := range landed {
+		if newTurn && e.GetSeq() == s.trigger.GetSeq() {
+			s.trigger = e // the envelope delivered is the one told as the turn's
+		}
+	}
+	h.took(s, landed, before, newTurn)
+	h.deliverTree(&plan{parts: []*part{{s: s, envs: landed}}})
 	return nil
+}
+
+// readFrom reads session s's envelopes from seq on.
+func (h *Hub) readFrom(ctx context.Context, s *sess, seq uint64) ([]*hubpb.Envelope, error) {
+	var out []*hubpb.Envelope
+	err := h.wal.Scan(ctx, s.id, seq, func(_ uint64, data []byte) error {
+		e, err := s.decode(data)
+		if err != nil {
+			return err
+		}
+		out = append(out, e)
+		return nil
+	})
+	return out, err
 }
 
 // observe records what the hub derives from each envelope besides the
@@ -316,11 +389,20 @@ func dedupSender(e *hubpb.Envelope) string {
 func (h *Hub) committed(s *sess, all []*hubpb.Envelope, before session.State, trigger *hubpb.Envelope) {
 	for _, e := range all {
 		s.observe(e, e == trigger)
-		if f := h.cfg.Hooks.Accepted; f != nil {
+	}
+	h.took(s, all, before, trigger != nil)
+}
+
+// took runs what follows envelopes the log took, once the session's state
+// has observed them: hooks, timers and delivery to its subscribers and
+// watchers (its tree's watchers are the caller's). newTurn: they began a
+// turn.
+func (h *Hub) took(s *sess, all []*hubpb.Envelope, before session.State, newTurn bool) {
+	if f := h.cfg.Hooks.Accepted; f != nil {
+		for _, e := range all {
 			f(e)
 		}
 	}
-	newTurn := trigger != nil
 	after := s.m.Lifecycle.State
 	s.publish()
 	h.noteAsking(s)

@@ -32,8 +32,11 @@
 //
 // The fold of step 4 runs before the append on the live state; if the
 // append fails, nothing is acknowledged and the session is marked failed:
-// its state is rebuilt from the log before it accepts anything else, so
-// memory never runs ahead of what is durable. ctx bounds the wait for the
+// its state is rebuilt from the log before it accepts anything else (or
+// by the scheduler a second later), so memory never runs ahead of what is
+// durable. An append that failed but landed (a replicated log's timeout
+// after the write) is delivered by that rebuild, as step 6 would have:
+// nobody waits for a turn the log holds. ctx bounds the wait for the
 // session; once validation has passed, the write goes through whatever ctx
 // does (a caller that gave up can retry with its client message id and get
 // the original seq).

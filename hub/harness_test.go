@@ -40,19 +40,27 @@ type faultyLog struct {
 	hub.Log
 	mu      sync.Mutex
 	failIn  int // fail the failIn-th append from now (1 = the next); 0 = never
+	loseIn  int // write the loseIn-th append from now, then report it failed
 	appends int
 	full    bool // refuse every append as a full disk would: nothing written
 }
 
-var errInjected = errors.New("injected append failure")
+var (
+	errInjected   = errors.New("injected append failure")
+	errAnswerLost = errors.New("injected loss of the answer to an append that was written")
+)
 
 func (f *faultyLog) Append(ctx context.Context, writes ...hub.LogWrite) error {
 	f.mu.Lock()
 	f.appends++
-	fail := false
+	fail, lose := false, false
 	if f.failIn > 0 {
 		f.failIn--
 		fail = f.failIn == 0
+	}
+	if f.loseIn > 0 {
+		f.loseIn--
+		lose = f.loseIn == 0
 	}
 	full := f.full
 	f.mu.Unlock()
@@ -62,7 +70,10 @@ func (f *faultyLog) Append(ctx context.Context, writes ...hub.LogWrite) error {
 	if fail {
 		return errInjected
 	}
-	return f.Log.Append(ctx, writes...)
+	if err := f.Log.Append(ctx, writes...); err != nil || !lose {
+		return err
+	}
+	return errAnswerLost
 }
 
 func (f *faultyLog) setFull(full bool) {
@@ -74,6 +85,14 @@ func (f *faultyLog) setFull(full bool) {
 func (f *faultyLog) failNth(n int) {
 	f.mu.Lock()
 	f.failIn = n
+	f.mu.Unlock()
+}
+
+// loseNth makes the nth append from now land in the log and then fail, as
+// one whose answer a replicated log lost (a timeout after the write) does.
+func (f *faultyLog) loseNth(n int) {
+	f.mu.Lock()
+	f.loseIn = n
 	f.mu.Unlock()
 }
 

@@ -48,7 +48,7 @@ import (
 //	questions AGENT [operator] [answerer=A] [root=S]
 //	info S | tree S | replay S
 //	watch AGENT S [FROM] [tree] [verbose]  (AGENT "operator" sees all)
-//	stop | start | restart | fail-append N
+//	stop | start | restart | fail-append N | lose-ack N
 func TestScripts(t *testing.T) {
 	datadriven.Walk(t, "testdata/scripts", func(t *testing.T, path string) {
 		r := &runner{names: map[string]session.ID{}, subs: map[string]*hub.Subscription{}}
@@ -201,6 +201,14 @@ func (r *runner) run(t *testing.T, td *datadriven.TestData) string {
 			td.Fatalf(t, "fail-append: %v", err)
 		}
 		r.env.log.failNth(n)
+		return "armed"
+	case "lose-ack":
+		need(1)
+		n, err := strconv.Atoi(args[0])
+		if err != nil {
+			td.Fatalf(t, "lose-ack: %v", err)
+		}
+		r.env.log.loseNth(n)
 		return "armed"
 	}
 	td.Fatalf(t, "unknown command %q", td.Cmd)

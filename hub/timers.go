@@ -68,8 +68,9 @@ func (sc *scheduler) update(s *sess) {
 	sc.arm()
 }
 
-// retry schedules a session's timers again at at, after a firing the log
-// did not take (a full disk); the caller holds its lock.
+// retry schedules a session's timers again at at, after a write the log
+// did not take (a full disk, a failed append: a failed session is reloaded
+// then); the caller holds its lock.
 func (sc *scheduler) retry(s *sess, at time.Time) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
@@ -154,7 +155,8 @@ func (h *Hub) runTimers(s *sess) {
 	s.hold()
 	defer s.release()
 	if err := h.ready(ctx, s); err != nil {
-		h.logger.Error().Err(err).Str("session", s.id.String()).Msg("timers not run")
+		h.logger.Error().Err(err).Str("session", s.id.String()).Msg("session not reloaded; retrying")
+		h.sched.retry(s, h.clock.Now().Add(timerRetry))
 		return
 	}
 	// A timer's envelopes belong to the trace of the turn they time.
