@@ -65,6 +65,8 @@ func (l *Log) Append(ctx context.Context, writes ...Write) error {
 		return err
 	}
 	defer unlock(es)
+	l.sending[k].RLock()
+	defer l.sending[k].RUnlock()
 	tenure := l.tenure[k].Load()
 	if !l.Owns(k) {
 		return fmt.Errorf("%w: partition %d (stream %s)", ErrNotOwner, k, l.y.stream(k))

@@ -134,12 +134,16 @@
 // holding their leases, internal/cluster); Disown stops appends to a
 // partition at once (ErrNotOwner) and forgets its sessions' tails. An
 // append being retried when its partition is disowned sends no further
-// attempt, even once the partition is owned again, and settles what it sent by reading the stream: its own message
-// there means it landed, none means ErrNotOwner. The fence refuses a
-// deposed owner's write only once the new owner has appended to the
-// session; a retry landing between the new owner's read (Hydrate) and its
-// first append would be history that owner never learns of. Reads
-// need no ownership: any node reads any partition.
+// attempt, even once the partition is owned again, and settles what it
+// sent by reading the stream: its own message there means it landed, none
+// means ErrNotOwner. Settle waits for those appends: a node that hands a
+// lease back (a rebalance, a drain) calls it before, so that nothing it
+// sent lands after the next owner's read. The fence refuses a deposed
+// owner's write only once the new owner has appended to the session; an
+// attempt of a node that lost its lease without handing it back (paused,
+// cut off) landing between the new owner's read (Hydrate) and its first
+// append is history that owner learns of only when that append is fenced.
+// Reads need no ownership: any node reads any partition.
 //
 // # Reads
 //

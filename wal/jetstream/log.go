@@ -36,6 +36,7 @@ type Log struct {
 	streams []jetstream.Stream
 	owned   []atomic.Bool
 	tenure  []atomic.Uint64 // per partition: bumped by every Disown
+	sending []sync.RWMutex  // per partition: read-held by each append from its ownership check on (Settle)
 	batches []chan struct{} // per partition: this log's atomic batches being published
 	cache   sessions
 	logger  zerolog.Logger
@@ -78,6 +79,7 @@ func Open(ctx context.Context, opts Options) (*Log, error) {
 		streams: make([]jetstream.Stream, o.Partitions),
 		owned:   make([]atomic.Bool, o.Partitions),
 		tenure:  make([]atomic.Uint64, o.Partitions),
+		sending: make([]sync.RWMutex, o.Partitions),
 		batches: make([]chan struct{}, o.Partitions),
 		logger:  o.Logger,
 	}
@@ -252,6 +254,18 @@ func (l *Log) Disown(k int) {
 	l.owned[k].Store(false)
 	l.tenure[k].Add(1)
 	l.cache.drop(k)
+}
+
+// Settle waits until no append to partition k is in progress: call it
+// after Disown, before handing k's lease to another node, so that no
+// attempt sent under this node's ownership lands after the new owner's
+// read. Appends in progress send nothing more once k is disowned and
+// settle within Options.AppendTimeout; later ones wait for Settle, then
+// fail with ErrNotOwner.
+func (l *Log) Settle(k int) {
+	l.sending[k].Lock()
+	//lint:ignore SA2001 the lock is taken only to wait for the appends holding it
+	l.sending[k].Unlock()
 }
 
 // Owns reports whether partition k is writable by this log.

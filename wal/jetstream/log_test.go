@@ -256,6 +256,49 @@ func TestDisownedWhileRetried(t *testing.T) {
 	wantDense(t, neu, b, 2)
 }
 
+// TestSettle: Settle, after Disown, returns only once the append in
+// flight has its outcome (its attempt landed here), and an append after it
+// is refused: a lease handed back after Settle is read by the next owner
+// with every write this log acknowledged.
+func TestSettle(t *testing.T) {
+	c := natstestServer(t)
+	l := openLog(t, c.Connect(t), Options{})
+	ctx := context.Background()
+	a := id(3)
+	k := l.PartitionOf(a)
+	l.Own(k)
+	mustAppend(t, l, open(a, 1))
+	sending, release := make(chan struct{}), make(chan struct{})
+	l.hooks.unsent = func(attempt int) error {
+		if attempt == 1 {
+			close(sending)
+			<-release // the attempt is on its way while the lease goes
+		}
+		return nil
+	}
+	appended := make(chan error, 1)
+	go func() { appended <- l.Append(ctx, more(a, 2, 1)) }()
+	<-sending
+	l.Disown(k)
+	settled := make(chan struct{})
+	go func() {
+		l.Settle(k)
+		close(settled)
+	}()
+	select {
+	case <-settled:
+		t.Error("Settle returned while an append was in flight")
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
+	if err := <-appended; err != nil {
+		t.Fatalf("the append in flight: %v; want it landed", err)
+	}
+	<-settled
+	wantErr(t, l.Append(ctx, more(a, 3, 1)), ErrNotOwner)
+	wantDense(t, l, a, 2)
+}
+
 // TestAtomicTree writes a parent's record and a child's open (metadata and
 // first records) in one append, then an append across the two whose fence
 // fails on one session: none of it lands.
