@@ -216,13 +216,19 @@ func (n *node) acquire(ctx context.Context, k int, epoch uint64) {
 }
 
 // lose stops serving partition k at once: nothing more is written to it,
-// its sessions leave the hub and their streams end with NOT_OWNER.
+// its sessions leave the hub and their streams end with NOT_OWNER. It
+// returns once the appends in flight to k have settled, so that a lease
+// handed back after it (a rebalance, a drain) is read by its next owner
+// with every write this node acknowledged.
 func (n *node) lose(k int) {
 	n.serving[k].Store(false)
 	n.log.Disown(k)
 	why := &hub.NotOwnerError{Partition: k, Why: fmt.Sprintf("partition %d moved away from node %s: resubscribe from your cursors", k, n.cfg.NodeID)}
 	dropped := n.hub.UnloadSessions(func(root session.ID) bool { return n.log.PartitionOf(root) == k }, why)
-	n.logger.Info().Int("partition", k).Int("sessions", dropped).Msg("partition no longer served")
+	start := time.Now()
+	n.log.Settle(k)
+	n.logger.Info().Int("partition", k).Int("sessions", dropped).Str("settled", time.Since(start).Round(time.Millisecond).String()).
+		Msg("partition no longer served")
 }
 
 // route answers for a session the hub does not hold: where its partition
