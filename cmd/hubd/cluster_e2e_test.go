@@ -161,6 +161,23 @@ func (c *hubCluster) status(t *testing.T, i int) (*clusterState, bool) {
 	return &st, true
 }
 
+// trouble returns the last warnings and errors each node logged (NATS's
+// own route retries left out), for a failure's message.
+func (c *hubCluster) trouble() string {
+	var b strings.Builder
+	for i, d := range c.nodes {
+		var lines []string
+		for _, l := range strings.Split(d.log(), "\n") {
+			if (strings.Contains(l, `"level":"warn"`) || strings.Contains(l, `"level":"error"`)) &&
+				!strings.Contains(l, "Error trying to connect to route") {
+				lines = append(lines, l)
+			}
+		}
+		fmt.Fprintf(&b, "node %s, its last warnings and errors:\n%s\n", c.ids[i], strings.Join(lines[max(0, len(lines)-30):], "\n"))
+	}
+	return b.String()
+}
+
 // waitSpread waits until every partition is owned by one of owners, each
 // owning some, as NATS server of owners[0]'s index reports; it returns how
 // long that took.
@@ -288,8 +305,8 @@ func TestE2EClusterKillNode(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if n := countLines(verify); n < after+200 {
-		t.Fatalf("the load did not carry on after the move: %d acknowledged before the kill, %d after the move, %d now\n%s",
-			before, after, n, lgOut.String())
+		t.Fatalf("the load did not carry on after the move: %d acknowledged before the kill, %d after the move, %d now\nload:\n%s\n%s",
+			before, after, n, stopLoad(lg, lgOut), c.trouble())
 	}
 	lg.Process.Signal(syscall.SIGINT)
 	lg.Wait()
@@ -421,7 +438,7 @@ func TestE2EClusterRollingRestart(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		if countLines(verify) < n+100 {
-			t.Fatalf("the load stalled %s: %d acknowledged\n%s", what, countLines(verify), lgOut.String())
+			t.Fatalf("the load stalled %s: %d acknowledged\nload:\n%s\n%s", what, countLines(verify), stopLoad(lg, lgOut), c.trouble())
 		}
 	}
 	progress("at the start")

@@ -401,15 +401,52 @@ func TestE2EKillDuringLoad(t *testing.T) {
 
 // startLoad starts the hubload binary load with args in the background
 // (stopped with ctx) and returns it with its combined output.
-func startLoad(t *testing.T, ctx context.Context, load string, args ...string) (*exec.Cmd, *strings.Builder) {
+func startLoad(t *testing.T, ctx context.Context, load string, args ...string) (*exec.Cmd, *loadOutput) {
 	t.Helper()
 	lg := exec.CommandContext(ctx, load, args...)
-	out := &strings.Builder{}
+	out := &loadOutput{}
 	lg.Stdout, lg.Stderr = out, out
 	if err := lg.Start(); err != nil {
 		t.Fatal(err)
 	}
 	return lg, out
+}
+
+// loadOutput is a running process's output, readable while it is written.
+type loadOutput struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (o *loadOutput) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.Write(p)
+}
+
+func (o *loadOutput) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.String()
+}
+
+// stopLoad interrupts a load and returns its output once it has printed
+// its report (or after 20s): what a failure shows, its rejections counted
+// by reason.
+func stopLoad(lg *exec.Cmd, out *loadOutput) string {
+	lg.Process.Signal(syscall.SIGINT)
+	done := make(chan struct{})
+	go func() {
+		lg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		lg.Process.Kill()
+		<-done
+	}
+	return out.String()
 }
 
 // countLines counts the complete lines of a file (0 if it is missing).
