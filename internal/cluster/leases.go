@@ -263,6 +263,13 @@ func (l *Leases) Held() []int {
 // catches the rest).
 func (l *Leases) Holds(k int) bool { return l.parts[k].holds() }
 
+// Unexpired reports whether no other node can have taken partition k's
+// lease since this node last held it: held, or handed back (Close, a
+// rebalance) and not yet expired by this node's clock; false once it was
+// lost (expired, taken, a renewal refused). A write acknowledged while it
+// reports true is in the next owner's read of the partition.
+func (l *Leases) Unexpired(k int) bool { return l.parts[k].unexpired() }
+
 // Owner returns who holds partition k according to this node's watch of
 // the leases (any node may answer): for routing. ok is false for a free
 // partition.

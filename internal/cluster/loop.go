@@ -76,7 +76,7 @@ func (l *Leases) renew(ctx context.Context) {
 				l.logger.Debug().Err(err).Int("partition", p.k).Msg("cluster: lease renewal unanswered; retrying while it is valid")
 				return
 			}
-			if _, _, dropped := p.drop(epoch); dropped {
+			if _, _, dropped := p.drop(epoch, true); dropped {
 				l.logger.Warn().Err(err).Int("partition", p.k).Uint64("epoch", epoch).Msg("cluster: lease renewal failed; partition dropped")
 			}
 		}()
@@ -210,7 +210,7 @@ func (l *Leases) acquire(ctx context.Context, k int) bool {
 // background, once OnLose has run, deletes the lease key at the revision
 // this node last wrote, so a peer can create it.
 func (l *Leases) release(ctx context.Context, k int) {
-	rev, done, ok := l.parts[k].drop(0)
+	rev, done, ok := l.parts[k].drop(0, false)
 	if !ok {
 		return
 	}
@@ -348,7 +348,7 @@ func (l *Leases) applyLease(e jetstream.KeyValueEntry) {
 	l.mu.Unlock()
 	p := l.parts[k]
 	if rev, epoch, held := p.lease(); held && e.Revision() > rev && (!put || o.NodeID != l.cfg.NodeID) {
-		if _, _, dropped := p.drop(epoch); dropped {
+		if _, _, dropped := p.drop(epoch, true); dropped {
 			l.logger.Warn().Int("partition", k).Uint64("epoch", epoch).Str("op", e.Operation().String()).
 				Msg("cluster: lease expired or taken; partition dropped")
 		}

@@ -60,6 +60,15 @@ func (p *partition) holds() bool {
 	return p.held && time.Now().Before(p.valid)
 }
 
+// unexpired reports that no other node can have taken the lease last
+// held here: it is held, or was handed back, and is not expired by this
+// node's clock.
+func (p *partition) unexpired() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return time.Now().Before(p.valid)
+}
+
 // idle reports a partition not held whose callbacks have all run: it may
 // be acquired.
 func (p *partition) idle() bool {
@@ -98,14 +107,19 @@ func (p *partition) renewed(epoch, rev uint64, valid time.Time) {
 // drop ends the lease of epoch (any if 0): not held from now, its
 // OnAcquire context done, OnLose queued. It returns the lease's last
 // revision and a channel closed once OnLose has run; ok is false if that
-// lease was no longer held.
-func (p *partition) drop(epoch uint64) (rev uint64, done chan struct{}, ok bool) {
+// lease was no longer held. A lease lost (expired, taken, its renewal
+// refused) is over at once (unexpired says no); one handed back keeps its
+// validity, as no other node can take it before it is deleted.
+func (p *partition) drop(epoch uint64, lost bool) (rev uint64, done chan struct{}, ok bool) {
 	p.mu.Lock()
 	if !p.held || (epoch != 0 && p.epoch != epoch) {
 		p.mu.Unlock()
 		return 0, nil, false
 	}
 	p.held = false
+	if lost {
+		p.valid = time.Time{}
+	}
 	p.cancel()
 	p.pending++
 	rev = p.rev
@@ -115,9 +129,9 @@ func (p *partition) drop(epoch uint64) (rev uint64, done chan struct{}, ok bool)
 	return rev, done, true
 }
 
-// lose drops whatever lease is held and waits for OnLose.
+// lose hands back whatever lease is held and waits for OnLose.
 func (p *partition) lose() (uint64, bool) {
-	rev, done, ok := p.drop(0)
+	rev, done, ok := p.drop(0, false)
 	if ok {
 		<-done
 	}
