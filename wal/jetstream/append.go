@@ -85,6 +85,10 @@ func (l *Log) Append(ctx context.Context, writes ...Write) error {
 		l.cache.forget(es)
 		return err
 	}
+	if l.opts.Holds != nil && !l.opts.Holds(k) {
+		l.cache.forget(es)
+		return fmt.Errorf("%w: %s", ErrLapsed, l.describe(k, p))
+	}
 	for i, m := range p.msgs {
 		if m.kind == kindRecord {
 			l.cache.learn(m.e, pos{m.seq, first + uint64(i)}, m.last)

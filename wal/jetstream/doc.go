@@ -138,12 +138,15 @@
 // sent by reading the stream: its own message there means it landed, none
 // means ErrNotOwner. Settle waits for those appends: a node that hands a
 // lease back (a rebalance, a drain) calls it before, so that nothing it
-// sent lands after the next owner's read. The fence refuses a deposed
-// owner's write only once the new owner has appended to the session; an
-// attempt of a node that lost its lease without handing it back (paused,
-// cut off) landing between the new owner's read (Hydrate) and its first
-// append is history that owner learns of only when that append is fenced.
-// Reads need no ownership: any node reads any partition.
+// sent lands after the next owner's read. A node that loses its lease
+// without handing it back (paused, cut off) may still have an attempt
+// land between the new owner's read (Hydrate) and that owner's first
+// append to the session; the fence refuses that append (ErrFenced), and
+// the new owner learns the history then. So that no such write is
+// acknowledged, Options.Holds says whether the lease is still valid by
+// the node's clock, and an append acknowledged once it is not fails with
+// ErrLapsed (it landed; a retry finds it). Reads need no ownership: any
+// node reads any partition.
 //
 // # Reads
 //

@@ -57,6 +57,12 @@ var (
 	// of the sentinels above. Reads return it when a request keeps timing
 	// out.
 	ErrUnavailable = errors.New("jetstream: no answer from JetStream")
+	// ErrLapsed: the append landed, but its acknowledgement came after
+	// this node's hold on the partition had lapsed by its clock
+	// (Options.Holds): the next owner may have read the stream before it
+	// landed, so it is not acknowledged. The log holds it; a retry with
+	// the same idempotency key finds it there.
+	ErrLapsed = errors.New("jetstream: acknowledged after the partition's lease lapsed")
 
 	// ErrConfig is returned by Open when a partition stream exists with a
 	// configuration this log cannot use: another partition count or

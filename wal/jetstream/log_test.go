@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -296,6 +297,24 @@ func TestSettle(t *testing.T) {
 	}
 	<-settled
 	wantErr(t, l.Append(ctx, more(a, 3, 1)), ErrNotOwner)
+	wantDense(t, l, a, 2)
+}
+
+// TestLapsed: an append acknowledged once the lease has lapsed by the
+// node's clock (Options.Holds) fails with ErrLapsed, though it landed: the
+// next owner may have read the stream before it did.
+func TestLapsed(t *testing.T) {
+	c := natstestServer(t)
+	var lapsed atomic.Bool
+	l := openLog(t, c.Connect(t), Options{Holds: func(int) bool { return !lapsed.Load() }})
+	a := id(4)
+	l.Own(l.PartitionOf(a))
+	mustAppend(t, l, open(a, 1))
+	l.hooks.unsent = func(int) error {
+		lapsed.Store(true) // the lease runs out while the append is on its way
+		return nil
+	}
+	wantErr(t, l.Append(context.Background(), more(a, 2, 1)), ErrLapsed)
 	wantDense(t, l, a, 2)
 }
 

@@ -66,6 +66,12 @@ type Options struct {
 	// OwnAll makes every partition writable from Open, for a single hub
 	// over JetStream without leases. Otherwise Append needs Own(k).
 	OwnAll bool
+	// Holds, if set, reports whether this node's lease on partition k is
+	// still valid by its own clock. An append acknowledged when it is not
+	// fails with ErrLapsed: a lease lapses before any other node may take
+	// the partition and read it, so an append acknowledged while it holds
+	// is in every later owner's read.
+	Holds func(k int) bool
 	// MaxMsgSize is the streams' largest message, headers included
 	// (default 1 MiB, at most the server's max_payload). Records and
 	// metadata may hold MaxRecordBytes of it.
