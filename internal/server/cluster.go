@@ -74,6 +74,7 @@ type node struct {
 	cc      *nats.Conn         // the calls' between nodes (route.go)
 	log     *jetstream.Log
 	leases  *cluster.Leases
+	held    atomic.Pointer[cluster.Leases] // leases, once started: read by the log's appends
 	hub     *hub.Hub
 	serving []atomic.Bool  // per partition: hydrated and served
 	fenced  atomic.Int64   // appends refused by the fence
@@ -142,7 +143,7 @@ func startNode(ctx context.Context, cc ClusterConfig, listen string, lg zerolog.
 		return nil, fmt.Errorf("cluster: connecting to NATS %v: %w", urls, err)
 	}
 	n.log, err = jetstream.Open(ctx, jetstream.Options{Conn: n.nc, Partitions: n.cfg.Partitions, Replicas: cc.Replicas,
-		Root: rootOf, Logger: lg})
+		Root: rootOf, Logger: lg, Holds: n.leaseValid})
 	if err != nil {
 		n.close()
 		return nil, fmt.Errorf("cluster: opening the partition log: %w", err)
@@ -170,7 +171,18 @@ func (n *node) startLeases(ctx context.Context, h *hub.Hub) error {
 	if err != nil {
 		return fmt.Errorf("cluster: starting the leases: %w", err)
 	}
+	n.held.Store(n.leases)
 	return nil
+}
+
+// leaseValid is the log's Options.Holds: whether no other node can have
+// taken partition k since this node held it (cluster.Leases.Unexpired): an
+// append acknowledged later may have landed after the next owner's read.
+// Before the leases are known (no append comes before a partition is
+// acquired) it does not judge.
+func (n *node) leaseValid(k int) bool {
+	l := n.held.Load()
+	return l == nil || l.Unexpired(k)
 }
 
 // acquire loads partition k into the hub once its lease is held: the log
