@@ -319,7 +319,9 @@ func (h *Hub) reload(ctx context.Context, s *sess) error {
 	}
 	s.m, s.dedup, s.trigger, s.lastAt, s.failed = fresh.m, fresh.dedup, fresh.trigger, fresh.lastAt, nil
 	s.views.replace(fresh.views)
-	if len(landed) == 0 {
+	if len(landed) == 0 || s.gone.Load() {
+		// Unloaded (its partition moved): what landed is its new owner's
+		// to tell, from the log it reads.
 		s.publish()
 		return nil
 	}

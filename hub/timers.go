@@ -154,6 +154,9 @@ func (h *Hub) runTimers(s *sess) {
 	ctx := context.Background()
 	s.hold()
 	defer s.release()
+	if s.gone.Load() {
+		return // unloaded while due: its new owner runs its timers
+	}
 	if err := h.ready(ctx, s); err != nil {
 		h.logger.Error().Err(err).Str("session", s.id.String()).Msg("session not reloaded; retrying")
 		h.sched.retry(s, h.clock.Now().Add(timerRetry))
