@@ -33,22 +33,11 @@ type natsProc struct {
 	client  int    // client port
 	monitor int    // HTTP monitoring port
 	cmd     *exec.Cmd
-	mu      sync.Mutex
-	logs    strings.Builder
+	logs    procOutput
 	exited  chan struct{}
 }
 
-func (p *natsProc) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.logs.Write(b)
-}
-
-func (p *natsProc) log() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.logs.String()
-}
+func (p *natsProc) log() string { return p.logs.String() }
 
 // natsProcs is a NATS cluster of separate nats-server processes: a server
 // can be killed with SIGKILL without a hubd process going with it.
@@ -101,7 +90,7 @@ func (c *natsProcs) start(t *testing.T, i int) {
 	t.Helper()
 	p := c.procs[i]
 	p.cmd = exec.Command(c.bin, "-c", p.conf)
-	p.cmd.Stdout, p.cmd.Stderr = p, p
+	p.cmd.Stdout, p.cmd.Stderr = &p.logs, &p.logs
 	p.exited = make(chan struct{})
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

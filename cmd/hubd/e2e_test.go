@@ -108,8 +108,7 @@ type daemon struct {
 	data   string
 	addr   string
 	cmd    *exec.Cmd
-	mu     sync.Mutex
-	logs   strings.Builder
+	logs   procOutput
 	closed chan struct{} // the log stream ended
 }
 
@@ -146,20 +145,14 @@ func (d *daemon) collect(r io.Reader, listening chan<- string) {
 	defer close(d.closed)
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
-		d.mu.Lock()
-		d.logs.WriteString(sc.Text() + "\n")
-		d.mu.Unlock()
+		d.logs.Write([]byte(sc.Text() + "\n"))
 		if addr, err := listenAddr(bufio.NewScanner(strings.NewReader(sc.Text()))); err == nil {
 			listening <- addr
 		}
 	}
 }
 
-func (d *daemon) log() string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.logs.String()
-}
+func (d *daemon) log() string { return d.logs.String() }
 
 // stop signals the process and waits for it and its log.
 func (d *daemon) stop(sig syscall.Signal) {
@@ -401,10 +394,10 @@ func TestE2EKillDuringLoad(t *testing.T) {
 
 // startLoad starts the hubload binary load with args in the background
 // (stopped with ctx) and returns it with its combined output.
-func startLoad(t *testing.T, ctx context.Context, load string, args ...string) (*exec.Cmd, *loadOutput) {
+func startLoad(t *testing.T, ctx context.Context, load string, args ...string) (*exec.Cmd, *procOutput) {
 	t.Helper()
 	lg := exec.CommandContext(ctx, load, args...)
-	out := &loadOutput{}
+	out := &procOutput{}
 	lg.Stdout, lg.Stderr = out, out
 	if err := lg.Start(); err != nil {
 		t.Fatal(err)
@@ -412,19 +405,19 @@ func startLoad(t *testing.T, ctx context.Context, load string, args ...string) (
 	return lg, out
 }
 
-// loadOutput is a running process's output, readable while it is written.
-type loadOutput struct {
+// procOutput is a running process's output, readable while it is written.
+type procOutput struct {
 	mu  sync.Mutex
 	buf strings.Builder
 }
 
-func (o *loadOutput) Write(p []byte) (int, error) {
+func (o *procOutput) Write(p []byte) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.buf.Write(p)
 }
 
-func (o *loadOutput) String() string {
+func (o *procOutput) String() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.buf.String()
@@ -433,7 +426,7 @@ func (o *loadOutput) String() string {
 // stopLoad interrupts a load and returns its output once it has printed
 // its report (or after 20s): what a failure shows, its rejections counted
 // by reason.
-func stopLoad(lg *exec.Cmd, out *loadOutput) string {
+func stopLoad(lg *exec.Cmd, out *procOutput) string {
 	lg.Process.Signal(syscall.SIGINT)
 	done := make(chan struct{})
 	go func() {
