@@ -194,21 +194,17 @@ func (r *runner) run(t *testing.T, td *datadriven.TestData) string {
 	case "restart":
 		r.env.restart()
 		return fmt.Sprintf("restarted: %d quarantined", len(r.env.hub.Quarantined()))
-	case "fail-append":
+	case "fail-append", "lose-ack":
 		need(1)
 		n, err := strconv.Atoi(args[0])
 		if err != nil {
-			td.Fatalf(t, "fail-append: %v", err)
+			td.Fatalf(t, "%s: %v", td.Cmd, err)
 		}
-		r.env.log.failNth(n)
-		return "armed"
-	case "lose-ack":
-		need(1)
-		n, err := strconv.Atoi(args[0])
-		if err != nil {
-			td.Fatalf(t, "lose-ack: %v", err)
+		if td.Cmd == "fail-append" {
+			r.env.log.failNth(n)
+		} else {
+			r.env.log.loseNth(n)
 		}
-		r.env.log.loseNth(n)
 		return "armed"
 	}
 	td.Fatalf(t, "unknown command %q", td.Cmd)
