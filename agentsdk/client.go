@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/hubd/hubd/hubpb/hubsvc"
+	"github.com/hubd/hubd/internal/wirecodec"
 )
 
 // AgentHeader is the metadata key that names the caller to a hub in
@@ -172,7 +173,8 @@ func dialOptions(opts Options, p *peers) []grpc.DialOption {
 	bo.BaseDelay, bo.MaxDelay = 100*time.Millisecond, 5*time.Second
 	do = append(do, grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: 5 * time.Second}),
 		grpc.WithChainUnaryInterceptor(traceMetadata),
-		grpc.WithStaticStreamWindowSize(streamWindow), grpc.WithStaticConnWindowSize(connWindow))
+		grpc.WithStaticStreamWindowSize(streamWindow), grpc.WithStaticConnWindowSize(connWindow),
+		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(wirecodec.Client())))
 	if p != nil {
 		do = append(do, grpc.WithChainUnaryInterceptor(p.unary))
 	}

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/hubd/hubd/internal/wirecodec"
 	"github.com/hubd/hubd/session"
 )
 
@@ -33,39 +34,9 @@ type vtMessage interface {
 	UnmarshalVT([]byte) error
 }
 
-// vtMarshaler is a message with vtprotobuf's encoder: the same bytes as
-// protobuf's (fields in number order, unknown fields last), without
-// reflection; it only reads the message, so a delivery shared between
-// streams may be encoded by several at once.
-type vtMarshaler interface {
-	SizeVT() int
-	MarshalToSizedBufferVT([]byte) (int, error)
-}
-
-// Marshal encodes a response: hubd's messages by vtprotobuf's encoder
-// into a buffer of gRPC's pool (as gRPC's proto codec does), others by
-// the proto codec.
-func (c codec) Marshal(v any) (mem.BufferSlice, error) {
-	m, ok := v.(vtMarshaler)
-	if !ok {
-		return c.base.Marshal(v)
-	}
-	size := m.SizeVT()
-	if mem.IsBelowBufferPoolingThreshold(size) {
-		buf := make([]byte, size)
-		if _, err := m.MarshalToSizedBufferVT(buf); err != nil {
-			return nil, err
-		}
-		return mem.BufferSlice{mem.SliceBuffer(buf)}, nil
-	}
-	pool := mem.DefaultBufferPool()
-	buf := pool.Get(size)
-	if _, err := m.MarshalToSizedBufferVT((*buf)[:size]); err != nil {
-		pool.Put(buf)
-		return nil, err
-	}
-	return mem.BufferSlice{mem.NewBuffer(buf, pool)}, nil
-}
+// Marshal encodes an answer: hubd's messages by vtprotobuf's encoder, others
+// by the proto codec.
+func (c codec) Marshal(v any) (mem.BufferSlice, error) { return wirecodec.Marshal(c.base, v) }
 
 func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
 	m, ok := v.(vtMessage)
