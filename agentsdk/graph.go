@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
+	"unicode/utf8"
 
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -102,13 +106,129 @@ func (g *Graph) JSON() (string, error) {
 	return string(b), err
 }
 
-// Struct returns the graph as sent to the hub (OpenRequest.graph).
+// Struct returns the graph as sent to the hub (OpenRequest.graph): its
+// JSON form as a Struct, built directly (args of types other than JSON's
+// own, Conditions and Targets go through their JSON encoding).
 func (g *Graph) Struct() (*structpb.Struct, error) {
-	b, err := json.Marshal(g)
+	ts := make([]*structpb.Value, 0, len(g.Transitions))
+	for _, t := range g.Transitions {
+		when, err := nodeValue(t.When.Name, t.When.Args)
+		if err != nil {
+			return nil, err
+		}
+		then, err := nodeValue(t.Then.Name, t.Then.Args)
+		if err != nil {
+			return nil, err
+		}
+		ts = append(ts, structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{
+			"when": when, "then": then, "priority": structpb.NewNumberValue(float64(t.Priority))}}))
+	}
+	def := Target{Name: "terminate", Args: map[string]any{"reason": "after_work"}}
+	if g.Default != nil {
+		def = *g.Default
+	}
+	dt, err := nodeValue(def.Name, def.Args)
 	if err != nil {
 		return nil, err
 	}
-	return graphStruct(b)
+	maxTurns := structpb.NewNullValue()
+	if g.MaxTurns > 0 {
+		maxTurns = structpb.NewNumberValue(float64(g.MaxTurns))
+	}
+	f := map[string]*structpb.Value{"version": structpb.NewNumberValue(graphVersion), "initial_speaker": structpb.NewStringValue(g.InitialSpeaker),
+		"transitions": structpb.NewListValue(&structpb.ListValue{Values: ts}), "default_target": dt, "max_turns": maxTurns}
+	if g.Supervisor != "" {
+		f["supervisor"] = structpb.NewStringValue(g.Supervisor)
+	}
+	return &structpb.Struct{Fields: f}, nil
+}
+
+// nodeValue is a condition's or target's {"name", "args"} as a Value.
+func nodeValue(name string, args map[string]any) (*structpb.Value, error) {
+	a, err := mapValue(args)
+	if err != nil {
+		return nil, err
+	}
+	return structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"name": structpb.NewStringValue(name), "args": a}}), nil
+}
+
+// mapValue is an args map as a Struct Value (nil: empty).
+func mapValue(m map[string]any) (*structpb.Value, error) {
+	f := make(map[string]*structpb.Value, len(m))
+	for k, v := range m {
+		x, err := anyValue(v)
+		if err != nil {
+			return nil, fmt.Errorf("arg %q: %w", k, err)
+		}
+		f[k] = x
+	}
+	return structpb.NewStructValue(&structpb.Struct{Fields: f}), nil
+}
+
+// anyValue is v as its JSON encoding decodes into a Value: JSON's own
+// types, numbers and nested conditions directly, anything else through
+// its JSON encoding.
+func anyValue(v any) (*structpb.Value, error) {
+	switch x := v.(type) {
+	case nil:
+		return structpb.NewNullValue(), nil
+	case string:
+		if utf8.ValidString(x) {
+			return structpb.NewStringValue(x), nil
+		}
+	case bool:
+		return structpb.NewBoolValue(x), nil
+	case int:
+		return structpb.NewNumberValue(float64(x)), nil
+	case int64:
+		return structpb.NewNumberValue(float64(x)), nil
+	case float64:
+		if !math.IsNaN(x) && !math.IsInf(x, 0) {
+			return structpb.NewNumberValue(x), nil
+		}
+	case json.Number:
+		if f, err := strconv.ParseFloat(string(x), 64); err == nil {
+			return structpb.NewNumberValue(f), nil
+		}
+	case Condition:
+		return nodeValue(x.Name, x.Args)
+	case Target:
+		return nodeValue(x.Name, x.Args)
+	case []Condition:
+		l := make([]*structpb.Value, len(x))
+		for i, c := range x {
+			n, err := nodeValue(c.Name, c.Args)
+			if err != nil {
+				return nil, err
+			}
+			l[i] = n
+		}
+		return structpb.NewListValue(&structpb.ListValue{Values: l}), nil
+	case []any:
+		l := make([]*structpb.Value, len(x))
+		for i, e := range x {
+			n, err := anyValue(e)
+			if err != nil {
+				return nil, err
+			}
+			l[i] = n
+		}
+		return structpb.NewListValue(&structpb.ListValue{Values: l}), nil
+	case map[string]any:
+		if x == nil {
+			break // JSON null
+		}
+		return mapValue(x)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	out := &structpb.Value{}
+	if err := protojson.Unmarshal(b, out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // The wire shapes; field order is the hub's.

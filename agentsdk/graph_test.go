@@ -2,11 +2,13 @@ package agentsdk_test
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/hubd/hubd/agentsdk"
 	"github.com/hubd/hubd/transition"
@@ -152,5 +154,44 @@ func TestGraphStruct(t *testing.T) {
 		if err != nil || !proto.Equal(req.GetGraph(), s) {
 			t.Errorf("%s: OpenOptions.Proto graph %v %v", name, req.GetGraph(), err)
 		}
+	}
+}
+
+// TestGraphStructIsItsJSON: the Struct an open carries, built directly,
+// is exactly the graph's JSON decoded into a Struct, for every golden
+// graph and for args of types JSON only reaches through their encoding.
+func TestGraphStructIsItsJSON(t *testing.T) {
+	type custom struct {
+		Level int    `json:"level"`
+		Tag   string `json:"tag,omitempty"`
+	}
+	var nilMap map[string]any
+	graphs := goldenGraphs()
+	graphs["exotic args"] = agentsdk.NewGraph("a").
+		On(agentsdk.CustomCondition("c", map[string]any{"f32": float32(0.1), "u8": uint8(7), "big": int64(1) << 60, "names": []string{"x", "y"},
+			"struct": custom{Level: 2}, "num": json.Number("1e3"), "nil map": nilMap, "bad utf8": "a\xffb", "nested": map[string]any{"l": []any{1.5, nil}}}),
+			agentsdk.CustomTarget("t", map[string]any{"cond": agentsdk.Always(), "target": agentsdk.Stay()})).
+		WithMaxTurns(3)
+	graphs["supervisor field"] = &agentsdk.Graph{InitialSpeaker: "a", Supervisor: "boss"}
+	for name, g := range graphs {
+		got, err := g.Struct()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		js, err := g.JSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := &structpb.Struct{}
+		if err := protojson.Unmarshal([]byte(js), want); err != nil {
+			t.Fatal(err)
+		}
+		if !proto.Equal(got, want) {
+			t.Errorf("%s: built\n%v\nits JSON decodes to\n%v", name, got, want)
+		}
+	}
+	bad := agentsdk.NewGraph("a").On(agentsdk.CustomCondition("c", map[string]any{"nan": math.NaN()}), agentsdk.Stay())
+	if _, err := bad.Struct(); err == nil {
+		t.Error("a NaN arg: no error (JSON has no NaN)")
 	}
 }

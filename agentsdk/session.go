@@ -6,9 +6,7 @@ import (
 	"maps"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/hubd/hubd/hubpb"
 )
@@ -247,13 +245,4 @@ func (c *Client) CloseSession(ctx context.Context, sessionID, reason string) (Ac
 		return Ack{}, wrapErr("close session", err)
 	}
 	return Ack{SendResponse: resp}, nil
-}
-
-// graphStruct turns graph JSON into the hub's Struct.
-func graphStruct(b []byte) (*structpb.Struct, error) {
-	s := &structpb.Struct{}
-	if err := protojson.Unmarshal(b, s); err != nil {
-		return nil, err
-	}
-	return s, nil
 }
