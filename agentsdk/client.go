@@ -17,7 +17,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/hubd/hubd/hubpb/hubsvc"
-	"github.com/hubd/hubd/internal/wirecodec"
 )
 
 // AgentHeader is the metadata key that names the caller to a hub in
@@ -174,7 +173,7 @@ func dialOptions(opts Options, p *peers) []grpc.DialOption {
 	do = append(do, grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: 5 * time.Second}),
 		grpc.WithChainUnaryInterceptor(traceMetadata),
 		grpc.WithStaticStreamWindowSize(streamWindow), grpc.WithStaticConnWindowSize(connWindow),
-		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(wirecodec.Client())))
+		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(hubsvc.ClientCodec())))
 	if p != nil {
 		do = append(do, grpc.WithChainUnaryInterceptor(p.unary))
 	}

@@ -8,7 +8,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/hubd/hubd/internal/wirecodec"
+	"github.com/hubd/hubd/hubpb/hubsvc"
 	"github.com/hubd/hubd/session"
 )
 
@@ -36,7 +36,7 @@ type vtMessage interface {
 
 // Marshal encodes an answer: hubd's messages by vtprotobuf's encoder, others
 // by the proto codec.
-func (c codec) Marshal(v any) (mem.BufferSlice, error) { return wirecodec.Marshal(c.base, v) }
+func (c codec) Marshal(v any) (mem.BufferSlice, error) { return hubsvc.Marshal(c.base, v) }
 
 func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
 	m, ok := v.(vtMessage)

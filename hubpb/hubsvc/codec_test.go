@@ -1,4 +1,4 @@
-package wirecodec_test
+package hubsvc_test
 
 import (
 	"strings"
@@ -11,7 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/hubd/hubd/hubpb"
-	"github.com/hubd/hubd/internal/wirecodec"
+	"github.com/hubd/hubd/hubpb/hubsvc"
 )
 
 // samples are messages a client sends or reads, with the shapes that
@@ -37,7 +37,7 @@ func samples() []proto.Message {
 // the same message, and what protobuf encodes, the client codec decodes
 // to the same message.
 func TestClientRoundTrip(t *testing.T) {
-	c := wirecodec.Client()
+	c := hubsvc.ClientCodec()
 	for _, m := range samples() {
 		t.Run(string(m.ProtoReflect().Descriptor().Name()), func(t *testing.T) {
 			data, err := c.Marshal(m)
@@ -74,7 +74,7 @@ func TestClientKeepsUnknown(t *testing.T) {
 	b = protowire.AppendTag(b, 999, protowire.BytesType)
 	b = protowire.AppendBytes(b, []byte("newer"))
 	var got hubpb.StreamAck
-	if err := wirecodec.Client().Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, &got); err != nil {
+	if err := hubsvc.ClientCodec().Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, &got); err != nil {
 		t.Fatal(err)
 	}
 	var want hubpb.StreamAck
@@ -89,7 +89,7 @@ func TestClientKeepsUnknown(t *testing.T) {
 // TestClientOthers: a message that is not hubd's goes through gRPC's proto
 // codec both ways.
 func TestClientOthers(t *testing.T) {
-	c := wirecodec.Client()
+	c := hubsvc.ClientCodec()
 	v := structpb.NewStringValue("plain")
 	data, err := c.Marshal(v)
 	if err != nil {
@@ -117,7 +117,7 @@ func FuzzClientUnmarshal(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var got, want hubpb.HubFrame
-		if wirecodec.Client().Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, &got) != nil || proto.Unmarshal(b, &want) != nil {
+		if hubsvc.ClientCodec().Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, &got) != nil || proto.Unmarshal(b, &want) != nil {
 			return
 		}
 		if g, w := known(t, &got), known(t, &want); !proto.Equal(g, w) {

@@ -1,4 +1,4 @@
-package wirecodec
+package hubsvc
 
 import (
 	"google.golang.org/grpc/encoding"
@@ -22,9 +22,10 @@ type vtUnmarshaler interface {
 	UnmarshalVT([]byte) error
 }
 
-// Marshal encodes v: one of hubd's messages by vtprotobuf's encoder into
-// a buffer of gRPC's pool (as gRPC's proto codec does), any other message
-// (health, reflection) by base.
+// Marshal encodes v for gRPC: one of hubd's messages by vtprotobuf's
+// encoder into a buffer of gRPC's pool (as gRPC's proto codec does), any
+// other message (health, reflection) by base. The hub's server codec
+// (hub/hubgrpc) and ClientCodec encode with it.
 func Marshal(base encoding.CodecV2, v any) (mem.BufferSlice, error) {
 	m, ok := v.(vtMarshaler)
 	if !ok {
@@ -47,11 +48,12 @@ func Marshal(base encoding.CodecV2, v any) (mem.BufferSlice, error) {
 	return mem.BufferSlice{mem.NewBuffer(buf, pool)}, nil
 }
 
-// Client returns the codec of a hubd client: hubd's messages encoded and
-// decoded by vtprotobuf, others by gRPC's proto codec. Its decoder keeps
+// ClientCodec returns the codec of a hubd client (agentsdk's): hubd's
+// messages encoded and decoded by vtprotobuf (the same bytes as protobuf's
+// reflection, for about a third of the CPU), others by gRPC's proto codec. Its decoder keeps
 // unknown fields, as protobuf's does, and does not check that strings are
 // UTF-8: what it decodes comes from the hub, which checked them.
-func Client() encoding.CodecV2 { return client{base: encoding.GetCodecV2(protocodec.Name)} }
+func ClientCodec() encoding.CodecV2 { return client{base: encoding.GetCodecV2(protocodec.Name)} }
 
 type client struct{ base encoding.CodecV2 }
 
