@@ -5037,6 +5037,7 @@ type AgentFrame struct {
 	//
 	//	*AgentFrame_Send
 	//	*AgentFrame_Subscribe
+	//	*AgentFrame_Open
 	Frame         isAgentFrame_Frame `protobuf_oneof:"frame"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -5097,6 +5098,15 @@ func (x *AgentFrame) GetSubscribe() *SubscribeRequest {
 	return nil
 }
 
+func (x *AgentFrame) GetOpen() *StreamOpen {
+	if x != nil {
+		if x, ok := x.Frame.(*AgentFrame_Open); ok {
+			return x.Open
+		}
+	}
+	return nil
+}
+
 type isAgentFrame_Frame interface {
 	isAgentFrame_Frame()
 }
@@ -5114,9 +5124,91 @@ type AgentFrame_Subscribe struct {
 	Subscribe *SubscribeRequest `protobuf:"bytes,2,opt,name=subscribe,proto3,oneof"`
 }
 
+type AgentFrame_Open struct {
+	// Open a session, as Open does; answered by a HubFrame.ack with the
+	// same ref (its opened field).
+	Open *StreamOpen `protobuf:"bytes,3,opt,name=open,proto3,oneof"`
+}
+
 func (*AgentFrame_Send) isAgentFrame_Frame() {}
 
 func (*AgentFrame_Subscribe) isAgentFrame_Frame() {}
+
+func (*AgentFrame_Open) isAgentFrame_Frame() {}
+
+// StreamOpen is an open on a Connect stream.
+type StreamOpen struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The agent's number for this open, echoed in its ack; refs of opens
+	// and sends are one series (unique among those in flight).
+	Ref uint64 `protobuf:"varint,1,opt,name=ref,proto3" json:"ref,omitempty"`
+	// The open, as Open takes it; the creator is the stream's agent.
+	Request *OpenRequest `protobuf:"bytes,2,opt,name=request,proto3" json:"request,omitempty"`
+	// The W3C trace context of the open, as the "traceparent" and
+	// "tracestate" metadata of an Open call carry it.
+	Traceparent   string `protobuf:"bytes,3,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	Tracestate    string `protobuf:"bytes,4,opt,name=tracestate,proto3" json:"tracestate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamOpen) Reset() {
+	*x = StreamOpen{}
+	mi := &file_hub_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamOpen) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamOpen) ProtoMessage() {}
+
+func (x *StreamOpen) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamOpen.ProtoReflect.Descriptor instead.
+func (*StreamOpen) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *StreamOpen) GetRef() uint64 {
+	if x != nil {
+		return x.Ref
+	}
+	return 0
+}
+
+func (x *StreamOpen) GetRequest() *OpenRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+func (x *StreamOpen) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
+}
+
+func (x *StreamOpen) GetTracestate() string {
+	if x != nil {
+		return x.Tracestate
+	}
+	return ""
+}
 
 // StreamSend is a send on a Connect stream.
 type StreamSend struct {
@@ -5139,7 +5231,7 @@ type StreamSend struct {
 
 func (x *StreamSend) Reset() {
 	*x = StreamSend{}
-	mi := &file_hub_proto_msgTypes[61]
+	mi := &file_hub_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5151,7 +5243,7 @@ func (x *StreamSend) String() string {
 func (*StreamSend) ProtoMessage() {}
 
 func (x *StreamSend) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[61]
+	mi := &file_hub_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5164,7 +5256,7 @@ func (x *StreamSend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamSend.ProtoReflect.Descriptor instead.
 func (*StreamSend) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{61}
+	return file_hub_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *StreamSend) GetRef() uint64 {
@@ -5218,7 +5310,7 @@ type HubFrame struct {
 
 func (x *HubFrame) Reset() {
 	*x = HubFrame{}
-	mi := &file_hub_proto_msgTypes[62]
+	mi := &file_hub_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5230,7 +5322,7 @@ func (x *HubFrame) String() string {
 func (*HubFrame) ProtoMessage() {}
 
 func (x *HubFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[62]
+	mi := &file_hub_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5243,7 +5335,7 @@ func (x *HubFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HubFrame.ProtoReflect.Descriptor instead.
 func (*HubFrame) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{62}
+	return file_hub_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *HubFrame) GetFrame() isHubFrame_Frame {
@@ -5335,14 +5427,17 @@ type StreamReady struct {
 	Agent string `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
 	// The hub's limit on sends in flight on one stream; further frames are
 	// read as earlier sends complete.
-	MaxInFlight   uint32 `protobuf:"varint,2,opt,name=max_in_flight,json=maxInFlight,proto3" json:"max_in_flight,omitempty"`
+	MaxInFlight uint32 `protobuf:"varint,2,opt,name=max_in_flight,json=maxInFlight,proto3" json:"max_in_flight,omitempty"`
+	// The hub takes AgentFrame.open (a hub before it ends the stream on
+	// one, as a frame it does not know: open with Open instead).
+	Opens         bool `protobuf:"varint,3,opt,name=opens,proto3" json:"opens,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StreamReady) Reset() {
 	*x = StreamReady{}
-	mi := &file_hub_proto_msgTypes[63]
+	mi := &file_hub_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5354,7 +5449,7 @@ func (x *StreamReady) String() string {
 func (*StreamReady) ProtoMessage() {}
 
 func (x *StreamReady) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[63]
+	mi := &file_hub_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5367,7 +5462,7 @@ func (x *StreamReady) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamReady.ProtoReflect.Descriptor instead.
 func (*StreamReady) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{63}
+	return file_hub_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *StreamReady) GetAgent() string {
@@ -5384,23 +5479,32 @@ func (x *StreamReady) GetMaxInFlight() uint32 {
 	return 0
 }
 
-// StreamAck answers one send of a Connect stream: exactly one of response
-// and error is set.
+func (x *StreamReady) GetOpens() bool {
+	if x != nil {
+		return x.Opens
+	}
+	return false
+}
+
+// StreamAck answers one send or open of a Connect stream: exactly one of
+// response (a send's), opened (an open's) and error is set.
 type StreamAck struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The send's ref.
+	// The send's or open's ref.
 	Ref uint64 `protobuf:"varint,1,opt,name=ref,proto3" json:"ref,omitempty"`
 	// The durable write's acknowledgement, as Send returns it.
 	Response *SendResponse `protobuf:"bytes,2,opt,name=response,proto3" json:"response,omitempty"`
-	// The refusal, as Send's status would carry it.
-	Error         *StreamError `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	// The refusal, as Send's or Open's status would carry it.
+	Error *StreamError `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	// The session opened, as Open returns it.
+	Opened        *OpenResponse `protobuf:"bytes,4,opt,name=opened,proto3" json:"opened,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StreamAck) Reset() {
 	*x = StreamAck{}
-	mi := &file_hub_proto_msgTypes[64]
+	mi := &file_hub_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5412,7 +5516,7 @@ func (x *StreamAck) String() string {
 func (*StreamAck) ProtoMessage() {}
 
 func (x *StreamAck) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[64]
+	mi := &file_hub_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5425,7 +5529,7 @@ func (x *StreamAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamAck.ProtoReflect.Descriptor instead.
 func (*StreamAck) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{64}
+	return file_hub_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *StreamAck) GetRef() uint64 {
@@ -5449,8 +5553,15 @@ func (x *StreamAck) GetError() *StreamError {
 	return nil
 }
 
-// StreamError is a refused send on a Connect stream: what the gRPC status
-// of a Send call would say (its code, message and ErrorInfo reason and
+func (x *StreamAck) GetOpened() *OpenResponse {
+	if x != nil {
+		return x.Opened
+	}
+	return nil
+}
+
+// StreamError is a refused send or open on a Connect stream: what the gRPC
+// status of a Send or Open call would say (its code, message and ErrorInfo reason and
 // metadata, domain "hubd").
 type StreamError struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -5468,7 +5579,7 @@ type StreamError struct {
 
 func (x *StreamError) Reset() {
 	*x = StreamError{}
-	mi := &file_hub_proto_msgTypes[65]
+	mi := &file_hub_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5480,7 +5591,7 @@ func (x *StreamError) String() string {
 func (*StreamError) ProtoMessage() {}
 
 func (x *StreamError) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[65]
+	mi := &file_hub_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5493,7 +5604,7 @@ func (x *StreamError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamError.ProtoReflect.Descriptor instead.
 func (*StreamError) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{65}
+	return file_hub_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *StreamError) GetCode() int32 {
@@ -5933,12 +6044,21 @@ const file_hub_proto_rawDesc = "" +
 	"\x06format\x18\x02 \x01(\tR\x06format\x12\x16\n" +
 	"\x06sha256\x18\x03 \x01(\fR\x06sha256\x12\x1f\n" +
 	"\vtotal_bytes\x18\x04 \x01(\x04R\n" +
-	"totalBytes\"{\n" +
+	"totalBytes\"\xa6\x01\n" +
 	"\n" +
 	"AgentFrame\x12)\n" +
 	"\x04send\x18\x01 \x01(\v2\x13.hubd.v1.StreamSendH\x00R\x04send\x129\n" +
-	"\tsubscribe\x18\x02 \x01(\v2\x19.hubd.v1.SubscribeRequestH\x00R\tsubscribeB\a\n" +
-	"\x05frame\"\xae\x01\n" +
+	"\tsubscribe\x18\x02 \x01(\v2\x19.hubd.v1.SubscribeRequestH\x00R\tsubscribe\x12)\n" +
+	"\x04open\x18\x03 \x01(\v2\x13.hubd.v1.StreamOpenH\x00R\x04openB\a\n" +
+	"\x05frame\"\x90\x01\n" +
+	"\n" +
+	"StreamOpen\x12\x10\n" +
+	"\x03ref\x18\x01 \x01(\x04R\x03ref\x12.\n" +
+	"\arequest\x18\x02 \x01(\v2\x14.hubd.v1.OpenRequestR\arequest\x12 \n" +
+	"\vtraceparent\x18\x03 \x01(\tR\vtraceparent\x12\x1e\n" +
+	"\n" +
+	"tracestate\x18\x04 \x01(\tR\n" +
+	"tracestate\"\xae\x01\n" +
 	"\n" +
 	"StreamSend\x12\x10\n" +
 	"\x03ref\x18\x01 \x01(\x04R\x03ref\x12\x1d\n" +
@@ -5954,14 +6074,16 @@ const file_hub_proto_rawDesc = "" +
 	"\x03ack\x18\x02 \x01(\v2\x12.hubd.v1.StreamAckH\x00R\x03ack\x12/\n" +
 	"\bdelivery\x18\x03 \x01(\v2\x11.hubd.v1.DeliveryH\x00R\bdelivery\x120\n" +
 	"\aclosing\x18\x04 \x01(\v2\x14.hubd.v1.StreamErrorH\x00R\aclosingB\a\n" +
-	"\x05frame\"G\n" +
+	"\x05frame\"]\n" +
 	"\vStreamReady\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\"\n" +
-	"\rmax_in_flight\x18\x02 \x01(\rR\vmaxInFlight\"|\n" +
+	"\rmax_in_flight\x18\x02 \x01(\rR\vmaxInFlight\x12\x14\n" +
+	"\x05opens\x18\x03 \x01(\bR\x05opens\"\xab\x01\n" +
 	"\tStreamAck\x12\x10\n" +
 	"\x03ref\x18\x01 \x01(\x04R\x03ref\x121\n" +
 	"\bresponse\x18\x02 \x01(\v2\x15.hubd.v1.SendResponseR\bresponse\x12*\n" +
-	"\x05error\x18\x03 \x01(\v2\x14.hubd.v1.StreamErrorR\x05error\"\xe1\x01\n" +
+	"\x05error\x18\x03 \x01(\v2\x14.hubd.v1.StreamErrorR\x05error\x12-\n" +
+	"\x06opened\x18\x04 \x01(\v2\x15.hubd.v1.OpenResponseR\x06opened\"\xe1\x01\n" +
 	"\vStreamError\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12'\n" +
@@ -6018,7 +6140,7 @@ func file_hub_proto_rawDescGZIP() []byte {
 }
 
 var file_hub_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 76)
+var file_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 77)
 var file_hub_proto_goTypes = []any{
 	(Reason)(0),                   // 0: hubd.v1.Reason
 	(*Envelope)(nil),              // 1: hubd.v1.Envelope
@@ -6082,25 +6204,26 @@ var file_hub_proto_goTypes = []any{
 	(*BackupRequest)(nil),         // 59: hubd.v1.BackupRequest
 	(*BackupChunk)(nil),           // 60: hubd.v1.BackupChunk
 	(*AgentFrame)(nil),            // 61: hubd.v1.AgentFrame
-	(*StreamSend)(nil),            // 62: hubd.v1.StreamSend
-	(*HubFrame)(nil),              // 63: hubd.v1.HubFrame
-	(*StreamReady)(nil),           // 64: hubd.v1.StreamReady
-	(*StreamAck)(nil),             // 65: hubd.v1.StreamAck
-	(*StreamError)(nil),           // 66: hubd.v1.StreamError
-	nil,                           // 67: hubd.v1.ContextUpdate.SetEntry
-	nil,                           // 68: hubd.v1.SessionMeta.KnobsEntry
-	nil,                           // 69: hubd.v1.SessionMeta.LabelsEntry
-	nil,                           // 70: hubd.v1.OpenRequest.LabelsEntry
-	nil,                           // 71: hubd.v1.OpenRequest.KnobsEntry
-	nil,                           // 72: hubd.v1.SessionInfo.ContextEntry
-	nil,                           // 73: hubd.v1.ListSessionsRequest.LabelsEntry
-	nil,                           // 74: hubd.v1.SubscribeRequest.CursorsEntry
-	nil,                           // 75: hubd.v1.WatchRequest.CursorsEntry
-	nil,                           // 76: hubd.v1.StreamError.MetadataEntry
-	(*timestamppb.Timestamp)(nil), // 77: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),       // 78: google.protobuf.Struct
-	(*durationpb.Duration)(nil),   // 79: google.protobuf.Duration
-	(*structpb.Value)(nil),        // 80: google.protobuf.Value
+	(*StreamOpen)(nil),            // 62: hubd.v1.StreamOpen
+	(*StreamSend)(nil),            // 63: hubd.v1.StreamSend
+	(*HubFrame)(nil),              // 64: hubd.v1.HubFrame
+	(*StreamReady)(nil),           // 65: hubd.v1.StreamReady
+	(*StreamAck)(nil),             // 66: hubd.v1.StreamAck
+	(*StreamError)(nil),           // 67: hubd.v1.StreamError
+	nil,                           // 68: hubd.v1.ContextUpdate.SetEntry
+	nil,                           // 69: hubd.v1.SessionMeta.KnobsEntry
+	nil,                           // 70: hubd.v1.SessionMeta.LabelsEntry
+	nil,                           // 71: hubd.v1.OpenRequest.LabelsEntry
+	nil,                           // 72: hubd.v1.OpenRequest.KnobsEntry
+	nil,                           // 73: hubd.v1.SessionInfo.ContextEntry
+	nil,                           // 74: hubd.v1.ListSessionsRequest.LabelsEntry
+	nil,                           // 75: hubd.v1.SubscribeRequest.CursorsEntry
+	nil,                           // 76: hubd.v1.WatchRequest.CursorsEntry
+	nil,                           // 77: hubd.v1.StreamError.MetadataEntry
+	(*timestamppb.Timestamp)(nil), // 78: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),       // 79: google.protobuf.Struct
+	(*durationpb.Duration)(nil),   // 80: google.protobuf.Duration
+	(*structpb.Value)(nil),        // 81: google.protobuf.Value
 }
 var file_hub_proto_depIdxs = []int32{
 	2,  // 0: hubd.v1.Envelope.audience:type_name -> hubd.v1.Audience
@@ -6120,55 +6243,55 @@ var file_hub_proto_depIdxs = []int32{
 	17, // 14: hubd.v1.Envelope.tool_result:type_name -> hubd.v1.ToolResult
 	3,  // 15: hubd.v1.Envelope.message:type_name -> hubd.v1.Text
 	20, // 16: hubd.v1.Envelope.call:type_name -> hubd.v1.Call
-	77, // 17: hubd.v1.Envelope.accepted_at:type_name -> google.protobuf.Timestamp
+	78, // 17: hubd.v1.Envelope.accepted_at:type_name -> google.protobuf.Timestamp
 	5,  // 18: hubd.v1.Packet.routing:type_name -> hubd.v1.Routing
 	6,  // 19: hubd.v1.Packet.context_updates:type_name -> hubd.v1.ContextUpdate
 	7,  // 20: hubd.v1.Packet.usage:type_name -> hubd.v1.Usage
-	67, // 21: hubd.v1.ContextUpdate.set:type_name -> hubd.v1.ContextUpdate.SetEntry
-	77, // 22: hubd.v1.Violation.since:type_name -> google.protobuf.Timestamp
+	68, // 21: hubd.v1.ContextUpdate.set:type_name -> hubd.v1.ContextUpdate.SetEntry
+	78, // 22: hubd.v1.Violation.since:type_name -> google.protobuf.Timestamp
 	12, // 23: hubd.v1.Question.options:type_name -> hubd.v1.Option
-	78, // 24: hubd.v1.Question.schema:type_name -> google.protobuf.Struct
-	79, // 25: hubd.v1.Question.within:type_name -> google.protobuf.Duration
-	78, // 26: hubd.v1.ToolCall.arguments:type_name -> google.protobuf.Struct
-	80, // 27: hubd.v1.ToolResult.result:type_name -> google.protobuf.Value
+	79, // 24: hubd.v1.Question.schema:type_name -> google.protobuf.Struct
+	80, // 25: hubd.v1.Question.within:type_name -> google.protobuf.Duration
+	79, // 26: hubd.v1.ToolCall.arguments:type_name -> google.protobuf.Struct
+	81, // 27: hubd.v1.ToolResult.result:type_name -> google.protobuf.Value
 	7,  // 28: hubd.v1.DelegationResult.usage:type_name -> hubd.v1.Usage
-	79, // 29: hubd.v1.Expectation.within:type_name -> google.protobuf.Duration
+	80, // 29: hubd.v1.Expectation.within:type_name -> google.protobuf.Duration
 	22, // 30: hubd.v1.Expectations.items:type_name -> hubd.v1.Expectation
 	21, // 31: hubd.v1.SessionMeta.participants:type_name -> hubd.v1.Participant
-	68, // 32: hubd.v1.SessionMeta.knobs:type_name -> hubd.v1.SessionMeta.KnobsEntry
-	69, // 33: hubd.v1.SessionMeta.labels:type_name -> hubd.v1.SessionMeta.LabelsEntry
-	79, // 34: hubd.v1.SessionMeta.ttl:type_name -> google.protobuf.Duration
-	79, // 35: hubd.v1.SessionMeta.invite_timeout:type_name -> google.protobuf.Duration
+	69, // 32: hubd.v1.SessionMeta.knobs:type_name -> hubd.v1.SessionMeta.KnobsEntry
+	70, // 33: hubd.v1.SessionMeta.labels:type_name -> hubd.v1.SessionMeta.LabelsEntry
+	80, // 34: hubd.v1.SessionMeta.ttl:type_name -> google.protobuf.Duration
+	80, // 35: hubd.v1.SessionMeta.invite_timeout:type_name -> google.protobuf.Duration
 	22, // 36: hubd.v1.SessionMeta.expectations:type_name -> hubd.v1.Expectation
-	77, // 37: hubd.v1.SessionMeta.created_at:type_name -> google.protobuf.Timestamp
+	78, // 37: hubd.v1.SessionMeta.created_at:type_name -> google.protobuf.Timestamp
 	25, // 38: hubd.v1.SessionMeta.budget:type_name -> hubd.v1.Budget
 	21, // 39: hubd.v1.OpenRequest.participants:type_name -> hubd.v1.Participant
-	70, // 40: hubd.v1.OpenRequest.labels:type_name -> hubd.v1.OpenRequest.LabelsEntry
-	79, // 41: hubd.v1.OpenRequest.ttl:type_name -> google.protobuf.Duration
-	79, // 42: hubd.v1.OpenRequest.invite_timeout:type_name -> google.protobuf.Duration
+	71, // 40: hubd.v1.OpenRequest.labels:type_name -> hubd.v1.OpenRequest.LabelsEntry
+	80, // 41: hubd.v1.OpenRequest.ttl:type_name -> google.protobuf.Duration
+	80, // 42: hubd.v1.OpenRequest.invite_timeout:type_name -> google.protobuf.Duration
 	23, // 43: hubd.v1.OpenRequest.expectations:type_name -> hubd.v1.Expectations
-	78, // 44: hubd.v1.OpenRequest.graph:type_name -> google.protobuf.Struct
-	71, // 45: hubd.v1.OpenRequest.knobs:type_name -> hubd.v1.OpenRequest.KnobsEntry
+	79, // 44: hubd.v1.OpenRequest.graph:type_name -> google.protobuf.Struct
+	72, // 45: hubd.v1.OpenRequest.knobs:type_name -> hubd.v1.OpenRequest.KnobsEntry
 	25, // 46: hubd.v1.OpenRequest.budget:type_name -> hubd.v1.Budget
 	33, // 47: hubd.v1.OpenResponse.session:type_name -> hubd.v1.SessionInfo
 	1,  // 48: hubd.v1.SendRequest.envelope:type_name -> hubd.v1.Envelope
-	77, // 49: hubd.v1.SendResponse.accepted_at:type_name -> google.protobuf.Timestamp
+	78, // 49: hubd.v1.SendResponse.accepted_at:type_name -> google.protobuf.Timestamp
 	24, // 50: hubd.v1.SessionInfo.meta:type_name -> hubd.v1.SessionMeta
-	72, // 51: hubd.v1.SessionInfo.context:type_name -> hubd.v1.SessionInfo.ContextEntry
+	73, // 51: hubd.v1.SessionInfo.context:type_name -> hubd.v1.SessionInfo.ContextEntry
 	7,  // 52: hubd.v1.SessionInfo.usage:type_name -> hubd.v1.Usage
 	34, // 53: hubd.v1.SessionInfo.holds:type_name -> hubd.v1.Hold
 	7,  // 54: hubd.v1.SessionInfo.tree_usage:type_name -> hubd.v1.Usage
-	77, // 55: hubd.v1.Hold.since:type_name -> google.protobuf.Timestamp
-	73, // 56: hubd.v1.ListSessionsRequest.labels:type_name -> hubd.v1.ListSessionsRequest.LabelsEntry
+	78, // 55: hubd.v1.Hold.since:type_name -> google.protobuf.Timestamp
+	74, // 56: hubd.v1.ListSessionsRequest.labels:type_name -> hubd.v1.ListSessionsRequest.LabelsEntry
 	33, // 57: hubd.v1.ListSessionsResponse.sessions:type_name -> hubd.v1.SessionInfo
 	1,  // 58: hubd.v1.ReadLogResponse.envelopes:type_name -> hubd.v1.Envelope
 	47, // 59: hubd.v1.PendingTurnsResponse.turns:type_name -> hubd.v1.Delivery
 	43, // 60: hubd.v1.View.items:type_name -> hubd.v1.ViewItem
 	44, // 61: hubd.v1.View.older:type_name -> hubd.v1.SpeakerCount
-	77, // 62: hubd.v1.ViewItem.at:type_name -> google.protobuf.Timestamp
-	74, // 63: hubd.v1.SubscribeRequest.cursors:type_name -> hubd.v1.SubscribeRequest.CursorsEntry
+	78, // 62: hubd.v1.ViewItem.at:type_name -> google.protobuf.Timestamp
+	75, // 63: hubd.v1.SubscribeRequest.cursors:type_name -> hubd.v1.SubscribeRequest.CursorsEntry
 	41, // 64: hubd.v1.SubscribeRequest.turn_view:type_name -> hubd.v1.GetViewRequest
-	75, // 65: hubd.v1.WatchRequest.cursors:type_name -> hubd.v1.WatchRequest.CursorsEntry
+	76, // 65: hubd.v1.WatchRequest.cursors:type_name -> hubd.v1.WatchRequest.CursorsEntry
 	1,  // 66: hubd.v1.Delivery.envelope:type_name -> hubd.v1.Envelope
 	42, // 67: hubd.v1.Delivery.view:type_name -> hubd.v1.View
 	26, // 68: hubd.v1.DelegateRequest.children:type_name -> hubd.v1.OpenRequest
@@ -6179,30 +6302,33 @@ var file_hub_proto_depIdxs = []int32{
 	52, // 73: hubd.v1.ListQuestionsResponse.questions:type_name -> hubd.v1.PendingQuestion
 	33, // 74: hubd.v1.TreeNode.session:type_name -> hubd.v1.SessionInfo
 	7,  // 75: hubd.v1.TreeNode.usage:type_name -> hubd.v1.Usage
-	79, // 76: hubd.v1.TreeNode.duration:type_name -> google.protobuf.Duration
+	80, // 76: hubd.v1.TreeNode.duration:type_name -> google.protobuf.Duration
 	55, // 77: hubd.v1.TreeNode.children:type_name -> hubd.v1.TreeNode
 	1,  // 78: hubd.v1.ReplayStep.envelope:type_name -> hubd.v1.Envelope
 	57, // 79: hubd.v1.ReplayResponse.steps:type_name -> hubd.v1.ReplayStep
-	62, // 80: hubd.v1.AgentFrame.send:type_name -> hubd.v1.StreamSend
+	63, // 80: hubd.v1.AgentFrame.send:type_name -> hubd.v1.StreamSend
 	45, // 81: hubd.v1.AgentFrame.subscribe:type_name -> hubd.v1.SubscribeRequest
-	1,  // 82: hubd.v1.StreamSend.envelope:type_name -> hubd.v1.Envelope
-	64, // 83: hubd.v1.HubFrame.ready:type_name -> hubd.v1.StreamReady
-	65, // 84: hubd.v1.HubFrame.ack:type_name -> hubd.v1.StreamAck
-	47, // 85: hubd.v1.HubFrame.delivery:type_name -> hubd.v1.Delivery
-	66, // 86: hubd.v1.HubFrame.closing:type_name -> hubd.v1.StreamError
-	29, // 87: hubd.v1.StreamAck.response:type_name -> hubd.v1.SendResponse
-	66, // 88: hubd.v1.StreamAck.error:type_name -> hubd.v1.StreamError
-	0,  // 89: hubd.v1.StreamError.reason:type_name -> hubd.v1.Reason
-	76, // 90: hubd.v1.StreamError.metadata:type_name -> hubd.v1.StreamError.MetadataEntry
-	80, // 91: hubd.v1.ContextUpdate.SetEntry.value:type_name -> google.protobuf.Value
-	80, // 92: hubd.v1.SessionMeta.KnobsEntry.value:type_name -> google.protobuf.Value
-	80, // 93: hubd.v1.OpenRequest.KnobsEntry.value:type_name -> google.protobuf.Value
-	80, // 94: hubd.v1.SessionInfo.ContextEntry.value:type_name -> google.protobuf.Value
-	95, // [95:95] is the sub-list for method output_type
-	95, // [95:95] is the sub-list for method input_type
-	95, // [95:95] is the sub-list for extension type_name
-	95, // [95:95] is the sub-list for extension extendee
-	0,  // [0:95] is the sub-list for field type_name
+	62, // 82: hubd.v1.AgentFrame.open:type_name -> hubd.v1.StreamOpen
+	26, // 83: hubd.v1.StreamOpen.request:type_name -> hubd.v1.OpenRequest
+	1,  // 84: hubd.v1.StreamSend.envelope:type_name -> hubd.v1.Envelope
+	65, // 85: hubd.v1.HubFrame.ready:type_name -> hubd.v1.StreamReady
+	66, // 86: hubd.v1.HubFrame.ack:type_name -> hubd.v1.StreamAck
+	47, // 87: hubd.v1.HubFrame.delivery:type_name -> hubd.v1.Delivery
+	67, // 88: hubd.v1.HubFrame.closing:type_name -> hubd.v1.StreamError
+	29, // 89: hubd.v1.StreamAck.response:type_name -> hubd.v1.SendResponse
+	67, // 90: hubd.v1.StreamAck.error:type_name -> hubd.v1.StreamError
+	27, // 91: hubd.v1.StreamAck.opened:type_name -> hubd.v1.OpenResponse
+	0,  // 92: hubd.v1.StreamError.reason:type_name -> hubd.v1.Reason
+	77, // 93: hubd.v1.StreamError.metadata:type_name -> hubd.v1.StreamError.MetadataEntry
+	81, // 94: hubd.v1.ContextUpdate.SetEntry.value:type_name -> google.protobuf.Value
+	81, // 95: hubd.v1.SessionMeta.KnobsEntry.value:type_name -> google.protobuf.Value
+	81, // 96: hubd.v1.OpenRequest.KnobsEntry.value:type_name -> google.protobuf.Value
+	81, // 97: hubd.v1.SessionInfo.ContextEntry.value:type_name -> google.protobuf.Value
+	98, // [98:98] is the sub-list for method output_type
+	98, // [98:98] is the sub-list for method input_type
+	98, // [98:98] is the sub-list for extension type_name
+	98, // [98:98] is the sub-list for extension extendee
+	0,  // [0:98] is the sub-list for field type_name
 }
 
 func init() { file_hub_proto_init() }
@@ -6231,8 +6357,9 @@ func file_hub_proto_init() {
 	file_hub_proto_msgTypes[60].OneofWrappers = []any{
 		(*AgentFrame_Send)(nil),
 		(*AgentFrame_Subscribe)(nil),
+		(*AgentFrame_Open)(nil),
 	}
-	file_hub_proto_msgTypes[62].OneofWrappers = []any{
+	file_hub_proto_msgTypes[63].OneofWrappers = []any{
 		(*HubFrame_Ready)(nil),
 		(*HubFrame_Ack)(nil),
 		(*HubFrame_Delivery)(nil),
@@ -6244,7 +6371,7 @@ func file_hub_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hub_proto_rawDesc), len(file_hub_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   76,
+			NumMessages:   77,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
@@ -28,10 +29,10 @@ const DefaultMaxInFlight = 256
 const connectMethod = "/hubd.v1.Hub/Connect"
 
 // Connect implements hubsvc.HubServer: an agent's connection as one
-// stream. The handler's goroutine reads the agent's frames. Sends run on
-// a small pool of the stream's own goroutines (as many as are in flight,
-// none when idle), each answered with its ref once durable, or with the
-// status Send would return. Deliveries, once subscribed, are written by a
+// stream. The handler's goroutine reads the agent's frames. Sends and
+// opens run on a small pool of the stream's own goroutines (as many as
+// are in flight, none when idle), each answered with its ref once
+// durable, or with the status Send or Open would return. Deliveries, once subscribed, are written by a
 // goroutine that runs only while some are ready: an idle stream holds
 // the handler's goroutine alone (with StreamTap installed; without it a
 // second goroutine reads, so that the handler can end the stream). Writes
@@ -78,11 +79,11 @@ type agentConn struct {
 	wg     sync.WaitGroup
 
 	mu       sync.Mutex
-	queue    []*hubpb.StreamSend
-	running  int           // workers started and not yet exited
-	busy     int           // of which are running a send
-	parked   int           // of which wait for work (linger)
-	workWake chan struct{} // wakes a parked worker; made with the first worker
+	queue    []*hubpb.AgentFrame // sends and opens, checked
+	running  int                 // workers started and not yet exited
+	busy     int                 // of which are running a send
+	parked   int                 // of which wait for work (linger)
+	workWake chan struct{}       // wakes a parked worker; made with the first worker
 
 	// cancelStream cancels the stream's context (StreamTap); nil without
 	// the tap.
@@ -132,7 +133,7 @@ func (c *agentConn) run(ctx context.Context) error {
 		c.wg.Wait() // no write after the handler returns
 	}()
 	defer c.svc.track(c)()
-	ready := &hubpb.HubFrame{Frame: &hubpb.HubFrame_Ready{Ready: &hubpb.StreamReady{Agent: c.id.Agent, MaxInFlight: uint32(cap(c.slots))}}}
+	ready := &hubpb.HubFrame{Frame: &hubpb.HubFrame_Ready{Ready: &hubpb.StreamReady{Agent: c.id.Agent, MaxInFlight: uint32(cap(c.slots)), Opens: true}}}
 	if err := c.write(ready); err != nil {
 		return err
 	}
@@ -377,7 +378,8 @@ func (c *agentConn) more() bool {
 }
 
 // read reads the agent's frames until its side ends (nil) or fails: sends
-// go to the workers, the one subscribe request starts the deliveries.
+// and opens go to the workers, the one subscribe request starts the
+// deliveries.
 func (c *agentConn) read(ctx context.Context, cancel context.CancelCauseFunc) error {
 	subscribed := false
 	for {
@@ -390,29 +392,29 @@ func (c *agentConn) read(ctx context.Context, cancel context.CancelCauseFunc) er
 			return err
 		}
 		checkErr := checkRequest(f)
-		switch f := f.GetFrame().(type) {
-		case *hubpb.AgentFrame_Send:
+		switch fr := f.GetFrame().(type) {
+		case *hubpb.AgentFrame_Send, *hubpb.AgentFrame_Open:
 			select {
 			case c.slots <- struct{}{}:
 			case <-ctx.Done():
 				return ctx.Err()
 			}
 			if checkErr == nil && c.isEnded() {
-				checkErr = fmt.Errorf("the stream is closing (%v): send it again on a new stream with the same client_msg_id: %w", c.endErr, hub.ErrClosed)
+				checkErr = fmt.Errorf("the stream is closing (%v): send it again on a new stream (an open with the same idempotency key, a send with the same client_msg_id): %w", c.endErr, hub.ErrClosed)
 			}
 			if checkErr != nil {
-				c.answer(f.Send.GetRef(), nil, checkErr)
+				c.answer(&hubpb.StreamAck{Ref: refOf(f)}, checkErr)
 				<-c.slots
 				continue
 			}
-			c.enqueue(ctx, f.Send)
+			c.enqueue(ctx, f)
 		case *hubpb.AgentFrame_Subscribe:
 			err := checkErr
 			if err == nil && subscribed {
 				err = fmt.Errorf("this Connect stream is already subscribed (one subscribe per stream): %w", session.ErrMalformed)
 			}
 			if err == nil {
-				err = c.subscribe(ctx, f.Subscribe)
+				err = c.subscribe(ctx, fr.Subscribe)
 			}
 			if err != nil {
 				err = statusOf(c.svc.lg, "Connect", err)
@@ -423,7 +425,7 @@ func (c *agentConn) read(ctx context.Context, cancel context.CancelCauseFunc) er
 		default:
 			err := checkErr
 			if err == nil {
-				err = fmt.Errorf("an AgentFrame needs send or subscribe: %w", session.ErrMalformed)
+				err = fmt.Errorf("an AgentFrame needs send, open or subscribe: %w", session.ErrMalformed)
 			}
 			err = statusOf(c.svc.lg, "Connect", err)
 			cancel(err)
@@ -432,9 +434,17 @@ func (c *agentConn) read(ctx context.Context, cancel context.CancelCauseFunc) er
 	}
 }
 
-// enqueue queues a send, waking a parked worker or starting one unless
-// one is free to take it.
-func (c *agentConn) enqueue(ctx context.Context, f *hubpb.StreamSend) {
+// refOf is the ref of a send or open frame.
+func refOf(f *hubpb.AgentFrame) uint64 {
+	if o := f.GetOpen(); o != nil {
+		return o.GetRef()
+	}
+	return f.GetSend().GetRef()
+}
+
+// enqueue queues a send or open, waking a parked worker or starting one
+// unless one is free to take it.
+func (c *agentConn) enqueue(ctx context.Context, f *hubpb.AgentFrame) {
 	c.mu.Lock()
 	c.queue = append(c.queue, f)
 	start := c.running-c.busy < len(c.queue)
@@ -458,8 +468,8 @@ func (c *agentConn) enqueue(ctx context.Context, f *hubpb.StreamSend) {
 	}
 }
 
-// work runs queued sends until none is left and none comes within
-// linger.
+// work runs queued sends and opens until none is left and none comes
+// within linger.
 func (c *agentConn) work(ctx context.Context) {
 	defer c.wg.Done()
 	var t *time.Timer
@@ -503,19 +513,38 @@ func (c *agentConn) work(ctx context.Context) {
 		}
 		c.busy++
 		c.mu.Unlock()
-		began := time.Now()
-		sctx, span := traceSend(ctx, c.svc.tracer, c.svc.recording, c.id.Agent, f)
-		resp, err := c.send(sctx, f)
-		err = c.answer(f.GetRef(), resp, err)
-		failed(span, err)
-		span.End()
-		if c.svc.onSend != nil {
-			c.svc.onSend(err, time.Since(began))
-		}
+		c.serve(ctx, f)
 		<-c.slots
 		c.mu.Lock()
 		c.busy--
 		c.mu.Unlock()
+	}
+}
+
+// serve runs one send or open and answers it, in its span.
+func (c *agentConn) serve(ctx context.Context, f *hubpb.AgentFrame) {
+	began := time.Now()
+	var (
+		method string
+		span   trace.Span
+		err    error
+	)
+	ack := &hubpb.StreamAck{Ref: refOf(f)}
+	if o := f.GetOpen(); o != nil {
+		method = "Open"
+		ctx, span = c.svc.traceStream(ctx, openMethod, c.id.Agent, "", o.GetTraceparent(), o.GetTracestate(), nil)
+		ack.Opened, err = c.open(ctx, o)
+	} else {
+		method = "Send"
+		s := f.GetSend()
+		ctx, span = c.svc.traceStream(ctx, sendMethod, c.id.Agent, s.GetSessionId(), s.GetTraceparent(), s.GetTracestate(), s.GetEnvelope())
+		ack.Response, err = c.send(ctx, s)
+	}
+	err = c.answer(ack, err)
+	failed(span, err)
+	span.End()
+	if c.svc.onCall != nil {
+		c.svc.onCall(method, err, time.Since(began))
 	}
 }
 
@@ -528,14 +557,21 @@ func (c *agentConn) send(ctx context.Context, f *hubpb.StreamSend) (*hubpb.SendR
 	return c.svc.h.Send(ctx, c.id.Agent, sid, f.GetEnvelope()) // unknown fields: dropped by the codec
 }
 
-// answer writes a send's ack, or its error as Send's status carries it,
-// and returns that status (nil for an ack). A failed write is the
-// stream's end, which the handler sees.
-func (c *agentConn) answer(ref uint64, resp *hubpb.SendResponse, err error) error {
-	ack := &hubpb.StreamAck{Ref: ref, Response: resp}
+// open is Open on the stream: the creator is the stream's agent.
+func (c *agentConn) open(ctx context.Context, f *hubpb.StreamOpen) (*hubpb.OpenResponse, error) {
+	if f.GetRequest() == nil {
+		return nil, fmt.Errorf("StreamOpen.request is required: %w", session.ErrMalformed)
+	}
+	return c.svc.h.Open(ctx, c.id.Agent, f.GetRequest())
+}
+
+// answer writes ack, or err as the status of a Send or Open call carries
+// it (ack's answer dropped), and returns that status (nil for an ack). A
+// failed write is the stream's end, which the handler sees.
+func (c *agentConn) answer(ack *hubpb.StreamAck, err error) error {
 	if err != nil {
 		err = statusOf(c.svc.lg, "Connect", err)
-		ack.Response, ack.Error = nil, StreamError(err)
+		ack.Response, ack.Opened, ack.Error = nil, nil, StreamError(err)
 	}
 	_ = c.write(&hubpb.HubFrame{Frame: &hubpb.HubFrame_Ack{Ack: ack}})
 	return err

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/hubpb/hubsvc"
@@ -35,8 +36,8 @@ func connect(t testing.TB, c hubsvc.HubClient, agent string, sub *hubpb.Subscrib
 	if err != nil {
 		t.Fatalf("connect as %s: %v", agent, err)
 	}
-	if got := f.GetReady().GetAgent(); got != agent || f.GetReady().GetMaxInFlight() == 0 {
-		t.Fatalf("the first frame is %v, want ready for %s", f, agent)
+	if got := f.GetReady().GetAgent(); got != agent || f.GetReady().GetMaxInFlight() == 0 || !f.GetReady().GetOpens() {
+		t.Fatalf("the first frame is %v, want ready for %s, taking opens", f, agent)
 	}
 	a := &agentStream{t: t, s: s}
 	if sub != nil {
@@ -184,6 +185,77 @@ func TestConnectSends(t *testing.T) {
 	}
 	if u, v := stored[0].ProtoReflect().GetUnknown(), stored[0].GetText().ProtoReflect().GetUnknown(); len(u)+len(v) > 0 {
 		t.Fatalf("unknown fields were stored: %x / %x", u, v)
+	}
+}
+
+// open sends an open with ref.
+func (a *agentStream) open(ref uint64, req *hubpb.OpenRequest) {
+	a.t.Helper()
+	a.frame(&hubpb.AgentFrame{Frame: &hubpb.AgentFrame_Open{Open: &hubpb.StreamOpen{Ref: ref, Request: req}}})
+}
+
+// TestConnectOpens: an open on the stream is answered with its ref and
+// the session Open would return, created by the stream's agent; a retry
+// with the same idempotency key answers the same session as existing; a
+// refused open is answered with Open's code and reason, writes nothing
+// and leaves the stream usable.
+func TestConnectOpens(t *testing.T) {
+	f := start(t, "")
+	ctx := context.Background()
+	alice := f.agent("alice")
+	a := connect(t, alice, "alice", nil)
+	bob := connect(t, f.agent("bob"), "bob", &hubpb.SubscribeRequest{})
+	req := func(key string) *hubpb.OpenRequest {
+		return &hubpb.OpenRequest{Type: "conversation@1", Participants: []*hubpb.Participant{{Name: "bob", AutoAccept: true}},
+			IdempotencyKey: key, Labels: map[string]string{"by": "stream"}}
+	}
+
+	a.open(1, req("o1"))
+	k := a.ack()
+	id := k.GetOpened().GetSession().GetMeta().GetSessionId()
+	if k.GetRef() != 1 || k.GetError() != nil || k.GetResponse() != nil || id == "" || k.GetOpened().GetExisting() ||
+		k.GetOpened().GetSession().GetMeta().GetCreator() != "alice" {
+		t.Fatalf("the open's ack: %v", k)
+	}
+	if d := bob.delivery(); d.GetEnvelope().GetSessionId() != id {
+		t.Fatalf("bob's first delivery: %v, want one of %s", d, id)
+	}
+	got, err := alice.GetSession(ctx, &hubpb.GetSessionRequest{SessionId: id})
+	if err != nil || got.GetMeta().GetLabels()["by"] != "stream" {
+		t.Fatalf("GetSession of the session opened on the stream: %v %v", got, err)
+	}
+
+	a.open(2, req("o1"))
+	if k := a.ack(); k.GetRef() != 2 || !k.GetOpened().GetExisting() || k.GetOpened().GetSession().GetMeta().GetSessionId() != id {
+		t.Fatalf("a retry of the open: %v, want session %s, existing", k, id)
+	}
+
+	graph, _ := structpb.NewStruct(map[string]any{"initial_speaker": "alice", "transitions": []any{map[string]any{"when": map[string]any{"name": "no_such_condition"}}}})
+	for _, tc := range []struct {
+		name   string
+		req    *hubpb.OpenRequest
+		code   codes.Code
+		reason string
+	}{
+		{"no request", nil, codes.InvalidArgument, "MALFORMED"},
+		{"unknown type", &hubpb.OpenRequest{Type: "nope@1"}, codes.InvalidArgument, "UNKNOWN_SESSION_TYPE"},
+		{"broken graph", &hubpb.OpenRequest{Type: "workflow@1", Participants: []*hubpb.Participant{{Name: "bob", AutoAccept: true}}, Graph: graph},
+			codes.InvalidArgument, "INVALID_GRAPH"},
+	} {
+		a.open(10, tc.req)
+		k := a.ack()
+		if k.GetRef() != 10 || k.GetOpened() != nil || codes.Code(k.GetError().GetCode()) != tc.code ||
+			k.GetError().GetReason().String() != tc.reason || k.GetError().GetMessage() == "" {
+			t.Errorf("%s: got %v, want %v %s", tc.name, k, tc.code, tc.reason)
+		}
+	}
+	list, err := alice.ListSessions(ctx, &hubpb.ListSessionsRequest{})
+	if err != nil || len(list.GetSessions()) != 1 {
+		t.Fatalf("after refused opens alice has %v (%v), want the one session", list.GetSessions(), err)
+	}
+	a.send(11, id, "after", nil)
+	if k := a.ack(); k.GetRef() != 11 || k.GetError() != nil {
+		t.Fatalf("a send after refused opens: %v", k)
 	}
 }
 

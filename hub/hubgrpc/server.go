@@ -32,17 +32,18 @@ type Config struct {
 	// connection, Connect streams included (with the ConnStats handler on
 	// the server); default DefaultMaxStreamsPerConn.
 	MaxStreamsPerConn int
-	// MaxInFlight bounds the sends one Connect stream runs at once;
-	// default DefaultMaxInFlight.
+	// MaxInFlight bounds the sends and opens one Connect stream runs at
+	// once; default DefaultMaxInFlight.
 	MaxInFlight int
-	// Tracer records the spans of the sends of Connect streams, as
+	// Tracer records the spans of the sends and opens of Connect streams, as
 	// TraceInterceptor does for calls; nil records none (the caller's
 	// traceparent still reaches the envelope).
 	Tracer trace.TracerProvider
-	// OnSend, when set, is called after each send of a Connect stream
-	// with its status (nil when acknowledged) and how long it took (for
-	// metrics: a Send call is counted by the interceptors).
-	OnSend func(err error, took time.Duration)
+	// OnCall, when set, is called after each send or open of a Connect
+	// stream with its method ("Send" or "Open"), its status (nil when
+	// acknowledged) and how long it took (for metrics: a Send or Open call
+	// is counted by the interceptors).
+	OnCall func(method string, err error, took time.Duration)
 	// CloseGrace is how long a Connect stream the hub ends waits for the
 	// agent to close its side after the closing frame before it is
 	// cancelled (with StreamTap installed); default DefaultCloseGrace.
@@ -60,7 +61,7 @@ type Service struct {
 	maxInFlight    int
 	tracer         trace.Tracer
 	recording      bool // the tracer records spans (not the no-op one)
-	onSend         func(error, time.Duration)
+	onCall         func(string, error, time.Duration)
 	closeGrace     time.Duration
 
 	cmu   sync.Mutex
@@ -82,7 +83,7 @@ func New(h *hub.Hub, cfg Config) *Service {
 		cfg.Tracer = noop.NewTracerProvider()
 	}
 	s := &Service{h: h, auth: cfg.Auth, lg: cfg.Logger, maxConnStreams: cfg.MaxStreamsPerConn, maxInFlight: cfg.MaxInFlight,
-		tracer: cfg.Tracer.Tracer(TracerName), recording: Recording(cfg.Tracer), onSend: cfg.OnSend, closeGrace: cfg.CloseGrace, conns: map[*agentConn]struct{}{}}
+		tracer: cfg.Tracer.Tracer(TracerName), recording: Recording(cfg.Tracer), onCall: cfg.OnCall, closeGrace: cfg.CloseGrace, conns: map[*agentConn]struct{}{}}
 	context.AfterFunc(h.Lifetime(), s.endStreams)
 	return s
 }

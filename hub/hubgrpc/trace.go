@@ -89,22 +89,24 @@ func failed(span trace.Span, err error) {
 	span.SetStatus(otelcodes.Error, st.Message())
 }
 
-// sendMethod is the span name of a send, by a Send call or on a Connect
-// stream: one name for both, so traces read the same.
-const sendMethod = "hubd.v1.Hub/Send"
+// The span names of a send and an open, by a call or on a Connect stream:
+// one name for both, so traces read the same.
+const (
+	sendMethod = "hubd.v1.Hub/Send"
+	openMethod = "hubd.v1.Hub/Open"
+)
 
-// traceSend starts the span of a send on a Connect stream, as
-// TraceInterceptor does for a Send call: its parent is the send's own
-// trace context (StreamSend.traceparent), else its envelope's; an
-// envelope without a traceparent gets the span's.
-func traceSend(ctx context.Context, tracer trace.Tracer, recording bool, agent string, f *hubpb.StreamSend) (context.Context, trace.Span) {
-	env := f.GetEnvelope()
+// traceStream starts the span of a send or open (method) on a Connect
+// stream, as TraceInterceptor does for the call: its parent is the
+// frame's own trace context (traceparent, tracestate), else a sent
+// envelope's; an envelope without a traceparent gets the span's.
+func (s *Service) traceStream(ctx context.Context, method, agent, sessionID, traceparent, tracestate string, env *hubpb.Envelope) (context.Context, trace.Span) {
 	c := propagation.MapCarrier{}
 	switch {
-	case f.GetTraceparent() != "":
-		c["traceparent"] = f.GetTraceparent()
-		if ts := f.GetTracestate(); ts != "" {
-			c["tracestate"] = ts
+	case traceparent != "":
+		c["traceparent"] = traceparent
+		if tracestate != "" {
+			c["tracestate"] = tracestate
 		}
 	case env.GetTraceparent() != "":
 		c["traceparent"] = env.GetTraceparent()
@@ -112,20 +114,21 @@ func traceSend(ctx context.Context, tracer trace.Tracer, recording bool, agent s
 	if len(c) > 0 {
 		ctx = propagation.TraceContext{}.Extract(ctx, c)
 	}
-	if span := trace.SpanFromContext(ctx); !recording && !span.IsRecording() {
-		// No span to start (and no attributes to build): the send's trace
+	if span := trace.SpanFromContext(ctx); !s.recording && !span.IsRecording() {
+		// No span to start (and no attributes to build): the trace
 		// context alone reaches the envelope.
 		if env != nil && env.GetTraceparent() == "" {
 			env.Traceparent = Traceparent(span.SpanContext())
 		}
 		return ctx, span
 	}
-	attrs := []attribute.KeyValue{attribute.String("rpc.system", "grpc"), attribute.String("rpc.service", "hubd.v1.Hub"),
-		attribute.String("rpc.method", "Send"), attribute.String("hubd.transport", "connect"), attribute.String("hubd.agent", agent)}
-	if id := f.GetSessionId(); id != "" {
-		attrs = append(attrs, attribute.String("hubd.session_id", id))
+	service, m := splitMethod(method)
+	attrs := []attribute.KeyValue{attribute.String("rpc.system", "grpc"), attribute.String("rpc.service", service),
+		attribute.String("rpc.method", m), attribute.String("hubd.transport", "connect"), attribute.String("hubd.agent", agent)}
+	if sessionID != "" {
+		attrs = append(attrs, attribute.String("hubd.session_id", sessionID))
 	}
-	ctx, span := tracer.Start(ctx, sendMethod, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	ctx, span := s.tracer.Start(ctx, method, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 	if env != nil && env.GetTraceparent() == "" {
 		env.Traceparent = Traceparent(span.SpanContext())
 	}

@@ -28,12 +28,12 @@ func (m *Metrics) UnaryInterceptor(transport string) grpc.UnaryServerInterceptor
 	}
 }
 
-// StreamSend counts a send of a Connect stream that took d and ended
-// with err (a status, or nil), as a Send call with transport "connect"
-// (hubgrpc.Config.OnSend).
-func (m *Metrics) StreamSend(err error, d time.Duration) {
-	m.requests.WithLabelValues("connect", "Send", status.Code(err).String()).Inc()
-	m.requestSeconds.WithLabelValues("connect", "Send").Observe(d.Seconds())
+// StreamCall counts a send or open (method "Send", "Open") of a Connect
+// stream that took d and ended with err (a status, or nil), as a call of
+// that method with transport "connect" (hubgrpc.Config.OnCall).
+func (m *Metrics) StreamCall(method string, err error, d time.Duration) {
+	m.requests.WithLabelValues("connect", method, status.Code(err).String()).Inc()
+	m.requestSeconds.WithLabelValues("connect", method).Observe(d.Seconds())
 }
 
 // StreamInterceptor counts open streams by kind (the method: subscribe,

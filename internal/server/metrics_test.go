@@ -124,7 +124,7 @@ func TestMetrics(t *testing.T) {
 		{after, `hubd_envelopes_written_total{` + typ + `}`, 5},                        // invite, opened, text, violation, close
 		{after, `hubd_requests_total{code="OK",method="Send",transport="connect"}`, 1}, // agentsdk sends on its stream
 		{after, `hubd_requests_total{code="PermissionDenied",method="Send",transport="connect"}`, 1},
-		{after, `hubd_requests_total{code="OK",method="Open",transport="grpc"}`, 1},
+		{after, `hubd_requests_total{code="OK",method="Open",transport="connect"}`, 1}, // and opens on it
 		{after, `hubd_requests_total{code="Unauthenticated",method="GetSession",transport="http"}`, 1},
 	} {
 		if got, ok := tc.m[tc.name]; !ok || got != tc.want {

@@ -207,7 +207,7 @@ func start(ctx context.Context, cfg Config, auth hubgrpc.Authenticator, tlsCfg *
 	m.Hydrated(time.Since(began))
 	m.Attach(h)
 	svc := hubgrpc.New(h, hubgrpc.Config{Auth: auth, Logger: cfg.Logger, MaxStreamsPerConn: cfg.MaxStreamsPerConn, Tracer: cfg.Tracer,
-		OnSend: m.StreamSend})
+		OnCall: m.StreamCall})
 	if n != nil {
 		if err := n.serveCalls(svc, cfg.Tracer); err != nil {
 			n.handBack(ctx)

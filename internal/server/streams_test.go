@@ -30,7 +30,9 @@ func TestStreamsPerConn(t *testing.T) {
 		return c
 	}
 	alice := dial()
-	s, err := alice.Open(ctx, agentsdk.OpenOptions{Type: "conversation@1", Participants: agentsdk.AutoAccepted("bob")})
+	// Opened on another connection: the opener's Connect stream would
+	// count against this one's limit.
+	s, err := dial().Open(ctx, agentsdk.OpenOptions{Type: "conversation@1", Participants: agentsdk.AutoAccepted("bob")})
 	if err != nil {
 		t.Fatal(err)
 	}

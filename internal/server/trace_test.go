@@ -98,6 +98,38 @@ func TestTraceGRPC(t *testing.T) {
 	}
 }
 
+// TestTraceOpenOnStream: an open on agentsdk's Connect stream runs in a
+// server span "hubd.v1.Hub/Open" whose parent is the caller's trace
+// context, as an Open call's would, and the envelopes it writes carry
+// the span's traceparent.
+func TestTraceOpenOnStream(t *testing.T) {
+	srv, exp := traced(t)
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "traceparent", callerParent)
+	alice := dial(t, srv.Addr(), "alice")
+	s, err := alice.Open(ctx, agentsdk.OpenOptions{Type: agentsdk.TypeConversation, Participants: agentsdk.AutoAccepted("bob")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var span tracetest.SpanStub
+	for _, sp := range exp.GetSpans() {
+		if sp.Name == "hubd.v1.Hub/Open" && sp.SpanContext.TraceID().String() == callerTraceID {
+			span = sp
+		}
+	}
+	attrs := map[string]string{}
+	for _, a := range span.Attributes {
+		attrs[string(a.Key)] = a.Value.String()
+	}
+	if span.Parent.SpanID().String() != callerSpanID || !span.Parent.IsRemote() || attrs["hubd.transport"] != "connect" ||
+		attrs["rpc.method"] != "Open" || attrs["hubd.agent"] != "alice" {
+		t.Fatalf("the open's span: %q, parent %v, attributes %v", span.Name, span.Parent.SpanID(), attrs)
+	}
+	want := "00-" + callerTraceID + "-" + span.SpanContext.SpanID().String() + "-01"
+	if got := lastEnvelope(t, alice, s.ID()).GetTraceparent(); got != want {
+		t.Errorf("logged traceparent %q, want the open's span's %q", got, want)
+	}
+}
+
 // TestTraceHTTP: the traceparent header of a JSON call does the same, and
 // an envelope that brings its own traceparent keeps it.
 func TestTraceHTTP(t *testing.T) {

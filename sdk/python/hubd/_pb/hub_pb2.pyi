@@ -41,12 +41,14 @@ UNKNOWN_SESSION: Reason
 UNKNOWN_SESSION_TYPE: Reason
 
 class AgentFrame(_message.Message):
-    __slots__ = ["send", "subscribe"]
+    __slots__ = ["open", "send", "subscribe"]
+    OPEN_FIELD_NUMBER: _ClassVar[int]
     SEND_FIELD_NUMBER: _ClassVar[int]
     SUBSCRIBE_FIELD_NUMBER: _ClassVar[int]
+    open: StreamOpen
     send: StreamSend
     subscribe: SubscribeRequest
-    def __init__(self, send: _Optional[_Union[StreamSend, _Mapping]] = ..., subscribe: _Optional[_Union[SubscribeRequest, _Mapping]] = ...) -> None: ...
+    def __init__(self, send: _Optional[_Union[StreamSend, _Mapping]] = ..., subscribe: _Optional[_Union[SubscribeRequest, _Mapping]] = ..., open: _Optional[_Union[StreamOpen, _Mapping]] = ...) -> None: ...
 
 class Answer(_message.Message):
     __slots__ = ["by", "defaulted", "option_ids", "question_id", "text"]
@@ -736,14 +738,16 @@ class SpeakerCount(_message.Message):
     def __init__(self, speaker: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
 
 class StreamAck(_message.Message):
-    __slots__ = ["error", "ref", "response"]
+    __slots__ = ["error", "opened", "ref", "response"]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    OPENED_FIELD_NUMBER: _ClassVar[int]
     REF_FIELD_NUMBER: _ClassVar[int]
     RESPONSE_FIELD_NUMBER: _ClassVar[int]
     error: StreamError
+    opened: OpenResponse
     ref: int
     response: SendResponse
-    def __init__(self, ref: _Optional[int] = ..., response: _Optional[_Union[SendResponse, _Mapping]] = ..., error: _Optional[_Union[StreamError, _Mapping]] = ...) -> None: ...
+    def __init__(self, ref: _Optional[int] = ..., response: _Optional[_Union[SendResponse, _Mapping]] = ..., error: _Optional[_Union[StreamError, _Mapping]] = ..., opened: _Optional[_Union[OpenResponse, _Mapping]] = ...) -> None: ...
 
 class StreamError(_message.Message):
     __slots__ = ["code", "message", "metadata", "reason"]
@@ -764,13 +768,27 @@ class StreamError(_message.Message):
     reason: Reason
     def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ..., reason: _Optional[_Union[Reason, str]] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
+class StreamOpen(_message.Message):
+    __slots__ = ["ref", "request", "traceparent", "tracestate"]
+    REF_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    TRACEPARENT_FIELD_NUMBER: _ClassVar[int]
+    TRACESTATE_FIELD_NUMBER: _ClassVar[int]
+    ref: int
+    request: OpenRequest
+    traceparent: str
+    tracestate: str
+    def __init__(self, ref: _Optional[int] = ..., request: _Optional[_Union[OpenRequest, _Mapping]] = ..., traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ...) -> None: ...
+
 class StreamReady(_message.Message):
-    __slots__ = ["agent", "max_in_flight"]
+    __slots__ = ["agent", "max_in_flight", "opens"]
     AGENT_FIELD_NUMBER: _ClassVar[int]
     MAX_IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
+    OPENS_FIELD_NUMBER: _ClassVar[int]
     agent: str
     max_in_flight: int
-    def __init__(self, agent: _Optional[str] = ..., max_in_flight: _Optional[int] = ...) -> None: ...
+    opens: bool
+    def __init__(self, agent: _Optional[str] = ..., max_in_flight: _Optional[int] = ..., opens: bool = ...) -> None: ...
 
 class StreamSend(_message.Message):
     __slots__ = ["envelope", "ref", "session_id", "traceparent", "tracestate"]

@@ -261,9 +261,10 @@ class HubServicer(object):
 
     def Connect(self, request_iterator, context):
         """Connect is an agent's connection as one bidirectional stream: the
-        agent's sends (AgentFrame.send, each with the agent's ref) are answered
-        on it (HubFrame.ack: the SendResponse, or the error a Send call would
-        have returned, per send), and with AgentFrame.subscribe its deliveries
+        agent's sends and opens (AgentFrame.send and .open, each with the
+        agent's ref) are answered on it (HubFrame.ack: the SendResponse or
+        OpenResponse, or the error a Send or Open call would have returned),
+        and with AgentFrame.subscribe its deliveries
         (turn notices with their view, invites, everything Subscribe carries)
         come on it too. The hub answers first with HubFrame.ready. A send's
         ack follows its sync, as Send's does; a retry with the same

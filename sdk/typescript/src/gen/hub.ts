@@ -1405,7 +1405,33 @@ export interface AgentFrame {
    * (cursors to resume after, include_ended, turn_view). At most once per
    * stream: a second one is refused and ends the stream.
    */
-  subscribe?: SubscribeRequest | undefined;
+  subscribe?:
+    | SubscribeRequest
+    | undefined;
+  /**
+   * Open a session, as Open does; answered by a HubFrame.ack with the
+   * same ref (its opened field).
+   */
+  open?: StreamOpen | undefined;
+}
+
+/** StreamOpen is an open on a Connect stream. */
+export interface StreamOpen {
+  /**
+   * The agent's number for this open, echoed in its ack; refs of opens
+   * and sends are one series (unique among those in flight).
+   */
+  ref: number;
+  /** The open, as Open takes it; the creator is the stream's agent. */
+  request:
+    | OpenRequest
+    | undefined;
+  /**
+   * The W3C trace context of the open, as the "traceparent" and
+   * "tracestate" metadata of an Open call carry it.
+   */
+  traceparent: string;
+  tracestate: string;
 }
 
 /** StreamSend is a send on a Connect stream. */
@@ -1466,26 +1492,35 @@ export interface StreamReady {
    * read as earlier sends complete.
    */
   maxInFlight: number;
+  /**
+   * The hub takes AgentFrame.open (a hub before it ends the stream on
+   * one, as a frame it does not know: open with Open instead).
+   */
+  opens: boolean;
 }
 
 /**
- * StreamAck answers one send of a Connect stream: exactly one of response
- * and error is set.
+ * StreamAck answers one send or open of a Connect stream: exactly one of
+ * response (a send's), opened (an open's) and error is set.
  */
 export interface StreamAck {
-  /** The send's ref. */
+  /** The send's or open's ref. */
   ref: number;
   /** The durable write's acknowledgement, as Send returns it. */
   response:
     | SendResponse
     | undefined;
-  /** The refusal, as Send's status would carry it. */
-  error: StreamError | undefined;
+  /** The refusal, as Send's or Open's status would carry it. */
+  error:
+    | StreamError
+    | undefined;
+  /** The session opened, as Open returns it. */
+  opened: OpenResponse | undefined;
 }
 
 /**
- * StreamError is a refused send on a Connect stream: what the gRPC status
- * of a Send call would say (its code, message and ErrorInfo reason and
+ * StreamError is a refused send or open on a Connect stream: what the gRPC
+ * status of a Send or Open call would say (its code, message and ErrorInfo reason and
  * metadata, domain "hubd").
  */
 export interface StreamError {
@@ -10129,7 +10164,7 @@ export const BackupChunk: MessageFns<BackupChunk> = {
 };
 
 function createBaseAgentFrame(): AgentFrame {
-  return { send: undefined, subscribe: undefined };
+  return { send: undefined, subscribe: undefined, open: undefined };
 }
 
 export const AgentFrame: MessageFns<AgentFrame> = {
@@ -10139,6 +10174,9 @@ export const AgentFrame: MessageFns<AgentFrame> = {
     }
     if (message.subscribe !== undefined) {
       SubscribeRequest.encode(message.subscribe, writer.uint32(18).fork()).join();
+    }
+    if (message.open !== undefined) {
+      StreamOpen.encode(message.open, writer.uint32(26).fork()).join();
     }
     return writer;
   },
@@ -10172,6 +10210,14 @@ export const AgentFrame: MessageFns<AgentFrame> = {
             message.subscribe = SubscribeRequest.decode(reader, reader.uint32());
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.open = StreamOpen.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -10188,6 +10234,7 @@ export const AgentFrame: MessageFns<AgentFrame> = {
     return {
       send: isSet(object.send) ? StreamSend.fromJSON(object.send) : undefined,
       subscribe: isSet(object.subscribe) ? SubscribeRequest.fromJSON(object.subscribe) : undefined,
+      open: isSet(object.open) ? StreamOpen.fromJSON(object.open) : undefined,
     };
   },
 
@@ -10198,6 +10245,9 @@ export const AgentFrame: MessageFns<AgentFrame> = {
     }
     if (message.subscribe !== undefined) {
       obj.subscribe = SubscribeRequest.toJSON(message.subscribe);
+    }
+    if (message.open !== undefined) {
+      obj.open = StreamOpen.toJSON(message.open);
     }
     return obj;
   },
@@ -10213,6 +10263,128 @@ export const AgentFrame: MessageFns<AgentFrame> = {
     message.subscribe = (object.subscribe !== undefined && object.subscribe !== null)
       ? SubscribeRequest.fromPartial(object.subscribe)
       : undefined;
+    message.open = (object.open !== undefined && object.open !== null)
+      ? StreamOpen.fromPartial(object.open)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseStreamOpen(): StreamOpen {
+  return { ref: 0, request: undefined, traceparent: "", tracestate: "" };
+}
+
+export const StreamOpen: MessageFns<StreamOpen> = {
+  encode(message: StreamOpen, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.ref !== 0) {
+      writer.uint32(8).uint64(message.ref);
+    }
+    if (message.request !== undefined) {
+      OpenRequest.encode(message.request, writer.uint32(18).fork()).join();
+    }
+    if (message.traceparent !== "") {
+      writer.uint32(26).string(message.traceparent);
+    }
+    if (message.tracestate !== "") {
+      writer.uint32(34).string(message.tracestate);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StreamOpen {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStreamOpen();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.ref = longToNumber(reader.uint64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.request = OpenRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.traceparent = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.tracestate = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StreamOpen {
+    return {
+      ref: isSet(object.ref) ? globalThis.Number(object.ref) : 0,
+      request: isSet(object.request) ? OpenRequest.fromJSON(object.request) : undefined,
+      traceparent: isSet(object.traceparent) ? globalThis.String(object.traceparent) : "",
+      tracestate: isSet(object.tracestate) ? globalThis.String(object.tracestate) : "",
+    };
+  },
+
+  toJSON(message: StreamOpen): unknown {
+    const obj: any = {};
+    if (message.ref !== 0) {
+      obj.ref = Math.round(message.ref);
+    }
+    if (message.request !== undefined) {
+      obj.request = OpenRequest.toJSON(message.request);
+    }
+    if (message.traceparent !== "") {
+      obj.traceparent = message.traceparent;
+    }
+    if (message.tracestate !== "") {
+      obj.tracestate = message.tracestate;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StreamOpen>, I>>(base?: I): StreamOpen {
+    return StreamOpen.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StreamOpen>, I>>(object: I): StreamOpen {
+    const message = createBaseStreamOpen();
+    message.ref = object.ref ?? 0;
+    message.request = (object.request !== undefined && object.request !== null)
+      ? OpenRequest.fromPartial(object.request)
+      : undefined;
+    message.traceparent = object.traceparent ?? "";
+    message.tracestate = object.tracestate ?? "";
     return message;
   },
 };
@@ -10476,7 +10648,7 @@ export const HubFrame: MessageFns<HubFrame> = {
 };
 
 function createBaseStreamReady(): StreamReady {
-  return { agent: "", maxInFlight: 0 };
+  return { agent: "", maxInFlight: 0, opens: false };
 }
 
 export const StreamReady: MessageFns<StreamReady> = {
@@ -10486,6 +10658,9 @@ export const StreamReady: MessageFns<StreamReady> = {
     }
     if (message.maxInFlight !== 0) {
       writer.uint32(16).uint32(message.maxInFlight);
+    }
+    if (message.opens !== false) {
+      writer.uint32(24).bool(message.opens);
     }
     return writer;
   },
@@ -10519,6 +10694,14 @@ export const StreamReady: MessageFns<StreamReady> = {
             message.maxInFlight = reader.uint32();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.opens = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -10535,6 +10718,7 @@ export const StreamReady: MessageFns<StreamReady> = {
     return {
       agent: isSet(object.agent) ? globalThis.String(object.agent) : "",
       maxInFlight: isSet(object.max_in_flight) ? globalThis.Number(object.max_in_flight) : 0,
+      opens: isSet(object.opens) ? globalThis.Boolean(object.opens) : false,
     };
   },
 
@@ -10546,6 +10730,9 @@ export const StreamReady: MessageFns<StreamReady> = {
     if (message.maxInFlight !== 0) {
       obj.max_in_flight = Math.round(message.maxInFlight);
     }
+    if (message.opens !== false) {
+      obj.opens = message.opens;
+    }
     return obj;
   },
 
@@ -10556,12 +10743,13 @@ export const StreamReady: MessageFns<StreamReady> = {
     const message = createBaseStreamReady();
     message.agent = object.agent ?? "";
     message.maxInFlight = object.maxInFlight ?? 0;
+    message.opens = object.opens ?? false;
     return message;
   },
 };
 
 function createBaseStreamAck(): StreamAck {
-  return { ref: 0, response: undefined, error: undefined };
+  return { ref: 0, response: undefined, error: undefined, opened: undefined };
 }
 
 export const StreamAck: MessageFns<StreamAck> = {
@@ -10574,6 +10762,9 @@ export const StreamAck: MessageFns<StreamAck> = {
     }
     if (message.error !== undefined) {
       StreamError.encode(message.error, writer.uint32(26).fork()).join();
+    }
+    if (message.opened !== undefined) {
+      OpenResponse.encode(message.opened, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -10615,6 +10806,14 @@ export const StreamAck: MessageFns<StreamAck> = {
             message.error = StreamError.decode(reader, reader.uint32());
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.opened = OpenResponse.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -10632,6 +10831,7 @@ export const StreamAck: MessageFns<StreamAck> = {
       ref: isSet(object.ref) ? globalThis.Number(object.ref) : 0,
       response: isSet(object.response) ? SendResponse.fromJSON(object.response) : undefined,
       error: isSet(object.error) ? StreamError.fromJSON(object.error) : undefined,
+      opened: isSet(object.opened) ? OpenResponse.fromJSON(object.opened) : undefined,
     };
   },
 
@@ -10645,6 +10845,9 @@ export const StreamAck: MessageFns<StreamAck> = {
     }
     if (message.error !== undefined) {
       obj.error = StreamError.toJSON(message.error);
+    }
+    if (message.opened !== undefined) {
+      obj.opened = OpenResponse.toJSON(message.opened);
     }
     return obj;
   },
@@ -10660,6 +10863,9 @@ export const StreamAck: MessageFns<StreamAck> = {
       : undefined;
     message.error = (object.error !== undefined && object.error !== null)
       ? StreamError.fromPartial(object.error)
+      : undefined;
+    message.opened = (object.opened !== undefined && object.opened !== null)
+      ? OpenResponse.fromPartial(object.opened)
       : undefined;
     return message;
   },
