@@ -11,7 +11,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/hubd/hubd/hubpb"
 )
@@ -52,8 +51,8 @@ type ConnectOptions struct {
 }
 
 // AgentStream is an agent's Connect stream: one bidirectional stream that
-// carries the agent's sends and their acknowledgements, and, when
-// subscribed, its deliveries. It is safe for concurrent use; sends in
+// carries the agent's sends and opens and their acknowledgements, and,
+// when subscribed, its deliveries. It is safe for concurrent use; sends in
 // flight are answered in any order. When it breaks, every send in flight
 // fails with [ErrUnavailable] (its outcome unknown: send it again with the
 // same client message id) and Done is closed.
@@ -62,6 +61,7 @@ type AgentStream struct {
 	s       grpc.BidiStreamingClient[hubpb.AgentFrame, hubpb.HubFrame]
 	cancel  context.CancelFunc
 	agent   string
+	opens   bool // the hub takes opens on the stream
 	deliver func(*hubpb.Delivery)
 	wmu     sync.Mutex // serialises s.Send
 
@@ -109,7 +109,7 @@ func (c *Client) connect(setup, life context.Context, opts ConnectOptions, callO
 		}
 		return nil, wrapErr("connect", err)
 	}
-	st := &AgentStream{c: c, s: s, cancel: cancel, agent: f.GetReady().GetAgent(), deliver: opts.OnDelivery,
+	st := &AgentStream{c: c, s: s, cancel: cancel, agent: f.GetReady().GetAgent(), opens: f.GetReady().GetOpens(), deliver: opts.OnDelivery,
 		waiting: map[uint64]chan *hubpb.StreamAck{}, done: make(chan struct{})}
 	if o := opts.Subscribe; o != nil {
 		if err := s.Send(&hubpb.AgentFrame{Frame: &hubpb.AgentFrame_Subscribe{Subscribe: subscribeRequest(*o)}}); err != nil {
@@ -224,45 +224,88 @@ func (st *AgentStream) Send(ctx context.Context, sessionID string, env *hubpb.En
 }
 
 func (st *AgentStream) send(ctx context.Context, sessionID string, e *hubpb.Envelope) (Ack, error) {
-	if proto.Size(e) > MaxStreamEnvelope {
+	if e.SizeVT() > MaxStreamEnvelope {
 		resp, err := st.c.rpc.Send(ctx, &hubpb.SendRequest{SessionId: sessionID, Envelope: e})
 		if err != nil {
 			return Ack{}, wrapErr("send", err)
 		}
 		return Ack{SendResponse: resp, ClientMsgID: e.GetClientMsgId()}, nil
 	}
+	a, err := st.roundTrip(ctx, "send", func(ref uint64) *hubpb.AgentFrame {
+		f := &hubpb.StreamSend{Ref: ref, SessionId: sessionID, Envelope: e}
+		f.Traceparent, f.Tracestate = traceContextOf(ctx)
+		return &hubpb.AgentFrame{Frame: &hubpb.AgentFrame_Send{Send: f}}
+	})
+	if err != nil {
+		return Ack{}, err
+	}
+	return ackOf(a, e)
+}
+
+// Open opens a session (see Client.Open) on the stream: its creator is
+// the stream's agent. Against a hub that does not take opens on the
+// stream, and for a request larger than MaxStreamEnvelope, it makes an
+// Open call instead, with the same credentials.
+func (st *AgentStream) Open(ctx context.Context, opts OpenOptions) (*Session, error) {
+	req, err := opts.Proto()
+	if err != nil {
+		return nil, err
+	}
+	return st.open(ctx, req)
+}
+
+func (st *AgentStream) open(ctx context.Context, req *hubpb.OpenRequest) (*Session, error) {
+	if !st.opens || req.SizeVT() > MaxStreamEnvelope {
+		return st.c.openCall(ctx, req)
+	}
+	a, err := st.roundTrip(ctx, "open", func(ref uint64) *hubpb.AgentFrame {
+		f := &hubpb.StreamOpen{Ref: ref, Request: req}
+		f.Traceparent, f.Tracestate = traceContextOf(ctx)
+		return &hubpb.AgentFrame{Frame: &hubpb.AgentFrame_Open{Open: f}}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if se := a.GetError(); se != nil {
+		return nil, wrapErr("open", statusOf(se))
+	}
+	return &Session{SessionInfo: a.GetOpened().GetSession(), Existing: a.GetOpened().GetExisting()}, nil
+}
+
+// roundTrip writes the frame made with a new ref and waits for that
+// ref's ack. A stream that breaks first fails it with [ErrUnavailable]
+// (for op).
+func (st *AgentStream) roundTrip(ctx context.Context, op string, frame func(ref uint64) *hubpb.AgentFrame) (*hubpb.StreamAck, error) {
 	ch := make(chan *hubpb.StreamAck, 1)
 	st.mu.Lock()
 	if st.err != nil {
 		st.mu.Unlock()
-		return Ack{}, st.broken()
+		return nil, st.broken(op)
 	}
 	st.next++
 	ref := st.next
 	st.waiting[ref] = ch
 	st.mu.Unlock()
-	f := &hubpb.StreamSend{Ref: ref, SessionId: sessionID, Envelope: e}
-	f.Traceparent, f.Tracestate = traceContextOf(ctx)
 	st.wmu.Lock()
-	err := st.s.Send(&hubpb.AgentFrame{Frame: &hubpb.AgentFrame_Send{Send: f}})
+	err := st.s.Send(frame(ref))
 	st.wmu.Unlock()
 	if err != nil {
 		st.forget(ref)
-		return Ack{}, st.broken() // the reader sees why
+		return nil, st.broken(op) // the reader sees why
 	}
 	select {
 	case a := <-ch:
-		return ackOf(a, e)
+		return a, nil
 	case <-st.done:
 		select {
 		case a := <-ch: // answered just before the end
-			return ackOf(a, e)
+			return a, nil
 		default:
 		}
-		return Ack{}, st.broken()
+		return nil, st.broken(op)
 	case <-ctx.Done():
 		st.forget(ref)
-		return Ack{}, wrapErr("send", status.FromContextError(ctx.Err()).Err())
+		return nil, wrapErr(op, status.FromContextError(ctx.Err()).Err())
 	}
 }
 
@@ -280,14 +323,15 @@ func (st *AgentStream) forget(ref uint64) {
 	st.mu.Unlock()
 }
 
-// broken is the error of a send the stream could not answer: unavailable,
-// so that it is sent again (with its client message id).
-func (st *AgentStream) broken() error {
+// broken is the error of a send or open (op) the stream could not
+// answer: unavailable, so that it is sent again (with its client message
+// id or idempotency key).
+func (st *AgentStream) broken(op string) error {
 	why := "the stream broke"
 	if err := st.Err(); err != nil {
 		why = err.Error()
 	}
-	return wrapErr("send", status.Error(codes.Unavailable, "agent stream: "+why))
+	return wrapErr(op, status.Error(codes.Unavailable, "agent stream: "+why))
 }
 
 // statusOf is the gRPC status a Send call would have failed with.

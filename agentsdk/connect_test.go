@@ -36,10 +36,19 @@ func (m *methods) get(method string) int {
 	return m.n["/hubd.v1.Hub/"+method]
 }
 
-// counted makes a client count its calls in m; with hideConnect, its
-// Connect streams go to a method the hub does not have (as against an
-// older hub: the hub answers Unimplemented).
-func counted(m *methods, hideConnect bool) func(*agentsdk.Options) {
+// older is a hub before a feature of the Connect stream.
+type older int
+
+const (
+	current   older = iota
+	noConnect       // the hub has no Connect stream (it answers Unimplemented)
+	noOpens         // its Connect stream takes no opens (StreamReady.opens unset)
+)
+
+// counted makes a client count its calls in m, against a hub as old as
+// hub says: without Connect, its Connect streams go to a method the hub
+// does not have; without opens, the ready frame is read without the flag.
+func counted(m *methods, hub older) func(*agentsdk.Options) {
 	return func(o *agentsdk.Options) {
 		o.DialOptions = append(o.DialOptions,
 			grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, inv grpc.UnaryInvoker, opts ...grpc.CallOption) error {
@@ -48,28 +57,47 @@ func counted(m *methods, hideConnect bool) func(*agentsdk.Options) {
 			}),
 			grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, s grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 				m.count(method)
-				if hideConnect && method == "/hubd.v1.Hub/Connect" {
+				if hub == noConnect && method == "/hubd.v1.Hub/Connect" {
 					method = "/hubd.v1.Hub/ConnectOfANewerHub"
 				}
-				return s(ctx, desc, cc, method, opts...)
+				cs, err := s(ctx, desc, cc, method, opts...)
+				if hub == noOpens && err == nil {
+					cs = noOpensStream{cs}
+				}
+				return cs, err
 			}))
 	}
 }
 
+// noOpensStream reads a Connect stream as from a hub whose stream takes
+// no opens.
+type noOpensStream struct{ grpc.ClientStream }
+
+func (s noOpensStream) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	if f, ok := m.(*hubpb.HubFrame); ok && f.GetReady() != nil {
+		f.GetReady().Opens = false
+	}
+	return err
+}
+
 // TestServeTransports runs a pipeline served by three agents over each
-// transport: over the stream no Send call and no Subscribe stream is made;
-// with unary (chosen, or against a hub without Connect) the replies are
-// Send calls; the outcome is the same.
+// transport: over the stream no Send or Open call and no Subscribe stream
+// is made; with unary (chosen, or against a hub without Connect) the
+// replies are Send calls and the open an Open call; against a hub whose
+// stream takes no opens, the open is an Open call and the rest goes on
+// the stream. The outcome is the same.
 func TestServeTransports(t *testing.T) {
 	for _, tc := range []struct {
-		name        string
-		transport   string
-		hideConnect bool
-		stream      bool
+		name      string
+		transport string
+		hub       older
+		stream    bool
 	}{
-		{"stream", "", false, true},
-		{"unary", agentsdk.TransportUnary, false, false},
-		{"older hub", "", true, false},
+		{"stream", "", current, true},
+		{"unary", agentsdk.TransportUnary, current, false},
+		{"older hub", "", noConnect, false},
+		{"hub without stream opens", "", noOpens, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := hubtest.New(t)
@@ -78,7 +106,7 @@ func TestServeTransports(t *testing.T) {
 			var m methods
 			var clients []*agentsdk.Client
 			for _, n := range names {
-				clients = append(clients, dial(t, h.Addr(), n, counted(&m, tc.hideConnect), func(o *agentsdk.Options) { o.Transport = tc.transport }))
+				clients = append(clients, dial(t, h.Addr(), n, counted(&m, tc.hub), func(o *agentsdk.Options) { o.Transport = tc.transport }))
 			}
 			var got calls
 			serve(t, ctx, clients, func(c *agentsdk.Client) agentsdk.Handler {
@@ -103,14 +131,17 @@ func TestServeTransports(t *testing.T) {
 			if !errors.Is(err, agentsdk.ErrSessionClosed) || ack.SendResponse != nil {
 				t.Errorf("a send after the end: %v %v, want ErrSessionClosed", ack, err)
 			}
-			sends, subs, conns := m.get("Send"), m.get("Subscribe"), m.get("Connect")
+			sends, subs, conns, opens := m.get("Send"), m.get("Subscribe"), m.get("Connect"), m.get("Open")
 			if tc.stream && (sends != 0 || subs != 0 || conns < 3) {
 				t.Errorf("over the stream: %d Send calls, %d Subscribe streams, %d Connect streams", sends, subs, conns)
 			}
 			if !tc.stream && (sends < 3 || subs < 3) {
 				t.Errorf("unary: %d Send calls, %d Subscribe streams", sends, subs)
 			}
-			if tc.hideConnect && conns > 6 {
+			if wantCall := !tc.stream || tc.hub == noOpens; (opens == 1) != wantCall || opens > 1 {
+				t.Errorf("%d Open calls, want %d", opens, map[bool]int{true: 1}[wantCall])
+			}
+			if tc.hub == noConnect && conns > 6 {
 				t.Errorf("a client without the stream tried it %d times, want once each for Serve and sends", conns)
 			}
 		})
@@ -119,7 +150,8 @@ func TestServeTransports(t *testing.T) {
 
 // TestAgentStream: a Connect stream sends concurrently, answers each send
 // with its own ack, refuses a bad one with its sentinel, is idempotent per
-// client message id, and fails sends with ErrUnavailable once closed.
+// client message id (and opens per idempotency key), and fails sends and
+// opens with ErrUnavailable once closed.
 func TestAgentStream(t *testing.T) {
 	h := hubtest.New(t)
 	ctx := testCtx(t)
@@ -185,9 +217,25 @@ func TestAgentStream(t *testing.T) {
 	if _, err := st.SendText(ctx, s.ID(), "after the large one"); err != nil || st.Err() != nil {
 		t.Fatalf("after a large send: %v (stream: %v)", err, st.Err())
 	}
+	// Opens: created by the stream's agent, idempotent per key, refused
+	// with their sentinel.
+	o := agentsdk.OpenOptions{Type: agentsdk.TypeConversation, Participants: agentsdk.AutoAccepted("carol"), IdempotencyKey: "o1"}
+	opened, err := st.Open(ctx, o)
+	if err != nil || opened.GetMeta().GetCreator() != "alice" || opened.Existing {
+		t.Fatalf("an open on the stream: %v %v", opened, err)
+	}
+	if again, err := st.Open(ctx, o); err != nil || !again.Existing || again.ID() != opened.ID() {
+		t.Fatalf("the open again: %v %v, want %s existing", again, err, opened.ID())
+	}
+	if _, err := st.Open(ctx, agentsdk.OpenOptions{Type: "nope@1"}); !errors.Is(err, agentsdk.ErrUnknownSessionType) {
+		t.Fatalf("an unknown session type: %v, want ErrUnknownSessionType", err)
+	}
 	st.Close()
 	if _, err := st.SendText(ctx, s.ID(), "closed"); !errors.Is(err, agentsdk.ErrUnavailable) {
 		t.Fatalf("after Close: %v, want ErrUnavailable", err)
+	}
+	if _, err := st.Open(ctx, o); !errors.Is(err, agentsdk.ErrUnavailable) {
+		t.Fatalf("an open after Close: %v, want ErrUnavailable", err)
 	}
 	// bob was told every envelope, each once, in seq order.
 	if _, err := alice.CloseSession(ctx, s.ID(), ""); err != nil {

@@ -159,12 +159,22 @@ func (s *Session) Var(key string, v any) (bool, error) {
 
 // Open creates a session. It is logged with its invite; it opens once every
 // participant not marked AutoAccept has acknowledged (at once when none
-// must), and the first speaker is then told it is its turn.
+// must), and the first speaker is then told it is its turn. With
+// TransportStream it goes over the Client's Connect stream, as its sends
+// do (an Open call against a hub that does not take opens there).
 func (c *Client) Open(ctx context.Context, opts OpenOptions) (*Session, error) {
 	req, err := opts.Proto()
 	if err != nil {
 		return nil, err
 	}
+	if st, err := c.mainStream(ctx); err == nil && st != nil {
+		return st.open(ctx, req)
+	}
+	return c.openCall(ctx, req) // unary, or the stream would not open: the call says why
+}
+
+// openCall opens with an Open call.
+func (c *Client) openCall(ctx context.Context, req *hubpb.OpenRequest) (*Session, error) {
 	resp, err := c.rpc.Open(ctx, req)
 	if err != nil {
 		return nil, wrapErr("open", err)
