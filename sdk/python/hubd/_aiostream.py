@@ -12,18 +12,20 @@ import grpc
 import grpc.aio
 
 from . import errors
-from ._model import Ack
+from ._model import Ack, Session
 from ._pb import hub_pb2 as pb
-from ._stream import NoStream, ack_of, broken, closing, unanswered
+from ._stream import NoStream, ack_of, broken, closing, opened, unanswered
 
 _END = object()
 
 
 class AioAgentStream:
-    """One Connect stream of the asyncio client, opened by :meth:`open`.
-    Sends in flight are answered in any order; when the stream breaks each
-    raises :class:`hubd.Unavailable` (send it again with the same client
-    message id) and :attr:`done` is set. Belongs to the running loop."""
+    """One Connect stream of the asyncio client, opened by :meth:`start`.
+    Sends and opens in flight are answered in any order; when the stream
+    breaks each raises :class:`hubd.Unavailable` (send it again with the
+    same client message id, or idempotency key) and :attr:`done` is set.
+    :attr:`opens` says whether the hub takes opens on it. Belongs to the
+    running loop."""
 
     def __init__(
         self,
@@ -36,6 +38,7 @@ class AioAgentStream:
     ) -> None:
         self.log = log
         self.agent = ""
+        self.opens = False  # the hub takes opens on the stream
         self.done = asyncio.Event()
         self.fatal: Optional[BaseException] = None  # what on_delivery raised
         self._deliver = on_delivery
@@ -59,7 +62,7 @@ class AioAgentStream:
         """Why the stream ended (None while it runs)."""
         return self._err
 
-    async def open(self, subscribe: Optional[pb.SubscribeRequest], timeout: Optional[float]) -> None:
+    async def start(self, subscribe: Optional[pb.SubscribeRequest], timeout: Optional[float]) -> None:
         """Wait for the hub's ready frame (at most timeout seconds), then
         subscribe when asked and start reading.
 
@@ -91,6 +94,7 @@ class AioAgentStream:
             self._fail(err)
             raise err
         self.agent = first.ready.agent
+        self.opens = first.ready.opens
         if subscribe is not None:
             self._q.put_nowait(pb.AgentFrame(subscribe=subscribe))
         self._reader = asyncio.ensure_future(self._read())
@@ -146,21 +150,38 @@ class AioAgentStream:
     async def send(self, session_id: str, env: pb.Envelope, timeout: Optional[float]) -> Ack:
         """Send env once and wait at most timeout seconds for its ack (see
         hubd._stream.AgentStream.send)."""
+        a = await self._round_trip(
+            "send", lambda ref: pb.AgentFrame(send=pb.StreamSend(ref=ref, session_id=session_id, envelope=env)), timeout
+        )
+        return ack_of(a, env)
+
+    async def open(self, req: pb.OpenRequest, timeout: Optional[float]) -> Session:
+        """Open a session once and wait at most timeout seconds for the
+        answer (see hubd._stream.AgentStream.open)."""
+        a = await self._round_trip("open", lambda ref: pb.AgentFrame(open=pb.StreamOpen(ref=ref, request=req)), timeout)
+        return opened(a)
+
+    async def _round_trip(
+        self, op: str, frame: Callable[[int], pb.AgentFrame], timeout: Optional[float]
+    ) -> pb.StreamAck:
+        """Write the frame made with a new ref and wait at most timeout
+        seconds for that ref's ack. A stream that breaks first fails it
+        with Unavailable (for op)."""
         if self._err is not None:
-            raise broken(self._err)
+            raise broken(self._err, op)
         self._next += 1
         ref = self._next
         fut: "asyncio.Future[Optional[pb.StreamAck]]" = asyncio.get_running_loop().create_future()
         self._waiting[ref] = fut
-        self._q.put_nowait(pb.AgentFrame(send=pb.StreamSend(ref=ref, session_id=session_id, envelope=env)))
+        self._q.put_nowait(frame(ref))
         try:
             a = await (fut if timeout is None else asyncio.wait_for(fut, timeout))
         except asyncio.TimeoutError:
             self._waiting.pop(ref, None)
-            raise unanswered(timeout) from None
+            raise unanswered(timeout, op) from None
         except asyncio.CancelledError:
             self._waiting.pop(ref, None)
             raise
         if a is None:
-            raise broken(self._err)  # the stream broke with the send in flight
-        return ack_of(a, env)
+            raise broken(self._err, op)  # the stream broke with it in flight
+        return a

@@ -1,7 +1,7 @@
 """The agent's Connect stream (``hubd.v1.Hub/Connect``) for the sync client:
-one bidirectional stream that carries the agent's sends (each with a ref)
-and their acknowledgements, and, once subscribed, its deliveries. The
-reference is the Go SDK's agentsdk/connect.go.
+one bidirectional stream that carries the agent's sends and opens (each
+with a ref, one series) and their acknowledgements, and, once subscribed,
+its deliveries. The reference is the Go SDK's agentsdk/connect.go.
 
 grpcio reads the frames to send from an iterator fed by a queue (in its own
 thread); one reader thread per stream hands acks to their senders and
@@ -16,9 +16,10 @@ import threading
 from typing import Any, Callable, Dict, Iterator, Optional
 
 import grpc
+from google.protobuf.message import Message
 
 from . import errors
-from ._model import Ack
+from ._model import Ack, Session
 from ._pb import hub_pb2 as pb
 
 TRANSPORT_STREAM = "stream"
@@ -31,7 +32,8 @@ TRANSPORTS = (TRANSPORT_STREAM, TRANSPORT_UNARY)
 MAX_STREAM_ENVELOPE = 1 << 20
 """The largest envelope (encoded) sent on a Connect stream: a larger one
 goes in a ``Send`` call, which fails alone (TOO_LARGE) where a frame the hub
-refuses to read would end the whole stream."""
+refuses to read would end the whole stream. The same bounds an open
+request sent on the stream (a larger one is an ``Open`` call)."""
 
 
 class NoStream(Exception):
@@ -45,9 +47,10 @@ def check_transport(transport: str) -> None:
         raise ValueError(f"hubd: transport {transport!r}: want {TRANSPORT_STREAM!r} or {TRANSPORT_UNARY!r}")
 
 
-def fits(env: pb.Envelope) -> bool:
-    """Whether an envelope goes on the stream (not over MAX_STREAM_ENVELOPE)."""
-    size: int = env.ByteSize()
+def fits(msg: Message) -> bool:
+    """Whether an envelope or open request goes on the stream (not over
+    MAX_STREAM_ENVELOPE encoded)."""
+    size: int = msg.ByteSize()
     return size <= MAX_STREAM_ENVELOPE
 
 
@@ -57,6 +60,14 @@ def ack_of(a: pb.StreamAck, env: pb.Envelope) -> Ack:
     if a.HasField("error"):
         raise refusal(a.error)
     return Ack.from_proto(a.response, env.client_msg_id)
+
+
+def opened(a: pb.StreamAck) -> Session:
+    """The Session of an open's answer, or the exception an Open call would
+    have raised."""
+    if a.HasField("error"):
+        raise refusal(a.error, "open")
+    return Session(a.opened.session, a.opened.existing)
 
 
 def refusal(se: pb.StreamError, op: str = "send") -> errors.HubError:
@@ -80,23 +91,25 @@ def closing(se: pb.StreamError) -> errors.HubError:
     return refusal(se, "connect")
 
 
-def broken(why: Optional[errors.HubError]) -> errors.HubError:
-    """The error of a send the stream could not answer: unavailable, its
-    outcome unknown, so that it is sent again with its client message id."""
+def broken(why: Optional[errors.HubError], op: str = "send") -> errors.HubError:
+    """The error of a send or open (op) the stream could not answer:
+    unavailable, its outcome unknown, so that it is sent again with its
+    client message id (an open: with its idempotency key)."""
     text = "agent stream: " + (str(why) if why is not None else "the stream broke")
     cause = errors.StatusError(grpc.StatusCode.UNAVAILABLE, text)
-    err = errors.from_rpc_error("send", cause)
+    err = errors.from_rpc_error(op, cause)
     err.__cause__ = cause
     return err
 
 
-def unanswered(timeout: Optional[float]) -> errors.HubError:
-    """The error of a send whose ack did not come within its timeout."""
+def unanswered(timeout: Optional[float], op: str = "send") -> errors.HubError:
+    """The error of a send or open (op) whose ack did not come within its
+    timeout."""
     return errors.DeadlineExceeded(
         f"no acknowledgement within {timeout:g}s" if timeout is not None else "no acknowledgement",
         reason="",
         code=grpc.StatusCode.DEADLINE_EXCEEDED,
-        op="send",
+        op=op,
     )
 
 
@@ -114,10 +127,12 @@ class _Pending:
 class AgentStream:
     """One Connect stream of the sync client, opened at construction (its
     ready frame awaited by :meth:`wait_ready`). Safe for use from several
-    threads; sends in flight are answered in any order. When it breaks,
-    every send in flight raises :class:`hubd.Unavailable` (its outcome
-    unknown: the caller sends it again with the same client message id) and
-    :attr:`done` is set."""
+    threads; sends and opens in flight are answered in any order. When it
+    breaks, every send or open in flight raises :class:`hubd.Unavailable`
+    (its outcome unknown: the caller sends it again with the same client
+    message id, or idempotency key) and :attr:`done` is set. :attr:`opens`
+    says whether the hub takes opens on it (its ready frame's ``opens``):
+    a hub without that ends the whole stream on an open frame."""
 
     def __init__(
         self,
@@ -131,6 +146,7 @@ class AgentStream:
     ) -> None:
         self.log = log
         self.agent = ""
+        self.opens = False  # the hub takes opens on the stream
         self.done = threading.Event()
         self.fatal: Optional[BaseException] = None  # what on_delivery raised
         self._deliver = on_delivery
@@ -201,6 +217,7 @@ class AgentStream:
                         self._deliver(f.delivery)
                 elif kind == "ready":
                     self.agent = f.ready.agent
+                    self.opens = f.ready.opens
                     self._opened.set()
                 elif kind == "closing":  # the hub ends the stream: close this side, its status follows
                     with self._lock:
@@ -247,19 +264,41 @@ class AgentStream:
                 the stream broke with the send in flight (send it again,
                 with the same client message id).
         """
+        a = self._round_trip(
+            "send", lambda ref: pb.AgentFrame(send=pb.StreamSend(ref=ref, session_id=session_id, envelope=env)), timeout
+        )
+        return ack_of(a, env)
+
+    def open(self, req: pb.OpenRequest, timeout: Optional[float]) -> Session:
+        """Open a session once (its creator the stream's agent) and wait at
+        most timeout seconds for the answer. Only on a stream that
+        :attr:`opens`.
+
+        Raises:
+            hubd.HubError: what an Open call would raise; Unavailable when
+                the stream broke with the open in flight (its outcome
+                unknown: open again with the same idempotency key).
+        """
+        a = self._round_trip("open", lambda ref: pb.AgentFrame(open=pb.StreamOpen(ref=ref, request=req)), timeout)
+        return opened(a)
+
+    def _round_trip(self, op: str, frame: Callable[[int], pb.AgentFrame], timeout: Optional[float]) -> pb.StreamAck:
+        """Write the frame made with a new ref and wait at most timeout
+        seconds for that ref's ack. A stream that breaks first fails it
+        with Unavailable (for op)."""
         p = _Pending()
         with self._lock:
             if self._err is not None:
-                raise broken(self._err)
+                raise broken(self._err, op)
             self._next += 1
             ref = self._next
             self._waiting[ref] = p
-        self._q.put(pb.AgentFrame(send=pb.StreamSend(ref=ref, session_id=session_id, envelope=env)))
+        self._q.put(frame(ref))
         if not p.event.wait(timeout):
             with self._lock:
                 self._waiting.pop(ref, None)
             if not p.event.is_set():
-                raise unanswered(timeout)
+                raise unanswered(timeout, op)
         if p.ack is None:
-            raise broken(self.error)
-        return ack_of(p.ack, env)
+            raise broken(self.error, op)
+        return p.ack

@@ -151,9 +151,10 @@ class Client:
 
     Create it inside the event loop that uses it (gRPC's asyncio channels
     belong to one loop). ``transport`` is as for :class:`hubd.Client`:
-    ``"stream"`` (the default) sends over one Connect stream per client and
-    serve reads (and replies on) a stream of its own; ``"unary"`` a ``Send``
-    call per envelope and a ``Subscribe`` stream.
+    ``"stream"`` (the default) sends (and opens, when the hub takes opens
+    there) over one Connect stream per client and serve reads (and replies
+    on) a stream of its own; ``"unary"`` a ``Send`` call per envelope, an
+    ``Open`` call per open and a ``Subscribe`` stream.
     """
 
     def __init__(
@@ -292,8 +293,9 @@ class Client:
             self.log.info("hubd: the hub at %s has no Connect stream: %s", self._target, why)
 
     async def _main_stream(self, timeout: Optional[float], wait: bool) -> Optional[AioAgentStream]:
-        """The client's Connect stream for its sends, opened if needed (its
-        opening bounded by timeout); None when the client sends unary."""
+        """The client's Connect stream for its sends and opens, opened if
+        needed (its opening bounded by timeout); None when the client sends
+        unary."""
         if self._stream_lock is None:
             self._stream_lock = asyncio.Lock()
         async with self._stream_lock:
@@ -304,7 +306,7 @@ class Client:
                 return st
             st = AioAgentStream(self._raw, self._md, self.log, wait_for_ready=wait)
             try:
-                await st.open(None, timeout)
+                await st.start(None, timeout)
             except _stream.NoStream:
                 self._no_stream("sending with unary calls")
                 return None
@@ -371,7 +373,8 @@ class Client:
         thread_key: str = "",
         timeout: Optional[float] = None,
     ) -> Session:
-        """Create a session (see :meth:`hubd.Client.open`)."""
+        """Create a session (see :meth:`hubd.Client.open`; over the client's
+        Connect stream as its sends go, when the hub takes opens there)."""
         req = open_request(
             session_type,
             participants=participants,
@@ -388,6 +391,21 @@ class Client:
             budget=budget,
             thread_key=thread_key,
         )
+        return await self._open(req, timeout)
+
+    async def _open(self, req: pb.OpenRequest, timeout: Optional[float]) -> Session:
+        """Open once: over the client's stream when the hub takes opens
+        there, else (or when the stream would not open: the call then says
+        why) with an Open call."""
+        if _stream.fits(req):
+            st = self._stream
+            if st is None or st.done.is_set():
+                try:
+                    st = await self._main_stream(timeout, False)
+                except errors.HubError:
+                    st = None
+            if st is not None and st.opens:
+                return await st.open(req, timeout)
         resp = await self._call("open", self._stub.Open, req, timeout)
         return Session(resp.session, resp.existing)
 
@@ -945,7 +963,7 @@ class _AsyncServing:
         st = AioAgentStream(self.c.raw, self.c.metadata, self.log, on_delivery=on_delivery, wait_for_ready=True)
         try:
             try:
-                await st.open(self._request(), None)
+                await st.start(self._request(), None)
             except _stream.NoStream:
                 self.c._no_stream("serve subscribes instead")
                 return None

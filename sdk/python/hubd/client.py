@@ -141,14 +141,17 @@ class Client:
             before it raises the last error (:class:`hubd.NotOwner`,
             :class:`hubd.Unavailable`).
         transport: how the client sends. ``"stream"`` (the default): one
-            Connect stream per client carries its sends and their
+            Connect stream per client carries its sends and opens and their
             acknowledgements, and :meth:`serve` reads its deliveries from
             (and posts its replies on) a stream of its own; a refused send
-            raises exactly what a ``Send`` call would. ``"unary"``: a
-            ``Send`` call per envelope and a ``Subscribe`` stream for
-            :meth:`serve`. With ``peers``, for an envelope over 1 MiB, and
+            or open raises exactly what a ``Send`` or ``Open`` call would.
+            ``"unary"``: a ``Send`` call per envelope, an ``Open`` call per
+            open and a ``Subscribe`` stream for :meth:`serve`. With
+            ``peers``, for an envelope or open request over 1 MiB, and
             against a hub without the Connect stream (UNIMPLEMENTED), the
-            client sends unary whatever this says.
+            client sends unary whatever this says; it opens with an
+            ``Open`` call against a hub that does not take opens on the
+            stream.
 
     Raises:
         ValueError: the settings cannot work (no name, token or client
@@ -304,8 +307,9 @@ class Client:
         self.log.info("hubd: the hub at %s has no Connect stream: %s", self._target, why)
 
     def _main_stream(self, timeout: Optional[float], wait: bool) -> Optional[_stream.AgentStream]:
-        """The client's Connect stream for its sends, opened if needed (its
-        opening bounded by timeout); None when the client sends unary."""
+        """The client's Connect stream for its sends and opens, opened if
+        needed (its opening bounded by timeout); None when the client sends
+        unary."""
         with self._stream_lock:
             if self._unary:
                 return None
@@ -398,6 +402,14 @@ class Client:
         :func:`hubd.open_request` (participants given by name are invited:
         they must acknowledge; use :func:`hubd.auto_accepted` for those who
         need not).
+
+        With ``transport="stream"`` it goes over the client's Connect
+        stream, as its sends do, when the hub takes opens there (an
+        ``Open`` call otherwise, and for a request over 1 MiB); a refusal
+        raises what the call would. An open is not retried: when it fails
+        with :class:`hubd.Unavailable` its outcome is unknown, and opening
+        again with the same ``idempotency_key`` returns the session it
+        made, if any (``existing``).
         """
         req = open_request(
             session_type,
@@ -415,6 +427,19 @@ class Client:
             budget=budget,
             thread_key=thread_key,
         )
+        return self._open(req, timeout)
+
+    def _open(self, req: pb.OpenRequest, timeout: Optional[float]) -> Session:
+        """Open once: over the client's stream when the hub takes opens
+        there, else (or when the stream would not open: the call then says
+        why) with an Open call."""
+        if _stream.fits(req):
+            try:
+                st = self._main_stream(timeout, False)
+            except errors.HubError:
+                st = None
+            if st is not None and st.opens:
+                return st.open(req, timeout)
         resp = self._call("open", self._stub.Open, req, timeout)
         return Session(resp.session, resp.existing)
 

@@ -417,9 +417,10 @@ def from_rpc_error(op: str, err: grpc.RpcError) -> HubError:
 
 class StatusError(grpc.RpcError, grpc.Call):  # type: ignore[misc]
     """A gRPC status that came as data rather than as a call's end: a send
-    the hub refused on the agent's Connect stream (``hubd.v1.StreamError``:
-    the code, message, reason and ErrorInfo metadata a ``Send`` call would
-    have ended with), or a stream that broke under a send. It reads as the
+    or open the hub refused on the agent's Connect stream
+    (``hubd.v1.StreamError``: the code, message, reason and ErrorInfo
+    metadata a ``Send`` or ``Open`` call would have ended with), or a
+    stream that broke under a send or open. It reads as the
     failed call would (``code()``, ``details()``, ``trailing_metadata()``
     with the ``grpc-status-details-bin`` ErrorInfo), so that
     :func:`from_rpc_error` raises the same exception for both transports;

@@ -1,8 +1,9 @@
-"""The agent's Connect stream: sends and serve go over it by default (the
-hub's /metrics counts them with transport="connect"), a refusal on it
-raises what a Send call raises, duplicates are answered as Send answers
-them, sends in flight when the stream breaks are sent again (never lost,
-never doubled), and a hub without the stream is served unary."""
+"""The agent's Connect stream: sends, opens and serve go over it by default
+(the hub's /metrics counts them with transport="connect"), a refusal on it
+raises what a Send or Open call raises, duplicates are answered as Send
+answers them, sends in flight when the stream breaks are sent again (never
+lost, never doubled), a hub without the stream is served unary, and a hub
+whose stream takes no opens is opened with Open calls."""
 
 from __future__ import annotations
 
@@ -253,27 +254,65 @@ def test_sends_in_flight_when_the_stream_breaks(hub_factory: HubFactory, caplog:
     alice.close()
 
 
-class NoConnectProxy(grpc.GenericRpcHandler):  # type: ignore[misc]
-    """A hub without the Connect stream, as an older hubd is: every other
-    method is passed through to a real hub, byte for byte; Connect is
-    UNIMPLEMENTED."""
+class OlderHubProxy(grpc.GenericRpcHandler):  # type: ignore[misc]
+    """A hub older than the SDK, in front of a real one: without the
+    Connect stream (UNIMPLEMENTED), or with ``connect=True`` with it but
+    without opens on it (its ready frame's ``opens`` cleared, and an open
+    frame ends the whole stream, as such a hub does). Every other method is
+    passed through to the real hub, byte for byte."""
 
     STREAMS = {"/hubd.v1.Hub/Subscribe", "/hubd.v1.Hub/Watch"}
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, *, connect: bool = False) -> None:
         self.ch = grpc.insecure_channel(target)
+        self.connect = connect
         self.methods: List[str] = []
+        self.frames: List[str] = []  # the kinds of the Connect frames the agent sent
 
     def service(self, details: Any) -> Any:
         method = details.method
         self.methods.append(method)
-        if method == "/hubd.v1.Hub/Connect":
-            return None
         md = [(k, v) for k, v in details.invocation_metadata]
 
         def fail(ctx: grpc.ServicerContext, e: grpc.RpcError) -> None:
             ctx.set_trailing_metadata(e.trailing_metadata())  # type: ignore[attr-defined]
             ctx.abort(e.code(), e.details())  # type: ignore[attr-defined]
+
+        if method == "/hubd.v1.Hub/Connect":
+            if not self.connect:
+                return None
+            remote_connect = self.ch.stream_stream(
+                method, request_serializer=pb.AgentFrame.SerializeToString, response_deserializer=pb.HubFrame.FromString
+            )
+
+            def connect(frames: Iterator[pb.AgentFrame], ctx: grpc.ServicerContext) -> Iterator[pb.HubFrame]:
+                calls: List[Any] = []
+
+                def upstream() -> Iterator[pb.AgentFrame]:
+                    for f in frames:
+                        kind = f.WhichOneof("frame")
+                        self.frames.append(kind)
+                        if kind == "open":  # not a frame this hub knows: the stream ends
+                            calls[0].cancel()
+                            return
+                        yield f
+
+                call = remote_connect(upstream(), metadata=md)
+                calls.append(call)
+                ctx.add_callback(call.cancel)
+                try:
+                    for f in call:
+                        if f.WhichOneof("frame") == "ready":
+                            f.ready.opens = False
+                        yield f
+                except grpc.RpcError as e:
+                    fail(ctx, e)
+
+            return grpc.stream_stream_rpc_method_handler(
+                connect,
+                request_deserializer=pb.AgentFrame.FromString,
+                response_serializer=pb.HubFrame.SerializeToString,
+            )
 
         if method in self.STREAMS:
             remote_stream = self.ch.unary_stream(method)
@@ -299,12 +338,33 @@ class NoConnectProxy(grpc.GenericRpcHandler):  # type: ignore[misc]
         return grpc.unary_unary_rpc_method_handler(unary)
 
 
-def test_a_hub_without_the_stream(hub: Hub, names: Names, caplog: pytest.LogCaptureFixture) -> None:
-    proxy = NoConnectProxy(hub.addr)
-    server = grpc.server(futures.ThreadPoolExecutor(8), handlers=[proxy])
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    addr = f"127.0.0.1:{port}"
+OlderHub = Callable[..., Tuple[OlderHubProxy, str]]
+
+
+@pytest.fixture
+def older_hub() -> Iterator[OlderHub]:
+    """Serves OlderHubProxy(target, **kw) on a loopback port until the end of
+    the test: ``proxy, addr = older_hub(target, **kw)``."""
+    started: List[Tuple[OlderHubProxy, grpc.Server]] = []
+
+    def start(target: str, **kw: Any) -> Tuple[OlderHubProxy, str]:
+        proxy = OlderHubProxy(target, **kw)
+        server = grpc.server(futures.ThreadPoolExecutor(8), handlers=[proxy])
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        started.append((proxy, server))
+        return proxy, f"127.0.0.1:{port}"
+
+    yield start
+    for proxy, server in started:
+        server.stop(None)
+        proxy.ch.close()
+
+
+def test_a_hub_without_the_stream(
+    hub: Hub, older_hub: OlderHub, names: Names, caplog: pytest.LogCaptureFixture
+) -> None:
+    proxy, addr = older_hub(hub.addr)
     A, B = names("a"), names("b")
     a, b = hubd.Client(addr, name=A), hubd.Client(addr, name=B)
     serving = Serving()
@@ -324,10 +384,179 @@ def test_a_hub_without_the_stream(hub: Hub, names: Names, caplog: pytest.LogCapt
         serving.close()
         a.close()
         b.close()
-        server.stop(None)
     assert (a.transport, b.transport) == ("unary", "unary")
     assert "/hubd.v1.Hub/Subscribe" in proxy.methods and "/hubd.v1.Hub/Send" in proxy.methods
     assert "no Connect stream" in caplog.text
+
+
+def test_opens_go_over_the_stream(mhub: MetricsHub, clients: Callable[..., hubd.Client], names: Names) -> None:
+    A, B = names("alice"), names("bob")
+    alice, unary = clients(A), clients(A, transport="unary")
+    before = mhub.requests()
+    s = alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(B), idempotency_key="conv-1", task="hi")
+    assert (s.creator, s.type, s.participants, s.existing) == (A, hubd.TYPE_CONVERSATION, [A, B], False)
+    again = alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(B), idempotency_key="conv-1", task="hi")
+    assert (again.id, again.existing) == (s.id, True)
+    alice.send_text(s.id, "on the same stream")
+    assert delta(before, mhub.requests()) == {("connect", "Open", "OK"): 2, ("connect", "Send", "OK"): 1}
+    got = alice.get_session(s.id)
+    assert (got.creator, got.participants, got.state) == (A, [A, B], "OPEN")
+    # The same key with an Open call: the session the stream's open made.
+    before = mhub.requests()
+    third = unary.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(B), idempotency_key="conv-1", task="hi")
+    assert (third.id, third.existing) == (s.id, True)
+    assert delta(before, mhub.requests()) == {("grpc", "Open", "OK"): 1}
+    # Opens of several threads share the one stream.
+    before = mhub.requests()
+    with futures.ThreadPoolExecutor(8) as pool:
+        opened = list(
+            pool.map(lambda _: alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(B)), range(12))
+        )
+    assert len({o.id for o in opened}) == 12 and {o.creator for o in opened} == {A}
+    assert delta(before, mhub.requests()) == {("connect", "Open", "OK"): 12}
+    # A request over 1 MiB is an Open call (which refuses it alone), as an
+    # envelope over 1 MiB is a Send call; the stream lives on.
+    st = alice._stream
+    before = mhub.requests()
+    with pytest.raises(hubd.TooLarge):
+        alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(B), task="x" * (3 << 19))
+    alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(B))
+    assert alice._stream is st
+    assert delta(before, mhub.requests()) == {("grpc", "Open", "ResourceExhausted"): 1, ("connect", "Open", "OK"): 1}
+
+
+def test_a_refused_open_on_the_stream(mhub: MetricsHub, clients: Callable[..., hubd.Client], names: Names) -> None:
+    """A refused open raises what the Open call raises (the same class,
+    reason, detail, code and ErrorInfo) and leaves the stream open."""
+    A = names("alice")
+    stream, unary = clients(A), clients(A, transport="unary")
+    s = stream.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(names("bob")))
+    st = stream._stream
+    assert st is not None and st.opens
+    before = mhub.requests()
+    got = [refusal(lambda: c.open("nosuch@1")) for c in (stream, unary)]
+    assert got[0] == got[1]
+    assert got[0][:2] == (hubd.UnknownSessionType, "UNKNOWN_SESSION_TYPE"), got[0]
+    assert got[0][3] == grpc.StatusCode.INVALID_ARGUMENT and got[0][4][0] == "UNKNOWN_SESSION_TYPE", got[0]
+    assert delta(before, mhub.requests()) == {
+        ("connect", "Open", "InvalidArgument"): 1,
+        ("grpc", "Open", "InvalidArgument"): 1,
+    }
+    before = mhub.requests()
+    stream.send_text(s.id, "still here")
+    assert stream._stream is st and not st.done.is_set()
+    assert delta(before, mhub.requests()) == {("connect", "Send", "OK"): 1}
+
+
+def test_a_hub_whose_stream_takes_no_opens(mhub: MetricsHub, older_hub: OlderHub, names: Names) -> None:
+    """Against a hub whose ready frame does not say ``opens`` (which ends a
+    stream on an open frame), opens are Open calls and sends still go over
+    the stream; the asyncio client does the same."""
+    proxy, addr = older_hub(mhub.addr, connect=True)
+    A, B = names("alice"), names("bob")
+    alice = hubd.Client(addr, name=A)
+    try:
+        alice.send_event(alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(B)).id, "app.up")
+        before = mhub.requests()
+        s = alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(B), idempotency_key="k")
+        assert (s.creator, s.existing) == (A, False)
+        assert alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(B), idempotency_key="k").existing
+        with pytest.raises(hubd.UnknownSessionType):
+            alice.open("nosuch@1")
+        alice.send_text(s.id, "hi")
+        assert alice.transport == "stream"
+        assert delta(before, mhub.requests()) == {
+            ("grpc", "Open", "OK"): 2,
+            ("grpc", "Open", "InvalidArgument"): 1,
+            ("connect", "Send", "OK"): 1,
+        }
+    finally:
+        alice.close()
+
+    async def main() -> None:
+        async with hubd.aio.Client(addr, name=A) as a:
+            await a.send_event(s.id, "app.up")
+            before = mhub.requests()
+            again = await a.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(B), idempotency_key="k")
+            assert (again.id, again.existing) == (s.id, True)
+            with pytest.raises(hubd.UnknownSessionType):
+                await a.open("nosuch@1")
+            await a.send_text(s.id, "hi")
+            assert a.transport == "stream"
+            assert delta(before, mhub.requests()) == {
+                ("grpc", "Open", "OK"): 1,
+                ("grpc", "Open", "InvalidArgument"): 1,
+                ("connect", "Send", "OK"): 1,
+            }
+
+    asyncio.run(main())
+    assert "open" not in proxy.frames and proxy.frames.count("send") == 4, proxy.frames
+    assert proxy.methods.count("/hubd.v1.Hub/Open") == 6 and proxy.methods.count("/hubd.v1.Hub/Connect") == 2
+
+
+def test_an_open_in_flight_when_the_stream_breaks(hub: Hub, older_hub: OlderHub, names: Names) -> None:
+    """An open on a stream that breaks before its answer raises Unavailable
+    (its outcome unknown: open again with the same idempotency key). Here
+    the stream is told that a hub without opens takes them: that hub ends
+    the stream on the open frame."""
+    from hubd import _stream
+
+    proxy, addr = older_hub(hub.addr, connect=True)
+    alice = hubd.Client(addr, name=names("alice"))
+    try:
+        st = _stream.AgentStream(alice._raw, alice._md, alice.log)
+        st.wait_ready(10)
+        assert not st.opens
+        st.opens = True  # wrongly
+        req = hubd.open_request(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(names("bob")))
+        with pytest.raises(hubd.Unavailable) as e:
+            st.open(req, 10)
+        assert e.value.op == "open" and "agent stream: " in str(e.value), repr(e.value)
+        assert st.done.wait(10)
+        with pytest.raises(hubd.Unavailable):  # a broken stream takes no more
+            st.open(req, 10)
+    finally:
+        alice.close()
+    assert proxy.frames == ["open"]
+
+
+def test_aio_opens_over_the_stream(mhub: MetricsHub, names: Names) -> None:
+    A, B = names("alice"), names("bob")
+
+    async def main() -> None:
+        async with hubd.aio.Client(mhub.addr, name=A) as a, hubd.aio.Client(mhub.addr, name=A, transport="unary") as u:
+            before = mhub.requests()
+            s = await a.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(B), idempotency_key="c-1")
+            assert (s.creator, s.participants, s.existing) == (A, [A, B], False)
+            again = await a.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(B), idempotency_key="c-1")
+            assert (again.id, again.existing) == (s.id, True)
+            assert delta(before, mhub.requests()) == {("connect", "Open", "OK"): 2}
+            # Concurrent opens share the client's stream.
+            before = mhub.requests()
+            many = await asyncio.gather(
+                *(a.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(B)) for _ in range(10))
+            )
+            assert len({o.id for o in many}) == 10
+            assert delta(before, mhub.requests()) == {("connect", "Open", "OK"): 10}
+            # A refusal: what the Open call raises; the stream lives on.
+            st = a._stream
+            assert st is not None and st.opens
+            before = mhub.requests()
+            got = []
+            for c in (a, u):
+                with pytest.raises(hubd.HubError) as e:
+                    await c.open("nosuch@1")
+                got.append((type(e.value), e.value.reason, e.value.detail, e.value.code))
+            assert got[0] == got[1] and got[0][0] is hubd.UnknownSessionType, got
+            await a.send_text(s.id, "still here")
+            assert a._stream is st and not st.done.is_set()
+            assert delta(before, mhub.requests()) == {
+                ("connect", "Open", "InvalidArgument"): 1,
+                ("grpc", "Open", "InvalidArgument"): 1,
+                ("connect", "Send", "OK"): 1,
+            }
+
+    asyncio.run(main())
 
 
 def test_aio_sends_in_flight_when_the_stream_breaks(hub_factory: HubFactory, caplog: pytest.LogCaptureFixture) -> None:
