@@ -150,14 +150,16 @@ export interface ClientOptions {
   followForMs?: number;
   /**
    * How the client sends: Transport.Stream ("stream", the default) sends
-   * over one Connect stream per client (each send acknowledged by its ref on
-   * the stream; serve reads its deliveries, with the turn's view, and posts
-   * its replies on a Connect stream of its own), Transport.Unary ("unary")
-   * makes a Send call per envelope and serve reads a Subscribe stream. Either
-   * way a refused send rejects with the same HubError. Sends go unary
+   * and opens over one Connect stream per client (each send or open
+   * acknowledged by its ref on the stream; serve reads its deliveries, with
+   * the turn's view, and posts its replies on a Connect stream of its own),
+   * Transport.Unary ("unary") makes a Send call per envelope and an Open
+   * call per open, and serve reads a Subscribe stream. Either way a refused
+   * send or open rejects with the same HubError. Sends and opens go unary
    * anyway with peers (a cluster's calls are followed node to node), for an
-   * envelope over MaxStreamEnvelope (1 MiB), and against a hub that answers
-   * UNIMPLEMENTED for Connect (an older hub).
+   * envelope or open request over MaxStreamEnvelope (1 MiB), and against a
+   * hub that answers UNIMPLEMENTED for Connect (an older hub); opens also
+   * against a hub whose stream takes no opens.
    */
   transport?: TransportName;
 }
@@ -566,7 +568,7 @@ export class Client {
     return st;
   }
 
-  /** The client's own Connect stream for its sends, opened when needed; undefined when it sends unary. */
+  /** The client's own Connect stream for its sends and opens, opened when needed; undefined when it sends unary. */
   private async mainStream(): Promise<AgentStream | undefined> {
     const st = this.main;
     if (st && !st.ended) {
@@ -596,11 +598,38 @@ export class Client {
   /**
    * Creates a session. It is logged with its invite; it opens once every
    * participant not marked autoAccept has acknowledged (at once when none
-   * must), and the first speaker is then told it is its turn.
+   * must), and the first speaker is then told it is its turn. With
+   * Transport.Stream it goes over the client's Connect stream, as its sends
+   * do; it is an Open call with Transport.Unary or peers, against a hub
+   * whose stream takes no opens, for a request over MaxStreamEnvelope, and
+   * when the stream cannot be opened (the call then says why). It is not
+   * retried: an UnavailableError (the stream broke with the open in flight,
+   * its outcome unknown) may be retried with the same idempotencyKey.
    */
   async open(opts: OpenOptions): Promise<Session> {
-    const resp = await this.unary("open", this.raw.open, openRequest(opts), opts);
+    const req = openRequest(opts);
+    const started = Date.now();
+    const st = opts.signal?.aborted ? undefined : await this.openStream(req); // else the call rejects at once
+    // The time spent opening the stream counts against the open's.
+    const call: CallOptions = {
+      signal: opts.signal,
+      timeoutMs: opts.timeoutMs !== undefined ? Math.max(opts.timeoutMs - (Date.now() - started), 0) : undefined,
+    };
+    const resp = st ? await st.open(req, call) : await this.unary("open", this.raw.open, req, call);
     return new Session(resp.session ?? SessionInfo.fromPartial({}), resp.existing);
+  }
+
+  /**
+   * The stream an open of req goes on: the client's own (opened when
+   * needed) when the client sends over the stream, its hub takes opens
+   * there and req is at most MaxStreamEnvelope; undefined for an Open call.
+   */
+  private async openStream(req: OpenRequest): Promise<AgentStream | undefined> {
+    if (this.unaryOnly || OpenRequest.encode(req).finish().length > MaxStreamEnvelope) {
+      return undefined;
+    }
+    const st = await this.mainStream().catch(() => undefined); // the Open call says why
+    return st?.opens ? st : undefined;
   }
 
   /**

@@ -1,26 +1,37 @@
 // The agent's Connect stream: agentsdk/connect.go.
 //
-// One bidirectional stream per agent connection carries its sends, each
-// with a ref the hub echoes in its ack (or in the error a Send call would
-// have returned), and, after one subscribe frame, its deliveries (with the
-// turn view when asked).
+// One bidirectional stream per agent connection carries its sends and
+// opens, each with a ref the hub echoes in its ack (or in the error a Send
+// or Open call would have returned), and, after one subscribe frame, its
+// deliveries (with the turn view when asked).
 
 import * as grpc from "@grpc/grpc-js";
 
 import { CanceledError, DeadlineExceededError, hubError, streamError, UnavailableError } from "./errors.js";
-import { AgentFrame, HubFrame, type Delivery, type Envelope, type SendResponse, type StreamAck, type SubscribeRequest } from "./gen/hub.js";
+import {
+  AgentFrame,
+  HubFrame,
+  type Delivery,
+  type Envelope,
+  type OpenRequest,
+  type OpenResponse,
+  type SendResponse,
+  type StreamAck,
+  type SubscribeRequest,
+} from "./gen/hub.js";
 import { HubService, type HubClient } from "./gen/hub_service.js";
 
 /** The transports of ClientOptions.transport. */
 export const Transport = {
   /**
    * Sends over the agent's Connect stream (one bidirectional stream per
-   * Client carries its sends and their acks; serve's deliveries and replies
-   * share a stream of its own), falling back to unary calls against a hub
-   * without it. The default, except with ClientOptions.peers.
+   * Client carries its sends and opens and their acks; serve's deliveries
+   * and replies share a stream of its own), falling back to unary calls
+   * against a hub without it (and to Open calls against a hub whose stream
+   * takes no opens). The default, except with ClientOptions.peers.
    */
   Stream: "stream",
-  /** One Send call per envelope; serve reads a Subscribe stream. Always used with ClientOptions.peers. */
+  /** One Send call per envelope and an Open call per open; serve reads a Subscribe stream. Always used with ClientOptions.peers. */
   Unary: "unary",
 } as const;
 
@@ -30,7 +41,8 @@ export type TransportName = (typeof Transport)[keyof typeof Transport];
 /**
  * The largest envelope (encoded) sent on a Connect stream: a larger one is
  * sent with a Send call, which fails alone (TooLargeError) where a frame
- * over the hub's read limit would end the whole stream.
+ * over the hub's read limit would end the whole stream. The same limit
+ * holds for an open's request (a larger one is an Open call).
  */
 export const MaxStreamEnvelope = 1 << 20;
 
@@ -58,27 +70,32 @@ export interface ConnectOptions {
   signal?: AbortSignal;
 }
 
-/** The per-call options of a send. */
+/** The per-call options of a send or open. */
 interface SendCallOptions {
   signal?: AbortSignal;
   timeoutMs?: number;
 }
 
 interface Waiter {
+  /** What waits: "send" or "open" (the op of its errors). */
+  op: string;
   resolve: (a: StreamAck) => void;
   reject: (err: unknown) => void;
 }
 
 /**
- * @internal An agent's Connect stream. Sends in flight are answered in any
- * order, each by its ref. When the stream breaks, every send in flight
- * rejects with an UnavailableError (its outcome unknown: send it again
- * with the same client message id, which the hub deduplicates) and done
- * resolves.
+ * @internal An agent's Connect stream. Sends and opens in flight are
+ * answered in any order, each by its ref (one series for both). When the
+ * stream breaks, every send or open in flight rejects with an
+ * UnavailableError (its outcome unknown: send it again with the same
+ * client message id, or open again with the same idempotency key, which
+ * the hub deduplicates) and done resolves.
  */
 export class AgentStream {
   /** The agent the hub knows the stream as. */
   agent = "";
+  /** The hub takes opens on the stream (its ready frame said so): a hub without it ends the stream on one. */
+  opens = false;
   private next = 0;
   private readonly waiting = new Map<number, Waiter>();
   /** Why the stream ended (a HubError); undefined while it runs. */
@@ -163,6 +180,7 @@ export class AgentStream {
       call.on("data", (f: HubFrame) => {
         if (!settled) {
           st.agent = f.ready?.agent ?? "";
+          st.opens = f.ready?.opens ?? false;
           if (opts.subscribe) {
             call.write(AgentFrame.fromPartial({ subscribe: opts.subscribe }));
           }
@@ -220,7 +238,7 @@ export class AgentStream {
     const waiting = [...this.waiting.values()];
     this.waiting.clear();
     for (const w of waiting) {
-      w.reject(this.broken());
+      w.reject(this.broken(w.op));
     }
     this.endedBy?.();
   }
@@ -230,7 +248,7 @@ export class AgentStream {
     return this.err !== undefined;
   }
 
-  /** Ends the stream; sends in flight fail (UnavailableError). */
+  /** Ends the stream; sends and opens in flight fail (UnavailableError). */
   close(): void {
     if (this.err === undefined) {
       this.fail(new CanceledError("connect", grpc.status.CANCELLED, "", "the stream was closed"));
@@ -244,15 +262,45 @@ export class AgentStream {
    * an UnavailableError when the stream breaks before the answer (send it
    * again with the same client message id). e must not change until then.
    */
-  send(sessionId: string, e: Envelope, opts: SendCallOptions = {}): Promise<SendResponse> {
+  async send(sessionId: string, e: Envelope, opts: SendCallOptions = {}): Promise<SendResponse> {
+    const a = await this.roundTrip("send", (ref) => ({ send: { ref, sessionId, envelope: e, traceparent: "", tracestate: "" } }), opts);
+    if (a.error) {
+      throw streamError("send", a.error);
+    }
+    return a.response as SendResponse;
+  }
+
+  /**
+   * Opens the session of req once (its creator the stream's agent) and
+   * resolves with the hub's OpenResponse; rejects with the HubError an Open
+   * call would have rejected with, or with an UnavailableError when the
+   * stream breaks before the answer (open again with the same idempotency
+   * key). Only for a stream whose hub takes opens (this.opens): a hub
+   * without them ends the whole stream on one.
+   */
+  async open(req: OpenRequest, opts: SendCallOptions = {}): Promise<OpenResponse> {
+    const a = await this.roundTrip("open", (ref) => ({ open: { ref, request: req, traceparent: "", tracestate: "" } }), opts);
+    if (a.error) {
+      throw streamError("open", a.error);
+    }
+    return a.opened ?? { session: undefined, existing: false };
+  }
+
+  /**
+   * Writes the frame made with a new ref and resolves with that ref's ack
+   * (errors included); rejects with an UnavailableError (for op) when the
+   * stream breaks first, a CanceledError or DeadlineExceededError when
+   * opts abort it or its time runs out.
+   */
+  private roundTrip(op: string, frame: (ref: number) => AgentFrame, opts: SendCallOptions): Promise<StreamAck> {
     if (opts.signal?.aborted) {
-      return Promise.reject(new CanceledError("send", grpc.status.CANCELLED, "", "the call was cancelled before it started"));
+      return Promise.reject(new CanceledError(op, grpc.status.CANCELLED, "", "the call was cancelled before it started"));
     }
     if (this.err !== undefined) {
-      return Promise.reject(this.broken());
+      return Promise.reject(this.broken(op));
     }
     const ref = ++this.next;
-    return new Promise<SendResponse>((resolve, reject) => {
+    return new Promise<StreamAck>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
       const settle = () => {
         clearTimeout(timer);
@@ -263,15 +311,12 @@ export class AgentStream {
         settle();
         reject(err);
       };
-      const onAbort = () => give(new CanceledError("send", grpc.status.CANCELLED, "", "the call was cancelled"));
+      const onAbort = () => give(new CanceledError(op, grpc.status.CANCELLED, "", "the call was cancelled"));
       this.waiting.set(ref, {
+        op,
         resolve: (a) => {
           settle();
-          if (a.error) {
-            reject(streamError("send", a.error));
-          } else {
-            resolve(a.response as SendResponse);
-          }
+          resolve(a);
         },
         reject: (err) => {
           settle();
@@ -281,17 +326,21 @@ export class AgentStream {
       opts.signal?.addEventListener("abort", onAbort, { once: true });
       if (opts.timeoutMs !== undefined) {
         timer = setTimeout(
-          () => give(new DeadlineExceededError("send", grpc.status.DEADLINE_EXCEEDED, "", `deadline exceeded after ${opts.timeoutMs} ms`)),
+          () => give(new DeadlineExceededError(op, grpc.status.DEADLINE_EXCEEDED, "", `deadline exceeded after ${opts.timeoutMs} ms`)),
           opts.timeoutMs,
         );
       }
-      this.call.write({ send: { ref, sessionId, envelope: e, traceparent: "", tracestate: "" } });
+      this.call.write(frame(ref));
     });
   }
 
-  /** The error of a send the stream could not answer: unavailable, so that it is sent again (with its client message id). */
-  private broken(): UnavailableError {
+  /**
+   * The error of a send or open (op) the stream could not answer:
+   * unavailable, so that it is tried again (with its client message id or
+   * idempotency key).
+   */
+  private broken(op: string): UnavailableError {
     const why = this.err instanceof Error ? this.err.message : "the stream broke";
-    return new UnavailableError("send", grpc.status.UNAVAILABLE, "", `agent stream: ${why}`);
+    return new UnavailableError(op, grpc.status.UNAVAILABLE, "", `agent stream: ${why}`);
   }
 }

@@ -30,6 +30,7 @@ import {
   SessionType,
   State,
   textOf,
+  Transport,
   UnauthenticatedError,
   UnavailableError,
   ViewName,
@@ -113,7 +114,9 @@ describe("client options", { timeout: 20_000 }, () => {
   });
 
   test("channelOptions reach the channel: a tiny send limit fails the call locally", async () => {
-    const tiny = await Client.connect(hub.addr, { name: "alice", channelOptions: { "grpc.max_send_message_length": 16 } });
+    // An Open call (unary: on the Connect stream a frame over the limit
+    // would end the stream, and the open fail as unavailable).
+    const tiny = await Client.connect(hub.addr, { name: "alice", transport: Transport.Unary, channelOptions: { "grpc.max_send_message_length": 16 } });
     try {
       await assert.rejects(tiny.open({ type: SessionType.Conversation, participants: autoAccepted("bob") }), (err: unknown) => {
         assert.ok(err instanceof HubError && err.code === status.RESOURCE_EXHAUSTED, String(err));

@@ -1,9 +1,12 @@
-// The agent's Connect stream against the real hub: serve and sends go over
-// it by default (the hub's /metrics counts them as transport "connect"),
-// the unary transport and a hub without the stream use Send calls and a
-// Subscribe stream, a client message id is written once however often it
-// is sent, a send in flight when the hub dies is sent again on a new
-// stream and written once, and a closed client leaves nothing running.
+// The agent's Connect stream against the real hub: serve, sends and opens
+// go over it by default (the hub's /metrics counts them as transport
+// "connect"), the unary transport and a hub without the stream use Send
+// and Open calls and a Subscribe stream, a hub whose stream takes no opens
+// is opened on with Open calls, a client message id is written once
+// however often it is sent (an open once per idempotency key), a send in
+// flight when the hub dies is sent again on a new stream and written once,
+// an open in flight then fails as unavailable, and a closed client leaves
+// nothing running.
 
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -24,6 +27,8 @@ import {
   textOf,
   TooLargeError,
   Transport,
+  UnavailableError,
+  UnknownSessionTypeError,
   type ClientOptions,
   type Handler,
 } from "@hubd/sdk";
@@ -58,6 +63,7 @@ function scrape(http: string): Promise<Map<string, number>> {
 }
 
 const sends = (transport: "connect" | "grpc", code = "OK") => `hubd_requests_total{code="${code}",method="Send",transport="${transport}"}`;
+const opens = (transport: "connect" | "grpc", code = "OK") => `hubd_requests_total{code="${code}",method="Open",transport="${transport}"}`;
 
 /** How much a sample grew between two scrapes. */
 function grew(before: Map<string, number>, after: Map<string, number>, name: string): number {
@@ -84,6 +90,32 @@ const withoutConnect: grpc.Interceptor = (options, nextCall) => {
   });
 };
 
+/**
+ * An interceptor that reads the Connect stream's ready frame without its
+ * opens flag, passing everything else on: the stand-in for a hub whose
+ * stream takes no opens (one would end the stream on an open frame).
+ */
+const withoutOpens: grpc.Interceptor = (options, nextCall) => {
+  if (options.method_definition.path !== "/hubd.v1.Hub/Connect") {
+    return new grpc.InterceptingCall(nextCall(options));
+  }
+  return new grpc.InterceptingCall(nextCall(options), {
+    start(md, _listener, next) {
+      next(
+        md,
+        new grpc.ListenerBuilder()
+          .withOnReceiveMessage((m: { ready?: { opens: boolean } }, nextMessage) => {
+            if (m.ready) {
+              m.ready.opens = false;
+            }
+            nextMessage(m);
+          })
+          .build(),
+      );
+    },
+  });
+};
+
 /** Follows a session to its end: its turns as "speaker: text" and its close reason. */
 async function transcript(c: Client, sessionId: string): Promise<{ turns: string[]; reason: string }> {
   const turns: string[] = [];
@@ -106,13 +138,16 @@ describe("the Connect stream", { timeout: 60_000 }, () => {
   });
   after(() => hub.close());
 
-  const cases: { name: string; opts: Partial<ClientOptions>; stream: boolean }[] = [
-    { name: "the stream (default)", opts: {}, stream: true },
-    { name: "transport unary", opts: { transport: Transport.Unary }, stream: false },
-    { name: "a hub without Connect", opts: { channelOptions: { interceptors: [withoutConnect] } }, stream: false },
+  // stream: sends go on Connect streams; opened: so does the open; older:
+  // the clients fall back from the stream (and say so once each).
+  const cases: { name: string; opts: Partial<ClientOptions>; stream: boolean; opened: boolean; older?: boolean }[] = [
+    { name: "the stream (default)", opts: {}, stream: true, opened: true },
+    { name: "transport unary", opts: { transport: Transport.Unary }, stream: false, opened: false },
+    { name: "a hub without Connect", opts: { channelOptions: { interceptors: [withoutConnect] } }, stream: false, opened: false, older: true },
+    { name: "a hub whose stream takes no opens", opts: { channelOptions: { interceptors: [withoutOpens] } }, stream: true, opened: false },
   ];
   for (const tc of cases) {
-    test(`a served pipeline over ${tc.name}: each agent sees its view; /metrics counts the sends by transport`, async () => {
+    test(`a served pipeline over ${tc.name}: each agent sees its view; /metrics counts the sends and the open by transport`, async () => {
       const names = ["researcher", "writer", "editor"];
       const lines: string[] = [];
       const clients = await Promise.all(names.map((n) => hub.connect(n, { ...tc.opts, log: (l) => lines.push(l) })));
@@ -135,10 +170,19 @@ describe("the Connect stream", { timeout: 60_000 }, () => {
         const during = await scrape(http);
         const connect = grew(before, during, sends("connect")) + grew(before, during, sends("connect", "FailedPrecondition"));
         const unary = grew(before, during, sends("grpc")) + grew(before, during, sends("grpc", "FailedPrecondition"));
+        if (tc.opened) {
+          assert.equal(grew(before, during, opens("connect")), 1, "the open on researcher's stream");
+          assert.equal(grew(before, during, opens("grpc")), 0, "no Open call");
+        } else {
+          assert.equal(grew(before, during, opens("grpc")), 1, "the open as an Open call");
+          assert.equal(grew(before, during, opens("connect")), 0, "no open on a Connect stream");
+        }
         if (tc.stream) {
           assert.equal(connect, 4, "three replies and the refused send on Connect streams");
           assert.equal(unary, 0, "no Send call");
-          assert.equal(during.get('hubd_subscribers{kind="connect"}'), 4, "serve's three streams and writer's own");
+          // Researcher's own stream is opened for its open (which tells
+          // whether the hub takes opens there).
+          assert.equal(during.get('hubd_subscribers{kind="connect"}'), 5, "serve's three streams, researcher's own and writer's own");
           assert.equal(during.get('hubd_subscribers{kind="subscribe"}') ?? 0, 0, "no Subscribe stream");
           assert.equal(clients[0].transport, Transport.Stream);
         } else {
@@ -149,7 +193,7 @@ describe("the Connect stream", { timeout: 60_000 }, () => {
         }
         assert.equal(
           lines.filter((l) => l.includes("no Connect stream")).length,
-          tc.opts.channelOptions ? names.length : 0,
+          tc.older ? names.length : 0,
           `each client says once that it falls back: ${lines.join("\n")}`,
         );
       } finally {
@@ -157,9 +201,13 @@ describe("the Connect stream", { timeout: 60_000 }, () => {
         await Promise.all(runs);
         clients.forEach((c) => c.close());
       }
-      // The streams are gone once the clients are closed.
-      const closed = await scrape(http);
-      assert.equal(closed.get('hubd_subscribers{kind="connect"}') ?? 0, 0);
+      // The streams are gone once the clients are closed (the hub counts a
+      // stream until its handler has seen the cancellation: a moment).
+      let left = -1;
+      for (const deadline = Date.now() + 5000; left !== 0 && Date.now() < deadline; await new Promise((r) => setTimeout(r, 20))) {
+        left = (await scrape(http)).get('hubd_subscribers{kind="connect"}') ?? 0;
+      }
+      assert.equal(left, 0, "Connect streams left after close");
     });
   }
 
@@ -190,6 +238,85 @@ describe("the Connect stream", { timeout: 60_000 }, () => {
     }
   });
 
+  test("opens go on the client's stream: made by the agent, once per idempotency key, refused as an Open call is, the stream going on", async () => {
+    const [alice, unary] = await Promise.all([hub.connect("alice"), hub.connect("alice", { transport: Transport.Unary })]);
+    const before = await scrape(http);
+    try {
+      const o = { type: SessionType.Conversation, participants: autoAccepted("bob"), idempotencyKey: "open-once" };
+      const s = await alice.open(o);
+      assert.equal(s.meta?.creator, "alice");
+      assert.equal(s.existing, false);
+      assert.ok(s.id);
+      const st = (alice as unknown as { main?: { ended: boolean; opens: boolean } }).main;
+      assert.ok(st, "the open opened the client's stream");
+      assert.equal(st.opens, true, "the hub takes opens on its stream");
+      // Again with the same key, concurrently: the same session, existing.
+      const again = await Promise.all([alice.open(o), alice.open(o)]);
+      for (const a of again) {
+        assert.equal(a.id, s.id);
+        assert.equal(a.existing, true);
+        assert.equal(a.meta?.creator, "alice");
+      }
+      // An unknown session type is refused with what an Open call rejects with.
+      const onStream = await alice.open({ type: "nosuch@1" }).then(
+        () => assert.fail("an unknown session type was opened on the stream"),
+        (err: unknown) => err,
+      );
+      const byCall = await unary.open({ type: "nosuch@1" }).then(
+        () => assert.fail("an unknown session type was opened with an Open call"),
+        (err: unknown) => err,
+      );
+      assert.ok(onStream instanceof UnknownSessionTypeError, String(onStream));
+      assert.ok(byCall instanceof UnknownSessionTypeError, String(byCall));
+      for (const k of ["op", "code", "reason", "detail", "message"] as const) {
+        assert.equal(onStream[k], byCall[k], k);
+      }
+      assert.equal(onStream.reason, "UNKNOWN_SESSION_TYPE");
+      assert.equal(onStream.code, grpc.status.INVALID_ARGUMENT);
+      // The stream goes on: a send after the refusal on the same stream.
+      const ack = await alice.sendText(s.id, "after the refusal");
+      assert.ok(ack.seq > 0);
+      assert.equal((alice as unknown as { main?: unknown }).main, st, "the same stream");
+      assert.equal(st.ended, false);
+      const after = await scrape(http);
+      assert.equal(grew(before, after, opens("connect")), 3, "three opens on the stream");
+      assert.equal(grew(before, after, opens("connect", "InvalidArgument")), 1, "the refused open on the stream");
+      assert.equal(grew(before, after, opens("grpc")), 0, "no Open call made by the stream's client");
+      assert.equal(grew(before, after, opens("grpc", "InvalidArgument")), 1, "the unary client's refused Open call");
+      assert.equal(grew(before, after, sends("connect")), 1);
+      assert.equal(after.get('hubd_subscribers{kind="connect"}'), 1, "alice's one stream");
+      const listed = await alice.listSessions({ creator: "alice" });
+      assert.equal(listed.sessions.filter((x) => x.id === s.id).length, 1);
+    } finally {
+      alice.close();
+      unary.close();
+    }
+  });
+
+  test("against a hub whose stream takes no opens, an open is an Open call and sends stay on the stream", async () => {
+    const alice = await hub.connect("alice", { channelOptions: { interceptors: [withoutOpens] } });
+    const before = await scrape(http);
+    try {
+      const o = { type: SessionType.Conversation, participants: autoAccepted("bob"), idempotencyKey: "open-by-call" };
+      const s = await alice.open(o);
+      assert.equal(s.meta?.creator, "alice");
+      assert.equal(s.existing, false);
+      const again = await alice.open(o);
+      assert.equal(again.id, s.id);
+      assert.equal(again.existing, true);
+      await assert.rejects(alice.open({ type: "nosuch@1" }), (err: unknown) => err instanceof UnknownSessionTypeError && err.reason === "UNKNOWN_SESSION_TYPE");
+      await alice.sendText(s.id, "on the stream");
+      const after = await scrape(http);
+      assert.equal(grew(before, after, opens("grpc")), 2, "the opens as Open calls");
+      assert.equal(grew(before, after, opens("grpc", "InvalidArgument")), 1, "the refused one too");
+      assert.equal(grew(before, after, opens("connect")) + grew(before, after, opens("connect", "InvalidArgument")), 0, "no open on the stream");
+      assert.equal(grew(before, after, sends("connect")), 1, "the send on the stream");
+      assert.equal(alice.transport, Transport.Stream);
+    } finally {
+      alice.close();
+    }
+  });
+
   test("an envelope over MaxStreamEnvelope goes as a Send call: refused alone, the stream goes on", async () => {
     const alice = await hub.connect("alice");
     const before = await scrape(http);
@@ -212,12 +339,15 @@ describe("the Connect stream", { timeout: 60_000 }, () => {
 });
 
 describe("a connection at its stream limit", { timeout: 20_000 }, () => {
-  test("sends with Send calls when the hub refuses it another stream (LIMIT_REACHED)", async () => {
+  test("sends and opens with Send and Open calls when the hub refuses it another stream (LIMIT_REACHED)", async () => {
     const { hub, http } = await hubWithMetrics(["--max-streams-per-conn", "1"]);
     const lines: string[] = [];
     const alice = await hub.connect("alice", { log: (l) => lines.push(l) });
+    // Opened on another connection: alice's open would take her
+    // connection's one stream with her Connect stream.
+    const opener = await hub.connect("alice", { transport: Transport.Unary });
     try {
-      const s = await alice.open({ type: SessionType.Conversation, participants: autoAccepted("bob") });
+      const s = await opener.open({ type: SessionType.Conversation, participants: autoAccepted("bob") });
       const w = alice.watch(s.id);
       assert.ok(await w.recv(), "the watch holds the connection's one stream");
       const before = await scrape(http);
@@ -226,9 +356,16 @@ describe("a connection at its stream limit", { timeout: 20_000 }, () => {
       const after = await scrape(http);
       assert.equal(grew(before, after, sends("grpc")), 1);
       assert.ok(lines.some((l) => l.includes("LIMIT_REACHED") && l.includes("Send call")), lines.join("\n"));
+      // An open too: an Open call, as the stream cannot be opened.
+      const before2 = await scrape(http);
+      const s2 = await alice.open({ type: SessionType.Conversation, participants: autoAccepted("bob") });
+      assert.equal(s2.meta?.creator, "alice");
+      const after2 = await scrape(http);
+      assert.equal(grew(before2, after2, opens("grpc")), 1);
       w.close();
     } finally {
       alice.close();
+      opener.close();
       await hub.close();
     }
   });
@@ -280,6 +417,57 @@ describe("the Connect stream across a hub crash", { timeout: 60_000 }, () => {
         assert.equal(log.find((e) => e.clientMsgId === id)?.seq, ack.seq);
         break;
       }
+    } finally {
+      alice.close();
+      await hub.close();
+    }
+  });
+});
+
+describe("an open on the Connect stream across a hub crash", { timeout: 60_000 }, () => {
+  test("an open in flight when the hub dies fails as unavailable (not retried); opened again with its idempotency key, the session is made once", async () => {
+    const hub = await Hubd.start();
+    const lines: string[] = [];
+    const alice = await hub.connect("alice", { log: (l) => lines.push(l) });
+    try {
+      await alice.open({ type: SessionType.Conversation, participants: autoAccepted("bob") }); // the stream is open
+      await hub.pause(); // the hub reads nothing more: the next open stays in flight
+      const o = { type: SessionType.Conversation, participants: autoAccepted("bob"), idempotencyKey: "in-flight", labels: { probe: "in-flight" } };
+      const opening = alice.open(o);
+      const failed = opening.then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      await new Promise((r) => setTimeout(r, 200));
+      await hub.kill9();
+      const err = await within(failed, 10_000, "the open in flight");
+      assert.ok(err instanceof UnavailableError, `the open in flight: ${String(err)}`);
+      assert.equal(err.op, "open");
+      assert.match(err.detail, /agent stream/);
+      assert.ok(!lines.some((l) => l.includes("retrying")), `an open is not retried: ${lines.join("\n")}`);
+      await hub.run();
+      // Opened again with the same key, on a new stream: one session.
+      let s;
+      for (let i = 0; ; i++) {
+        try {
+          s = await alice.open(o);
+          break;
+        } catch (e) {
+          if (!(e instanceof UnavailableError) || i >= 50) {
+            throw e;
+          }
+          await new Promise((r) => setTimeout(r, 100)); // the connection comes back
+        }
+      }
+      assert.equal(s.meta?.creator, "alice");
+      const again = await alice.open(o);
+      assert.equal(again.id, s.id);
+      assert.equal(again.existing, true);
+      const listed = await alice.listSessions({ labels: { probe: "in-flight" } });
+      assert.deepEqual(
+        listed.sessions.map((x) => x.id),
+        [s.id],
+      );
     } finally {
       alice.close();
       await hub.close();
