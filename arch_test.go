@@ -48,7 +48,7 @@ var allowed = []struct {
 	// it measures itself against in the same run (a bare gRPC server over
 	// wal), which it must run in its own process and so must import.
 	{"cmd/hubload", []string{"agentsdk", "hubpb", "internal/exitcode", "internal/baseline"}},
-	{"internal/baseline", []string{"hubpb", "wal"}},
+	{"internal/baseline", []string{"hubpb", "hubpb/hubsvc", "wal"}},
 	{"cmd/*", []string{"*"}},
 	{"examples/*", []string{"agentsdk", "hubpb", "hub/hubtest", "examples/internal/*"}},
 	{"internal/logv1", []string{"session", "hubpb"}},

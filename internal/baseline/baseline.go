@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/hubd/hubd/hubpb"
+	"github.com/hubd/hubd/hubpb/hubsvc"
 	"github.com/hubd/hubd/wal"
 )
 
@@ -72,7 +73,8 @@ func Start(parent string) (*Server, error) {
 		return nil, fmt.Errorf("baseline: %w", err)
 	}
 	s := &Server{log: log, lis: lis, dir: dir, served: make(chan error, 1), sessions: map[[16]byte]*session{}, pairs: map[[16]byte]*pair{}}
-	s.grpc = grpc.NewServer(grpc.StaticStreamWindowSize(streamWindow), grpc.StaticConnWindowSize(connWindow))
+	s.grpc = grpc.NewServer(grpc.StaticStreamWindowSize(streamWindow), grpc.StaticConnWindowSize(connWindow),
+		grpc.ForceServerCodecV2(newServerCodec()))
 	s.grpc.RegisterService(&grpc.ServiceDesc{
 		ServiceName: "hubd.baseline.Baseline",
 		HandlerType: (*any)(nil),
@@ -99,10 +101,11 @@ const (
 )
 
 // dialOptions are the floor's clients' options: loopback, no TLS, the
-// windows above.
+// windows above, agentsdk's codec.
 func dialOptions() []grpc.DialOption {
 	return []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithStaticStreamWindowSize(streamWindow), grpc.WithStaticConnWindowSize(connWindow)}
+		grpc.WithStaticStreamWindowSize(streamWindow), grpc.WithStaticConnWindowSize(connWindow),
+		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(hubsvc.ClientCodec()))}
 }
 
 // Addr is the server's loopback address.

@@ -9,7 +9,9 @@
 //
 // The server speaks a hand-registered unary method, /hubd.baseline.Baseline/Send,
 // with hubpb.SendRequest and hubpb.SendResponse as its messages (so the
-// bytes on the wire are those of a hub Send), and stores each envelope as
+// bytes on the wire are those of a hub Send, encoded and decoded as hubd
+// and agentsdk do: vtprotobuf's encoder, protobuf's decoder on the server,
+// vtprotobuf's on the clients), and stores each envelope as
 // the hub would: its deterministic protobuf, one record per request, each
 // client's requests a session of consecutive seqs.
 //
