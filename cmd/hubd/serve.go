@@ -49,7 +49,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.insecureTokens, "insecure-tokens", false, "serve --tokens without TLS on a non-loopback address (bearer tokens then cross the network in cleartext: a trusted network only)")
 	fs.StringVar(&f.clientCA, "client-ca", "", "require client certificates signed by this CA (PEM `file`); a certificate's common name is its agent")
 	fs.StringVar(&f.operators, "operators", "", "comma-separated `agents` with operator rights when they authenticate by certificate or in development mode (default operator in development mode)")
-	fs.StringVar(&f.logFormat, "log-format", "console", "log `format`: json or console")
+	fs.StringVar(&f.logFormat, "log-format", "auto", "log `format`: json, console, or auto (console on a terminal, else json)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log `level`: debug (adds every envelope and rejection), info, warn, error")
 	fs.BoolVar(&f.fsync, "fsync", true, "fsync the log before acknowledging; false loses acknowledged envelopes on a crash (benchmarks only)")
 	fs.DurationVar(&f.inviteTimeout, "invite-timeout", 5*time.Minute, "default time invitees have to acknowledge")
@@ -285,18 +285,28 @@ func moduleVersion() string {
 	return "(devel)"
 }
 
-// newLogger builds the process logger.
+// newLogger builds the process logger. The console format is for people
+// at a terminal: zerolog's ConsoleWriter decodes each JSON line again to
+// lay it out, which at thousands of sessions a second is several percent
+// of the hub's CPU, so auto writes JSON to anything else (a file,
+// journald, a container's log).
 func newLogger(w io.Writer, format, level string) (zerolog.Logger, error) {
 	lvl, err := zerolog.ParseLevel(strings.ToLower(level))
 	if err != nil || level == "" {
 		return zerolog.Nop(), exitcode.Usage("--log-level %q: want debug, info, warn or error", level)
+	}
+	if format == "auto" {
+		format = "json"
+		if isTerminal(w) {
+			format = "console"
+		}
 	}
 	switch format {
 	case "json":
 	case "console":
 		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339, NoColor: !isTerminal(w)}
 	default:
-		return zerolog.Nop(), exitcode.Usage("--log-format %q: want json or console", format)
+		return zerolog.Nop(), exitcode.Usage("--log-format %q: want json, console or auto", format)
 	}
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -247,5 +248,33 @@ func TestLogVerifyFindsCorruption(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "BAD "+bad) || strings.Contains(out, good) ||
 		!strings.Contains(out, "2 sessions, 5 records, 1 bad") {
 		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
+// TestLogFormats: json and auto (on anything but a terminal) write one
+// JSON object a line, console lays the line out for people; an unknown
+// format is a usage error.
+func TestLogFormats(t *testing.T) {
+	for _, tc := range []struct {
+		format string
+		json   bool
+	}{{"json", true}, {"auto", true}, {"console", false}} {
+		var buf bytes.Buffer
+		lg, err := newLogger(&buf, tc.format, "info")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lg.Info().Str("session", "s1").Msg("session opened")
+		var line map[string]any
+		isJSON := json.Unmarshal(buf.Bytes(), &line) == nil
+		if isJSON != tc.json || !strings.Contains(buf.String(), "session opened") {
+			t.Errorf("--log-format %s wrote %q (JSON: %v, want %v)", tc.format, buf.String(), isJSON, tc.json)
+		}
+		if tc.json && (line["session"] != "s1" || line["level"] != "info") {
+			t.Errorf("--log-format %s: fields %v", tc.format, line)
+		}
+	}
+	if _, err := newLogger(io.Discard, "xml", "info"); err == nil || !strings.Contains(err.Error(), "auto") {
+		t.Errorf("--log-format xml: %v, want a usage error naming the formats", err)
 	}
 }
