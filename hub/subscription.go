@@ -9,8 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
@@ -156,7 +154,7 @@ func (sub *Subscription) pushLocked(ds []*hubpb.Delivery) bool {
 	sizes := one[:0]
 	n := 0
 	for _, d := range ds {
-		sz := proto.Size(d.GetEnvelope())
+		sz := d.GetEnvelope().SizeVT() // proto.Size, without reflection
 		sizes = append(sizes, sz)
 		n += sz
 	}
