@@ -63,7 +63,11 @@ type AgentStream struct {
 	agent   string
 	opens   bool // the hub takes opens on the stream
 	deliver func(*hubpb.Delivery)
-	wmu     sync.Mutex // serialises s.Send
+	wmu     sync.Mutex // serialises s.Send and s.CloseSend
+	// halfClosed: this side is closed (the hub's closing frame); guarded
+	// by wmu. A Send after CloseSend would end the whole stream with
+	// gRPC's own INTERNAL error in place of the hub's status.
+	halfClosed bool
 
 	mu      sync.Mutex
 	next    uint64
@@ -151,6 +155,7 @@ func (st *AgentStream) read() {
 			st.closing = statusOf(f.Closing)
 			st.mu.Unlock()
 			st.wmu.Lock()
+			st.halfClosed = true
 			_ = st.s.CloseSend()
 			st.wmu.Unlock()
 		case *hubpb.HubFrame_Ack:
@@ -287,7 +292,10 @@ func (st *AgentStream) roundTrip(ctx context.Context, op string, frame func(ref 
 	st.waiting[ref] = ch
 	st.mu.Unlock()
 	st.wmu.Lock()
-	err := st.s.Send(frame(ref))
+	err := errHalfClosed
+	if !st.halfClosed {
+		err = st.s.Send(frame(ref))
+	}
 	st.wmu.Unlock()
 	if err != nil {
 		st.forget(ref)
@@ -323,14 +331,23 @@ func (st *AgentStream) forget(ref uint64) {
 	st.mu.Unlock()
 }
 
+// errHalfClosed: the stream's side was closed after the hub's closing
+// frame, so a send or open cannot go on it.
+var errHalfClosed = errors.New("agentsdk: the stream is closing")
+
 // broken is the error of a send or open (op) the stream could not
 // answer: unavailable, so that it is sent again (with its client message
 // id or idempotency key).
 func (st *AgentStream) broken(op string) error {
 	why := "the stream broke"
-	if err := st.Err(); err != nil {
-		why = err.Error()
+	st.mu.Lock()
+	switch {
+	case st.err != nil:
+		why = st.err.Error()
+	case st.closing != nil:
+		why = "the hub is ending the stream: " + st.closing.Error()
 	}
+	st.mu.Unlock()
 	return wrapErr(op, status.Error(codes.Unavailable, "agent stream: "+why))
 }
 

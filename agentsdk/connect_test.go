@@ -3,16 +3,21 @@ package agentsdk_test
 import (
 	"context"
 	"errors"
+	"net"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/hubd/hubd/agentsdk"
 	"github.com/hubd/hubd/hub/hubtest"
 	"github.com/hubd/hubd/hubpb"
+	"github.com/hubd/hubd/hubpb/hubsvc"
 )
 
 // methods counts the gRPC methods a client called (unary and streams).
@@ -269,5 +274,71 @@ func TestAgentStream(t *testing.T) {
 		if told[i].GetEnvelope().GetSeq() != told[i-1].GetEnvelope().GetSeq()+1 {
 			t.Fatalf("bob was told seq %d after %d", told[i].GetEnvelope().GetSeq(), told[i-1].GetEnvelope().GetSeq())
 		}
+	}
+}
+
+// closingHub is a scripted hub whose Connect stream sends ready, then a
+// closing frame (DRAINING), reads until the agent closes its side, and
+// ends the stream with the frame's status once the test releases it.
+type closingHub struct {
+	hubsvc.UnimplementedHubServer
+	halfClosed chan struct{}
+	release    chan struct{}
+}
+
+func (h *closingHub) Connect(s grpc.BidiStreamingServer[hubpb.AgentFrame, hubpb.HubFrame]) error {
+	draining := status.New(codes.Unavailable, "the hub is closing")
+	draining, _ = draining.WithDetails(&errdetails.ErrorInfo{Reason: "DRAINING", Domain: agentsdk.ErrorDomain})
+	_ = s.Send(&hubpb.HubFrame{Frame: &hubpb.HubFrame_Ready{Ready: &hubpb.StreamReady{Agent: "alice", MaxInFlight: 8, Opens: true}}})
+	_ = s.Send(&hubpb.HubFrame{Frame: &hubpb.HubFrame_Closing{Closing: &hubpb.StreamError{Code: int32(codes.Unavailable),
+		Message: "the hub is closing", Reason: hubpb.Reason_DRAINING}}})
+	for {
+		if _, err := s.Recv(); err != nil {
+			break // the agent closed its side
+		}
+	}
+	close(h.halfClosed)
+	<-h.release
+	return draining.Err()
+}
+
+// TestStreamClosing: once the hub's closing frame has made the agent
+// close its side, a send or open on the stream fails with ErrUnavailable
+// at once, naming the hub's reason, and the stream ends with the hub's
+// status (DRAINING), not gRPC's INTERNAL "SendMsg called after CloseSend"
+// (seen by hubload in rolling restarts). The real hub ends the stream as
+// soon as the agent closes its side, so the window is a race there; the
+// scripted hub holds it open.
+func TestStreamClosing(t *testing.T) {
+	h := &closingHub{halfClosed: make(chan struct{}), release: make(chan struct{})}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	hubsvc.RegisterHubServer(srv, h)
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	ctx := testCtx(t)
+	alice := dial(t, lis.Addr().String(), "alice")
+	st, err := alice.Connect(ctx, agentsdk.ConnectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-h.halfClosed:
+	case <-ctx.Done():
+		t.Fatal("the agent did not close its side after the closing frame")
+	}
+	if _, err := st.SendText(ctx, "0194d1a0-0000-7000-8000-0000000000aa", "late"); !errors.Is(err, agentsdk.ErrUnavailable) || !strings.Contains(err.Error(), "the hub is closing") {
+		t.Errorf("a send after the closing frame: %v, want ErrUnavailable naming the hub's reason", err)
+	}
+	if _, err := st.Open(ctx, agentsdk.OpenOptions{Type: agentsdk.TypeConversation}); !errors.Is(err, agentsdk.ErrUnavailable) {
+		t.Errorf("an open after the closing frame: %v, want ErrUnavailable", err)
+	}
+	close(h.release)
+	<-st.Done()
+	if r, _ := agentsdk.Reason(st.Err()); r != "DRAINING" {
+		t.Fatalf("the stream ended with %v (reason %q), want the hub's DRAINING", st.Err(), r)
 	}
 }
