@@ -296,7 +296,9 @@ export class AgentStream {
     if (opts.signal?.aborted) {
       return Promise.reject(new CanceledError(op, grpc.status.CANCELLED, "", "the call was cancelled before it started"));
     }
-    if (this.err !== undefined) {
+    // After the hub's closing frame this side is closed: a write would end
+    // the call with "write after end" in place of the hub's status.
+    if (this.err !== undefined || this.closing !== undefined) {
       return Promise.reject(this.broken(op));
     }
     const ref = ++this.next;
@@ -340,7 +342,12 @@ export class AgentStream {
    * idempotency key).
    */
   private broken(op: string): UnavailableError {
-    const why = this.err instanceof Error ? this.err.message : "the stream broke";
+    const why =
+      this.err instanceof Error
+        ? this.err.message
+        : this.closing instanceof Error
+          ? `the hub is ending the stream: ${this.closing.message}`
+          : "the stream broke";
     return new UnavailableError(op, grpc.status.UNAVAILABLE, "", `agent stream: ${why}`);
   }
 }

@@ -18,9 +18,12 @@ import * as grpc from "@grpc/grpc-js";
 import {
   autoAccepted,
   Client,
+  hubpb,
+  HubService,
   ends,
   isTurn,
   MaxStreamEnvelope,
+  Reason,
   sequence,
   SessionClosedError,
   SessionType,
@@ -504,6 +507,52 @@ describe("a closed client", { timeout: 30_000 }, () => {
 });
 
 describe("a hub ending the stream", { timeout: 30_000 }, () => {
+  // A scripted hub: its Connect stream sends ready, then a closing frame,
+  // and ends with the frame's status once the agent has closed its side and
+  // the test releases it. The real hub ends the stream as soon as the agent
+  // closes its side, so a send in that window is a race there.
+  test("after the closing frame a send fails UNAVAILABLE at once and the stream ends with the hub's status", async () => {
+    let halfClosed!: () => void;
+    const sawEnd = new Promise<void>((resolve) => (halfClosed = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const server = new grpc.Server();
+    server.addService(HubService, {
+      connect: (call: grpc.ServerDuplexStream<hubpb.AgentFrame, hubpb.HubFrame>) => {
+        call.write(hubpb.HubFrame.fromPartial({ ready: { agent: "alice", maxInFlight: 8, opens: true } }));
+        call.write(
+          hubpb.HubFrame.fromPartial({ closing: { code: grpc.status.UNAVAILABLE, message: "the hub is closing", reason: Reason.DRAINING } }),
+        );
+        call.on("data", () => {});
+        call.on("end", () => {
+          halfClosed();
+          void released.then(() => call.emit("error", { code: grpc.status.UNAVAILABLE, details: "the hub is closing" }));
+        });
+      },
+    } as unknown as grpc.UntypedServiceImplementation);
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+    );
+    const alice = await Client.connect(`127.0.0.1:${port}`, { name: "alice" });
+    try {
+      const st = await alice.connectStream({ waitForReady: false, setupMs: 10_000 });
+      assert.ok(st, "no stream");
+      await within(sawEnd, 10_000, "the agent closing its side");
+      const e = hubpb.Envelope.fromPartial({ type: "text", text: { text: "late" }, clientMsgId: "late-1" });
+      await assert.rejects(
+        within(st.send("0194d1a0-0000-7000-8000-0000000000aa", e), 5_000, "the send's answer"),
+        (err: unknown) => err instanceof UnavailableError && /the hub is closing/.test(err.message),
+      );
+      release();
+      await within(st.done, 10_000, "the stream's end");
+      const err = st.err as { code?: number };
+      assert.equal(err.code, grpc.status.UNAVAILABLE, String(st.err));
+    } finally {
+      alice.close();
+      server.forceShutdown();
+    }
+  });
+
   test("a stopping hub's closing frame half-closes the stream, which ends DRAINING, not cancelled", async () => {
     const hub = await Hubd.start();
     const alice = await hub.connect("alice");
