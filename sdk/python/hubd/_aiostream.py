@@ -169,6 +169,8 @@ class AioAgentStream:
         with Unavailable (for op)."""
         if self._err is not None:
             raise broken(self._err, op)
+        if self._closing is not None:  # this side is closed: nothing more is written
+            raise broken(self._closing, op)
         self._next += 1
         ref = self._next
         fut: "asyncio.Future[Optional[pb.StreamAck]]" = asyncio.get_running_loop().create_future()

@@ -290,6 +290,8 @@ class AgentStream:
         with self._lock:
             if self._err is not None:
                 raise broken(self._err, op)
+            if self._closing is not None:  # this side is closed: nothing more is written
+                raise broken(self._closing, op)
             self._next += 1
             ref = self._next
             self._waiting[ref] = p

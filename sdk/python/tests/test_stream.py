@@ -609,3 +609,85 @@ def test_the_hub_ending_the_stream_says_why(hub_factory: HubFactory) -> None:
         assert err.reason == "DRAINING", repr(err)
     finally:
         alice.close()
+
+
+class ClosingHub(grpc.GenericRpcHandler):  # type: ignore[misc]
+    """A scripted hub whose Connect stream sends ready, then a closing frame
+    (DRAINING), reads until the agent closes its side and ends the stream
+    once the test releases it. The real hub ends the stream as soon as the
+    agent closes its side, so a send in that window is a race there."""
+
+    def __init__(self) -> None:
+        self.half_closed = threading.Event()
+        self.release = threading.Event()
+
+    def service(self, details: Any) -> Any:
+        if details.method != "/hubd.v1.Hub/Connect":
+            return None
+
+        def connect(frames: Iterator[pb.AgentFrame], ctx: grpc.ServicerContext) -> Iterator[pb.HubFrame]:
+            yield pb.HubFrame(ready=pb.StreamReady(agent="alice", max_in_flight=8, opens=True))
+            why = pb.StreamError(code=grpc.StatusCode.UNAVAILABLE.value[0], message="the hub is closing", reason=pb.DRAINING)
+            yield pb.HubFrame(closing=why)
+            for _ in frames:  # until the agent closes its side
+                pass
+            self.half_closed.set()
+            self.release.wait(10)
+            ctx.abort(grpc.StatusCode.UNAVAILABLE, "the hub is closing")
+
+        return grpc.stream_stream_rpc_method_handler(
+            connect, request_deserializer=pb.AgentFrame.FromString, response_serializer=pb.HubFrame.SerializeToString
+        )
+
+
+def test_a_send_after_the_closing_frame() -> None:
+    """Once the hub's closing frame has made the agent close its side, a
+    send or open on the stream raises Unavailable at once, naming the hub's
+    reason, instead of waiting for the stream's end."""
+    hub = ClosingHub()
+    server = grpc.server(futures.ThreadPoolExecutor(4), handlers=[hub])
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    alice = hubd.Client(f"127.0.0.1:{port}", name="alice")
+    try:
+        st = alice._main_stream(5, False)
+        assert st is not None
+        assert hub.half_closed.wait(5), "the agent did not close its side after the closing frame"
+        env = pb.Envelope(type="text", text=pb.Text(text="late"), client_msg_id="late-1")
+        with pytest.raises(hubd.Unavailable, match="the hub is closing") as raised:
+            st.send("0194d1a0-0000-7000-8000-0000000000aa", env, 1)
+        assert raised.value.op == "send"
+        with pytest.raises(hubd.Unavailable, match="the hub is closing"):
+            st.open(pb.OpenRequest(type="conversation@1"), 1)
+    finally:
+        hub.release.set()
+        alice.close()
+        server.stop(None)
+
+
+def test_aio_a_send_after_the_closing_frame() -> None:
+    """The same with the asyncio client."""
+    hub = ClosingHub()
+    server = grpc.server(futures.ThreadPoolExecutor(4), handlers=[hub])
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+
+    async def main() -> None:
+        alice = hubd.aio.Client(f"127.0.0.1:{port}", name="alice")
+        try:
+            st = await alice._main_stream(5, False)
+            assert st is not None
+            assert await asyncio.to_thread(hub.half_closed.wait, 5), "the agent did not close its side"
+            env = pb.Envelope(type="text", text=pb.Text(text="late"), client_msg_id="late-1")
+            with pytest.raises(hubd.Unavailable, match="the hub is closing"):
+                await st.send("0194d1a0-0000-7000-8000-0000000000aa", env, 1)
+            with pytest.raises(hubd.Unavailable, match="the hub is closing"):
+                await st.open(pb.OpenRequest(type="conversation@1"), 1)
+        finally:
+            hub.release.set()
+            await alice.close()
+
+    try:
+        asyncio.run(main())
+    finally:
+        server.stop(None)
