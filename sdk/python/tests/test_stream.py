@@ -627,7 +627,8 @@ class ClosingHub(grpc.GenericRpcHandler):  # type: ignore[misc]
 
         def connect(frames: Iterator[pb.AgentFrame], ctx: grpc.ServicerContext) -> Iterator[pb.HubFrame]:
             yield pb.HubFrame(ready=pb.StreamReady(agent="alice", max_in_flight=8, opens=True))
-            why = pb.StreamError(code=grpc.StatusCode.UNAVAILABLE.value[0], message="the hub is closing", reason=pb.DRAINING)
+            code = grpc.StatusCode.UNAVAILABLE.value[0]
+            why = pb.StreamError(code=code, message="the hub is closing", reason=pb.DRAINING)
             yield pb.HubFrame(closing=why)
             for _ in frames:  # until the agent closes its side
                 pass
