@@ -281,3 +281,46 @@ func TestClusterSDKFollows(t *testing.T) {
 	}
 	t.Logf("bob's stream: seqs %v", seen)
 }
+
+// TestClusterOpenOnStreamNotOwner: an agentsdk client of one node without
+// Peers opens on its Connect stream; a child whose parent lives on the
+// other node is refused NOT_OWNER there (the stream is to one node), so
+// the client opens it again with an Open call, which the node forwards to
+// the owner, as before opens went on the stream.
+func TestClusterOpenOnStreamNotOwner(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a NATS server and two nodes")
+	}
+	c := natstest.RunServer(t)
+	a := startClusterNode(t, c, "a")
+	waitUntil(t, "a serves every partition", 10*time.Second, func() bool { return len(a.Served()) == 4 })
+	b := startClusterNode(t, c, "b")
+	waitUntil(t, "two partitions each", 10*time.Second, func() bool { return len(a.Served()) == 2 && len(b.Served()) == 2 })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	resp, err := rawClient(t, a.Addr()).Open(as("alice"), &hubpb.OpenRequest{Type: "conversation@1",
+		Participants: []*hubpb.Participant{{Name: "alice"}, {Name: "bob", AutoAccept: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := resp.GetSession().GetMeta().GetSessionId()
+	alice, err := agentsdk.Dial(ctx, b.Addr(), agentsdk.Options{Name: "alice", Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer alice.Close()
+	root, err := alice.Open(ctx, agentsdk.OpenOptions{Type: agentsdk.TypeConversation, Participants: agentsdk.AutoAccepted("bob")})
+	if err != nil {
+		t.Fatalf("a root session through b: %v", err)
+	}
+	child, err := alice.Open(ctx, agentsdk.OpenOptions{Type: agentsdk.TypeConversation, Participants: agentsdk.AutoAccepted("bob"), Parent: parent})
+	if err != nil {
+		t.Fatalf("a child of a's session through b: %v", err)
+	}
+	if child.GetMeta().GetParentSessionId() != parent || root.GetMeta().GetParentSessionId() != "" {
+		t.Fatalf("child %v, root %v", child.GetMeta(), root.GetMeta())
+	}
+	if got, err := rawClient(t, a.Addr()).GetSession(as("alice"), &hubpb.GetSessionRequest{SessionId: child.ID()}); err != nil || got.GetMeta().GetParentSessionId() != parent {
+		t.Fatalf("the child on its owner: %v %v", got, err)
+	}
+}
