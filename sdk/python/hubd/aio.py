@@ -405,7 +405,13 @@ class Client:
                 except errors.HubError:
                     st = None
             if st is not None and st.opens:
-                return await st.open(req, timeout)
+                try:
+                    return await st.open(req, timeout)
+                except errors.NotOwner:
+                    # In a cluster, another node serves the session's partition (a
+                    # child's parent's): the stream is to one node, while an Open call
+                    # is forwarded to the owner. The refusal wrote nothing.
+                    pass
         resp = await self._call("open", self._stub.Open, req, timeout)
         return Session(resp.session, resp.existing)
 

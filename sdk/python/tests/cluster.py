@@ -2,7 +2,8 @@
 each with its embedded NATS server routed to the others (``--embed-nats``),
 the deployment of docs/SCALING.md. P = 8 partitions, a 2 s lease.
 
-Every node's arguments are built in one place (:meth:`Cluster.node_args`).
+Every node's arguments are built in one place (:meth:`Cluster.node_args`;
+a gateway's in :meth:`Cluster.gateway`).
 A hubd that forwards calls to the owner itself (a ``--forward`` flag) is
 started with ``--forward=false``, so that the nodes answer ``NOT_OWNER`` and
 the SDK's following is what the tests exercise.
@@ -107,6 +108,20 @@ class Cluster:
         if self._forwards():
             args.append("--forward=false")  # the SDK follows NOT_OWNER itself
         return args
+
+    def gateway(self, node_id: str, timeout: float = 60.0) -> Node:
+        """Start a node that serves no partition (``--gateway``), a client of
+        the nodes' NATS servers, forwarding every call to its session's owner
+        (hubd's default, unlike the nodes). The caller stops it; it is not
+        one of :attr:`nodes`."""
+        addr = f"127.0.0.1:{_free_ports(1)[0]}"
+        args = ["serve", "--listen", addr, "--http", "off", "--data", str(self.dir / node_id), "--log-format", "json"]
+        args += ["--node-id", node_id, "--gateway", "--cluster", ",".join(n.nats for n in self.nodes)]
+        args += ["--partitions", str(PARTITIONS), "--lease-ttl", LEASE]
+        g = Node(node_id, addr, "", args, self.dir / f"{node_id}.log")
+        self._spawn(g)
+        self._await_listen(g, timeout)
+        return g
 
     def _forwards(self) -> bool:
         """Whether this hubd can forward calls to the owner (--forward)."""

@@ -94,6 +94,36 @@ def test_not_owner_over_the_stream(cluster: Cluster) -> None:
     assert got[0][4] == ("NOT_OWNER", _not_owner_at(n2.addr, sid)) and got[0][4][1]["owner_addr"] == owner_addr
 
 
+def test_open_child_over_the_stream_not_owner(cluster: Cluster) -> None:
+    """A client without peers opens on its Connect stream, which is to one
+    node: a child of a session another node serves is refused NOT_OWNER
+    there, so the client opens it again with an Open call, which a node
+    forwards to the owner (a gateway here: the cluster's nodes answer
+    NOT_OWNER with --forward=false). Sync and asyncio."""
+    if not cluster._forwards():
+        pytest.skip("this hubd does not forward calls (--forward)")
+    with hubd.Client(cluster.nodes[0].addr, name="oc-a") as a:
+        root = a.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted("oc-b")).id
+    gw = cluster.gateway("gw-oc")
+    try:
+        with hubd.Client(gw.addr, name="oc-a") as c:
+            assert c.transport == "stream"
+            child = c.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted("oc-b"), parent=root, timeout=30)
+            assert child.meta.parent_session_id == root
+
+        async def run() -> str:
+            async with hubd.aio.Client(gw.addr, name="oc-a") as c:
+                assert c.transport == "stream"
+                s = await c.open(
+                    hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted("oc-b"), parent=root, timeout=30
+                )
+                return s.meta.parent_session_id
+
+        assert asyncio.run(asyncio.wait_for(run(), 60)) == root
+    finally:
+        gw.signal(signal.SIGKILL)
+
+
 def test_aio_follows_and_serves_across_nodes(cluster: Cluster) -> None:
     c = cluster
     n1, n2, n3 = c.nodes
