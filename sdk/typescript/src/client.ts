@@ -8,7 +8,7 @@ import * as grpc from "@grpc/grpc-js";
 import { backoffDelay, sleep } from "./backoff.js";
 import { DelegateMode, Task, type DelegateOptions } from "./calls.js";
 import { AgentStream, MaxStreamEnvelope, NoStreamError, Transport, type ConnectOptions, type TransportName } from "./connect.js";
-import { CanceledError, DeadlineExceededError, hubError, LimitReachedError, MalformedError, retryable, UnavailableError } from "./errors.js";
+import { CanceledError, DeadlineExceededError, hubError, LimitReachedError, MalformedError, NotOwnerError, retryable, UnavailableError } from "./errors.js";
 import { contextUpdateProto, type ContextUpdate, ends, EventType, jsonValues, Packet } from "./envelope.js";
 import {
   AnswerRequest,
@@ -35,6 +35,7 @@ import {
   View,
   WatchRequest,
   type Answer,
+  type OpenResponse,
   type PendingQuestion,
   type ReplayResponse,
   type TreeNode,
@@ -602,7 +603,9 @@ export class Client {
    * Transport.Stream it goes over the client's Connect stream, as its sends
    * do; it is an Open call with Transport.Unary or peers, against a hub
    * whose stream takes no opens, for a request over MaxStreamEnvelope, and
-   * when the stream cannot be opened (the call then says why). It is not
+   * when the stream cannot be opened (the call then says why), and again
+   * after the stream's node refused it NOT_OWNER (a cluster node forwards
+   * the call to the owner). It is not
    * retried: an UnavailableError (the stream broke with the open in flight,
    * its outcome unknown) may be retried with the same idempotencyKey.
    */
@@ -610,12 +613,25 @@ export class Client {
     const req = openRequest(opts);
     const started = Date.now();
     const st = opts.signal?.aborted ? undefined : await this.openStream(req); // else the call rejects at once
-    // The time spent opening the stream counts against the open's.
-    const call: CallOptions = {
+    // The time spent so far counts against the open's.
+    const call = (): CallOptions => ({
       signal: opts.signal,
       timeoutMs: opts.timeoutMs !== undefined ? Math.max(opts.timeoutMs - (Date.now() - started), 0) : undefined,
-    };
-    const resp = st ? await st.open(req, call) : await this.unary("open", this.raw.open, req, call);
+    });
+    let resp: OpenResponse | undefined;
+    if (st) {
+      try {
+        resp = await st.open(req, call());
+      } catch (err) {
+        if (!(err instanceof NotOwnerError)) {
+          throw err;
+        }
+        // In a cluster, another node serves the session's partition (a
+        // child's parent's): the stream is to one node, while an Open call
+        // is forwarded to the owner. The refusal wrote nothing.
+      }
+    }
+    resp ??= await this.unary("open", this.raw.open, req, call());
     return new Session(resp.session ?? SessionInfo.fromPartial({}), resp.existing);
   }
 

@@ -4,12 +4,15 @@
 // serve merges a stream from every node, a watch follows its session; a
 // node then hands its partitions back and stops (SIGTERM) and the served
 // agents carry on with no gap and no duplicate in what they saw. (The
-// Python SDK's test kills a node with SIGKILL.)
+// Python SDK's test kills a node with SIGKILL.) In a cluster whose nodes
+// forward calls, a client of one node without peers opens a child of a
+// session another node serves.
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 
 import {
+  autoAccepted,
   Client,
   closeReason,
   errorInfoFromMetadata,
@@ -17,11 +20,13 @@ import {
   NotOwnerError,
   NotParticipantError,
   roundRobin,
+  SessionType,
+  Transport,
   type Delivery,
   type Envelope,
 } from "@hubd/sdk";
 
-import { Cluster, track } from "./cluster.js";
+import { Cluster, partitionOf, track } from "./cluster.js";
 import { within } from "./hub.js";
 
 const turns = 24; // per session
@@ -155,6 +160,43 @@ describe("a cluster", { timeout: 180_000 }, () => {
     } finally {
       ac.abort();
       await Promise.allSettled(runs);
+      clients.forEach((cl) => cl.close());
+    }
+  });
+});
+
+describe("a cluster whose nodes forward calls", { timeout: 120_000 }, () => {
+  let c: Cluster;
+  before(async () => {
+    c = track(await Cluster.start(2, { forward: true }));
+  });
+  after(async () => {
+    await c?.close();
+  });
+
+  // The open goes on the client's Connect stream, to one node, which refuses
+  // a child of a session another node serves NOT_OWNER; the client opens it
+  // again with an Open call, which the node forwards to the owner.
+  test("a client of one node without peers opens a child of a session another node serves", async () => {
+    const clients: Client[] = [];
+    const dial = async (addr: string, name: string) => {
+      const cl = await Client.connect(addr, { name, timeoutMs: 10_000 });
+      clients.push(cl);
+      return cl;
+    };
+    try {
+      const opener = await dial(c.nodes[0].addr, "a");
+      const root = await opener.open({ type: SessionType.Conversation, participants: autoAccepted("b") });
+      const owner = c.ownerOf(root.id);
+      const other = c.nodes.find((n) => n.id !== owner);
+      assert.ok(owner && other, `partition ${partitionOf(root.id)} of ${root.id}: owner ${owner}`);
+      const a = await dial(other.addr, "a");
+      assert.equal(a.transport, Transport.Stream);
+      const child = await a.open({ type: SessionType.Conversation, participants: autoAccepted("b"), parent: root.id, timeoutMs: 10_000 });
+      assert.equal(child.meta?.parentSessionId, root.id);
+      const onOwner = await dial(c.nodes.find((n) => n.id === owner)!.addr, "a");
+      assert.equal((await onOwner.getSession(child.id)).meta?.parentSessionId, root.id);
+    } finally {
       clients.forEach((cl) => cl.close());
     }
   });

@@ -5,7 +5,8 @@
 // Every node's arguments are built in one place (nodeArgs). A hubd that
 // forwards calls to the owner itself (a --forward flag) is started with
 // --forward=false, so that the nodes answer NOT_OWNER and the SDK's
-// following is what the tests exercise.
+// following is what the tests exercise; Cluster.start(n, { forward: true })
+// leaves forwarding on.
 
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -68,7 +69,7 @@ export class Cluster {
   private constructor(readonly dir: string) {}
 
   /** The one place a node's hubd arguments are made. */
-  static nodeArgs(dir: string, id: string, addr: string, nats: string, route: string, routes: string[]): string[] {
+  static nodeArgs(dir: string, id: string, addr: string, nats: string, route: string, routes: string[], forward = false): string[] {
     const args = [
       "serve",
       "--listen", addr,
@@ -83,14 +84,14 @@ export class Cluster {
       "--nats-route-listen", route,
       "--nats-routes", routes.join(","),
     ];
-    if (canForward()) {
+    if (!forward && canForward()) {
       args.push("--forward=false"); // the SDK follows NOT_OWNER itself
     }
     return args;
   }
 
-  /** Starts three nodes (each waits for a NATS quorum before it listens) and resolves once all listen and the partitions are spread over them. */
-  static async start(n = 3): Promise<Cluster> {
+  /** Starts n nodes (each waits for a NATS quorum before it listens) and resolves once all listen and the partitions are spread over them; forward: the nodes forward calls to the owner. */
+  static async start(n = 3, opts: { forward?: boolean } = {}): Promise<Cluster> {
     const c = new Cluster(mkdtempSync(join(tmpdir(), "hubd-ts-cluster-")));
     const ports: number[] = [];
     while (ports.length < 3 * n) {
@@ -104,7 +105,7 @@ export class Cluster {
       const id = `n${i + 1}`;
       const addr = `127.0.0.1:${ports[i]}`;
       const nats = `127.0.0.1:${ports[n + i]}`;
-      c.nodes.push(new Node(id, addr, `nats://${nats}`, Cluster.nodeArgs(c.dir, id, addr, nats, routes[i], routes)));
+      c.nodes.push(new Node(id, addr, `nats://${nats}`, Cluster.nodeArgs(c.dir, id, addr, nats, routes[i], routes, opts.forward)));
     }
     try {
       c.nodes.forEach((node) => c.spawn(node));
@@ -171,6 +172,11 @@ export class Cluster {
     return out;
   }
 
+  /** The id of the node serving the tree whose root is rootId, as `hubd cluster status` through via tells; undefined when none does. */
+  ownerOf(rootId: string, via: Node = this.nodes[0]): string | undefined {
+    return this.owners(via).get(partitionOf(rootId)) || undefined;
+  }
+
   /** Waits until every partition is owned by one of ids, each owning some; resolves with how long that took (ms). */
   async waitSpread(ids: string[], timeoutMs = 60_000): Promise<number> {
     const start = Date.now();
@@ -193,6 +199,15 @@ export class Cluster {
     await Promise.all(this.nodes.map((n) => n.signal("SIGKILL")));
     rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/** The partition of a tree given its root session id: FNV-1a (32 bits) of the UUID's 16 bytes, modulo partitions (wal/jetstream.Partition). */
+export function partitionOf(rootId: string): number {
+  let h = 0x811c9dc5;
+  for (const b of Buffer.from(rootId.replace(/-/g, ""), "hex")) {
+    h = Math.imul(h ^ b, 0x01000193) >>> 0;
+  }
+  return h % partitions;
 }
 
 function tail(log: string, lines = 30): string {
