@@ -42,6 +42,18 @@ func startClusterNode(t testing.TB, c *natstest.Cluster, id string, opts ...func
 	return srv
 }
 
+// twoNodes starts node a, waits until it serves every partition, then
+// node b (with bOpts), and waits until each serves two: a session opened
+// through one node is then placed on a partition only that node serves.
+func twoNodes(t *testing.T, c *natstest.Cluster, bOpts ...func(*ClusterConfig)) (a, b *Server) {
+	t.Helper()
+	a = startClusterNode(t, c, "a")
+	waitUntil(t, "a serves every partition", 10*time.Second, func() bool { return len(a.Served()) == 4 })
+	b = startClusterNode(t, c, "b", bOpts...)
+	waitUntil(t, "two partitions each", 10*time.Second, func() bool { return len(a.Served()) == 2 && len(b.Served()) == 2 })
+	return a, b
+}
+
 // rawClient is a gRPC client of addr calling as agent in development mode.
 func rawClient(t testing.TB, addr string) hubsvc.HubClient {
 	t.Helper()
@@ -99,10 +111,7 @@ func TestClusterOwnership(t *testing.T) {
 		t.Skip("a NATS server and two nodes")
 	}
 	c := natstest.RunServer(t)
-	a := startClusterNode(t, c, "a")
-	waitUntil(t, "a serves every partition", 10*time.Second, func() bool { return len(a.Served()) == 4 })
-	b := startClusterNode(t, c, "b", noForward)
-	waitUntil(t, "two partitions each", 10*time.Second, func() bool { return len(a.Served()) == 2 && len(b.Served()) == 2 })
+	a, b := twoNodes(t, c, noForward)
 
 	ca, cb := rawClient(t, a.Addr()), rawClient(t, b.Addr())
 	parts := []*hubpb.Participant{{Name: "alice"}, {Name: "bob", AutoAccept: true}}
@@ -196,10 +205,7 @@ func TestClusterSDKFollows(t *testing.T) {
 		t.Skip("a NATS server and two nodes")
 	}
 	c := natstest.RunServer(t)
-	a := startClusterNode(t, c, "a")
-	waitUntil(t, "a serves every partition", 10*time.Second, func() bool { return len(a.Served()) == 4 })
-	b := startClusterNode(t, c, "b")
-	waitUntil(t, "two partitions each", 10*time.Second, func() bool { return len(a.Served()) == 2 && len(b.Served()) == 2 })
+	a, b := twoNodes(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	dial := func(name string) *agentsdk.Client {
@@ -292,10 +298,7 @@ func TestClusterOpenOnStreamNotOwner(t *testing.T) {
 		t.Skip("a NATS server and two nodes")
 	}
 	c := natstest.RunServer(t)
-	a := startClusterNode(t, c, "a")
-	waitUntil(t, "a serves every partition", 10*time.Second, func() bool { return len(a.Served()) == 4 })
-	b := startClusterNode(t, c, "b")
-	waitUntil(t, "two partitions each", 10*time.Second, func() bool { return len(a.Served()) == 2 && len(b.Served()) == 2 })
+	a, b := twoNodes(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	resp, err := rawClient(t, a.Addr()).Open(as("alice"), &hubpb.OpenRequest{Type: "conversation@1",
