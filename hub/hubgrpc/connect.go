@@ -32,8 +32,9 @@ const connectMethod = "/hubd.v1.Hub/Connect"
 // stream. The handler's goroutine reads the agent's frames. Sends and
 // opens run on a small pool of the stream's own goroutines (as many as
 // are in flight, none when idle), each answered with its ref once
-// durable, or with the status Send or Open would return. Deliveries, once subscribed, are written by a
-// goroutine that runs only while some are ready: an idle stream holds
+// durable, or with the status Send or Open would return. Deliveries,
+// once subscribed, are written by a goroutine that runs only while some
+// are ready: an idle stream holds
 // the handler's goroutine alone (with StreamTap installed; without it a
 // second goroutine reads, so that the handler can end the stream). Writes
 // to the stream are serialised.
@@ -81,7 +82,7 @@ type agentConn struct {
 	mu       sync.Mutex
 	queue    []*hubpb.AgentFrame // sends and opens, checked
 	running  int                 // workers started and not yet exited
-	busy     int                 // of which are running a send
+	busy     int                 // of which are running a send or open
 	parked   int                 // of which wait for work (linger)
 	workWake chan struct{}       // wakes a parked worker; made with the first worker
 

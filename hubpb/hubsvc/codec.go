@@ -50,9 +50,10 @@ func Marshal(base encoding.CodecV2, v any) (mem.BufferSlice, error) {
 
 // ClientCodec returns the codec of a hubd client (agentsdk's): hubd's
 // messages encoded and decoded by vtprotobuf (the same bytes as protobuf's
-// reflection, for about a third of the CPU), others by gRPC's proto codec. Its decoder keeps
-// unknown fields, as protobuf's does, and does not check that strings are
-// UTF-8: what it decodes comes from the hub, which checked them.
+// reflection, for about a third of the CPU), others by gRPC's proto
+// codec. Its decoder keeps unknown fields, as protobuf's does, and does
+// not check that strings are UTF-8: what it decodes comes from the hub,
+// which checked them.
 func ClientCodec() encoding.CodecV2 { return client{base: encoding.GetCodecV2(protocodec.Name)} }
 
 type client struct{ base encoding.CodecV2 }
