@@ -34,10 +34,9 @@ const connectMethod = "/hubd.v1.Hub/Connect"
 // are in flight, none when idle), each answered with its ref once
 // durable, or with the status Send or Open would return. Deliveries,
 // once subscribed, are written by a goroutine that runs only while some
-// are ready: an idle stream holds
-// the handler's goroutine alone (with StreamTap installed; without it a
-// second goroutine reads, so that the handler can end the stream). Writes
-// to the stream are serialised.
+// are ready: an idle stream holds the handler's goroutine alone (with
+// StreamTap installed; without it a second goroutine reads, so that the
+// handler can end the stream). Writes to the stream are serialised.
 func (s *Service) Connect(stream grpc.BidiStreamingServer[hubpb.AgentFrame, hubpb.HubFrame]) error {
 	ctx := stream.Context()
 	id, err := caller(ctx)
