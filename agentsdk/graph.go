@@ -110,8 +110,9 @@ func (g *Graph) JSON() (string, error) {
 // JSON form as a Struct, built directly (args of types other than JSON's
 // own, Conditions and Targets go through their JSON encoding).
 func (g *Graph) Struct() (*structpb.Struct, error) {
-	ts := make([]*structpb.Value, 0, len(g.Transitions))
-	for _, t := range g.Transitions {
+	w := g.wire()
+	ts := make([]*structpb.Value, 0, len(w.Transitions))
+	for _, t := range w.Transitions {
 		when, err := nodeValue(t.When.Name, t.When.Args)
 		if err != nil {
 			return nil, err
@@ -123,22 +124,18 @@ func (g *Graph) Struct() (*structpb.Struct, error) {
 		ts = append(ts, structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{
 			"when": when, "then": then, "priority": structpb.NewNumberValue(float64(t.Priority))}}))
 	}
-	def := Target{Name: "terminate", Args: map[string]any{"reason": "after_work"}}
-	if g.Default != nil {
-		def = *g.Default
-	}
-	dt, err := nodeValue(def.Name, def.Args)
+	dt, err := nodeValue(w.DefaultTarget.Name, w.DefaultTarget.Args)
 	if err != nil {
 		return nil, err
 	}
 	maxTurns := structpb.NewNullValue()
-	if g.MaxTurns > 0 {
-		maxTurns = structpb.NewNumberValue(float64(g.MaxTurns))
+	if w.MaxTurns != nil {
+		maxTurns = structpb.NewNumberValue(float64(*w.MaxTurns))
 	}
-	f := map[string]*structpb.Value{"version": structpb.NewNumberValue(graphVersion), "initial_speaker": structpb.NewStringValue(g.InitialSpeaker),
+	f := map[string]*structpb.Value{"version": structpb.NewNumberValue(float64(w.Version)), "initial_speaker": structpb.NewStringValue(w.InitialSpeaker),
 		"transitions": structpb.NewListValue(&structpb.ListValue{Values: ts}), "default_target": dt, "max_turns": maxTurns}
-	if g.Supervisor != "" {
-		f["supervisor"] = structpb.NewStringValue(g.Supervisor)
+	if w.Supervisor != "" { // omitempty
+		f["supervisor"] = structpb.NewStringValue(w.Supervisor)
 	}
 	return &structpb.Struct{Fields: f}, nil
 }
@@ -260,7 +257,11 @@ func node(name string, args map[string]any) nodeJSON {
 }
 
 // MarshalJSON implements json.Marshaler with the hub's canonical shape.
-func (g Graph) MarshalJSON() ([]byte, error) {
+func (g Graph) MarshalJSON() ([]byte, error) { return json.Marshal(g.wire()) }
+
+// wire is the graph in the hub's shape, its defaults filled in: what
+// MarshalJSON encodes and Struct builds.
+func (g Graph) wire() graphJSON {
 	out := graphJSON{Version: graphVersion, InitialSpeaker: g.InitialSpeaker, Transitions: []transitionJSON{}, Supervisor: g.Supervisor}
 	for _, t := range g.Transitions {
 		out.Transitions = append(out.Transitions, transitionJSON{When: node(t.When.Name, t.When.Args), Then: node(t.Then.Name, t.Then.Args), Priority: t.Priority})
@@ -274,7 +275,7 @@ func (g Graph) MarshalJSON() ([]byte, error) {
 		m := g.MaxTurns
 		out.MaxTurns = &m
 	}
-	return json.Marshal(out)
+	return out
 }
 
 // UnmarshalJSON implements json.Unmarshaler. Args are kept as decoded JSON
