@@ -47,7 +47,9 @@ func (h *Hub) deliver(s *sess, all []*hubpb.Envelope, newTurn bool) {
 			d := &hubpb.Delivery{Envelope: e, YourTurn: turn && e == s.trigger}
 			told = told || d.YourTurn
 			for _, sub := range subs {
-				sub.push(d)
+				if !sub.terse || acts(d, name) {
+					sub.push(d)
+				}
 			}
 		}
 		if turn && !told && s.trigger != nil {
@@ -84,6 +86,24 @@ func (h *Hub) deliverTree(p *plan) {
 	}
 }
 
+// acts reports whether a terse subscription of agent hands out d: what
+// asks the agent to act (its turn, an invite naming it, a question or its
+// withdrawal) or ends its work in a session.
+func acts(d *hubpb.Delivery, agent string) bool {
+	if d.GetYourTurn() {
+		return true
+	}
+	e := d.GetEnvelope()
+	switch t := e.GetType(); t {
+	case session.EventInvite:
+		return slices.Contains(e.GetInvite().GetInvitees(), agent)
+	case session.EventQuestion, session.EventQuestionClosed:
+		return true
+	default:
+		return session.Ends(t)
+	}
+}
+
 // visibleTo returns e, or a copy without its payload when name may not see
 // it.
 func visibleTo(e *hubpb.Envelope, name string) *hubpb.Envelope {
@@ -106,6 +126,9 @@ type SubscribeOptions struct {
 	// TurnView, when set, makes every your_turn delivery carry the agent's
 	// view of its session with these options (see Subscription.Next).
 	TurnView *ViewOptions
+	// Terse hands out only what asks the agent to act or ends its work
+	// (see acts); other envelopes addressed to it are skipped.
+	Terse bool
 }
 
 // Subscribe opens agent's delivery stream: first what it missed after its
@@ -127,6 +150,7 @@ func (h *Hub) Subscribe(ctx context.Context, agent string, opts SubscribeOptions
 		}
 		sub.turnView = v
 	}
+	sub.terse = opts.Terse
 	if err := h.takeStream(sub, agent); err != nil {
 		return nil, err
 	}

@@ -321,6 +321,8 @@ func (r *runner) subscribe(td *datadriven.TestData, agent string) string {
 		switch {
 		case a.Key == "ended":
 			opts.Ended = true
+		case a.Key == "terse":
+			opts.Terse = true
 		case len(a.Vals) == 1:
 			n, _ := strconv.ParseUint(a.Vals[0], 10, 64)
 			opts.Cursors[r.id(a.Key)] = n

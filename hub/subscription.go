@@ -29,6 +29,7 @@ type Subscription struct {
 	viewer  string     // whose audience filters what a watch sees; "" sees all (operators)
 	// turnView, when set, is the view each your_turn delivery carries.
 	turnView *ViewOptions
+	terse    bool   // hand out only what asks the agent to act (SubscribeOptions.Terse)
 	holder   string // the agent whose stream this is, counted in Hub.streams
 	counted  atomic.Bool
 
@@ -354,7 +355,9 @@ func (sub *Subscription) nextReady() (*hubpb.Delivery, bool) {
 
 // filter drops what was already handed out and records what is. An
 // envelope is handed out once; a turn is told once per trigger, on the
-// envelope itself when it is handed out with it, else on its own.
+// envelope itself when it is handed out with it, else on its own. A terse
+// subscription drops what does not ask its agent to act (acts), after
+// recording it: a turn told before is not told again.
 func (sub *Subscription) filter(d *hubpb.Delivery) (*hubpb.Delivery, bool) {
 	e := d.GetEnvelope()
 	id, seq := e.GetSessionId(), e.GetSeq()
@@ -371,6 +374,9 @@ func (sub *Subscription) filter(d *hubpb.Delivery) (*hubpb.Delivery, bool) {
 	}
 	if turn != d.GetYourTurn() {
 		d = &hubpb.Delivery{Envelope: e, YourTurn: turn} // deliveries are shared: never change one
+	}
+	if sub.terse && !acts(d, sub.agent) {
+		return d, false
 	}
 	return d, true
 }

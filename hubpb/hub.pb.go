@@ -3994,7 +3994,16 @@ type SubscribeRequest struct {
 	// options returns it (session_id is ignored): the agent needs no GetView
 	// call before it answers. A view that cannot be built leaves the field
 	// unset.
-	TurnView      *GetViewRequest `protobuf:"bytes,3,opt,name=turn_view,json=turnView,proto3" json:"turn_view,omitempty"`
+	TurnView *GetViewRequest `protobuf:"bytes,3,opt,name=turn_view,json=turnView,proto3" json:"turn_view,omitempty"`
+	// When set, the stream carries only what asks the agent to act or ends
+	// its work: its turns (your_turn), invites naming it among the invitees,
+	// questions and their withdrawals, and the ends of its sessions
+	// (session_closed, session_expired). Other envelopes addressed to it
+	// are skipped (GetView and Read still show them); cursors work as
+	// without it. An agent that answers its turns from the view a turn
+	// notice carries needs nothing else: a turn costs the hub one message
+	// to it, not one per envelope of the session.
+	Terse         bool `protobuf:"varint,4,opt,name=terse,proto3" json:"terse,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4048,6 +4057,13 @@ func (x *SubscribeRequest) GetTurnView() *GetViewRequest {
 		return x.TurnView
 	}
 	return nil
+}
+
+func (x *SubscribeRequest) GetTerse() bool {
+	if x != nil {
+		return x.Terse
+	}
+	return false
 }
 
 // WatchRequest opens a stream of one session's envelopes.
@@ -5963,11 +5979,12 @@ const file_hub_proto_rawDesc = "" +
 	"\x02at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\">\n" +
 	"\fSpeakerCount\x12\x18\n" +
 	"\aspeaker\x18\x01 \x01(\tR\aspeaker\x12\x14\n" +
-	"\x05count\x18\x02 \x01(\x05R\x05count\"\xeb\x01\n" +
+	"\x05count\x18\x02 \x01(\x05R\x05count\"\x81\x02\n" +
 	"\x10SubscribeRequest\x12@\n" +
 	"\acursors\x18\x01 \x03(\v2&.hubd.v1.SubscribeRequest.CursorsEntryR\acursors\x12#\n" +
 	"\rinclude_ended\x18\x02 \x01(\bR\fincludeEnded\x124\n" +
-	"\tturn_view\x18\x03 \x01(\v2\x17.hubd.v1.GetViewRequestR\bturnView\x1a:\n" +
+	"\tturn_view\x18\x03 \x01(\v2\x17.hubd.v1.GetViewRequestR\bturnView\x12\x14\n" +
+	"\x05terse\x18\x04 \x01(\bR\x05terse\x1a:\n" +
 	"\fCursorsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"\xf0\x01\n" +

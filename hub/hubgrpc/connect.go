@@ -600,7 +600,7 @@ func StreamError(err error) *hubpb.StreamError {
 // subscribeOptions reads a SubscribeRequest (of Subscribe or of a Connect
 // stream).
 func subscribeOptions(req *hubpb.SubscribeRequest) (hub.SubscribeOptions, error) {
-	opts := hub.SubscribeOptions{Cursors: map[session.ID]uint64{}, Ended: req.GetIncludeEnded()}
+	opts := hub.SubscribeOptions{Cursors: map[session.ID]uint64{}, Ended: req.GetIncludeEnded(), Terse: req.GetTerse()}
 	if v := req.GetTurnView(); v != nil {
 		opts.TurnView = &hub.ViewOptions{Name: v.GetName(), Window: int(v.GetWindow()), History: v.GetHistory()}
 	}
