@@ -216,7 +216,7 @@ func (c *Client) subscribeCluster(ctx context.Context, opts SubscribeOptions, ca
 			cancel()
 			return nil, wrapErr("subscribe", err)
 		}
-		go cs.node(ctx, c, hubsvc.NewHubClient(conn), addr, opts.IncludeEnded, callOpts, func(err error) {
+		go cs.node(ctx, c, hubsvc.NewHubClient(conn), addr, opts, callOpts, func(err error) {
 			if i == 0 {
 				once.Do(func() { started <- err })
 			}
@@ -238,13 +238,14 @@ func (c *Client) subscribeCluster(ctx context.Context, opts SubscribeOptions, ca
 }
 
 // node keeps one node's stream open until ctx ends, handing its
-// deliveries on; started is told how the first attempt went.
-func (cs *clusterStream) node(ctx context.Context, c *Client, rpc hubsvc.HubClient, addr string, ended bool, callOpts []grpc.CallOption, started func(error)) {
+// deliveries on; started is told how the first attempt went. Each attempt
+// subscribes with opts from the merged stream's cursors.
+func (cs *clusterStream) node(ctx context.Context, c *Client, rpc hubsvc.HubClient, addr string, opts SubscribeOptions, callOpts []grpc.CallOption, started func(error)) {
 	for try := 1; ; try++ {
 		cs.mu.Lock()
-		cur := maps.Clone(cs.cursors)
+		opts.Cursors = maps.Clone(cs.cursors)
 		cs.mu.Unlock()
-		s, err := rpc.Subscribe(context.WithValue(ctx, followingKey{}, true), &hubpb.SubscribeRequest{Cursors: cur, IncludeEnded: ended}, callOpts...)
+		s, err := rpc.Subscribe(context.WithValue(ctx, followingKey{}, true), subscribeRequest(opts), callOpts...)
 		if err == nil {
 			started(nil)
 			for {

@@ -126,7 +126,7 @@ func (c *Client) connect(setup, life context.Context, opts ConnectOptions, callO
 }
 
 func subscribeRequest(o SubscribeOptions) *hubpb.SubscribeRequest {
-	req := &hubpb.SubscribeRequest{Cursors: maps.Clone(o.Cursors), IncludeEnded: o.IncludeEnded}
+	req := &hubpb.SubscribeRequest{Cursors: maps.Clone(o.Cursors), IncludeEnded: o.IncludeEnded, Terse: o.Terse}
 	if v := o.TurnView; v != nil {
 		req.TurnView = &hubpb.GetViewRequest{Name: v.Name, Window: int32(v.Window)}
 	}

@@ -99,6 +99,7 @@ type serveConfig struct {
 	view           *ViewOptions
 	base, maxDelay time.Duration
 	observe        func(*hubpb.Delivery)
+	ends           func(*hubpb.Envelope)
 	onReconnect    func(error)
 	tracer         trace.Tracer // nil: no spans recorded
 }
@@ -129,11 +130,23 @@ func WithBackoff(base, max time.Duration) ServeOption {
 }
 
 // WithObserver calls f with every delivery of the agent's stream, in order,
-// before Serve acts on it (for transcripts and metrics). f runs on the
-// stream's reader: while it blocks, nothing is read (over the Connect
-// stream, the acknowledgements of the replies neither).
+// before Serve acts on it (for transcripts and metrics). With it, the
+// stream carries every envelope addressed to the agent; without it, only
+// what Serve acts on (SubscribeOptions.Terse). f runs on the stream's
+// reader: while it blocks, nothing is read (over the Connect stream, the
+// acknowledgements of the replies neither).
 func WithObserver(f func(*hubpb.Delivery)) ServeOption {
 	return func(c *serveConfig) { c.observe = f }
+}
+
+// WithSessionEnd calls f with the envelope that ended each of the agent's
+// sessions (session_closed or session_expired) when the stream delivers
+// it, before Serve cancels the session's running handler. It runs on the
+// stream's reader, as WithObserver's function does, and keeps the stream
+// terse: an agent that opens sessions and waits for their ends needs no
+// observer.
+func WithSessionEnd(f func(end *hubpb.Envelope)) ServeOption {
+	return func(c *serveConfig) { c.ends = f }
 }
 
 // WithReconnectHook calls f with the error that broke the stream each time
@@ -157,6 +170,9 @@ func WithReconnectHook(f func(err error)) ServeOption {
 // seq seen per session), so nothing is missed or seen twice; the new stream
 // tells its pending turns again. Each turn notice carries the agent's view
 // (SubscribeOptions.TurnView), so a turn costs no call before the handler.
+// Without WithObserver the stream is terse (SubscribeOptions.Terse): the
+// hub sends the agent its turns, invites, questions and session ends, not
+// every envelope of its sessions.
 // Serve reads its deliveries from its own Connect stream and posts the
 // replies on it ([ConnectOptions]: one stream, no call per reply), or,
 // with Options.Transport unary, in a cluster or against a hub without
@@ -269,7 +285,7 @@ func (sv *serving) subscription(ctx context.Context) (bool, error) {
 	if got, err, ok := sv.agentStream(ctx); ok {
 		return got, err
 	}
-	s, err := sv.c.subscribe(ctx, SubscribeOptions{Cursors: sv.cursors, TurnView: sv.cfg.view}, grpc.WaitForReady(true))
+	s, err := sv.c.subscribe(ctx, sv.subscribeOptions(), grpc.WaitForReady(true))
 	if err != nil {
 		return false, err
 	}
@@ -299,8 +315,9 @@ func (sv *serving) agentStream(ctx context.Context) (bool, error, bool) {
 		return false, nil, false
 	}
 	var got atomic.Bool
+	sub := sv.subscribeOptions()
 	st, err := sv.c.connect(ctx, ctx, ConnectOptions{
-		Subscribe: &SubscribeOptions{Cursors: sv.cursors, TurnView: sv.cfg.view},
+		Subscribe: &sub,
 		OnDelivery: func(d *hubpb.Delivery) {
 			got.Store(true)
 			sv.deliver(ctx, d)
@@ -328,6 +345,13 @@ func (sv *serving) agentStream(ctx context.Context) (bool, error, bool) {
 	return got.Load(), st.Err(), true
 }
 
+// subscribeOptions is what Serve's stream delivers: from its cursors, each
+// turn with its view, and only what Serve acts on unless an observer
+// wants everything.
+func (sv *serving) subscribeOptions() SubscribeOptions {
+	return SubscribeOptions{Cursors: sv.cursors, TurnView: sv.cfg.view, Terse: sv.cfg.observe == nil}
+}
+
 // send posts a reply: over Serve's stream while it has one, else as the
 // Client sends.
 func (sv *serving) send(ctx context.Context, id string, env *hubpb.Envelope) error {
@@ -351,6 +375,9 @@ func (sv *serving) deliver(ctx context.Context, d *hubpb.Delivery) {
 	}
 	switch {
 	case Ends(e):
+		if f := sv.cfg.ends; f != nil {
+			f(e)
+		}
 		delete(sv.cursors, id)
 		sv.end(id)
 		return

@@ -535,3 +535,108 @@ func TestServeViewFromTheNotice(t *testing.T) {
 		t.Errorf("calls:\n%s\nwant:\n%s", strings.Join(got.get(), "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// received records the deliveries a client's streams bring over the wire
+// (Connect frames and Subscribe messages alike), as "type" or "type
+// [your turn]".
+type received struct{ calls }
+
+func (r *received) dialOption() grpc.DialOption {
+	return grpc.WithStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		s, err := streamer(ctx, desc, cc, method, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return &recordingStream{ClientStream: s, r: r}, nil
+	})
+}
+
+type recordingStream struct {
+	grpc.ClientStream
+	r *received
+}
+
+func (s *recordingStream) RecvMsg(m any) error {
+	if err := s.ClientStream.RecvMsg(m); err != nil {
+		return err
+	}
+	var d *hubpb.Delivery
+	switch m := m.(type) {
+	case *hubpb.HubFrame:
+		d = m.GetDelivery()
+	case *hubpb.Delivery:
+		d = m
+	}
+	if d != nil {
+		if d.GetYourTurn() {
+			s.r.add("%s [your turn]", d.GetEnvelope().GetType())
+		} else {
+			s.r.add("%s", d.GetEnvelope().GetType())
+		}
+	}
+	return nil
+}
+
+// TestServeTerse: without an observer, Serve's stream brings the agent
+// only what it acts on (its turn and the session's end, not the invite
+// that does not name it, the opening, a note or the others' texts), over
+// either transport; WithSessionEnd is
+// told of the end; WithObserver brings everything addressed to the agent.
+func TestServeTerse(t *testing.T) {
+	h := hubtest.New(t)
+	for _, tc := range []struct {
+		name      string
+		transport string
+		observe   bool
+		want      []string
+	}{
+		{"stream", agentsdk.TransportStream, false, []string{"text [your turn]", "session_closed"}},
+		{"unary", agentsdk.TransportUnary, false, []string{"text [your turn]", "session_closed"}},
+		{"observer", agentsdk.TransportStream, true, []string{"session_invite", "session_opened", "note", "text [your turn]", "text", "session_closed"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			var wire received
+			alice := dial(t, h.Addr(), "alice")
+			bob := dial(t, h.Addr(), "bob", func(o *agentsdk.Options) {
+				o.Transport = tc.transport
+				o.DialOptions = append(o.DialOptions, wire.dialOption())
+			})
+			carol := dial(t, h.Addr(), "carol")
+			ended := make(chan *hubpb.Envelope, 1)
+			opts := []agentsdk.ServeOption{agentsdk.WithSessionEnd(func(e *hubpb.Envelope) { ended <- e })}
+			var observed calls
+			if tc.observe {
+				opts = append(opts, agentsdk.WithObserver(func(d *hubpb.Delivery) { observed.add("%s", d.GetEnvelope().GetType()) }))
+			}
+			reply := func(c *agentsdk.Client) agentsdk.Handler {
+				return func(context.Context, *agentsdk.Turn) (agentsdk.Reply, error) {
+					return agentsdk.ReplyText("from " + c.Name()), nil
+				}
+			}
+			serve(t, ctx, []*agentsdk.Client{bob}, reply, opts...)
+			serve(t, ctx, []*agentsdk.Client{carol}, reply)
+			s := openPipeline(t, ctx, alice)
+			if _, err := alice.SendEvent(ctx, s.ID(), "note", []byte("aside")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := alice.SendText(ctx, s.ID(), "go"); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case e := <-ended:
+				if e.GetSessionId() != s.ID() || e.GetType() != agentsdk.EventClosed {
+					t.Errorf("WithSessionEnd got %s", js(t, e))
+				}
+			case <-ctx.Done():
+				t.Fatal("WithSessionEnd was not called")
+			}
+			if got := wire.get(); !slices.Equal(got, tc.want) {
+				t.Errorf("bob's stream brought %q, want %q", got, tc.want)
+			}
+			if tc.observe && !slices.Equal(observed.get(), []string{"session_invite", "session_opened", "note", "text", "text", "session_closed"}) {
+				t.Errorf("the observer saw %q", observed.get())
+			}
+		})
+	}
+}

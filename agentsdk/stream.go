@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"iter"
-	"maps"
 	"time"
 
 	"google.golang.org/grpc"
@@ -75,6 +74,11 @@ type SubscribeOptions struct {
 	// agent's view of its session with these options (Delivery.View), so
 	// that no View call is needed before answering.
 	TurnView *ViewOptions
+	// Terse delivers only what asks the agent to act or ends its work: its
+	// turns, invites naming it, questions and their withdrawals, and the
+	// ends of its sessions (SubscribeRequest.terse). A hub older than the
+	// option delivers everything, as without it.
+	Terse bool
 }
 
 // Subscribe opens the caller's delivery stream: what it missed after its
@@ -90,11 +94,7 @@ func (c *Client) subscribe(ctx context.Context, opts SubscribeOptions, callOpts 
 		return c.subscribeCluster(ctx, opts, callOpts...)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	req := &hubpb.SubscribeRequest{Cursors: maps.Clone(opts.Cursors), IncludeEnded: opts.IncludeEnded}
-	if v := opts.TurnView; v != nil {
-		req.TurnView = &hubpb.GetViewRequest{Name: v.Name, Window: int32(v.Window)}
-	}
-	s, err := c.rpc.Subscribe(ctx, req, callOpts...)
+	s, err := c.rpc.Subscribe(ctx, subscribeRequest(opts), callOpts...)
 	if err != nil {
 		cancel()
 		return nil, wrapErr("subscribe", err)
