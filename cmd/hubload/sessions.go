@@ -103,7 +103,7 @@ func runSessions(ctx context.Context, cfg config, stdout, stderr io.Writer) erro
 	for i, name := range sl.names {
 		opts := []agentsdk.ServeOption{}
 		if i == 0 {
-			opts = append(opts, agentsdk.WithObserver(sl.observe))
+			opts = append(opts, agentsdk.WithSessionEnd(sl.ended))
 		}
 		c := p.client(i)
 		served.Go(func() {
@@ -228,13 +228,9 @@ func (sl *sessLoad) handle(_ context.Context, t *agentsdk.Turn) (agentsdk.Reply,
 	return agentsdk.ReplyText(sl.text), nil
 }
 
-// observe sees every delivery of the first agent (the opener) and notes
-// when a session closes.
-func (sl *sessLoad) observe(d *hubpb.Delivery) {
-	e := d.GetEnvelope()
-	if !agentsdk.Ends(e) {
-		return
-	}
+// ended is told by the first agent's Serve (the opener's) of each
+// session's end, and notes when it came.
+func (sl *sessLoad) ended(e *hubpb.Envelope) {
 	now := time.Now()
 	tr := sl.track(e.GetSessionId())
 	sl.mu.Lock()
