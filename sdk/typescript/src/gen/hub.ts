@@ -1177,7 +1177,20 @@ export interface SubscribeRequest {
    * call before it answers. A view that cannot be built leaves the field
    * unset.
    */
-  turnView: GetViewRequest | undefined;
+  turnView:
+    | GetViewRequest
+    | undefined;
+  /**
+   * When set, the stream carries only what asks the agent to act or ends
+   * its work: its turns (your_turn), invites naming it among the invitees,
+   * questions and their withdrawals, and the ends of its sessions
+   * (session_closed, session_expired). Other envelopes addressed to it
+   * are skipped (GetView and Read still show them); cursors work as
+   * without it. An agent that answers its turns from the view a turn
+   * notice carries needs nothing else: a turn costs the hub one message
+   * to it, not one per envelope of the session.
+   */
+  terse: boolean;
 }
 
 export interface SubscribeRequest_CursorsEntry {
@@ -8283,7 +8296,7 @@ export const SpeakerCount: MessageFns<SpeakerCount> = {
 };
 
 function createBaseSubscribeRequest(): SubscribeRequest {
-  return { cursors: {}, includeEnded: false, turnView: undefined };
+  return { cursors: {}, includeEnded: false, turnView: undefined, terse: false };
 }
 
 export const SubscribeRequest: MessageFns<SubscribeRequest> = {
@@ -8296,6 +8309,9 @@ export const SubscribeRequest: MessageFns<SubscribeRequest> = {
     }
     if (message.turnView !== undefined) {
       GetViewRequest.encode(message.turnView, writer.uint32(26).fork()).join();
+    }
+    if (message.terse !== false) {
+      writer.uint32(32).bool(message.terse);
     }
     return writer;
   },
@@ -8340,6 +8356,14 @@ export const SubscribeRequest: MessageFns<SubscribeRequest> = {
             message.turnView = GetViewRequest.decode(reader, reader.uint32());
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.terse = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -8370,6 +8394,7 @@ export const SubscribeRequest: MessageFns<SubscribeRequest> = {
         : {},
       includeEnded: isSet(object.include_ended) ? globalThis.Boolean(object.include_ended) : false,
       turnView: isSet(object.turn_view) ? GetViewRequest.fromJSON(object.turn_view) : undefined,
+      terse: isSet(object.terse) ? globalThis.Boolean(object.terse) : false,
     };
   },
 
@@ -8389,6 +8414,9 @@ export const SubscribeRequest: MessageFns<SubscribeRequest> = {
     }
     if (message.turnView !== undefined) {
       obj.turn_view = GetViewRequest.toJSON(message.turnView);
+    }
+    if (message.terse !== false) {
+      obj.terse = message.terse;
     }
     return obj;
   },
@@ -8411,6 +8439,7 @@ export const SubscribeRequest: MessageFns<SubscribeRequest> = {
     message.turnView = (object.turnView !== undefined && object.turnView !== null)
       ? GetViewRequest.fromPartial(object.turnView)
       : undefined;
+    message.terse = object.terse ?? false;
     return message;
   },
 };
