@@ -805,7 +805,7 @@ class StreamSend(_message.Message):
     def __init__(self, ref: _Optional[int] = ..., session_id: _Optional[str] = ..., envelope: _Optional[_Union[Envelope, _Mapping]] = ..., traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ...) -> None: ...
 
 class SubscribeRequest(_message.Message):
-    __slots__ = ["cursors", "include_ended", "turn_view"]
+    __slots__ = ["cursors", "include_ended", "terse", "turn_view"]
     class CursorsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -815,11 +815,13 @@ class SubscribeRequest(_message.Message):
         def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     CURSORS_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_ENDED_FIELD_NUMBER: _ClassVar[int]
+    TERSE_FIELD_NUMBER: _ClassVar[int]
     TURN_VIEW_FIELD_NUMBER: _ClassVar[int]
     cursors: _containers.ScalarMap[str, int]
     include_ended: bool
+    terse: bool
     turn_view: GetViewRequest
-    def __init__(self, cursors: _Optional[_Mapping[str, int]] = ..., include_ended: bool = ..., turn_view: _Optional[_Union[GetViewRequest, _Mapping]] = ...) -> None: ...
+    def __init__(self, cursors: _Optional[_Mapping[str, int]] = ..., include_ended: bool = ..., turn_view: _Optional[_Union[GetViewRequest, _Mapping]] = ..., terse: bool = ...) -> None: ...
 
 class TaskProgress(_message.Message):
     __slots__ = ["detail", "percent", "task"]
