@@ -600,10 +600,11 @@ class Client:
         cursors: Optional[Mapping[str, int]] = None,
         *,
         include_ended: bool = False,
+        terse: bool = False,
         timeout: Optional[float] = None,
     ) -> Stream:
         """The caller's delivery stream (see :meth:`hubd.Client.subscribe`)."""
-        req = pb.SubscribeRequest(cursors=dict(cursors or {}), include_ended=include_ended)
+        req = pb.SubscribeRequest(cursors=dict(cursors or {}), include_ended=include_ended, terse=terse)
         return Stream("subscribe", self._stub.Subscribe(req, metadata=self._md, timeout=timeout))
 
     def watch(self, session_id: str, from_seq: int = 0, *, timeout: Optional[float] = None) -> Stream:

@@ -662,14 +662,18 @@ class Client:
         cursors: Optional[Mapping[str, int]] = None,
         *,
         include_ended: bool = False,
+        terse: bool = False,
         timeout: Optional[float] = None,
     ) -> Stream:
         """The caller's delivery stream: what it missed after its cursors
         (the last seq processed per session id; sessions without one from
         their start unless ended, or with ``include_ended``), then its pending
         turns, then everything live. Per session, seqs arrive in order with no
-        gap and no duplicate."""
-        req = pb.SubscribeRequest(cursors=dict(cursors or {}), include_ended=include_ended)
+        gap and no duplicate. With ``terse`` it carries only what asks the
+        caller to act or ends its work: its turns, invites naming it,
+        questions and their withdrawals, and the ends of its sessions (a hub
+        older than the option delivers everything)."""
+        req = pb.SubscribeRequest(cursors=dict(cursors or {}), include_ended=include_ended, terse=terse)
         return Stream("subscribe", self._stub.Subscribe(req, metadata=self._md, timeout=timeout))
 
     def watch(self, session_id: str, from_seq: int = 0, *, timeout: Optional[float] = None) -> Stream:

@@ -231,6 +231,28 @@ def test_serve_options(hub: Hub, names: Names) -> None:
     run(main())
 
 
+def test_subscribe_terse(hub: Hub, names: Names) -> None:
+    A, B, C = names("alice"), names("bob"), names("carol")
+
+    async def main() -> None:
+        async with hubd.aio.Client(hub.addr, name=A) as alice, hubd.aio.Client(hub.addr, name=B) as bob:
+            s = await alice.open(graph=hubd.sequence(A, B, C), participants=hubd.auto_accepted(B, C))
+            await alice.send_event(s.id, "note", b"aside")
+            await alice.send_text(s.id, "go")
+            got: List[str] = []
+            sub = bob.subscribe(terse=True, timeout=20)
+            async for d in sub:
+                got.append(d.envelope.type + (" [your turn]" if d.your_turn else ""))
+                if d.your_turn:
+                    await alice.close_session(s.id, "enough")
+                if hubd.ends(d.envelope):
+                    break
+            sub.close()
+            assert got == ["text [your turn]", "session_closed"]
+
+    run(main())
+
+
 AGENT = textwrap.dedent(
     """
     import asyncio, sys

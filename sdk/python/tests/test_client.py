@@ -310,6 +310,33 @@ def test_subscribe(connect: Connect, names: Names) -> None:
         assert first is not None and first.envelope.session_id == s.id and first.envelope.seq == 1
 
 
+def test_subscribe_terse(connect: Connect, names: Names) -> None:
+    """A terse stream carries the caller's turns and the ends of its
+    sessions, not the invite that does not name it, the opening, notes or
+    the others' texts."""
+    alice, bob = connect(names("alice")), connect(names("bob"))
+    s = pipeline(alice, names)
+    alice.send_event(s.id, "note", b"aside")
+    alice.send_text(s.id, "go")
+    got: List[str] = []
+    with bob.subscribe(terse=True, timeout=20) as stream:
+        for d in stream:
+            got.append(d.envelope.type + (" [your turn]" if d.your_turn else ""))
+            if d.your_turn:
+                alice.close_session(s.id, "enough")
+            if hubd.ends(d.envelope):
+                break
+    assert got == ["text [your turn]", "session_closed"]
+    # Without terse, the same session from its start brings everything.
+    with bob.subscribe(include_ended=True, timeout=20) as stream:
+        everything = []
+        for d in stream:
+            everything.append(d.envelope.type)
+            if hubd.ends(d.envelope):
+                break
+    assert everything == ["session_invite", "session_opened", "note", "text", "session_closed"]
+
+
 def test_watch_and_follow(connect: Connect, names: Names) -> None:
     alice, bob, carol = connect(names("alice")), connect(names("bob")), connect(names("carol"))
     s = pipeline(alice, names)
