@@ -44,6 +44,7 @@ class Serving:
         window: int,
         backoff: Tuple[float, float],
         observer: Optional[Callable[[pb.Delivery], None]],
+        on_session_end: Optional[Callable[[pb.Envelope], None]],
         on_reconnect: Optional[Callable[[errors.HubError], None]],
         stop: Optional[threading.Event],
         handle_signals: bool,
@@ -58,6 +59,7 @@ class Serving:
         self.window = window
         self.base, self.cap = backoff
         self.observe = observer
+        self.on_session_end = on_session_end
         self.on_reconnect = on_reconnect
         self.user_stop = stop
         self.handle_signals = handle_signals
@@ -106,8 +108,10 @@ class Serving:
 
     def _request(self) -> pb.SubscribeRequest:
         """The subscription from the cursors, asking each turn notice to
-        carry the turn's view (no GetView call before the handler)."""
-        req = pb.SubscribeRequest(cursors=self.cursors)
+        carry the turn's view (no GetView call before the handler), and
+        only what serve acts on (terse) unless an observer wants
+        everything."""
+        req = pb.SubscribeRequest(cursors=self.cursors, terse=self.observe is None)
         if self.view is not None:
             req.turn_view.CopyFrom(pb.GetViewRequest(name=self.view, window=self.window))
         return req
@@ -256,6 +260,8 @@ class Serving:
         if e.seq > self.cursors.get(sid, 0):
             self.cursors[sid] = e.seq
         if ends(e):
+            if self.on_session_end is not None:
+                self.on_session_end(e)
             self.cursors.pop(sid, None)
             self._end(sid)
             return

@@ -788,6 +788,7 @@ class Client:
         window: int = 0,
         backoff: Tuple[float, float] = (0.1, 5.0),
         observer: Optional[Callable[[pb.Delivery], None]] = None,
+        on_session_end: Optional[Callable[[pb.Envelope], None]] = None,
         on_reconnect: Optional[Callable[[errors.HubError], None]] = None,
         stop: Optional[asyncio.Event] = None,
         handle_signals: bool = True,
@@ -796,6 +797,9 @@ class Client:
         asyncio. Each turn runs as a task (one at a time per session, sessions
         concurrently); a coroutine handler is awaited on the loop, a plain one
         runs in a worker thread. A turn whose session ends is cancelled.
+        ``observer`` and ``on_session_end`` are plain functions called on
+        the event loop as serve reads (without ``observer`` the stream is
+        terse).
 
         Args:
             stop: serve returns once this event is set (cancelling the task
@@ -817,6 +821,7 @@ class Client:
             window=window,
             backoff=backoff,
             observer=observer,
+            on_session_end=on_session_end,
             on_reconnect=on_reconnect,
             stop=stop,
             handle_signals=handle_signals,
@@ -857,6 +862,7 @@ class _AsyncServing:
         window: int,
         backoff: Tuple[float, float],
         observer: Optional[Callable[[pb.Delivery], None]],
+        on_session_end: Optional[Callable[[pb.Envelope], None]],
         on_reconnect: Optional[Callable[[errors.HubError], None]],
         stop: Optional[asyncio.Event],
         handle_signals: bool,
@@ -870,6 +876,7 @@ class _AsyncServing:
         self.window = window
         self.base, self.cap = backoff
         self.observe = observer
+        self.on_session_end = on_session_end
         self.on_reconnect = on_reconnect
         self.user_stop = stop
         self.handle_signals = handle_signals
@@ -950,8 +957,10 @@ class _AsyncServing:
 
     def _request(self) -> pb.SubscribeRequest:
         """The subscription from the cursors, asking each turn notice to
-        carry the turn's view (no GetView call before the handler)."""
-        req = pb.SubscribeRequest(cursors=self.cursors)
+        carry the turn's view (no GetView call before the handler), and
+        only what serve acts on (terse) unless an observer wants
+        everything."""
+        req = pb.SubscribeRequest(cursors=self.cursors, terse=self.observe is None)
         if self.view is not None:
             req.turn_view.CopyFrom(pb.GetViewRequest(name=self.view, window=self.window))
         return req
@@ -1030,6 +1039,8 @@ class _AsyncServing:
         if e.seq > self.cursors.get(sid, 0):
             self.cursors[sid] = e.seq
         if ends(e):
+            if self.on_session_end is not None:
+                self.on_session_end(e)
             self.cursors.pop(sid, None)
             self._end(sid)
             return

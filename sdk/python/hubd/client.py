@@ -938,6 +938,7 @@ class Client:
         window: int = 0,
         backoff: Tuple[float, float] = (0.1, 5.0),
         observer: Optional[Callable[[pb.Delivery], None]] = None,
+        on_session_end: Optional[Callable[[pb.Envelope], None]] = None,
         on_reconnect: Optional[Callable[[errors.HubError], None]] = None,
         stop: Optional[threading.Event] = None,
         handle_signals: bool = True,
@@ -966,9 +967,13 @@ class Client:
         cuts the agent off as a slow subscriber), serve resubscribes with
         jittered exponential backoff (``backoff`` = (base, max) seconds) from
         the cursors it keeps (the last seq seen per session), so nothing is
-        missed or seen twice, and the hub offers its pending turns again. A
-        reply the hub refuses because its turn has passed (OUT_OF_TURN,
-        SESSION_CLOSED, SESSION_NOT_OPEN) is logged and dropped.
+        missed or seen twice, and the hub offers its pending turns again.
+        Each turn notice carries the agent's view. Without ``observer`` the
+        stream is terse (``subscribe(terse=True)``): the hub sends the agent
+        its turns, the invites naming it, questions and the ends of its
+        sessions, not every envelope of its sessions. A reply the hub
+        refuses because its turn has passed (OUT_OF_TURN, SESSION_CLOSED,
+        SESSION_NOT_OPEN) is logged and dropped.
 
         Args:
             handler: called with each turn.
@@ -983,7 +988,15 @@ class Client:
             observer: called with every delivery of the agent's stream, in
                 order, before serve acts on it (on the reader thread: while
                 it blocks, nothing is read, over the Connect stream the
-                acknowledgements of the replies neither).
+                acknowledgements of the replies neither). With it, the
+                stream carries every envelope addressed to the agent;
+                without it, only what serve acts on.
+            on_session_end: called with the envelope that ended each of the
+                agent's sessions (``session_closed`` or ``session_expired``)
+                when the stream delivers it, before serve cancels that
+                session's running turn; on the reader thread, as
+                ``observer``. It keeps the stream terse: an agent that opens
+                sessions and waits for their ends needs no observer.
             on_reconnect: called with the error that broke the stream each
                 time serve resubscribes.
             stop: serve returns once this event is set.
@@ -1006,6 +1019,7 @@ class Client:
             window=window,
             backoff=backoff,
             observer=observer,
+            on_session_end=on_session_end,
             on_reconnect=on_reconnect,
             stop=stop,
             handle_signals=handle_signals,

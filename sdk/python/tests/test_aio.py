@@ -18,6 +18,8 @@ import hubd.aio
 from hubd import pb
 
 from .conftest import SDK, Hub, Names, free_port
+from .test_serve import EVERYTHING, TERSE
+from .wire import Received
 
 T = TypeVar("T")
 
@@ -249,6 +251,52 @@ def test_subscribe_terse(hub: Hub, names: Names) -> None:
                     break
             sub.close()
             assert got == ["text [your turn]", "session_closed"]
+
+    run(main())
+
+
+@pytest.mark.parametrize(
+    "transport, observe, want",
+    [("stream", False, TERSE), ("unary", False, TERSE), ("stream", True, EVERYTHING)],
+    ids=["stream", "unary", "observer"],
+)
+def test_terse(hub: Hub, names: Names, transport: str, observe: bool, want: List[str]) -> None:
+    """tests/test_serve.py's test_terse under asyncio: serve's stream is
+    terse unless an observer is given, over either transport, and
+    on_session_end is told of the end."""
+    A, B, C = names("alice"), names("bob"), names("carol")
+    wire = Received()
+
+    async def main() -> None:
+        with wire.dialing_aio():
+            bob = hubd.aio.Client(hub.addr, name=B, transport=transport)
+        async with hubd.aio.Client(hub.addr, name=A) as alice, hubd.aio.Client(hub.addr, name=C) as carol, bob:
+            ended: "asyncio.Queue[pb.Envelope]" = asyncio.Queue()
+            observed: List[str] = []
+            stop = asyncio.Event()
+            servers = [
+                asyncio.ensure_future(
+                    bob.serve(
+                        lambda t: "from bob",
+                        observer=(lambda d: observed.append(d.envelope.type)) if observe else None,
+                        on_session_end=ended.put_nowait,
+                        stop=stop,
+                        handle_signals=False,
+                    )
+                ),
+                asyncio.ensure_future(carol.serve(lambda t: "from carol", stop=stop, handle_signals=False)),
+            ]
+            s = await alice.open(graph=hubd.sequence(A, B, C), participants=hubd.auto_accepted(B, C))
+            await alice.send_event(s.id, "note", b"aside")
+            await alice.send_text(s.id, "go")
+            e = await asyncio.wait_for(ended.get(), 20)
+            assert (e.session_id, e.type) == (s.id, hubd.EVENT_CLOSED)
+            assert wire.get() == want
+            if observe:
+                assert observed == ["session_invite", "session_opened", "note", "text", "text", "session_closed"]
+            stop.set()
+            await asyncio.gather(*servers)
+            assert bob.transport == transport and ended.empty()
 
     run(main())
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import queue
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ import pytest
 import hubd
 
 from .conftest import SDK, Hub, Names, Serving, transcript
+from .wire import Received
 
 Connect = Callable[..., hubd.Client]
 
@@ -268,6 +270,47 @@ def test_ended_session_cancels_its_turn(connect: Connect, names: Names, serving:
     assert told.wait(10)
     serving.close()
     assert [hubd.sender(e) for e in alice.read_log(s.id) if hubd.is_turn(e)] == [names("alice")]
+
+
+TERSE = ["text [your turn]", "session_closed"]
+EVERYTHING = ["session_invite", "session_opened", "note", "text [your turn]", "text", "session_closed"]
+
+
+@pytest.mark.parametrize(
+    "transport, observe, want",
+    [("stream", False, TERSE), ("unary", False, TERSE), ("stream", True, EVERYTHING)],
+    ids=["stream", "unary", "observer"],
+)
+def test_terse(
+    connect: Connect, names: Names, serving: Serving, transport: str, observe: bool, want: List[str]
+) -> None:
+    """Without an observer, serve's stream brings the agent only what it
+    acts on (its turn and the session's end, not the invite that does not
+    name it, the opening, a note or the others' texts), over either
+    transport; on_session_end is told of the end; an observer brings
+    everything addressed to the agent."""
+    wire = Received()
+    alice, carol = connect(names("alice")), connect(names("carol"))
+    with wire.dialing():
+        bob = connect(names("bob"), transport=transport)
+    ended: "queue.Queue[hubd.pb.Envelope]" = queue.Queue()
+    observed: List[str] = []
+    kw: Dict[str, object] = {"observer": lambda d: observed.append(d.envelope.type)} if observe else {}
+    serving.start(bob, lambda t: "from bob", on_session_end=ended.put, **kw)
+    serving.start(carol, lambda t: "from carol")
+    s = alice.open(
+        graph=hubd.sequence(names("alice"), names("bob"), names("carol")),
+        participants=hubd.auto_accepted(names("bob"), names("carol")),
+    )
+    alice.send_event(s.id, "note", b"aside")
+    alice.send_text(s.id, "go")
+    e = ended.get(timeout=20)
+    assert (e.session_id, e.type) == (s.id, hubd.EVENT_CLOSED)
+    assert wire.get() == want
+    if observe:
+        assert observed == ["session_invite", "session_opened", "note", "text", "text", "session_closed"]
+    serving.close()
+    assert bob.transport == transport and ended.empty()
 
 
 AGENT = textwrap.dedent(
