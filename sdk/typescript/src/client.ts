@@ -352,6 +352,13 @@ export interface SubscribeOptions extends CallOptions {
   cursors?: Record<string, number> | Map<string, number>;
   /** Also delivers ended sessions without a cursor. */
   includeEnded?: boolean;
+  /**
+   * Delivers only what asks the agent to act or ends its work: its turns,
+   * invites naming it, questions and their withdrawals, and the ends of its
+   * sessions (SubscribeRequest.terse). A hub older than the option delivers
+   * everything, as without it.
+   */
+  terse?: boolean;
 }
 
 type UnaryMethod<Req, Res> = (
@@ -863,13 +870,14 @@ export class Client {
   /** @internal subscribe, optionally waiting for the hub while it is down, optionally with each turn's view. */
   subscribeStream(opts: SubscribeOptions, waitForReady: boolean, turnView?: GetViewRequest): DeliveryStream {
     const cursors = opts.cursors instanceof Map ? Object.fromEntries(opts.cursors) : { ...opts.cursors };
+    const req = SubscribeRequest.fromPartial({ cursors, includeEnded: opts.includeEnded ?? false, turnView, terse: opts.terse ?? false });
     if (this.peers) {
       const deadline = opts.timeoutMs !== undefined ? Date.now() + opts.timeoutMs : undefined;
-      const merged = new MergedSubscribe(this.peers, cursors, (client, at) =>
+      const merged = new MergedSubscribe(this.peers, req, (client, at) =>
         this.stream(
           "subscribe",
           this.raw.subscribe,
-          SubscribeRequest.fromPartial({ cursors: at, includeEnded: opts.includeEnded ?? false, turnView }),
+          at,
           { timeoutMs: deadline !== undefined ? Math.max(deadline - Date.now(), 0) : undefined },
           false,
           client,
@@ -877,13 +885,7 @@ export class Client {
       );
       return this.sourced("subscribe", merged, opts);
     }
-    return this.stream(
-      "subscribe",
-      this.raw.subscribe,
-      SubscribeRequest.fromPartial({ cursors, includeEnded: opts.includeEnded ?? false, turnView }),
-      opts,
-      waitForReady,
-    );
+    return this.stream("subscribe", this.raw.subscribe, req, opts, waitForReady);
   }
 
   /**

@@ -26,7 +26,7 @@ import * as grpc from "@grpc/grpc-js";
 
 import { backoffDelay, sleep } from "./backoff.js";
 import { errorInfoFromMetadata, HubError, retryable } from "./errors.js";
-import { Delivery, WatchRequest } from "./gen/hub.js";
+import { Delivery, SubscribeRequest, WatchRequest } from "./gen/hub.js";
 import type { HubClient } from "./gen/hub_service.js";
 import type { DeliveryStream, StreamSource } from "./stream.js";
 
@@ -147,12 +147,16 @@ export class MergedSubscribe implements StreamSource {
   private readonly abort = new AbortController();
   private failure: unknown;
 
+  /**
+   * Opens a stream on every node with req, each (re)opened with req's
+   * options (turn view, terse, ...) from the merged stream's cursors.
+   */
   constructor(
     private readonly peers: Peers,
-    cursors: Record<string, number>,
-    private readonly open: (client: HubClient, cursors: Record<string, number>) => DeliveryStream,
+    private readonly req: SubscribeRequest,
+    private readonly open: (client: HubClient, req: SubscribeRequest) => DeliveryStream,
   ) {
-    this.cursors = new Map(Object.entries(cursors));
+    this.cursors = new Map(Object.entries(req.cursors));
     for (const addr of peers.nodes()) {
       void this.node(addr);
     }
@@ -160,7 +164,7 @@ export class MergedSubscribe implements StreamSource {
 
   private async node(addr: string): Promise<void> {
     for (let attempt = 0; !this.abort.signal.aborted; ) {
-      const s = this.open(this.peers.client(addr), Object.fromEntries(this.cursors));
+      const s = this.open(this.peers.client(addr), SubscribeRequest.fromPartial({ ...this.req, cursors: Object.fromEntries(this.cursors) }));
       this.streams.add(s);
       let err: unknown;
       try {

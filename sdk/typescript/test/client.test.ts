@@ -440,7 +440,7 @@ describe("sending and reading", { timeout: 20_000 }, () => {
     assert.ok((await bob.view(id)).items.length > 0);
   });
 
-  test("subscribe resumes after a cursor; watch shows what the caller may read", async () => {
+  test("subscribe resumes after a cursor, terse or not; watch shows what the caller may read", async () => {
     const sub = bob.subscribe({ cursors: { [id]: 6 } });
     const seqs: number[] = [];
     for await (const d of sub) {
@@ -453,6 +453,21 @@ describe("sending and reading", { timeout: 20_000 }, () => {
       }
     }
     assert.deepEqual(seqs, [7, 8, 9]);
+
+    // A terse stream brings bob only what asks him to act or ends his work:
+    // of carol's context set, her finishing packet and the close, the close.
+    const terse = bob.subscribe({ cursors: { [id]: 6 }, terse: true });
+    const terseSeqs: number[] = [];
+    for await (const d of terse) {
+      if (d.envelope?.sessionId !== id) {
+        continue;
+      }
+      terseSeqs.push(d.envelope.seq);
+      if (ends(d.envelope)) {
+        break;
+      }
+    }
+    assert.deepEqual(terseSeqs, [9]);
 
     // Ended sessions without a cursor come only with includeEnded.
     const ended = bob.subscribe({ cursors: new Map(), includeEnded: true });
