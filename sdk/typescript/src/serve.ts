@@ -147,11 +147,22 @@ export interface ServeOptions {
   backoff?: { baseMs: number; maxMs: number };
   /**
    * Called with every delivery of the agent's stream, in order, before serve
-   * acts on it (for transcripts and metrics). While a promise it returns is
-   * pending, nothing more is read (over the Connect stream, the acks of the
-   * replies neither).
+   * acts on it (for transcripts and metrics). With it, the stream carries
+   * every envelope addressed to the agent; without it, only what serve acts
+   * on (SubscribeOptions.terse). While a promise it returns is pending,
+   * nothing more is read (over the Connect stream, the acks of the replies
+   * neither).
    */
   observer?: (d: Delivery) => void | Promise<void>;
+  /**
+   * Called with the envelope that ended each of the agent's sessions
+   * (session_closed or session_expired) when the stream delivers it, before
+   * serve aborts the session's running handler. It runs on the stream's
+   * reader, as the observer does (a promise it returns holds the reader
+   * back), and keeps the stream terse: an agent that opens sessions and
+   * waits for their ends needs no observer.
+   */
+  onSessionEnd?: (end: Envelope) => void | Promise<void>;
   /** Called with the error that broke the stream each time serve resubscribes. */
   onReconnect?: (err: unknown) => void;
 }
@@ -181,7 +192,9 @@ interface Worker {
  * last seq seen per session), so nothing is missed or seen twice; the new
  * stream tells its pending turns again. Each turn notice carries the agent's
  * view (the subscription's turn_view), so a turn costs no call before the
- * handler. A turn superseded by a newer one of the same session before h
+ * handler. Without an observer the stream is terse (SubscribeOptions.terse):
+ * the hub sends the agent its turns, invites, questions and session ends,
+ * not every envelope of its sessions. A turn superseded by a newer one of the same session before h
  * started on it is skipped. A reply that the hub refuses because the turn
  * has passed (OUT_OF_TURN, SESSION_CLOSED, SESSION_NOT_OPEN) is logged and
  * dropped.
@@ -259,13 +272,18 @@ class Serving {
     return v ? GetViewRequest.fromPartial({ name: v.name, window: v.window ?? 0 }) : undefined;
   }
 
+  /** Whether the subscription is terse: it is unless an observer wants everything. */
+  private terse(): boolean {
+    return this.opts.observer === undefined;
+  }
+
   /** Reads one subscription until it breaks; reports whether it delivered anything, and why it ended. */
   async subscription(): Promise<{ got: boolean; err?: unknown }> {
     let st: AgentStream | undefined;
     let got = false;
     try {
       st = await this.c.connectStream({
-        subscribe: { cursors: Object.fromEntries(this.cursors), includeEnded: false, turnView: this.turnView() },
+        subscribe: { cursors: Object.fromEntries(this.cursors), includeEnded: false, turnView: this.turnView(), terse: this.terse() },
         onDelivery: (d) => {
           got = true;
           return this.deliver(d);
@@ -295,7 +313,7 @@ class Serving {
 
   /** Reads one Subscribe stream until it breaks (unary transport). */
   private async subscribed(): Promise<{ got: boolean; err?: unknown }> {
-    const s = this.c.subscribeStream({ cursors: this.cursors, signal: this.signal }, true, this.turnView());
+    const s = this.c.subscribeStream({ cursors: this.cursors, terse: this.terse(), signal: this.signal }, true, this.turnView());
     let got = false;
     try {
       let turns: Delivery[] = [];
@@ -335,17 +353,17 @@ class Serving {
 
   /**
    * Acts on one delivery of the stream; returns a promise only while the
-   * observer's is pending (the reader waits for it).
+   * observer's or onSessionEnd's is pending (the reader waits for it).
    */
   private deliver(d: Delivery): void | Promise<void> {
     const o = this.opts.observer?.(d);
     if (o !== undefined && typeof o.then === "function") {
       return o.then(() => this.act(d));
     }
-    this.act(d);
+    return this.act(d);
   }
 
-  private act(d: Delivery): void {
+  private act(d: Delivery): void | Promise<void> {
     const e = d.envelope;
     if (!e) {
       return;
@@ -355,8 +373,26 @@ class Serving {
       this.cursors.set(id, e.seq);
     }
     if (ends(e)) {
-      this.cursors.delete(id);
-      this.end(id);
+      // The session is forgotten (its handler aborted) after onSessionEnd,
+      // even when it throws or rejects.
+      const forget = () => {
+        this.cursors.delete(id);
+        this.end(id);
+      };
+      let r: void | Promise<void>;
+      try {
+        r = this.opts.onSessionEnd?.(e);
+      } catch (err) {
+        forget();
+        throw err;
+      }
+      if (r !== undefined && typeof r.then === "function") {
+        return r.then(forget, (err: unknown) => {
+          forget();
+          throw err;
+        });
+      }
+      forget();
       return;
     }
     if (e.type === EventType.Invite) {

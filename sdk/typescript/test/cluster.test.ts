@@ -11,6 +11,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 
+import * as grpc from "@grpc/grpc-js";
+
 import {
   autoAccepted,
   Client,
@@ -59,13 +61,40 @@ describe("a cluster", { timeout: 180_000 }, () => {
       got.push(e.seq);
     };
     const clients: Client[] = [];
-    const dial = async (addr: string, name: string, withPeers: string[] = []) => {
-      const cl = await Client.connect(addr, { name, timeoutMs: 10_000, peers: withPeers, followForMs: 60_000 });
+    const dial = async (addr: string, name: string, withPeers: string[] = [], channelOptions?: grpc.ClientOptions) => {
+      const cl = await Client.connect(addr, { name, timeoutMs: 10_000, peers: withPeers, followForMs: 60_000, channelOptions });
       clients.push(cl);
       return cl;
     };
+    // What a's node streams bring over the wire, and the views a fetches:
+    // every node's stream carries the whole request (terse, with the turn
+    // view), so a is told only its turns, each with its view, and the ends.
+    const aWire: string[] = [];
+    let aViews = 0;
+    const aSpy: grpc.Interceptor = (options, nextCall) => {
+      const path = options.method_definition.path;
+      if (path === "/hubd.v1.Hub/GetView") {
+        aViews++;
+      }
+      if (path !== "/hubd.v1.Hub/Subscribe") {
+        return new grpc.InterceptingCall(nextCall(options));
+      }
+      return new grpc.InterceptingCall(nextCall(options), {
+        start(md, _listener, next) {
+          next(
+            md,
+            new grpc.ListenerBuilder()
+              .withOnReceiveMessage((d: Delivery, nextMessage) => {
+                aWire.push(d.yourTurn ? "turn" : (d.envelope?.type ?? ""));
+                nextMessage(d);
+              })
+              .build(),
+          );
+        },
+      });
+    };
     // Both agents are connected to n1 and know the two others.
-    const a = await dial(n1.addr, "a", peers);
+    const a = await dial(n1.addr, "a", peers, { interceptors: [aSpy] });
     const b = await dial(n1.addr, "b", peers);
     const ac = new AbortController();
     const handler = async (t: { sessionId: string; trigger: Envelope; client: Client }) => {
@@ -151,6 +180,13 @@ describe("a cluster", { timeout: 180_000 }, () => {
         assert.deepEqual(seen.get(sid), bLog, sid);
       }
       assert.ok(toldAgain.every(Boolean), JSON.stringify(toldAgain));
+      assert.deepEqual(
+        aWire.filter((x) => x !== "turn" && x !== "session_closed"),
+        [],
+        "a's terse streams brought only turns and ends",
+      );
+      assert.ok(aWire.includes("turn"));
+      assert.equal(aViews, 0, "a's turns came with their views");
       await within(watching, 30_000, "the follow of the moved session");
       assert.deepEqual(
         watched,

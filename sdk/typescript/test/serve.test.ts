@@ -5,6 +5,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 
+import * as grpc from "@grpc/grpc-js";
+
 import {
   anyOf,
   autoAccepted,
@@ -26,6 +28,7 @@ import {
   toolCalled,
   turnMsgId,
   type Delivery,
+  type Envelope,
   type Handler,
   type ServeOptions,
 } from "@hubd/sdk";
@@ -303,6 +306,91 @@ describe("serve", { timeout: 30_000 }, () => {
       bob.close();
     }
   });
+});
+
+/**
+ * An interceptor that records the deliveries a client's streams bring over
+ * the wire (Connect frames and Subscribe messages alike), as "type" or
+ * "type [your turn]", before the client reads them.
+ */
+function recording(into: string[]): grpc.Interceptor {
+  return (options, nextCall) => {
+    const path = options.method_definition.path;
+    if (path !== "/hubd.v1.Hub/Connect" && path !== "/hubd.v1.Hub/Subscribe") {
+      return new grpc.InterceptingCall(nextCall(options));
+    }
+    return new grpc.InterceptingCall(nextCall(options), {
+      start(md, _listener, next) {
+        next(
+          md,
+          new grpc.ListenerBuilder()
+            .withOnReceiveMessage((m: { delivery?: Delivery } & Delivery, nextMessage) => {
+              const d = path === "/hubd.v1.Hub/Connect" ? m.delivery : m;
+              if (d) {
+                into.push(d.yourTurn ? `${d.envelope?.type} [your turn]` : `${d.envelope?.type}`);
+              }
+              nextMessage(m);
+            })
+            .build(),
+        );
+      },
+    });
+  };
+}
+
+describe("serve's terse stream", { timeout: 30_000 }, () => {
+  let hub: Hubd;
+  before(async () => {
+    hub = await Hubd.start();
+  });
+  after(() => hub.close());
+
+  // Without an observer, serve's stream brings the agent only what it acts
+  // on (its turn and the session's end, not the invite that does not name
+  // it, the opening, a note or the others' texts), over either transport;
+  // onSessionEnd is told of the end; an observer brings everything
+  // addressed to the agent.
+  for (const tc of [
+    { name: "stream", transport: "stream", observe: false, want: ["text [your turn]", "session_closed"] },
+    { name: "unary", transport: "unary", observe: false, want: ["text [your turn]", "session_closed"] },
+    {
+      name: "observer",
+      transport: "stream",
+      observe: true,
+      want: ["session_invite", "session_opened", "note", "text [your turn]", "text", "session_closed"],
+    },
+  ] as const) {
+    test(`${tc.name}: bob's stream brings ${tc.want.join(", ")}`, async () => {
+      const wire: string[] = [];
+      const [alice, carol] = await Promise.all([hub.connect("alice"), hub.connect("carol")]);
+      const bob = await hub.connect("bob", { transport: tc.transport, channelOptions: { interceptors: [recording(wire)] } });
+      const ended = deferred<Envelope>();
+      const observed: string[] = [];
+      const opts: ServeOptions = { onSessionEnd: (e) => ended.resolve(e) };
+      if (tc.observe) {
+        opts.observer = (d) => {
+          observed.push(d.envelope?.type ?? "");
+        };
+      }
+      const reply = (c: Client) => () => `from ${c.name}`;
+      const served = [new Serving([bob], reply, opts), new Serving([carol], reply)];
+      try {
+        const opened = await alice.open({ graph: sequence("alice", "bob", "carol"), participants: autoAccepted("bob", "carol") });
+        await alice.sendEvent(opened.id, "note", Buffer.from("aside"));
+        await alice.sendText(opened.id, "go");
+        const e = await within(ended.promise, 10_000, "onSessionEnd");
+        assert.equal(e.sessionId, opened.id);
+        assert.equal(e.type, "session_closed");
+        assert.deepEqual(wire, tc.want);
+        if (tc.observe) {
+          assert.deepEqual(observed, ["session_invite", "session_opened", "note", "text", "text", "session_closed"]);
+        }
+      } finally {
+        await Promise.all(served.map((s) => s.stop()));
+        [alice, bob, carol].forEach((c) => c.close());
+      }
+    });
+  }
 });
 
 describe("serve across hub crashes", { timeout: 60_000 }, () => {
