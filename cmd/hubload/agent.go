@@ -45,6 +45,7 @@ type agent struct {
 	calls   context.Context
 	workers map[string]*worker // by session id; fixed before the stream opens
 	cursors map[string]uint64  // last seq received per session; the stream's own
+	terse   bool               // subscribe terse (--terse)
 	// overStream: the agent's sends and deliveries go over its own
 	// Connect stream (--transport stream), kept in live while it runs.
 	overStream bool
@@ -76,7 +77,7 @@ func (a *agent) stream(ctx context.Context, st *stats, b *backoff) error {
 	if a.overStream {
 		return a.connect(ctx, st, b)
 	}
-	s, err := a.client.Subscribe(ctx, agentsdk.SubscribeOptions{Cursors: a.cursors})
+	s, err := a.client.Subscribe(ctx, agentsdk.SubscribeOptions{Cursors: a.cursors, Terse: a.terse})
 	if err != nil {
 		return err
 	}
@@ -94,7 +95,7 @@ func (a *agent) stream(ctx context.Context, st *stats, b *backoff) error {
 // connect runs one Connect stream until it fails: its reader handles the
 // deliveries, the workers send over it.
 func (a *agent) connect(ctx context.Context, st *stats, b *backoff) error {
-	s, err := a.client.Connect(ctx, agentsdk.ConnectOptions{Subscribe: &agentsdk.SubscribeOptions{Cursors: a.cursors},
+	s, err := a.client.Connect(ctx, agentsdk.ConnectOptions{Subscribe: &agentsdk.SubscribeOptions{Cursors: a.cursors, Terse: a.terse},
 		OnDelivery: func(d *hubpb.Delivery) {
 			a.handle(d, time.Now(), st)
 			b.reset()

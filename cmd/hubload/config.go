@@ -44,6 +44,7 @@ type config struct {
 	baseline    bool   // also measure the bare floor (internal/baseline) in the run
 	baselineDir string // the parent directory of the baseline's log
 	transport   string // how agents send: agentsdk.TransportStream or TransportUnary
+	terse       bool   // agents subscribe terse (their turns and ends only)
 }
 
 // Workloads of the load mode.
@@ -82,6 +83,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.conc, "conc", 1, "sessions workload: sessions in flight")
 	fs.BoolVar(&c.baseline, "baseline", false, "also measure, in this run, the floor: gRPC unary → wal group commit (sync) → ack at the same concurrency, and print ratios")
 	fs.StringVar(&c.transport, "transport", agentsdk.TransportStream, "how agents send and are told: `stream` (one Connect stream per agent, agentsdk's default) or unary (a Send call per envelope and a Subscribe stream)")
+	fs.BoolVar(&c.terse, "terse", true, "agents subscribe terse: their streams carry their turns and ends, not every envelope of their sessions (--terse=false: everything, as with an observer)")
 	fs.StringVar(&c.baselineDir, "baseline-dir", "", "the `dir` under which the baseline's log is made (default: the system's temporary directory; use the hub's disk)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -109,7 +109,7 @@ func newLoad(cfg config) *load {
 	l := &load{cfg: cfg, run: newRunID(), allEnded: make(chan struct{}), stop: make(chan struct{})}
 	for i := range cfg.agents {
 		l.agents = append(l.agents, &agent{name: agentName(l.run, "a", i), index: i,
-			workers: map[string]*worker{}, cursors: map[string]uint64{}})
+			workers: map[string]*worker{}, cursors: map[string]uint64{}, terse: cfg.terse})
 	}
 	return l
 }

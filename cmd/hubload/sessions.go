@@ -105,6 +105,9 @@ func runSessions(ctx context.Context, cfg config, stdout, stderr io.Writer) erro
 		if i == 0 {
 			opts = append(opts, agentsdk.WithSessionEnd(sl.ended))
 		}
+		if !cfg.terse {
+			opts = append(opts, agentsdk.WithObserver(func(*hubpb.Delivery) {})) // an observer's stream carries everything
+		}
 		c := p.client(i)
 		served.Go(func() {
 			if err := c.Serve(as(serveCtx, name), sl.handle, opts...); err != nil {
