@@ -11,46 +11,77 @@ import (
 
 // baseReport is the floor measured in the run (--baseline): gRPC unary
 // over loopback → the wal group commit, synced → ack, with no session
-// logic, at the load's concurrency and payload.
+// logic, at the load's concurrency and payload. Its figures merge two
+// windows, one just before hubd's load and one just after (Halves).
 type baseReport struct {
-	Conc      int     `json:"in_flight"`
-	Conns     int     `json:"conns"`
-	Window    float64 `json:"window_s"`
-	Accepted  uint64  `json:"accepted"`
-	PerSecond float64 `json:"accepted_per_s"`
-	SendToAck latency `json:"send_to_ack"`
-	PerCommit float64 `json:"requests_per_commit"`
+	Conc      int       `json:"in_flight"`
+	Conns     int       `json:"conns"`
+	Window    float64   `json:"window_s"`
+	Accepted  uint64    `json:"accepted"`
+	PerSecond float64   `json:"accepted_per_s"`
+	SendToAck latency   `json:"send_to_ack"`
+	PerCommit float64   `json:"requests_per_commit"`
+	Halves    []float64 `json:"halves_per_s"`
 }
 
-// runBaseline measures the floor at conc requests in flight over conns
-// connections: a warm-up, then a window of cfg.duration, its log in a new
+// floorRun is what one window of a floor recorded.
+type floorRun struct {
+	st                *stats
+	requests, commits uint64 // the floor's log: requests appended, commits
+}
+
+// perSecond is the run's acknowledged requests per second of its window.
+func (f floorRun) perSecond() float64 {
+	return ratio(float64(f.st.accepted.Load()), f.st.window().Seconds())
+}
+
+// floorWindow is how long each of a floor's two windows lasts: half of
+// --duration, so that both together take as long as hubd's.
+func floorWindow(cfg config) time.Duration { return cfg.duration / 2 }
+
+// merged sums runs: acknowledged requests, windows and latencies, and the
+// logs' requests per commit.
+func merged(runs []floorRun) (st *stats, window time.Duration, perCommit float64, halves []float64) {
+	st = newStats()
+	var reqs, commits uint64
+	for _, r := range runs {
+		st.accepted.Add(r.st.accepted.Load())
+		st.ack.add(&r.st.ack)
+		st.told.add(&r.st.told)
+		window += r.st.window()
+		reqs += r.requests
+		commits += r.commits
+		halves = append(halves, r.perSecond())
+	}
+	return st, window, ratio(float64(reqs), float64(commits)), halves
+}
+
+// measureBaseline runs one window of the floor at conc requests in flight
+// over conns connections: a warm-up, then floorWindow, its log in a new
 // directory under cfg.baselineDir that is removed afterwards.
-func runBaseline(ctx context.Context, cfg config, conc, conns int) (*baseReport, error) {
-	st, perCommit, err := runFloor(ctx, cfg, func(addr string, st *stats, stop <-chan struct{}) error {
+func measureBaseline(ctx context.Context, cfg config, conc, conns int) (floorRun, error) {
+	return runFloor(ctx, cfg, func(addr string, st *stats, stop <-chan struct{}) error {
 		return baseline.Drive(ctx, addr, baseline.Load{Conc: conc, Conns: conns, Payload: cfg.payload, Record: st.acked}, stop)
 	})
-	if err != nil {
-		return nil, err
-	}
-	w := st.window()
-	r := &baseReport{Conc: conc, Conns: min(conns, conc), Window: w.Seconds(), Accepted: st.accepted.Load(), SendToAck: summarize(&st.ack)}
-	if w > 0 {
-		r.PerSecond = float64(r.Accepted) / w.Seconds()
-	}
-	r.PerCommit = perCommit
+}
+
+// baseReportOf merges the floor's windows into its report.
+func baseReportOf(conc, conns int, runs ...floorRun) (*baseReport, error) {
+	st, w, perCommit, halves := merged(runs)
+	r := &baseReport{Conc: conc, Conns: min(conns, conc), Window: w.Seconds(), Accepted: st.accepted.Load(),
+		PerSecond: ratio(float64(st.accepted.Load()), w.Seconds()), SendToAck: summarize(&st.ack), PerCommit: perCommit, Halves: halves}
 	if r.Accepted == 0 {
-		return nil, fmt.Errorf("the baseline acknowledged nothing in its window")
+		return nil, fmt.Errorf("the baseline acknowledged nothing in its windows")
 	}
 	return r, nil
 }
 
 // runFloor runs drive against a fresh baseline server for a warm-up and
-// a window of cfg.duration, and returns what it recorded and the log's
-// requests per commit.
-func runFloor(ctx context.Context, cfg config, drive func(addr string, st *stats, stop <-chan struct{}) error) (*stats, float64, error) {
+// a window of floorWindow, and returns what it recorded.
+func runFloor(ctx context.Context, cfg config, drive func(addr string, st *stats, stop <-chan struct{}) error) (floorRun, error) {
 	srv, err := baseline.Start(cfg.baselineDir)
 	if err != nil {
-		return nil, 0, err
+		return floorRun{}, err
 	}
 	st := newStats()
 	st.open(time.Now().Add(cfg.warmup))
@@ -59,7 +90,7 @@ func runFloor(ctx context.Context, cfg config, drive func(addr string, st *stats
 	go func() { done <- drive(srv.Addr(), st, stop) }()
 	var runErr error
 	select {
-	case <-time.After(cfg.warmup + cfg.duration):
+	case <-time.After(cfg.warmup + floorWindow(cfg)):
 	case <-ctx.Done():
 	case runErr = <-done:
 	}
@@ -72,11 +103,46 @@ func runFloor(ctx context.Context, cfg config, drive func(addr string, st *stats
 	if err := srv.Close(); runErr == nil {
 		runErr = err
 	}
-	perCommit := 0.0
-	if ls.Commits > 0 {
-		perCommit = float64(ls.Requests) / float64(ls.Commits)
+	return floorRun{st: st, requests: ls.Requests, commits: ls.Commits}, runErr
+}
+
+// floors are a run's floors (--baseline), each measured in two windows:
+// one before hubd's load and one after it, so that a drift of the
+// machine's speed during the run weighs on both sides of a ratio.
+type floors struct {
+	cfg         config
+	conc, conns int // the baseline's requests in flight and connections
+	pairs       int // the turn floor's sessions; 0: no turn floor (the sessions workload)
+	base, turn  []floorRun
+}
+
+// measure runs one window of each floor.
+func (f *floors) measure(ctx context.Context) error {
+	b, err := measureBaseline(ctx, f.cfg, f.conc, f.conns)
+	if err != nil {
+		return err
 	}
-	return st, perCommit, runErr
+	f.base = append(f.base, b)
+	if f.pairs == 0 {
+		return nil
+	}
+	t, err := measureTurnFloor(ctx, f.cfg, f.pairs)
+	if err != nil {
+		return err
+	}
+	f.turn = append(f.turn, t)
+	return nil
+}
+
+// reports merges the windows measured into the floors' reports (the turn
+// floor's nil without it).
+func (f *floors) reports() (*baseReport, *turnReport, error) {
+	b, err := baseReportOf(f.conc, f.conns, f.base...)
+	if err != nil || f.pairs == 0 {
+		return b, nil, err
+	}
+	t, err := turnReportOf(f.pairs, f.turn...)
+	return b, t, err
 }
 
 // turnReport is the turn floor measured in the run (--baseline with the
@@ -84,50 +150,60 @@ func runFloor(ctx context.Context, cfg config, drive func(addr string, st *stats
 // logic. Each session is two seats, each on its own connection and
 // stream; a send is appended to the wal (group commit, synced), then the
 // other seat is told its turn and the sender acknowledged, the frames
-// those of hubd's Connect stream.
+// those of hubd's Connect stream. Its figures merge two windows, as the
+// baseline's do.
 type turnReport struct {
-	Sessions   int     `json:"sessions"`
-	Conns      int     `json:"conns"`
-	Window     float64 `json:"window_s"`
-	Accepted   uint64  `json:"accepted"`
-	PerSecond  float64 `json:"accepted_per_s"`
-	SendToAck  latency `json:"send_to_ack"`
-	SendToTold latency `json:"send_to_next_told"`
-	PerCommit  float64 `json:"requests_per_commit"`
+	Sessions   int       `json:"sessions"`
+	Conns      int       `json:"conns"`
+	Window     float64   `json:"window_s"`
+	Accepted   uint64    `json:"accepted"`
+	PerSecond  float64   `json:"accepted_per_s"`
+	SendToAck  latency   `json:"send_to_ack"`
+	SendToTold latency   `json:"send_to_next_told"`
+	PerCommit  float64   `json:"requests_per_commit"`
+	Halves     []float64 `json:"halves_per_s"`
 }
 
-// runTurnFloor measures the turn floor with sessions pairs taking turns.
-func runTurnFloor(ctx context.Context, cfg config, sessions int) (*turnReport, error) {
-	st, perCommit, err := runFloor(ctx, cfg, func(addr string, st *stats, stop <-chan struct{}) error {
+// measureTurnFloor runs one window of the turn floor with sessions pairs
+// taking turns.
+func measureTurnFloor(ctx context.Context, cfg config, sessions int) (floorRun, error) {
+	return runFloor(ctx, cfg, func(addr string, st *stats, stop <-chan struct{}) error {
 		return baseline.DriveTurns(ctx, addr, baseline.Turns{Pairs: sessions, Payload: cfg.payload, Acked: st.acked,
 			Told: func(start, done time.Time) { st.toldAfter(start, done.Sub(start)) }}, stop)
 	})
-	if err != nil {
-		return nil, err
-	}
-	w := st.window()
+}
+
+// turnReportOf merges the turn floor's windows into its report.
+func turnReportOf(sessions int, runs ...floorRun) (*turnReport, error) {
+	st, w, perCommit, halves := merged(runs)
 	r := &turnReport{Sessions: sessions, Conns: 2 * sessions, Window: w.Seconds(), Accepted: st.accepted.Load(),
-		SendToAck: summarize(&st.ack), SendToTold: summarize(&st.told)}
-	if w > 0 {
-		r.PerSecond = float64(r.Accepted) / w.Seconds()
-	}
-	r.PerCommit = perCommit
+		PerSecond: ratio(float64(st.accepted.Load()), w.Seconds()), SendToAck: summarize(&st.ack), SendToTold: summarize(&st.told),
+		PerCommit: perCommit, Halves: halves}
 	if r.Accepted == 0 {
-		return nil, fmt.Errorf("the turn floor acknowledged nothing in its window")
+		return nil, fmt.Errorf("the turn floor acknowledged nothing in its windows")
 	}
 	return r, nil
 }
 
+// halvesText says what each window of a floor did, before and after the
+// load: how far the machine drifted during the run.
+func halvesText(h []float64) string {
+	if len(h) != 2 {
+		return ""
+	}
+	return fmt.Sprintf(" (before the load %.0f/s, after %.0f/s)", h[0], h[1])
+}
+
 // text describes the turn floor on one line.
 func (t *turnReport) text() string {
-	return fmt.Sprintf("turn floor (gRPC stream → wal group commit, sync on → next seat told, sender acked; %d sessions, 2 seats each on its own connection): %.0f/s; send→ack %s; send→next told %s; %.1f requests per commit\n",
-		t.Sessions, t.PerSecond, t.SendToAck.text(), t.SendToTold.text(), t.PerCommit)
+	return fmt.Sprintf("turn floor (gRPC stream → wal group commit, sync on → next seat told, sender acked; %d sessions, 2 seats each on its own connection): %.0f/s%s; send→ack %s; send→next told %s; %.1f requests per commit\n",
+		t.Sessions, t.PerSecond, halvesText(t.Halves), t.SendToAck.text(), t.SendToTold.text(), t.PerCommit)
 }
 
 // text describes the baseline on one line.
 func (b *baseReport) text() string {
-	return fmt.Sprintf("baseline (gRPC unary → wal group commit, sync on; %d in flight on %d connections): %.0f/s; send→ack %s; %.1f requests per commit\n",
-		b.Conc, b.Conns, b.PerSecond, b.SendToAck.text(), b.PerCommit)
+	return fmt.Sprintf("baseline (gRPC unary → wal group commit, sync on; %d in flight on %d connections): %.0f/s%s; send→ack %s; %.1f requests per commit\n",
+		b.Conc, b.Conns, b.PerSecond, halvesText(b.Halves), b.SendToAck.text(), b.PerCommit)
 }
 
 // ratio is a/b, or 0 when b is 0.

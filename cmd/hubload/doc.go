@@ -11,8 +11,8 @@
 //	hubload [--hub 127.0.0.1:7420] [--agents 16] [--sessions agents/2] [--payload 256]
 //	        [--duration 10s] [--warmup 1s] [--max-turns N] [--conns N]
 //	        [--verify FILE] [--json] [--hub-pid PID] [--cpuprofile FILE]
-//	        [--baseline [--baseline-dir DIR]] [--transport stream|unary]
-//	hubload --workload sessions [--conc 1] [--sessions 200] [--payload 256] [--warmup 1s]
+//	        [--baseline [--baseline-dir DIR]] [--transport stream|unary] [--terse=false]
+//	hubload --workload sessions [--conc 1] [--sessions 200] [--payload 256] [--warmup 1s] [--terse=false]
 //	        [--baseline [--baseline-dir DIR] [--duration 10s]] [--json]
 //	hubload --check FILE [--hub ADDR] [--operator operator] [--json]
 //	hubload --idle N [--duration D] [--conns N] [--hub-pid PID] [--hub-http ADDR]
@@ -107,10 +107,17 @@
 // --baseline to compare each with the floor in the same minute. The
 // report names the transport.
 //
+// Agents subscribe terse (agentsdk.SubscribeOptions.Terse; in the sessions
+// workload, Serve without an observer): their streams carry their turns
+// and the ends of their sessions, not every envelope addressed to them, as
+// an agent that acts only on its turns would subscribe. --terse=false
+// subscribes them to everything (the sessions workload's Serve with an
+// observer), to measure what the other deliveries cost.
+//
 // # The baseline
 //
-// --baseline first runs, in hubload's own process and just before the
-// real load, the floor hubd is measured against (package
+// --baseline runs, in hubload's own process, the floor hubd is measured
+// against (package
 // internal/baseline): a gRPC server on a loopback port whose one unary
 // method appends the request's envelope (a hubpb.SendRequest with the
 // same --payload) to a fresh wal.Log under --baseline-dir (fsync on, group
@@ -118,14 +125,19 @@
 // clients as the load has requests in flight (the turns workload:
 // --sessions; the sessions workload: --conc), on as many connections as
 // the load uses (at most one per client), each send their next request
-// when the last is acknowledged, for --warmup then a window of --duration.
-// The report then adds the baseline's throughput and send→ack latencies,
+// when the last is acknowledged. The floor runs twice, each time for
+// --warmup then a window of half --duration: just before the real load
+// and just after it. The report then adds the baseline's throughput and
+// send→ack latencies over both windows, each window's throughput ("before
+// the load N/s, after N/s": how far the machine drifted during the run),
 // and hubd's figures divided by the baseline's: this machine's speed
-// drifts, a ratio from one run does not. Put --baseline-dir on the hub's
-// data disk (the default is the system's temporary directory).
+// drifts, a ratio from one run does not, and a floor on both sides of
+// the load weighs a drift on both sides of the ratio. Put --baseline-dir
+// on the hub's data disk (the default is the system's temporary
+// directory).
 //
-// With the turns workload --baseline then runs a second floor, the turn
-// floor: what a turn must do at the least. Each of --sessions sessions is
+// With the turns workload --baseline also runs a second floor, the turn
+// floor (in two windows too): what a turn must do at the least. Each of --sessions sessions is
 // two seats, each on its own connection and its own stream, whose frames
 // are those of hubd's Connect stream; the server appends a seat's send to
 // the wal (group commit, synced), tells the other seat its turn and

@@ -57,6 +57,18 @@ func (h *histogram) record(d time.Duration) {
 	}
 }
 
+// add adds what o recorded to h (o no longer changing).
+func (h *histogram) add(o *histogram) {
+	for i := range o.counts {
+		if c := o.counts[i].Load(); c > 0 {
+			h.counts[i].Add(c)
+		}
+	}
+	h.n.Add(o.n.Load())
+	h.sum.Add(o.sum.Load())
+	h.max.Store(max(h.max.Load(), o.max.Load()))
+}
+
 // count returns how many durations were recorded.
 func (h *histogram) count() uint64 { return h.n.Load() }
 

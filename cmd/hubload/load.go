@@ -46,13 +46,10 @@ func runLoad(ctx context.Context, cfg config, stdout, stderr io.Writer) (err err
 		return err
 	}
 	defer stopProfile()
-	var base *baseReport
-	var turnFloor *turnReport
-	if cfg.baseline { // the sessions are in flight one send at a time each
-		if base, err = runBaseline(ctx, cfg, cfg.sessions, cfg.connsFor(cfg.agents)); err != nil {
-			return err
-		}
-		if turnFloor, err = runTurnFloor(ctx, cfg, cfg.sessions); err != nil {
+	// The sessions are in flight one send at a time each.
+	fl := &floors{cfg: cfg, conc: cfg.sessions, conns: cfg.connsFor(cfg.agents), pairs: cfg.sessions}
+	if cfg.baseline {
+		if err := fl.measure(ctx); err != nil {
 			return err
 		}
 	}
@@ -75,9 +72,15 @@ func runLoad(ctx context.Context, cfg config, stdout, stderr io.Writer) (err err
 	st := newStats()
 	cpu := l.drive(ctx, calls, giveUp, st, vl)
 	rep := l.report(st, cpu, before, readProc(cfg.hubPID))
-	rep.Baseline = base
+	if cfg.baseline {
+		if err := fl.measure(ctx); err != nil {
+			return err
+		}
+		if rep.Baseline, rep.TurnFloor, err = fl.reports(); err != nil {
+			return err
+		}
+	}
 	rep.Ratios = rep.ratios()
-	rep.TurnFloor = turnFloor
 	rep.TurnRatios = rep.turnRatios()
 	if err := rep.print(stdout, cfg.json); err != nil {
 		return err

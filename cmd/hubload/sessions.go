@@ -80,9 +80,9 @@ func runSessions(ctx context.Context, cfg config, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer stopProfile()
-	var base *baseReport
+	fl := &floors{cfg: cfg, conc: cfg.conc, conns: min(cfg.connsFor(sessionAgents), cfg.conc)}
 	if cfg.baseline {
-		if base, err = runBaseline(ctx, cfg, cfg.conc, min(cfg.connsFor(sessionAgents), cfg.conc)); err != nil {
+		if err := fl.measure(ctx); err != nil {
 			return err
 		}
 	}
@@ -127,6 +127,15 @@ func runSessions(ctx context.Context, cfg config, stdout, stderr io.Writer) erro
 	}
 	if runErr != nil {
 		return runErr
+	}
+	var base *baseReport
+	if cfg.baseline {
+		if err := fl.measure(ctx); err != nil {
+			return err
+		}
+		if base, _, err = fl.reports(); err != nil {
+			return err
+		}
 	}
 	rep := sl.report(base)
 	if n := rep.Diagnostics; n > 0 {

@@ -80,6 +80,42 @@ func TestHistogram(t *testing.T) {
 	}
 }
 
+// TestMergedFloor: a floor's two windows merge into one: counts, windows
+// and latencies add up, the logs' requests per commit is over both, and
+// each window's rate is kept.
+func TestMergedFloor(t *testing.T) {
+	window := func(n int, lat time.Duration, d time.Duration, reqs, commits uint64) floorRun {
+		st := newStats()
+		st.open(st.base)
+		for range n {
+			st.acked(st.base, st.base.Add(lat))
+		}
+		st.shut(st.base.Add(d))
+		return floorRun{st: st, requests: reqs, commits: commits}
+	}
+	before := window(300, time.Millisecond, time.Second, 300, 100)
+	after := window(100, 3*time.Millisecond, time.Second, 100, 100)
+	b, err := baseReportOf(4, 8, before, after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Accepted != 400 || b.Window != 2 || b.PerSecond != 200 || b.PerCommit != 2 || b.Conns != 4 {
+		t.Errorf("merged %+v", b)
+	}
+	if !slices.Equal(b.Halves, []float64{300, 100}) {
+		t.Errorf("halves %v, want [300 100]", b.Halves)
+	}
+	if b.SendToAck.Count != 400 || b.SendToAck.P50 < 0.99 || b.SendToAck.P50 > 1.01 || b.SendToAck.Max < 2.99 || b.SendToAck.Max > 3.01 {
+		t.Errorf("latencies %+v: want 400, p50 1ms, max 3ms", b.SendToAck)
+	}
+	if got := halvesText(b.Halves); got != " (before the load 300/s, after 100/s)" {
+		t.Errorf("halves text %q", got)
+	}
+	if _, err := baseReportOf(1, 1, window(0, 0, time.Second, 0, 0)); err == nil {
+		t.Error("a floor that acknowledged nothing was reported")
+	}
+}
+
 func TestBuckets(t *testing.T) {
 	prev := -1
 	for _, v := range []int64{0, 1, 255, 256, 257, 258, 511, 512, 513, 1 << 20, 1<<40 + 12345, math.MaxInt64} {

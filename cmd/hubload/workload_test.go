@@ -8,7 +8,8 @@ import (
 
 // TestBaselineInTheRun runs the turns workload with --baseline: the report
 // carries the floor measured at the same concurrency and the ratios to it,
-// and the turn floor (two seats a session, told and acked) and its.
+// and the turn floor (two seats a session, told and acked) and its, each
+// floor in two windows, before the load and after it.
 func TestBaselineInTheRun(t *testing.T) {
 	srv := hubFor(t)
 	out, errOut, err := runArgs(t, "--hub", srv.Addr(), "--agents", "4", "--sessions", "2", "--duration", "1s",
@@ -21,7 +22,8 @@ func TestBaselineInTheRun(t *testing.T) {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
 	b := r.Baseline
-	if b == nil || b.Conc != 2 || b.Conns != 2 || b.Accepted == 0 || b.SendToAck.Count != b.Accepted || b.PerCommit < 1 {
+	if b == nil || b.Conc != 2 || b.Conns != 2 || b.Accepted == 0 || b.SendToAck.Count != b.Accepted || b.PerCommit < 1 ||
+		len(b.Halves) != 2 || b.Halves[0] <= 0 || b.Halves[1] <= 0 || b.PerSecond < min(b.Halves[0], b.Halves[1]) || b.PerSecond > max(b.Halves[0], b.Halves[1]) {
 		t.Fatalf("baseline: %+v", b)
 	}
 	if len(r.Ratios) != 4 {
@@ -32,7 +34,7 @@ func TestBaselineInTheRun(t *testing.T) {
 	}
 	tf := r.TurnFloor
 	if tf == nil || tf.Sessions != 2 || tf.Conns != 4 || tf.Accepted == 0 || tf.SendToAck.Count != tf.Accepted ||
-		tf.SendToTold.Count == 0 || tf.SendToTold.Count > tf.Accepted || tf.PerCommit < 1 {
+		tf.SendToTold.Count == 0 || tf.SendToTold.Count > tf.Accepted || tf.PerCommit < 1 || len(tf.Halves) != 2 {
 		t.Fatalf("turn floor: %+v", tf)
 	}
 	if len(r.TurnRatios) != 4 {
@@ -46,10 +48,10 @@ func TestBaselineInTheRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !regexp.MustCompile(`(?m)^baseline \(gRPC unary → wal group commit, sync on; 1 in flight on 1 connections\): \d+/s; send→ack p50 [0-9.]+ms .*\nhubd / baseline: accepted/s [0-9.]+, send→ack p50 [0-9.]+, `).MatchString(text) {
+	if !regexp.MustCompile(`(?m)^baseline \(gRPC unary → wal group commit, sync on; 1 in flight on 1 connections\): \d+/s \(before the load \d+/s, after \d+/s\); send→ack p50 [0-9.]+ms .*\nhubd / baseline: accepted/s [0-9.]+, send→ack p50 [0-9.]+, `).MatchString(text) {
 		t.Errorf("text report without the baseline and its ratios:\n%s", text)
 	}
-	if !regexp.MustCompile(`(?m)^turn floor \(gRPC stream → wal group commit, sync on → next seat told, sender acked; 1 sessions, 2 seats each on its own connection\): \d+/s; send→ack p50 [0-9.]+ms .*; send→next told p50 [0-9.]+ms .*\nhubd / turn floor: accepted/s [0-9.]+, send→ack p50 [0-9.]+, send→ack p99 [0-9.]+, send→next told p50 [0-9.]+$`).MatchString(text) {
+	if !regexp.MustCompile(`(?m)^turn floor \(gRPC stream → wal group commit, sync on → next seat told, sender acked; 1 sessions, 2 seats each on its own connection\): \d+/s \(before the load \d+/s, after \d+/s\); send→ack p50 [0-9.]+ms .*; send→next told p50 [0-9.]+ms .*\nhubd / turn floor: accepted/s [0-9.]+, send→ack p50 [0-9.]+, send→ack p99 [0-9.]+, send→next told p50 [0-9.]+$`).MatchString(text) {
 		t.Errorf("text report without the turn floor and its ratios:\n%s", text)
 	}
 }
@@ -78,7 +80,7 @@ func TestSessionsWorkload(t *testing.T) {
 	if r.TurnsPerS < 2.9*r.SessionsPerS || r.TurnsPerS > 3.1*r.SessionsPerS || r.Diagnostics != 0 {
 		t.Errorf("turns/s %v for %v sessions/s, diagnostics %d: want three turns a session and none", r.TurnsPerS, r.SessionsPerS, r.Diagnostics)
 	}
-	if r.Baseline == nil || r.Baseline.Conc != 3 || len(r.Ratios) != 3 {
+	if r.Baseline == nil || r.Baseline.Conc != 3 || len(r.Ratios) != 3 || len(r.Baseline.Halves) != 2 {
 		t.Errorf("baseline %+v ratios %+v", r.Baseline, r.Ratios)
 	}
 }
