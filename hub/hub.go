@@ -89,6 +89,7 @@ type sess struct {
 	parent  *sess   // nil for a root (or a child whose parent is not served)
 	kids    []*sess // every child, oldest first
 	task    string  // a child's task until its open is written (Delegate)
+	asking  bool    // noteAsking last put it in Hub.askers
 
 	views *viewCache // what views need, kept by the fold; its own lock
 

@@ -344,6 +344,7 @@ func (h *Hub) installLocked(order []session.ID, all map[session.ID]*loading) int
 		h.index(l.s)
 		if len(l.s.m.Calls.Questions) > 0 {
 			h.askers[id] = l.s
+			l.s.asking = true
 		}
 		h.sched.add(l.s)
 		n++

@@ -143,9 +143,15 @@ func (h *Hub) asking() []*sess {
 }
 
 // noteAsking keeps the index of sessions with pending questions; the
-// caller holds s's lock.
+// caller holds s's lock. The hub's lock is taken only when s joins or
+// leaves the index: every commit calls this, and a write lock of the
+// hub's taken on each was most of the hub's lock contention.
 func (h *Hub) noteAsking(s *sess) {
 	asking := len(s.m.Calls.Questions) > 0
+	if asking == s.asking {
+		return
+	}
+	s.asking = asking
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if asking {
