@@ -180,6 +180,18 @@ def list_request(
     )
 
 
+def subscribe_request(
+    cursors: Optional[Mapping[str, int]], include_ended: bool, terse: bool, view: Optional[str], window: int
+) -> pb.SubscribeRequest:
+    """The SubscribeRequest of subscribe's (and serve's) options: every
+    your_turn delivery carries the caller's view (turn_view) only when a
+    view name is given."""
+    req = pb.SubscribeRequest(cursors=dict(cursors or {}), include_ended=include_ended, terse=terse)
+    if view is not None:
+        req.turn_view.CopyFrom(pb.GetViewRequest(name=view, window=window))
+    return req
+
+
 def invite_decision(decision: Any) -> Optional[str]:
     """What an invite function said: ``None`` to accept, else the reject
     reason."""

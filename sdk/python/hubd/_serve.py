@@ -111,10 +111,7 @@ class Serving:
         carry the turn's view (no GetView call before the handler), and
         only what serve acts on (terse) unless an observer wants
         everything."""
-        req = pb.SubscribeRequest(cursors=self.cursors, terse=self.observe is None)
-        if self.view is not None:
-            req.turn_view.CopyFrom(pb.GetViewRequest(name=self.view, window=self.window))
-        return req
+        return _common.subscribe_request(self.cursors, False, self.observe is None, self.view, self.window)
 
     def _subscription(self) -> Tuple[bool, Optional[errors.HubError]]:
         """Read one subscription until it breaks; report whether it delivered

@@ -601,10 +601,14 @@ class Client:
         *,
         include_ended: bool = False,
         terse: bool = False,
+        view: Optional[str] = None,
+        window: int = 0,
         timeout: Optional[float] = None,
     ) -> Stream:
-        """The caller's delivery stream (see :meth:`hubd.Client.subscribe`)."""
-        req = pb.SubscribeRequest(cursors=dict(cursors or {}), include_ended=include_ended, terse=terse)
+        """The caller's delivery stream; with ``view``, every ``your_turn``
+        delivery carries the caller's view of its session (see
+        :meth:`hubd.Client.subscribe`)."""
+        req = _common.subscribe_request(cursors, include_ended, terse, view, window)
         return Stream("subscribe", self._stub.Subscribe(req, metadata=self._md, timeout=timeout))
 
     def watch(self, session_id: str, from_seq: int = 0, *, timeout: Optional[float] = None) -> Stream:
@@ -960,10 +964,7 @@ class _AsyncServing:
         carry the turn's view (no GetView call before the handler), and
         only what serve acts on (terse) unless an observer wants
         everything."""
-        req = pb.SubscribeRequest(cursors=self.cursors, terse=self.observe is None)
-        if self.view is not None:
-            req.turn_view.CopyFrom(pb.GetViewRequest(name=self.view, window=self.window))
-        return req
+        return _common.subscribe_request(self.cursors, False, self.observe is None, self.view, self.window)
 
     async def _agent_stream(self) -> Optional[Tuple[bool, Optional[errors.HubError]]]:
         """Serve one Connect stream until it breaks (see hubd._serve);

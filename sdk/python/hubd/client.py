@@ -663,6 +663,8 @@ class Client:
         *,
         include_ended: bool = False,
         terse: bool = False,
+        view: Optional[str] = None,
+        window: int = 0,
         timeout: Optional[float] = None,
     ) -> Stream:
         """The caller's delivery stream: what it missed after its cursors
@@ -672,8 +674,12 @@ class Client:
         gap and no duplicate. With ``terse`` it carries only what asks the
         caller to act or ends its work: its turns, invites naming it,
         questions and their withdrawals, and the ends of its sessions (a hub
-        older than the option delivers everything)."""
-        req = pb.SubscribeRequest(cursors=dict(cursors or {}), include_ended=include_ended, terse=terse)
+        older than the option delivers everything). With ``view`` (a view
+        name as :meth:`view` takes, ``window`` for ``"windowed"``) every
+        ``your_turn`` delivery carries the caller's view of its session as
+        the notice left the hub (``Delivery.view``), so answering a turn
+        needs no :meth:`view` call; without it none does."""
+        req = _common.subscribe_request(cursors, include_ended, terse, view, window)
         return Stream("subscribe", self._stub.Subscribe(req, metadata=self._md, timeout=timeout))
 
     def watch(self, session_id: str, from_seq: int = 0, *, timeout: Optional[float] = None) -> Stream:

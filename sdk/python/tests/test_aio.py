@@ -255,6 +255,34 @@ def test_subscribe_terse(hub: Hub, names: Names) -> None:
     run(main())
 
 
+def test_subscribe_turn_view(hub: Hub, names: Names) -> None:
+    """A your_turn delivered live on a stream with a view carries bob's
+    view of the session as view() returns it then; without a view, none."""
+    A, B, C = names("alice"), names("bob"), names("carol")
+
+    async def main() -> None:
+        async with hubd.aio.Client(hub.addr, name=A) as alice, hubd.aio.Client(hub.addr, name=B) as bob:
+            s = await alice.open(graph=hubd.sequence(A, B, C), participants=hubd.auto_accepted(B, C))
+            await alice.send_event(s.id, "note", b"aside")
+            sub = bob.subscribe(view=hubd.VIEW_LAST, timeout=20)
+            async for d in sub:
+                if d.your_turn:
+                    break
+                assert not d.HasField("view")
+                if d.envelope.type == "note":
+                    await alice.send_text(s.id, "one")
+            sub.close()
+            assert hubd.text_of(d.envelope) == "one"
+            assert d.view == await bob.view(s.id, hubd.VIEW_LAST) and [i.text for i in d.view.items] == ["one"]
+            sub = bob.subscribe(terse=True, timeout=20)
+            async for d in sub:
+                break
+            sub.close()
+            assert d.your_turn and not d.HasField("view")
+
+    run(main())
+
+
 @pytest.mark.parametrize(
     "transport, observe, want",
     [("stream", False, TERSE), ("unary", False, TERSE), ("stream", True, EVERYTHING)],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from datetime import timedelta
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Tuple
 
 import grpc
 import pytest
@@ -335,6 +335,37 @@ def test_subscribe_terse(connect: Connect, names: Names) -> None:
             if hubd.ends(d.envelope):
                 break
     assert everything == ["session_invite", "session_opened", "note", "text", "session_closed"]
+
+
+def test_subscribe_turn_view(connect: Connect, names: Names) -> None:
+    """With a view, each your_turn delivery carries the receiver's view of
+    its session as view() returns it then (window included); the other
+    deliveries, and every one of a stream without a view, carry none."""
+    alice, bob, carol = connect(names("alice")), connect(names("bob")), connect(names("carol"))
+    s = pipeline(alice, names)
+    alice.send_text(s.id, "one")
+    bob.send_text(s.id, "two")
+
+    def turn(**kw: Any) -> Tuple[pb.Delivery, List[pb.Delivery]]:
+        """carol's turn on a new stream, and the deliveries before it."""
+        before: List[pb.Delivery] = []
+        with carol.subscribe(timeout=20, **kw) as stream:
+            for d in stream:
+                if d.your_turn:
+                    return d, before
+                before.append(d)
+        raise AssertionError("the stream ended before carol's turn")
+
+    d, before = turn(view=hubd.VIEW_WINDOWED, window=1)
+    assert d.envelope.session_id == s.id and hubd.text_of(d.envelope) == "two"
+    assert d.HasField("view") and d.view == carol.view(s.id, hubd.VIEW_WINDOWED, window=1)
+    assert [i.text for i in d.view.items] == ["two"] and d.view.older_total == 1
+    assert [b.envelope.type for b in before] == ["session_invite", "session_opened", "text"]
+    assert not any(b.HasField("view") for b in before)
+    d, _ = turn(view=hubd.VIEW_FULL, terse=True)
+    assert d.view == carol.view(s.id, hubd.VIEW_FULL) and [i.text for i in d.view.items] == ["one", "two"]
+    d, _ = turn()
+    assert not d.HasField("view")
 
 
 def test_watch_and_follow(connect: Connect, names: Names) -> None:
