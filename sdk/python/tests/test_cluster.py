@@ -163,6 +163,22 @@ def test_aio_follows_and_serves_across_nodes(cluster: Cluster) -> None:
     asyncio.run(asyncio.wait_for(run(), 120))
 
 
+def test_merged_subscribe_carries_turn_view(cluster: Cluster) -> None:
+    """A client with peers subscribes on every node (merged): the turn
+    view reaches each node, so a turn of a session another node serves
+    carries the receiver's view of it."""
+    n1, n2, n3 = cluster.nodes
+    with hubd.Client(n2.addr, name="tv-a") as a:
+        s = a.open(graph=hubd.sequence("tv-a", "tv-b"), participants=hubd.auto_accepted("tv-b"))
+        a.send_text(s.id, "one")
+    with hubd.Client(n1.addr, name="tv-b", peers=[n2.addr, n3.addr]) as b:
+        with b.subscribe(view=hubd.VIEW_FULL, terse=True, timeout=30) as stream:
+            for d in stream:
+                if d.your_turn and d.envelope.session_id == s.id:
+                    break
+        assert d.view == b.view(s.id, hubd.VIEW_FULL) and [i.text for i in d.view.items] == ["one"]
+
+
 def test_serve_follows_sessions_across_nodes_kill_9(cluster: Cluster, serving: Serving) -> None:
     """SIGKILL here; the TypeScript SDK's test stops a node with SIGTERM
     (voluntary hand-back), and cmd/hubd's for the Go SDK's watch."""
