@@ -151,7 +151,9 @@ export interface ServeOptions {
    * every envelope addressed to the agent; without it, only what serve acts
    * on (SubscribeOptions.terse). While a promise it returns is pending,
    * nothing more is read (over the Connect stream, the acks of the replies
-   * neither).
+   * neither). An observer that throws or rejects is logged and serve acts
+   * on the delivery as if it had returned, over either transport: a turn is
+   * still dispatched, an end still ends the session, the cursors advance.
    */
   observer?: (d: Delivery) => void | Promise<void>;
   /**
@@ -160,7 +162,8 @@ export interface ServeOptions {
    * serve aborts the session's running handler. It runs on the stream's
    * reader, as the observer does (a promise it returns holds the reader
    * back), and keeps the stream terse: an agent that opens sessions and
-   * waits for their ends needs no observer.
+   * waits for their ends needs no observer. One that throws or rejects is
+   * logged, and the session ends all the same (its handler aborted).
    */
   onSessionEnd?: (end: Envelope) => void | Promise<void>;
   /** Called with the error that broke the stream each time serve resubscribes. */
@@ -353,14 +356,37 @@ class Serving {
 
   /**
    * Acts on one delivery of the stream; returns a promise only while the
-   * observer's or onSessionEnd's is pending (the reader waits for it).
+   * observer's or onSessionEnd's is pending (the reader waits for it). It
+   * never throws or rejects: a hook's error is logged and the delivery
+   * acted on as if the hook had returned.
    */
   private deliver(d: Delivery): void | Promise<void> {
-    const o = this.opts.observer?.(d);
-    if (o !== undefined && typeof o.then === "function") {
+    const o = this.hook("observer", d.envelope, () => this.opts.observer?.(d));
+    if (o) {
       return o.then(() => this.act(d));
     }
     return this.act(d);
+  }
+
+  /**
+   * Calls a hook (the observer or onSessionEnd) on the delivery of e and
+   * logs what it throws or rejects with; returns a promise, which never
+   * rejects, only while the hook's is pending.
+   */
+  private hook(name: string, e: Envelope | undefined, f: () => unknown): Promise<void> | undefined {
+    const on = e ? ` on seq ${e.seq} of session ${e.sessionId}` : "";
+    const failed = (err: unknown) => this.log(`hubd: serve: ${name}${on} failed (ignored): ${String(err)}`);
+    let r: unknown;
+    try {
+      r = f();
+    } catch (err) {
+      failed(err);
+      return undefined;
+    }
+    if (r !== null && typeof r === "object" && typeof (r as PromiseLike<unknown>).then === "function") {
+      return Promise.resolve(r as PromiseLike<unknown>).then(() => undefined, failed);
+    }
+    return undefined;
   }
 
   private act(d: Delivery): void | Promise<void> {
@@ -374,23 +400,14 @@ class Serving {
     }
     if (ends(e)) {
       // The session is forgotten (its handler aborted) after onSessionEnd,
-      // even when it throws or rejects.
+      // even when it throws or rejects (logged).
       const forget = () => {
         this.cursors.delete(id);
         this.end(id);
       };
-      let r: void | Promise<void>;
-      try {
-        r = this.opts.onSessionEnd?.(e);
-      } catch (err) {
-        forget();
-        throw err;
-      }
-      if (r !== undefined && typeof r.then === "function") {
-        return r.then(forget, (err: unknown) => {
-          forget();
-          throw err;
-        });
+      const r = this.hook("onSessionEnd", e, () => this.opts.onSessionEnd?.(e));
+      if (r) {
+        return r.then(forget);
       }
       forget();
       return;

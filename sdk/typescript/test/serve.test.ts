@@ -393,6 +393,100 @@ describe("serve's terse stream", { timeout: 30_000 }, () => {
   }
 });
 
+describe("serve's hooks", { timeout: 60_000 }, () => {
+  let hub: Hubd;
+  before(async () => {
+    hub = await Hubd.start();
+  });
+  after(() => hub.close());
+
+  // An observer or onSessionEnd that throws or rejects is logged and serve
+  // acts on the delivery as if it had returned, over either transport: the
+  // turn is dispatched, the end aborts the session's running handler, and
+  // serve goes on to serve the next session.
+  for (const transport of ["stream", "unary"] as const) {
+    for (const fails of [
+      { observer: "throws", end: "rejects" },
+      { observer: "rejects", end: "throws" },
+    ] as const) {
+      test(`${transport}: an observer that ${fails.observer} and an onSessionEnd that ${fails.end} are logged; serve goes on`, async () => {
+        const logs = new Logs();
+        const wire: string[] = [];
+        const alice = await hub.connect("alice");
+        const bob = await hub.connect("bob", { transport, log: logs.log, channelOptions: { interceptors: [recording(wire)] } });
+        const observed: string[] = [];
+        const called = new Map<string, ReturnType<typeof deferred<void>>>();
+        const aborted = new Map<string, ReturnType<typeof deferred<void>>>();
+        const ended = new Map<string, ReturnType<typeof deferred<void>>>();
+        const get = (m: Map<string, ReturnType<typeof deferred<void>>>, id: string) => {
+          let d = m.get(id);
+          if (!d) {
+            d = deferred();
+            m.set(id, d);
+          }
+          return d;
+        };
+        const fail = (how: "throws" | "rejects", err: Error): Promise<void> => {
+          if (how === "throws") {
+            throw err;
+          }
+          return Promise.reject(err);
+        };
+        const ac = new AbortController();
+        let running = true;
+        const run = bob
+          .serve(
+            async (turn) => {
+              get(called, turn.sessionId).resolve();
+              if (!turn.signal.aborted) {
+                await new Promise<void>((res) => turn.signal.addEventListener("abort", () => res(), { once: true }));
+              }
+              get(aborted, turn.sessionId).resolve();
+              return undefined;
+            },
+            {
+              signal: ac.signal,
+              view: null,
+              observer: (d) => {
+                observed.push(d.yourTurn ? `${d.envelope?.type} [your turn]` : `${d.envelope?.type}`);
+                return fail(fails.observer, new Error(`observer failed on ${d.envelope?.type} seq ${d.envelope?.seq}`));
+              },
+              onSessionEnd: (e) => {
+                get(ended, e.sessionId).resolve();
+                return fail(fails.end, new Error(`onSessionEnd failed for ${e.sessionId}`));
+              },
+            },
+          )
+          .finally(() => (running = false));
+        try {
+          for (const round of [1, 2]) {
+            const opened = await alice.open({ graph: sequence("alice", "bob"), participants: autoAccepted("bob") });
+            await alice.sendText(opened.id, "go");
+            await within(get(called, opened.id).promise, 10_000, `round ${round}: bob's handler called for its turn`);
+            await alice.closeSession(opened.id, "no_longer_needed");
+            await within(get(ended, opened.id).promise, 10_000, `round ${round}: onSessionEnd`);
+            await within(get(aborted, opened.id).promise, 10_000, `round ${round}: the ended session's handler aborted`);
+            await within(logs.waitFor(`onSessionEnd failed for ${opened.id}`), 10_000, `round ${round}: onSessionEnd's error logged`);
+            assert.ok(running, `round ${round}: serve still running`);
+          }
+          // The observer was called with every delivery, although each call failed.
+          assert.deepEqual(observed, wire);
+          assert.equal(observed.filter((o) => o === "text [your turn]").length, 2, observed.join(", "));
+          assert.equal(observed.filter((o) => o === "session_closed").length, 2, observed.join(", "));
+          const logged = logs.lines.filter((l) => l.includes("observer failed on"));
+          assert.equal(logged.length, observed.length, logs.lines.join("\n"));
+          assert.ok(logged.some((l) => l.includes("observer failed on text")), logs.lines.join("\n"));
+        } finally {
+          ac.abort();
+          await run; // rejects if serve failed
+          alice.close();
+          bob.close();
+        }
+      });
+    }
+  }
+});
+
 describe("serve across hub crashes", { timeout: 60_000 }, () => {
   test("kill -9 in the middle of a round robin: every agent resumes, no turn is answered twice", async () => {
     const hub = await Hubd.start();
