@@ -359,6 +359,13 @@ export interface SubscribeOptions extends CallOptions {
    * everything, as without it.
    */
   terse?: boolean;
+  /**
+   * When set, every your_turn delivery carries the caller's view of its
+   * session with these options (Delivery.view, SubscribeRequest.turn_view),
+   * as view() would return it when the notice leaves the hub: no view()
+   * call is needed before answering.
+   */
+  view?: { name?: string; window?: number };
 }
 
 type UnaryMethod<Req, Res> = (
@@ -864,7 +871,8 @@ export class Client {
    * duplicate; a turn is told once per triggering envelope.
    */
   subscribe(opts: SubscribeOptions = {}): DeliveryStream {
-    return this.subscribeStream(opts, false);
+    const v = opts.view;
+    return this.subscribeStream(opts, false, v ? GetViewRequest.fromPartial({ name: v.name ?? "", window: v.window ?? 0 }) : undefined);
   }
 
   /** @internal subscribe, optionally waiting for the hub while it is down, optionally with each turn's view. */

@@ -440,6 +440,35 @@ describe("sending and reading", { timeout: 20_000 }, () => {
     assert.ok((await bob.view(id)).items.length > 0);
   });
 
+  test("subscribe with a view: a turn notice carries the caller's view, other deliveries none", async () => {
+    const s = await alice.open({ graph: sequence("alice", "bob"), participants: autoAccepted("bob") });
+    await alice.sendText(s.id, "findings");
+    const want = await bob.view(s.id, { name: ViewName.Last });
+    const got: string[] = [];
+    for (const view of [{ name: ViewName.Last }, undefined]) {
+      const sub = bob.subscribe({ cursors: { [s.id]: 0 }, view });
+      for await (const d of sub) {
+        if (d.envelope?.sessionId !== s.id) {
+          continue;
+        }
+        if (!d.yourTurn) {
+          assert.equal(d.view, undefined, `a delivery that is not a turn carries a view: ${d.envelope.type}`);
+          continue;
+        }
+        if (view) {
+          assert.deepEqual(d.view, want);
+          got.push(`turn with ${d.view?.items.map((i) => i.text).join(",")}`);
+        } else {
+          assert.equal(d.view, undefined);
+          got.push("turn without a view");
+        }
+        break;
+      }
+      sub.close();
+    }
+    assert.deepEqual(got, ["turn with findings", "turn without a view"]);
+  });
+
   test("subscribe resumes after a cursor, terse or not; watch shows what the caller may read", async () => {
     const sub = bob.subscribe({ cursors: { [id]: 6 } });
     const seqs: number[] = [];
