@@ -243,9 +243,10 @@ func (c *Client) subscribeCluster(ctx context.Context, opts SubscribeOptions, ca
 func (cs *clusterStream) node(ctx context.Context, c *Client, rpc hubsvc.HubClient, addr string, opts SubscribeOptions, callOpts []grpc.CallOption, started func(error)) {
 	for try := 1; ; try++ {
 		cs.mu.Lock()
-		opts.Cursors = maps.Clone(cs.cursors)
+		opts.Cursors = cs.cursors
+		req := subscribeRequest(opts) // copies the cursors
 		cs.mu.Unlock()
-		s, err := rpc.Subscribe(context.WithValue(ctx, followingKey{}, true), subscribeRequest(opts), callOpts...)
+		s, err := rpc.Subscribe(context.WithValue(ctx, followingKey{}, true), req, callOpts...)
 		if err == nil {
 			started(nil)
 			for {
