@@ -55,6 +55,9 @@ func (c *committer) init(l *Log, j *journal) {
 	c.spanAt = make(map[[16]byte]int)
 	c.marks = l.marks
 	c.journal = j
+	if j != nil {
+		j.stats = &l.stats
+	}
 	if j != nil && !j.noSync { // a write without a sync is cheaper inline
 		c.jreq, c.jres = make(chan []byte), make(chan error, 1)
 		go func() {
@@ -298,9 +301,7 @@ func (c *committer) commitTxn(txn *badger.Txn) error {
 			}
 		}
 	}
-	start := time.Now()
 	err := txn.Commit()
-	c.l.stats.commitNanos.Add(int64(time.Since(start)))
 	if j == nil {
 		return err
 	}

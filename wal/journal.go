@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The journal is the log's record of its commits kept outside badger's
@@ -120,7 +121,8 @@ type journal struct {
 	active  segment
 	off     int64 // where the next entry goes
 	buf     []byte
-	next    uint64 // next commit number
+	next    uint64    // next commit number
+	stats   *counters // counts the syncs; nil: not counted
 }
 
 // segName is the file name of segment n.
@@ -511,8 +513,13 @@ func (j *journal) write(b []byte) error {
 	if j.noSync {
 		return nil
 	}
+	start := time.Now()
 	if err := fdatasync(j.f); err != nil {
 		return fmt.Errorf("wal: journal: sync: %w", err)
+	}
+	if j.stats != nil {
+		j.stats.syncNanos.Add(int64(time.Since(start)))
+		j.stats.syncs.Add(1)
 	}
 	return nil
 }

@@ -42,25 +42,31 @@ type Log struct {
 	stats   counters
 }
 
-// counters are the committer's running totals.
+// counters are the committer's and the journal's running totals.
 type counters struct {
-	commits, requests, records atomic.Uint64
-	commitNanos                atomic.Int64
+	commits, requests, records, syncs atomic.Uint64
+	syncNanos                         atomic.Int64
 }
 
 // Stats are running totals of the log's writes since Open, for metrics
-// and for seeing how well group commit batches.
+// and for seeing how well group commit batches and what the disk costs.
 type Stats struct {
-	Commits  uint64        // transactions committed (each one sync)
-	Requests uint64        // Append calls they held
-	Records  uint64        // records they held
-	Syncing  time.Duration // time spent committing (mostly syncing)
+	Commits  uint64 // transactions committed
+	Requests uint64 // Append calls they held
+	Records  uint64 // records they held
+	// Syncs are the journal's syncs (fdatasync): one per commit, its
+	// commit point, and a few more (an acknowledgement marker after a
+	// pause, a new segment's first entry). Syncing is the time spent in
+	// them: Syncing/Syncs is what the disk takes to make a commit
+	// durable. Both stay 0 without syncs (NoSync, InMemory).
+	Syncs   uint64
+	Syncing time.Duration
 }
 
 // Stats returns the log's running totals.
 func (l *Log) Stats() Stats {
 	return Stats{Commits: l.stats.commits.Load(), Requests: l.stats.requests.Load(),
-		Records: l.stats.records.Load(), Syncing: time.Duration(l.stats.commitNanos.Load())}
+		Records: l.stats.records.Load(), Syncs: l.stats.syncs.Load(), Syncing: time.Duration(l.stats.syncNanos.Load())}
 }
 
 // Space returns the data directory's free space as last measured (before

@@ -408,23 +408,40 @@ func TestValueLogRecord(t *testing.T) {
 }
 
 func TestStats(t *testing.T) {
-	l, err := Open(Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	ctx := context.Background()
-	var s [16]byte
-	s[0] = 7
-	if err := l.Append(ctx, Write{Session: s, Meta: []byte("m"), Records: []Record{{Seq: 1, Data: []byte("a")}, {Seq: 2, Data: []byte("b")}}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Append(ctx, Write{Session: s, Records: []Record{{Seq: 9, Data: []byte("gap")}}}); err == nil {
-		t.Fatal("a gap was accepted")
-	}
-	st := l.Stats()
-	if st.Commits != 1 || st.Requests != 1 || st.Records != 2 || st.Syncing <= 0 {
-		t.Fatalf("stats %+v", st)
+	for _, tc := range []struct {
+		name  string
+		opts  func(t *testing.T) Options
+		syncs bool // each commit is synced and counted
+	}{
+		{"in memory", func(*testing.T) Options { return Options{InMemory: true} }, false},
+		{"on disk", func(t *testing.T) Options { return Options{Dir: t.TempDir()} }, true},
+		{"on disk, no sync", func(t *testing.T) Options { return Options{Dir: t.TempDir(), NoSync: true} }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := Open(tc.opts(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			ctx := context.Background()
+			var s [16]byte
+			s[0] = 7
+			if err := l.Append(ctx, Write{Session: s, Meta: []byte("m"), Records: []Record{{Seq: 1, Data: []byte("a")}, {Seq: 2, Data: []byte("b")}}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Append(ctx, Write{Session: s, Records: []Record{{Seq: 9, Data: []byte("gap")}}}); err == nil {
+				t.Fatal("a gap was accepted")
+			}
+			st := l.Stats()
+			if st.Commits != 1 || st.Requests != 1 || st.Records != 2 {
+				t.Fatalf("stats %+v", st)
+			}
+			// The commit's sync, and perhaps an acknowledgement marker's
+			// after a pause of ackDelay.
+			if synced := st.Syncs >= 1 && st.Syncs <= 2 && st.Syncing > 0; synced != tc.syncs || !tc.syncs && (st.Syncs != 0 || st.Syncing != 0) {
+				t.Fatalf("stats %+v: want syncs counted: %v", st, tc.syncs)
+			}
+		})
 	}
 }
 

@@ -15,7 +15,9 @@ var (
 	walRequestsDesc = prometheus.NewDesc("hubd_wal_committed_appends_total",
 		"Appends those transactions held; divided by hubd_wal_commits_total, the mean group-commit batch.", nil, nil)
 	walRecordsDesc = prometheus.NewDesc("hubd_wal_committed_records_total", "Records those transactions held.", nil, nil)
-	walSyncDesc    = prometheus.NewDesc("hubd_wal_sync_seconds_total", "Time spent committing log transactions, mostly in fsync.", nil, nil)
+	walSyncsDesc   = prometheus.NewDesc("hubd_wal_syncs_total", "Syncs (fdatasync) of the log's journal: one per commit, its commit point, and a few for markers and new segments.", nil, nil)
+	walSyncDesc    = prometheus.NewDesc("hubd_wal_sync_seconds_total",
+		"Time spent in the journal's syncs; divided by hubd_wal_syncs_total, what the disk takes to make a commit durable.", nil, nil)
 )
 
 // states are the session states the sessions gauge reports for each type.
@@ -25,7 +27,7 @@ var states = []session.State{session.StatePending, session.StateOpen, session.St
 type hubCollector struct{ m *Metrics }
 
 func (c hubCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{sessionsDesc, quarantinedDesc, walCommitsDesc, walRequestsDesc, walRecordsDesc, walSyncDesc} {
+	for _, d := range []*prometheus.Desc{sessionsDesc, quarantinedDesc, walCommitsDesc, walRequestsDesc, walRecordsDesc, walSyncsDesc, walSyncDesc} {
 		ch <- d
 	}
 }
@@ -42,6 +44,7 @@ func (c hubCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(walCommitsDesc, prometheus.CounterValue, float64(s.Commits))
 		ch <- prometheus.MustNewConstMetric(walRequestsDesc, prometheus.CounterValue, float64(s.Requests))
 		ch <- prometheus.MustNewConstMetric(walRecordsDesc, prometheus.CounterValue, float64(s.Records))
+		ch <- prometheus.MustNewConstMetric(walSyncsDesc, prometheus.CounterValue, float64(s.Syncs))
 		ch <- prometheus.MustNewConstMetric(walSyncDesc, prometheus.CounterValue, s.Syncing.Seconds())
 	}
 }

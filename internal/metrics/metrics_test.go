@@ -56,7 +56,7 @@ func info(n byte, typ, state string) *hubpb.SessionInfo {
 }
 
 func TestCensusByListing(t *testing.T) {
-	m := New(func() wal.Stats { return wal.Stats{Commits: 3, Requests: 6, Records: 9, Syncing: 2 * time.Second} })
+	m := New(func() wal.Stats { return wal.Stats{Commits: 3, Requests: 6, Records: 9, Syncs: 4, Syncing: 2 * time.Second} })
 	m.Attach(&fakeHub{infos: []*hubpb.SessionInfo{info(1, "conversation@1", "OPEN"), info(2, "conversation@1", "CLOSED"), info(3, "workflow@1", "OPEN")}})
 	want := `
 # HELP hubd_sessions Live sessions the hub holds in memory (pending and open; ended ones are read from the log on demand), by session type and state.
@@ -75,11 +75,14 @@ hubd_sessions_quarantined 1
 # HELP hubd_wal_commits_total Log transactions committed, each with one fsync (group commit).
 # TYPE hubd_wal_commits_total counter
 hubd_wal_commits_total 3
-# HELP hubd_wal_sync_seconds_total Time spent committing log transactions, mostly in fsync.
+# HELP hubd_wal_sync_seconds_total Time spent in the journal's syncs; divided by hubd_wal_syncs_total, what the disk takes to make a commit durable.
 # TYPE hubd_wal_sync_seconds_total counter
 hubd_wal_sync_seconds_total 2
+# HELP hubd_wal_syncs_total Syncs (fdatasync) of the log's journal: one per commit, its commit point, and a few for markers and new segments.
+# TYPE hubd_wal_syncs_total counter
+hubd_wal_syncs_total 4
 `
-	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "hubd_sessions", "hubd_sessions_quarantined", "hubd_wal_commits_total", "hubd_wal_sync_seconds_total"); err != nil {
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "hubd_sessions", "hubd_sessions_quarantined", "hubd_wal_commits_total", "hubd_wal_sync_seconds_total", "hubd_wal_syncs_total"); err != nil {
 		t.Error(err)
 	}
 	if got := m.typeOf(session.ID{15: 3}); got != "workflow@1" {
