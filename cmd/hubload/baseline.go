@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hubd/hubd/internal/baseline"
+	"github.com/hubd/hubd/wal"
 )
 
 // baseReport is the floor measured in the run (--baseline): gRPC unary
@@ -22,12 +23,29 @@ type baseReport struct {
 	SendToAck latency   `json:"send_to_ack"`
 	PerCommit float64   `json:"requests_per_commit"`
 	Halves    []float64 `json:"halves_per_s"`
+	floorCost
+}
+
+// floorCost is what a floor's windows cost: hubload's CPU (the floor's
+// server and its clients, the hub idle meanwhile) per request acknowledged,
+// and the mean fsync of its log.
+type floorCost struct {
+	CPUPerRequest float64 `json:"cpu_us_per_request"`
+	SyncMeanUS    float64 `json:"fsync_mean_us"`
+}
+
+// text is the cost as the floors' lines end.
+func (c floorCost) text() string {
+	return fmt.Sprintf("; fsync mean %.0fµs; CPU %.0fµs per request", c.SyncMeanUS, c.CPUPerRequest)
 }
 
 // floorRun is what one window of a floor recorded.
 type floorRun struct {
 	st                *stats
-	requests, commits uint64 // the floor's log: requests appended, commits
+	requests, commits uint64        // the floor's log: requests appended, commits
+	cpu               time.Duration // hubload's CPU in the window
+	syncs             uint64        // the log's fsyncs in the window
+	syncing           time.Duration // and their time
 }
 
 // perSecond is the run's acknowledged requests per second of its window.
@@ -41,9 +59,10 @@ func floorWindow(cfg config) time.Duration { return cfg.duration / 2 }
 
 // merged sums runs: acknowledged requests, windows and latencies, and the
 // logs' requests per commit.
-func merged(runs []floorRun) (st *stats, window time.Duration, perCommit float64, halves []float64) {
+func merged(runs []floorRun) (st *stats, window time.Duration, perCommit float64, halves []float64, cost floorCost) {
 	st = newStats()
-	var reqs, commits uint64
+	var reqs, commits, syncs uint64
+	var cpu, syncing time.Duration
 	for _, r := range runs {
 		st.accepted.Add(r.st.accepted.Load())
 		st.ack.add(&r.st.ack)
@@ -52,8 +71,12 @@ func merged(runs []floorRun) (st *stats, window time.Duration, perCommit float64
 		reqs += r.requests
 		commits += r.commits
 		halves = append(halves, r.perSecond())
+		cpu += r.cpu
+		syncs += r.syncs
+		syncing += r.syncing
 	}
-	return st, window, ratio(float64(reqs), float64(commits)), halves
+	cost = floorCost{CPUPerRequest: perAccepted(cpu, st.accepted.Load()), SyncMeanUS: ratio(float64(syncing)/float64(time.Microsecond), float64(syncs))}
+	return st, window, ratio(float64(reqs), float64(commits)), halves, cost
 }
 
 // measureBaseline runs one window of the floor at conc requests in flight
@@ -67,9 +90,9 @@ func measureBaseline(ctx context.Context, cfg config, conc, conns int) (floorRun
 
 // baseReportOf merges the floor's windows into its report.
 func baseReportOf(conc, conns int, runs ...floorRun) (*baseReport, error) {
-	st, w, perCommit, halves := merged(runs)
+	st, w, perCommit, halves, cost := merged(runs)
 	r := &baseReport{Conc: conc, Conns: min(conns, conc), Window: w.Seconds(), Accepted: st.accepted.Load(),
-		PerSecond: ratio(float64(st.accepted.Load()), w.Seconds()), SendToAck: summarize(&st.ack), PerCommit: perCommit, Halves: halves}
+		PerSecond: ratio(float64(st.accepted.Load()), w.Seconds()), SendToAck: summarize(&st.ack), PerCommit: perCommit, Halves: halves, floorCost: cost}
 	if r.Accepted == 0 {
 		return nil, fmt.Errorf("the baseline acknowledged nothing in its windows")
 	}
@@ -77,7 +100,8 @@ func baseReportOf(conc, conns int, runs ...floorRun) (*baseReport, error) {
 }
 
 // runFloor runs drive against a fresh baseline server for a warm-up and
-// a window of floorWindow, and returns what it recorded.
+// a window of floorWindow, and returns what it recorded: its requests, and
+// hubload's CPU and the log's fsyncs in the window.
 func runFloor(ctx context.Context, cfg config, drive func(addr string, st *stats, stop <-chan struct{}) error) (floorRun, error) {
 	srv, err := baseline.Start(cfg.baselineDir)
 	if err != nil {
@@ -88,11 +112,27 @@ func runFloor(ctx context.Context, cfg config, drive func(addr string, st *stats
 	stop := make(chan struct{})
 	done := make(chan error, 1)
 	go func() { done <- drive(srv.Addr(), st, stop) }()
-	var runErr error
+	var (
+		run       floorRun
+		runErr    error
+		cpu0      time.Duration
+		log0      wal.Stats
+		measuring bool
+	)
 	select {
-	case <-time.After(cfg.warmup + floorWindow(cfg)):
+	case <-time.After(cfg.warmup):
+		cpu0, log0, measuring = selfCPU(), srv.Stats(), true
 	case <-ctx.Done():
 	case runErr = <-done:
+	}
+	if measuring {
+		select {
+		case <-time.After(floorWindow(cfg)):
+		case <-ctx.Done():
+		case runErr = <-done:
+		}
+		log1 := srv.Stats()
+		run.cpu, run.syncs, run.syncing = selfCPU()-cpu0, log1.Syncs-log0.Syncs, log1.Syncing-log0.Syncing
 	}
 	st.shut(time.Now())
 	close(stop)
@@ -103,7 +143,8 @@ func runFloor(ctx context.Context, cfg config, drive func(addr string, st *stats
 	if err := srv.Close(); runErr == nil {
 		runErr = err
 	}
-	return floorRun{st: st, requests: ls.Requests, commits: ls.Commits}, runErr
+	run.st, run.requests, run.commits = st, ls.Requests, ls.Commits
+	return run, runErr
 }
 
 // floors are a run's floors (--baseline), each measured in two windows:
@@ -162,6 +203,7 @@ type turnReport struct {
 	SendToTold latency   `json:"send_to_next_told"`
 	PerCommit  float64   `json:"requests_per_commit"`
 	Halves     []float64 `json:"halves_per_s"`
+	floorCost
 }
 
 // measureTurnFloor runs one window of the turn floor with sessions pairs
@@ -175,10 +217,10 @@ func measureTurnFloor(ctx context.Context, cfg config, sessions int) (floorRun, 
 
 // turnReportOf merges the turn floor's windows into its report.
 func turnReportOf(sessions int, runs ...floorRun) (*turnReport, error) {
-	st, w, perCommit, halves := merged(runs)
+	st, w, perCommit, halves, cost := merged(runs)
 	r := &turnReport{Sessions: sessions, Conns: 2 * sessions, Window: w.Seconds(), Accepted: st.accepted.Load(),
 		PerSecond: ratio(float64(st.accepted.Load()), w.Seconds()), SendToAck: summarize(&st.ack), SendToTold: summarize(&st.told),
-		PerCommit: perCommit, Halves: halves}
+		PerCommit: perCommit, Halves: halves, floorCost: cost}
 	if r.Accepted == 0 {
 		return nil, fmt.Errorf("the turn floor acknowledged nothing in its windows")
 	}
@@ -196,14 +238,14 @@ func halvesText(h []float64) string {
 
 // text describes the turn floor on one line.
 func (t *turnReport) text() string {
-	return fmt.Sprintf("turn floor (gRPC stream → wal group commit, sync on → next seat told, sender acked; %d sessions, 2 seats each on its own connection): %.0f/s%s; send→ack %s; send→next told %s; %.1f requests per commit\n",
-		t.Sessions, t.PerSecond, halvesText(t.Halves), t.SendToAck.text(), t.SendToTold.text(), t.PerCommit)
+	return fmt.Sprintf("turn floor (gRPC stream → wal group commit, sync on → next seat told, sender acked; %d sessions, 2 seats each on its own connection): %.0f/s%s; send→ack %s; send→next told %s; %.1f requests per commit%s\n",
+		t.Sessions, t.PerSecond, halvesText(t.Halves), t.SendToAck.text(), t.SendToTold.text(), t.PerCommit, t.floorCost.text())
 }
 
 // text describes the baseline on one line.
 func (b *baseReport) text() string {
-	return fmt.Sprintf("baseline (gRPC unary → wal group commit, sync on; %d in flight on %d connections): %.0f/s%s; send→ack %s; %.1f requests per commit\n",
-		b.Conc, b.Conns, b.PerSecond, halvesText(b.Halves), b.SendToAck.text(), b.PerCommit)
+	return fmt.Sprintf("baseline (gRPC unary → wal group commit, sync on; %d in flight on %d connections): %.0f/s%s; send→ack %s; %.1f requests per commit%s\n",
+		b.Conc, b.Conns, b.PerSecond, halvesText(b.Halves), b.SendToAck.text(), b.PerCommit, b.floorCost.text())
 }
 
 // ratio is a/b, or 0 when b is 0.

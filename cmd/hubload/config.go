@@ -76,7 +76,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.operator, "operator", "operator", "the agent with operator rights that --check reads the logs as")
 	fs.IntVar(&c.idle, "idle", 0, "open this many idle subscriptions and wait (memory measurements)")
 	fs.IntVar(&c.hubPID, "hub-pid", 0, "report this hub process's RSS from /proc")
-	fs.StringVar(&c.hubHTTP, "hub-http", "", "idle mode: the hub's HTTP `address` (loopback); report its goroutines, heap and stacks per subscription from /metrics, after a GC forced through /debug/pprof as --operator")
+	fs.StringVar(&c.hubHTTP, "hub-http", "", "the hub's HTTP `address` (loopback), for its /metrics: in idle mode its goroutines, heap and stacks per subscription, after a GC forced through /debug/pprof as --operator; in the workloads what its log did in the window (commits, appends per commit, mean fsync)")
 	fs.BoolVar(&c.json, "json", false, "print the report as JSON")
 	fs.StringVar(&c.cpuProf, "cpuprofile", "", "write hubload's own CPU profile to this `file` (load mode)")
 	fs.StringVar(&c.workload, "workload", workloadTurns, "`turns` (sessions taking turns steadily), sessions (three-agent sessions, open to close, served by agentsdk.Serve) or delegation (a delegation round trip beside a turn, in --sessions sessions, default 1)")
@@ -117,8 +117,8 @@ func (c *config) validate() error {
 		if err := checkLoopback("--hub-http", c.hubHTTP); err != nil {
 			return err
 		}
-		if c.idle == 0 {
-			return exitcode.Usage("--hub-http is for --idle")
+		if c.check != "" {
+			return exitcode.Usage("--hub-http is for --idle and the load workloads, not --check")
 		}
 	}
 	modes := 0

@@ -12,8 +12,9 @@
 //	        [--duration 10s] [--warmup 1s] [--max-turns N] [--conns N]
 //	        [--verify FILE] [--json] [--hub-pid PID] [--cpuprofile FILE]
 //	        [--baseline [--baseline-dir DIR]] [--transport stream|unary] [--terse=false]
+//	        [--hub-http ADDR]
 //	hubload --workload sessions [--conc 1] [--sessions 200] [--payload 256] [--warmup 1s] [--terse=false]
-//	        [--baseline [--baseline-dir DIR] [--duration 10s]] [--json]
+//	        [--baseline [--baseline-dir DIR] [--duration 10s]] [--hub-pid PID] [--hub-http ADDR] [--json]
 //	hubload --check FILE [--hub ADDR] [--operator operator] [--json]
 //	hubload --idle N [--duration D] [--conns N] [--hub-pid PID] [--hub-http ADDR]
 //	hubload --workload delegation [--sessions 1] [--duration 10s] [--warmup 1s] [--json]
@@ -66,7 +67,11 @@
 //     machine (from /proc/stat: other processes, and kernel work not
 //     charged to either), and the microseconds of CPU per accepted
 //     envelope. On a shared machine, "other processes" says how much the
-//     numbers were disturbed.
+//     numbers were disturbed;
+//   - hub log (with --hub-http, the hub's HTTP address, from its
+//     /metrics): the commits its write-ahead log made in the window, the
+//     appends each held (group commit), and the mean fsync of its journal
+//     (hubd_wal_sync_seconds_total / hubd_wal_syncs_total).
 //
 // Percentiles come from a log-bucketed histogram accurate to 0.8%. --json
 // prints the report as one JSON object instead. A failed send whose code
@@ -135,6 +140,17 @@
 // the load weighs a drift on both sides of the ratio. Put --baseline-dir
 // on the hub's data disk (the default is the system's temporary
 // directory).
+//
+// Each floor's line ends with what it cost: the mean fsync of its log
+// and hubload's CPU per request in its windows (the floor's server and
+// its clients, hubload's only work then, the hub idle). The ratio lines
+// then add, with --hub-pid, "CPU per request (hub + hubload)": the CPU
+// the hub and the agents spent per accepted envelope over the floor's,
+// and, with --hub-http, "fsync mean": the hub's mean fsync over the
+// floor's. On a machine whose cores the hub and the agents share, the
+// first says how much more work a turn is than the floor's request, the
+// second how much longer the same disk takes to sync for the busier
+// process.
 //
 // With the turns workload --baseline also runs a second floor, the turn
 // floor (in two windows too): what a turn must do at the least. Each of --sessions sessions is

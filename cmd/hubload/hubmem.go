@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,44 +32,86 @@ func readHubMem(ctx context.Context, addr, operator string) (hubMem, error) {
 		resp.Body.Close()
 		m.gc = resp.StatusCode == http.StatusOK
 	}
-	resp, err := get(ctx, "http://"+addr+"/metrics", "")
+	vals, err := scrape(ctx, addr, "go_goroutines", "go_memstats_heap_inuse_bytes", "go_memstats_stack_inuse_bytes")
 	if err != nil {
 		return m, err
 	}
+	m.goroutines, m.heapInuse, m.stackInuse = vals[0], vals[1], vals[2]
+	return m, nil
+}
+
+// scrape reads the hub's /metrics at addr and returns the values of the
+// unlabelled samples names, in order; a name missing is an error.
+func scrape(ctx context.Context, addr string, names ...string) ([]float64, error) {
+	resp, err := get(ctx, "http://"+addr+"/metrics", "")
+	if err != nil {
+		return nil, err
+	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return m, fmt.Errorf("%s/metrics: %s", addr, resp.Status)
+		return nil, fmt.Errorf("%s/metrics: %s", addr, resp.Status)
 	}
-	found := 0
+	vals := make([]float64, len(names))
+	found := make([]bool, len(names))
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		name, val, ok := strings.Cut(sc.Text(), " ")
 		if !ok {
 			continue
 		}
-		var dst *float64
-		switch name {
-		case "go_goroutines":
-			dst = &m.goroutines
-		case "go_memstats_heap_inuse_bytes":
-			dst = &m.heapInuse
-		case "go_memstats_stack_inuse_bytes":
-			dst = &m.stackInuse
-		default:
+		i := slices.Index(names, name)
+		if i < 0 {
 			continue
 		}
-		if *dst, err = strconv.ParseFloat(val, 64); err != nil {
-			return m, fmt.Errorf("%s/metrics: %s: %w", addr, name, err)
+		if vals[i], err = strconv.ParseFloat(val, 64); err != nil {
+			return nil, fmt.Errorf("%s/metrics: %s: %w", addr, name, err)
 		}
-		found++
+		found[i] = true
 	}
 	if err := sc.Err(); err != nil {
-		return m, err
+		return nil, err
 	}
-	if found < 3 {
-		return m, fmt.Errorf("%s/metrics has no go_goroutines, go_memstats_heap_inuse_bytes and go_memstats_stack_inuse_bytes", addr)
+	for i, ok := range found {
+		if !ok {
+			return nil, fmt.Errorf("%s/metrics has no %s", addr, names[i])
+		}
 	}
-	return m, nil
+	return vals, nil
+}
+
+// hubLog is the hub's write-ahead log counters, from its /metrics.
+type hubLog struct{ commits, appends, syncs, syncing float64 }
+
+// readHubLog reads the hub's log counters from /metrics at addr.
+func readHubLog(ctx context.Context, addr string) (hubLog, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	v, err := scrape(ctx, addr, "hubd_wal_commits_total", "hubd_wal_committed_appends_total", "hubd_wal_syncs_total", "hubd_wal_sync_seconds_total")
+	if err != nil {
+		return hubLog{}, err
+	}
+	return hubLog{commits: v[0], appends: v[1], syncs: v[2], syncing: v[3]}, nil
+}
+
+// logReport is what a log did in a window: its commits, the appends each
+// held (group commit) and what one fsync took on average.
+type logReport struct {
+	Commits          uint64  `json:"commits"`
+	AppendsPerCommit float64 `json:"appends_per_commit"`
+	Syncs            uint64  `json:"fsyncs"`
+	SyncMeanUS       float64 `json:"fsync_mean_us"`
+}
+
+// since is what the hub's log did from l0 to l.
+func (l hubLog) since(l0 hubLog) *logReport {
+	syncs := l.syncs - l0.syncs
+	return &logReport{Commits: uint64(l.commits - l0.commits), AppendsPerCommit: ratio(l.appends-l0.appends, l.commits-l0.commits),
+		Syncs: uint64(syncs), SyncMeanUS: ratio((l.syncing-l0.syncing)*1e6, syncs)}
+}
+
+// text describes the log's window.
+func (r *logReport) text() string {
+	return fmt.Sprintf("%d commits, %.1f appends per commit, fsync mean %.0fµs", r.Commits, r.AppendsPerCommit, r.SyncMeanUS)
 }
 
 // get is an HTTP GET, as agent when not "".

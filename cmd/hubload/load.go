@@ -30,6 +30,8 @@ type load struct {
 	open     atomic.Int64  // sessions not ended
 	allEnded chan struct{} // closed when every session has ended
 	stop     chan struct{} // closed when no new send may start
+	hubLog   *logReport    // the hub's log in the window (--hub-http)
+	logErr   error         // reading it failed
 }
 
 // runLoad runs the load mode and prints its report.
@@ -71,6 +73,9 @@ func runLoad(ctx context.Context, cfg config, stdout, stderr io.Writer) (err err
 	}
 	st := newStats()
 	cpu := l.drive(ctx, calls, giveUp, st, vl)
+	if l.logErr != nil {
+		return fmt.Errorf("--hub-http: %w", l.logErr)
+	}
 	rep := l.report(st, cpu, before, readProc(cfg.hubPID))
 	if cfg.baseline {
 		if err := fl.measure(ctx); err != nil {
@@ -202,9 +207,9 @@ func (l *load) start(subs context.Context, st *stats, vl *verifyLog, streams, wo
 func (l *load) measure(ctx context.Context, st *stats) cpuUse {
 	var use cpuUse
 	if l.sleep(ctx, l.cfg.warmup) {
-		u0 := cpuNow(l.cfg.hubPID)
+		w := startWindow(ctx, l.cfg)
 		l.sleep(ctx, l.cfg.duration)
-		use = cpuNow(l.cfg.hubPID).since(u0)
+		use, l.hubLog, l.logErr = w.end(ctx)
 	}
 	st.shut(time.Now())
 	return use

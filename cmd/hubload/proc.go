@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"runtime/pprof"
@@ -164,4 +165,36 @@ func cpuNow(hubPID int) cpuUse {
 // since is the CPU used from u0 to u.
 func (u cpuUse) since(u0 cpuUse) cpuUse {
 	return cpuUse{hub: u.hub - u0.hub, self: u.self - u0.self, busy: u.busy - u0.busy, total: u.total - u0.total}
+}
+
+// window is a measurement window begun: the CPU counters, and the hub's
+// log counters with --hub-http.
+type window struct {
+	cfg config
+	cpu cpuUse
+	log hubLog
+	err error
+}
+
+// startWindow reads the counters at the start of a window.
+func startWindow(ctx context.Context, cfg config) window {
+	w := window{cfg: cfg, cpu: cpuNow(cfg.hubPID)}
+	if cfg.hubHTTP != "" {
+		w.log, w.err = readHubLog(ctx, cfg.hubHTTP)
+	}
+	return w
+}
+
+// end reads them again: the CPU used in the window, and what the hub's
+// log did (nil without --hub-http).
+func (w window) end(ctx context.Context) (cpuUse, *logReport, error) {
+	use := cpuNow(w.cfg.hubPID).since(w.cpu)
+	if w.cfg.hubHTTP == "" || w.err != nil {
+		return use, nil, w.err
+	}
+	l, err := readHubLog(context.WithoutCancel(ctx), w.cfg.hubHTTP)
+	if err != nil {
+		return use, nil, err
+	}
+	return use, l.since(w.log), nil
 }

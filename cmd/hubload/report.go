@@ -26,6 +26,7 @@ type report struct {
 	Rejected   map[string]uint64 `json:"rejected"`
 	CPU        cpuReport         `json:"cpu"`
 	Hub        *hubUsage         `json:"hub,omitempty"`
+	HubLog     *logReport        `json:"hub_log,omitempty"`
 	Baseline   *baseReport       `json:"baseline,omitempty"`
 	Ratios     []namedRatio      `json:"ratios,omitempty"`
 	TurnFloor  *turnReport       `json:"turn_floor,omitempty"`
@@ -39,12 +40,26 @@ func (r *report) ratios() []namedRatio {
 	if b == nil {
 		return nil
 	}
-	return []namedRatio{
+	return append([]namedRatio{
 		{"accepted/s", ratio(r.PerSecond, b.PerSecond)},
 		{"send→ack p50", ratio(r.SendToAck.P50, b.SendToAck.P50)},
 		{"send→ack p99", ratio(r.SendToAck.P99, b.SendToAck.P99)},
 		{"send→next told p50 (to baseline send→ack p50)", ratio(r.SendToTold.P50, b.SendToAck.P50)},
+	}, costRatios(r.CPU, r.HubLog, b.floorCost)...)
+}
+
+// costRatios compares what a run cost with what a floor did: CPU per
+// request, the hub's and hubload's together (with --hub-pid), and the mean
+// fsync of the logs (with --hub-http).
+func costRatios(c cpuReport, l *logReport, f floorCost) []namedRatio {
+	var out []namedRatio
+	if c.HubPerAccepted > 0 {
+		out = append(out, namedRatio{"CPU per request (hub + hubload)", ratio(c.HubPerAccepted+c.HubloadPerAccepted, f.CPUPerRequest)})
 	}
+	if l != nil {
+		out = append(out, namedRatio{"fsync mean", ratio(l.SyncMeanUS, f.SyncMeanUS)})
+	}
+	return out
 }
 
 // turnRatios compares the run with the turn floor (nil without one).
@@ -53,12 +68,12 @@ func (r *report) turnRatios() []namedRatio {
 	if t == nil {
 		return nil
 	}
-	return []namedRatio{
+	return append([]namedRatio{
 		{"accepted/s", ratio(r.PerSecond, t.PerSecond)},
 		{"send→ack p50", ratio(r.SendToAck.P50, t.SendToAck.P50)},
 		{"send→ack p99", ratio(r.SendToAck.P99, t.SendToAck.P99)},
 		{"send→next told p50", ratio(r.SendToTold.P50, t.SendToTold.P50)},
-	}
+	}, costRatios(r.CPU, r.HubLog, t.floorCost)...)
 }
 
 // cpuReport is how the machine's processors were used in the window, in
@@ -99,7 +114,7 @@ func (l *load) report(st *stats, cpu cpuUse, before, after procStatus) report {
 	w := st.window()
 	r := report{Agents: l.cfg.agents, Sessions: l.cfg.sessions, Conns: l.cfg.connsFor(l.cfg.agents), Transport: l.cfg.transport, Payload: l.cfg.payload,
 		Warmup: l.cfg.warmup.Seconds(), Window: w.Seconds(), Accepted: st.accepted.Load(),
-		SendToAck: summarize(&st.ack), SendToTold: summarize(&st.told), Rejected: st.rejections()}
+		SendToAck: summarize(&st.ack), SendToTold: summarize(&st.told), Rejected: st.rejections(), HubLog: l.hubLog}
 	if w > 0 {
 		r.PerSecond = float64(r.Accepted) / w.Seconds()
 	}
@@ -168,6 +183,9 @@ func (r report) text() string {
 	if h := r.Hub; h != nil {
 		fmt.Fprintf(&b, "hub pid %d: VmRSS %.1f MiB → %.1f MiB, threads %d → %d\n",
 			h.PID, h.RSSBeforeMiB, h.RSSAfterMiB, h.ThreadsBefore, h.ThreadsAfter)
+	}
+	if r.HubLog != nil {
+		fmt.Fprintf(&b, "hub log (its /metrics): %s\n", r.HubLog.text())
 	}
 	if r.Baseline != nil {
 		b.WriteString(r.Baseline.text())

@@ -38,6 +38,7 @@ type sessLoad struct {
 	diag    atomic.Int64 // diagnostics of the clients (stale turns, retries)
 	first   atomic.Value // the first diagnostic (string)
 	cpu     cpuReport    // over the whole run, per turn
+	hubLog  *logReport   // the hub's log over the whole run (--hub-http)
 
 	mu     sync.Mutex
 	tracks map[string]*sessTrack
@@ -65,6 +66,7 @@ type sessReport struct {
 	HandlerToNext latency      `json:"handler_to_handler"`
 	Diagnostics   int64        `json:"client_diagnostics"`
 	CPU           cpuReport    `json:"cpu"`
+	HubLog        *logReport   `json:"hub_log,omitempty"`
 	Baseline      *baseReport  `json:"baseline,omitempty"`
 	Ratios        []namedRatio `json:"ratios,omitempty"`
 }
@@ -116,9 +118,13 @@ func runSessions(ctx context.Context, cfg config, stdout, stderr io.Writer) erro
 			}
 		})
 	}
-	t0, u0 := time.Now(), cpuNow(cfg.hubPID)
+	t0, w := time.Now(), startWindow(ctx, cfg)
 	runErr := sl.open(serveCtx, p.client(0))
-	sl.cpu = cpuNow(cfg.hubPID).since(u0).report(time.Since(t0), uint64(3*cfg.sessions))
+	use, hubLog, logErr := w.end(ctx)
+	sl.cpu, sl.hubLog = use.report(time.Since(t0), uint64(3*cfg.sessions)), hubLog
+	if logErr != nil {
+		runErr = errors.Join(runErr, fmt.Errorf("--hub-http: %w", logErr))
+	}
 	stopServing()
 	served.Wait()
 	close(serveErrs)
@@ -265,17 +271,17 @@ func (sl *sessLoad) report(base *baseReport) sessReport {
 	w := sl.st.window()
 	r := sessReport{Workload: workloadSessions, Transport: sl.cfg.transport, Conc: sl.cfg.conc, Sessions: sl.cfg.sessions, Payload: sl.cfg.payload,
 		Window: w.Seconds(), Measured: sl.done.Load(), OpenToClosed: summarize(&sl.openRun),
-		HandlerToNext: summarize(&sl.h2h), Diagnostics: sl.diag.Load(), CPU: sl.cpu, Baseline: base}
+		HandlerToNext: summarize(&sl.h2h), Diagnostics: sl.diag.Load(), CPU: sl.cpu, HubLog: sl.hubLog, Baseline: base}
 	if w > 0 {
 		r.SessionsPerS = float64(r.Measured) / w.Seconds()
 		r.TurnsPerS = float64(sl.turns.Load()) / w.Seconds()
 	}
 	if base != nil {
-		r.Ratios = []namedRatio{
+		r.Ratios = append([]namedRatio{
 			{"turns/s", ratio(r.TurnsPerS, base.PerSecond)},
 			{"open→closed p50 (to baseline send→ack p50)", ratio(r.OpenToClosed.P50, base.SendToAck.P50)},
 			{"handler→handler p50 (to baseline send→ack p50)", ratio(r.HandlerToNext.P50, base.SendToAck.P50)},
-		}
+		}, costRatios(r.CPU, r.HubLog, base.floorCost)...)
 	}
 	return r
 }
@@ -296,6 +302,9 @@ func (r sessReport) print(w io.Writer, asJSON bool) error {
 		fmt.Fprintf(&b, ", hub %.2f (%.0fµs per turn)", c.Hub, c.HubPerAccepted)
 	}
 	fmt.Fprintf(&b, ", other processes %.2f\n", c.Other)
+	if r.HubLog != nil {
+		fmt.Fprintf(&b, "hub log over the whole run (its /metrics): %s\n", r.HubLog.text())
+	}
 	if r.Baseline != nil {
 		b.WriteString(r.Baseline.text())
 		b.WriteString(ratioLine(r.Ratios))

@@ -84,17 +84,17 @@ func TestHistogram(t *testing.T) {
 // and latencies add up, the logs' requests per commit is over both, and
 // each window's rate is kept.
 func TestMergedFloor(t *testing.T) {
-	window := func(n int, lat time.Duration, d time.Duration, reqs, commits uint64) floorRun {
+	window := func(n int, lat time.Duration, d time.Duration, reqs, commits uint64, cpu time.Duration, syncs uint64, syncing time.Duration) floorRun {
 		st := newStats()
 		st.open(st.base)
 		for range n {
 			st.acked(st.base, st.base.Add(lat))
 		}
 		st.shut(st.base.Add(d))
-		return floorRun{st: st, requests: reqs, commits: commits}
+		return floorRun{st: st, requests: reqs, commits: commits, cpu: cpu, syncs: syncs, syncing: syncing}
 	}
-	before := window(300, time.Millisecond, time.Second, 300, 100)
-	after := window(100, 3*time.Millisecond, time.Second, 100, 100)
+	before := window(300, time.Millisecond, time.Second, 300, 100, 20*time.Millisecond, 100, 20*time.Millisecond)
+	after := window(100, 3*time.Millisecond, time.Second, 100, 100, 60*time.Millisecond, 100, 60*time.Millisecond)
 	b, err := baseReportOf(4, 8, before, after)
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +111,14 @@ func TestMergedFloor(t *testing.T) {
 	if got := halvesText(b.Halves); got != " (before the load 300/s, after 100/s)" {
 		t.Errorf("halves text %q", got)
 	}
-	if _, err := baseReportOf(1, 1, window(0, 0, time.Second, 0, 0)); err == nil {
+	// 80 ms of CPU for 400 requests; 200 fsyncs taking 80 ms.
+	if b.CPUPerRequest != 200 || b.SyncMeanUS != 400 {
+		t.Errorf("cost %+v, want 200µs of CPU per request and a 400µs fsync", b.floorCost)
+	}
+	if got := b.floorCost.text(); got != "; fsync mean 400µs; CPU 200µs per request" {
+		t.Errorf("cost text %q", got)
+	}
+	if _, err := baseReportOf(1, 1, window(0, 0, time.Second, 0, 0, 0, 0, 0)); err == nil {
 		t.Error("a floor that acknowledged nothing was reported")
 	}
 }

@@ -1,19 +1,31 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"os"
 	"regexp"
+	"strconv"
 	"testing"
+
+	"github.com/hubd/hubd/internal/server"
 )
 
 // TestBaselineInTheRun runs the turns workload with --baseline: the report
 // carries the floor measured at the same concurrency and the ratios to it,
 // and the turn floor (two seats a session, told and acked) and its, each
-// floor in two windows, before the load and after it.
+// floor in two windows, before the load and after it; each floor's CPU
+// per request and mean fsync, and with --hub-http what the hub's log did.
 func TestBaselineInTheRun(t *testing.T) {
-	srv := hubFor(t)
-	out, errOut, err := runArgs(t, "--hub", srv.Addr(), "--agents", "4", "--sessions", "2", "--duration", "1s",
-		"--warmup", "100ms", "--baseline", "--baseline-dir", t.TempDir(), "--json")
+	srv, err := server.Start(context.Background(), server.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), HTTP: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopHub(t, srv)
+	// The hub runs in this process: --hub-pid counts hubload's CPU twice,
+	// which is enough to see the ratio computed.
+	out, errOut, err := runArgs(t, "--hub", srv.Addr(), "--hub-http", srv.HTTPAddr(), "--hub-pid", strconv.Itoa(os.Getpid()),
+		"--agents", "4", "--sessions", "2", "--duration", "1s", "--warmup", "100ms", "--baseline", "--baseline-dir", t.TempDir(), "--json")
 	if err != nil {
 		t.Fatalf("run: %v\n%s%s", err, out, errOut)
 	}
@@ -26,32 +38,50 @@ func TestBaselineInTheRun(t *testing.T) {
 		len(b.Halves) != 2 || b.Halves[0] <= 0 || b.Halves[1] <= 0 || b.PerSecond < min(b.Halves[0], b.Halves[1]) || b.PerSecond > max(b.Halves[0], b.Halves[1]) {
 		t.Fatalf("baseline: %+v", b)
 	}
-	if len(r.Ratios) != 4 {
+	if b.CPUPerRequest <= 0 || b.SyncMeanUS <= 0 {
+		t.Errorf("baseline cost %+v: want its CPU and fsyncs measured", b.floorCost)
+	}
+	if l := r.HubLog; l == nil || l.Commits == 0 || l.AppendsPerCommit < 1 || l.Syncs < l.Commits || l.SyncMeanUS <= 0 {
+		t.Fatalf("hub log %+v: want the window's commits, each synced", l)
+	}
+	if len(r.Ratios) != 6 {
 		t.Fatalf("ratios: %+v", r.Ratios)
 	}
 	if got, want := r.Ratios[0].Value, r.PerSecond/b.PerSecond; got != want || got <= 0 {
 		t.Errorf("throughput ratio %v, want %v", got, want)
+	}
+	if got, want := r.Ratios[4], (namedRatio{"CPU per request (hub + hubload)", (r.CPU.HubPerAccepted + r.CPU.HubloadPerAccepted) / b.CPUPerRequest}); got != want || got.Value <= 0 {
+		t.Errorf("CPU ratio %+v, want %+v", got, want)
+	}
+	if got, want := r.Ratios[5], (namedRatio{"fsync mean", r.HubLog.SyncMeanUS / b.SyncMeanUS}); got != want {
+		t.Errorf("fsync ratio %+v, want %+v", got, want)
 	}
 	tf := r.TurnFloor
 	if tf == nil || tf.Sessions != 2 || tf.Conns != 4 || tf.Accepted == 0 || tf.SendToAck.Count != tf.Accepted ||
 		tf.SendToTold.Count == 0 || tf.SendToTold.Count > tf.Accepted || tf.PerCommit < 1 || len(tf.Halves) != 2 {
 		t.Fatalf("turn floor: %+v", tf)
 	}
-	if len(r.TurnRatios) != 4 {
+	if tf.CPUPerRequest <= 0 || tf.SyncMeanUS <= 0 {
+		t.Errorf("turn floor cost %+v: want its CPU and fsyncs measured", tf.floorCost)
+	}
+	if len(r.TurnRatios) != 6 {
 		t.Fatalf("turn floor ratios: %+v", r.TurnRatios)
 	}
 	if got, want := r.TurnRatios[3].Value, r.SendToTold.P50/tf.SendToTold.P50; got != want || got <= 0 {
 		t.Errorf("send→next told ratio to the turn floor %v, want %v", got, want)
 	}
-	text, _, err := runArgs(t, "--hub", srv.Addr(), "--agents", "2", "--sessions", "1", "--duration", "300ms",
+	text, _, err := runArgs(t, "--hub", srv.Addr(), "--hub-http", srv.HTTPAddr(), "--agents", "2", "--sessions", "1", "--duration", "300ms",
 		"--warmup", "0s", "--baseline", "--baseline-dir", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !regexp.MustCompile(`(?m)^baseline \(gRPC unary → wal group commit, sync on; 1 in flight on 1 connections\): \d+/s \(before the load \d+/s, after \d+/s\); send→ack p50 [0-9.]+ms .*\nhubd / baseline: accepted/s [0-9.]+, send→ack p50 [0-9.]+, `).MatchString(text) {
+	if !regexp.MustCompile(`(?m)^hub log \(its /metrics\): \d+ commits, [0-9.]+ appends per commit, fsync mean \d+µs$`).MatchString(text) {
+		t.Errorf("text report without the hub's log:\n%s", text)
+	}
+	if !regexp.MustCompile(`(?m)^baseline \(gRPC unary → wal group commit, sync on; 1 in flight on 1 connections\): \d+/s \(before the load \d+/s, after \d+/s\); send→ack p50 [0-9.]+ms .*; fsync mean \d+µs; CPU \d+µs per request\nhubd / baseline: accepted/s [0-9.]+, send→ack p50 [0-9.]+, .*, fsync mean [0-9.]+$`).MatchString(text) {
 		t.Errorf("text report without the baseline and its ratios:\n%s", text)
 	}
-	if !regexp.MustCompile(`(?m)^turn floor \(gRPC stream → wal group commit, sync on → next seat told, sender acked; 1 sessions, 2 seats each on its own connection\): \d+/s \(before the load \d+/s, after \d+/s\); send→ack p50 [0-9.]+ms .*; send→next told p50 [0-9.]+ms .*\nhubd / turn floor: accepted/s [0-9.]+, send→ack p50 [0-9.]+, send→ack p99 [0-9.]+, send→next told p50 [0-9.]+$`).MatchString(text) {
+	if !regexp.MustCompile(`(?m)^turn floor \(gRPC stream → wal group commit, sync on → next seat told, sender acked; 1 sessions, 2 seats each on its own connection\): \d+/s \(before the load \d+/s, after \d+/s\); send→ack p50 [0-9.]+ms .*; send→next told p50 [0-9.]+ms .*; fsync mean \d+µs; CPU \d+µs per request\nhubd / turn floor: accepted/s [0-9.]+, send→ack p50 [0-9.]+, send→ack p99 [0-9.]+, send→next told p50 [0-9.]+, fsync mean [0-9.]+$`).MatchString(text) {
 		t.Errorf("text report without the turn floor and its ratios:\n%s", text)
 	}
 }
@@ -61,8 +91,12 @@ func TestBaselineInTheRun(t *testing.T) {
 // closed by the hub, and each turn after the first is timed from the
 // previous handler.
 func TestSessionsWorkload(t *testing.T) {
-	srv := hubFor(t)
-	out, errOut, err := runArgs(t, "--hub", srv.Addr(), "--workload", "sessions", "--conc", "3", "--sessions", "12",
+	srv, err := server.Start(context.Background(), server.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), HTTP: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopHub(t, srv)
+	out, errOut, err := runArgs(t, "--hub", srv.Addr(), "--hub-http", srv.HTTPAddr(), "--workload", "sessions", "--conc", "3", "--sessions", "12",
 		"--warmup", "0s", "--duration", "300ms", "--baseline", "--baseline-dir", t.TempDir(), "--json")
 	if err != nil {
 		t.Fatalf("run: %v\n%s%s", err, out, errOut)
@@ -80,7 +114,11 @@ func TestSessionsWorkload(t *testing.T) {
 	if r.TurnsPerS < 2.9*r.SessionsPerS || r.TurnsPerS > 3.1*r.SessionsPerS || r.Diagnostics != 0 {
 		t.Errorf("turns/s %v for %v sessions/s, diagnostics %d: want three turns a session and none", r.TurnsPerS, r.SessionsPerS, r.Diagnostics)
 	}
-	if r.Baseline == nil || r.Baseline.Conc != 3 || len(r.Ratios) != 3 || len(r.Baseline.Halves) != 2 {
+	// 12 sessions: an open and three turns each, at least, all synced.
+	if l := r.HubLog; l == nil || l.Commits == 0 || float64(l.Commits)*l.AppendsPerCommit < 4*12 || l.Syncs < l.Commits || l.SyncMeanUS <= 0 {
+		t.Errorf("hub log %+v: want the run's commits, each synced", l)
+	}
+	if r.Baseline == nil || r.Baseline.Conc != 3 || len(r.Ratios) != 4 || r.Ratios[3].Name != "fsync mean" || len(r.Baseline.Halves) != 2 {
 		t.Errorf("baseline %+v ratios %+v", r.Baseline, r.Ratios)
 	}
 }
