@@ -56,7 +56,9 @@ func info(n byte, typ, state string) *hubpb.SessionInfo {
 }
 
 func TestCensusByListing(t *testing.T) {
-	m := New(func() wal.Stats { return wal.Stats{Commits: 3, Requests: 6, Records: 9, Syncs: 4, Syncing: 2 * time.Second} })
+	m := New(func() wal.Stats {
+		return wal.Stats{Commits: 3, Requests: 6, Records: 9, Syncs: 4, Syncing: 2 * time.Second}
+	})
 	m.Attach(&fakeHub{infos: []*hubpb.SessionInfo{info(1, "conversation@1", "OPEN"), info(2, "conversation@1", "CLOSED"), info(3, "workflow@1", "OPEN")}})
 	want := `
 # HELP hubd_sessions Live sessions the hub holds in memory (pending and open; ended ones are read from the log on demand), by session type and state.
