@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/hubd/hubd/internal/baseline"
-	"github.com/hubd/hubd/wal"
 )
 
 // baseReport is the floor measured in the run (--baseline): gRPC unary
@@ -113,15 +112,16 @@ func runFloor(ctx context.Context, cfg config, drive func(addr string, st *stats
 	done := make(chan error, 1)
 	go func() { done <- drive(srv.Addr(), st, stop) }()
 	var (
-		run       floorRun
-		runErr    error
-		cpu0      time.Duration
-		log0      wal.Stats
-		measuring bool
+		run            floorRun
+		runErr         error
+		cpu0, syncing0 time.Duration
+		syncs0         uint64
+		measuring      bool
 	)
 	select {
 	case <-time.After(cfg.warmup):
-		cpu0, log0, measuring = selfCPU(), srv.Stats(), true
+		l := srv.Stats()
+		cpu0, syncs0, syncing0, measuring = selfCPU(), l.Syncs, l.Syncing, true
 	case <-ctx.Done():
 	case runErr = <-done:
 	}
@@ -131,8 +131,8 @@ func runFloor(ctx context.Context, cfg config, drive func(addr string, st *stats
 		case <-ctx.Done():
 		case runErr = <-done:
 		}
-		log1 := srv.Stats()
-		run.cpu, run.syncs, run.syncing = selfCPU()-cpu0, log1.Syncs-log0.Syncs, log1.Syncing-log0.Syncing
+		l := srv.Stats()
+		run.cpu, run.syncs, run.syncing = selfCPU()-cpu0, l.Syncs-syncs0, l.Syncing-syncing0
 	}
 	st.shut(time.Now())
 	close(stop)
