@@ -31,6 +31,17 @@ type baseReport struct {
 type floorCost struct {
 	CPUPerRequest float64 `json:"cpu_us_per_request"`
 	SyncMeanUS    float64 `json:"fsync_mean_us"`
+	// Apart: the server ran in a process of its own (--floor-apart), and
+	// the CPU is its and hubload's.
+	Apart bool `json:"server_apart,omitempty"`
+}
+
+// where says where the floor's server ran, when not in hubload's process.
+func (c floorCost) where() string {
+	if c.Apart {
+		return ", its server in a process of its own"
+	}
+	return ""
 }
 
 // text is the cost as the floors' lines end.
@@ -102,7 +113,7 @@ func baseReportOf(conc, conns int, runs ...floorRun) (*baseReport, error) {
 // a window of floorWindow, and returns what it recorded: its requests, and
 // hubload's CPU and the log's fsyncs in the window.
 func runFloor(ctx context.Context, cfg config, drive func(addr string, st *stats, stop <-chan struct{}) error) (floorRun, error) {
-	srv, err := baseline.Start(cfg.baselineDir)
+	srv, err := startFloor(cfg)
 	if err != nil {
 		return floorRun{}, err
 	}
@@ -112,34 +123,46 @@ func runFloor(ctx context.Context, cfg config, drive func(addr string, st *stats
 	done := make(chan error, 1)
 	go func() { done <- drive(srv.Addr(), st, stop) }()
 	var (
-		run            floorRun
-		runErr         error
-		cpu0, syncing0 time.Duration
-		syncs0         uint64
-		measuring      bool
+		run             floorRun
+		runErr          error
+		cpu0            time.Duration
+		l0              floorStats
+		measuring, over bool // over: drive has returned
 	)
 	select {
 	case <-time.After(cfg.warmup):
-		l := srv.Stats()
-		cpu0, syncs0, syncing0, measuring = selfCPU(), l.Syncs, l.Syncing, true
+		cpu0 = selfCPU()
+		l0, runErr = srv.Stats()
+		measuring = runErr == nil
 	case <-ctx.Done():
 	case runErr = <-done:
+		over = true
 	}
 	if measuring {
 		select {
 		case <-time.After(floorWindow(cfg)):
 		case <-ctx.Done():
 		case runErr = <-done:
+			over = true
 		}
-		l := srv.Stats()
-		run.cpu, run.syncs, run.syncing = selfCPU()-cpu0, l.Syncs-syncs0, l.Syncing-syncing0
+		cpu1 := selfCPU()
+		l1, err := srv.Stats()
+		if runErr == nil {
+			runErr = err
+		}
+		run.cpu, run.syncs, run.syncing = cpu1-cpu0+l1.CPU-l0.CPU, l1.Syncs-l0.Syncs, l1.Syncing-l0.Syncing
 	}
 	st.shut(time.Now())
 	close(stop)
-	if runErr == nil {
-		runErr = <-done
+	if !over {
+		if err := <-done; runErr == nil {
+			runErr = err
+		}
 	}
-	ls := srv.Stats()
+	ls, err := srv.Stats()
+	if runErr == nil {
+		runErr = err
+	}
 	if err := srv.Close(); runErr == nil {
 		runErr = err
 	}
@@ -179,11 +202,19 @@ func (f *floors) measure(ctx context.Context) error {
 // floor's nil without it).
 func (f *floors) reports() (*baseReport, *turnReport, error) {
 	b, err := baseReportOf(f.conc, f.conns, f.base...)
-	if err != nil || f.pairs == 0 {
-		return b, nil, err
+	if err != nil {
+		return nil, nil, err
+	}
+	b.Apart = f.cfg.floorApart
+	if f.pairs == 0 {
+		return b, nil, nil
 	}
 	t, err := turnReportOf(f.pairs, f.turn...)
-	return b, t, err
+	if err != nil {
+		return nil, nil, err
+	}
+	t.Apart = f.cfg.floorApart
+	return b, t, nil
 }
 
 // turnReport is the turn floor measured in the run (--baseline with the
@@ -238,14 +269,14 @@ func halvesText(h []float64) string {
 
 // text describes the turn floor on one line.
 func (t *turnReport) text() string {
-	return fmt.Sprintf("turn floor (gRPC stream → wal group commit, sync on → next seat told, sender acked; %d sessions, 2 seats each on its own connection): %.0f/s%s; send→ack %s; send→next told %s; %.1f requests per commit%s\n",
-		t.Sessions, t.PerSecond, halvesText(t.Halves), t.SendToAck.text(), t.SendToTold.text(), t.PerCommit, t.floorCost.text())
+	return fmt.Sprintf("turn floor (gRPC stream → wal group commit, sync on → next seat told, sender acked; %d sessions, 2 seats each on its own connection%s): %.0f/s%s; send→ack %s; send→next told %s; %.1f requests per commit%s\n",
+		t.Sessions, t.where(), t.PerSecond, halvesText(t.Halves), t.SendToAck.text(), t.SendToTold.text(), t.PerCommit, t.floorCost.text())
 }
 
 // text describes the baseline on one line.
 func (b *baseReport) text() string {
-	return fmt.Sprintf("baseline (gRPC unary → wal group commit, sync on; %d in flight on %d connections): %.0f/s%s; send→ack %s; %.1f requests per commit%s\n",
-		b.Conc, b.Conns, b.PerSecond, halvesText(b.Halves), b.SendToAck.text(), b.PerCommit, b.floorCost.text())
+	return fmt.Sprintf("baseline (gRPC unary → wal group commit, sync on; %d in flight on %d connections%s): %.0f/s%s; send→ack %s; %.1f requests per commit%s\n",
+		b.Conc, b.Conns, b.where(), b.PerSecond, halvesText(b.Halves), b.SendToAck.text(), b.PerCommit, b.floorCost.text())
 }
 
 // ratio is a/b, or 0 when b is 0.

@@ -43,6 +43,7 @@ type config struct {
 	conc        int    // sessions workload: sessions in flight
 	baseline    bool   // also measure the bare floor (internal/baseline) in the run
 	baselineDir string // the parent directory of the baseline's log
+	floorApart  bool   // run the floors' server in a process of its own
 	transport   string // how agents send: agentsdk.TransportStream or TransportUnary
 	terse       bool   // agents subscribe terse (their turns and ends only)
 }
@@ -84,6 +85,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.baseline, "baseline", false, "also measure, in this run, the floor: gRPC unary → wal group commit (sync) → ack at the same concurrency, and print ratios")
 	fs.StringVar(&c.transport, "transport", agentsdk.TransportStream, "how agents send and are told: `stream` (one Connect stream per agent, agentsdk's default) or unary (a Send call per envelope and a Subscribe stream)")
 	fs.BoolVar(&c.terse, "terse", true, "agents subscribe terse: their streams carry their turns and ends, not every envelope of their sessions (--terse=false: everything, as with an observer)")
+	fs.BoolVar(&c.floorApart, "floor-apart", false, "with --baseline: serve the floors from a process of their own (hubload run again), beside this one's clients as hubd is beside its agents, rather than from this process")
 	fs.StringVar(&c.baselineDir, "baseline-dir", "", "the `dir` under which the baseline's log is made (default: the system's temporary directory; use the hub's disk)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -158,6 +160,8 @@ func (c *config) validate() error {
 		return exitcode.Usage("--conc %d: want 1 to %d", c.conc, maxSessions)
 	case c.workload == workloadSessions && (modes > 0 || c.maxTurns != 0):
 		return exitcode.Usage("--workload sessions excludes --check, --idle, --verify and --max-turns")
+	case c.floorApart && !c.baseline:
+		return exitcode.Usage("--floor-apart is for --baseline")
 	case c.baseline && modes > 0:
 		return exitcode.Usage("--baseline is for the load mode: it excludes --check, --idle and --verify")
 	}

@@ -11,10 +11,10 @@
 //	hubload [--hub 127.0.0.1:7420] [--agents 16] [--sessions agents/2] [--payload 256]
 //	        [--duration 10s] [--warmup 1s] [--max-turns N] [--conns N]
 //	        [--verify FILE] [--json] [--hub-pid PID] [--cpuprofile FILE]
-//	        [--baseline [--baseline-dir DIR]] [--transport stream|unary] [--terse=false]
+//	        [--baseline [--baseline-dir DIR] [--floor-apart]] [--transport stream|unary] [--terse=false]
 //	        [--hub-http ADDR]
 //	hubload --workload sessions [--conc 1] [--sessions 200] [--payload 256] [--warmup 1s] [--terse=false]
-//	        [--baseline [--baseline-dir DIR] [--duration 10s]] [--hub-pid PID] [--hub-http ADDR] [--json]
+//	        [--baseline [--baseline-dir DIR] [--floor-apart] [--duration 10s]] [--hub-pid PID] [--hub-http ADDR] [--json]
 //	hubload --check FILE [--hub ADDR] [--operator operator] [--json]
 //	hubload --idle N [--duration D] [--conns N] [--hub-pid PID] [--hub-http ADDR]
 //	hubload --workload delegation [--sessions 1] [--duration 10s] [--warmup 1s] [--json]
@@ -151,6 +151,15 @@
 // first says how much more work a turn is than the floor's request, the
 // second how much longer the same disk takes to sync for the busier
 // process.
+//
+// --floor-apart serves the floors from a process of their own: hubload
+// runs its own executable again (with HUBLOAD_FLOOR_SERVER naming the log's
+// parent directory), which serves them and reports its log's totals and
+// its CPU over a pipe, while the floors' clients stay in this process. The
+// floors then run as hubd does, a server beside its clients, each process
+// with its own Go scheduler on the same cores; their CPU per request is
+// the server's and the clients' together. Their lines say "its server in a
+// process of its own".
 //
 // With the turns workload --baseline also runs a second floor, the turn
 // floor (in two windows too): what a turn must do at the least. Each of --sessions sessions is

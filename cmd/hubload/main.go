@@ -11,6 +11,9 @@ import (
 )
 
 func main() {
+	if dir, ok := os.LookupEnv(floorServerEnv); ok { // a child of --floor-apart
+		os.Exit(exitcode.Report("hubload (the floor's server)", serveFloor(dir, os.Stdin, os.Stdout), os.Stderr))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

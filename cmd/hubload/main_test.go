@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -311,6 +312,7 @@ func TestFlagErrors(t *testing.T) {
 		{"--workload", "sessions", "--verify", "b"},
 		{"--workload", "sessions", "--max-turns", "3"},
 		{"--baseline", "--check", "a"},
+		{"--floor-apart"},
 		{"--hub-http", "127.0.0.1:7421", "--check", "a"},
 		{"--hub-http", "10.1.2.3:7421"},
 		{"--transport", "carrier-pigeon"},
@@ -397,4 +399,17 @@ func TestIdleHubMetrics(t *testing.T) {
 	if per, _ := strconv.Atoi(m[4]); per <= 0 {
 		t.Errorf("%s B per subscription: each idle stream costs memory", m[4])
 	}
+}
+
+// TestMain serves the floors when a test's hubload starts its own
+// executable, this test binary, as their server apart (--floor-apart).
+func TestMain(m *testing.M) {
+	if dir, ok := os.LookupEnv(floorServerEnv); ok {
+		if err := serveFloor(dir, os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
 }

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/hubd/hubd/internal/server"
@@ -152,5 +155,79 @@ func TestTransports(t *testing.T) {
 		if s.Transport != tr || s.Measured != 6 || s.Diagnostics != 0 {
 			t.Errorf("%s sessions: transport %q, measured %d, diagnostics %d", tr, s.Transport, s.Measured, s.Diagnostics)
 		}
+	}
+}
+
+// TestFloorApart: with --floor-apart the floors are served by hubload run
+// again as a process of its own; they are measured all the same, their
+// CPU counting the server's, and the report says where the server ran.
+func TestFloorApart(t *testing.T) {
+	srv := hubFor(t)
+	out, errOut, err := runArgs(t, "--hub", srv.Addr(), "--agents", "4", "--sessions", "2", "--duration", "600ms",
+		"--warmup", "100ms", "--baseline", "--floor-apart", "--baseline-dir", t.TempDir(), "--json")
+	if err != nil {
+		t.Fatalf("run: %v\n%s%s", err, out, errOut)
+	}
+	var r report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	for _, f := range []struct {
+		name     string
+		accepted uint64
+		cost     floorCost
+		halves   []float64
+	}{{"baseline", r.Baseline.Accepted, r.Baseline.floorCost, r.Baseline.Halves}, {"turn floor", r.TurnFloor.Accepted, r.TurnFloor.floorCost, r.TurnFloor.Halves}} {
+		if f.accepted == 0 || !f.cost.Apart || f.cost.CPUPerRequest <= 0 || f.cost.SyncMeanUS <= 0 || len(f.halves) != 2 {
+			t.Errorf("%s apart: accepted %d, cost %+v, halves %v", f.name, f.accepted, f.cost, f.halves)
+		}
+	}
+	text, _, err := runArgs(t, "--hub", srv.Addr(), "--agents", "2", "--sessions", "1", "--duration", "300ms",
+		"--warmup", "0s", "--baseline", "--floor-apart", "--baseline-dir", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^baseline \(gRPC unary → wal group commit, sync on; 1 in flight on 1 connections, its server in a process of its own\): \d+/s`).MatchString(text) ||
+		!regexp.MustCompile(`(?m)^turn floor \(.*, 2 seats each on its own connection, its server in a process of its own\): \d+/s`).MatchString(text) {
+		t.Errorf("the floors do not say their server ran apart:\n%s", text)
+	}
+}
+
+// TestServeFloor: the floors' server apart answers each "stats" line
+// with its totals, refuses any other line, and ends with its input.
+func TestServeFloor(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- serveFloor(t.TempDir(), inR, outW)
+		outW.Close()
+	}()
+	rd := bufio.NewReader(outR)
+	addr, err := rd.ReadString('\n')
+	if err != nil || !strings.HasPrefix(addr, "127.0.0.1:") {
+		t.Fatalf("address %q, %v", addr, err)
+	}
+	if _, err := io.WriteString(inW, "stats\n"); err != nil {
+		t.Fatal(err)
+	}
+	line, err := rd.ReadBytes('\n')
+	var s floorStats
+	if err != nil || json.Unmarshal(line, &s) != nil || s.CPU <= 0 || s.Requests != 0 {
+		t.Fatalf("stats %q (%+v), %v: want no request yet and the server's CPU", line, s, err)
+	}
+	if _, err := io.WriteString(inW, "quit\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err == nil || !strings.Contains(err.Error(), `not "quit"`) {
+		t.Errorf("a line that is not stats: %v", err)
+	}
+	inW.Close()
+
+	inR, inW = io.Pipe()
+	go func() { done <- serveFloor(t.TempDir(), inR, io.Discard) }()
+	inW.Close()
+	if err := <-done; err != nil {
+		t.Errorf("the end of its input: %v, want a clean end", err)
 	}
 }
