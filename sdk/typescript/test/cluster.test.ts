@@ -29,7 +29,7 @@ import {
 } from "@hubd/sdk";
 
 import { Cluster, partitionOf, track } from "./cluster.js";
-import { within } from "./hub.js";
+import { watchReceived, within } from "./hub.js";
 
 const turns = 24; // per session
 
@@ -71,27 +71,14 @@ describe("a cluster", { timeout: 180_000 }, () => {
     // view), so a is told only its turns, each with its view, and the ends.
     const aWire: string[] = [];
     let aViews = 0;
+    const aDeliveries = watchReceived(["/hubd.v1.Hub/Subscribe"], (_method, d: Delivery) => {
+      aWire.push(d.yourTurn ? "turn" : (d.envelope?.type ?? ""));
+    });
     const aSpy: grpc.Interceptor = (options, nextCall) => {
-      const path = options.method_definition.path;
-      if (path === "/hubd.v1.Hub/GetView") {
+      if (options.method_definition.path === "/hubd.v1.Hub/GetView") {
         aViews++;
       }
-      if (path !== "/hubd.v1.Hub/Subscribe") {
-        return new grpc.InterceptingCall(nextCall(options));
-      }
-      return new grpc.InterceptingCall(nextCall(options), {
-        start(md, _listener, next) {
-          next(
-            md,
-            new grpc.ListenerBuilder()
-              .withOnReceiveMessage((d: Delivery, nextMessage) => {
-                aWire.push(d.yourTurn ? "turn" : (d.envelope?.type ?? ""));
-                nextMessage(d);
-              })
-              .build(),
-          );
-        },
-      });
+      return aDeliveries(options, nextCall);
     };
     // Both agents are connected to n1 and know the two others.
     const a = await dial(n1.addr, "a", peers, { interceptors: [aSpy] });

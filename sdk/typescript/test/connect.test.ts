@@ -36,7 +36,7 @@ import {
   type Handler,
 } from "@hubd/sdk";
 
-import { freePort, Hubd, pkgDir, within } from "./hub.js";
+import { freePort, Hubd, pkgDir, watchReceived, within } from "./hub.js";
 
 /** A hub with its HTTP port (/metrics) on a free loopback port. */
 async function hubWithMetrics(args: string[] = []): Promise<{ hub: Hubd; http: string }> {
@@ -98,26 +98,11 @@ const withoutConnect: grpc.Interceptor = (options, nextCall) => {
  * opens flag, passing everything else on: the stand-in for a hub whose
  * stream takes no opens (one would end the stream on an open frame).
  */
-const withoutOpens: grpc.Interceptor = (options, nextCall) => {
-  if (options.method_definition.path !== "/hubd.v1.Hub/Connect") {
-    return new grpc.InterceptingCall(nextCall(options));
+const withoutOpens = watchReceived(["/hubd.v1.Hub/Connect"], (_method, m: { ready?: { opens: boolean } }) => {
+  if (m.ready) {
+    m.ready.opens = false;
   }
-  return new grpc.InterceptingCall(nextCall(options), {
-    start(md, _listener, next) {
-      next(
-        md,
-        new grpc.ListenerBuilder()
-          .withOnReceiveMessage((m: { ready?: { opens: boolean } }, nextMessage) => {
-            if (m.ready) {
-              m.ready.opens = false;
-            }
-            nextMessage(m);
-          })
-          .build(),
-      );
-    },
-  });
-};
+});
 
 /** Follows a session to its end: its turns as "speaker: text" and its close reason. */
 async function transcript(c: Client, sessionId: string): Promise<{ turns: string[]; reason: string }> {

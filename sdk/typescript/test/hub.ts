@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
+import * as grpc from "@grpc/grpc-js";
 import { Client, type ClientOptions } from "@hubd/sdk";
 
 /** The package directory (sdk/typescript). */
@@ -222,4 +223,32 @@ export function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
     timer = setTimeout(() => rej(new Error(`timed out after ${ms} ms: ${what}`)), ms);
   });
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * An interceptor that shows each message the hub sends on calls of the
+ * given methods ("/hubd.v1.Hub/Connect", ...) to see(method, message)
+ * before the client reads it; see may change the message. Other calls
+ * pass untouched.
+ */
+export function watchReceived<M>(methods: string[], see: (method: string, m: M) => void): grpc.Interceptor {
+  return (options, nextCall) => {
+    const method = options.method_definition.path;
+    if (!methods.includes(method)) {
+      return new grpc.InterceptingCall(nextCall(options));
+    }
+    return new grpc.InterceptingCall(nextCall(options), {
+      start(md, _listener, next) {
+        next(
+          md,
+          new grpc.ListenerBuilder()
+            .withOnReceiveMessage((m: M, nextMessage) => {
+              see(method, m);
+              nextMessage(m);
+            })
+            .build(),
+        );
+      },
+    });
+  };
 }

@@ -33,7 +33,7 @@ import {
   type ServeOptions,
 } from "@hubd/sdk";
 
-import { deferred, Hubd, within } from "./hub.js";
+import { deferred, Hubd, watchReceived, within } from "./hub.js";
 
 /** Serving runs serve for each client until stopped; a serve that fails fails the test at stop. */
 class Serving {
@@ -314,28 +314,12 @@ describe("serve", { timeout: 30_000 }, () => {
  * "type [your turn]", before the client reads them.
  */
 function recording(into: string[]): grpc.Interceptor {
-  return (options, nextCall) => {
-    const path = options.method_definition.path;
-    if (path !== "/hubd.v1.Hub/Connect" && path !== "/hubd.v1.Hub/Subscribe") {
-      return new grpc.InterceptingCall(nextCall(options));
+  return watchReceived(["/hubd.v1.Hub/Connect", "/hubd.v1.Hub/Subscribe"], (method, m: { delivery?: Delivery } & Delivery) => {
+    const d = method === "/hubd.v1.Hub/Connect" ? m.delivery : m;
+    if (d) {
+      into.push(d.yourTurn ? `${d.envelope?.type} [your turn]` : `${d.envelope?.type}`);
     }
-    return new grpc.InterceptingCall(nextCall(options), {
-      start(md, _listener, next) {
-        next(
-          md,
-          new grpc.ListenerBuilder()
-            .withOnReceiveMessage((m: { delivery?: Delivery } & Delivery, nextMessage) => {
-              const d = path === "/hubd.v1.Hub/Connect" ? m.delivery : m;
-              if (d) {
-                into.push(d.yourTurn ? `${d.envelope?.type} [your turn]` : `${d.envelope?.type}`);
-              }
-              nextMessage(m);
-            })
-            .build(),
-        );
-      },
-    });
-  };
+  });
 }
 
 describe("serve's terse stream", { timeout: 30_000 }, () => {
