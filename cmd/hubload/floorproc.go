@@ -142,8 +142,9 @@ func serveFloor(dir string, stdin io.Reader, stdout io.Writer) error {
 		if sc.Text() != "stats" {
 			return errors.Join(fmt.Errorf("the floor's server takes \"stats\" lines, not %q", sc.Text()), srv.Close())
 		}
-		l := srv.Stats()
-		if err := enc.Encode(floorStats{Requests: l.Requests, Commits: l.Commits, Syncs: l.Syncs, Syncing: l.Syncing, CPU: selfCPU()}); err != nil {
+		st, _ := inProcess{srv}.Stats()
+		st.CPU = selfCPU() // the server's own: this process is nothing else
+		if err := enc.Encode(st); err != nil {
 			return errors.Join(err, srv.Close())
 		}
 	}
