@@ -435,7 +435,13 @@ func (c *committer) stageHeads(txn *badger.Txn) error {
 
 // lastSeq returns the session's last seq as the current request would leave
 // it: its own earlier writes, then this transaction's, then the committed
-// cache, then the store (a reverse seek, cached).
+// cache, then the store (cached). In a store with heads, a session with
+// neither a head nor metadata has no records (both are written in the
+// transaction of its first records, and records are never deleted), so a
+// new session costs two point lookups rather than a seek; a session with
+// either is read by a reverse seek and checked against its head, so that
+// a hole at its end is never extended, and records that lost their head
+// are never written over.
 func (c *committer) lastSeq(session [16]byte) (uint64, error) {
 	for i := len(c.scratch) - 1; i >= 0; i-- {
 		if c.scratch[i].session == session {
@@ -451,6 +457,16 @@ func (c *committer) lastSeq(session [16]byte) (uint64, error) {
 	if c.rtxn == nil {
 		c.rtxn = c.l.db.NewTransaction(false)
 	}
+	if c.l.heads {
+		known, err := c.known(session)
+		if err != nil {
+			return 0, err
+		}
+		if !known {
+			c.last[session] = 0
+			return 0, nil
+		}
+	}
 	seq, err := lastSeqIn(c.rtxn, session, nil)
 	if err != nil {
 		return 0, err
@@ -462,6 +478,21 @@ func (c *committer) lastSeq(session [16]byte) (uint64, error) {
 	}
 	c.last[session] = seq
 	return seq, nil
+}
+
+// known reports whether the store has a head or metadata for session.
+func (c *committer) known(session [16]byte) (bool, error) {
+	for _, kind := range []byte{kindHead, kindMeta} {
+		var k [headKeyLen]byte
+		_, err := c.rtxn.Get(appendSessionKey(k[:0], kind, session))
+		switch {
+		case err == nil:
+			return true, nil
+		case !errors.Is(err, badger.ErrKeyNotFound):
+			return false, fmt.Errorf("wal: session %x: %w", session, err)
+		}
+	}
+	return false, nil
 }
 
 // endRead discards the batch's read transaction, if any.

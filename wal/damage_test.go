@@ -707,3 +707,51 @@ func TestHeadGuardsAppend(t *testing.T) {
 	}
 	mustAppend(t, l, mkWrite(sid(4), acked[sid(4)]+1, 1))
 }
+
+// TestLostHeadGuardsCreate: a session whose head is gone while its
+// records and metadata remain is not taken for a new one: Append of its
+// first seq again fails with ErrCorrupt and writes nothing over what is
+// left, and a session the store has never seen is still created.
+func TestLostHeadGuardsCreate(t *testing.T) {
+	dir, acked := closedStore(t)
+	s := sid(3)
+	db, err := badger.Open(Options{Dir: dir}.badgerOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(txn *badger.Txn) error { return txn.Delete(appendSessionKey(nil, kindHead, s)) })
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	ctx := context.Background()
+	w := mkWrite(s, 1, 1)
+	w.Records[0].Data = []byte("written over")
+	if err := l.Append(ctx, w); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Append of seq 1 over a session that lost its head = %v, want ErrCorrupt", err)
+	}
+	var first []byte
+	err = l.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(appendRecordKey(nil, s, 1))
+		if err != nil {
+			return err
+		}
+		first, err = item.ValueCopy(nil)
+		return err
+	})
+	if err != nil || bytes.Contains(first, []byte("written over")) {
+		t.Fatalf("record 1 after the refused append: %q, %v", first, err)
+	}
+	fresh := sid(len(acked) + 10)
+	mustAppend(t, l, mkWrite(fresh, 1, 2))
+	if last, err := l.LastSeq(ctx, fresh); err != nil || last != 2 {
+		t.Fatalf("LastSeq of a new session = %d, %v; want 2", last, err)
+	}
+}
