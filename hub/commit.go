@@ -64,12 +64,8 @@ func (h *Hub) apply(p *plan, s *sess, envs ...*hubpb.Envelope) error {
 			break
 		}
 		h.stampEnvelope(p, s, e)
-		data, err := encode(e)
-		if err != nil {
-			return fmt.Errorf("encoding seq %d: %v: %w", e.GetSeq(), err, session.ErrMalformed)
-		}
-		if p.first && len(data) > h.cfg.MaxEnvelopeBytes {
-			return fmt.Errorf("envelope is %d bytes stored, the limit is %d: %w", len(data), h.cfg.MaxEnvelopeBytes, ErrTooLarge)
+		if n := storedSize(e); p.first && n > h.cfg.MaxEnvelopeBytes {
+			return fmt.Errorf("envelope is %d bytes stored, the limit is %d: %w", n, h.cfg.MaxEnvelopeBytes, ErrTooLarge)
 		}
 		p.first = false
 		applied, out := s.m.Apply(e)
@@ -78,7 +74,13 @@ func (h *Hub) apply(p *plan, s *sess, envs ...*hubpb.Envelope) error {
 		}
 		if out.Rule != "" {
 			e.Rule = out.Rule
-			data = mustEncode(e)
+		}
+		// Encoded once, with the rule that decided it; a failure here
+		// (never for an envelope CheckEnvelope passed) leaves the applied
+		// machine to abandon, which rebuilds it from the log.
+		data, err := encode(e)
+		if err != nil {
+			return fmt.Errorf("encoding seq %d: %v: %w", e.GetSeq(), err, session.ErrMalformed)
 		}
 		x.envs = append(x.envs, e)
 		x.recs = append(x.recs, LogRecord{Seq: e.GetSeq(), Data: data})
@@ -117,6 +119,16 @@ func encode(e *hubpb.Envelope) ([]byte, error) {
 	b, err := session.MarshalEnvelope(e)
 	e.Call = c
 	return b, err
+}
+
+// storedSize is the size of e's stored form (see encode), without
+// encoding it.
+func storedSize(e *hubpb.Envelope) int {
+	c := e.Call
+	e.Call = nil
+	n := e.SizeVT()
+	e.Call = c
+	return n
 }
 
 func mustEncode(e *hubpb.Envelope) []byte {
