@@ -44,6 +44,7 @@ type config struct {
 	baseline    bool   // also measure the bare floor (internal/baseline) in the run
 	baselineDir string // the parent directory of the baseline's log
 	floorApart  bool   // run the floors' server in a process of its own
+	table       bool   // run every row of issue 10's table, each with its floors
 	transport   string // how agents send: agentsdk.TransportStream or TransportUnary
 	terse       bool   // agents subscribe terse (their turns and ends only)
 }
@@ -86,6 +87,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.transport, "transport", agentsdk.TransportStream, "how agents send and are told: `stream` (one Connect stream per agent, agentsdk's default) or unary (a Send call per envelope and a Subscribe stream)")
 	fs.BoolVar(&c.terse, "terse", true, "agents subscribe terse: their streams carry their turns and ends, not every envelope of their sessions (--terse=false: everything, as with an observer)")
 	fs.BoolVar(&c.floorApart, "floor-apart", false, "with --baseline: serve the floors from a process of their own (hubload run again), beside this one's clients as hubd is beside its agents, rather than from this process")
+	fs.BoolVar(&c.table, "table", false, "run every row of issue 10's targets against the hub, each with its floors in the same minute (--baseline implied; --duration per run), and print them as a table of ratios and verdicts")
 	fs.StringVar(&c.baselineDir, "baseline-dir", "", "the `dir` under which the baseline's log is made (default: the system's temporary directory; use the hub's disk)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -95,6 +97,20 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	}
 	if fs.NArg() != 0 {
 		return c, exitcode.Usage("unexpected argument %q", fs.Arg(0))
+	}
+	if c.table {
+		// The table sets each run's workload and its size itself.
+		var set []string
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "agents", "sessions", "conc", "workload", "max-turns", "conns", "verify", "check", "idle", "cpuprofile":
+				set = append(set, "--"+f.Name)
+			}
+		})
+		if len(set) > 0 {
+			return c, exitcode.Usage("--table sets each run itself: it excludes %s", strings.Join(set, ", "))
+		}
+		c.baseline = true
 	}
 	switch {
 	case c.sessions != 0:

@@ -18,6 +18,7 @@
 //	hubload --check FILE [--hub ADDR] [--operator operator] [--json]
 //	hubload --idle N [--duration D] [--conns N] [--hub-pid PID] [--hub-http ADDR]
 //	hubload --workload delegation [--sessions 1] [--duration 10s] [--warmup 1s] [--json]
+//	hubload --table [--duration 10s] [--warmup 1s] [--baseline-dir DIR] [--floor-apart] [--hub-pid PID] [--hub-http ADDR] [--json]
 //
 // Against a cluster of hubd nodes (docs/SCALING.md), give every node:
 // --hub h1:7420,h2:7420,h3:7420. Connection i goes to node i mod N and
@@ -172,6 +173,26 @@
 // ("hubd / turn floor"). Where the first floor answers one client per
 // request, a turn writes to two: the ratio to the turn floor is what the
 // hub's own work costs.
+//
+// # The table
+//
+// --table runs, one after the other against the same hub, every row of
+// the targets of issue 10 (docs/PERFORMANCE.md), each with its floors
+// measured before and after it (--baseline implied, --floor-apart as
+// given), and prints one table: the measure, the flags that run it alone,
+// hubd's figure, the floor's, their ratio, the target and whether it is
+// met. The runs are the turns workload at 32 agents in 16 sessions
+// (throughput, and send → ack p99), at 128 in 128 (throughput) and at 3
+// in 1 (send → next speaker told p50 against the floor's send → ack p50),
+// and the sessions workload one at a time (Serve's handler → handler and a
+// session's open → closed p50, against the floor's p50) and 50 at a time
+// (turns a second against the floor's requests a second), each sessions
+// run sized to last about --warmup plus --duration on this machine. For
+// the rows of the turns workload the column "no session logic" is the same
+// ratio for the turn floor: what a hub whose own work cost nothing would
+// reach. It refuses the flags it sets itself (--agents, --sessions,
+// --conc, --workload, --max-turns, --conns) and the other modes. Idle
+// agents are measured by --idle, whose targets are not ratios.
 //
 // # The sessions workload
 //

@@ -35,31 +35,52 @@ type load struct {
 }
 
 // runLoad runs the load mode and prints its report.
-func runLoad(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) {
-	var vl *verifyLog
-	if cfg.verify != "" {
-		if vl, err = openVerify(cfg.verify); err != nil {
-			return err
-		}
-		defer func() { err = errors.Join(err, vl.close()) }()
-	}
+func runLoad(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	stopProfile, err := startProfile(cfg.cpuProf)
 	if err != nil {
 		return err
 	}
 	defer stopProfile()
+	rep, err := measureLoad(ctx, cfg, stderr)
+	if err != nil {
+		return err
+	}
+	if err := rep.print(stdout, cfg.json); err != nil {
+		return err
+	}
+	return rep.check()
+}
+
+// check is the error of a run that measured nothing.
+func (r *report) check() error {
+	if r.Accepted == 0 {
+		return errors.New("no send was acknowledged in the measurement window")
+	}
+	return nil
+}
+
+// measureLoad runs the turns workload (with its floors, --baseline) and
+// returns its report.
+func measureLoad(ctx context.Context, cfg config, stderr io.Writer) (rep report, err error) {
+	var vl *verifyLog
+	if cfg.verify != "" {
+		if vl, err = openVerify(cfg.verify); err != nil {
+			return rep, err
+		}
+		defer func() { err = errors.Join(err, vl.close()) }()
+	}
 	// The sessions are in flight one send at a time each.
 	fl := &floors{cfg: cfg, conc: cfg.sessions, conns: cfg.connsFor(cfg.agents), pairs: cfg.sessions}
 	if cfg.baseline {
 		if err := fl.measure(ctx); err != nil {
-			return err
+			return rep, err
 		}
 	}
 	before := readProc(cfg.hubPID)
 	l := newLoad(cfg)
 	p, err := dialWith(ctx, cfg.hub, l.names(), cfg.connsFor(cfg.agents), cfg.transport, nil)
 	if err != nil {
-		return err
+		return rep, err
 	}
 	defer p.close()
 	// Calls outlive ctx (an interrupt ends the run like --duration does)
@@ -69,31 +90,25 @@ func runLoad(ctx context.Context, cfg config, stdout, stderr io.Writer) (err err
 	l.connect(p, calls)
 	defer l.closeSessions(stderr)
 	if err := l.openSessions(calls); err != nil {
-		return err
+		return rep, err
 	}
 	st := newStats()
 	cpu := l.drive(ctx, calls, giveUp, st, vl)
 	if l.logErr != nil {
-		return fmt.Errorf("--hub-http: %w", l.logErr)
+		return rep, fmt.Errorf("--hub-http: %w", l.logErr)
 	}
-	rep := l.report(st, cpu, before, readProc(cfg.hubPID))
+	rep = l.report(st, cpu, before, readProc(cfg.hubPID))
 	if cfg.baseline {
 		if err := fl.measure(ctx); err != nil {
-			return err
+			return rep, err
 		}
 		if rep.Baseline, rep.TurnFloor, err = fl.reports(); err != nil {
-			return err
+			return rep, err
 		}
 	}
 	rep.Ratios = rep.ratios()
 	rep.TurnRatios = rep.turnRatios()
-	if err := rep.print(stdout, cfg.json); err != nil {
-		return err
-	}
-	if rep.Accepted == 0 {
-		return errors.New("no send was acknowledged in the measurement window")
-	}
-	return nil
+	return rep, nil
 }
 
 // drive runs the agents through the warm-up and the window, then lets the

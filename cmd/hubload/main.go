@@ -33,6 +33,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch {
 	case cfg.check != "":
 		return runCheck(ctx, cfg, stdout, stderr)
+	case cfg.table:
+		return runTable(ctx, cfg, stdout, stderr)
 	case cfg.idle > 0:
 		return runIdle(ctx, cfg, stdout)
 	case cfg.workload == workloadDelegation:

@@ -82,10 +82,31 @@ func runSessions(ctx context.Context, cfg config, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer stopProfile()
+	rep, err := measureSessions(ctx, cfg, stderr)
+	if err != nil {
+		return err
+	}
+	if err := rep.print(stdout, cfg.json); err != nil {
+		return err
+	}
+	return rep.check()
+}
+
+// check is the error of a run that measured nothing.
+func (r *sessReport) check() error {
+	if r.Measured == 0 {
+		return errors.New("no session was opened and closed in the measurement window (shorten --warmup or raise --sessions)")
+	}
+	return nil
+}
+
+// measureSessions runs the sessions workload (with its floor, --baseline)
+// and returns its report; the clients' diagnostics, if any, go to stderr.
+func measureSessions(ctx context.Context, cfg config, stderr io.Writer) (sessReport, error) {
 	fl := &floors{cfg: cfg, conc: cfg.conc, conns: min(cfg.connsFor(sessionAgents), cfg.conc)}
 	if cfg.baseline {
 		if err := fl.measure(ctx); err != nil {
-			return err
+			return sessReport{}, err
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, sessionsTimeout)
@@ -96,7 +117,7 @@ func runSessions(ctx context.Context, cfg config, stdout, stderr io.Writer) erro
 	}
 	p, err := dialWith(ctx, cfg.hub, sl.names, cfg.connsFor(sessionAgents), cfg.transport, sl.logf)
 	if err != nil {
-		return err
+		return sessReport{}, err
 	}
 	defer p.close()
 	serveCtx, stopServing := context.WithCancel(ctx)
@@ -132,28 +153,22 @@ func runSessions(ctx context.Context, cfg config, stdout, stderr io.Writer) erro
 		runErr = errors.Join(runErr, err)
 	}
 	if runErr != nil {
-		return runErr
+		return sessReport{}, runErr
 	}
 	var base *baseReport
 	if cfg.baseline {
 		if err := fl.measure(ctx); err != nil {
-			return err
+			return sessReport{}, err
 		}
 		if base, _, err = fl.reports(); err != nil {
-			return err
+			return sessReport{}, err
 		}
 	}
 	rep := sl.report(base)
 	if n := rep.Diagnostics; n > 0 {
 		fmt.Fprintf(stderr, "hubload: %d client diagnostics, the first: %v\n", n, sl.first.Load())
 	}
-	if err := rep.print(stdout, cfg.json); err != nil {
-		return err
-	}
-	if rep.Measured == 0 {
-		return errors.New("no session was opened and closed in the measurement window (shorten --warmup or raise --sessions)")
-	}
-	return nil
+	return rep, nil
 }
 
 // open opens cfg.sessions sessions from cfg.conc goroutines, each waiting

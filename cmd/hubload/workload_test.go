@@ -231,3 +231,59 @@ func TestServeFloor(t *testing.T) {
 		t.Errorf("the end of its input: %v, want a clean end", err)
 	}
 }
+
+// TestTable runs --table against a hub: every row of issue 10's targets
+// is measured with its floor, its ratio is hubd's figure over the floor's
+// from the run behind it, its verdict follows its target, and the turns
+// rows carry the turn floor's ratio (no session logic).
+func TestTable(t *testing.T) {
+	srv := hubFor(t)
+	out, errOut, err := runArgs(t, "--hub", srv.Addr(), "--table", "--duration", "300ms", "--warmup", "50ms",
+		"--baseline-dir", t.TempDir(), "--json")
+	if err != nil {
+		t.Fatalf("run: %v\n%s%s", err, out, errOut)
+	}
+	var tr tableReport
+	if err := json.Unmarshal([]byte(out), &tr); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if len(tr.Turns) != 3 || len(tr.Sessions) != 2 || len(tr.Rows) != 7 || tr.Apart {
+		t.Fatalf("%d turns runs, %d sessions runs, %d rows, apart %v: want 3, 2, 7, false", len(tr.Turns), len(tr.Sessions), len(tr.Rows), tr.Apart)
+	}
+	at16, at128, one := tr.Turns[0], tr.Turns[1], tr.Turns[2]
+	if at16.Sessions != 16 || at16.Agents != 32 || at128.Sessions != 128 || one.Sessions != 1 || one.Agents != 3 ||
+		tr.Sessions[0].Conc != 1 || tr.Sessions[1].Conc != 50 {
+		t.Fatalf("the runs are not the table's: %+v", tr)
+	}
+	want := []struct {
+		ratio, noLogic float64
+		t              target
+	}{
+		{at16.PerSecond / at16.Baseline.PerSecond, at16.TurnFloor.PerSecond / at16.Baseline.PerSecond, target{true, 1}},
+		{at16.SendToAck.P99 / at16.Baseline.SendToAck.P99, at16.TurnFloor.SendToAck.P99 / at16.Baseline.SendToAck.P99, target{false, 1.5}},
+		{at128.PerSecond / at128.Baseline.PerSecond, at128.TurnFloor.PerSecond / at128.Baseline.PerSecond, target{true, 1}},
+		{one.SendToTold.P50 / one.Baseline.SendToAck.P50, one.TurnFloor.SendToTold.P50 / one.Baseline.SendToAck.P50, target{false, 1.1}},
+		{tr.Sessions[0].HandlerToNext.P50 / tr.Sessions[0].Baseline.SendToAck.P50, 0, target{false, 1.5}},
+		{tr.Sessions[0].OpenToClosed.P50 / tr.Sessions[0].Baseline.SendToAck.P50, 0, target{false, 6}},
+		{tr.Sessions[1].TurnsPerS / tr.Sessions[1].Baseline.PerSecond, 0, target{true, 0.8}},
+	}
+	for i, w := range want {
+		r := tr.Rows[i]
+		if r.Ratio != w.ratio || r.Ratio <= 0 || r.NoLogic != w.noLogic || r.Target != w.t {
+			t.Errorf("row %d %q: ratio %v no-logic %v target %v, want %v %v %v", i, r.Measure, r.Ratio, r.NoLogic, r.Target, w.ratio, w.noLogic, w.t)
+		}
+		met := r.Ratio <= w.t.Value
+		if w.t.AtLeast {
+			met = r.Ratio >= w.t.Value
+		}
+		if r.Met != met {
+			t.Errorf("row %d %q: ratio %v to %v, met %v", i, r.Measure, r.Ratio, w.t, r.Met)
+		}
+	}
+	text := tr.text()
+	for _, r := range tr.Rows {
+		if !strings.Contains(text, r.Measure) || !strings.Contains(text, r.Flags) {
+			t.Errorf("the table's text lacks %q (%s):\n%s", r.Measure, r.Flags, text)
+		}
+	}
+}
