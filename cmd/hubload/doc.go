@@ -187,7 +187,9 @@
 // and the sessions workload one at a time (Serve's handler → handler and a
 // session's open → closed p50, against the floor's p50) and 50 at a time
 // (turns a second against the floor's requests a second), each sessions
-// run sized to last about --warmup plus --duration on this machine. For
+// run sized to last about --warmup plus --duration on this machine. The
+// one-at-a-time runs go first, on a hub no heavier run has been through;
+// the rows print in the order. For
 // the rows of the turns workload the column "no session logic" is the same
 // ratio for the turn floor: what a hub whose own work cost nothing would
 // reach. It refuses the flags it sets itself (--agents, --sessions,
