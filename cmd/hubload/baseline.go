@@ -109,16 +109,22 @@ func baseReportOf(conc, conns int, runs ...floorRun) (*baseReport, error) {
 	return r, nil
 }
 
+// floorSetup bounds how long a floor's clients may take to have their
+// first request acknowledged.
+const floorSetup = 30 * time.Second
+
 // runFloor runs drive against a fresh baseline server for a warm-up and
 // a window of floorWindow, and returns what it recorded: its requests, and
-// hubload's CPU and the log's fsyncs in the window.
+// hubload's CPU and the log's fsyncs in the window. The warm-up begins
+// with the first request acknowledged, so that setting up the clients
+// (the turn floor's two connections and streams a session, one after the
+// other) is never measured, however slow the machine.
 func runFloor(ctx context.Context, cfg config, drive func(addr string, st *stats, stop <-chan struct{}) error) (floorRun, error) {
 	srv, err := startFloor(cfg)
 	if err != nil {
 		return floorRun{}, err
 	}
 	st := newStats()
-	st.open(time.Now().Add(cfg.warmup))
 	stop := make(chan struct{})
 	done := make(chan error, 1)
 	go func() { done <- drive(srv.Addr(), st, stop) }()
@@ -130,10 +136,19 @@ func runFloor(ctx context.Context, cfg config, drive func(addr string, st *stats
 		measuring, over bool // over: drive has returned
 	)
 	select {
-	case <-time.After(cfg.warmup):
-		cpu0 = selfCPU()
-		l0, runErr = srv.Stats()
-		measuring = runErr == nil
+	case <-st.started:
+		st.open(time.Now().Add(cfg.warmup))
+		select {
+		case <-time.After(cfg.warmup):
+			cpu0 = selfCPU()
+			l0, runErr = srv.Stats()
+			measuring = runErr == nil
+		case <-ctx.Done():
+		case runErr = <-done:
+			over = true
+		}
+	case <-time.After(floorSetup):
+		runErr = fmt.Errorf("the floor acknowledged no request within %v of starting", floorSetup)
 	case <-ctx.Done():
 	case runErr = <-done:
 		over = true

@@ -16,12 +16,17 @@ type stats struct {
 	accepted    atomic.Uint64
 	ack, told   histogram
 
+	// started is closed by the first acknowledgement recorded, in the
+	// window or not.
+	started   chan struct{}
+	startOnce sync.Once
+
 	mu       sync.Mutex
 	rejected map[string]uint64
 }
 
 func newStats() *stats {
-	s := &stats{base: time.Now(), rejected: map[string]uint64{}}
+	s := &stats{base: time.Now(), rejected: map[string]uint64{}, started: make(chan struct{})}
 	s.from.Store(math.MaxInt64)
 	s.until.Store(math.MaxInt64)
 	return s
@@ -51,6 +56,7 @@ func (s *stats) in(t time.Time) bool {
 // acked records a send begun at start and acknowledged at done; it counts
 // when it began in the window.
 func (s *stats) acked(start, done time.Time) {
+	s.startOnce.Do(func() { close(s.started) })
 	if s.in(start) {
 		s.accepted.Add(1)
 		s.ack.record(done.Sub(start))
