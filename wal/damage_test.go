@@ -664,11 +664,7 @@ func TestOrphanTables(t *testing.T) {
 func TestHeadGuardsAppend(t *testing.T) {
 	dir, acked := closedStore(t)
 	s := sid(3)
-	db, err := badger.Open(Options{Dir: dir}.badgerOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(txn *badger.Txn) error {
+	l := openDamaged(t, dir, func(txn *badger.Txn) error {
 		for seq := acked[s] - 4; seq <= acked[s]; seq++ {
 			if err := txn.Delete(appendRecordKey(nil, s, seq)); err != nil {
 				return err
@@ -676,17 +672,6 @@ func TestHeadGuardsAppend(t *testing.T) {
 		}
 		return nil
 	})
-	if cerr := db.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := Open(Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
 	ctx := context.Background()
 	last, err := l.LastSeq(ctx, s)
 	if err != nil || last != acked[s]-5 {
@@ -715,22 +700,7 @@ func TestHeadGuardsAppend(t *testing.T) {
 func TestLostHeadGuardsCreate(t *testing.T) {
 	dir, acked := closedStore(t)
 	s := sid(3)
-	db, err := badger.Open(Options{Dir: dir}.badgerOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(txn *badger.Txn) error { return txn.Delete(appendSessionKey(nil, kindHead, s)) })
-	if cerr := db.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := Open(Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
+	l := openDamaged(t, dir, func(txn *badger.Txn) error { return txn.Delete(appendSessionKey(nil, kindHead, s)) })
 	ctx := context.Background()
 	w := mkWrite(s, 1, 1)
 	w.Records[0].Data = []byte("written over")
@@ -738,7 +708,7 @@ func TestLostHeadGuardsCreate(t *testing.T) {
 		t.Fatalf("Append of seq 1 over a session that lost its head = %v, want ErrCorrupt", err)
 	}
 	var first []byte
-	err = l.db.View(func(txn *badger.Txn) error {
+	err := l.db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get(appendRecordKey(nil, s, 1))
 		if err != nil {
 			return err
@@ -754,4 +724,27 @@ func TestLostHeadGuardsCreate(t *testing.T) {
 	if last, err := l.LastSeq(ctx, fresh); err != nil || last != 2 {
 		t.Fatalf("LastSeq of a new session = %d, %v; want 2", last, err)
 	}
+}
+
+// openDamaged damages the closed store in dir through badger with damage,
+// then opens it as a Log, closed at the end of the test.
+func openDamaged(t *testing.T, dir string, damage func(*badger.Txn) error) *Log {
+	t.Helper()
+	db, err := badger.Open(Options{Dir: dir}.badgerOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(damage)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l
 }
