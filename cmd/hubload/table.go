@@ -63,7 +63,7 @@ func (t target) met(r float64) bool {
 	return r <= t.Value
 }
 
-// tableRun is one run of the table: its flags, and the rows it gives.
+// tableRun is one run of the table: its workload and size.
 type tableRun struct {
 	workload string
 	agents   int     // turns: agents (two a session, or three for one)
@@ -74,8 +74,8 @@ type tableRun struct {
 
 // tableRuns are the runs behind issue 10's table, the one-at-a-time runs
 // first, so that the latencies of a single session are measured on a
-// hub that no heavier run has left anything to (rows print in the
-// issue's order: see rowOrder).
+// hub that no heavier run has left anything to (the rows print in the
+// issue's order, the row constants below).
 func tableRuns() []tableRun {
 	return []tableRun{
 		{workload: workloadTurns, agents: 3, sessions: 1},
