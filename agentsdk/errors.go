@@ -79,6 +79,10 @@ var (
 	// writes until space returns; reads go on (DISK_FULL). Not retried
 	// automatically.
 	ErrDiskFull = errors.New("agentsdk: hub disk full")
+	// ErrStorageFailed: the hub cannot make a write durable on its storage
+	// (its data directory vanished, turned read-only or fails) and refuses
+	// every write until an operator acts (STORAGE_FAILED). Not retried.
+	ErrStorageFailed = errors.New("agentsdk: hub storage failed")
 	// ErrTurnHeld: the turn is held while its holder waits for children or
 	// an answer; the message names what is awaited (TURN_HELD).
 	ErrTurnHeld = errors.New("agentsdk: turn held")
@@ -139,6 +143,7 @@ var sentinels = map[hubpb.Reason]error{
 	hubpb.Reason_IDEMPOTENCY_CONFLICT:     ErrIdempotencyConflict,
 	hubpb.Reason_QUARANTINED:              ErrQuarantined,
 	hubpb.Reason_NOT_OWNER:                ErrNotOwner,
+	hubpb.Reason_STORAGE_FAILED:           ErrStorageFailed,
 }
 
 // sentinelOf returns the sentinel of a reason name, nil for an unknown one.

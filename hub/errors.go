@@ -33,6 +33,12 @@ var (
 	// wraps it in the error of an append that wrote nothing for that
 	// reason.
 	ErrDiskFull = session.NewError(hubpb.Reason_DISK_FULL, "hub: disk full")
+	// ErrStorageFailed: the log cannot make a commit durable on its
+	// storage (its directory removed or replaced, a read-only or failing
+	// file system, a failed fsync, a failed flush or compaction). Nothing
+	// more is written until an operator acts and restarts the hub. A Log
+	// wraps it in the error of every append it refuses for that reason.
+	ErrStorageFailed = session.NewError(hubpb.Reason_STORAGE_FAILED, "hub: storage failed")
 	// ErrIdempotencyConflict: an open reused an open key of the same
 	// creator with other parameters.
 	ErrIdempotencyConflict = session.NewError(hubpb.Reason_IDEMPOTENCY_CONFLICT, "hub: idempotency key reused with other parameters")

@@ -125,6 +125,13 @@ const (
 	// again there, with the same client message id; a stream resumes from
 	// its cursors.
 	Reason_NOT_OWNER Reason = 30
+	// The hub cannot make a commit durable on its data directory: the
+	// directory was removed or replaced, its file system turned read-only
+	// or returns I/O errors, an fsync failed, or the store's background work
+	// (flush, compaction) failed. Writes are refused from the first commit
+	// that notices until an operator acts and restarts the hub; health says
+	// NOT_SERVING. Not retryable (docs/OPERATIONS.md).
+	Reason_STORAGE_FAILED Reason = 31
 )
 
 // Enum value maps for Reason.
@@ -161,6 +168,7 @@ var (
 		28: "IDEMPOTENCY_CONFLICT",
 		29: "QUARANTINED",
 		30: "NOT_OWNER",
+		31: "STORAGE_FAILED",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":       0,
@@ -194,6 +202,7 @@ var (
 		"IDEMPOTENCY_CONFLICT":     28,
 		"QUARANTINED":              29,
 		"NOT_OWNER":                30,
+		"STORAGE_FAILED":           31,
 	}
 )
 
@@ -6108,7 +6117,7 @@ const file_hub_proto_rawDesc = "" +
 	"\bmetadata\x18\x04 \x03(\v2\".hubd.v1.StreamError.MetadataEntryR\bmetadata\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01*\xec\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01*\x80\x05\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vOUT_OF_TURN\x10\x01\x12\x13\n" +
@@ -6142,7 +6151,8 @@ const file_hub_proto_rawDesc = "" +
 	"BAD_ANSWER\x10\x1b\x12\x18\n" +
 	"\x14IDEMPOTENCY_CONFLICT\x10\x1c\x12\x0f\n" +
 	"\vQUARANTINED\x10\x1d\x12\r\n" +
-	"\tNOT_OWNER\x10\x1eB\"Z github.com/hubd/hubd/hubpb;hubpbb\x06proto3"
+	"\tNOT_OWNER\x10\x1e\x12\x12\n" +
+	"\x0eSTORAGE_FAILED\x10\x1fB\"Z github.com/hubd/hubd/hubpb;hubpbb\x06proto3"
 
 var (
 	file_hub_proto_rawDescOnce sync.Once

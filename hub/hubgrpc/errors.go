@@ -53,6 +53,8 @@ var codeOf = map[hubpb.Reason]codes.Code{
 	hubpb.Reason_IDEMPOTENCY_CONFLICT:     codes.InvalidArgument,
 	hubpb.Reason_QUARANTINED:              codes.DataLoss,
 	hubpb.Reason_NOT_OWNER:                codes.Unavailable,
+	// Not Unavailable: nothing is to be retried until an operator acts.
+	hubpb.Reason_STORAGE_FAILED: codes.FailedPrecondition,
 }
 
 // Code returns the gRPC status code of a stable reason.

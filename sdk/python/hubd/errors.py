@@ -61,6 +61,7 @@ __all__ = [
     "DeadlineExceeded",
     "Internal",
     "DiskFull",
+    "StorageFailed",
     "TurnHeld",
     "DelegateNotAllowed",
     "BadAnswer",
@@ -297,6 +298,14 @@ class DiskFull(HubError):
     until space returns; reads go on. Not retried automatically."""
 
     REASON = "DISK_FULL"
+
+
+class StorageFailed(HubError):
+    """The hub cannot make a write durable on its storage (its data
+    directory vanished, turned read-only or fails): every write is refused
+    until an operator acts. Not retried."""
+
+    REASON = "STORAGE_FAILED"
 
 
 class TurnHeld(HubError):

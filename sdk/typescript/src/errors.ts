@@ -103,6 +103,8 @@ export class DeadlineExceededError extends HubError {}
 export class InternalError extends HubError {}
 /** The hub's disk is below its reserve: writes are refused until space returns; reads go on (DISK_FULL). Not retried. */
 export class DiskFullError extends HubError {}
+/** The hub cannot make a write durable on its storage; every write is refused until an operator acts (STORAGE_FAILED). Not retried. */
+export class StorageFailedError extends HubError {}
 /** The turn is held: its holder waits for a child session or an answer (TURN_HELD). */
 export class TurnHeldError extends HubError {}
 /** The delegate is not in the parent session's allow-list (DELEGATE_NOT_ALLOWED). */
@@ -155,6 +157,7 @@ export const errorClasses: Record<ReasonName, ErrorClass> = {
   IDEMPOTENCY_CONFLICT: IdempotencyConflictError,
   QUARANTINED: QuarantinedError,
   NOT_OWNER: NotOwnerError,
+  STORAGE_FAILED: StorageFailedError,
 };
 
 /** The class of an error without a hub reason (one gRPC made itself), by its code. */

@@ -134,6 +134,15 @@ export enum Reason {
    * its cursors.
    */
   NOT_OWNER = 30,
+  /**
+   * STORAGE_FAILED - The hub cannot make a commit durable on its data directory: the
+   * directory was removed or replaced, its file system turned read-only
+   * or returns I/O errors, an fsync failed, or the store's background work
+   * (flush, compaction) failed. Writes are refused from the first commit
+   * that notices until an operator acts and restarts the hub; health says
+   * NOT_SERVING. Not retryable (docs/OPERATIONS.md).
+   */
+  STORAGE_FAILED = 31,
   UNRECOGNIZED = -1,
 }
 
@@ -232,6 +241,9 @@ export function reasonFromJSON(object: any): Reason {
     case 30:
     case "NOT_OWNER":
       return Reason.NOT_OWNER;
+    case 31:
+    case "STORAGE_FAILED":
+      return Reason.STORAGE_FAILED;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -303,6 +315,8 @@ export function reasonToJSON(object: Reason): string {
       return "QUARANTINED";
     case Reason.NOT_OWNER:
       return "NOT_OWNER";
+    case Reason.STORAGE_FAILED:
+      return "STORAGE_FAILED";
     case Reason.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
