@@ -81,6 +81,9 @@ func (l *Log) Append(ctx context.Context, writes ...Write) error {
 	if l.readOnly {
 		return ErrReadOnly
 	}
+	if err := l.storage.Err(); err != nil {
+		return err
+	}
 	size, err := checkRequest(writes, l.limits)
 	if err != nil {
 		return err

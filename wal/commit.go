@@ -35,11 +35,11 @@ type committer struct {
 	journal    *journal    // nil in memory
 	jreq       chan []byte // entries for the journal writer goroutine
 	jres       chan error  // its results
-	jerr       error       // a journal failure: no commit is acknowledged after it
 	unrecorded uint64      // a commit whose acknowledgement the journal does not yet say
 	ackDelay   time.Duration
 	recheck    time.Duration
-	timer      *time.Timer // for wait; stopped and drained between uses
+	checkEvery time.Duration // how often an idle log on disk checks its storage
+	timer      *time.Timer   // for wait; stopped and drained between uses
 }
 
 // sessionSeq is a session with a seq.
@@ -68,6 +68,7 @@ func (c *committer) init(l *Log, j *journal) {
 	}
 	c.ackDelay = cmp.Or(l.hooks.ackDelay, ackDelay)
 	c.recheck = cmp.Or(l.hooks.recheck, spaceRecheck)
+	c.checkEvery = cmp.Or(l.hooks.storageCheck, storageCheckEvery)
 }
 
 // run takes batches until Close has begun and the queue is drained.
@@ -96,9 +97,10 @@ func (c *committer) run() {
 }
 
 // wait blocks until something is queued. Meanwhile, after ackDelay it
-// records the last commit's acknowledgement in the journal, and while the
+// records the last commit's acknowledgement in the journal, while the
 // disk is full it measures the free space every recheck, so that Space
-// and OnSpace see it return.
+// and OnSpace see it return, and on disk it checks the storage every
+// checkEvery, so that a failure is reported while nothing is written.
 func (c *committer) wait() {
 	for {
 		var d time.Duration
@@ -107,6 +109,8 @@ func (c *committer) wait() {
 			d = c.ackDelay
 		case c.l.space.full():
 			d = c.recheck
+		case c.journal != nil && c.l.storage.Err() == nil:
+			d = c.checkEvery
 		default:
 			<-c.l.wake
 			return
@@ -122,10 +126,13 @@ func (c *committer) wait() {
 			return
 		case <-c.timer.C:
 		}
-		if c.unrecorded != 0 {
+		switch {
+		case c.unrecorded != 0:
 			c.recordAck()
-		} else {
+		case c.l.space.full():
 			c.l.space.recheck()
+		default:
+			_ = c.l.storage.check(c.journal.f)
 		}
 	}
 }
@@ -134,7 +141,7 @@ func (c *committer) wait() {
 func (c *committer) recordAck() {
 	n := c.unrecorded
 	c.unrecorded = 0
-	if c.journal == nil || c.jerr != nil {
+	if c.journal == nil || c.l.storage.Err() != nil {
 		return
 	}
 	b := encodeMarker(entryAcked, n)
@@ -143,8 +150,7 @@ func (c *committer) recordAck() {
 		return
 	}
 	if err := c.journal.write(b); err != nil {
-		c.jerr = err
-		c.l.logger.Error().Err(err).Msg("wal: journal failed; refusing appends")
+		c.l.storage.fail(err)
 	}
 	if h := c.l.hooks.afterAck; h != nil {
 		h()
@@ -152,16 +158,17 @@ func (c *committer) recordAck() {
 }
 
 // ensureRoom rotates the journal when an entry of n bytes does not fit
-// its active segment.
+// its active segment. A new segment that finds no space is ErrDiskFull;
+// one that cannot be made for another reason fails the storage.
 func (c *committer) ensureRoom(n int) error {
 	j := c.journal
 	for !j.fits(n) { // twice at most: a first segment starts with entryOpen
 		err := j.rotate(c.l.db.MaxVersion(), flushedVersion(c.l.db), n)
-		if isNoSpace(err) {
-			err = fmt.Errorf("%w: %w", ErrDiskFull, err)
-		}
-		if err != nil {
-			return err
+		switch {
+		case isNoSpace(err):
+			return fmt.Errorf("%w: %w", ErrDiskFull, err)
+		case err != nil:
+			return c.l.storage.fail(err)
 		}
 	}
 	return nil
@@ -256,12 +263,18 @@ func (c *committer) commit(size int) {
 	c.answer()
 }
 
-// precheck fails a batch of size bytes when the journal has failed or the
+// precheck fails a batch of size bytes when the storage has failed or the
 // disk is below its reserve (the batch, and a new journal segment large
 // enough for its entry, must fit above it).
 func (c *committer) precheck(size int) error {
-	if c.jerr != nil {
-		return fmt.Errorf("wal: the journal failed earlier, appends are refused: %w", c.jerr)
+	if j := c.journal; j != nil {
+		// Checked before a commit too, so that a directory gone between
+		// commits has nothing written into it.
+		if err := c.l.storage.check(j.f); err != nil {
+			return err
+		}
+	} else if err := c.l.storage.Err(); err != nil {
+		return err
 	}
 	need := uint64(2 * size)
 	if j := c.journal; j != nil {
@@ -275,9 +288,13 @@ func (c *committer) precheck(size int) error {
 }
 
 // commitTxn writes the transaction's journal entry and commits txn at the
-// same time, and returns once both are durable. A commit error is
-// recorded in the journal (entryVoid); a journal error stops all later
-// appends.
+// same time, and returns once both are durable and the storage is still
+// where it was: a journal entry synced into a directory that is gone
+// acknowledges nothing. A commit that failed for lack of space is
+// recorded in the journal (entryVoid); any other failure of the journal
+// or of badger's commit fails the storage, which stops all later
+// appends: a write or sync that failed once is never retried and
+// acknowledged.
 func (c *committer) commitTxn(txn *badger.Txn) error {
 	if h := c.l.hooks.beforeCommit; h != nil {
 		h()
@@ -296,8 +313,7 @@ func (c *committer) commitTxn(txn *badger.Txn) error {
 			c.jreq <- entry // written and synced while badger commits
 		} else {
 			if err := j.write(entry); err != nil {
-				c.jerr = err
-				return err
+				return c.l.storage.fail(err)
 			}
 		}
 	}
@@ -313,14 +329,17 @@ func (c *committer) commitTxn(txn *badger.Txn) error {
 	j.next++
 	switch {
 	case jerr != nil:
-		c.jerr = jerr
-		c.l.logger.Error().Err(jerr).Msg("wal: journal failed; refusing appends")
-		return errors.Join(err, jerr)
-	case err != nil:
+		return c.l.storage.fail(errors.Join(jerr, err))
+	case err != nil && isNoSpace(err):
 		c.unrecorded = 0
 		if verr := j.write(encodeMarker(entryVoid, n)); verr != nil {
-			c.jerr = verr
+			return c.l.storage.fail(verr)
 		}
+		return fmt.Errorf("%w: %w", ErrDiskFull, err)
+	case err != nil:
+		return c.l.storage.fail(err)
+	}
+	if err := c.l.storage.check(j.f); err != nil {
 		return err
 	}
 	c.unrecorded = n

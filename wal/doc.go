@@ -40,6 +40,25 @@
 // ErrDamaged (the session is marked damaged: see below); nothing of that
 // call was written either.
 //
+// # Storage that stops working
+//
+// The log's files are open descriptors, which go on taking writes after
+// their directory is removed, and a write or fsync that failed once may
+// "succeed" when retried over data the page cache dropped. So the log
+// fails for good, refusing every later Append with ErrStorageFailed
+// (reported once to Options.OnFailure, and by [Log.Failure]), at the
+// first sign that it cannot make a commit durable: before and after each
+// commit (and every second while idle) it checks that the data directory
+// is still at its path and the one it opened (os.SameFile: device and
+// inode) and that the journal's active segment is still linked into it;
+// a failed journal write, sync or new segment, and a failed badger
+// commit (but for a full disk), fail it; and so do the messages of
+// badger's background work that mean it failed (a memtable flush, which
+// badger retries for ever, a write, a compaction stopped by an error of
+// the operating system), which badger otherwise only logs. The commit
+// that finds the failure is answered with it, not acknowledged, even
+// when its sync succeeded: its outcome is unknown.
+//
 // # Damage is detected, never served silently
 //
 // Badger keeps recent commits in its memtable log (*.mem, written on every
@@ -111,6 +130,10 @@
 // queued request (each gets its real result), waits for reads in flight and
 // closes badger. Any method called once Close has begun returns ErrClosed.
 // Close waits for scans in progress, so a scan callback must not call it.
+// [Log.Shutdown] is Close within a deadline: nothing acknowledged depends
+// on the close (the journal holds it), so when the storage has failed, or
+// fails during badger's flush, or the deadline passes, it leaves badger as
+// a crash would and says the log was not closed cleanly.
 //
 // # Concurrency
 //

@@ -54,6 +54,18 @@ var (
 	// store cannot even flush what it replays. Reads are not affected.
 	ErrDiskFull = errors.New("wal: disk full")
 
+	// ErrStorageFailed is returned by Append, PutIndex and Close once the
+	// log cannot make a commit durable on its storage: the data directory
+	// was removed or replaced, the journal's active segment was unlinked,
+	// a journal write or sync failed (an I/O error, a read-only file
+	// system), badger's commit failed, or badger's background work
+	// (memtable flush, compaction) failed. It is final for the life of
+	// the Log: nothing more is written, and only reopening, after an
+	// operator has repaired the storage, clears it. The commit that
+	// found it was not acknowledged; every one acknowledged before is in
+	// the synced journal. See [Log.Failure].
+	ErrStorageFailed = errors.New("wal: storage failed")
+
 	// ErrReadOnly is returned by Append on a log opened with
 	// Options.ReadOnly.
 	ErrReadOnly = errors.New("wal: log opened read-only")

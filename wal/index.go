@@ -100,6 +100,9 @@ func (l *Log) PutIndex(ctx context.Context, entries []IndexEntry) error {
 	if l.readOnly {
 		return ErrReadOnly
 	}
+	if err := l.storage.Err(); err != nil {
+		return err
+	}
 	if err := l.enterRead(); err != nil {
 		return err
 	}

@@ -114,15 +114,18 @@ type segment struct {
 type journal struct {
 	dir     string
 	noSync  bool
-	segSize int64     // the usual segment size
-	size    int64     // the active segment's size
-	segs    []segment // sealed, oldest first
-	f       *os.File  // active segment
+	segSize int64       // the usual segment size
+	size    int64       // the active segment's size
+	segs    []segment   // sealed, oldest first
+	f       segmentFile // active segment
 	active  segment
 	off     int64 // where the next entry goes
 	buf     []byte
 	next    uint64    // next commit number
 	stats   *counters // counts the syncs; nil: not counted
+	// wrap, in tests, replaces each new segment's file with one that
+	// fails as a broken disk would; nil outside tests.
+	wrap func(segmentFile) segmentFile
 }
 
 // segName is the file name of segment n.
@@ -366,9 +369,13 @@ func (j *journal) segFor(n int) int64 { return max(j.segSize, int64(n+segHeaderL
 func (j *journal) newSegment(n uint64, size int64) error {
 	path := filepath.Join(j.dir, segName(n))
 	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
+	of, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
 	if err != nil {
 		return fmt.Errorf("wal: journal: %w", err)
+	}
+	var f segmentFile = osFile{of}
+	if j.wrap != nil {
+		f = j.wrap(f)
 	}
 	err = fillSegment(f, n, size)
 	if err == nil {
@@ -387,7 +394,7 @@ func (j *journal) newSegment(n uint64, size int64) error {
 }
 
 // fillSegment writes segment n's header and zeros up to size, and syncs.
-func fillSegment(f *os.File, n uint64, size int64) error {
+func fillSegment(f segmentFile, n uint64, size int64) error {
 	h := binary.BigEndian.AppendUint64([]byte(journalMagic), n)
 	h = binary.BigEndian.AppendUint32(h, crc32.Checksum(h, crcTable))
 	zeros := make([]byte, 256<<10)
@@ -514,7 +521,7 @@ func (j *journal) write(b []byte) error {
 		return nil
 	}
 	start := time.Now()
-	if err := fdatasync(j.f); err != nil {
+	if err := j.f.Datasync(); err != nil {
 		return fmt.Errorf("wal: journal: sync: %w", err)
 	}
 	if j.stats != nil {

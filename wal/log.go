@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -24,6 +25,7 @@ type Log struct {
 	readOnly bool
 	heads    bool        // the store keeps a head per session (format 3)
 	space    *spaceGuard // free-space reserve
+	storage  *storage    // what durability rests on; its failure is final
 	dir      string
 
 	mu          sync.Mutex
@@ -85,6 +87,10 @@ type testHooks struct {
 	spansOnly    bool   // journal commits without their data (as before entryData)
 	ackDelay     time.Duration
 	recheck      time.Duration
+	storageCheck time.Duration // how often an idle log checks its storage
+	// wrapSegment replaces each journal segment's file, to fail as a
+	// broken disk would.
+	wrapSegment func(segmentFile) segmentFile
 }
 
 // Open opens (creating it if needed) the log in opts.Dir, or an in-memory
@@ -114,7 +120,12 @@ func open(opts Options, hooks testHooks) (*Log, error) {
 			return nil, err
 		}
 	}
-	bopts := opts.badgerOptions()
+	st := newStorage(opts)
+	var watched *storage
+	if !opts.InMemory && !opts.ReadOnly {
+		watched = st
+	}
+	bopts := opts.badgerOptionsWatched(watched)
 	if !opts.InMemory && !opts.ReadOnly && !hooks.spansOnly {
 		// The journal is the commit point (see journal.go): badger's
 		// memtable log is written but not synced.
@@ -124,7 +135,14 @@ func open(opts Options, hooks testHooks) (*Log, error) {
 	if err != nil {
 		return nil, openError(opts, err)
 	}
+	if watched != nil {
+		if err := st.openedDir(); err != nil {
+			_ = db.Close()
+			return nil, err
+		}
+	}
 	l := &Log{
+		storage:  st,
 		db:       db,
 		logger:   opts.Logger,
 		limits:   opts.limits(),
@@ -248,6 +266,7 @@ func (l *Log) setup(opts Options) (*journal, error) {
 	if err != nil {
 		return nil, err
 	}
+	j.wrap = l.hooks.wrapSegment
 	if err := j.ensureActive(); err != nil && !isNoSpace(err) {
 		_ = j.close(false)
 		return nil, err
@@ -359,8 +378,18 @@ func isEmpty(txn *badger.Txn) bool {
 // closes badger, which flushes every memtable into a table; then the
 // journal has nothing left to watch and its segments are deleted. The
 // first call returns badger's close error, if any; later calls return
-// ErrClosed.
-func (l *Log) Close() error {
+// ErrClosed. Close is Shutdown with no deadline.
+func (l *Log) Close() error { return l.Shutdown(context.Background()) }
+
+// Shutdown is Close bounded by ctx. Nothing acknowledged depends on it:
+// every acknowledged commit is in the synced journal, which the next Open
+// replays. So when the storage has failed (see ErrStorageFailed), or
+// fails while badger flushes, or ctx is done first, Shutdown leaves
+// badger as a crash would (its flush abandoned, the journal kept) and
+// returns an error saying why the log was not closed cleanly: the
+// process should then exit. A disk too full for badger's flush is such a
+// case too (ErrDiskFull).
+func (l *Log) Shutdown(ctx context.Context) error {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -369,19 +398,36 @@ func (l *Log) Close() error {
 	l.closed = true
 	l.mu.Unlock()
 	l.signal()
-	<-l.stopped
-	l.mu.Lock()
-	for l.readers > 0 {
-		l.idle.Wait()
+	if err := l.await(ctx, l.stopped, "the committer to drain its appends"); err != nil {
+		return err
 	}
-	l.mu.Unlock()
+	if err := l.await(ctx, l.readsDone(), "reads in progress"); err != nil {
+		return err
+	}
 	if err := l.closeSpace(); err != nil {
 		return err
 	}
 	l.space.close()
-	err := l.db.Close()
 	if j := l.c.journal; j != nil {
-		if jerr := j.close(err == nil && l.c.jerr == nil); jerr != nil {
+		if err := l.storage.check(j.f); err != nil {
+			return fmt.Errorf("wal: not closed cleanly, the journal kept for the next start: %w", err)
+		}
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- l.db.Close() }()
+	var err error
+	select {
+	case err = <-closed:
+	case <-l.storage.failed:
+		return fmt.Errorf("wal: not closed cleanly, the journal kept for the next start: %w", l.storage.Err())
+	case <-ctx.Done():
+		return fmt.Errorf("wal: not closed cleanly, badger's flush did not end in time; the journal kept for the next start: %w", ctx.Err())
+	}
+	if serr := l.storage.Err(); err == nil && serr != nil {
+		err = serr // badger gave up on a failure it only logged
+	}
+	if j := l.c.journal; j != nil {
+		if jerr := j.close(err == nil); jerr != nil {
 			l.logger.Warn().Err(jerr).Msg("wal: closing the journal")
 		}
 	}
@@ -390,6 +436,36 @@ func (l *Log) Close() error {
 	}
 	return nil
 }
+
+// await waits until done is closed, or fails once ctx is done, naming
+// what it waited for.
+func (l *Log) await(ctx context.Context, done <-chan struct{}, what string) error {
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("wal: not closed cleanly, waiting for %s; the journal kept for the next start: %w", what, ctx.Err())
+	}
+}
+
+// readsDone returns a channel closed once no read is in flight (none can
+// start once Close has begun).
+func (l *Log) readsDone() <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		l.mu.Lock()
+		for l.readers > 0 {
+			l.idle.Wait()
+		}
+		l.mu.Unlock()
+		close(done)
+	}()
+	return done
+}
+
+// Failure returns the error every write is refused with since the log's
+// storage failed (matching ErrStorageFailed), or nil while it serves.
+func (l *Log) Failure() error { return l.storage.Err() }
 
 // closeSpace fails with ErrDiskFull when badger could not flush its
 // memtables on the free space left: its flush would write a table through

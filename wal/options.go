@@ -72,6 +72,11 @@ type Options struct {
 	// for lack of space, with the measurement. It runs on the committer
 	// goroutine: it must return quickly and must not call the Log.
 	OnSpace func(Space)
+	// OnFailure, if set, is called once, when the log's storage fails
+	// (see ErrStorageFailed), with the error every write is refused with
+	// from then on. It may run on the committer goroutine or on one of
+	// badger's: it must return quickly and must not call the Log.
+	OnFailure func(error)
 	// Logger receives the package's and badger's messages (badger's at
 	// warning level and above). The zero value logs nothing, like
 	// zerolog.Nop().
@@ -131,7 +136,11 @@ func (o Options) limits() limits {
 // with the checksum of every table block verified when it is read (badger
 // then skips a bad block rather than decode it; the heads and the seq
 // density checks turn what goes missing into an error).
-func (o Options) badgerOptions() badger.Options {
+func (o Options) badgerOptions() badger.Options { return o.badgerOptionsWatched(nil) }
+
+// badgerOptionsWatched is badgerOptions with badger's messages of failed
+// background work reported to st (nil: only logged).
+func (o Options) badgerOptionsWatched(st *storage) badger.Options {
 	memTable := int64(minMemTableSize)
 	if m := int64(memTablePerBatch) * int64(o.maxBatchBytes()); m > memTable {
 		memTable = m
@@ -147,21 +156,44 @@ func (o Options) badgerOptions() badger.Options {
 		WithNumCompactors(2).
 		WithNumGoroutines(2).
 		WithBlockCacheSize(16 << 20).
-		WithLogger(badgerLogger{o.Logger}) // not WithLoggingLevel: it replaces the logger
+		WithLogger(badgerLogger{o.Logger, st}) // not WithLoggingLevel: it replaces the logger
 }
 
-// badgerLogger bridges badger's logger to zerolog.
-type badgerLogger struct{ l zerolog.Logger }
+// badgerLogger bridges badger's logger to zerolog, and tells the storage
+// watcher of the messages that mean a failure of badger's background
+// work, which badger otherwise only logs (a failed memtable flush is
+// retried every second for ever).
+type badgerLogger struct {
+	l  zerolog.Logger
+	st *storage // nil: not watched
+}
 
 func msg(format string, args []any) string {
 	return strings.TrimSpace(fmt.Sprintf(format, args...))
 }
 
 // Errorf logs at error level.
-func (b badgerLogger) Errorf(f string, a ...any) { b.l.Error().Str("from", "badger").Msg(msg(f, a)) }
+func (b badgerLogger) Errorf(f string, a ...any) {
+	b.l.Error().Str("from", "badger").Msg(msg(f, a))
+	b.watch(false, f, a)
+}
 
 // Warningf logs at warning level.
-func (b badgerLogger) Warningf(f string, a ...any) { b.l.Warn().Str("from", "badger").Msg(msg(f, a)) }
+func (b badgerLogger) Warningf(f string, a ...any) {
+	b.l.Warn().Str("from", "badger").Msg(msg(f, a))
+	b.watch(true, f, a)
+}
+
+// watch fails the storage for a message that means badger's background
+// work failed.
+func (b badgerLogger) watch(warning bool, f string, a []any) {
+	if b.st == nil {
+		return
+	}
+	if err := badgerFailure(warning, f, a); err != nil {
+		b.st.fail(err)
+	}
+}
 
 // Infof drops badger's informational messages.
 func (badgerLogger) Infof(string, ...any) {}

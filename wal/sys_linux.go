@@ -56,3 +56,10 @@ func allocatedBytes(path string) (uint64, error) {
 	}
 	return uint64(fi.Size()), nil
 }
+
+// unlinked reports whether the open file fi describes has no name left
+// in any directory (its link count fell to 0).
+func unlinked(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && st.Nlink == 0
+}
