@@ -205,6 +205,16 @@ func (h *Hub) finish(ctx context.Context, p *plan) error {
 			h.abandon(p)
 			return endSpan(wait, fmt.Errorf("session %v: %v: %w", p.parts[0].s.id, err, ErrDiskFull))
 		}
+		if errors.Is(err, ErrStorageFailed) {
+			// The log takes nothing more until a restart (it logged why,
+			// once): the sessions of the plan are rebuilt from the log
+			// for reads, quietly, delivering nothing the failed commit
+			// may have left in the store without making it durable.
+			for _, x := range p.parts {
+				x.s.failed = err
+			}
+			return endSpan(wait, fmt.Errorf("session %v: %w", p.parts[0].s.id, err))
+		}
 		for _, x := range p.parts {
 			h.fail(x.s, err)
 			if !x.isNew {
@@ -325,15 +335,17 @@ func (h *Hub) reload(ctx context.Context, s *sess) error {
 			return fmt.Errorf("session %v failed (%v) and its log could not be read: %v: %w", s.id, s.failed, err, ErrSessionFailed)
 		}
 	}
-	if !errors.Is(s.failed, errPlanAbandoned) {
+	storageFailed := errors.Is(s.failed, ErrStorageFailed)
+	if !errors.Is(s.failed, errPlanAbandoned) && !storageFailed {
 		h.logger.Info().Str("session", s.id.String()).Uint64("seq", fresh.m.Seq).Int("landed", len(landed)).
 			Msg("session reloaded from the write-ahead log")
 	}
 	s.m, s.dedup, s.trigger, s.lastAt, s.failed = fresh.m, fresh.dedup, fresh.trigger, fresh.lastAt, nil
 	s.views.replace(fresh.views)
-	if len(landed) == 0 || s.gone.Load() {
+	if len(landed) == 0 || s.gone.Load() || storageFailed {
 		// Unloaded (its partition moved): what landed is its new owner's
-		// to tell, from the log it reads.
+		// to tell, from the log it reads. Or the storage failed: what
+		// landed was never made durable, and is not told.
 		s.publish()
 		return nil
 	}

@@ -3,6 +3,7 @@ package hub
 import (
 	"container/heap"
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -158,6 +159,9 @@ func (h *Hub) runTimers(s *sess) {
 		return // unloaded while due: its new owner runs its timers
 	}
 	if err := h.ready(ctx, s); err != nil {
+		if errors.Is(err, ErrStorageFailed) {
+			return // its deadlines fire after a restart, from the log
+		}
 		h.logger.Error().Err(err).Str("session", s.id.String()).Msg("session not reloaded; retrying")
 		h.sched.retry(s, h.clock.Now().Add(timerRetry))
 		return
@@ -177,6 +181,9 @@ func (h *Hub) runTimers(s *sess) {
 		more := len(envs) > maxTimerWrite
 		envs = envs[:min(len(envs), maxTimerWrite)]
 		all, err := h.commit(ctx, s, envs, nil)
+		if errors.Is(err, ErrStorageFailed) {
+			return // nothing is written until a restart, which fires them
+		}
 		if err != nil {
 			// Nothing was written: the deadlines are still due; try again.
 			h.logger.Error().Err(err).Str("session", s.id.String()).Msg("timer envelopes not written; retrying")

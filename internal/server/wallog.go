@@ -67,10 +67,14 @@ func (w walLog) PutIndex(ctx context.Context, entries []hub.IndexEntry) error {
 }
 
 // logErr gives the hub the meaning of the log's errors it acts on: a full
-// disk wrote nothing (DISK_FULL, retry once space returns).
+// disk wrote nothing (DISK_FULL, retry once space returns); failed
+// storage takes nothing more until a restart (STORAGE_FAILED).
 func logErr(err error) error {
-	if errors.Is(err, wal.ErrDiskFull) {
+	switch {
+	case errors.Is(err, wal.ErrDiskFull):
 		return fmt.Errorf("%v: %w", err, hub.ErrDiskFull)
+	case errors.Is(err, wal.ErrStorageFailed):
+		return fmt.Errorf("%v: %w", err, hub.ErrStorageFailed)
 	}
 	return err
 }
@@ -95,29 +99,55 @@ func (o observedLog) Append(ctx context.Context, writes ...hub.LogWrite) error {
 
 // WriteHealth is the health service name ("grpc.health.v1") that says
 // whether the hub takes writes: NOT_SERVING while the disk is below its
-// reserve (sends are refused with DISK_FULL; reads and watches go on).
+// reserve (sends are refused with DISK_FULL; reads and watches go on) and
+// once the log's storage failed (STORAGE_FAILED, until a restart).
 const WriteHealth = "hubd.v1.Hub/writes"
 
-// spaceHealth reports the log's free space on the health service.
-type spaceHealth struct {
-	hs   *health.Server
-	lg   zerolog.Logger
-	full atomic.Bool
+// writeHealth reports on the health service, and to GET /healthz,
+// whether the log takes writes.
+type writeHealth struct {
+	hs     *health.Server
+	lg     zerolog.Logger
+	full   atomic.Bool
+	failed atomic.Pointer[error] // the log's storage failure, final
 }
 
-func (s *spaceHealth) set(sp wal.Space) {
-	st := healthpb.HealthCheckResponse_SERVING
-	if sp.Full {
-		st = healthpb.HealthCheckResponse_NOT_SERVING
-	}
-	if was := s.full.Swap(sp.Full); was != sp.Full {
+// space is wal.Options.OnSpace: the disk went below its reserve or back.
+func (w *writeHealth) space(sp wal.Space) {
+	if was := w.full.Swap(sp.Full); was != sp.Full {
 		if sp.Full {
-			s.lg.Error().Uint64("free", sp.Free).Uint64("reserve", sp.Reserve).Msg("disk below its reserve: sends refused with DISK_FULL until space is freed")
+			w.lg.Error().Uint64("free", sp.Free).Uint64("reserve", sp.Reserve).Msg("disk below its reserve: sends refused with DISK_FULL until space is freed")
 		} else {
-			s.lg.Info().Uint64("free", sp.Free).Msg("disk space back above the reserve: sends accepted again")
+			w.lg.Info().Uint64("free", sp.Free).Msg("disk space back above the reserve: sends accepted again")
 		}
 	}
-	s.hs.SetServingStatus(WriteHealth, st)
+	w.update()
+}
+
+// storage is wal.Options.OnFailure: the log's storage failed, for good
+// (the log has logged why).
+func (w *writeHealth) storage(err error) {
+	w.failed.Store(&err)
+	w.update()
+}
+
+func (w *writeHealth) update() {
+	st := healthpb.HealthCheckResponse_SERVING
+	if w.Err() != nil {
+		st = healthpb.HealthCheckResponse_NOT_SERVING
+	}
+	w.hs.SetServingStatus(WriteHealth, st)
+}
+
+// Err says why writes are refused, or nil while they are taken.
+func (w *writeHealth) Err() error {
+	if p := w.failed.Load(); p != nil {
+		return fmt.Errorf("STORAGE_FAILED: %w (an operator must repair the data directory and restart the hub)", *p)
+	}
+	if w.full.Load() {
+		return errors.New("DISK_FULL: the data directory's disk is below its free-space reserve (writes resume once space is freed)")
+	}
+	return nil
 }
 
 // openHint adds to a log that does not open what the operator can do.
