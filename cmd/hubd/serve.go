@@ -32,7 +32,7 @@ type serveFlags struct {
 	http, otlpEndpoint, onDamage, minFreeDisk                                       string
 	httpSet                                                                         bool // --http was given
 	fsync, insecureTokens                                                           bool
-	inviteTimeout, heartbeat                                                        time.Duration
+	inviteTimeout, heartbeat, drainTimeout                                          time.Duration
 	maxEnvelope, maxOpen, subscriberBuffer, maxDepth                                int
 	cluster                                                                         clusterFlags
 	streamsPerConn, streamsPerAgent, subscriberBytes                                int
@@ -64,6 +64,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.onDamage, "on-damage", "refuse", "when acknowledged records are found missing at start: \"refuse\" to start, or \"quarantine\" the sessions affected and serve the rest (see docs/OPERATIONS.md)")
 	fs.StringVar(&f.minFreeDisk, "min-free-disk", "256MiB", "free space kept on the data directory's disk; below it sends are refused with DISK_FULL until space is freed (`size`: 512MiB, 2GB, 0 for none)")
 	fs.StringVar(&f.http, "http", "", "HTTP `address` of the web view, the JSON API, event streams, /metrics and /debug/pprof (host:port; \"off\" for none); default in development mode: the --listen host and the next port (127.0.0.1:7421), otherwise none")
+	fs.DurationVar(&f.drainTimeout, "drain-timeout", 10*time.Second, "on SIGTERM or SIGINT, how long to let sends in flight finish and the log close before exiting anyway (non-zero, \"log not closed cleanly\"; the next start replays the synced journal, so nothing acknowledged is lost)")
 	fs.DurationVar(&f.heartbeat, "sse-heartbeat", hubhttp.DefaultHeartbeat, "interval of the comment lines that keep idle event streams open through proxies")
 	f.cluster.register(fs)
 	fs.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", "export traces to this OTLP `URL` (like OTEL_EXPORTER_OTLP_ENDPOINT, which is read when this is unset; OTEL_EXPORTER_OTLP_PROTOCOL picks grpc or http/protobuf); without either, no traces are exported")
@@ -108,7 +109,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case err := <-srv.Done():
 		lg.Error().Err(err).Msg("gRPC server stopped")
 	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	shutdown, cancel := context.WithTimeout(context.Background(), f.drainTimeout)
 	defer cancel()
 	return srv.Shutdown(shutdown)
 }
@@ -130,6 +131,9 @@ func (f *serveFlags) config(lg zerolog.Logger) (server.Config, error) {
 	}
 	if f.maxDepth < 1 {
 		return cfg, exitcode.Usage("serve: --max-depth %d: want at least 1", f.maxDepth)
+	}
+	if f.drainTimeout <= 0 {
+		return cfg, exitcode.Usage("serve: --drain-timeout %v: want a positive duration", f.drainTimeout)
 	}
 	if f.heartbeat <= 0 {
 		return cfg, exitcode.Usage("serve: --sse-heartbeat %v: want a positive duration", f.heartbeat)

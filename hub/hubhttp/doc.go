@@ -84,5 +84,7 @@
 //
 // GET /metrics is the Prometheus exposition (Config.Metrics; no
 // authentication: it holds counts, no ids). /debug/pprof/ is Go's profiler,
-// for operators only. GET /healthz answers "ok" while the hub serves.
+// for operators only. GET /healthz answers "ok" while the hub takes
+// writes, and 503 with the reason while it does not (Config.Health: its
+// disk below the reserve, its storage failed).
 package hubhttp

@@ -51,6 +51,10 @@ type Config struct {
 	MaxBodyBytes int64
 	// Metrics is served at GET /metrics when set.
 	Metrics http.Handler
+	// Health, when set, says why the hub takes no writes (its disk is
+	// below its reserve, its storage failed), or nil while it does: GET
+	// /healthz then answers 503 with that reason.
+	Health func() error
 	// Streams, when set, is told of every event stream: kind "events" when
 	// it starts, and why it ended through the function it returns (nil:
 	// the client left).
@@ -127,6 +131,13 @@ func New(cfg Config) (*API, error) {
 	mux.HandleFunc("GET /v1/auth/whoami", a.whoAmI)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if cfg.Health != nil {
+			if err := cfg.Health(); err != nil {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				fmt.Fprintf(w, "not serving writes: %v\n", err)
+				return
+			}
+		}
 		w.Write([]byte("ok\n"))
 	})
 	if cfg.Metrics != nil {

@@ -18,6 +18,8 @@ var (
 	walSyncsDesc   = prometheus.NewDesc("hubd_wal_syncs_total", "Syncs (fdatasync) of the log's journal: one per commit, its commit point, and a few for markers and new segments.", nil, nil)
 	walSyncDesc    = prometheus.NewDesc("hubd_wal_sync_seconds_total",
 		"Time spent in the journal's syncs; divided by hubd_wal_syncs_total, what the disk takes to make a commit durable.", nil, nil)
+	walFailedDesc = prometheus.NewDesc("hubd_wal_storage_failed",
+		"1 once the log cannot make a commit durable on its data directory (removed or replaced, read-only, I/O errors, a failed fsync or flush): every write is refused with STORAGE_FAILED until an operator restarts the hub.", nil, nil)
 )
 
 // states are the session states the sessions gauge reports for each type.
@@ -27,7 +29,7 @@ var states = []session.State{session.StatePending, session.StateOpen, session.St
 type hubCollector struct{ m *Metrics }
 
 func (c hubCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{sessionsDesc, quarantinedDesc, walCommitsDesc, walRequestsDesc, walRecordsDesc, walSyncsDesc, walSyncDesc} {
+	for _, d := range []*prometheus.Desc{sessionsDesc, quarantinedDesc, walCommitsDesc, walRequestsDesc, walRecordsDesc, walSyncsDesc, walSyncDesc, walFailedDesc} {
 		ch <- d
 	}
 }
@@ -46,6 +48,13 @@ func (c hubCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(walRecordsDesc, prometheus.CounterValue, float64(s.Records))
 		ch <- prometheus.MustNewConstMetric(walSyncsDesc, prometheus.CounterValue, float64(s.Syncs))
 		ch <- prometheus.MustNewConstMetric(walSyncDesc, prometheus.CounterValue, s.Syncing.Seconds())
+	}
+	if f := c.m.walFailure.Load(); f != nil {
+		failed := 0.0
+		if (*f)() != nil {
+			failed = 1
+		}
+		ch <- prometheus.MustNewConstMetric(walFailedDesc, prometheus.GaugeValue, failed)
 	}
 }
 

@@ -54,9 +54,10 @@ type Metrics struct {
 	requests                                *prometheus.CounterVec
 	requestSeconds                          *prometheus.HistogramVec
 
-	types typeIndex
-	hub   atomic.Pointer[Hub]
-	wal   func() wal.Stats
+	types      typeIndex
+	hub        atomic.Pointer[Hub]
+	wal        func() wal.Stats
+	walFailure atomic.Pointer[func() error] // the log's storage failure (wal.Log.Failure)
 }
 
 // New returns the metrics, registered. walStats, when set, is read at each
@@ -113,6 +114,10 @@ func (m *Metrics) Attach(h Hub) {
 	}
 	m.hub.Store(&h)
 }
+
+// WatchStorage makes the gauge hubd_wal_storage_failed read failure (the
+// log's wal.Log.Failure) at each scrape.
+func (m *Metrics) WatchStorage(failure func() error) { m.walFailure.Store(&failure) }
 
 // Hydrated records how long the hub took to start (hydrate).
 func (m *Metrics) Hydrated(d time.Duration) { m.hydrateSeconds.Set(d.Seconds()) }

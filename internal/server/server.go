@@ -91,6 +91,7 @@ type Server struct {
 	hub     *hub.Hub
 	grpc    *grpc.Server
 	health  *health.Server
+	writes  *writeHealth // whether the log takes writes (single node)
 	lis     net.Listener
 	http    *http.Server // nil without Config.HTTP
 	httpLis net.Listener
@@ -147,6 +148,7 @@ func StartOn(ctx context.Context, cfg Config, lis net.Listener) (*Server, error)
 // start opens the log, hydrates the hub and serves gRPC on lis.
 func start(ctx context.Context, cfg Config, auth hubgrpc.Authenticator, tlsCfg *tls.Config, lis net.Listener) (*Server, error) {
 	hs := health.NewServer()
+	writes := &writeHealth{hs: hs, lg: cfg.Logger}
 	var (
 		l  *wal.Log
 		n  *node
@@ -161,18 +163,19 @@ func start(ctx context.Context, cfg Config, auth hubgrpc.Authenticator, tlsCfg *
 		m = metrics.New(nil)
 		hc = n.hubConfig(hc)
 	} else {
-		space := &spaceHealth{hs: hs, lg: cfg.Logger}
 		batch, err := LogBatchBytes(cfg.Hub)
 		if err != nil {
 			return nil, err
 		}
 		l, err = wal.Open(wal.Options{Dir: cfg.DataDir, InMemory: cfg.InMemory, NoSync: cfg.NoSync, Logger: cfg.Logger,
-			OnDamage: cfg.OnDamage, MinFreeBytes: cfg.MinFreeBytes, OnSpace: space.set, MaxBatchBytes: batch})
+			OnDamage: cfg.OnDamage, MinFreeBytes: cfg.MinFreeBytes, OnSpace: writes.space, OnFailure: writes.storage,
+			MaxBatchBytes: batch})
 		if err != nil {
 			return nil, fmt.Errorf("opening the write-ahead log: %w", openHint(cfg, err))
 		}
-		space.set(l.Space())
+		writes.space(l.Space())
 		m = metrics.New(l.Stats)
+		m.WatchStorage(l.Failure)
 		hc.Log = observedLog{walLog{l}, m}
 	}
 	closeLog := func() {
@@ -222,8 +225,8 @@ func start(ctx context.Context, cfg Config, auth hubgrpc.Authenticator, tlsCfg *
 	svc.Register(g)
 	healthpb.RegisterHealthServer(g, hs)
 	reflection.Register(g)
-	s := &Server{cfg: cfg, wal: l, node: n, hub: h, svc: svc, grpc: g, health: hs, lis: lis, metrics: m, maxMsg: maxMsgBytes(cfg, hc),
-		served: make(chan error, 1)}
+	s := &Server{cfg: cfg, wal: l, node: n, hub: h, svc: svc, grpc: g, health: hs, writes: writes, lis: lis, metrics: m,
+		maxMsg: maxMsgBytes(cfg, hc), served: make(chan error, 1)}
 	go func() { s.served <- g.Serve(lis) }()
 	return s, nil
 }
@@ -380,10 +383,15 @@ func (s *Server) Hub() *hub.Hub { return s.hub }
 // Metrics returns the server's metrics.
 func (s *Server) Metrics() *metrics.Metrics { return s.metrics }
 
-// Shutdown stops the server gracefully: health turns NOT_SERVING, new calls
-// are refused, the hub ends every stream (event streams end with DRAINING)
-// and finishes in-flight sends, the gRPC and HTTP servers drain (forcibly
-// once ctx is done), and the log closes last.
+// Shutdown stops the server gracefully, within ctx: health turns
+// NOT_SERVING, new calls are refused, the hub ends every stream (event
+// streams end with DRAINING) and finishes in-flight sends, the gRPC and
+// HTTP servers drain (forcibly once ctx is done), and the log closes
+// last. Nothing acknowledged depends on the log's close (the synced
+// journal holds it), so when ctx ends first, or the log's storage has
+// failed, Shutdown stops waiting, logs "log not closed cleanly" and
+// returns an error: the process should exit (non-zero), and the next
+// start replays the journal.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.health.Shutdown()
 	var handErr error
@@ -398,7 +406,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		close(stopped)
 	}()
 	httpDone := s.shutdownHTTP(ctx)
-	hubErr := s.hub.Close()
+	hubErr := within(ctx, "the hub's changes in flight", s.hub.Close)
 	select {
 	case <-stopped:
 	case <-ctx.Done():
@@ -408,13 +416,29 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	<-httpDone
 	var walErr error
 	if s.wal != nil {
-		walErr = s.wal.Close()
+		walErr = s.wal.Shutdown(ctx)
+		if walErr != nil {
+			s.cfg.Logger.Error().Err(walErr).Msg("log not closed cleanly; the next start replays its journal")
+		}
 	}
 	if s.node != nil {
 		walErr = s.node.close()
 	}
 	s.cfg.Logger.Info().Msg("hubd stopped")
 	return errors.Join(handErr, hubErr, walErr)
+}
+
+// within runs f and returns its error, or gives up waiting for it once
+// ctx is done (f goes on in the background: the process is exiting).
+func within(ctx context.Context, what string, f func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("stopped waiting for %s: %w", what, ctx.Err())
+	}
 }
 
 // Done yields the gRPC server's exit error once it stops serving.
