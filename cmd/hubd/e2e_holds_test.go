@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"syscall"
 	"testing"
 	"time"
 
@@ -95,4 +96,55 @@ func checkHeldLog(t *testing.T, c *agentsdk.Client, id string, hold time.Duratio
 	if got := fmt.Sprint(types[len(types)-3:]); got != "[text text session_closed]" {
 		t.Errorf("session %s ends %s", id, got)
 	}
+}
+
+// TestE2EOpenChildrenOfAClosedParent closes a parent whose turn waits on a
+// child (the child closes parent_closed with it): hubd sessions show lists
+// no open child and no hold for the parent, before and after a restart of
+// the binary on the same data directory.
+func TestE2EOpenChildrenOfAClosedParent(t *testing.T) {
+	data := t.TempDir()
+	d := startDaemon(t, data, "")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	user, main := dialAs(t, d.addr, "user"), dialAs(t, d.addr, "main")
+	p, err := user.Open(ctx, agentsdk.OpenOptions{Type: agentsdk.TypeConversation, Participants: agentsdk.AutoAccepted("main"), Task: "acme?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := main.Delegate(ctx, p.ID(), agentsdk.DelegateOptions{Children: []agentsdk.OpenOptions{{
+		Type: agentsdk.TypeConversation, Participants: agentsdk.AutoAccepted("research"), Task: "find acme news"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info := showSession(t, d.addr, p.ID()); len(info.GetOpenChildren()) != 1 || len(info.GetHolds()) != 1 {
+		t.Fatalf("before the close: open children %v, holds %v", info.GetOpenChildren(), info.GetHolds())
+	}
+	if _, err := user.CloseSession(ctx, p.ID(), "enough"); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		info := showSession(t, d.addr, p.ID())
+		if info.GetState() != agentsdk.StateClosed || len(info.GetOpenChildren()) != 0 || len(info.GetHolds()) != 0 {
+			t.Errorf("%s: %s, open children %v, holds %v", when, info.GetState(), info.GetOpenChildren(), info.GetHolds())
+		}
+		if child := showSession(t, d.addr, tasks[0].ID); child.GetCloseReason() != "parent_closed" {
+			t.Errorf("%s: the child is %s %s", when, child.GetState(), child.GetCloseReason())
+		}
+	}
+	check("after the close")
+	d.stop(syscall.SIGTERM)
+	d = startDaemon(t, data, "")
+	check("after a restart")
+}
+
+// showSession runs hubd sessions show as an operator.
+func showSession(t *testing.T, addr, id string) *hubpb.SessionInfo {
+	t.Helper()
+	code, out, errs := hubd(t, "sessions", "show", id, "--hub", addr)
+	info := &hubpb.SessionInfo{}
+	if err := hubpb.UnmarshalJSON([]byte(out), info); code != 0 || err != nil {
+		t.Fatalf("sessions show %s: exit %d, %v\n%s%s", id, code, err, out, errs)
+	}
+	return info
 }
