@@ -178,8 +178,9 @@ func (m *Machine) Fold(env *hubpb.Envelope) Outcome {
 		panic(fmt.Sprintf("adapters: fold of seq %d after seq %d in session %s", env.GetSeq(), m.Seq, m.Meta.GetSessionId()))
 	}
 	m.Seq = env.GetSeq()
-	m.Clocks.fold(m, env)
+	held := len(m.Calls.Holds)
 	begins := m.Calls.fold(env)
+	m.Clocks.fold(m, env, len(m.Calls.Holds) < held)
 	t := env.GetType()
 	if session.IsLifecycle(t) {
 		m.Lifecycle.Fold(env)

@@ -13,19 +13,30 @@ import (
 // are folded from the log like the rest of the state, so a deadline is a
 // pure function of the log and the time now.
 type Clocks struct {
-	LastTurnAt     time.Time   `json:"last_turn_at,omitzero"`     // the last turn's acceptance
-	LastActivityAt time.Time   `json:"last_activity_at,omitzero"` // the last envelope from a participant
-	Fired          []time.Time `json:"fired,omitempty"`           // per expectation: the period it last fired for
+	LastTurnAt     time.Time `json:"last_turn_at,omitzero"`     // the last turn's acceptance
+	LastActivityAt time.Time `json:"last_activity_at,omitzero"` // the last envelope from a participant
+	// ResumedAt is when the last held turn was released (the answer, the
+	// last awaited result), until a participant takes a turn: the turn's
+	// timers, paused while it was held, count from it.
+	ResumedAt time.Time   `json:"resumed_at,omitzero"`
+	Fired     []time.Time `json:"fired,omitempty"` // per expectation: the period it last fired for
 }
 
-// fold records env's timestamps.
-func (c *Clocks) fold(m *Machine, env *hubpb.Envelope) {
+// fold records env's timestamps; released says whether env released a
+// held turn.
+func (c *Clocks) fold(m *Machine, env *hubpb.Envelope, released bool) {
 	at := session.Time(env.GetAcceptedAt())
 	if env.GetFrom() != "" {
 		c.LastActivityAt = at
 	}
 	if session.IsTurn(env.GetType()) {
 		c.LastTurnAt = at
+		if env.GetFrom() != "" {
+			c.ResumedAt = time.Time{} // both clocks above are at or past it
+		}
+	}
+	if released {
+		c.ResumedAt = at
 	}
 	if v := env.GetViolation(); v != nil && env.GetType() == session.EventViolation {
 		n := len(m.Meta.GetExpectations())
@@ -93,30 +104,41 @@ func (m *Machine) Deadlines() []Deadline {
 
 // period returns when the period an expectation measures began and who
 // would violate it, or false when it does not apply now.
+//
+// A held turn is not a stalled turn: while a turn is held (a question, a
+// blocking delegation) nobody may speak, so turn_within, reply_within and
+// max_silence do not apply, and from the release they measure a whole
+// period again (Clocks.ResumedAt). The wait itself is the question's
+// answer_within's, or the child session's own timers'.
 func (m *Machine) period(e *hubpb.Expectation) (time.Time, []string, bool) {
 	life := &m.Lifecycle
-	open := life.State == session.StateOpen
+	c := &m.Clocks
+	live := life.State == session.StateOpen && m.Calls.held() == nil
 	switch e.GetName() {
 	case session.AcksWithin:
 		return life.Created, life.Awaiting, life.State == session.StatePending && len(life.Awaiting) > 0
 	case session.TurnWithin:
 		exp := m.Expected()
-		return latest(life.Opened, m.Clocks.LastTurnAt), exp, open && len(exp) > 0
+		return latest(life.Opened, c.LastTurnAt, c.ResumedAt), exp, live && len(exp) > 0
 	case session.ReplyWithin:
 		last := m.Turns.Summary().LastSpeaker
 		others := slices.DeleteFunc(session.Names(m.Meta), func(n string) bool { return n == last })
-		return m.Clocks.LastTurnAt, others, open && !m.Clocks.LastTurnAt.IsZero()
+		return latest(c.LastTurnAt, c.ResumedAt), others, live && !c.LastTurnAt.IsZero()
 	case session.MaxSilence:
-		return latest(life.Opened, m.Clocks.LastActivityAt), session.Names(m.Meta), open
+		return latest(life.Opened, c.LastActivityAt, c.ResumedAt), session.Names(m.Meta), live
 	}
 	return time.Time{}, nil, false
 }
 
-func latest(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
+// latest returns the latest of ts.
+func latest(ts ...time.Time) time.Time {
+	var out time.Time
+	for _, t := range ts {
+		if t.After(out) {
+			out = t
+		}
 	}
-	return a
+	return out
 }
 
 // Next returns when the earliest pending timer falls due.

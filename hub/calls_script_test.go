@@ -177,3 +177,24 @@ func (r *runner) replay(name string) string {
 	}
 	return b.String()
 }
+
+// deadlines prints a session's pending timers, earliest first, with their
+// times since the epoch: what the hub's timers will act on.
+func (r *runner) deadlines(name string) string {
+	ds, err := r.env.hub.Deadlines(context.Background(), "", true, r.id(name))
+	if err != nil {
+		return errLine(err)
+	}
+	if len(ds) == 0 {
+		return "(none)"
+	}
+	var b strings.Builder
+	for _, d := range ds {
+		fmt.Fprintf(&b, "%s %s at=+%v since=+%v", d.Name, d.Action, d.At.Sub(epoch), d.Since.Sub(epoch))
+		if len(d.Violators) > 0 {
+			fmt.Fprintf(&b, " violators=%s", strings.Join(d.Violators, ","))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}

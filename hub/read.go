@@ -58,12 +58,25 @@ func (h *Hub) infoLocked(s *sess) *hubpb.SessionInfo {
 		active, handoffs, sup := r.Routing()
 		info.ActiveAgent, info.Handoffs, info.Supervisor = active, int64(handoffs), sup
 	}
-	info.Holds = holdsOf(s.m.Calls.Holds)
-	info.TreeUsage, info.Responder = treeUsage(s), s.m.Calls.Responder
-	for _, c := range s.m.Calls.Children {
-		info.OpenChildren = append(info.OpenChildren, c.ID)
+	if !s.m.Lifecycle.State.Ended() {
+		info.Holds = holdsOf(s.m.Calls.Holds) // an end releases every hold
 	}
+	info.TreeUsage, info.Responder, info.OpenChildren = treeUsage(s), s.m.Calls.Responder, openChildren(s)
 	return info
+}
+
+// openChildren returns the ids of s's children that are still pending or
+// open. A child's result takes it off Calls.Children, but the children
+// that end with s (parent_closed, budget_exceeded) post no result to it:
+// they stay there, for its tree usage, and are not open.
+func openChildren(s *sess) []string {
+	var out []string
+	for _, c := range s.m.Calls.Children {
+		if k := s.kid(c.ID); k != nil && !session.State(k.state.Load()).Ended() {
+			out = append(out, c.ID)
+		}
+	}
+	return out
 }
 
 // holdsOf returns the wire form of the machine's holds.

@@ -46,7 +46,7 @@ import (
 //	    input: one hubpb.OpenRequest per line, a child each (named on)
 //	answer AGENT S [operator] [key=K]   input: the hubpb.Answer
 //	questions AGENT [operator] [answerer=A] [root=S]
-//	info S | tree S | replay S
+//	info S | tree S | replay S | deadlines S
 //	watch AGENT S [FROM] [tree] [verbose]  (AGENT "operator" sees all)
 //	stop | start | restart | fail-append N | lose-ack N
 func TestScripts(t *testing.T) {
@@ -185,6 +185,9 @@ func (r *runner) run(t *testing.T, td *datadriven.TestData) string {
 	case "replay":
 		need(1)
 		return r.replay(args[0])
+	case "deadlines":
+		need(1)
+		return r.deadlines(args[0])
 	case "stop":
 		r.env.shutdown()
 		return "stopped"

@@ -20,16 +20,22 @@ const (
 	ActionAutoClose = "auto_close"
 )
 
-// The expectation names (hubpb.Expectation.Name).
+// The expectation names (hubpb.Expectation.Name). A held turn (a question
+// waiting for its answer, a blocking delegation for its children) is not a
+// stalled turn: turn_within, reply_within and max_silence do not run while
+// a turn is held, and after the release they measure a whole period from
+// the releasing envelope (the answer, the last awaited result).
 const (
 	// TurnWithin: the expected next speaker takes its turn within the
-	// threshold of the previous turn (or of the open).
+	// threshold of the previous turn (or of the open, or of the release of
+	// its held turn).
 	TurnWithin = "turn_within"
 	// ReplyWithin: after a turn, some other participant takes a turn within
-	// the threshold.
+	// the threshold (of that turn, or of the release of a held turn).
 	ReplyWithin = "reply_within"
 	// MaxSilence: the session never goes longer than the threshold without
-	// any envelope from a participant.
+	// any envelope from a participant (the release of a held turn counts
+	// as one).
 	MaxSilence = "max_silence"
 	// AcksWithin: every invitee acknowledges within the threshold of the
 	// invite.

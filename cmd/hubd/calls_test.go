@@ -12,8 +12,9 @@ import (
 )
 
 // TestQuestionsCLI lists and answers a question from the terminal: a wrong
-// option is refused naming the valid ones, a question id nobody asked is a
-// usage error, and the answer is logged as the person's.
+// option is refused naming the valid ones, and so is a question id not
+// pending for the caller (exit 1: a mistake on the command line exits 2),
+// and the answer is logged as the person's.
 func TestQuestionsCLI(t *testing.T) {
 	h := hubtest.New(t)
 	ctx := context.Background()
@@ -43,10 +44,10 @@ func TestQuestionsCLI(t *testing.T) {
 		err  string
 	}{
 		{[]string{"questions", "answer", "q1", "maybe", "--as", "person"}, 1, `hubd: questions answer: question "q1" has no option "maybe" (options: yes, no) (BAD_ANSWER)` + "\n"},
-		{[]string{"questions", "answer", "q9", "yes", "--as", "person"}, 2, `hubd: questions answer: no question "q9" is pending for you (pending: q1)` + "\n"},
+		{[]string{"questions", "answer", "q9", "yes", "--as", "person"}, 1, `hubd: questions answer: no question "q9" is pending for you (pending: q1)` + "\n"},
 		{[]string{"questions", "answer", "q1", "--as", "person"}, 2, "hubd: questions answer: want OPTION ... or --text T\n"},
 		{[]string{"questions", "answer", "--as", "person"}, 2, "hubd: questions answer: want QUESTION [OPTION ...] [--text T] [--session ID], got 0 arguments (see hubd questions answer --help)\n"},
-		{[]string{"questions", "answer", "q1", "yes", "--as", "user"}, 2, `hubd: questions answer: no question "q1" is pending for you (none is; see hubd questions list)` + "\n"},
+		{[]string{"questions", "answer", "q1", "yes", "--as", "user"}, 1, `hubd: questions answer: no question "q1" is pending for you (none is; see hubd questions list)` + "\n"},
 		{[]string{"questions", "answer", "q1", "yes", "--as", "user", "--session", s.ID()}, 1, `hubd: questions answer: question "q1" is for "person" to answer, not "user" (BAD_ANSWER)` + "\n"},
 	} {
 		code, out, errs := runCmd(t, "", append(tc.args, hub...)...)

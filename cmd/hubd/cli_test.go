@@ -8,8 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/hubd/hubd/agentsdk"
 	"github.com/hubd/hubd/hub/hubtest"
+	"github.com/hubd/hubd/internal/exitcode"
 )
 
 // TestHelp checks every way of asking for help: exit 0, the text on
@@ -161,7 +164,8 @@ func TestVersionText(t *testing.T) {
 }
 
 // TestClientErrors checks that a refused call prints the command, the
-// hub's message and its stable reason, and exits 1.
+// hub's message and its stable reason, and exits 1; a hub that cannot be
+// reached exits 3.
 func TestClientErrors(t *testing.T) {
 	h := hubtest.New(t)
 	ctx := context.Background()
@@ -192,7 +196,28 @@ func TestClientErrors(t *testing.T) {
 		}
 	}
 	code, _, errs := runCmd(t, "", "sessions", "list", "--hub", "127.0.0.1:1", "--connect-timeout", "200ms")
-	if code != 1 || !strings.HasPrefix(errs, "hubd: sessions list: connecting to the hub at 127.0.0.1:1: ") {
+	if code != 3 || !strings.HasPrefix(errs, "hubd: sessions list: connecting to the hub at 127.0.0.1:1: ") {
 		t.Errorf("no hub: exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestCallErrorCodes checks the exit code of a failed call: a refusal
+// with the hub's stable reason exits 1 (DRAINING too: the hub answered),
+// a hub gRPC could not reach during the call (Unavailable, no reason)
+// exits 3.
+func TestCallErrorCodes(t *testing.T) {
+	for _, tc := range []struct {
+		err  *agentsdk.Error
+		code int
+		out  string
+	}{
+		{&agentsdk.Error{Op: "list", Code: codes.Unavailable, Message: "connection refused"}, 3, "hubd: sessions list: connection refused (Unavailable)\n"},
+		{&agentsdk.Error{Op: "list", Code: codes.Unavailable, Reason: "DRAINING", Message: "the hub is stopping"}, 1, "hubd: sessions list: the hub is stopping (DRAINING)\n"},
+		{&agentsdk.Error{Op: "get", Code: codes.NotFound, Reason: "UNKNOWN_SESSION", Message: "no session x"}, 1, "hubd: sessions list: no session x (UNKNOWN_SESSION)\n"},
+	} {
+		var b strings.Builder
+		if code := exitcode.Report("hubd", wrapCall("sessions list", tc.err), &b); code != tc.code || b.String() != tc.out {
+			t.Errorf("%v: exit %d, %q; want %d, %q", tc.err, code, b.String(), tc.code, tc.out)
+		}
 	}
 }

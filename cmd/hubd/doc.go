@@ -9,8 +9,9 @@
 //
 // Flags may come before or after the positional arguments (parseFlags
 // parses again after each one). An error carries its exit code (package
-// internal/exitcode): 2 for a mistake on the command line, 1 otherwise; a
-// call the hub refused prints its stable reason.
+// internal/exitcode): 2 for a mistake on the command line, 3 for a hub
+// that cannot be reached, 1 otherwise (a call the hub refused, which
+// prints its stable reason, or nothing to act on).
 //
 // main is tiny: everything happens in run(ctx, args, stdin, stdout, stderr),
 // which the tests call directly; the end-to-end tests build the binary in

@@ -118,13 +118,14 @@ func findQuestion(ctx context.Context, c *agentsdk.Client, answerer, qid string)
 		}
 	}
 	switch len(ids) {
-	case 0:
+	case 0: // nothing to answer: refused as the hub would refuse it (exit 1)
 		if len(pending) == 0 {
-			return "", exitcode.Usage("no question %q is pending for you (none is; see hubd questions list)", qid)
+			return "", fmt.Errorf("no question %q is pending for you (none is; see hubd questions list)", qid)
 		}
-		return "", exitcode.Usage("no question %q is pending for you (pending: %s)", qid, strings.Join(pending, ", "))
+		return "", fmt.Errorf("no question %q is pending for you (pending: %s)", qid, strings.Join(pending, ", "))
 	case 1:
 		return ids[0], nil
 	}
+	// The command line does not say which: a usage mistake (exit 2).
 	return "", exitcode.Usage("question %q is pending in %d sessions (%s): name one with --session", qid, len(ids), strings.Join(ids, ", "))
 }

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/hubd/hubd/agentsdk"
@@ -63,10 +64,17 @@ func (c *clientFlags) dial(ctx context.Context, cmd string) (*agentsdk.Client, e
 	dctx, cancel := context.WithTimeout(ctx, c.connectTimeout)
 	defer cancel()
 	client, err := agentsdk.Dial(dctx, c.hub, opts)
-	if err != nil {
-		return nil, fmt.Errorf("%s: connecting to the hub at %s: %w", cmd, c.hub, err)
+	switch {
+	case err == nil:
+		return client, nil
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("%s: %w", cmd, ctx.Err()) // interrupted
+	case dctx.Err() != nil:
+		return nil, exitcode.Unreachable(fmt.Errorf("%s: connecting to the hub at %s: %w", cmd, c.hub, err))
 	}
-	return client, nil
+	// Dial refused what the flags ask for (a token in cleartext to a
+	// remote address, an address gRPC cannot parse) before connecting.
+	return nil, exitcode.Usage("%s: %v", cmd, err)
 }
 
 // callError is a refused call as the CLI prints it: the command, the
@@ -87,10 +95,15 @@ func (e *callError) Error() string {
 
 func (e *callError) Unwrap() error { return e.err }
 
-// wrapCall names the command in an error of a call.
+// wrapCall names the command in an error of a call. A call the hub
+// refused carries its stable reason (exit 1); one that lost the hub
+// (Unavailable from gRPC itself, no reason) exits 3.
 func wrapCall(cmd string, err error) error {
 	var e *agentsdk.Error
 	if errors.As(err, &e) {
+		if e.Reason == "" && e.Code == codes.Unavailable {
+			return exitcode.Unreachable(&callError{cmd: cmd, err: e})
+		}
 		return &callError{cmd: cmd, err: e}
 	}
 	if err != nil {

@@ -18,6 +18,7 @@ func TestReport(t *testing.T) {
 		{errors.New("boom"), 1, "prog: boom\n"},
 		{Usage("bad flag %q", "x"), 2, "prog: bad flag \"x\"\n"},
 		{fmt.Errorf("wrapped: %w", New(3, errors.New("three"))), 3, "prog: wrapped: three\n"},
+		{Unreachable(errors.New("no hub")), 3, "prog: no hub\n"},
 	} {
 		var b bytes.Buffer
 		if code := Report("prog", tc.err, &b); code != tc.code || b.String() != tc.out {
