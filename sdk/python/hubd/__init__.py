@@ -35,6 +35,11 @@ background :class:`Task` s (:meth:`Turn.spawn`; ``poll``, ``message``,
 passes its caller on (:meth:`Turn.pass_caller`). The call tree:
 :meth:`Client.tree`, :meth:`Client.follow_tree`, :meth:`Client.replay`.
 
+Tracing: every call and send carries the caller's W3C trace context
+(OpenTelemetry's current span when it is installed, or
+:func:`trace_context`); a served turn continues the trace of the envelope
+that began it.
+
 Errors: every refusal raises the :class:`HubError` subclass of its stable
 reason (:class:`OutOfTurn`, :class:`SessionClosed`, ...).
 
@@ -119,6 +124,7 @@ from ._model import (
     turn_msg_id,
 )
 from ._stream import MAX_STREAM_ENVELOPE, TRANSPORT_STREAM, TRANSPORT_UNARY
+from ._trace import trace_context
 from .client import Client, Stream, connect
 from .errors import (
     ERROR_DOMAIN,
@@ -203,6 +209,7 @@ __all__ = [
     "text_of",
     "to_value",
     "turn_msg_id",
+    "trace_context",
     "error_class",
     "ERROR_DOMAIN",
     "HubError",

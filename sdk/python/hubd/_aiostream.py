@@ -14,7 +14,7 @@ import grpc.aio
 from . import errors
 from ._model import Ack, Session
 from ._pb import hub_pb2 as pb
-from ._stream import NoStream, ack_of, broken, closing, opened, unanswered
+from ._stream import NoStream, ack_of, broken, closing, delivered, open_frame, opened, send_frame, unanswered
 
 _END = object()
 
@@ -40,7 +40,7 @@ class AioAgentStream:
         self.agent = ""
         self.opens = False  # the hub takes opens on the stream
         self.done = asyncio.Event()
-        self.fatal: Optional[BaseException] = None  # what on_delivery raised
+        self.fatal: Optional[BaseException] = None  # what broke the reader
         self._deliver = on_delivery
         self._q: "asyncio.Queue[Any]" = asyncio.Queue()
         self._next = 0
@@ -113,8 +113,7 @@ class AioAgentStream:
                     if fut is not None and not fut.done():
                         fut.set_result(f.ack)
                 elif kind == "delivery":
-                    if self._deliver is not None:
-                        self._deliver(f.delivery)
+                    delivered(self.log, self._deliver, f.delivery)
                 elif kind == "closing":  # the hub ends the stream: close this side, its status follows
                     self._closing = closing(f.closing)
                     self._q.put_nowait(_END)
@@ -124,7 +123,7 @@ class AioAgentStream:
             err = errors.from_rpc_error("connect", e)
             if self._closing is not None and err.code == grpc.StatusCode.CANCELLED:
                 err = self._closing  # the hub cancelled a stream not closed in time
-        except Exception as e:  # on_delivery failed: the stream ends with it
+        except Exception as e:  # the reader itself failed: the stream ends with it
             self.fatal = e
             err = errors.Canceled(f"the stream's reader failed: {e!r}", reason="", op="connect")
         self._fail(err)
@@ -150,15 +149,13 @@ class AioAgentStream:
     async def send(self, session_id: str, env: pb.Envelope, timeout: Optional[float]) -> Ack:
         """Send env once and wait at most timeout seconds for its ack (see
         hubd._stream.AgentStream.send)."""
-        a = await self._round_trip(
-            "send", lambda ref: pb.AgentFrame(send=pb.StreamSend(ref=ref, session_id=session_id, envelope=env)), timeout
-        )
+        a = await self._round_trip("send", lambda ref: send_frame(ref, session_id, env), timeout)
         return ack_of(a, env)
 
     async def open(self, req: pb.OpenRequest, timeout: Optional[float]) -> Session:
         """Open a session once and wait at most timeout seconds for the
         answer (see hubd._stream.AgentStream.open)."""
-        a = await self._round_trip("open", lambda ref: pb.AgentFrame(open=pb.StreamOpen(ref=ref, request=req)), timeout)
+        a = await self._round_trip("open", lambda ref: open_frame(ref, req), timeout)
         return opened(a)
 
     async def _round_trip(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import random
-from typing import Any, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple
 
 import grpc
 
@@ -190,6 +190,18 @@ def subscribe_request(
     if view is not None:
         req.turn_view.CopyFrom(pb.GetViewRequest(name=view, window=window))
     return req
+
+
+def hook(log: logging.Logger, name: str, e: pb.Envelope, f: Callable[[Any], Any], arg: Any) -> None:
+    """Call a hook of serve (the observer, on_session_end) on the delivery
+    of e; what it raises is logged (with its traceback) and goes no
+    further."""
+    try:
+        f(arg)
+    except Exception:
+        log.warning(
+            "hubd: serve: %s on seq %d of session %s failed (ignored)", name, e.seq, e.session_id, exc_info=True
+        )
 
 
 def invite_decision(decision: Any) -> Optional[str]:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 import grpc
 
-from . import _common, _stream, errors
+from . import _common, _stream, _trace, errors
 from ._model import EVENT_INVITE, Handler, Invite, InviteFunc, Turn, ends, turn_msg_id
 from ._pb import hub_pb2 as pb
 
@@ -250,15 +250,18 @@ class Serving:
     # Deliveries.
 
     def _deliver(self, d: pb.Delivery) -> None:
-        if self.observe is not None:
-            self.observe(d)
+        """Act on one delivery of the stream. A hook (the observer,
+        on_session_end) that raises is logged, and the delivery is acted on
+        as if it had returned: the stream and serve go on."""
         e = d.envelope
+        if self.observe is not None:
+            _common.hook(self.log, "observer", e, self.observe, d)
         sid = e.session_id
         if e.seq > self.cursors.get(sid, 0):
             self.cursors[sid] = e.seq
         if ends(e):
             if self.on_session_end is not None:
-                self.on_session_end(e)
+                _common.hook(self.log, "on_session_end", e, self.on_session_end, e)
             self.cursors.pop(sid, None)
             self._end(sid)
             return
@@ -360,7 +363,13 @@ class Serving:
                 self.log.exception("hubd: serve: turn in session %s", sid)
 
     def _turn(self, t: Turn) -> None:
-        """Run the handler on one turn and post its reply."""
+        """Run the handler on one turn and post its reply, in the trace of
+        the envelope that began the turn: the calls the handler makes and
+        its reply continue it."""
+        with _trace.continuing(t.trigger.traceparent):
+            self._run_turn(t)
+
+    def _run_turn(self, t: Turn) -> None:
         e = t.trigger
         sid = t.session_id
         if self.view is not None and t.view is None:
@@ -389,6 +398,7 @@ class Serving:
         msg: pb.Envelope = env
         msg.client_msg_id = turn_msg_id(sid, e.seq)
         msg.causation_id = e.id
+        msg.traceparent = _trace.current()[0]  # the turn's trace: the next agent continues from it
         try:
             self._retry(lambda: self._post(sid, msg), t.cancelled)
         except errors.HubError as err:

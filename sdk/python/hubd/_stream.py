@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, Iterator, Optional
 import grpc
 from google.protobuf.message import Message
 
-from . import errors
+from . import _trace, errors
 from ._model import Ack, Session
 from ._pb import hub_pb2 as pb
 
@@ -52,6 +52,22 @@ def fits(msg: Message) -> bool:
     MAX_STREAM_ENVELOPE encoded)."""
     size: int = msg.ByteSize()
     return size <= MAX_STREAM_ENVELOPE
+
+
+def send_frame(ref: int, session_id: str, env: pb.Envelope) -> pb.AgentFrame:
+    """The frame of a send, with its trace context (the envelope's
+    traceparent, else the caller's), as a Send call carries it in its
+    metadata."""
+    parent, state = _trace.of_envelope(env.traceparent)
+    return pb.AgentFrame(
+        send=pb.StreamSend(ref=ref, session_id=session_id, envelope=env, traceparent=parent, tracestate=state)
+    )
+
+
+def open_frame(ref: int, req: pb.OpenRequest) -> pb.AgentFrame:
+    """The frame of an open, with the caller's trace context."""
+    parent, state = _trace.current()
+    return pb.AgentFrame(open=pb.StreamOpen(ref=ref, request=req, traceparent=parent, tracestate=state))
 
 
 def ack_of(a: pb.StreamAck, env: pb.Envelope) -> Ack:
@@ -113,6 +129,21 @@ def unanswered(timeout: Optional[float], op: str = "send") -> errors.HubError:
     )
 
 
+def delivered(log: logging.Logger, deliver: Optional[Callable[[pb.Delivery], None]], d: pb.Delivery) -> None:
+    """Hand a delivery to a stream's callback. An exception it raises is
+    logged (with its traceback) and the stream reads on: one failing
+    delivery does not end the stream, nor the client's other work on it."""
+    if deliver is None:
+        return
+    try:
+        deliver(d)
+    except Exception:
+        e = d.envelope
+        log.warning(
+            "hubd: the delivery of seq %d of session %s failed (ignored)", e.seq, e.session_id, exc_info=True
+        )
+
+
 _END = object()
 
 
@@ -148,7 +179,7 @@ class AgentStream:
         self.agent = ""
         self.opens = False  # the hub takes opens on the stream
         self.done = threading.Event()
-        self.fatal: Optional[BaseException] = None  # what on_delivery raised
+        self.fatal: Optional[BaseException] = None  # what on_delivery raised that is not an Exception
         self._deliver = on_delivery
         self._q: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
         self._lock = threading.Lock()
@@ -213,8 +244,7 @@ class AgentStream:
                         p.ack = f.ack
                         p.event.set()
                 elif kind == "delivery":
-                    if self._deliver is not None:
-                        self._deliver(f.delivery)
+                    delivered(self.log, self._deliver, f.delivery)
                 elif kind == "ready":
                     self.agent = f.ready.agent
                     self.opens = f.ready.opens
@@ -230,7 +260,7 @@ class AgentStream:
                 self._unimplemented = err.code == grpc.StatusCode.UNIMPLEMENTED
                 if self._closing is not None and err.code == grpc.StatusCode.CANCELLED:
                     err = self._closing  # the hub cancelled a stream not closed in time
-        except BaseException as e:  # on_delivery failed: the stream ends with it
+        except BaseException as e:  # on_delivery raised SystemExit or the like: the stream ends with it
             self.fatal = e
             err = errors.Canceled(f"the stream's reader failed: {e!r}", reason="", op="connect")
         self._fail(err)
@@ -264,9 +294,7 @@ class AgentStream:
                 the stream broke with the send in flight (send it again,
                 with the same client message id).
         """
-        a = self._round_trip(
-            "send", lambda ref: pb.AgentFrame(send=pb.StreamSend(ref=ref, session_id=session_id, envelope=env)), timeout
-        )
+        a = self._round_trip("send", lambda ref: send_frame(ref, session_id, env), timeout)
         return ack_of(a, env)
 
     def open(self, req: pb.OpenRequest, timeout: Optional[float]) -> Session:
@@ -279,7 +307,7 @@ class AgentStream:
                 the stream broke with the open in flight (its outcome
                 unknown: open again with the same idempotency key).
         """
-        a = self._round_trip("open", lambda ref: pb.AgentFrame(open=pb.StreamOpen(ref=ref, request=req)), timeout)
+        a = self._round_trip("open", lambda ref: open_frame(ref, req), timeout)
         return opened(a)
 
     def _round_trip(self, op: str, frame: Callable[[int], pb.AgentFrame], timeout: Optional[float]) -> pb.StreamAck:

@@ -40,7 +40,7 @@ from typing import (
 import grpc
 import grpc.aio
 
-from . import _calls, _cluster, _common, _stream, errors
+from . import _calls, _cluster, _common, _stream, _trace, errors
 from ._aiostream import AioAgentStream
 from ._aiocalls import Task, Turn, await_all, await_any
 from ._calls import TaskStatus
@@ -279,10 +279,19 @@ class Client:
         return f"hubd.aio.Client({self._target!r}, name={self._name!r})"
 
     async def _call(
-        self, op: str, method: Callable[..., Any], req: Any, timeout: Optional[float] = None, wait_for_ready: bool = False
+        self,
+        op: str,
+        method: Callable[..., Any],
+        req: Any,
+        timeout: Optional[float] = None,
+        wait_for_ready: bool = False,
+        trace: Optional[_trace.TraceContext] = None,
     ) -> Any:
+        """Make a unary call with the agent's metadata and the trace
+        context (the caller's unless given)."""
+        md = _trace.metadata(self._md, trace)
         try:
-            return await method(req, metadata=self._md, timeout=timeout, wait_for_ready=wait_for_ready)
+            return await method(req, metadata=md, timeout=timeout, wait_for_ready=wait_for_ready)
         except grpc.RpcError as e:
             raise errors.from_rpc_error(op, e) from e
 
@@ -327,7 +336,9 @@ class Client:
                 return await st.send(session_id, env, timeout)
         req = pb.SendRequest(session_id=session_id, envelope=env)
         return Ack.from_proto(
-            await self._call("send", self._stub.Send, req, timeout, wait_for_ready=wait), env.client_msg_id
+            await self._call(
+                "send", self._stub.Send, req, timeout, wait_for_ready=wait, trace=_trace.of_envelope(env.traceparent)
+            ), env.client_msg_id
         )
 
     async def _send(self, session_id: str, env: pb.Envelope, attempts: int, timeout: Optional[float]) -> Ack:
@@ -1033,15 +1044,17 @@ class _AsyncServing:
             call.cancel()
 
     def _deliver(self, d: pb.Delivery) -> None:
-        if self.observe is not None:
-            self.observe(d)
+        """Act on one delivery (see hubd._serve): a hook that raises is
+        logged, and the delivery acted on as if it had returned."""
         e = d.envelope
+        if self.observe is not None:
+            _common.hook(self.log, "observer", e, self.observe, d)
         sid = e.session_id
         if e.seq > self.cursors.get(sid, 0):
             self.cursors[sid] = e.seq
         if ends(e):
             if self.on_session_end is not None:
-                self.on_session_end(e)
+                _common.hook(self.log, "on_session_end", e, self.on_session_end, e)
             self.cursors.pop(sid, None)
             self._end(sid)
             return
@@ -1130,6 +1143,12 @@ class _AsyncServing:
                 self.sessions.pop(sid, None)
 
     async def _turn(self, t: Turn) -> None:
+        """Run the handler on one turn and post its reply, in the trace of
+        the envelope that began the turn (see hubd._serve)."""
+        with _trace.continuing(t.trigger.traceparent):
+            await self._run_turn(t)
+
+    async def _run_turn(self, t: Turn) -> None:
         e, sid = t.trigger, t.session_id
         if self.view is not None and t.view is None:
             name = self.view
@@ -1162,6 +1181,7 @@ class _AsyncServing:
         msg: pb.Envelope = env
         msg.client_msg_id = turn_msg_id(sid, e.seq)
         msg.causation_id = e.id
+        msg.traceparent = _trace.current()[0]  # the turn's trace: the next agent continues from it
         try:
             await self._retry(lambda: self._post(sid, msg))
         except errors.HubError as err:

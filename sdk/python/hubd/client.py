@@ -23,7 +23,7 @@ from typing import (
 
 import grpc
 
-from . import _calls, _cluster, _common, _stream, errors
+from . import _calls, _cluster, _common, _stream, _trace, errors
 from ._calls import Task
 from ._model import (
     MODE_BACKGROUND,
@@ -277,10 +277,19 @@ class Client:
     # Calls.
 
     def _call(
-        self, op: str, method: Callable[..., _T], req: Any, timeout: Optional[float] = None, wait_for_ready: bool = False
+        self,
+        op: str,
+        method: Callable[..., _T],
+        req: Any,
+        timeout: Optional[float] = None,
+        wait_for_ready: bool = False,
+        trace: Optional[_trace.TraceContext] = None,
     ) -> _T:
+        """Make a unary call with the agent's metadata and the trace
+        context (the caller's unless given)."""
+        md = _trace.metadata(self._md, trace)
         try:
-            return method(req, metadata=self._md, timeout=timeout, wait_for_ready=wait_for_ready)
+            return method(req, metadata=md, timeout=timeout, wait_for_ready=wait_for_ready)
         except grpc.RpcError as e:
             raise errors.from_rpc_error(op, e) from e
 
@@ -337,7 +346,9 @@ class Client:
             if st is not None:
                 return st.send(session_id, env, timeout)
         req = pb.SendRequest(session_id=session_id, envelope=env)
-        return Ack.from_proto(self._call("send", self._stub.Send, req, timeout, wait_for_ready=wait), env.client_msg_id)
+        return Ack.from_proto(self._call(
+                "send", self._stub.Send, req, timeout, wait_for_ready=wait, trace=_trace.of_envelope(env.traceparent)
+            ), env.client_msg_id)
 
     def _send(
         self,

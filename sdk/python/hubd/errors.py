@@ -17,11 +17,14 @@ A failure gRPC made itself (no reason) is mapped by its code: an
 unreachable hub or a dropped connection is :class:`Unavailable` (as are the
 hub's ``DRAINING`` and ``SESSION_FAILED``: retry), bad credentials
 :class:`Unauthenticated`, a cancelled call :class:`Canceled`, a passed
-deadline :class:`DeadlineExceeded`; any other is a plain :class:`HubError`.
+deadline :class:`DeadlineExceeded`, a message over gRPC's own size cap
+:class:`TooLarge` (its detail naming the size and the limit); any other is
+a plain :class:`HubError`.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, Iterable, Optional, Tuple, Type
 
 import grpc
@@ -215,7 +218,10 @@ class UnknownSession(HubError):
 
 
 class TooLarge(HubError):
-    """The envelope is over the hub's size limit."""
+    """The envelope (or request) is over the hub's size limit, or over
+    gRPC's own cap on one message: gRPC refuses that itself, before the hub
+    sees it (``RESOURCE_EXHAUSTED`` without a reason); the detail then names
+    the message's size and the limit."""
 
     REASON = "TOO_LARGE"
 
@@ -421,7 +427,28 @@ def from_rpc_error(op: str, err: grpc.RpcError) -> HubError:
             pass
     reason = _reason(trailing)
     cls = _BY_REASON.get(reason) or (_BY_CODE.get(code) if code is not None else None) or HubError
+    if cls is TooLarge and not reason:
+        detail = over_cap(detail)
     return cls(detail, reason=reason, code=code, op=op)
+
+
+_OVER_CAP = re.compile(r"larger than max \((\d+) vs\.? (\d+)\)")
+_OVER_LIMIT = re.compile(r"larger than (\d+)")
+
+
+def over_cap(detail: str) -> str:
+    """The detail of gRPC's own refusal of a message over its size cap
+    ("grpc: received message larger than max (N vs. M)", "Sent message
+    larger than max (N vs. M)", "... a size larger than M"), with the
+    size and the limit named first; any other detail as it is."""
+    m = _OVER_CAP.search(detail)
+    if m is not None:
+        size, limit = m.groups()
+        return f"the message is {size} bytes, over gRPC's limit of {limit} bytes per message ({detail})"
+    m = _OVER_LIMIT.search(detail)
+    if m is not None:
+        return f"the message is over gRPC's limit of {m.group(1)} bytes per message ({detail})"
+    return detail
 
 
 class StatusError(grpc.RpcError, grpc.Call):  # type: ignore[misc]

@@ -3,13 +3,16 @@ raised as its exception; and the mapping of every reason and code."""
 
 from __future__ import annotations
 
+import asyncio
 import pickle
+import re
 from typing import Any, Callable, List, Optional, Tuple, Type
 
 import grpc
 import pytest
 
 import hubd
+import hubd.aio
 from hubd import pb
 from hubd._pb import error_details_pb2, status_pb2
 
@@ -200,6 +203,69 @@ def test_limit_reached(connect: Connect, names: Names) -> None:
         f"the limit is {MAX_OPEN_PER_AGENT}",
     )
     assert not e.retryable
+
+
+def over_grpc_cap(e: hubd.HubError) -> int:
+    """The limit an error of gRPC's own size cap names (its reason empty:
+    gRPC refused the message, not the hub)."""
+    assert type(e) is hubd.TooLarge and e.code == grpc.StatusCode.RESOURCE_EXHAUSTED and e.reason == "", repr(e)
+    m = re.search(r"over gRPC's limit of (\d+) bytes per message", e.detail)
+    assert m is not None and e.detail in str(e), repr(e)
+    return int(m.group(1))
+
+
+@pytest.mark.parametrize("transport", ["stream", "unary"])
+def test_over_grpc_size_cap_is_too_large(connect: Connect, names: Names, transport: str) -> None:
+    """A request over gRPC's own cap on one message (the hub's, and the
+    client's when it sets one) is refused by gRPC without an ErrorInfo: it
+    is TooLarge all the same, its detail naming the size and the limit."""
+    alice = connect(names("alice"), transport=transport)
+    s = alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(names("bob")))
+    big = 5 << 20  # over gRPC's default 4 MiB
+    with pytest.raises(hubd.HubError) as info:
+        alice.send_event(s.id, "app.big", b"x" * big)
+    limit = over_grpc_cap(info.value)
+    size = re.search(r"the message is (\d+) bytes", info.value.detail)
+    assert size is not None and int(size.group(1)) > big > limit >= 4 << 20, info.value.detail
+    with pytest.raises(hubd.HubError) as info:
+        alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(names("bob")), task="x" * big)
+    assert over_grpc_cap(info.value) == limit
+    alice.send_event(s.id, "app.small")  # the client goes on
+    tiny = connect(names("alice"), transport="unary", channel_options=[("grpc.max_send_message_length", 1024)])
+    with pytest.raises(hubd.HubError) as info:
+        tiny.send_event(s.id, "app.medium", b"x" * 2048)
+    assert over_grpc_cap(info.value) == 1024
+
+
+def test_over_grpc_size_cap_is_too_large_aio(hub: Hub, names: Names) -> None:
+    async def main() -> None:
+        async with hubd.aio.Client(hub.addr, name=names("alice")) as alice:
+            s = await alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(names("bob")))
+            with pytest.raises(hubd.HubError) as info:
+                await alice.send_event(s.id, "app.big", b"x" * (5 << 20))
+            assert over_grpc_cap(info.value) >= 4 << 20
+
+    asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_over_cap_detail() -> None:
+    """gRPC's texts of a message over its cap, each with the size and the
+    limit named first."""
+    cases = {
+        "grpc: received message larger than max (5242995 vs. 4194304)": (
+            "the message is 5242995 bytes, over gRPC's limit of 4194304 bytes"
+        ),
+        "Received message larger than max (300 vs 200)": "the message is 300 bytes, over gRPC's limit of 200 bytes",
+        "Attempted to send message with a size larger than 16": "the message is over gRPC's limit of 16 bytes",
+    }
+    for text, want in cases.items():
+        e = hubd.errors.from_rpc_error("send", FakeRpcError(grpc.StatusCode.RESOURCE_EXHAUSTED, text))
+        assert type(e) is hubd.TooLarge and e.detail.startswith(want) and text in e.detail, e.detail
+    # The hub's own refusals keep their message.
+    e = hubd.errors.from_rpc_error(
+        "send", FakeRpcError(grpc.StatusCode.RESOURCE_EXHAUSTED, "larger than max (1 vs. 0)", "LIMIT_REACHED")
+    )
+    assert type(e) is hubd.LimitReached and e.detail == "larger than max (1 vs. 0)"
 
 
 def test_token_to_a_development_hub(hub: Hub) -> None:

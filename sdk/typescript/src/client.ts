@@ -42,6 +42,8 @@ import {
 } from "./gen/hub.js";
 import { HubClient } from "./gen/hub_service.js";
 import { Graph } from "./graph.js";
+import { describe, guardLog } from "./report.js";
+import { currentTrace } from "./trace.js";
 import { serve, type Handler, type ServeOptions } from "./serve.js";
 import { DeliveryStream, type StreamSource } from "./stream.js";
 import { FollowedWatch, MergedSubscribe, Peers } from "./cluster.js";
@@ -171,6 +173,18 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** A deadline, in milliseconds from now (DeadlineExceededError). */
   timeoutMs?: number;
+  /**
+   * The W3C traceparent of the call: sent as its "traceparent" metadata, or
+   * in its frame on the Connect stream, so that the hub's span of the call
+   * continues it and the envelopes it writes carry it; a send's envelope
+   * carries it as its own. Unset: OpenTelemetry's active span (with
+   * @opentelemetry/api installed), else the trace given with
+   * withTraceContext (or, in a serve handler, the trace of the turn's
+   * trigger), else none.
+   */
+  traceparent?: string;
+  /** The W3C tracestate that goes with traceparent. */
+  tracestate?: string;
 }
 
 /** Options of one send. */
@@ -185,8 +199,6 @@ export interface SendOptions extends CallOptions {
   causationId?: string;
   /** Delivers the envelope to these participants only ([]: log only). Unset: every participant but the sender. */
   audience?: string[];
-  /** A W3C traceparent carried with the envelope. */
-  traceparent?: string;
 }
 
 /** A durable write: the hub's SendResponse and the idempotency key the envelope was sent with. */
@@ -452,7 +464,7 @@ export class Client {
     this.peers = peers;
     this.attempts = opts.sendAttempts && opts.sendAttempts > 0 ? opts.sendAttempts : 3;
     this.budgetMs = opts.retryBudgetMs ?? 10_000;
-    this.log = opts.log ?? (() => {});
+    this.log = guardLog(opts.log);
     this.setupMs = opts.timeoutMs ?? 10_000;
     this.unaryOnly = opts.transport === Transport.Unary || peers !== undefined;
   }
@@ -517,7 +529,7 @@ export class Client {
         opts.peers,
         (addr) => new HubClient(addr, creds, channelOptions),
         opts.followForMs && opts.followForMs > 0 ? opts.followForMs : 30_000,
-        opts.log ?? (() => {}),
+        guardLog(opts.log),
       );
     }
     return new Client(raw, opts.name ?? "", opts, peers);
@@ -562,8 +574,12 @@ export class Client {
       throw new CanceledError("connect", grpc.status.CANCELLED, "", "the client is closed");
     }
     let st: AgentStream;
+    const onError =
+      opts.onError ??
+      ((err: unknown, d: Delivery) =>
+        this.log(`hubd: the delivery of seq ${d.envelope?.seq} of session ${d.envelope?.sessionId} failed (ignored): ${describe(err)}`));
     try {
-      st = await AgentStream.open(this.raw, opts);
+      st = await AgentStream.open(this.raw, { ...opts, onError });
     } catch (err) {
       if (err instanceof NoStreamError) {
         if (!this.unaryOnly) {
@@ -808,9 +824,11 @@ export class Client {
     for (let attempt = 1; ; attempt++) {
       try {
         const st = small ? await this.mainStream().catch((err: unknown) => this.noMainStream(err)) : undefined;
+        // The send's trace: its envelope's own, else the caller's.
+        const traced = { ...opts, traceparent: e.traceparent || opts.traceparent };
         const resp = st
-          ? await st.send(sessionId, e, opts)
-          : await this.unary("send", this.raw.send, SendRequest.fromPartial({ sessionId, envelope: e }), opts);
+          ? await st.send(sessionId, e, traced)
+          : await this.unary("send", this.raw.send, SendRequest.fromPartial({ sessionId, envelope: e }), traced);
         return { ...resp, clientMsgId: e.clientMsgId };
       } catch (err) {
         if (attempt >= attempts || !(err instanceof UnavailableError) || opts.signal?.aborted || Date.now() >= deadline) {
@@ -1215,7 +1233,7 @@ export class Client {
         callOpts.deadline = Date.now() + opts.timeoutMs;
       }
       const onAbort = () => call.cancel();
-      const call = method.call(client, req, new grpc.Metadata(), callOpts, (err, res) => {
+      const call = method.call(client, req, traceMetadata(opts), callOpts, (err, res) => {
         signal?.removeEventListener("abort", onAbort);
         if (err) {
           reject(hubError(op, err, callOpts.deadline as number | undefined));
@@ -1246,6 +1264,19 @@ export class Client {
     }
     return s;
   }
+}
+
+/** The metadata of a unary call: its trace context (currentTrace) as "traceparent" and "tracestate". */
+function traceMetadata(opts: CallOptions): grpc.Metadata {
+  const md = new grpc.Metadata();
+  const tc = currentTrace(opts);
+  if (tc) {
+    md.set("traceparent", tc.traceparent);
+    if (tc.tracestate) {
+      md.set("tracestate", tc.tracestate);
+    }
+  }
+  return md;
 }
 
 /** An interceptor that names the agent (or carries its token) on every call. */

@@ -20,6 +20,7 @@ import {
   type SubscribeRequest,
 } from "./gen/hub.js";
 import { HubService, type HubClient } from "./gen/hub_service.js";
+import { currentTrace, type TraceOptions } from "./trace.js";
 
 /** The transports of ClientOptions.transport. */
 export const Transport = {
@@ -59,9 +60,12 @@ export interface ConnectOptions {
   subscribe?: SubscribeRequest;
   /**
    * Called with each delivery, in order, on the stream's reader; while a
-   * promise it returns is pending nothing more is read (acks neither).
+   * promise it returns is pending nothing more is read (acks neither). One
+   * that throws or rejects is reported to onError and the stream reads on.
    */
   onDelivery?: (d: Delivery) => void | Promise<void>;
+  /** Told what onDelivery threw or rejected with, and on which delivery. */
+  onError?: (err: unknown, d: Delivery) => void;
   /** Waits for the hub while it is down, instead of failing at once. */
   waitForReady: boolean;
   /** Gives up opening after this long (DeadlineExceededError); unset: no limit. */
@@ -70,8 +74,12 @@ export interface ConnectOptions {
   signal?: AbortSignal;
 }
 
-/** The per-call options of a send or open. */
-interface SendCallOptions {
+/**
+ * The per-call options of a send or open; its trace context (the frame's
+ * traceparent and tracestate) is traceparent when given, else the caller's
+ * (currentTrace).
+ */
+interface SendCallOptions extends TraceOptions {
   signal?: AbortSignal;
   timeoutMs?: number;
 }
@@ -111,6 +119,7 @@ export class AgentStream {
   private constructor(
     private readonly call: grpc.ClientDuplexStream<AgentFrame, HubFrame>,
     private readonly onDelivery: ConnectOptions["onDelivery"],
+    private readonly onError: ConnectOptions["onError"],
     private readonly signal?: AbortSignal,
   ) {
     this.done = new Promise((resolve) => (this.endedBy = resolve));
@@ -133,7 +142,7 @@ export class AgentStream {
       new grpc.Metadata({ waitForReady: opts.waitForReady }),
       {},
     );
-    const st = new AgentStream(call, opts.onDelivery, opts.signal);
+    const st = new AgentStream(call, opts.onDelivery, opts.onError, opts.signal);
     return new Promise<AgentStream>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
       let settled = false;
@@ -206,17 +215,48 @@ export class AgentStream {
       w?.resolve(f.ack);
       return;
     }
-    if (f.delivery && this.onDelivery) {
-      const r = this.onDelivery(f.delivery);
-      if (r !== undefined && typeof r.then === "function") {
-        // The observer holds the reader back (gRPC's flow control then
-        // holds the hub's sends back, as Subscribe does).
-        this.call.pause();
-        r.then(
-          () => this.call.resume(),
-          () => this.call.resume(),
-        );
-      }
+    if (f.delivery) {
+      this.deliver(f.delivery);
+    }
+  }
+
+  /**
+   * Hands a delivery to onDelivery. What it throws or rejects with goes to
+   * onError, never further: the stream reads on, its sends are answered,
+   * and the client lives on (a throw here would leave the stream's event
+   * handler, uncaught).
+   */
+  private deliver(d: Delivery): void {
+    if (!this.onDelivery) {
+      return;
+    }
+    let r: void | Promise<void>;
+    try {
+      r = this.onDelivery(d);
+    } catch (err) {
+      this.failed(err, d);
+      return;
+    }
+    if (r !== undefined && r !== null && typeof r.then === "function") {
+      // The observer holds the reader back (gRPC's flow control then
+      // holds the hub's sends back, as Subscribe does).
+      this.call.pause();
+      r.then(
+        () => this.call.resume(),
+        (err: unknown) => {
+          this.failed(err, d);
+          this.call.resume();
+        },
+      );
+    }
+  }
+
+  /** Reports a failed delivery to onError, which must not fail in turn. */
+  private failed(err: unknown, d: Delivery): void {
+    try {
+      this.onError?.(err, d);
+    } catch {
+      // A reporter that fails too: nothing more to tell, the stream goes on.
     }
   }
 
@@ -263,7 +303,12 @@ export class AgentStream {
    * again with the same client message id). e must not change until then.
    */
   async send(sessionId: string, e: Envelope, opts: SendCallOptions = {}): Promise<SendResponse> {
-    const a = await this.roundTrip("send", (ref) => ({ send: { ref, sessionId, envelope: e, traceparent: "", tracestate: "" } }), opts);
+    const tc = currentTrace({ traceparent: e.traceparent || opts.traceparent, tracestate: opts.tracestate });
+    const a = await this.roundTrip(
+      "send",
+      (ref) => ({ send: { ref, sessionId, envelope: e, traceparent: tc?.traceparent ?? "", tracestate: tc?.tracestate ?? "" } }),
+      opts,
+    );
     if (a.error) {
       throw streamError("send", a.error);
     }
@@ -279,7 +324,12 @@ export class AgentStream {
    * without them ends the whole stream on one.
    */
   async open(req: OpenRequest, opts: SendCallOptions = {}): Promise<OpenResponse> {
-    const a = await this.roundTrip("open", (ref) => ({ open: { ref, request: req, traceparent: "", tracestate: "" } }), opts);
+    const tc = currentTrace(opts);
+    const a = await this.roundTrip(
+      "open",
+      (ref) => ({ open: { ref, request: req, traceparent: tc?.traceparent ?? "", tracestate: tc?.tracestate ?? "" } }),
+      opts,
+    );
     if (a.error) {
       throw streamError("open", a.error);
     }

@@ -71,7 +71,12 @@ export class BadLifecycleTransitionError extends HubError {}
 export class HubOnlyEventError extends HubError {}
 /** No session has that id (UNKNOWN_SESSION). */
 export class UnknownSessionError extends HubError {}
-/** The envelope is over the hub's size limit (TOO_LARGE). */
+/**
+ * The envelope (or request) is over the hub's size limit (TOO_LARGE), or
+ * over gRPC's own cap on one message: gRPC refuses that itself, before the
+ * hub sees it (RESOURCE_EXHAUSTED with reason ""), and the detail then
+ * names the message's size and the limit.
+ */
 export class TooLargeError extends HubError {}
 /** The caller may not do this, e.g. close a session it did not create (PERMISSION_DENIED). */
 export class PermissionDeniedError extends HubError {}
@@ -250,8 +255,30 @@ export function hubError(op: string, err: unknown, deadline?: number): unknown {
   }
   const name: ReasonName | "" = isReasonName(reason) ? reason : "";
   const cls = name ? errorClasses[name] : classOfCode(err.code);
+  let detail = err.details ?? err.message ?? "";
+  if (cls === TooLargeError && reason === "") {
+    detail = overCap(detail);
+  }
   // An unknown reason (a newer hub) is kept on a plain HubError.
-  return new cls(op, err.code, (name || reason) as ReasonName | "", err.details ?? err.message ?? "", err.metadata);
+  return new cls(op, err.code, (name || reason) as ReasonName | "", detail, err.metadata);
+}
+
+/**
+ * The detail of gRPC's own refusal of a message over its size cap
+ * ("grpc: received message larger than max (N vs. M)", "Received message
+ * larger than max (N vs M)", "... with a size larger than M"), with the
+ * size and the limit named first; any other detail as it is.
+ */
+function overCap(detail: string): string {
+  const both = /larger than max \((\d+) vs\.? (\d+)\)/.exec(detail);
+  if (both) {
+    return `the message is ${both[1]} bytes, over gRPC's limit of ${both[2]} bytes per message (${detail})`;
+  }
+  const limit = /larger than (\d+)/.exec(detail);
+  if (limit) {
+    return `the message is over gRPC's limit of ${limit[1]} bytes per message (${detail})`;
+  }
+  return detail;
 }
 
 /**

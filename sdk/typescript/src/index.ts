@@ -106,6 +106,7 @@ export {
   type Transition,
 } from "./graph.js";
 export { JSONNumber } from "./gojson.js";
+export { withTraceContext, type TraceContext } from "./trace.js";
 export { DeliveryStream } from "./stream.js";
 export {
   replyPacket,

@@ -15,6 +15,8 @@ import {
 } from "./errors.js";
 import { ends, EventType, Packet, turnMsgId } from "./envelope.js";
 import { Envelope, GetViewRequest, type Answer, type Delivery, type DelegationResult, type View } from "./gen/hub.js";
+import { describe } from "./report.js";
+import { continueTrace, currentTrace } from "./trace.js";
 
 /** One turn of the agent in a session. */
 export interface Turn {
@@ -111,8 +113,11 @@ export type HandlerResult = Reply | Packet | string | undefined | null | void;
  * Answers one of the agent's turns. serve calls it once per turn (per
  * envelope that began a turn), one turn at a time per session; turns of
  * different sessions may run concurrently. turn.signal aborts when serve
- * stops or the session ends. A handler that throws is logged and posts
- * nothing (the turn is offered again only by a new serve).
+ * stops or the session ends. A handler that throws (or rejects), whatever
+ * it throws, is logged and posts nothing (the turn is offered again only by
+ * a new serve); serve goes on, and the session's next turn calls it again.
+ * The handler runs in the trace of the turn's trigger (its traceparent):
+ * the calls it makes and its reply carry it (see withTraceContext).
  */
 export type Handler = (turn: Turn) => HandlerResult | Promise<HandlerResult>;
 
@@ -237,7 +242,7 @@ export async function serve(c: Client, h: Handler, opts: ServeOptions, log: (lin
       attempt++;
       const why = err ?? new Error("the hub ended the stream");
       opts.onReconnect?.(why);
-      log(`hubd: serve: stream ended: ${String(why)}; resubscribing (attempt ${attempt})`);
+      log(`hubd: serve: stream ended: ${describe(why)}; resubscribing (attempt ${attempt})`);
       if (!(await sleep(backoffDelay(attempt, base, max), stop.signal))) {
         return;
       }
@@ -325,7 +330,7 @@ class Serving {
         // answers pendingTurns for the sessions it serves only).
         turns = this.c.clustered ? [] : await this.c.pendingTurns({ signal: this.signal });
       } catch (err) {
-        this.log(`hubd: serve: pending turns: ${String(err)}`);
+        this.log(`hubd: serve: pending turns: ${describe(err)}`);
       }
       for (const d of turns) {
         this.dispatch(d);
@@ -350,7 +355,7 @@ class Serving {
   }
 
   private track(p: Promise<void>): void {
-    const t = p.catch((err: unknown) => this.log(`hubd: serve: ${String(err)}`)).finally(() => this.tasks.delete(t));
+    const t = p.catch((err: unknown) => this.log(`hubd: serve: ${describe(err)}`)).finally(() => this.tasks.delete(t));
     this.tasks.add(t);
   }
 
@@ -375,7 +380,7 @@ class Serving {
    */
   private hook(name: string, e: Envelope | undefined, f: () => unknown): Promise<void> | undefined {
     const on = e ? ` on seq ${e.seq} of session ${e.sessionId}` : "";
-    const failed = (err: unknown) => this.log(`hubd: serve: ${name}${on} failed (ignored): ${String(err)}`);
+    const failed = (err: unknown) => this.log(`hubd: serve: ${name}${on} failed (ignored): ${describe(err)}`);
     let r: unknown;
     try {
       r = f();
@@ -435,7 +440,7 @@ class Serving {
           try {
             await this.opts.invites({ sessionId: id, invitees, envelope: e }, this.signal);
           } catch (err) {
-            decline = err instanceof Error ? err.message : String(err);
+            decline = err instanceof Error ? err.message : describe(err);
           }
         }
         try {
@@ -448,7 +453,7 @@ class Serving {
           if (this.signal.aborted || err instanceof BadLifecycleTransitionError || err instanceof SessionClosedError) {
             return; // an invite seen again after a restart, already answered
           }
-          this.log(`hubd: serve: answering the invite to ${id}: ${String(err)}`);
+          this.log(`hubd: serve: answering the invite to ${id}: ${describe(err)}`);
         }
       })(),
     );
@@ -526,6 +531,10 @@ class Serving {
       w.abort = ac;
       try {
         await this.turn(d, ac.signal);
+      } catch (err) {
+        // Never let a turn end the session's worker: its next turn would
+        // wait for ever.
+        this.log(`hubd: serve: turn in session ${id}: ${describe(err)}`);
       } finally {
         this.signal.removeEventListener("abort", onStop);
         ac.abort();
@@ -533,8 +542,16 @@ class Serving {
     }
   }
 
-  /** Runs the handler on one turn and posts its reply. */
-  private async turn(d: Delivery, signal: AbortSignal): Promise<void> {
+  /**
+   * Runs the handler on one turn and posts its reply, in the trace of the
+   * envelope that began the turn: the calls the handler makes and its reply
+   * continue it.
+   */
+  private turn(d: Delivery, signal: AbortSignal): Promise<void> {
+    return continueTrace(d.envelope?.traceparent ?? "", () => this.runTurn(d, signal));
+  }
+
+  private async runTurn(d: Delivery, signal: AbortSignal): Promise<void> {
     const e = d.envelope ?? Envelope.fromPartial({});
     const id = e.sessionId;
     const t = newTurn(this.c, id, e, signal, (seq) => this.consume(id, seq));
@@ -556,14 +573,14 @@ class Serving {
       if (err instanceof CanceledError && signal.aborted) {
         return; // a wait given up as serve stopped or the session ended
       }
-      this.log(`hubd: serve: handler for session ${id} (turn begun by seq ${e.seq}): ${String(err)}`);
+      this.log(`hubd: serve: handler for session ${id} (turn begun by seq ${e.seq}): ${describe(err)}`);
       return;
     }
     let env: Envelope | undefined;
     try {
       env = replyEnvelope(result);
     } catch (err) {
-      this.log(`hubd: serve: reply in session ${id}: ${String(err)}`);
+      this.log(`hubd: serve: reply in session ${id}: ${describe(err)}`);
       return;
     }
     if (!env) {
@@ -571,6 +588,7 @@ class Serving {
     }
     env.clientMsgId = turnMsgId(id, e.seq);
     env.causationId = e.id;
+    env.traceparent = currentTrace()?.traceparent ?? ""; // the turn's trace: the next agent continues from it
     const reply = env;
     try {
       await this.retry(() => this.send(id, reply, signal), signal);
@@ -595,10 +613,10 @@ class Serving {
       return;
     }
     if (err instanceof OutOfTurnError || err instanceof SessionClosedError || err instanceof SessionNotOpenError) {
-      this.log(`hubd: serve: stale turn in session ${e.sessionId} (begun by seq ${e.seq}) ignored: ${String(err)}`);
+      this.log(`hubd: serve: stale turn in session ${e.sessionId} (begun by seq ${e.seq}) ignored: ${describe(err)}`);
       return;
     }
-    this.log(`hubd: serve: ${step} in session ${e.sessionId} (turn begun by seq ${e.seq}): ${String(err)}`);
+    this.log(`hubd: serve: ${step} in session ${e.sessionId} (turn begun by seq ${e.seq}): ${describe(err)}`);
   }
 
   /** Calls f until it succeeds, fails for good, or the signal aborts. */

@@ -212,6 +212,44 @@ describe("refusals of a hub with small limits", { timeout: 20_000 }, () => {
     });
   }
 
+  for (const transport of transports) {
+    test(`a request over gRPC's own cap on one message is TooLargeError naming the size and the limit (${transport})`, async () => {
+      // gRPC refuses it before the hub sees it: RESOURCE_EXHAUSTED, no ErrorInfo.
+      const alice = await hub.connect("alice", { transport });
+      const big = 5 << 20; // over gRPC's default 4 MiB
+      const overCap = /^the message is (\d+) bytes, over gRPC's limit of (\d+) bytes per message \(.*larger than max/;
+      try {
+        const s = await openPipeline(alice);
+        let limit = 0;
+        await assert.rejects(alice.sendEvent(s.id, "app.big", Buffer.alloc(big, "x")), (err) => {
+          checkErr(err, TooLargeError, "", status.RESOURCE_EXHAUSTED, overCap);
+          const [, size, max] = overCap.exec((err as HubError).detail) ?? [];
+          limit = Number(max);
+          assert.ok(Number(size) > big && big > limit && limit >= 4 << 20, (err as HubError).detail);
+          return true;
+        });
+        await assert.rejects(alice.open({ type: SessionType.Conversation, participants: autoAccepted("bob"), task: "x".repeat(big) }), (err) =>
+          checkErr(err, TooLargeError, "", status.RESOURCE_EXHAUSTED, `over gRPC's limit of ${limit} bytes`),
+        );
+        await alice.sendEvent(s.id, "app.small"); // the client goes on
+        await alice.closeSession(s.id);
+      } finally {
+        alice.close();
+      }
+    });
+  }
+
+  test("a request over the client's own cap on one message is TooLargeError naming the limit", async () => {
+    const tiny = await hub.connect("alice", { transport: Transport.Unary, channelOptions: { "grpc.max_send_message_length": 1024 } });
+    try {
+      await assert.rejects(tiny.listSessions({ labels: { big: "x".repeat(2048) } }), (err) =>
+        checkErr(err, TooLargeError, "", status.RESOURCE_EXHAUSTED, /^the message is over gRPC's limit of 1024 bytes per message/),
+      );
+    } finally {
+      tiny.close();
+    }
+  });
+
   test("more open sessions than the agent may have is LIMIT_REACHED", async () => {
     const opener = await hub.connect("opener");
     try {
@@ -339,5 +377,21 @@ describe("reading the reason", { timeout: 20_000 }, () => {
     assert.ok(plain instanceof UnavailableError && retryable(plain));
     const local = new TypeError("not a gRPC error");
     assert.equal(hubError("open", local), local);
+  });
+
+  test("gRPC's texts of a message over its size cap name the size and the limit first", () => {
+    const cases: [string, string][] = [
+      ["grpc: received message larger than max (5242995 vs. 4194304)", "the message is 5242995 bytes, over gRPC's limit of 4194304 bytes per message"],
+      ["Received message larger than max (300 vs 200)", "the message is 300 bytes, over gRPC's limit of 200 bytes per message"],
+      ["Attempted to send message with a size larger than 16", "the message is over gRPC's limit of 16 bytes per message"],
+    ];
+    for (const [text, want] of cases) {
+      const err = hubError("send", Object.assign(new Error(text), { code: status.RESOURCE_EXHAUSTED, details: text, metadata: new Metadata() }));
+      assert.ok(err instanceof TooLargeError && err.reason === "", String(err));
+      assert.equal(err.detail, `${want} (${text})`);
+    }
+    // The hub's own refusals keep their words.
+    const limit = hubError("open", serviceError(status.RESOURCE_EXHAUSTED, "LIMIT_REACHED")) as HubError;
+    assert.ok(limit instanceof LimitReachedError && limit.detail === "the hub's words");
   });
 });
