@@ -6,7 +6,7 @@
 //
 // The routes under /v1/ are transcoded from the gRPC service by
 // grpc-gateway, from the rules in hubpb/hub_http.yaml (generated into
-// hubpb/hubsvc/hub_service.pb.gw.go), so the two never drift. The gateway
+// package gateway), so the two never drift. The gateway
 // runs in process: it calls the gRPC service through a connection that
 // dispatches by method name to the service's own handlers with the same
 // interceptors as the gRPC server (authentication, tracing, metrics), with

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hubd/hubd/hub"
 	"github.com/hubd/hubd/hub/hubgrpc"
+	"github.com/hubd/hubd/hub/hubhttp/gateway"
 	"github.com/hubd/hubd/hubpb/hubsvc"
 )
 
@@ -120,7 +121,7 @@ func New(cfg Config) (*API, error) {
 		runtime.WithDisableHTTPMethodOverride(),
 	)
 	conn := newInproc(&hubsvc.Hub_ServiceDesc, cfg.Service, chain(cfg.Interceptors...))
-	if err := hubsvc.RegisterHubHandlerClient(context.Background(), gw, hubsvc.NewHubClient(conn)); err != nil {
+	if err := gateway.RegisterHubHandlerClient(context.Background(), gw, hubsvc.NewHubClient(conn)); err != nil {
 		return nil, fmt.Errorf("hubhttp: registering the JSON API: %w", err)
 	}
 	mux := http.NewServeMux()
