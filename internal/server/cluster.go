@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/hubd/hubd/hub"
@@ -80,6 +81,7 @@ type node struct {
 	fenced  atomic.Int64   // appends refused by the fence
 	calls   *cluster.Calls // calls to and from the other nodes; nil until serveCalls
 	router  *router        // nil until serveCalls
+	foreign prometheus.Counter
 
 	mu    sync.Mutex
 	loads map[int]LoadStat // the last load of each partition
@@ -100,7 +102,9 @@ type LoadStat struct {
 // the partition log. The leases start later (startLeases), once the hub
 // exists.
 func startNode(ctx context.Context, cc ClusterConfig, listen string, lg zerolog.Logger) (*node, error) {
-	n := &node{cfg: cc, logger: lg.With().Str("node", cc.NodeID).Logger(), base: lg, loads: map[int]LoadStat{}}
+	n := &node{cfg: cc, logger: lg.With().Str("node", cc.NodeID).Logger(), base: lg, loads: map[int]LoadStat{},
+		foreign: prometheus.NewCounter(prometheus.CounterOpts{Name: "hubd_cluster_foreign_messages_total",
+			Help: "Messages in partition streams whose subjects name no session (not written by a node), skipped when a partition was loaded."})}
 	if n.cfg.Partitions == 0 {
 		n.cfg.Partitions = cluster.DefaultPartitions
 	}
@@ -189,8 +193,9 @@ func (n *node) leaseValid(k int) bool {
 // may write it, its sessions are hydrated (timers re-armed from what the
 // log holds, the previous owner's firings included), then it serves. A
 // session whose messages are damaged is quarantined and the others serve;
-// a hydrate that fails whole (JetStream unavailable, a message that names
-// no session) is retried while the lease lasts.
+// a message that names no session is skipped and reported (foreignAt); a
+// hydrate that fails whole (JetStream unavailable) is retried while the
+// lease lasts.
 func (n *node) acquire(ctx context.Context, k int, epoch uint64) {
 	acquired := time.Now()
 	n.log.Own(k)
@@ -200,7 +205,7 @@ func (n *node) acquire(ctx context.Context, k int, epoch uint64) {
 		loaded, err := n.hub.LoadSessions(ctx, func(meta func([16]byte, []byte) error, record func([16]byte, uint64, []byte) error,
 			broken func([16]byte, error)) error {
 			var err error
-			st, err = n.log.Hydrate(ctx, k, jetstream.Visitor{Meta: meta, Record: record, Broken: broken})
+			st, err = n.log.Hydrate(ctx, k, jetstream.Visitor{Meta: meta, Record: record, Broken: broken, Foreign: n.foreignAt(k)})
 			return err
 		})
 		if err == nil {
@@ -210,7 +215,7 @@ func (n *node) acquire(ctx context.Context, k int, epoch uint64) {
 			n.loads[k] = LoadStat{Partition: k, Epoch: epoch, Acquired: acquired, Hydrate: took, Sessions: loaded, Records: st.Records}
 			n.mu.Unlock()
 			n.logger.Info().Int("partition", k).Uint64("epoch", epoch).Int("sessions", loaded).Int("records", st.Records).
-				Int("damaged", st.Broken).
+				Int("damaged", st.Broken).Int("foreign", st.Foreign).
 				Str("hydrate", took.Round(time.Millisecond).String()).Str("acquired_at", acquired.UTC().Format(time.RFC3339Nano)).
 				Str("served_at", time.Now().UTC().Format(time.RFC3339Nano)).Msg("partition served")
 			return
@@ -223,6 +228,25 @@ func (n *node) acquire(ctx context.Context, k int, epoch uint64) {
 		case <-ctx.Done():
 			return
 		case <-time.After(min(time.Duration(try+1)*200*time.Millisecond, 2*time.Second)):
+		}
+	}
+}
+
+// maxForeignLogged bounds the foreign messages one load of a partition
+// logs one by one (the metric counts them all).
+const maxForeignLogged = 10
+
+// foreignAt is the hydrate's Visitor.Foreign of partition k: a message
+// whose subject names no session (nothing a node writes: something else
+// published into the partition's subjects) is skipped, logged at error
+// level and counted, and the partition loads around it.
+func (n *node) foreignAt(k int) func(subject string, sseq uint64, err error) {
+	seen := 0
+	return func(subject string, sseq uint64, err error) {
+		n.foreign.Inc()
+		if seen++; seen <= maxForeignLogged {
+			n.logger.Error().Err(err).Int("partition", k).Str("subject", subject).Uint64("stream_seq", sseq).
+				Msg("a message in a partition stream names no session: skipped")
 		}
 	}
 }

@@ -159,6 +159,7 @@ func start(ctx context.Context, cfg Config, auth hubgrpc.Authenticator, tlsCfg *
 			return nil, err
 		}
 		m = metrics.New(nil)
+		m.Registry().MustRegister(n.foreign)
 		hc = n.hubConfig(hc)
 	} else {
 		space := &spaceHealth{hs: hs, lg: cfg.Logger}
