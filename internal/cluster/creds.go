@@ -117,8 +117,14 @@ func (c *Creds) routeAuth() (user, pass string) {
 	return "hubd-route", hex.EncodeToString(c.derive("hubd nats route v1"))
 }
 
-// Proof returns the NodeProof of the calls between the nodes holding c.
-func (c *Creds) Proof() *NodeProof { return NewNodeProof(c.derive("hubd node call v1")) }
+// Proof returns the NodeProof of the calls between the nodes holding c;
+// nil for nil credentials (none signed or checked).
+func (c *Creds) Proof() *NodeProof {
+	if c == nil {
+		return nil
+	}
+	return NewNodeProof(c.derive("hubd node call v1"))
+}
 
 // nodeSubjects are what a node publishes to, and what it subscribes to:
 // the calls between nodes (and their answers, on inboxes), the partition
