@@ -57,6 +57,15 @@ type ClusterConfig struct {
 	// with the owner's address); peers do not count it when they share
 	// the partitions.
 	Gateway bool
+	// Creds are the nodes' credentials on the NATS bus (cluster.Creds):
+	// the node connects as the nodes' user, an embedded server accepts it
+	// alone, and calls between nodes are signed and must be. Nil: a bus
+	// without credentials, where whoever reaches NATS acts as a node.
+	Creds *cluster.Creds
+	// TLS, when set, is used to connect to NATS servers given by URL
+	// (their certificates verified against its CA). An embedded server's
+	// TLS is Embed.TLS; the node connects to its own server in-process.
+	TLS *cluster.TLS
 	// NoForward turns forwarding off: a call for a session another node
 	// serves is answered NOT_OWNER with the owner's address instead of
 	// being run there on the caller's behalf (route.go). Listings are
@@ -112,6 +121,7 @@ func startNode(ctx context.Context, cc ClusterConfig, listen string, lg zerolog.
 		n.cfg.Advertise = listen
 	}
 	urls := cc.NATS
+	var via []nats.Option // how the node reaches NATS
 	if cc.Embed != nil {
 		ec := *cc.Embed
 		ec.Logger = lg
@@ -121,18 +131,25 @@ func startNode(ctx context.Context, cc ClusterConfig, listen string, lg zerolog.
 		}
 		n.ns = ns
 		if len(urls) == 0 {
-			urls = []string{ns.ClientURL()}
+			// Its own server, in the process: no socket, no TLS.
+			urls, via = []string{ns.ClientURL()}, []nats.Option{cluster.InProcess(ns)}
 		}
 	}
 	if len(urls) == 0 {
 		n.close()
 		return nil, errors.New("cluster: no NATS server: give --cluster URLs or --embed-nats")
 	}
+	if via == nil && cc.TLS != nil {
+		via = append(via, nats.Secure(cc.TLS.ClientConfig()))
+	}
+	if cc.Creds != nil {
+		via = append(via, cc.Creds.Option())
+	}
 	var err error
 	connect := func(name string) (*nats.Conn, error) {
-		return nats.Connect(strings.Join(urls, ","), nats.Name("hubd-"+cc.NodeID+"-"+name),
-			nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond), nats.ReconnectBufSize(-1),
-			nats.RetryOnFailedConnect(true), nats.Timeout(2*time.Second))
+		return nats.Connect(strings.Join(urls, ","), append([]nats.Option{nats.Name("hubd-" + cc.NodeID + "-" + name),
+			nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond), nats.ReconnectBufSize(-1),
+			nats.RetryOnFailedConnect(true), nats.Timeout(2 * time.Second)}, via...)...)
 	}
 	if n.nc, err = connect("log"); err != nil {
 		n.close()
