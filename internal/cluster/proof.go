@@ -71,27 +71,31 @@ func NewNodeProof(key []byte) *NodeProof {
 	return &NodeProof{key: key, window: DefaultProofWindow, now: time.Now, seen: map[string]time.Time{}}
 }
 
-// mac is the message's MAC for a time and a nonce.
+// mac is the message's MAC for a time and a nonce: HMAC-SHA256 over
+// each field, length-prefixed (uvarint), in a fixed order.
 func (p *NodeProof) mac(subject, reply string, h nats.Header, digest []byte, ms int64, nonce string) []byte {
-	m := hmac.New(sha256.New, p.key)
-	field := func(b []byte) {
-		var n [binary.MaxVarintLen64]byte
-		m.Write(n[:binary.PutUvarint(n[:], uint64(len(b)))])
-		m.Write(b)
+	buf := make([]byte, 0, 512)
+	field := func(s string) {
+		buf = binary.AppendUvarint(buf, uint64(len(s)))
+		buf = append(buf, s...)
 	}
-	field([]byte("hubd node proof v1"))
-	field([]byte(subject))
-	field([]byte(reply))
+	field("hubd node proof v1")
+	field(subject)
+	field(reply)
 	for _, name := range signedHeaders {
-		vs := h.Values(name)
-		field([]byte(name + "/" + strconv.Itoa(len(vs))))
+		vs := h[name] // NATS headers are case-sensitive: h.Values(name)
+		field(name)
+		buf = binary.AppendUvarint(buf, uint64(len(vs)))
 		for _, v := range vs {
-			field([]byte(v))
+			field(v)
 		}
 	}
-	field(digest)
-	field([]byte(strconv.FormatInt(ms, 10)))
-	field([]byte(nonce))
+	buf = binary.AppendUvarint(buf, uint64(len(digest)))
+	buf = append(buf, digest...)
+	buf = binary.AppendVarint(buf, ms)
+	field(nonce)
+	m := hmac.New(sha256.New, p.key)
+	m.Write(buf)
 	return m.Sum(nil)
 }
 

@@ -131,8 +131,9 @@ func startNode(ctx context.Context, cc ClusterConfig, listen string, lg zerolog.
 		}
 		n.ns = ns
 		if len(urls) == 0 {
-			// Its own server, in the process: no socket, no TLS.
-			urls, via = []string{ns.ClientURL()}, []nats.Option{cluster.InProcess(ns)}
+			// Its own server, in the process: no socket, no TLS (a
+			// tls:// URL would make the client ask for it).
+			urls, via = []string{strings.Replace(ns.ClientURL(), "tls://", "nats://", 1)}, []nats.Option{cluster.InProcess(ns)}
 		}
 	}
 	if len(urls) == 0 {
