@@ -13,8 +13,6 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
-
-	"github.com/hubd/hubd/wal/jetstream"
 )
 
 // ErrCreds reports a credentials file that cannot be used.
@@ -126,13 +124,18 @@ func (c *Creds) Proof() *NodeProof {
 	return NewNodeProof(c.derive("hubd node call v1"))
 }
 
+// logSubjects is the subject prefix of the partition streams,
+// wal/jetstream.DefaultSubjectPrefix (not imported: the log's own tests
+// run their servers through this package).
+const logSubjects = "hub"
+
 // nodeSubjects are what a node publishes to, and what it subscribes to:
 // the calls between nodes (and their answers, on inboxes), the partition
 // streams' subjects, the JetStream API (streams, consumers, direct gets)
 // with its acknowledgements and flow control, and the two lease buckets.
 func nodeSubjects() (publish, subscribe []string) {
 	calls := DefaultCallPrefix + ".*"
-	return []string{calls, jetstream.DefaultSubjectPrefix + ".>", "$JS.API.>", "$JS.ACK.>", "$JS.FC.>",
+	return []string{calls, logSubjects + ".>", "$JS.API.>", "$JS.ACK.>", "$JS.FC.>",
 			"$KV." + DefaultBucket + ".>", "$KV." + DefaultNodesBucket + ".>", "_INBOX.>"},
 		[]string{calls, "_INBOX.>"}
 }

@@ -5,13 +5,16 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/hubd/hubd/internal/cluster"
 	"github.com/hubd/hubd/internal/natstest"
+	"github.com/hubd/hubd/wal/jetstream"
 )
 
 // TestStartNATSSecure: two embedded servers with the nodes' credentials
@@ -132,5 +135,14 @@ func routeHandshake(addr string, cfg *tls.Config, connect string) error {
 		case strings.HasPrefix(line, "PONG"):
 			return nil
 		}
+	}
+}
+
+// TestNodePermissions: the nodes' user may publish on the partition
+// streams' subjects, whatever the log calls them.
+func TestNodePermissions(t *testing.T) {
+	want := jetstream.DefaultSubjectPrefix + ".>"
+	if p := cluster.NodePermissions(); !slices.Contains(p.Publish.Allow, want) {
+		t.Fatalf("the nodes may publish on %v, not on the log's %s", p.Publish.Allow, want)
 	}
 }
