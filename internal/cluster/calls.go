@@ -365,7 +365,10 @@ func (c *Calls) receive(m *nats.Msg) {
 		}
 		c.swept = now
 	}
-	if m.Reply == "" {
+	if !strings.HasPrefix(m.Reply, nats.InboxPrefix) {
+		// No answer but to an inbox: a node's answer on a subject the
+		// caller chose (a partition's, the JetStream API's) would be a
+		// write with the node's rights.
 		return
 	}
 	i, n, ok := parsePart(m.Header.Get(hdrPart))

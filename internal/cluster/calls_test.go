@@ -186,6 +186,25 @@ func TestCallsProof(t *testing.T) {
 	replay.Header, replay.Data, replay.Reply = genuine.Header, genuine.Data, genuine.Reply
 	refused("a genuine call replayed", replay, "seen before (a replay)")
 
+	// A call whose reply subject is not an inbox gets no answer at all: a
+	// node publishes nothing where the caller points it (a partition
+	// stream, the JetStream API) but to an inbox.
+	reflected, err := raw.SubscribeSync("$JS.API.STREAM.DELETE.HUB_P00")
+	if err != nil {
+		t.Fatal(err)
+	}
+	aimed := forged("")
+	aimed.Reply = "$JS.API.STREAM.DELETE.HUB_P00"
+	if err := raw.PublishMsg(aimed); err != nil {
+		t.Fatal(err)
+	}
+	refused("a forged call after one aimed at the JetStream API", forged(""), "no Hubd-Proof header")
+	// What node a published before that refusal has reached raw by now.
+	if n, _, _ := reflected.Pending(); n != 0 {
+		m, _ := reflected.NextMsg(time.Second)
+		t.Errorf("node a published on %s: %v", m.Subject, m.Header)
+	}
+
 	if _, err := stranger.Call(ctx, "a", cluster.Call{Method: "/get", Agent: "alice"}); !errors.Is(err, cluster.ErrNoProof) {
 		t.Errorf("a call from a node with other credentials: %v, want ErrNoProof", err)
 	}
