@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,6 +55,7 @@ type NodeProof struct {
 	key    []byte
 	window time.Duration
 	now    func() time.Time
+	macs   sync.Pool // of HMACs keyed by key, reset before use
 
 	mu    sync.Mutex
 	seen  map[string]time.Time // accepted nonces, until their time leaves the window
@@ -94,9 +96,15 @@ func (p *NodeProof) mac(subject, reply string, h nats.Header, digest []byte, ms 
 	buf = append(buf, digest...)
 	buf = binary.AppendVarint(buf, ms)
 	field(nonce)
-	m := hmac.New(sha256.New, p.key)
+	m, _ := p.macs.Get().(hash.Hash)
+	if m == nil {
+		m = hmac.New(sha256.New, p.key)
+	}
+	m.Reset()
 	m.Write(buf)
-	return m.Sum(nil)
+	sum := m.Sum(nil)
+	p.macs.Put(m)
+	return sum
 }
 
 // digest is the SHA-256 of a body.
