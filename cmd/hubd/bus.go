@@ -29,7 +29,7 @@ func (b *busFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&b.tlsCert, "nats-tls-cert", "", "this node's certificate (PEM `file`) for the embedded NATS server's clients and routes, good for server and client authentication")
 	fs.StringVar(&b.tlsKey, "nats-tls-key", "", "the key of --nats-tls-cert (PEM `file`)")
 	fs.StringVar(&b.tlsCA, "nats-tls-ca", "", "the CA (PEM `file`) that signed every node's --nats-tls-cert, or an external NATS cluster's certificates; required with TLS")
-	fs.BoolVar(&b.insecure, "insecure-nats", false, "allow a cluster bus off loopback without --nats-creds or TLS: whoever reaches the NATS ports can then act as any agent and rewrite the log (a trusted network only)")
+	fs.BoolVar(&b.insecure, "insecure-nats", false, "allow a cluster bus without --nats-creds (off loopback, or with --tokens or --client-ca) or without TLS off loopback: whoever reaches the NATS ports can then act as any agent and rewrite the log, and reads it in cleartext (a trusted network only)")
 }
 
 // addrs are the cluster bus's addresses: the embedded server's client and

@@ -192,6 +192,9 @@ type partStatus struct {
 // streams.
 func clusterStatus(ctx context.Context, urls string, opts ...nats.Option) (*clusterState, error) {
 	nc, err := nats.Connect(urls, append([]nats.Option{nats.Timeout(3 * time.Second)}, opts...)...)
+	if errors.Is(err, nats.ErrAuthorization) {
+		return nil, fmt.Errorf("cluster status: connecting to %s: %w (the cluster's nodes have credentials: give --nats-creds)", urls, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cluster status: connecting to %s: %w", urls, err)
 	}

@@ -90,7 +90,7 @@ func TestE2EServeClusterBusSafety(t *testing.T) {
 // for a session the other node serves are forwarded (proven calls over
 // the routes) and listings gathered; a NATS client without TLS, with TLS
 // but no credentials, or with other credentials is refused by the
-// servers.
+// servers (and cluster status without the credentials says to give them).
 func TestE2EClusterSecureBus(t *testing.T) {
 	dir := t.TempDir()
 	files := natstest.WriteTLS(t, dir)
@@ -138,6 +138,9 @@ func TestE2EClusterSecureBus(t *testing.T) {
 			(want == "" && !strings.Contains(err.Error(), "Authorization Violation")) {
 			t.Errorf("a client with %s: %v", name, err)
 		}
+	}
+	if code, _, errs := hubd(t, "cluster", "status", "--nats", c.nats[0], "--nats-tls-ca", files.CA); code != 1 || !strings.Contains(errs, "give --nats-creds") {
+		t.Errorf("cluster status without the credentials: exit %d, %s", code, errs)
 	}
 	nc, err := nats.Connect(c.nats[0], creds.Option(), nats.Secure(bus.ClientConfig()), nats.Timeout(5*time.Second))
 	if err != nil {
