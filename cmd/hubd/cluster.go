@@ -29,6 +29,7 @@ type clusterFlags struct {
 	embed, gateway, forward                                              bool
 	partitions, replicas                                                 int
 	leaseTTL                                                             time.Duration
+	bus                                                                  busFlags
 }
 
 func (f *clusterFlags) register(fs *flag.FlagSet) {
@@ -44,6 +45,7 @@ func (f *clusterFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.gateway, "gateway", false, "join the cluster without serving any partition: every call for a session goes to its owner (see --forward)")
 	fs.BoolVar(&f.forward, "forward", true, "run a call for a session another node serves on that node, on the caller's behalf; with --forward=false answer it NOT_OWNER with the owner's address instead (for clients that follow it)")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", cluster.DefaultTTL, "partition lease: how long a dead node's partitions wait before another node takes them")
+	f.bus.register(fs)
 }
 
 // on reports whether any cluster flag asks for a cluster.
@@ -66,15 +68,23 @@ func (f *clusterFlags) config(data string) (*server.ClusterConfig, error) {
 	if f.leaseTTL < 300*time.Millisecond {
 		return nil, exitcode.Usage("serve: --lease-ttl %v: want at least 300ms", f.leaseTTL)
 	}
+	creds, tls, err := f.bus.load()
+	if err != nil {
+		return nil, err
+	}
 	cc := &server.ClusterConfig{NATS: splitList(f.natsURLs), NodeID: f.nodeID, Advertise: f.advertise,
-		Partitions: f.partitions, LeaseTTL: f.leaseTTL, Replicas: f.replicas, Gateway: f.gateway, NoForward: !f.forward}
+		Partitions: f.partitions, LeaseTTL: f.leaseTTL, Replicas: f.replicas, Gateway: f.gateway, NoForward: !f.forward,
+		Creds: creds, TLS: tls}
 	servers := len(cc.NATS)
 	if f.embed {
 		host, port, err := splitHostPort(f.natsListen)
 		if err != nil {
 			return nil, exitcode.Usage("serve: --nats-listen %q: %v", f.natsListen, err)
 		}
-		ec := &cluster.NATSConfig{Name: f.nodeID, StoreDir: filepath.Join(data, "nats"), Host: host, Port: port}
+		ec := &cluster.NATSConfig{Name: f.nodeID, StoreDir: filepath.Join(data, "nats"), Host: host, Port: port, Creds: creds}
+		if f.bus.tlsCert != "" {
+			ec.TLS = tls
+		}
 		if routes := splitList(f.natsRoutes); len(routes) > 0 {
 			rh, rp, err := splitHostPort(f.natsRouteListen)
 			if err != nil || rp == 0 {
@@ -118,22 +128,34 @@ func splitList(s string) []string {
 // runCluster runs `hubd cluster status`.
 func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || isHelp(args[0]) {
-		fmt.Fprintln(stdout, "usage: hubd cluster status --nats URLS [--json]\n\nstatus: the live nodes, every partition's owner and lease age, and each partition stream's leader, replicas and size.")
+		fmt.Fprintln(stdout, "usage: hubd cluster status --nats URLS [--nats-creds FILE] [--nats-tls-ca FILE] [--json]\n       hubd cluster creds FILE\n\n"+
+			"status: the live nodes, every partition's owner and lease age, and each partition stream's leader, replicas and size.\n"+
+			"creds: new credentials for the nodes of a cluster (--nats-creds), and the NATS account they need on a NATS cluster of your own.")
 		if len(args) == 0 {
-			return exitcode.Usage("cluster: a subcommand is required (status)")
+			return exitcode.Usage("cluster: a subcommand is required (status, creds)")
 		}
 		return nil
 	}
-	if args[0] != "status" {
-		return exitcode.Usage("cluster: unknown subcommand %q (status)", args[0])
+	switch args[0] {
+	case "creds":
+		return runCreds(args[1:], stdout)
+	case "status":
+	default:
+		return exitcode.Usage("cluster: unknown subcommand %q (status, creds)", args[0])
 	}
-	fs := newCommand("cluster status", "--nats URLS [--json]", "Show the cluster's nodes, partition owners and lease ages, and partition streams.", stdout)
+	fs := newCommand("cluster status", "--nats URLS [--nats-creds FILE] [--nats-tls-ca FILE] [--json]", "Show the cluster's nodes, partition owners and lease ages, and partition streams.", stdout)
 	urls := fs.String("nats", "nats://127.0.0.1:4222", "comma-separated client `URLs` of the NATS servers")
+	creds := fs.String("nats-creds", "", "the nodes' credentials `file` (hubd serve --nats-creds)")
+	ca := fs.String("nats-tls-ca", "", "the CA (PEM `file`) of the NATS servers' certificates (with tls:// URLs)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
-	st, err := clusterStatus(ctx, *urls)
+	opts, err := busOptions(*creds, *ca)
+	if err != nil {
+		return err
+	}
+	st, err := clusterStatus(ctx, *urls, opts...)
 	if err != nil {
 		return err
 	}
@@ -168,8 +190,11 @@ type partStatus struct {
 
 // clusterStatus reads the lease and node buckets and the partition
 // streams.
-func clusterStatus(ctx context.Context, urls string) (*clusterState, error) {
-	nc, err := nats.Connect(urls, nats.Timeout(3*time.Second))
+func clusterStatus(ctx context.Context, urls string, opts ...nats.Option) (*clusterState, error) {
+	nc, err := nats.Connect(urls, append([]nats.Option{nats.Timeout(3 * time.Second)}, opts...)...)
+	if errors.Is(err, nats.ErrAuthorization) {
+		return nil, fmt.Errorf("cluster status: connecting to %s: %w (the cluster's nodes have credentials: give --nats-creds)", urls, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cluster status: connecting to %s: %w", urls, err)
 	}

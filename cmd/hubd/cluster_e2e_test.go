@@ -43,6 +43,7 @@ type hubCluster struct {
 	ids   []string
 	nats  []string   // client URLs of the NATS servers
 	args  [][]string // each node's hubd arguments, for a restart
+	bus   []string   // the flags a client of the NATS servers needs: the nodes' credentials, the CA
 }
 
 // startCluster starts three hubd nodes together (each waits for a NATS
@@ -60,8 +61,16 @@ func startCluster(t *testing.T, external bool, extra ...string) *hubCluster {
 }
 
 // startNodes starts n hubd nodes on ext's NATS servers, or (ext nil) each
-// with its own embedded one, with extra serve flags.
+// with its own embedded one, the nodes holding credentials, with extra
+// serve flags.
 func startNodes(t *testing.T, n int, ext *natstest.Cluster, extra ...string) *hubCluster {
+	t.Helper()
+	return startNodesBus(t, n, ext, nil, extra...)
+}
+
+// startNodesBus is startNodes, the embedded servers' clients and routes on
+// TLS with the certificate of tls if given.
+func startNodesBus(t *testing.T, n int, ext *natstest.Cluster, tls *natstest.TLSFiles, extra ...string) *hubCluster {
 	t.Helper()
 	external := ext != nil
 	ports := natstest.FreePorts(t, 3*n) // gRPC, NATS client, NATS route per node
@@ -71,6 +80,15 @@ func startNodes(t *testing.T, n int, ext *natstest.Cluster, extra ...string) *hu
 		routes = append(routes, fmt.Sprintf("127.0.0.1:%d", ports[2*n+i]))
 	}
 	dir := t.TempDir()
+	scheme := "nats"
+	if !external {
+		creds, _ := natstest.WriteCreds(t, dir, "nats.creds")
+		c.bus = []string{"--nats-creds", creds}
+		if tls != nil {
+			c.bus, scheme = append(c.bus, "--nats-tls-ca", tls.CA), "tls"
+			extra = append([]string{"--nats-tls-cert", tls.Cert, "--nats-tls-key", tls.Key}, extra...)
+		}
+	}
 	for i := range n {
 		id := fmt.Sprintf("n%d", i+1)
 		c.ids = append(c.ids, id)
@@ -82,10 +100,11 @@ func startNodes(t *testing.T, n int, ext *natstest.Cluster, extra ...string) *hu
 			c.nats = append(c.nats, ext.URL(i%ext.Len()))
 			args = append(args, "--cluster", ext.URLs())
 		} else {
-			c.nats = append(c.nats, fmt.Sprintf("nats://127.0.0.1:%d", ports[n+i]))
+			c.nats = append(c.nats, fmt.Sprintf("%s://127.0.0.1:%d", scheme, ports[n+i]))
 			args = append(args, "--embed-nats", "--nats-listen", fmt.Sprintf("127.0.0.1:%d", ports[n+i]),
 				"--nats-route-listen", routes[i], "--nats-routes", strings.Join(routes, ","))
 		}
+		args = append(args, c.bus...)
 		c.args = append(c.args, append(args, extra...))
 		c.nodes = append(c.nodes, nil)
 	}
@@ -150,7 +169,7 @@ func (c *hubCluster) addrs(skip ...int) string {
 // status runs `hubd cluster status --json` against NATS server i.
 func (c *hubCluster) status(t *testing.T, i int) (*clusterState, bool) {
 	t.Helper()
-	code, out, _ := hubd(t, "cluster", "status", "--nats", c.nats[i], "--json")
+	code, out, _ := hubd(t, append([]string{"cluster", "status", "--nats", c.nats[i], "--json"}, c.bus...)...)
 	if code != 0 {
 		return nil, false
 	}
@@ -521,7 +540,7 @@ func (c *hubCluster) gateway(t *testing.T, id string, extra ...string) *daemon {
 	gw := &daemon{t: t, data: t.TempDir(), closed: make(chan struct{})}
 	gw.cmd = exec.Command(hubdBinary(t), append([]string{"serve", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--http", "off",
 		"--data", gw.data, "--log-format", "json", "--node-id", id, "--gateway", "--cluster", strings.Join(c.nats, ","),
-		"--partitions", strconv.Itoa(e2ePartitions), "--lease-ttl", e2eLease.String(), "--max-envelope-bytes", "4096"}, extra...)...)
+		"--partitions", strconv.Itoa(e2ePartitions), "--lease-ttl", e2eLease.String(), "--max-envelope-bytes", "4096"}, slices.Concat(c.bus, extra)...)...)
 	stderr, _ := gw.cmd.StderrPipe()
 	if err := gw.cmd.Start(); err != nil {
 		t.Fatal(err)

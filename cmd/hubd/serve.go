@@ -159,9 +159,13 @@ func (f *serveFlags) config(lg zerolog.Logger) (server.Config, error) {
 	if err := f.checkSafety(); err != nil {
 		return cfg, err
 	}
+	if err := f.cluster.checkBus(f.tokens != "" || f.clientCA != ""); err != nil {
+		return cfg, err
+	}
 	if cfg.Cluster, err = f.cluster.config(f.data); err != nil {
 		return cfg, err
 	}
+	f.cluster.warn(lg)
 	if f.tokens != "" {
 		file, err := openTokens(f.tokens)
 		if err != nil {

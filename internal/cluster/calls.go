@@ -50,8 +50,9 @@ const (
 	hdrOperator = "Hubd-Operator"
 	hdrTimeout  = "Hubd-Timeout" // milliseconds
 	hdrFrom     = "Hubd-From"
-	hdrFailed   = "Hubd-Failed" // the answer's body is a google.rpc.Status
-	hdrServed   = "Hubd-Served" // partitions the answering node served throughout
+	hdrFailed   = "Hubd-Failed"  // the answer's body is a google.rpc.Status
+	hdrServed   = "Hubd-Served"  // partitions the answering node served throughout
+	hdrRefused  = "Hubd-Refused" // the call was not served: why
 	hdrTrace    = "traceparent"
 	hdrState    = "tracestate"
 	hdrStatus   = "Status" // the NATS server's own: 503 for no responders
@@ -68,6 +69,12 @@ type CallsConfig struct {
 	// Serve runs a call sent to this node (required). Its context ends at
 	// the caller's deadline. It runs in its own goroutine.
 	Serve func(ctx context.Context, c Call) Answer
+	// Proof, when set, signs every call and answer this node sends, and
+	// every call and answer it receives must carry a valid one: a call
+	// without is answered refused and not served (logged), an answer
+	// without is ErrNoProof. Nil signs and checks nothing (a bus without
+	// credentials, where whoever reaches the subjects is a node).
+	Proof *NodeProof
 	// Logger receives the calls that could not be answered; default none.
 	Logger zerolog.Logger
 }
@@ -76,9 +83,9 @@ type CallsConfig struct {
 // method of the hub's gRPC service, the client's identity as the asking
 // node authenticated it, and the request message's bytes.
 //
-// NATS is the cluster's private transport: a node believes the identity a
-// call carries, as it believes the log's records. Whoever may publish on
-// the cluster's subjects may act as any agent.
+// A node believes the identity a call carries once the call proves it
+// comes from a node (CallsConfig.Proof); without a proof configured,
+// whoever may publish on the cluster's subjects may act as any agent.
 type Call struct {
 	Method      string // the full gRPC method, "/hubd.v1.Hub/Send"
 	Agent       string
@@ -236,7 +243,9 @@ func (c *Calls) Call(ctx context.Context, node string, call Call) (Answer, error
 			first.Set(hdrState, call.Tracestate)
 		}
 	}
-	if err := c.publish(c.subject(node), c.inbox+"."+token, first, call.Body); err != nil {
+	reply := c.inbox + "." + token
+	c.cfg.Proof.sign(c.subject(node), reply, first, call.Body)
+	if err := c.publish(c.subject(node), reply, first, call.Body); err != nil {
 		return Answer{}, fmt.Errorf("cluster: calling node %s: %w", node, err)
 	}
 	var (
@@ -271,6 +280,12 @@ func (c *Calls) Call(ctx context.Context, node string, call Call) (Answer, error
 		}
 	}
 	a := Answer{Body: join(parts), Failed: hdr.Get(hdrFailed) == "1"}
+	if err := c.cfg.Proof.check(reply, "", hdr, a.Body); err != nil {
+		return Answer{}, fmt.Errorf("node %s's answer to %s: %w", node, call.Method, err)
+	}
+	if why := hdr.Get(hdrRefused); why != "" {
+		return Answer{}, fmt.Errorf("node %s refused %s: %s: %w", node, call.Method, why, ErrNoProof)
+	}
 	if s := hdr.Get(hdrServed); s != "" {
 		for _, f := range strings.Split(s, ",") {
 			k, err := strconv.Atoi(f)
@@ -350,7 +365,10 @@ func (c *Calls) receive(m *nats.Msg) {
 		}
 		c.swept = now
 	}
-	if m.Reply == "" {
+	if !strings.HasPrefix(m.Reply, nats.InboxPrefix) {
+		// No answer but to an inbox: a node's answer on a subject the
+		// caller chose (a partition's, the JetStream API's) would be a
+		// write with the node's rights.
 		return
 	}
 	i, n, ok := parsePart(m.Header.Get(hdrPart))
@@ -385,8 +403,27 @@ func (c *Calls) receive(m *nats.Msg) {
 	c.mu.Unlock()
 	go func() {
 		defer c.serving.Done()
-		c.serve(m.Reply, a.hdr, join(a.parts))
+		body := join(a.parts)
+		if err := c.cfg.Proof.check(m.Subject, m.Reply, a.hdr, body); err != nil {
+			c.refuse(m.Reply, a.hdr, err)
+			return
+		}
+		c.serve(m.Reply, a.hdr, body)
 	}()
+}
+
+// refuse answers a call that does not prove it comes from a node, without
+// running it.
+func (c *Calls) refuse(reply string, hdr nats.Header, why error) {
+	c.cfg.Logger.Warn().Err(why).Str("method", hdr.Get(hdrMethod)).Str("from", hdr.Get(hdrFrom)).
+		Str("agent", hdr.Get(hdrAgent)).Bool("operator", hdr.Get(hdrOperator) == "1").
+		Msg("cluster: a call not proven to come from a node; refused")
+	h := nats.Header{}
+	h.Set(hdrRefused, why.Error())
+	c.cfg.Proof.sign(reply, "", h, nil)
+	if err := c.publish(reply, "", h, nil); err != nil {
+		c.cfg.Logger.Debug().Err(err).Msg("cluster: a refusal not sent")
+	}
 }
 
 // serve runs one call and publishes its answer.
@@ -411,6 +448,7 @@ func (c *Calls) serve(reply string, hdr nats.Header, body []byte) {
 		}
 		h.Set(hdrServed, strings.Join(s, ","))
 	}
+	c.cfg.Proof.sign(reply, "", h, a.Body)
 	if err := c.publish(reply, "", h, a.Body); err != nil {
 		c.cfg.Logger.Warn().Err(err).Str("method", call.Method).Str("from", call.From).Msg("cluster: a call's answer not sent")
 	}

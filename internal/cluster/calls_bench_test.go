@@ -12,18 +12,28 @@ import (
 )
 
 // BenchmarkCalls is one call's round trip between two nodes on a real
-// NATS server (in this process): a small echo.
+// NATS server (in this process): a small echo, unsigned and proven
+// (cluster.NodeProof on the call and its answer).
 //
 //	go test ./internal/cluster -run '^$' -bench BenchmarkCalls -benchtime 5000x
 func BenchmarkCalls(b *testing.B) {
+	_, creds, err := cluster.NewCreds()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("unsigned", func(b *testing.B) { benchCalls(b, nil) })
+	b.Run("proven", func(b *testing.B) { benchCalls(b, creds) })
+}
+
+func benchCalls(b *testing.B, creds *cluster.Creds) {
 	ns := natstest.RunServer(b)
 	serve := func(_ context.Context, c cluster.Call) cluster.Answer { return cluster.Answer{Body: c.Body} }
-	a, err := cluster.ServeCalls(cluster.CallsConfig{Conn: ns.Connect(b), NodeID: "a", Serve: serve})
+	a, err := cluster.ServeCalls(cluster.CallsConfig{Conn: ns.Connect(b), NodeID: "a", Serve: serve, Proof: creds.Proof()})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer a.Close()
-	c, err := cluster.ServeCalls(cluster.CallsConfig{Conn: ns.Connect(b), NodeID: "c", Serve: serve})
+	c, err := cluster.ServeCalls(cluster.CallsConfig{Conn: ns.Connect(b), NodeID: "c", Serve: serve, Proof: creds.Proof()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -70,9 +70,50 @@
 // throughout (what a gathered listing covers). A call or answer over the
 // server's max_payload goes in parts, in order. A node nobody serves
 // answers at once (NATS "no responders": ErrUnreachable); one that does
-// not answer in time is the caller's context's error. NATS is trusted:
-// the identity a call carries is believed (internal/server/route.go
-// says what the calls are for).
+// not answer in time is the caller's context's error. The identity a call
+// carries is believed once the call proves it comes from a node (below);
+// internal/server/route.go says what the calls are for.
+//
+// # The bus is for nodes only
+//
+// Whoever may publish on the cluster's subjects could otherwise call any
+// node as any agent or as operator, read and write every partition
+// stream, and take the leases. Three layers keep them out:
+//
+//   - Credentials (Creds): one NATS user nkey, in a file every node holds
+//     (`hubd serve --nats-creds`, made by `hubd cluster creds`). An
+//     embedded server accepts that user alone; a client with none or
+//     with others is refused at connect. Its routes are authenticated
+//     with a password derived from the same seed. The user's
+//     NodePermissions allow what a node publishes and subscribes to and
+//     nothing else; on a NATS cluster of your own, hubd gets an account of
+//     its own (NATSAccount), so other users reach none of its subjects.
+//   - TLS (TLS): off loopback, the embedded server's clients use TLS and
+//     its routes mutual TLS, verified against the nodes' CA. A node
+//     connects to its own embedded server in-process (InProcess).
+//   - A proof on every call between nodes and on its answer (NodeProof):
+//     an HMAC-SHA256, keyed by a secret derived from the credentials, over
+//     the subject, the reply subject, every header that names the caller
+//     or the call, a digest of the body, a time and a nonce. A call
+//     without a valid one, outside a 60 s window of the receiver's clock,
+//     or replayed, is answered refused and never runs.
+//
+// Why a signature rather than node-to-node gRPC over mutual TLS: the
+// calls already travel on NATS (node subjects, parts, "no responders"
+// for a node that is gone, all measured in docs/SCALING.md), and the
+// secret is one the nodes must share anyway; gRPC between nodes would add
+// a second transport, its ports, and certificates naming every node's
+// gRPC address, even for a development cluster on loopback. The proof
+// does not depend on how NATS is configured: a NATS account given by
+// mistake to someone else still cannot make a node believe an identity.
+// It costs a few microseconds a message (BenchmarkNodeProof). It is all
+// Calls know of authentication (sign and check), so node-to-node mutual
+// TLS can replace it without touching the rest. It does not hide the
+// calls: that is TLS's part. Whoever holds the credentials is a node.
+//
+// Without credentials (a development cluster, every NATS address on
+// loopback and the hub's clients unauthenticated; or `--insecure-nats`),
+// none of this applies: whoever reaches NATS acts as a node.
 //
 // # Embedded NATS
 //

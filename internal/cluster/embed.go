@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 )
 
@@ -38,6 +39,17 @@ type NATSConfig struct {
 	// Required with a ClusterPort: a clustered JetStream server with no
 	// routes refuses to start.
 	Routes []string
+	// Creds, when set, make the server accept one user alone: the nodes'
+	// (Creds.Option), with NodePermissions; a client with no credentials
+	// or others is refused at connect. Routes are then authenticated too,
+	// with a user and password derived from Creds, which every server of
+	// the cluster holds. Without Creds the server accepts anyone.
+	Creds *Creds
+	// TLS, when set with a certificate, makes the client listener TLS
+	// only (clients verify the certificate) and routes mutual TLS, both
+	// ends verified against the CA. The node itself connects in-process
+	// (InProcess), needing neither.
+	TLS *TLS
 	// MaxBatchInflightPerStream raises the server's limit of atomic batches
 	// open at once per stream (the server's default is 50); 0 keeps it.
 	MaxBatchInflightPerStream int
@@ -66,13 +78,16 @@ func (c NATSConfig) Validate() error {
 	if _, err := routeURLs(c.Routes); err != nil {
 		errs = append(errs, err)
 	}
+	if c.TLS != nil && !c.TLS.serves() {
+		errs = append(errs, fmt.Errorf("%w: TLS without a certificate to serve", ErrNATSConfig))
+	}
 	return errors.Join(errs...)
 }
 
 // Options returns the nats-server options of c: JetStream on, with
 // SyncAlways (`sync_interval: always`): every write is fsynced before it
 // is acknowledged, which hubd's promise that an acknowledged envelope is
-// never lost requires.
+// never lost requires; authentication and TLS as Creds and TLS say.
 func (c NATSConfig) Options() (*server.Options, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -111,7 +126,31 @@ func (c NATSConfig) Options() (*server.Options, error) {
 		o.Cluster = server.ClusterOpts{Name: name, Host: ch, Port: c.ClusterPort}
 		o.Routes = routes
 	}
+	c.secure(o)
 	return o, nil
+}
+
+// tlsTimeout bounds a TLS handshake, in seconds.
+const tlsTimeout = 2
+
+// secure sets o's authentication and TLS from c.Creds and c.TLS.
+func (c NATSConfig) secure(o *server.Options) {
+	if c.Creds != nil {
+		o.Nkeys = []*server.NkeyUser{{Nkey: c.Creds.PublicKey(), Permissions: NodePermissions()}}
+		if o.Cluster.Port != 0 {
+			user, pass := c.Creds.routeAuth()
+			o.Cluster.Username, o.Cluster.Password = user, pass
+			for _, r := range o.Routes {
+				r.User = url.UserPassword(user, pass)
+			}
+		}
+	}
+	if c.TLS != nil {
+		o.TLSConfig, o.TLSTimeout = c.TLS.serverConfig(), tlsTimeout
+		if o.Cluster.Port != 0 {
+			o.Cluster.TLSConfig, o.Cluster.TLSTimeout = c.TLS.routeConfig(), tlsTimeout
+		}
+	}
 }
 
 // routeURLs parses route addresses, adding the nats-route scheme to bare
@@ -147,6 +186,13 @@ func StartNATS(c NATSConfig) (*server.Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	return c.Start(o)
+}
+
+// Start starts a server with the options o, as StartNATS does with
+// c.Options(): for options NATSConfig does not describe (a test's
+// accounts), c giving the name, the readiness wait and the logger.
+func (c NATSConfig) Start(o *server.Options) (*server.Server, error) {
 	s, err := server.NewServer(o)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: nats server %s: %w", c.Name, err)
@@ -176,6 +222,10 @@ func StartNATS(c NATSConfig) (*server.Server, error) {
 		}
 	}
 }
+
+// InProcess is the client option that connects to s inside the process
+// (no socket, no TLS: what a node uses for its own embedded server).
+func InProcess(s *server.Server) nats.Option { return nats.InProcessServer(s) }
 
 // ClientURL returns the URL a client connects to s with.
 func ClientURL(s *server.Server) string { return s.ClientURL() }

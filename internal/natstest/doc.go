@@ -13,4 +13,11 @@
 // seconds on a small machine): code that creates
 // streams or buckets must retry with short per-attempt timeouts, as
 // wal/jetstream.Open and internal/cluster.Start do.
+//
+// Servers run without authentication unless given the nodes' credentials
+// (WithCreds, WriteCreds) and TLS (WithTLS, WriteTLS: a throwaway CA and
+// a certificate for 127.0.0.1), as `hubd serve --embed-nats` runs them;
+// Connect then connects as the nodes do. RunServerConf takes a
+// nats-server configuration for what the embedded servers do not set up
+// (accounts of other users beside hubd's).
 package natstest

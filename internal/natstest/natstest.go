@@ -25,24 +25,67 @@ type Cluster struct {
 	t       testing.TB
 	mu      sync.Mutex
 	configs []cluster.NATSConfig
+	edit    func(cluster.NATSConfig, *server.Options) error
 	servers []*server.Server // nil for a server shut down
+}
+
+// An Option changes every server's configuration.
+type Option func(*cluster.NATSConfig)
+
+// WithCreds makes the servers accept the nodes' user of creds alone (and
+// Connect connect as it).
+func WithCreds(creds *cluster.Creds) Option {
+	return func(c *cluster.NATSConfig) { c.Creds = creds }
+}
+
+// WithTLS makes the servers' clients and routes use TLS (and Connect too).
+func WithTLS(tls *cluster.TLS) Option {
+	return func(c *cluster.NATSConfig) { c.TLS = tls }
 }
 
 // RunServer starts one JetStream server with no routes: streams on it must
 // have one replica.
-func RunServer(t testing.TB) *Cluster {
+func RunServer(t testing.TB, opts ...Option) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t}
 	dir := tempDir(t)
 	c.startAll(func() []cluster.NATSConfig {
+		cfg := cluster.NATSConfig{Name: "n0", StoreDir: filepath.Join(dir, "n0"), Port: FreePorts(t, 1)[0]}
+		for _, o := range opts {
+			o(&cfg)
+		}
+		return []cluster.NATSConfig{cfg}
+	}, nil)
+	return c
+}
+
+// RunServerConf starts one JetStream server whose options are read from
+// conf, a nats-server configuration (accounts, users), beside the port
+// and store directory the test picks.
+func RunServerConf(t testing.TB, conf string) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t}
+	dir := tempDir(t)
+	file := filepath.Join(dir, "server.conf")
+	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
+		t.Fatalf("natstest: %v", err)
+	}
+	c.startAll(func() []cluster.NATSConfig {
 		return []cluster.NATSConfig{{Name: "n0", StoreDir: filepath.Join(dir, "n0"), Port: FreePorts(t, 1)[0]}}
+	}, func(cfg cluster.NATSConfig, o *server.Options) error {
+		parsed, err := server.ProcessConfigFile(file)
+		if err != nil {
+			return err
+		}
+		o.Accounts, o.Nkeys, o.Users, o.NoAuthUser = parsed.Accounts, parsed.Nkeys, parsed.Users, parsed.NoAuthUser
+		return nil
 	})
 	return c
 }
 
 // RunCluster starts n JetStream servers routed to each other, named n0,
 // n1, ….
-func RunCluster(t testing.TB, n int) *Cluster {
+func RunCluster(t testing.TB, n int, opts ...Option) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t}
 	dir := tempDir(t)
@@ -63,9 +106,12 @@ func RunCluster(t testing.TB, n int) *Cluster {
 				ClusterPort: ports[n+i],
 				Routes:      routes,
 			}
+			for _, o := range opts {
+				o(&cfgs[i])
+			}
 		}
 		return cfgs
-	})
+	}, nil)
 	return c
 }
 
@@ -77,11 +123,12 @@ const readyTimeout = 30 * time.Second
 // startAttempts bounds how often startAll picks new ports.
 const startAttempts = 5
 
-// startAll starts the servers configs returns (each given readyTimeout)
-// and registers their shutdown. A port taken between its pick and the server's listen (by
+// startAll starts the servers configs returns (each given readyTimeout;
+// edit, if set, changes each one's options) and registers their
+// shutdown. A port taken between its pick and the server's listen (by
 // another test process) fails that server at once: the servers started
 // are stopped and all start again on new ports.
-func (c *Cluster) startAll(configs func() []cluster.NATSConfig) {
+func (c *Cluster) startAll(configs func() []cluster.NATSConfig, edit func(cluster.NATSConfig, *server.Options) error) {
 	c.t.Helper()
 	for attempt := 1; ; attempt++ {
 		cfgs := configs()
@@ -92,11 +139,12 @@ func (c *Cluster) startAll(configs func() []cluster.NATSConfig) {
 		var err error
 		for _, cfg := range cfgs {
 			var s *server.Server
-			if s, err = cluster.StartNATS(cfg); err != nil {
+			if s, err = start(cfg, edit); err != nil {
 				break
 			}
 			servers = append(servers, s)
 		}
+		c.edit = edit
 		if err == nil {
 			c.mu.Lock()
 			c.configs, c.servers = cfgs, servers
@@ -121,6 +169,21 @@ func (c *Cluster) startAll(configs func() []cluster.NATSConfig) {
 			}
 		}
 	}
+}
+
+// start starts one server, its options changed by edit if set.
+func start(cfg cluster.NATSConfig, edit func(cluster.NATSConfig, *server.Options) error) (*server.Server, error) {
+	if edit == nil {
+		return cluster.StartNATS(cfg)
+	}
+	o, err := cfg.Options()
+	if err != nil {
+		return nil, err
+	}
+	if err := edit(cfg, o); err != nil {
+		return nil, err
+	}
+	return cfg.Start(o)
 }
 
 // tempDir is a directory removed after the servers stop. Not t.TempDir:
@@ -219,7 +282,11 @@ func (c *Cluster) Index(name string) int {
 // URL returns the client URL of server i (valid after a restart too: the
 // ports are fixed).
 func (c *Cluster) URL(i int) string {
-	return fmt.Sprintf("nats://127.0.0.1:%d", c.configs[i].Port)
+	scheme := "nats"
+	if c.configs[i].TLS != nil {
+		scheme = "tls"
+	}
+	return fmt.Sprintf("%s://127.0.0.1:%d", scheme, c.configs[i].Port)
 }
 
 // URLs returns every server's client URL, comma separated, as nats.Connect
@@ -253,7 +320,7 @@ func (c *Cluster) Restart(i int) {
 	var s *server.Server
 	var err error
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		s, err = cluster.StartNATS(c.configs[i])
+		s, err = start(c.configs[i], c.edit)
 		if err == nil || !errors.Is(err, cluster.ErrNATSStart) || time.Now().After(deadline) {
 			break
 		}
@@ -267,8 +334,23 @@ func (c *Cluster) Restart(i int) {
 }
 
 // Connect opens a client connection to the given servers (all of them if
-// none), reconnecting for ever, closed by t.Cleanup.
+// none), reconnecting for ever, closed by t.Cleanup: as the nodes' user
+// and with TLS if the servers were started so.
 func (c *Cluster) Connect(t testing.TB, servers ...int) *nats.Conn {
+	t.Helper()
+	var opts []nats.Option
+	if cr := c.configs[0].Creds; cr != nil {
+		opts = append(opts, cr.Option())
+	}
+	if tc := c.configs[0].TLS; tc != nil {
+		opts = append(opts, nats.Secure(tc.ClientConfig()))
+	}
+	return c.ConnectWith(t, opts, servers...)
+}
+
+// ConnectWith opens a client connection to the given servers (all of
+// them if none) with opts, as Connect does.
+func (c *Cluster) ConnectWith(t testing.TB, opts []nats.Option, servers ...int) *nats.Conn {
 	t.Helper()
 	if len(servers) == 0 {
 		for i := range c.configs {
@@ -279,8 +361,8 @@ func (c *Cluster) Connect(t testing.TB, servers ...int) *nats.Conn {
 	for j, i := range servers {
 		urls[j] = c.URL(i)
 	}
-	nc, err := nats.Connect(strings.Join(urls, ","),
-		nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond), nats.Timeout(2*time.Second))
+	nc, err := nats.Connect(strings.Join(urls, ","), append([]nats.Option{
+		nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond), nats.Timeout(2 * time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatalf("natstest: connecting to %v: %v", urls, err)
 	}

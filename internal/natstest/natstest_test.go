@@ -29,7 +29,7 @@ func TestStartAllNewPorts(t *testing.T) {
 			port = FreePorts(t, 1)[0]
 		}
 		return []cluster.NATSConfig{{Name: "n0", StoreDir: filepath.Join(dir, "n0"), Port: port}}
-	})
+	}, nil)
 	if attempts != 2 {
 		t.Fatalf("started after %d attempts, want 2", attempts)
 	}

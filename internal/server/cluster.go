@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/hubd/hubd/hub"
@@ -56,6 +57,15 @@ type ClusterConfig struct {
 	// with the owner's address); peers do not count it when they share
 	// the partitions.
 	Gateway bool
+	// Creds are the nodes' credentials on the NATS bus (cluster.Creds):
+	// the node connects as the nodes' user, an embedded server accepts it
+	// alone, and calls between nodes are signed and must be. Nil: a bus
+	// without credentials, where whoever reaches NATS acts as a node.
+	Creds *cluster.Creds
+	// TLS, when set, is used to connect to NATS servers given by URL
+	// (their certificates verified against its CA). An embedded server's
+	// TLS is Embed.TLS; the node connects to its own server in-process.
+	TLS *cluster.TLS
 	// NoForward turns forwarding off: a call for a session another node
 	// serves is answered NOT_OWNER with the owner's address instead of
 	// being run there on the caller's behalf (route.go). Listings are
@@ -80,6 +90,7 @@ type node struct {
 	fenced  atomic.Int64   // appends refused by the fence
 	calls   *cluster.Calls // calls to and from the other nodes; nil until serveCalls
 	router  *router        // nil until serveCalls
+	foreign prometheus.Counter
 
 	mu    sync.Mutex
 	loads map[int]LoadStat // the last load of each partition
@@ -100,7 +111,9 @@ type LoadStat struct {
 // the partition log. The leases start later (startLeases), once the hub
 // exists.
 func startNode(ctx context.Context, cc ClusterConfig, listen string, lg zerolog.Logger) (*node, error) {
-	n := &node{cfg: cc, logger: lg.With().Str("node", cc.NodeID).Logger(), base: lg, loads: map[int]LoadStat{}}
+	n := &node{cfg: cc, logger: lg.With().Str("node", cc.NodeID).Logger(), base: lg, loads: map[int]LoadStat{},
+		foreign: prometheus.NewCounter(prometheus.CounterOpts{Name: "hubd_cluster_foreign_messages_total",
+			Help: "Messages in partition streams whose subjects name no session (not written by a node), skipped when a partition was loaded."})}
 	if n.cfg.Partitions == 0 {
 		n.cfg.Partitions = cluster.DefaultPartitions
 	}
@@ -108,6 +121,7 @@ func startNode(ctx context.Context, cc ClusterConfig, listen string, lg zerolog.
 		n.cfg.Advertise = listen
 	}
 	urls := cc.NATS
+	var via []nats.Option // how the node reaches NATS
 	if cc.Embed != nil {
 		ec := *cc.Embed
 		ec.Logger = lg
@@ -117,18 +131,26 @@ func startNode(ctx context.Context, cc ClusterConfig, listen string, lg zerolog.
 		}
 		n.ns = ns
 		if len(urls) == 0 {
-			urls = []string{ns.ClientURL()}
+			// Its own server, in the process: no socket, no TLS (a
+			// tls:// URL would make the client ask for it).
+			urls, via = []string{strings.Replace(ns.ClientURL(), "tls://", "nats://", 1)}, []nats.Option{cluster.InProcess(ns)}
 		}
 	}
 	if len(urls) == 0 {
 		n.close()
 		return nil, errors.New("cluster: no NATS server: give --cluster URLs or --embed-nats")
 	}
+	if via == nil && cc.TLS != nil {
+		via = append(via, nats.Secure(cc.TLS.ClientConfig()))
+	}
+	if cc.Creds != nil {
+		via = append(via, cc.Creds.Option())
+	}
 	var err error
 	connect := func(name string) (*nats.Conn, error) {
-		return nats.Connect(strings.Join(urls, ","), nats.Name("hubd-"+cc.NodeID+"-"+name),
-			nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond), nats.ReconnectBufSize(-1),
-			nats.RetryOnFailedConnect(true), nats.Timeout(2*time.Second))
+		return nats.Connect(strings.Join(urls, ","), append([]nats.Option{nats.Name("hubd-" + cc.NodeID + "-" + name),
+			nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond), nats.ReconnectBufSize(-1),
+			nats.RetryOnFailedConnect(true), nats.Timeout(2 * time.Second)}, via...)...)
 	}
 	if n.nc, err = connect("log"); err != nil {
 		n.close()
@@ -189,8 +211,9 @@ func (n *node) leaseValid(k int) bool {
 // may write it, its sessions are hydrated (timers re-armed from what the
 // log holds, the previous owner's firings included), then it serves. A
 // session whose messages are damaged is quarantined and the others serve;
-// a hydrate that fails whole (JetStream unavailable, a message that names
-// no session) is retried while the lease lasts.
+// a message that names no session is skipped and reported (foreignAt); a
+// hydrate that fails whole (JetStream unavailable) is retried while the
+// lease lasts.
 func (n *node) acquire(ctx context.Context, k int, epoch uint64) {
 	acquired := time.Now()
 	n.log.Own(k)
@@ -200,7 +223,7 @@ func (n *node) acquire(ctx context.Context, k int, epoch uint64) {
 		loaded, err := n.hub.LoadSessions(ctx, func(meta func([16]byte, []byte) error, record func([16]byte, uint64, []byte) error,
 			broken func([16]byte, error)) error {
 			var err error
-			st, err = n.log.Hydrate(ctx, k, jetstream.Visitor{Meta: meta, Record: record, Broken: broken})
+			st, err = n.log.Hydrate(ctx, k, jetstream.Visitor{Meta: meta, Record: record, Broken: broken, Foreign: n.foreignAt(k)})
 			return err
 		})
 		if err == nil {
@@ -210,7 +233,7 @@ func (n *node) acquire(ctx context.Context, k int, epoch uint64) {
 			n.loads[k] = LoadStat{Partition: k, Epoch: epoch, Acquired: acquired, Hydrate: took, Sessions: loaded, Records: st.Records}
 			n.mu.Unlock()
 			n.logger.Info().Int("partition", k).Uint64("epoch", epoch).Int("sessions", loaded).Int("records", st.Records).
-				Int("damaged", st.Broken).
+				Int("damaged", st.Broken).Int("foreign", st.Foreign).
 				Str("hydrate", took.Round(time.Millisecond).String()).Str("acquired_at", acquired.UTC().Format(time.RFC3339Nano)).
 				Str("served_at", time.Now().UTC().Format(time.RFC3339Nano)).Msg("partition served")
 			return
@@ -223,6 +246,25 @@ func (n *node) acquire(ctx context.Context, k int, epoch uint64) {
 		case <-ctx.Done():
 			return
 		case <-time.After(min(time.Duration(try+1)*200*time.Millisecond, 2*time.Second)):
+		}
+	}
+}
+
+// maxForeignLogged bounds the foreign messages one load of a partition
+// logs one by one (the metric counts them all).
+const maxForeignLogged = 10
+
+// foreignAt is the hydrate's Visitor.Foreign of partition k: a message
+// whose subject names no session (nothing a node writes: something else
+// published into the partition's subjects) is skipped, logged at error
+// level and counted, and the partition loads around it.
+func (n *node) foreignAt(k int) func(subject string, sseq uint64, err error) {
+	seen := 0
+	return func(subject string, sseq uint64, err error) {
+		n.foreign.Inc()
+		if seen++; seen <= maxForeignLogged {
+			n.logger.Error().Err(err).Int("partition", k).Str("subject", subject).Uint64("stream_seq", sseq).
+				Msg("a message in a partition stream names no session: skipped")
 		}
 	}
 }

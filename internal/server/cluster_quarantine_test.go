@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -17,10 +18,13 @@ import (
 )
 
 // TestClusterLoadQuarantinesDamaged: a partition stream holds a record
-// whose frame fails its checksum (one session's), and a record of a
-// session that has no metadata; the node that takes the partition over
-// quarantines those two sessions and serves the partition's others:
-// they answer and take writes, the damaged ones answer QUARANTINED.
+// whose frame fails its checksum (one session's), a record of a session
+// that has no metadata, and junk on a subject that names no session (as
+// anything else that reaches the bus could publish); the node that takes
+// the partition over quarantines those two sessions, skips the junk
+// (logged at error level, counted in hubd_cluster_foreign_messages_total)
+// and serves the partition's others: they answer and take writes, the
+// damaged ones answer QUARANTINED.
 func TestClusterLoadQuarantinesDamaged(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a NATS server and two nodes")
@@ -76,11 +80,23 @@ func TestClusterLoadQuarantinesDamaged(t *testing.T) {
 	// damaged session (after invite, open, "one").
 	publish(damaged, 4, []byte{1, 0, 0, 0, 0, 'x'})
 	publish(ghost.String(), 1, []byte{1, 0, 0, 0, 0, 'x'})
+	junk := fmt.Sprintf("hub.p%d.junk", k)
+	if _, err := js.Publish(junk, []byte("not a record")); err != nil {
+		t.Fatal(err)
+	}
 
 	// a leaves; b takes every partition over, the damaged one included.
 	a.Shutdown(context.Background())
-	b := startClusterNode(t, c, "b")
+	logs := &logBuffer{}
+	b := startClusterNodeLogged(t, c, "b", zerolog.New(logs))
 	waitUntil(t, "b serves every partition", 20*time.Second, func() bool { return len(b.Served()) == 4 })
+	skipped := logs.lines(t, "a message in a partition stream names no session: skipped")
+	if len(skipped) != 1 || skipped[0]["level"] != "error" || skipped[0]["subject"] != junk {
+		t.Errorf("log of the junk message: %v, want one error naming %s", skipped, junk)
+	}
+	if n := counterValue(t, b, "hubd_cluster_foreign_messages_total"); n != 1 {
+		t.Errorf("hubd_cluster_foreign_messages_total = %v, want 1", n)
+	}
 	cb := rawClient(t, b.Addr())
 	for _, id := range append(others, sibling) {
 		resp, err := sendText(t, cb, "bob", id, "two")
@@ -97,4 +113,20 @@ func TestClusterLoadQuarantinesDamaged(t *testing.T) {
 			t.Fatalf("send to %s on b: %v, want QUARANTINED", id, err)
 		}
 	}
+}
+
+// counterValue reads a counter without labels from srv's metrics.
+func counterValue(t *testing.T, srv *Server, name string) float64 {
+	t.Helper()
+	mfs, err := srv.Metrics().Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no counter %s", name)
+	return 0
 }

@@ -28,13 +28,19 @@ import (
 // and a one-second lease, its configuration changed by opts.
 func startClusterNode(t testing.TB, c *natstest.Cluster, id string, opts ...func(*ClusterConfig)) *Server {
 	t.Helper()
+	return startClusterNodeLogged(t, c, id, zerolog.Nop(), opts...)
+}
+
+// startClusterNodeLogged is startClusterNode logging to lg.
+func startClusterNodeLogged(t testing.TB, c *natstest.Cluster, id string, lg zerolog.Logger, opts ...func(*ClusterConfig)) *Server {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cc := &ClusterConfig{NATS: []string{c.URL(0)}, NodeID: id, Partitions: 4, LeaseTTL: time.Second, Replicas: 1}
 	for _, o := range opts {
 		o(cc)
 	}
-	srv, err := Start(ctx, Config{Listen: "127.0.0.1:0", Logger: zerolog.Nop(), Cluster: cc})
+	srv, err := Start(ctx, Config{Listen: "127.0.0.1:0", Logger: lg, Cluster: cc})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,10 @@ import (
 //
 // A call a node runs for another (serveCall) goes straight to the
 // service's handler, with the tracing interceptor only: it is neither
-// gathered nor forwarded again.
+// gathered nor forwarded again. The identity it carries is believed
+// because, with the cluster's credentials (ClusterConfig.Creds), a call
+// that does not prove it comes from a node never reaches serveCall
+// (cluster.NodeProof).
 
 // The methods that list across partitions.
 const (
@@ -122,7 +125,8 @@ func (n *node) serveCalls(svc *hubgrpc.Service, tp trace.TracerProvider) error {
 		return err
 	}
 	n.router = r
-	n.calls, err = cluster.ServeCalls(cluster.CallsConfig{Conn: n.cc, NodeID: n.cfg.NodeID, Serve: n.serveCall, Logger: n.logger})
+	n.calls, err = cluster.ServeCalls(cluster.CallsConfig{Conn: n.cc, NodeID: n.cfg.NodeID, Serve: n.serveCall, Logger: n.logger,
+		Proof: n.cfg.Creds.Proof()})
 	return err
 }
 

@@ -161,6 +161,7 @@ func start(ctx context.Context, cfg Config, auth hubgrpc.Authenticator, tlsCfg *
 			return nil, err
 		}
 		m = metrics.New(nil)
+		m.Registry().MustRegister(n.foreign)
 		hc = n.hubConfig(hc)
 	} else {
 		batch, err := LogBatchBytes(cfg.Hub)

@@ -20,12 +20,19 @@ type Visitor struct {
 	// messages are skipped and the others go on. If nil, Hydrate stops
 	// with the error.
 	Broken func(session [16]byte, err error)
+	// Foreign, if set, is told of a message whose subject names no
+	// session of the partition (no log writes one: another program
+	// published into the partition's subjects), with its stream seq and
+	// an ErrCorrupt naming it; it is skipped and the others go on. If
+	// nil, Hydrate stops with that error.
+	Foreign func(subject string, streamSeq uint64, err error)
 }
 
 // HydrateStats counts what Hydrate read.
 type HydrateStats struct {
 	Sessions, Records int
 	Broken            int
+	Foreign           int    // messages that name no session, skipped
 	LastSeq           uint64 // the stream seq of the last message read
 }
 
@@ -36,7 +43,7 @@ type HydrateStats struct {
 // Nats-Msg-Id, frame) and every session's density from seq 1, and
 // remembers each session's last record, so the first appends after it need
 // no lookup. A message whose subject names no session of the partition
-// stops it with ErrCorrupt.
+// goes to v.Foreign, or stops it with ErrCorrupt.
 func (l *Log) Hydrate(ctx context.Context, k int, v Visitor) (HydrateStats, error) {
 	var st HydrateStats
 	if err := l.enter(); err != nil {
@@ -73,7 +80,13 @@ func (h *hydration) message(r raw) error {
 	h.st.LastSeq = r.sseq
 	kind, id, err := h.l.y.parseSubject(h.k, r.subj)
 	if err != nil {
-		return fmt.Errorf("stream seq %d: %w", r.sseq, err)
+		err = fmt.Errorf("stream seq %d: %w", r.sseq, err)
+		if h.v.Foreign == nil {
+			return err
+		}
+		h.st.Foreign++
+		h.v.Foreign(r.subj, r.sseq, err)
+		return nil
 	}
 	if h.broken[id] {
 		return nil

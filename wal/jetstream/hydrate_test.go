@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -112,6 +113,57 @@ func TestCorruption(t *testing.T) {
 	}
 	rawPublish(t, l, fmt.Sprintf("hub.p%d.x.y", k), "", []byte("?"))
 	if _, err := l.Hydrate(ctx, k, Visitor{Broken: func([16]byte, error) {}}); !errors.Is(err, ErrCorrupt) {
-		t.Errorf("Hydrate over a foreign subject = %v, want ErrCorrupt", err)
+		t.Errorf("Hydrate over a foreign subject without Foreign = %v, want ErrCorrupt", err)
 	}
+}
+
+// TestHydrateForeign: messages whose subjects name no session of the
+// partition (anything another program publishes into hub.p<k>.>) are
+// skipped and reported to Foreign, with their subjects and stream seqs,
+// and the partition's sessions load around them, those written after them
+// included.
+func TestHydrateForeign(t *testing.T) {
+	_, l := single(t)
+	ctx := context.Background()
+	k := 2
+	a, b := idIn(t, 1, k, 4), idIn(t, 2, k, 4)
+	mustAppend(t, l, open(a, 2))
+	foreign := []string{
+		fmt.Sprintf("hub.p%d.junk", k),
+		fmt.Sprintf("hub.p%d.s.not-a-session", k),
+		fmt.Sprintf("hub.p%d.m.%s.extra", k, formatUUID(b)),
+		fmt.Sprintf("hub.p%d.s.ABCDEF01-0000-0000-0000-000000000000", k), // not the canonical form
+	}
+	for _, subj := range foreign {
+		rawPublish(t, l, subj, "", []byte("junk"))
+	}
+	mustAppend(t, l, open(b, 1))
+	mustAppend(t, l, more(a, 3, 1))
+	var got []string
+	records := map[byte]uint64{}
+	st, err := l.Hydrate(ctx, k, Visitor{
+		Record: func(s [16]byte, seq uint64, _ []byte) error { records[s[0]] = seq; return nil },
+		Broken: func(s [16]byte, err error) { t.Errorf("session %d reported broken: %v", s[0], err) },
+		Foreign: func(subj string, sseq uint64, err error) {
+			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), subj) {
+				t.Errorf("foreign %s: %v, want ErrCorrupt naming the subject", subj, err)
+			}
+			got = append(got, fmt.Sprintf("%s@%d", subj, sseq))
+		},
+	})
+	if err != nil {
+		t.Fatalf("Hydrate over foreign subjects: %v", err)
+	}
+	var want []string
+	for i, subj := range foreign {
+		want = append(want, fmt.Sprintf("%s@%d", subj, 4+i)) // after a's metadata and three records
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("foreign messages reported %v, want %v", got, want)
+	}
+	if records[1] != 3 || records[2] != 1 || st.Sessions != 2 || st.Foreign != len(foreign) || st.Broken != 0 {
+		t.Errorf("records %v, stats %+v", records, st)
+	}
+	// The log appends to both sessions after the load.
+	mustAppend(t, l, more(a, 4, 1), more(b, 2, 1))
 }
