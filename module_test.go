@@ -8,21 +8,6 @@ import (
 	"testing"
 )
 
-// serverOnly are modules a client of hubd must never inherit: the
-// server's store, cluster bus, HTTP gateway, logging and metrics, test
-// browser and trace exporters.
-var serverOnly = []string{
-	"github.com/dgraph-io/badger",
-	"github.com/nats-io/nats-server",
-	"github.com/nats-io/nats.go",
-	"github.com/chromedp/",
-	"github.com/rs/zerolog",
-	"github.com/grpc-ecosystem/grpc-gateway",
-	"github.com/prometheus/",
-	"go.opentelemetry.io/otel/exporters/",
-	"go.opentelemetry.io/otel/sdk",
-}
-
 // userModule writes a fresh module outside the repository, as a user's
 // would be, holding files (name → content) and requiring mods, each
 // replaced by its directory in this repository (they are not published
@@ -64,36 +49,10 @@ func goIn(t *testing.T, dir string, args ...string) {
 	}
 }
 
-// TestClientModule builds examples/minimal, the program to copy, in a
-// fresh module that requires agentsdk alone, and fails if its go.sum
-// names a module only the server needs: agentsdk and hubpb are modules of
-// their own, depending on gRPC, protobuf and the OpenTelemetry API only.
-func TestClientModule(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a module of its own (-short)")
-	}
-	src, err := os.ReadFile(filepath.Join("examples", "minimal", "main.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := userModule(t, map[string]string{"main.go": string(src)}, "/agentsdk")
-	goIn(t, dir, "build", "-o", filepath.Join(dir, "minimal"), ".")
-	sum, err := os.ReadFile(filepath.Join(dir, "go.sum"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(sum), "\n") {
-		for _, m := range append(serverOnly, module+" ") {
-			if strings.HasPrefix(line, m) {
-				t.Errorf("a client of agentsdk inherits %q:\n%s", strings.TrimSpace(m), line)
-			}
-		}
-	}
-}
-
 // TestHubtestFromUserModule: a user's tests can still start a real hub
 // in process with hub/hubtest, from a module of their own that requires
-// the server's module beside agentsdk.
+// the server's module beside agentsdk (examples/minimal's test builds a
+// client that requires agentsdk alone, and checks its go.sum).
 func TestHubtestFromUserModule(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module of its own (-short)")

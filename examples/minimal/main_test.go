@@ -47,9 +47,27 @@ func TestImports(t *testing.T) {
 	}
 }
 
+// serverOnly are modules a client of hubd must never inherit: the
+// server's store, cluster bus, HTTP gateway, logging and metrics, test
+// browser and trace exporters.
+var serverOnly = []string{
+	"github.com/hubd/hubd ",
+	"github.com/dgraph-io/badger",
+	"github.com/nats-io/",
+	"github.com/chromedp/",
+	"github.com/rs/zerolog",
+	"github.com/grpc-ecosystem/grpc-gateway",
+	"github.com/prometheus/",
+	"go.opentelemetry.io/otel/exporters/",
+	"go.opentelemetry.io/otel/sdk",
+}
+
 // TestBuildsOutsideTheRepository copies main.go into a fresh module outside
-// the repository, which requires hubd through a replace directive, and
-// builds it: the example imports nothing a user's module cannot.
+// the repository, which requires agentsdk alone (replaced, with hubpb, by
+// its directory here until both are tagged), and builds it: the example
+// imports nothing a user's module cannot, and the module's go.sum names
+// nothing of the server, since agentsdk and hubpb are modules of their own
+// that depend on gRPC, protobuf and the OpenTelemetry API only.
 func TestBuildsOutsideTheRepository(t *testing.T) {
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
@@ -70,7 +88,9 @@ func TestBuildsOutsideTheRepository(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gomod := "module example.com/minimal\n\ngo 1.26\n\nrequire github.com/hubd/hubd v0.0.0\n\nreplace github.com/hubd/hubd => " + root + "\n"
+	gomod := "module example.com/minimal\n\ngo 1.26\n\nrequire github.com/hubd/hubd/agentsdk v0.0.0\n\n" +
+		"replace github.com/hubd/hubd/agentsdk => " + filepath.Join(root, "agentsdk") + "\n\n" +
+		"replace github.com/hubd/hubd/hubpb => " + filepath.Join(root, "hubpb") + "\n"
 	for name, data := range map[string][]byte{"main.go": src, "go.mod": []byte(gomod)} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			t.Fatal(err)
@@ -89,5 +109,16 @@ func TestBuildsOutsideTheRepository(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "minimal")); err != nil {
 		t.Errorf("no binary: %v", err)
+	}
+	sum, err := os.ReadFile(filepath.Join(dir, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(sum), "\n") {
+		for _, m := range serverOnly {
+			if strings.HasPrefix(line, m) {
+				t.Errorf("a client of agentsdk inherits %q: %s", strings.TrimSpace(m), line)
+			}
+		}
 	}
 }
