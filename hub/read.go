@@ -245,7 +245,7 @@ func (h *Hub) listResident(agent string, operator bool, f Filter, limit int) ([]
 	}
 	var hits []*sess
 	for _, s := range pool { // sorted below
-		if f.matches(s) {
+		if s.lastSeq.Load() > 0 && f.matches(s) { // nothing of a session mid-open is written yet
 			hits = append(hits, s)
 		}
 	}
