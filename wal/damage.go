@@ -424,6 +424,15 @@ func (l *Log) Damaged() Damage {
 	return Damage{Sessions: l.marks.sorted(), Store: slices.Clone(l.storeDamage)}
 }
 
+// DamageMarks calls fn for every session marked damaged (see
+// MarkDamaged), in key order, with its mark in words: the first seq
+// affected and what was found.
+func (l *Log) DamageMarks(fn func(session [16]byte, cause string)) {
+	for _, d := range l.Damaged().Sessions {
+		fn(d.Session, fmt.Sprintf("records from seq %d: %s", d.From, d.Cause))
+	}
+}
+
 // markOf returns the session's damage mark, if any.
 func (l *Log) markOf(session [16]byte) (SessionDamage, bool) {
 	l.mu.Lock()
