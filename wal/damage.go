@@ -68,13 +68,25 @@ func uuidString(s [16]byte) string {
 type DamageError struct {
 	Dir    string
 	Damage Damage
+	// RestoreOnly: no DamagePolicy opens the store (its MANIFEST or a
+	// table is damaged or gone, found before badger opens it); only a
+	// restore from a backup helps. Otherwise MarkDamaged opens it.
+	RestoreOnly bool
 }
 
 // Error summarises the damage and says what to do.
 func (e *DamageError) Error() string {
-	return fmt.Sprintf("%v in %s: %d sessions affected, %d store problems:\n%s"+
-		"restore the directory from a backup, or open it with the damaged sessions marked (MarkDamaged)",
-		ErrDamaged, e.Dir, len(e.Damage.Sessions), len(e.Damage.Store), e.Damage)
+	todo := "restore the directory from a backup, or open it with the damaged sessions marked (MarkDamaged)"
+	if e.RestoreOnly {
+		todo = "restore the directory from a backup: no damage policy opens it"
+	}
+	return fmt.Sprintf("%v in %s: %d sessions affected, %d store problems:\n%s%s",
+		ErrDamaged, e.Dir, len(e.Damage.Sessions), len(e.Damage.Store), e.Damage, todo)
+}
+
+// storeDamage is the *DamageError of problems checkFiles found.
+func storeDamage(dir string, problems ...string) *DamageError {
+	return &DamageError{Dir: dir, Damage: Damage{Store: problems}, RestoreOnly: true}
 }
 
 // Is reports whether target is ErrDamaged.
@@ -90,7 +102,9 @@ const orphanDir = "orphans"
 // of the store, refused whatever the policy. Table files the MANIFEST does
 // not list are left by a crash during a flush or compaction, or by a
 // damaged MANIFEST: badger deletes them at open, even read-only, so a
-// writable open moves them into orphans/ and a read-only one refuses.
+// writable open moves them into orphans/ and a read-only one refuses. A
+// listed table whose footer cannot be read (cut short: badger would
+// panic) is damage of the store too.
 func checkFiles(dir string, readOnly bool, logger zerolog.Logger) error {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -119,16 +133,16 @@ func checkFiles(dir string, readOnly bool, logger zerolog.Logger) error {
 	m, err := readManifest(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && len(data) > 0:
-		return &DamageError{Dir: dir, Damage: Damage{Store: []string{fmt.Sprintf(
+		return storeDamage(dir, fmt.Sprintf(
 			"the MANIFEST is missing while %d data files exist (%s): badger would start empty and delete every table",
-			len(data), strings.Join(firstN(data, 5), ", "))}}}
+			len(data), strings.Join(firstN(data, 5), ", ")))
 	case errors.Is(err, fs.ErrNotExist):
 		if readOnly {
 			return fmt.Errorf("wal: no store in %q: %w", dir, err)
 		}
 		return nil
 	case err != nil:
-		return &DamageError{Dir: dir, Damage: Damage{Store: []string{"the MANIFEST is unreadable: " + err.Error()}}}
+		return storeDamage(dir, "the MANIFEST is unreadable: "+err.Error())
 	}
 	if err := moveEmptyMem(dir, emptyMem, readOnly); err != nil {
 		return err
@@ -142,8 +156,11 @@ func checkFiles(dir string, readOnly bool, logger zerolog.Logger) error {
 			problems = append(problems, fmt.Sprintf("table %s listed in the MANIFEST is missing", table.IDToFilename(id)))
 		}
 	}
+	if len(problems) == 0 {
+		problems = checkTableFiles(dir, m)
+	}
 	if len(problems) > 0 {
-		return &DamageError{Dir: dir, Damage: Damage{Store: problems}}
+		return storeDamage(dir, problems...)
 	}
 	moved, err := handleOrphans(dir, tables, m.Tables, readOnly)
 	if len(moved) > 0 {
