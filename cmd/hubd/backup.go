@@ -109,14 +109,14 @@ func restoreLog(ctx context.Context, dir, file string, stdout io.Writer) error {
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	fmt.Fprintf(stdout, "restored %s into %s\n", file, dir)
-	return verifyLog(ctx, dir, stdout)
+	return verifyLog(ctx, dir, verifyOptions{inPlace: true}, stdout)
 }
 
 // verifyLive is "hubd log verify --hub ADDR": the running hub's log is
 // backed up into a temporary directory, restored there, verified and
 // removed. The hub is not stopped or changed; the check is of the moment
 // the backup began.
-func verifyLive(ctx context.Context, c *clientFlags, stdout io.Writer) error {
+func verifyLive(ctx context.Context, c *clientFlags, o verifyOptions, stdout io.Writer) error {
 	const cmd = "log verify"
 	client, err := c.dial(ctx, cmd)
 	if err != nil {
@@ -148,7 +148,8 @@ func verifyLive(ctx context.Context, c *clientFlags, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "note: verifying a backup of the hub at %s taken at %s (%d bytes, %s)\n",
 		c.hub, start.UTC().Format(time.RFC3339), info.Bytes, info.Format)
-	return verifyLog(ctx, dir, stdout)
+	o.inPlace = true // the restored backup is verify's own
+	return verifyLog(ctx, dir, o, stdout)
 }
 
 // checkDigest compares f's SHA-256 with the one in file+".sha256" (written
