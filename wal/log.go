@@ -194,6 +194,9 @@ func openError(opts Options, err error) error {
 		return fmt.Errorf("%w: %s: a read-only open cannot replay its memtable log; open it read-write once, or open a copy: %w",
 			ErrUnclean, dir, err)
 	}
+	if de := tableOpenDamage(dir, err); de != nil {
+		return de
+	}
 	return fmt.Errorf("wal: open badger in %q: %w", dir, err)
 }
 

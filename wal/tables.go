@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 
 	"github.com/dgraph-io/badger/v4"
@@ -41,6 +42,21 @@ func checkTableFiles(dir string, m badger.Manifest) []string {
 		}
 	}
 	return out
+}
+
+// tableOpenRE finds the table file in badger's error for one it could not
+// open.
+var tableOpenRE = regexp.MustCompile(`Opening table: "([^"]+)"`)
+
+// tableOpenDamage is the *DamageError of badger's failure to open a table
+// (its last block, which badger reads at open, fails its checksum), nil
+// for another error.
+func tableOpenDamage(dir string, err error) *DamageError {
+	m := tableOpenRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		return nil
+	}
+	return storeDamage(dir, fmt.Sprintf("table %s is damaged: badger cannot open it: %v", filepath.Base(m[1]), err))
 }
 
 // checkTableFooter reads a table file's footer and index and checks the
