@@ -39,6 +39,10 @@ func runLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if args[0] == "backup" || args[0] == "verify" {
 		c.register(fs)
 	}
+	var sum *string
+	if args[0] == "restore" {
+		sum = fs.String("sha256", "", "check FILE against this `digest` (hex, as log backup printed it) before writing anything")
+	}
 	var onDamage *string
 	if args[0] == "verify" {
 		hubFlag := fs.Lookup("hub")
@@ -64,7 +68,7 @@ func runLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	case "backup":
 		return backupLog(ctx, &c, fs.Arg(0), stdout, stderr)
 	case "restore":
-		return restoreLog(ctx, *data, fs.Arg(0), stdout)
+		return restoreLog(ctx, *data, fs.Arg(0), *sum, stdout)
 	}
 	o := verifyOptions{}
 	switch *onDamage {
