@@ -151,7 +151,7 @@ func tryStart(ctx context.Context, dir string, policy wal.DamagePolicy) (started
 func describeStart(st started) string {
 	var did []string
 	if m := st.opened.MovedAside; len(m) > 0 {
-		did = append(did, fmt.Sprintf("move %d files into orphans/ (%s)", len(m), strings.Join(firstN(m, 5), ", ")))
+		did = append(did, fmt.Sprintf("move %d files into orphans/ (%s)", len(m), firstFew(m)))
 	}
 	if n := st.opened.Replayed; n > 0 {
 		did = append(did, fmt.Sprintf("replay %d commits from the journal", n))
@@ -162,7 +162,7 @@ func describeStart(st started) string {
 		for i, id := range q {
 			ids[i] = id.String()
 		}
-		did = append(did, fmt.Sprintf("quarantine %d sessions (%s)", len(q), strings.Join(firstN(ids, 5), ", ")))
+		did = append(did, fmt.Sprintf("quarantine %d sessions (%s)", len(q), firstFew(ids)))
 		serve = "serve the rest"
 	}
 	if len(did) == 0 {
@@ -223,8 +223,13 @@ func sortedIDs(m map[session.ID]error) []session.ID {
 	return slices.SortedFunc(maps.Keys(m), func(a, b session.ID) int { return slices.Compare(a[:], b[:]) })
 }
 
-// firstN returns at most n elements of s.
-func firstN(s []string, n int) []string { return s[:min(len(s), n)] }
+// firstFew lists the first five of s, and an ellipsis for the rest.
+func firstFew(s []string) string {
+	if len(s) > 5 {
+		return strings.Join(s[:5], ", ") + ", …"
+	}
+	return strings.Join(s, ", ")
+}
 
 // decodeAll checks that every metadata and record decodes, reading each
 // session on its own (a damaged one does not stop the rest), adds the
