@@ -68,8 +68,10 @@ func verifyLog(ctx context.Context, dir string, o verifyOptions, stdout io.Write
 // verifyDir returns the directory verify starts a hub on: a copy of dir
 // in a temporary directory (removed by cleanup), or dir itself in place.
 func verifyDir(dir string, inPlace bool) (string, func(), error) {
-	if ents, err := os.ReadDir(dir); err != nil || len(ents) == 0 {
-		return "", nil, fmt.Errorf("log verify: no store in %s", dir)
+	if ents, err := os.ReadDir(dir); err != nil {
+		return "", nil, fmt.Errorf("log verify: opening %s: %w", dir, err)
+	} else if len(ents) == 0 {
+		return "", nil, fmt.Errorf("log verify: no store in %s: the directory is empty", dir)
 	}
 	if inPlace {
 		return dir, func() {}, nil
