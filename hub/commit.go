@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -24,6 +25,9 @@ type plan struct {
 	trace string          // the caller's traceparent, for envelopes without one
 	parts []*part
 	first bool // nothing applied yet: the size limit applies to the next envelope
+	// unsure: its append failed with the outcome unknown (it may have
+	// landed), so its sessions stay, failed, until a reload reads the log.
+	unsure bool
 }
 
 // part is one session's share of a plan.
@@ -209,12 +213,15 @@ func (h *Hub) finish(ctx context.Context, p *plan) error {
 			// The log takes nothing more until a restart (it logged why,
 			// once): the sessions of the plan are rebuilt from the log
 			// for reads, quietly, delivering nothing the failed commit
-			// may have left in the store without making it durable.
+			// may have left in the store without making it durable; a
+			// new one is kept or forgotten as the log says.
+			p.unsure = true
 			for _, x := range p.parts {
 				x.s.failed = err
 			}
 			return endSpan(wait, fmt.Errorf("session %v: %w", p.parts[0].s.id, err))
 		}
+		p.unsure = !errors.Is(err, ErrNotOwner)
 		for _, x := range p.parts {
 			h.fail(x.s, err)
 			if !x.isNew {
@@ -291,6 +298,9 @@ func (h *Hub) fail(s *sess, err error) {
 // failed session of the tree is reloaded with it: one write may span
 // several of them.
 func (h *Hub) ready(ctx context.Context, s *sess) error {
+	if s.dropped {
+		return notWritten(s)
+	}
 	if s.failed == nil {
 		return nil
 	}
@@ -305,7 +315,19 @@ func (h *Hub) ready(ctx context.Context, s *sess) error {
 			return err
 		}
 	}
+	if s.dropped {
+		return notWritten(s)
+	}
 	return nil
+}
+
+// errNotWritten is why a new session whose append failed is not served:
+// its reload found nothing of it in the log (see forget).
+var errNotWritten = errors.New("its open was not written")
+
+// notWritten is the error of a call that reaches a forgotten session.
+func notWritten(s *sess) error {
+	return fmt.Errorf("no session %v: %w: %w", s.id, errNotWritten, ErrUnknownSession)
 }
 
 // treeOf returns every session of s's tree held in memory, s's root first.
@@ -329,6 +351,10 @@ func (h *Hub) reload(ctx context.Context, s *sess) error {
 		return fmt.Errorf("session %v failed (%v) and could not be reloaded: %v: %w", s.id, s.failed, err, ErrSessionFailed)
 	}
 	delivered, before := s.lastSeq.Load(), session.State(s.state.Load())
+	if delivered == 0 && fresh.m.Seq == 0 {
+		h.forget(s)
+		return nil
+	}
 	var landed []*hubpb.Envelope
 	if fresh.m.Seq > delivered {
 		if landed, err = h.readFrom(ctx, s, delivered+1); err != nil {
@@ -349,6 +375,9 @@ func (h *Hub) reload(ctx context.Context, s *sess) error {
 		s.publish()
 		return nil
 	}
+	if f := h.cfg.Hooks.Opened; f != nil && delivered == 0 {
+		f(s.meta) // a new session whose open landed although its append failed
+	}
 	newTurn := s.trigger.GetSeq() > delivered
 	for _, e := range landed {
 		if newTurn && e.GetSeq() == s.trigger.GetSeq() {
@@ -358,6 +387,18 @@ func (h *Hub) reload(ctx context.Context, s *sess) error {
 	h.took(s, landed, before, newTurn)
 	h.deliverTree(&plan{parts: []*part{{s: s, envs: landed}}})
 	return nil
+}
+
+// forget drops a new session whose first write failed and did not land
+// (its reload found nothing in the log): it leaves the hub's indexes and
+// its parent; the caller holds its tree's lock.
+func (h *Hub) forget(s *sess) {
+	h.unreserve(s, s.meta.GetOpenKey())
+	s.failed, s.dropped = nil, true
+	s.gone.Store(true)
+	if p := s.parent; p != nil {
+		p.kids = slices.DeleteFunc(p.kids, func(k *sess) bool { return k == s })
+	}
 }
 
 // readFrom reads session s's envelopes from seq on.

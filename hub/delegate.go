@@ -234,6 +234,14 @@ func (h *Hub) delegate(ctx context.Context, p *sess, env *hubpb.Envelope, kids [
 		}
 	}
 	if err := h.finish(ctx, pl); err != nil {
+		if pl.unsure {
+			// The write may have landed, children and record together:
+			// the children stay in the tree, failed, and the reload that
+			// comes before the tree's next change (or the parent's retry)
+			// keeps them or drops them as the log says.
+			p.kids = append(p.kids, kids...)
+			return nil, err
+		}
 		undo()
 		return nil, err
 	}

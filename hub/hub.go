@@ -90,6 +90,7 @@ type sess struct {
 	kids    []*sess // every child, oldest first
 	task    string  // a child's task until its open is written (Delegate)
 	asking  bool    // noteAsking last put it in Hub.askers
+	dropped bool    // a new session whose open did not land (see forget)
 
 	views *viewCache // what views need, kept by the fold; its own lock
 

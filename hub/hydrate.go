@@ -86,9 +86,44 @@ func (h *Hub) hydrate(ctx context.Context) error {
 		}
 	}
 	n := h.install(order, all)
+	h.quarantineMarked(ctx)
 	h.logger.Info().Int("sessions", n).Int("quarantined", len(h.quarantined)).Int64("records", records).Bool("indexed", indexed).Bool("snapshot", snapshot).
 		Str("took", time.Since(start).Round(time.Millisecond).String()).Msg("hydrated")
 	return nil
+}
+
+// DamageMarks is what a Log may also do: name the sessions it knows to be
+// damaged (wal.Log's damage marks, recorded when a store opened with
+// acknowledged records missing). Hydrate quarantines each of them, ended
+// ones included, so that listings show them from the start.
+type DamageMarks interface {
+	// DamageMarks calls fn for every session marked damaged, with what
+	// was found.
+	DamageMarks(fn func(session [16]byte, cause string))
+}
+
+// quarantineMarked quarantines the sessions the log marks damaged that
+// hydrate did not (ended ones: it does not read them).
+func (h *Hub) quarantineMarked(ctx context.Context) {
+	dm, ok := h.wal.(DamageMarks)
+	if !ok || h.cfg.Partitioned {
+		return
+	}
+	dm.DamageMarks(func(raw [16]byte, cause string) {
+		id := session.ID(raw)
+		h.mu.RLock()
+		_, done := h.quarantined[id]
+		_, live := h.sessions[id]
+		h.mu.RUnlock()
+		if done || live {
+			return
+		}
+		meta, err := h.wal.Meta(ctx, id)
+		if err != nil {
+			meta = nil
+		}
+		h.quarantine(id, fmt.Errorf("the log marks it damaged: %s: %w", cause, session.ErrCorrupt), meta)
+	})
 }
 
 // liveIDs returns the ids the index marks live, in id order.

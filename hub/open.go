@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -43,25 +44,9 @@ func (h *Hub) Open(ctx context.Context, creator string, req *hubpb.OpenRequest) 
 		}
 		return h.openChild(ctx, creator, req)
 	}
-	if key := req.GetIdempotencyKey(); key != "" {
-		s, ok, err := h.existing(ctx, creator, key)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			if field := h.openDiff(creator, s.meta, req); field != "" {
-				return nil, fmt.Errorf("idempotency key %q made session %s, and this open differs in %s: use a new key: %w",
-					key, s.meta.GetSessionId(), field, ErrIdempotencyConflict)
-			}
-			return h.openResponse(ctx, s, true)
-		}
-	}
-	prev, open, err := h.thread(ctx, creator, req.GetThreadKey())
-	if err != nil {
-		return nil, err
-	}
-	if open != nil {
-		return h.openResponse(ctx, open, true)
+	resp, prev, err := h.earlier(ctx, creator, req)
+	if resp != nil || err != nil {
+		return resp, err
 	}
 	meta, typ, err := h.buildMeta(ctx, creator, req)
 	if err != nil {
@@ -82,6 +67,37 @@ func (h *Hub) Open(ctx context.Context, creator string, req *hubpb.OpenRequest) 
 		f(meta)
 	}
 	return h.openResponse(ctx, s, false)
+}
+
+// earlier answers an open an earlier one made: the session of its
+// idempotency key, or the open session of its thread key. Otherwise it
+// returns the thread's latest session, which a new one follows. A session
+// whose first write failed without landing answers nothing.
+func (h *Hub) earlier(ctx context.Context, creator string, req *hubpb.OpenRequest) (*hubpb.OpenResponse, session.ID, error) {
+	if key := req.GetIdempotencyKey(); key != "" {
+		s, ok, err := h.existing(ctx, creator, key)
+		if err != nil {
+			return nil, session.ID{}, err
+		}
+		if ok {
+			if field := h.openDiff(creator, s.meta, req); field != "" {
+				return nil, session.ID{}, fmt.Errorf("idempotency key %q made session %s, and this open differs in %s: use a new key: %w",
+					key, s.meta.GetSessionId(), field, ErrIdempotencyConflict)
+			}
+			if resp, err := h.openResponse(ctx, s, true); !errors.Is(err, errNotWritten) {
+				return resp, session.ID{}, err
+			}
+		}
+	}
+	prev, open, err := h.thread(ctx, creator, req.GetThreadKey())
+	if err != nil || open == nil {
+		return nil, prev, err
+	}
+	if resp, err := h.openResponse(ctx, open, true); !errors.Is(err, errNotWritten) {
+		return resp, session.ID{}, err
+	}
+	prev, _, err = h.thread(ctx, creator, req.GetThreadKey()) // the one before, from the log's index
+	return nil, prev, err
 }
 
 // openChild opens a child of req's parent as a background delegation.
@@ -145,6 +161,13 @@ func (h *Hub) create(ctx context.Context, m *adapters.Machine, task string) (*se
 		return nil, err
 	}
 	if err := h.finish(ctx, p); err != nil {
+		if p.unsure {
+			// It may have landed: it stays, failed, until a reload (a
+			// retry of the open, or the scheduler in a second) keeps it
+			// or forgets it as the log says.
+			h.sched.retry(s, h.clock.Now().Add(timerRetry))
+			return nil, err
+		}
 		h.unreserve(s, key)
 		return nil, err
 	}
@@ -384,6 +407,9 @@ func (h *Hub) unreserve(s *sess, key string) {
 	}
 	if key != "" {
 		delete(h.openKeys, openKey(s.meta.GetCreator(), key))
+	}
+	if k := openKey(s.meta.GetCreator(), s.meta.GetThreadKey()); h.threads[k] == s {
+		delete(h.threads, k) // the thread's latest is again the one before, in the log's index
 	}
 	h.openCount[s.meta.GetCreator()]--
 	h.sched.remove(s)

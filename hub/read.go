@@ -165,7 +165,10 @@ func (h *Hub) CountSessions(f func(typ string, state session.State, n int)) {
 
 // Filter selects sessions in List. Zero fields match everything.
 type Filter struct {
-	State       session.State
+	State session.State
+	// Quarantined selects the quarantined sessions only (listed with
+	// state QUARANTINED; see Hub.Quarantined): those found damaged so far.
+	Quarantined bool
 	Creator     string
 	Participant string
 	Labels      map[string]string // every label must match
@@ -186,6 +189,10 @@ func (h *Hub) List(ctx context.Context, agent string, operator bool, f Filter) (
 		limit = 100
 	}
 	limit = min(limit, 1000)
+	if f.Quarantined {
+		out, next := h.listQuarantined(agent, operator, f, limit)
+		return out, next, nil
+	}
 	if h.cfg.Partitioned {
 		return h.listResident(agent, operator, f, limit)
 	}
@@ -202,19 +209,28 @@ func (h *Hub) List(ctx context.Context, agent string, operator bool, f Filter) (
 	visit := func(id session.ID, meta func() (*hubpb.SessionMeta, error)) error {
 		if qm, ok := h.quarantinedMetaOf(id); ok {
 			if f.State == 0 && (operator || session.IsParticipant(qm, agent)) && f.matchesMeta(qm) {
-				return add(id, &hubpb.SessionInfo{Meta: qm, State: StateQuarantined})
+				return add(id, quarantinedInfo(id, qm))
 			}
 			return nil
 		}
 		s, ok := h.live(id)
 		if !ok {
 			m, err := meta()
-			if err != nil || !f.matchesMeta(m) || (f.State != 0 && !f.State.Ended()) {
-				return nil // a session whose metadata does not decode is quarantined when read
+			if err == nil && (!f.matchesMeta(m) || (f.State != 0 && !f.State.Ended())) {
+				return nil
 			}
 			if s, err = h.loadEnded(ctx, id); err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
+				}
+				if errors.Is(err, ErrQuarantined) && f.State == 0 {
+					// Found damaged by this read: listed as such, to whoever
+					// the walk found it for (its metadata may not decode).
+					qm, _ := h.quarantinedMetaOf(id)
+					if qm == nil && (f.Creator != "" || f.Participant != "" || len(f.Labels) > 0) {
+						return nil
+					}
+					return add(id, quarantinedInfo(id, qm))
 				}
 				return nil
 			}
@@ -258,7 +274,7 @@ func (h *Hub) listResident(agent string, operator bool, f Filter, limit int) ([]
 	}
 	var hits []*sess
 	for _, s := range pool { // sorted below
-		if f.matches(s) {
+		if s.lastSeq.Load() > 0 && f.matches(s) { // nothing of a session mid-open is written yet
 			hits = append(hits, s)
 		}
 	}
@@ -283,6 +299,44 @@ func (h *Hub) listResident(agent string, operator bool, f Filter, limit int) ([]
 
 // StateQuarantined is the state a listing gives a quarantined session.
 const StateQuarantined = "QUARANTINED"
+
+// quarantinedInfo is a listing's line of a quarantined session: its
+// stored metadata, or its id alone when that does not decode.
+func quarantinedInfo(id session.ID, meta *hubpb.SessionMeta) *hubpb.SessionInfo {
+	if meta.GetSessionId() != id.String() {
+		meta = &hubpb.SessionMeta{SessionId: id.String()} // none, or one naming another session
+	}
+	return &hubpb.SessionInfo{Meta: meta, State: StateQuarantined}
+}
+
+// listQuarantined is List of the quarantined sessions (Filter.Quarantined):
+// those agent may see (an operator all, a participant those whose stored
+// metadata names it) that match f's other fields, in id order.
+func (h *Hub) listQuarantined(agent string, operator bool, f Filter, limit int) ([]*hubpb.SessionInfo, session.ID) {
+	h.mu.RLock()
+	var ids []session.ID
+	for id := range h.quarantined { //hubd:orderless sorted below
+		meta := h.quarantinedMeta[id]
+		switch {
+		case !f.After.IsZero() && compareIDs(id, f.After) <= 0,
+			meta == nil && (!operator || f.Creator != "" || f.Participant != "" || len(f.Labels) > 0),
+			meta != nil && (!operator && !session.IsParticipant(meta, agent) || !f.matchesMeta(meta)):
+			continue
+		}
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, compareIDs)
+	var next session.ID
+	if len(ids) > limit {
+		ids, next = ids[:limit], ids[limit-1]
+	}
+	out := make([]*hubpb.SessionInfo, len(ids))
+	for i, id := range ids {
+		out[i] = quarantinedInfo(id, h.quarantinedMeta[id])
+	}
+	h.mu.RUnlock()
+	return out, next
+}
 
 // quarantinedMetaOf returns the stored metadata of a quarantined session
 // whose metadata decodes.

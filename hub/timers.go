@@ -158,10 +158,9 @@ func (h *Hub) runTimers(s *sess) {
 	if s.gone.Load() {
 		return // unloaded while due: its new owner runs its timers
 	}
-	if err := h.ready(ctx, s); err != nil {
-		if errors.Is(err, ErrStorageFailed) {
-			return // its deadlines fire after a restart, from the log
-		}
+	if err := h.ready(ctx, s); errors.Is(err, errNotWritten) {
+		return // a new session whose first write did not land: forgotten
+	} else if err != nil {
 		h.logger.Error().Err(err).Str("session", s.id.String()).Msg("session not reloaded; retrying")
 		h.sched.retry(s, h.clock.Now().Add(timerRetry))
 		return

@@ -68,13 +68,25 @@ func uuidString(s [16]byte) string {
 type DamageError struct {
 	Dir    string
 	Damage Damage
+	// RestoreOnly: no DamagePolicy opens the store (its MANIFEST or a
+	// table is damaged or gone, found before badger opens it); only a
+	// restore from a backup helps. Otherwise MarkDamaged opens it.
+	RestoreOnly bool
 }
 
 // Error summarises the damage and says what to do.
 func (e *DamageError) Error() string {
-	return fmt.Sprintf("%v in %s: %d sessions affected, %d store problems:\n%s"+
-		"restore the directory from a backup, or open it with the damaged sessions marked (MarkDamaged)",
-		ErrDamaged, e.Dir, len(e.Damage.Sessions), len(e.Damage.Store), e.Damage)
+	todo := "restore the directory from a backup, or open it with the damaged sessions marked (MarkDamaged)"
+	if e.RestoreOnly {
+		todo = "restore the directory from a backup: no damage policy opens it"
+	}
+	return fmt.Sprintf("%v in %s: %d sessions affected, %d store problems:\n%s%s",
+		ErrDamaged, e.Dir, len(e.Damage.Sessions), len(e.Damage.Store), e.Damage, todo)
+}
+
+// storeDamage is the *DamageError of problems checkFiles found.
+func storeDamage(dir string, problems ...string) *DamageError {
+	return &DamageError{Dir: dir, Damage: Damage{Store: problems}, RestoreOnly: true}
 }
 
 // Is reports whether target is ErrDamaged.
@@ -90,20 +102,58 @@ const orphanDir = "orphans"
 // of the store, refused whatever the policy. Table files the MANIFEST does
 // not list are left by a crash during a flush or compaction, or by a
 // damaged MANIFEST: badger deletes them at open, even read-only, so a
-// writable open moves them into orphans/ and a read-only one refuses.
-func checkFiles(dir string, readOnly bool, logger zerolog.Logger) error {
+// writable open moves them into orphans/ and a read-only one refuses. A
+// listed table whose footer cannot be read (cut short: badger would
+// panic) is damage of the store too.
+// It returns the files it moved into orphans/.
+func checkFiles(dir string, readOnly bool, logger zerolog.Logger) ([]string, error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		if readOnly {
-			return fmt.Errorf("wal: no store in %q: %w", dir, err)
+			return nil, fmt.Errorf("wal: no store in %q: %w", dir, err)
 		}
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("wal: %w", err)
+		return nil, fmt.Errorf("wal: %w", err)
 	}
-	tables := map[uint64]string{}
-	var data, emptyMem []string
+	tables, data, emptyMem := dataFiles(ents)
+	m, err := readManifest(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && len(data) > 0:
+		return nil, storeDamage(dir, fmt.Sprintf(
+			"the MANIFEST is missing while %d data files exist (%s): badger would start empty and delete every table",
+			len(data), strings.Join(firstN(data, 5), ", ")))
+	case errors.Is(err, fs.ErrNotExist):
+		if readOnly {
+			return nil, fmt.Errorf("wal: no store in %q: %w", dir, err)
+		}
+		return nil, nil
+	case err != nil:
+		return nil, storeDamage(dir, "the MANIFEST is unreadable: "+err.Error())
+	}
+	if err := moveEmptyMem(dir, emptyMem, readOnly); err != nil {
+		return nil, err
+	}
+	if len(emptyMem) > 0 {
+		logger.Warn().Strs("files", emptyMem).Msg("wal: moved empty memtable logs into orphans/")
+	}
+	if problems := tableProblems(dir, tables, m); len(problems) > 0 {
+		return emptyMem, storeDamage(dir, problems...)
+	}
+	moved, err := handleOrphans(dir, tables, m.Tables, readOnly)
+	if len(moved) > 0 {
+		logger.Warn().Strs("files", moved).Msg("wal: moved tables the MANIFEST does not list into orphans/ " +
+			"(left by a crash during a flush or compaction, or by a damaged MANIFEST)")
+	}
+	return append(emptyMem, moved...), err
+}
+
+// dataFiles sorts a store directory's entries: its table files by id, its
+// data files (tables, value and memtable logs) and its empty memtable
+// logs.
+func dataFiles(ents []fs.DirEntry) (tables map[uint64]string, data, emptyMem []string) {
+	tables = map[uint64]string{}
 	for _, e := range ents {
 		name := e.Name()
 		if id, ok := table.ParseFileID(name); ok {
@@ -116,26 +166,12 @@ func checkFiles(dir string, readOnly bool, logger zerolog.Logger) error {
 			data = append(data, name)
 		}
 	}
-	m, err := readManifest(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist) && len(data) > 0:
-		return &DamageError{Dir: dir, Damage: Damage{Store: []string{fmt.Sprintf(
-			"the MANIFEST is missing while %d data files exist (%s): badger would start empty and delete every table",
-			len(data), strings.Join(firstN(data, 5), ", "))}}}
-	case errors.Is(err, fs.ErrNotExist):
-		if readOnly {
-			return fmt.Errorf("wal: no store in %q: %w", dir, err)
-		}
-		return nil
-	case err != nil:
-		return &DamageError{Dir: dir, Damage: Damage{Store: []string{"the MANIFEST is unreadable: " + err.Error()}}}
-	}
-	if err := moveEmptyMem(dir, emptyMem, readOnly); err != nil {
-		return err
-	}
-	if len(emptyMem) > 0 {
-		logger.Warn().Strs("files", emptyMem).Msg("wal: moved empty memtable logs into orphans/")
-	}
+	return tables, data, emptyMem
+}
+
+// tableProblems describes the tables the MANIFEST m lists that are gone
+// from dir or, when all are there, whose footers cannot be read.
+func tableProblems(dir string, tables map[uint64]string, m badger.Manifest) []string {
 	var problems []string
 	for _, id := range slices.Sorted(mapKeys(m.Tables)) {
 		if _, ok := tables[id]; !ok {
@@ -143,14 +179,9 @@ func checkFiles(dir string, readOnly bool, logger zerolog.Logger) error {
 		}
 	}
 	if len(problems) > 0 {
-		return &DamageError{Dir: dir, Damage: Damage{Store: problems}}
+		return problems
 	}
-	moved, err := handleOrphans(dir, tables, m.Tables, readOnly)
-	if len(moved) > 0 {
-		logger.Warn().Strs("files", moved).Msg("wal: moved tables the MANIFEST does not list into orphans/ " +
-			"(left by a crash during a flush or compaction, or by a damaged MANIFEST)")
-	}
-	return err
+	return checkTableFiles(dir, m)
 }
 
 // firstN returns at most n elements of s.
@@ -326,7 +357,7 @@ func checkJournal(db *badger.DB, rep journalReport) ([]SessionDamage, error) {
 // has its first record in the store: badger lost it with the unsynced
 // tail of its memtable log. A commit of which some sessions are present
 // is left for checkJournal to report.
-func replayJournal(db *badger.DB, rep journalReport, logger zerolog.Logger) error {
+func replayJournal(db *badger.DB, rep journalReport, logger zerolog.Logger) (int, error) {
 	_, void := ackedCommits(rep.entries)
 	replayed := 0
 	for _, e := range rep.entries {
@@ -345,7 +376,7 @@ func replayJournal(db *badger.DB, rep journalReport, logger zerolog.Logger) erro
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("wal: journal replay: %w", err)
+			return replayed, fmt.Errorf("wal: journal replay: %w", err)
 		}
 		if !lost {
 			continue
@@ -361,14 +392,14 @@ func replayJournal(db *badger.DB, rep journalReport, logger zerolog.Logger) erro
 		}
 		txn.Discard()
 		if err != nil {
-			return fmt.Errorf("wal: journal replay of commit %d: %w", e.commit, err)
+			return replayed, fmt.Errorf("wal: journal replay of commit %d: %w", e.commit, err)
 		}
 		replayed++
 	}
 	if replayed > 0 {
 		logger.Info().Int("commits", replayed).Msg("wal: rewrote commits the store had lost from the journal")
 	}
-	return nil
+	return replayed, nil
 }
 
 // ackedCommits returns whether a commit is known to have been
@@ -422,6 +453,15 @@ func (l *Log) Damaged() Damage {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return Damage{Sessions: l.marks.sorted(), Store: slices.Clone(l.storeDamage)}
+}
+
+// DamageMarks calls fn for every session marked damaged (see
+// MarkDamaged), in key order, with its mark in words: the first seq
+// affected and what was found.
+func (l *Log) DamageMarks(fn func(session [16]byte, cause string)) {
+	for _, d := range l.Damaged().Sessions {
+		fn(d.Session, fmt.Sprintf("records from seq %d: %s", d.From, d.Cause))
+	}
 }
 
 // markOf returns the session's damage mark, if any.

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -83,45 +82,6 @@ func copyDir(t *testing.T, src, dst string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// copySparse copies the file src to dst, keeping its holes: badger's
-// memtable and value log files are large and mostly holes.
-func copySparse(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	fi, err := in.Stat()
-	if err != nil {
-		return err
-	}
-	f, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	if err := f.Truncate(fi.Size()); err != nil {
-		_ = f.Close()
-		return err
-	}
-	const seekData, seekHole = 3, 4
-	for off := int64(0); off < fi.Size(); {
-		start, err := in.Seek(off, seekData)
-		if err != nil {
-			break // no data after off (ENXIO)
-		}
-		end, err := in.Seek(start, seekHole)
-		if err != nil {
-			end = fi.Size()
-		}
-		if _, err := io.Copy(io.NewOffsetWriter(f, start), io.NewSectionReader(in, start, end-start)); err != nil {
-			_ = f.Close()
-			return err
-		}
-		off = end
-	}
-	return f.Close()
 }
 
 // memFile returns the path of the store's memtable log that holds data

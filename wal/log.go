@@ -35,6 +35,7 @@ type Log struct {
 	idle        sync.Cond  // signalled (on mu) when readers drops to 0
 	marks       marks      // damaged sessions; written only while opening
 	storeDamage []string   // store problems found at open
+	opened      Opened     // what Open did; written only while opening
 
 	wake    chan struct{} // capacity 1: something was queued, or Close began
 	stopped chan struct{} // closed when the committer has exited
@@ -112,8 +113,10 @@ func open(opts Options, hooks testHooks) (*Log, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	var moved []string
 	if !opts.InMemory {
-		if err := checkFiles(opts.Dir, opts.ReadOnly, opts.Logger); err != nil {
+		var err error
+		if moved, err = checkFiles(opts.Dir, opts.ReadOnly, opts.Logger); err != nil {
 			return nil, err
 		}
 		if err := checkOpenSpace(opts); err != nil {
@@ -150,6 +153,7 @@ func open(opts Options, hooks testHooks) (*Log, error) {
 		space:    newSpaceGuard(opts, bopts.MemTableSize),
 		dir:      opts.Dir,
 		marks:    marks{},
+		opened:   Opened{MovedAside: moved},
 		wake:     make(chan struct{}, 1),
 		stopped:  make(chan struct{}),
 		hooks:    hooks,
@@ -208,6 +212,9 @@ func openError(opts Options, err error) error {
 		return fmt.Errorf("%w: %s: a read-only open cannot replay its memtable log; open it read-write once, or open a copy: %w",
 			ErrUnclean, dir, err)
 	}
+	if de := tableOpenDamage(dir, err); de != nil {
+		return de
+	}
 	return fmt.Errorf("wal: open badger in %q: %w", dir, err)
 }
 
@@ -239,7 +246,7 @@ func (l *Log) setup(opts Options) (*journal, error) {
 		return nil, err
 	}
 	if !opts.ReadOnly {
-		if err := replayJournal(l.db, rep, l.logger); err != nil {
+		if l.opened.Replayed, err = replayJournal(l.db, rep, l.logger); err != nil {
 			return nil, err
 		}
 	}
@@ -300,6 +307,7 @@ func (l *Log) applyPolicy(opts Options, found []SessionDamage) error {
 	for _, d := range fresh {
 		l.marks.add(d)
 	}
+	l.opened.Marked = fresh
 	l.logger.Error().Int("sessions", len(fresh)).Strs("store", l.storeDamage).Str("report", dmg.String()).
 		Msg("wal: damaged store opened; affected sessions are marked")
 	return nil

@@ -182,6 +182,10 @@ func verifyTables(dir string) []string {
 			out = append(out, fmt.Sprintf("table %s is not listed in the MANIFEST", filepath.Base(p)))
 			continue
 		}
+		if err := checkTableFooter(p); err != nil {
+			out = append(out, fmt.Sprintf("table %s is damaged: %v", filepath.Base(p), err))
+			continue
+		}
 		if err := verifyTable(p, id, tm.Compression); err != nil {
 			out = append(out, fmt.Sprintf("table %s: %v", filepath.Base(p), err))
 		}

@@ -80,43 +80,112 @@ func backupLog(ctx context.Context, c *clientFlags, file string, stdout, stderr 
 	return nil
 }
 
-// restoreLog is "hubd log restore --data DIR FILE": it loads a backup into
-// DIR, which must not exist or be empty, checking the digest beside it
-// when there is one, then verifies the result as "log verify" does. A
-// restore that fails leaves no store behind.
-func restoreLog(ctx context.Context, dir, file string, stdout io.Writer) error {
+// restoreLog is "hubd log restore --data DIR [--sha256 HEX] FILE": it
+// loads a backup into DIR, which must not exist or be empty, then verifies
+// the result as "log verify" does. FILE is checked first against the
+// digest given and the one beside it (FILE.sha256, written by backup),
+// when there is one; a mismatch writes nothing. From stdin ("-") the given
+// digest is checked as the backup streams in. A restore that fails
+// (a mismatch from stdin, a backup that does not load or does not verify)
+// removes what it wrote: DIR, and the parents it made, or DIR's contents
+// when DIR was there before.
+func restoreLog(ctx context.Context, dir, file, sum string, stdout io.Writer) error {
 	const cmd = "log restore"
+	want, err := parseDigest(sum)
+	if err != nil {
+		return exitcode.Usage("%s: --sha256: %v", cmd, err)
+	}
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		return exitcode.Usage("%s: %s is not empty: restore into a new directory", cmd, dir)
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
-	var in io.Reader = os.Stdin
-	if file != "-" {
-		f, err := os.Open(file)
-		if err != nil {
-			return exitcode.Usage("%s: %v", cmd, err)
-		}
-		defer f.Close()
-		// The digest is checked before anything is written.
-		if err := checkDigest(f, file); err != nil {
-			return fmt.Errorf("%s: %w", cmd, err)
-		}
-		in = f
+	in, check, done, err := restoreInput(file, want)
+	if err != nil {
+		return err
 	}
-	if err := wal.Restore(wal.Options{Dir: dir}, in); err != nil {
-		_ = os.RemoveAll(dir)
+	defer done()
+	undo, err := undoFor(dir)
+	if err != nil {
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
+	err = wal.Restore(wal.Options{Dir: dir}, in)
+	if err == nil {
+		err = check()
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w%s", cmd, err, undo())
+	}
 	fmt.Fprintf(stdout, "restored %s into %s\n", file, dir)
-	return verifyLog(ctx, dir, stdout)
+	if err := verifyLog(ctx, dir, verifyOptions{inPlace: true}, stdout); err != nil {
+		return exitcode.New(1, fmt.Errorf("%s: %s does not verify: %w%s", cmd, file, err, undo()))
+	}
+	return nil
+}
+
+// restoreInput opens a restore's backup: FILE, checked against want and
+// the digest beside it before anything is written, or stdin, whose digest
+// check reports once it is read. done closes FILE.
+func restoreInput(file string, want []byte) (in io.Reader, check func() error, done func(), err error) {
+	const cmd = "log restore"
+	if file == "-" {
+		h := sha256.New()
+		check = func() error { return matchDigest(h.Sum(nil), want, "the backup read from stdin", "--sha256") }
+		return io.TeeReader(os.Stdin, h), check, func() {}, nil
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, nil, nil, exitcode.Usage("%s: %v", cmd, err)
+	}
+	if err := checkDigest(f, file, want); err != nil {
+		_ = f.Close()
+		return nil, nil, nil, exitcode.New(1, fmt.Errorf("%s: %w", cmd, err))
+	}
+	return f, func() error { return nil }, func() { _ = f.Close() }, nil
+}
+
+// undoFor returns what removes all a restore into dir writes: dir and the
+// parents it lacks, or, when dir exists (empty), its contents. The undo
+// returns a note for the restore's error.
+func undoFor(dir string) (func() string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	top := "" // the highest directory the restore makes
+	for p := abs; ; p = filepath.Dir(p) {
+		if _, err := os.Stat(p); err == nil {
+			break
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		top = p
+		if filepath.Dir(p) == p {
+			break
+		}
+	}
+	return func() string {
+		if top != "" {
+			if err := os.RemoveAll(top); err != nil {
+				return fmt.Sprintf("; removing %s: %v", top, err)
+			}
+			return fmt.Sprintf("; removed %s", top)
+		}
+		ents, _ := os.ReadDir(abs)
+		for _, e := range ents {
+			if err := os.RemoveAll(filepath.Join(abs, e.Name())); err != nil {
+				return fmt.Sprintf("; emptying %s: %v", dir, err)
+			}
+		}
+		return fmt.Sprintf("; emptied %s", dir)
+	}, nil
 }
 
 // verifyLive is "hubd log verify --hub ADDR": the running hub's log is
 // backed up into a temporary directory, restored there, verified and
 // removed. The hub is not stopped or changed; the check is of the moment
 // the backup began.
-func verifyLive(ctx context.Context, c *clientFlags, stdout io.Writer) error {
+func verifyLive(ctx context.Context, c *clientFlags, o verifyOptions, stdout io.Writer) error {
 	const cmd = "log verify"
 	client, err := c.dial(ctx, cmd)
 	if err != nil {
@@ -148,34 +217,62 @@ func verifyLive(ctx context.Context, c *clientFlags, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "note: verifying a backup of the hub at %s taken at %s (%d bytes, %s)\n",
 		c.hub, start.UTC().Format(time.RFC3339), info.Bytes, info.Format)
-	return verifyLog(ctx, dir, stdout)
+	o.inPlace = true // the restored backup is verify's own
+	return verifyLog(ctx, dir, o, stdout)
 }
 
-// checkDigest compares f's SHA-256 with the one in file+".sha256" (written
-// by backup; sha256sum's format), when there is one, and leaves f at its
-// start.
-func checkDigest(f *os.File, file string) error {
+// checkDigest compares f's SHA-256 with want (unless nil) and with the
+// one in file+".sha256" (written by backup; sha256sum's format), when
+// there is one, and leaves f at its start.
+func checkDigest(f *os.File, file string, want []byte) error {
+	var beside []byte
 	b, err := os.ReadFile(file + ".sha256")
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
+	switch {
+	case err == nil:
+		hexSum, _, _ := strings.Cut(strings.TrimSpace(string(b)), " ")
+		if beside, err = parseDigest(hexSum); err != nil || beside == nil {
+			return fmt.Errorf("%s.sha256 holds no sha256 digest", file)
+		}
+	case !errors.Is(err, fs.ErrNotExist):
 		return err
 	}
-	hexSum, _, _ := strings.Cut(strings.TrimSpace(string(b)), " ")
-	want, err := hex.DecodeString(hexSum)
-	if err != nil || len(want) != sha256.Size {
-		return fmt.Errorf("%s.sha256 holds no sha256 digest", file)
+	if want == nil && beside == nil {
+		return nil
 	}
 	sum := sha256.New()
 	if _, err := io.Copy(sum, f); err != nil {
 		return err
 	}
-	if got := sum.Sum(nil); !bytes.Equal(got, want) {
-		return fmt.Errorf("%s has sha256 %x, %s.sha256 says %x: the file is damaged or not that backup", file, got, file, want)
+	got := sum.Sum(nil)
+	if err := matchDigest(got, want, file, "--sha256"); err != nil {
+		return err
+	}
+	if err := matchDigest(got, beside, file, file+".sha256"); err != nil {
+		return err
 	}
 	_, err = f.Seek(0, io.SeekStart)
 	return err
+}
+
+// matchDigest compares a backup's digest with the one from where (nil:
+// none given).
+func matchDigest(got, want []byte, what, where string) error {
+	if want == nil || bytes.Equal(got, want) {
+		return nil
+	}
+	return fmt.Errorf("%s has sha256 %x, %s says %x: the file is damaged or not that backup", what, got, where, want)
+}
+
+// parseDigest decodes a SHA-256 digest in hex; "" is none (nil).
+func parseDigest(s string) ([]byte, error) {
+	if s == "" {
+		return nil, nil
+	}
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != sha256.Size {
+		return nil, fmt.Errorf("%q is not a sha256 digest (64 hex digits)", s)
+	}
+	return b, nil
 }
 
 // writeSynced writes a new file and syncs it.

@@ -2,14 +2,20 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/hubd/hubd/session"
 )
 
 // TestE2EBackupLiveHub: a hub under load is backed up without stopping
@@ -107,4 +113,106 @@ func TestE2EBackupLiveHub(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "from-damaged")); err == nil {
 		t.Fatal("a refused restore left a directory")
 	}
+}
+
+// TestRestoreDigestAndUndo: the digest `hubd log backup` prints is given
+// back to `hubd log restore --sha256` (the file beside the backup gone, as
+// an operator who kept only the digest has it): a match restores, a
+// mismatch refuses before writing anything, from a file or from stdin. A
+// backup that loads but does not verify is refused and what the restore
+// wrote is removed: a directory it made, with the parents it made, or the
+// contents of an empty directory that was there before, which stays.
+func TestRestoreDigestAndUndo(t *testing.T) {
+	dir := migratedDataV1(t)
+	d := startDaemon(t, dir, "")
+	tmp := t.TempDir()
+	file := filepath.Join(tmp, "hub.backup")
+	code, out, errs := hubd(t, "log", "backup", file, "--hub", d.addr)
+	m := regexp.MustCompile(`sha256 ([0-9a-f]{64}) `).FindStringSubmatch(out)
+	if code != 0 || m == nil {
+		t.Fatalf("log backup: exit %d\n%s%s", code, out, errs)
+	}
+	d.stop(syscall.SIGTERM)
+	if err := os.Remove(file + ".sha256"); err != nil {
+		t.Fatal(err)
+	}
+	sum := m[1]
+	wrong := strings.Repeat("0", 64)
+	backup, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if code, out, errs := hubd(t, "log", "restore", "--data", filepath.Join(tmp, "ok"), "--sha256", sum, file); code != 0 || !strings.Contains(out, " 0 bad\n") {
+		t.Fatalf("restore with the printed digest: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := runBinary(t, hubdBinary(t), string(backup), "log", "restore", "--data", filepath.Join(tmp, "ok-stdin"), "--sha256", sum, "-"); code != 0 {
+		t.Fatalf("restore from stdin with the printed digest: exit %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := hubd(t, "log", "restore", "--data", filepath.Join(tmp, "x"), "--sha256", "abc", file); code != 2 || !strings.Contains(errs, "64 hex digits") {
+		t.Errorf("a malformed digest: exit %d, %s", code, errs)
+	}
+	empty := filepath.Join(tmp, "empty")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{filepath.Join(tmp, "new", "data"), empty} {
+		code, _, errs := hubd(t, "log", "restore", "--data", target, "--sha256", wrong, file)
+		if code != 1 || !strings.Contains(errs, "has sha256 "+sum+", --sha256 says "+wrong) {
+			t.Errorf("restore into %s with another digest: exit %d, %s", target, code, errs)
+		}
+		code, _, errs = runBinary(t, hubdBinary(t), string(backup), "log", "restore", "--data", target, "--sha256", wrong, "-")
+		if code != 1 || !strings.Contains(errs, "--sha256 says "+wrong) {
+			t.Errorf("restore from stdin into %s with another digest: exit %d, %s", target, code, errs)
+		}
+	}
+	checkLeft := func(what string) {
+		t.Helper()
+		if _, err := os.Stat(filepath.Join(tmp, "new")); err == nil {
+			t.Errorf("%s: the directories it made are left", what)
+		}
+		if ents, err := os.ReadDir(empty); err != nil || len(ents) > 0 {
+			t.Errorf("%s: the empty directory holds %v (%v), want it there and empty", what, ents, err)
+		}
+	}
+	checkLeft("refused for its digest")
+
+	bad := damagedBackup(t, dir, filepath.Join(tmp, "bad.backup"))
+	for _, target := range []string{filepath.Join(tmp, "new", "data"), empty} {
+		code, out, errs := hubd(t, "log", "restore", "--data", target, bad)
+		if code != 1 || !strings.Contains(out, "BAD 01a207d6-fcd8-7992-863f-aa1ba1bded14") || !strings.Contains(errs, "does not verify") {
+			t.Errorf("restore of a backup that does not verify into %s: exit %d\n%s%s", target, code, out, errs)
+		}
+	}
+	checkLeft("refused for what it holds")
+}
+
+// damagedBackup writes to file a backup of a copy of the stopped store in
+// dir with one record of a session deleted (a gap), which loads but does
+// not verify.
+func damagedBackup(t *testing.T, dir, file string) string {
+	t.Helper()
+	cp := filepath.Join(t.TempDir(), "data")
+	if err := copyTree(dir, cp); err != nil {
+		t.Fatal(err)
+	}
+	db, err := badger.Open(badger.DefaultOptions(cp).WithLogger(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	id := session.MustParseID("01a207d6-fcd8-7992-863f-aa1ba1bded14")
+	key := binary.BigEndian.AppendUint64(append([]byte{0x02}, id[:]...), 2) // wal's record key, seq 2
+	if err := db.Update(func(txn *badger.Txn) error { return txn.Delete(key) }); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := db.Backup(f, 0); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }

@@ -6,18 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
-	"maps"
-	"os"
-	"path/filepath"
-	"slices"
-	"syscall"
 	"time"
 
-	"github.com/hubd/hubd/hub"
 	"github.com/hubd/hubd/internal/exitcode"
 	"github.com/hubd/hubd/internal/logv1"
-	"github.com/hubd/hubd/internal/server"
 	"github.com/hubd/hubd/session"
 	"github.com/hubd/hubd/wal"
 )
@@ -47,9 +39,15 @@ func runLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if args[0] == "backup" || args[0] == "verify" {
 		c.register(fs)
 	}
+	var sum *string
+	if args[0] == "restore" {
+		sum = fs.String("sha256", "", "check FILE against this `digest` (hex, as log backup printed it) before writing anything")
+	}
+	var onDamage *string
 	if args[0] == "verify" {
 		hubFlag := fs.Lookup("hub")
 		hubFlag.Usage, hubFlag.DefValue = "verify a backup of the hub running at this `address` instead of --data (with the client flags)", ""
+		onDamage = fs.String("on-damage", "refuse", "judge the directory as a start with this `policy` would: refuse or quarantine (as hubd serve --on-damage)")
 	}
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
@@ -70,15 +68,23 @@ func runLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	case "backup":
 		return backupLog(ctx, &c, fs.Arg(0), stdout, stderr)
 	case "restore":
-		return restoreLog(ctx, *data, fs.Arg(0), stdout)
+		return restoreLog(ctx, *data, fs.Arg(0), *sum, stdout)
+	}
+	o := verifyOptions{}
+	switch *onDamage {
+	case "refuse":
+	case "quarantine":
+		o.policy = wal.MarkDamaged
+	default:
+		return exitcode.Usage("%s: --on-damage %q: want refuse or quarantine", info.name, *onDamage)
 	}
 	if flagSet(fs, "hub") {
 		if flagSet(fs, "data") {
 			return exitcode.Usage("%s: --hub and --data name two stores: give one", info.name)
 		}
-		return verifyLive(ctx, &c, stdout)
+		return verifyLive(ctx, &c, o, stdout)
 	}
-	return verifyLog(ctx, *data, stdout)
+	return verifyLog(ctx, *data, o, stdout)
 }
 
 // flagSet reports whether the command line set the flag name.
@@ -86,190 +92,6 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
-}
-
-// verifyLog checks a data directory without changing it: it opens the
-// store read-only (a stopped hub's; a running hub holds the directory and
-// is refused), and a store whose hub crashed, which badger can only read
-// after replaying it, through a copy in a temporary directory. It reports
-// what the log itself finds damaged (lost acknowledged records from the
-// journal, damaged table blocks, sessions whose records and head differ,
-// marked sessions), then that every metadata and record decodes and that
-// every session re-folds through its adapter. It fails if anything is bad.
-// A directory of an older format fails with the migrate command to run.
-func verifyLog(ctx context.Context, dir string, stdout io.Writer) error {
-	l, cleanup, err := openForVerify(dir, stdout)
-	if err != nil {
-		var de *wal.DamageError
-		if errors.As(err, &de) {
-			fmt.Fprint(stdout, de.Damage)
-			return exitcode.New(1, fmt.Errorf("log verify: %s is damaged: %w", dir, wal.ErrDamaged))
-		}
-		return fmt.Errorf("opening %s: %w", dir, err)
-	}
-	defer cleanup()
-	defer l.Close()
-	dmg, _, err := l.Verify(ctx)
-	if err != nil {
-		return fmt.Errorf("verifying %s: %w", dir, err)
-	}
-	bad := map[session.ID]error{}
-	for _, d := range dmg.Sessions {
-		bad[session.ID(d.Session)] = fmt.Errorf("from seq %d: %s", d.From, d.Cause)
-	}
-	sessions, records, scanErr := decodeAll(ctx, l, bad)
-	if err := refold(ctx, l, bad); err != nil {
-		return err
-	}
-	for _, p := range dmg.Store {
-		fmt.Fprintf(stdout, "STORE: %s\n", p)
-	}
-	for _, id := range slices.SortedFunc(maps.Keys(bad), func(a, b session.ID) int { return slices.Compare(a[:], b[:]) }) {
-		fmt.Fprintf(stdout, "BAD %v: %v\n", id, bad[id])
-	}
-	if scanErr != nil {
-		fmt.Fprintf(stdout, "scan stopped: %v\n", scanErr)
-	}
-	fmt.Fprintf(stdout, "%d sessions, %d records, %d bad\n", sessions, records, len(bad))
-	if len(bad) > 0 || len(dmg.Store) > 0 || scanErr != nil {
-		return exitcode.New(1, fmt.Errorf("log verify: %d bad sessions, %d store problems in %s", len(bad), len(dmg.Store), dir))
-	}
-	return nil
-}
-
-// openForVerify opens dir read-only, with damage found at open reported
-// (not refused), or, if its hub crashed, a copy of it read-write; cleanup
-// removes the copy.
-func openForVerify(dir string, stdout io.Writer) (*wal.Log, func(), error) {
-	opts := wal.Options{Dir: dir, ReadOnly: true, OnDamage: wal.MarkDamaged}
-	l, err := wal.Open(opts)
-	if !errors.Is(err, wal.ErrUnclean) {
-		return l, func() {}, err
-	}
-	tmp, err := os.MkdirTemp("", "hubd-verify-")
-	if err != nil {
-		return nil, nil, err
-	}
-	cleanup := func() { _ = os.RemoveAll(tmp) }
-	cp := filepath.Join(tmp, "data")
-	fmt.Fprintf(stdout, "note: %s was not closed cleanly (its hub crashed or was killed); verifying a copy in %s\n", dir, cp)
-	if err := copyTree(dir, cp); err != nil {
-		cleanup()
-		return nil, nil, fmt.Errorf("copying %s: %w", dir, err)
-	}
-	l, err = wal.Open(wal.Options{Dir: cp, OnDamage: wal.MarkDamaged, MinFreeBytes: -1})
-	if err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	return l, cleanup, nil
-}
-
-// copyTree copies the directory src to dst, keeping files' holes (badger's
-// memtable and value log files are large and mostly holes).
-func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		out := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(out, 0o755)
-		}
-		return copySparse(p, out)
-	})
-}
-
-// copySparse copies the file src to dst, skipping its holes.
-func copySparse(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	fi, err := in.Stat()
-	if err != nil {
-		return err
-	}
-	f, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	if err := f.Truncate(fi.Size()); err != nil {
-		_ = f.Close()
-		return err
-	}
-	const seekData, seekHole = 3, 4 // lseek's SEEK_DATA and SEEK_HOLE
-	for off := int64(0); off < fi.Size(); {
-		start, err := in.Seek(off, seekData)
-		switch {
-		case errors.Is(err, syscall.ENXIO): // no data past off
-			return f.Close()
-		case err != nil: // no SEEK_DATA here: copy the rest
-			start = off
-		}
-		end, err := in.Seek(start, seekHole)
-		if err != nil || end <= start {
-			end = fi.Size()
-		}
-		if _, err := io.Copy(io.NewOffsetWriter(f, start), io.NewSectionReader(in, start, end-start)); err != nil {
-			_ = f.Close()
-			return err
-		}
-		off = end
-	}
-	return f.Close()
-}
-
-// decodeAll checks that every metadata and record decodes, reading each
-// session on its own (a damaged one does not stop the rest), adds the
-// sessions that do not decode, or cannot be read, to bad, and counts them.
-func decodeAll(ctx context.Context, l *wal.Log, bad map[session.ID]error) (sessions, records int, err error) {
-	var ids []session.ID
-	err = l.Metas(ctx, func(raw [16]byte, meta []byte) error {
-		sessions++
-		ids = append(ids, session.ID(raw))
-		if _, err := session.UnmarshalMeta(meta); err != nil && bad[session.ID(raw)] == nil {
-			bad[session.ID(raw)] = err
-		}
-		return nil
-	})
-	if err != nil {
-		return sessions, records, fmt.Errorf("listing sessions: %w", err)
-	}
-	for _, id := range ids {
-		err := l.Scan(ctx, id, 1, func(seq uint64, data []byte) error {
-			records++
-			if _, err := session.UnmarshalEnvelope(data); err != nil {
-				return fmt.Errorf("seq %d: %w", seq, err)
-			}
-			return nil
-		})
-		if err != nil && bad[id] == nil {
-			bad[id] = err
-		}
-	}
-	return sessions, records, ctx.Err()
-}
-
-// refold hydrates a hub from l, which replays every session through its
-// adapter, and adds the sessions it quarantines to bad.
-func refold(ctx context.Context, l *wal.Log, bad map[session.ID]error) error {
-	h, err := hub.New(ctx, hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil), FoldAll: true})
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	for id, err := range h.Quarantined() { //hubd:orderless a map into a map
-		if bad[id] == nil {
-			bad[id] = err
-		}
-	}
-	return nil
 }
 
 // migrateLog converts the data directory dir to the store format this

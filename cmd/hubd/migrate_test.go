@@ -69,8 +69,8 @@ func TestMigrateLogV1(t *testing.T) {
 	if _, err := wal.Open(wal.Options{Dir: dir}); !errors.Is(err, wal.ErrFormat) || !strings.Contains(err.Error(), hint) {
 		t.Fatalf("opening an unmigrated version-1 log: %v; want ErrFormat saying %s", err, hint)
 	}
-	if code, _, errs := logCmd(t, "verify", "--data", dir); code != 1 || !strings.Contains(errs, hint) {
-		t.Fatalf("log verify before migrating: exit %d, %q; want exit 1 saying %s", code, errs, hint)
+	if code, out, errs := logCmd(t, "verify", "--data", dir); code != 1 || !strings.Contains(out, "a start would refuse: ") || !strings.Contains(out, hint) {
+		t.Fatalf("log verify before migrating: exit %d, %q%q; want exit 1 saying a start would refuse: %s", code, out, errs, hint)
 	}
 
 	code, out, errs := logCmd(t, "migrate", "--data", dir)
@@ -81,7 +81,7 @@ func TestMigrateLogV1(t *testing.T) {
 	if code, out, errs := logCmd(t, "migrate", "--data", dir); code != 0 || !strings.Contains(out, "already has format version 3") {
 		t.Fatalf("log migrate again: exit %d\n%s%s", code, out, errs)
 	}
-	if code, out, errs := logCmd(t, "verify", "--data", dir); code != 0 || out != "6 sessions, 27 records, 0 bad\n" {
+	if code, out, errs := logCmd(t, "verify", "--data", dir); code != 0 || out != "a start would serve\n6 sessions, 27 records, 0 bad\n" {
 		t.Fatalf("log verify after migrating: exit %d\n%s%s", code, out, errs)
 	}
 

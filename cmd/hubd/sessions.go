@@ -185,7 +185,7 @@ func sessionsCommand(name string, fs *flag.FlagSet) (subcommand, int) {
 // listFlags registers the filters of "sessions list" and returns it.
 func listFlags(fs *flag.FlagSet) subcommand {
 	var opts agentsdk.ListOptions
-	fs.StringVar(&opts.State, "state", "", "only sessions in this `state` (PENDING, OPEN, CLOSED, EXPIRED)")
+	fs.StringVar(&opts.State, "state", "", "only sessions in this `state` (PENDING, OPEN, CLOSED, EXPIRED, or QUARANTINED: those found damaged)")
 	fs.StringVar(&opts.Participant, "participant", "", "only sessions with this participant")
 	fs.StringVar(&opts.Creator, "creator", "", "only sessions this agent created")
 	fs.Var((*labelFlag)(&opts.Labels), "label", "only sessions with this label (`k=v`; repeatable)")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -229,10 +230,8 @@ func (s *Service) ListSessions(ctx context.Context, req *hubpb.ListSessionsReque
 	return unary(s, ctx, "ListSessions", func(id Identity) (*hubpb.ListSessionsResponse, error) {
 		f := hub.Filter{Creator: req.GetCreator(), Participant: req.GetParticipant(), Labels: req.GetLabels(), Limit: int(req.GetPageSize())}
 		var err error
-		if req.GetState() != "" {
-			if f.State, err = session.ParseState(req.GetState()); err != nil {
-				return nil, err
-			}
+		if f.State, f.Quarantined, err = listState(req.GetState()); err != nil {
+			return nil, err
 		}
 		if req.GetPageToken() != "" {
 			if f.After, err = parseID("page_token", req.GetPageToken()); err != nil {
@@ -245,6 +244,22 @@ func (s *Service) ListSessions(ctx context.Context, req *hubpb.ListSessionsReque
 		}
 		return &hubpb.ListSessionsResponse{Sessions: infos, NextPageToken: next.String()}, nil
 	})
+}
+
+// listState parses a listing's state filter: a lifecycle state, or
+// QUARANTINED (the sessions found damaged), or "" for all.
+func listState(s string) (session.State, bool, error) {
+	switch {
+	case s == "":
+		return 0, false, nil
+	case strings.EqualFold(s, hub.StateQuarantined):
+		return 0, true, nil
+	}
+	st, err := session.ParseState(s)
+	if err != nil {
+		return 0, false, fmt.Errorf("state: unknown session state %q (known: PENDING, OPEN, CLOSED, EXPIRED, QUARANTINED): %w", s, session.ErrMalformed)
+	}
+	return st, false, nil
 }
 
 // ReadLog implements hubsvc.HubServer.

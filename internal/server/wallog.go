@@ -154,6 +154,8 @@ func (w *writeHealth) Err() error {
 func openHint(cfg Config, err error) error {
 	var de *wal.DamageError
 	switch {
+	case errors.As(err, &de) && de.RestoreOnly:
+		return fmt.Errorf("%w\nsee docs/OPERATIONS.md: restore %s from a backup", err, cfg.DataDir)
 	case errors.As(err, &de):
 		return fmt.Errorf("%w\nacknowledged records are missing; see docs/OPERATIONS.md: restore %s from a backup, or start with --on-damage quarantine to serve every other session", err, cfg.DataDir)
 	case errors.Is(err, wal.ErrDiskFull):
