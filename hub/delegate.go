@@ -243,7 +243,7 @@ func (h *Hub) delegate(ctx context.Context, p *sess, env *hubpb.Envelope, kids [
 		if f := h.cfg.Hooks.Opened; f != nil {
 			f(k.meta)
 		}
-		resp.Children = append(resp.Children, h.infoLocked(k))
+		resp.Children = append(resp.Children, h.infoLocked(k, env.GetFrom(), false))
 	}
 	return resp, nil
 }

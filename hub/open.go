@@ -53,7 +53,7 @@ func (h *Hub) Open(ctx context.Context, creator string, req *hubpb.OpenRequest) 
 				return nil, fmt.Errorf("idempotency key %q made session %s, and this open differs in %s: use a new key: %w",
 					key, s.meta.GetSessionId(), field, ErrIdempotencyConflict)
 			}
-			return h.openResponse(ctx, s, true)
+			return h.openResponse(ctx, s, creator, true)
 		}
 	}
 	prev, open, err := h.thread(ctx, creator, req.GetThreadKey())
@@ -61,7 +61,7 @@ func (h *Hub) Open(ctx context.Context, creator string, req *hubpb.OpenRequest) 
 		return nil, err
 	}
 	if open != nil {
-		return h.openResponse(ctx, open, true)
+		return h.openResponse(ctx, open, creator, true)
 	}
 	meta, typ, err := h.buildMeta(ctx, creator, req)
 	if err != nil {
@@ -81,7 +81,7 @@ func (h *Hub) Open(ctx context.Context, creator string, req *hubpb.OpenRequest) 
 	if f := h.cfg.Hooks.Opened; f != nil {
 		f(meta)
 	}
-	return h.openResponse(ctx, s, false)
+	return h.openResponse(ctx, s, creator, false)
 }
 
 // openChild opens a child of req's parent as a background delegation.
@@ -151,9 +151,9 @@ func (h *Hub) create(ctx context.Context, m *adapters.Machine, task string) (*se
 	return s, nil
 }
 
-// openResponse answers an open with the session's state.
-func (h *Hub) openResponse(ctx context.Context, s *sess, existing bool) (*hubpb.OpenResponse, error) {
-	info, err := h.info(ctx, s)
+// openResponse answers creator's open with the session's state.
+func (h *Hub) openResponse(ctx context.Context, s *sess, creator string, existing bool) (*hubpb.OpenResponse, error) {
+	info, err := h.info(ctx, s, creator, false)
 	if err != nil {
 		return nil, err
 	}
