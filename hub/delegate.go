@@ -47,9 +47,9 @@ func (h *Hub) delegateReq(ctx context.Context, delegator string, req *hubpb.Dele
 	if err != nil {
 		return nil, err
 	}
-	pid, err := session.ParseID(req.GetSessionId())
+	pid, err := session.ParseIDOf("session_id", req.GetSessionId())
 	if err != nil {
-		return nil, fmt.Errorf("session_id: %v: %w", err, session.ErrMalformed)
+		return nil, err
 	}
 	p, err := h.lookup(ctx, pid)
 	if err != nil {

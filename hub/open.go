@@ -37,9 +37,8 @@ func (h *Hub) Open(ctx context.Context, creator string, req *hubpb.OpenRequest) 
 		return nil, err
 	}
 	if p := req.GetParentSessionId(); p != "" {
-		if id, err := session.ParseID(p); err == nil && id.IsZero() {
-			return nil, fmt.Errorf("parent_session_id %s is the nil UUID, which names no session (leave it empty for a session without a parent): %w",
-				p, session.ErrMalformed)
+		if _, err := session.ParseIDOf("parent_session_id", p); err != nil {
+			return nil, err
 		}
 		return h.openChild(ctx, creator, req)
 	}
