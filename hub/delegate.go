@@ -88,8 +88,7 @@ func (h *Hub) delegateReq(ctx context.Context, delegator string, req *hubpb.Dele
 // delegator's turn (the parent open, no turn held).
 func (h *Hub) mayDelegate(p *sess, delegator string) error {
 	if !session.IsParticipant(p.meta, delegator) {
-		return fmt.Errorf("%q is not a participant of session %v (participants: %s): %w", delegator, p.id,
-			strings.Join(session.Names(p.meta), ", "), session.ErrNotParticipant)
+		return adapters.NotParticipant(delegator, p.meta.GetSessionId())
 	}
 	if d := int(p.meta.GetDepth()) + 1; d > h.cfg.MaxDepth {
 		return fmt.Errorf("a child of %v would be at depth %d, the limit is %d: %w", p.id, d, h.cfg.MaxDepth, ErrDepthExceeded)
