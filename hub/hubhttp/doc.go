@@ -73,10 +73,14 @@
 // required, so browsers with tokens still connect), or in development mode
 // the X-Hubd-Agent header, honoured only from a loopback address. Browsers
 // sign in at POST /v1/auth/signin with {"token": "..."} (or, in
-// development mode, {"agent": "name"}); the hub checks it and keeps it in
-// an HTTP-only, SameSite=Strict cookie that stands for the header on later
-// requests. POST /v1/auth/signout forgets it; GET /v1/auth/whoami says
-// who the caller is. Unsafe methods from another origin are refused
+// development mode, {"agent": "name"}); the hub checks it and keeps it as
+// a sign-in in its memory (Config.SignInTTL, 12 hours by default; at most
+// Config.MaxSignIns), whose random id goes in an HTTP-only,
+// SameSite=Strict cookie (Secure under TLS) that stands for the header on
+// later requests. The cookie carries no token: POST /v1/auth/signout ends
+// the sign-in, and every copy of the cookie is refused from then on, as
+// it is once the sign-in expires. GET /v1/auth/whoami says who the caller
+// is. Unsafe methods from another origin are refused
 // (net/http's CrossOriginProtection), so the cookie cannot be ridden by
 // another site.
 //

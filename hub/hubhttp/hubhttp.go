@@ -57,9 +57,17 @@ type Config struct {
 	Streams func(kind string) (ended func(err error))
 	// UI is served at / when set (the web view). It may call Identify.
 	UI http.Handler
-	// SecureCookies marks the sign-in cookies Secure even on plain HTTP
-	// (behind a proxy that terminates TLS); they are Secure on TLS anyway.
+	// SecureCookies marks the sign-in cookie Secure even on plain HTTP
+	// (behind a proxy that terminates TLS); it is Secure on TLS anyway.
 	SecureCookies bool
+	// SignInTTL is how long a browser's sign-in lasts; default
+	// DefaultSignInTTL.
+	SignInTTL time.Duration
+	// MaxSignIns bounds the sign-ins kept at once; default
+	// DefaultMaxSignIns.
+	MaxSignIns int
+	// Now is the clock sign-ins expire by; default time.Now.
+	Now func() time.Time
 	// Logger receives errors that carry no reason (bugs); default none.
 	Logger zerolog.Logger
 }
@@ -81,8 +89,8 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("hubhttp: Config.Interceptors[%d] is nil", i))
 		}
 	}
-	if c.Heartbeat < 0 || c.MaxBodyBytes < 0 {
-		errs = append(errs, errors.New("hubhttp: negative Config.Heartbeat or Config.MaxBodyBytes"))
+	if c.Heartbeat < 0 || c.MaxBodyBytes < 0 || c.SignInTTL < 0 || c.MaxSignIns < 0 {
+		errs = append(errs, errors.New("hubhttp: negative Config.Heartbeat, MaxBodyBytes, SignInTTL or MaxSignIns"))
 	}
 	return errors.Join(errs...)
 }
@@ -93,6 +101,7 @@ type API struct {
 	cfg     Config
 	lg      zerolog.Logger
 	handler http.Handler
+	signIns *signIns
 }
 
 // New builds the HTTP side.
@@ -106,7 +115,16 @@ func New(cfg Config) (*API, error) {
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	a := &API{cfg: cfg, lg: cfg.Logger}
+	if cfg.SignInTTL == 0 {
+		cfg.SignInTTL = DefaultSignInTTL
+	}
+	if cfg.MaxSignIns == 0 {
+		cfg.MaxSignIns = DefaultMaxSignIns
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	a := &API{cfg: cfg, lg: cfg.Logger, signIns: newSignIns(cfg.MaxSignIns, cfg.SignInTTL, cfg.Now)}
 	gw := runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, newJSONForm()),
 		runtime.WithIncomingHeaderMatcher(forwardHeader),

@@ -52,11 +52,16 @@ func (s *Server) serveHTTP(dev bool, lis net.Listener, tlsCfg *tls.Config) error
 		}
 		ui = w
 	}
+	now := time.Now
+	if c := s.cfg.Hub.Clock; c != nil {
+		now = c.Now // sign-ins expire by the hub's clock
+	}
 	api, err := hubhttp.New(hubhttp.Config{
 		Hub: s.hub, Service: s.svc, Authenticate: s.svc.UnaryInterceptor,
 		Interceptors: unaryChain(s.cfg, s.metrics, s.svc, s.node, "http"),
 		Dev:          dev, Heartbeat: s.cfg.Heartbeat, MaxBodyBytes: int64(s.maxMsg),
 		Metrics: s.metrics.Handler(), Streams: s.metrics.Stream, UI: ui, Logger: s.cfg.Logger,
+		Now: now,
 	})
 	if err != nil {
 		return err
