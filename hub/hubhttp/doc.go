@@ -60,7 +60,10 @@
 // ("7,0190a0c4-8f4e-7a2b-9c3d-4e5f60718293:3"). Sent back as
 // Last-Event-ID it resumes every session after its cursor (and the
 // descendants it never showed from their start), so no gap and no
-// duplicate in any of them; ?from applies to the root. The stream ends
+// duplicate in any of them; ?from applies to the root. Its cursors of
+// sessions outside the tree (or not the caller's to watch) are dropped;
+// an id names at most 1,024 descendants, and a Last-Event-ID with more is
+// MALFORMED. The stream ends
 // when the root has ended and everything written with that end (its
 // descendants closing) was streamed; its "end" event carries
 // "last_event_id" too.
