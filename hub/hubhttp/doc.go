@@ -11,7 +11,11 @@
 // dispatches by method name to the service's own handlers with the same
 // interceptors as the gRPC server (authentication, tracing, metrics), with
 // no network hop and no encoding. Bodies and answers are the one JSON form
-// (hubpb.MarshalJSON: protojson, proto field names, compact). A refusal is
+// (hubpb.MarshalJSON: protojson, proto field names, compact); a body must
+// be sent as application/json (parameters allowed), anything else is
+// refused 415 with the reason MALFORMED, so a page of another site cannot
+// pass a plain-text or form body, which browsers send without asking,
+// off as JSON. A refusal is
 // a google.rpc.Status in that form, its details holding the
 // google.rpc.ErrorInfo whose reason is the stable hubd reason, with the
 // HTTP status grpc-gateway maps its code to (OUT_OF_TURN: 400,

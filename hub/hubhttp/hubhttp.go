@@ -138,7 +138,7 @@ func New(cfg Config) (*API, error) {
 		return nil, fmt.Errorf("hubhttp: registering the JSON API: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/v1/", gw)
+	mux.Handle("/v1/", jsonBodies(gw))
 	mux.HandleFunc("GET /v1/sessions/{session_id}/events", a.events)
 	mux.HandleFunc("POST /v1/auth/signin", a.signIn)
 	mux.HandleFunc("POST /v1/auth/signout", a.signOut)
