@@ -93,7 +93,9 @@
 //
 // # Operations
 //
-// GET /metrics is the Prometheus exposition (Config.Metrics; no
-// authentication: it holds counts, no ids). /debug/pprof/ is Go's profiler,
-// for operators only. GET /healthz answers "ok" while the hub serves.
+// GET /metrics is the Prometheus exposition (Config.Metrics: counts, no
+// ids), without authentication on a loopback address (Config.OpenMetrics)
+// and for operators otherwise; MetricsHandler serves it alone on an
+// address of its own. /debug/pprof/ is Go's profiler, for operators only.
+// GET /healthz answers "ok" while the hub serves.
 package hubhttp

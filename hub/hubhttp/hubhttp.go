@@ -49,8 +49,14 @@ type Config struct {
 	// MaxBodyBytes bounds a request's body, like the gRPC server's largest
 	// message; default DefaultMaxBodyBytes.
 	MaxBodyBytes int64
-	// Metrics is served at GET /metrics when set.
+	// Metrics is served at GET /metrics when set: to operators only,
+	// unless OpenMetrics.
 	Metrics http.Handler
+	// OpenMetrics serves Metrics to anyone: for an HTTP address that is
+	// loopback, whose callers are all on the machine (the Prometheus
+	// convention of an unauthenticated scrape; elsewhere, serve it on an
+	// address of its own, see MetricsHandler).
+	OpenMetrics bool
 	// Streams, when set, is told of every event stream: kind "events" when
 	// it starts, and why it ended through the function it returns (nil:
 	// the client left).
@@ -147,8 +153,10 @@ func New(cfg Config) (*API, error) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Write([]byte("ok\n"))
 	})
-	if cfg.Metrics != nil {
+	if cfg.Metrics != nil && cfg.OpenMetrics {
 		mux.Handle("GET /metrics", cfg.Metrics)
+	} else if cfg.Metrics != nil {
+		mux.Handle("GET /metrics", a.operatorOnly("/metrics", cfg.Metrics))
 	}
 	a.pprof(mux)
 	if cfg.UI != nil {
@@ -174,25 +182,35 @@ func forwardHeader(key string) (string, bool) {
 
 // pprof mounts Go's profiler under /debug/pprof/, for operators only.
 func (a *API) pprof(mux *http.ServeMux) {
-	mux.Handle("/debug/pprof/", a.operatorOnly(http.HandlerFunc(pprof.Index)))
-	mux.Handle("/debug/pprof/cmdline", a.operatorOnly(http.HandlerFunc(pprof.Cmdline)))
-	mux.Handle("/debug/pprof/profile", a.operatorOnly(http.HandlerFunc(pprof.Profile)))
-	mux.Handle("/debug/pprof/symbol", a.operatorOnly(http.HandlerFunc(pprof.Symbol)))
-	mux.Handle("/debug/pprof/trace", a.operatorOnly(http.HandlerFunc(pprof.Trace)))
+	const what = "/debug/pprof"
+	mux.Handle("/debug/pprof/", a.operatorOnly(what, http.HandlerFunc(pprof.Index)))
+	mux.Handle("/debug/pprof/cmdline", a.operatorOnly(what, http.HandlerFunc(pprof.Cmdline)))
+	mux.Handle("/debug/pprof/profile", a.operatorOnly(what, http.HandlerFunc(pprof.Profile)))
+	mux.Handle("/debug/pprof/symbol", a.operatorOnly(what, http.HandlerFunc(pprof.Symbol)))
+	mux.Handle("/debug/pprof/trace", a.operatorOnly(what, http.HandlerFunc(pprof.Trace)))
 }
 
-// operatorOnly lets only operators through.
-func (a *API) operatorOnly(next http.Handler) http.Handler {
+// operatorOnly lets only operators through to what.
+func (a *API) operatorOnly(what string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := a.identify(r, "/hubd.http/Pprof")
+		id, err := a.identify(r, "/hubd.http/Operator")
 		if err != nil {
 			a.fail(w, r, err)
 			return
 		}
 		if !id.Operator {
-			a.fail(w, r, fmt.Errorf("%q is not an operator; /debug/pprof is for operators: %w", id.Agent, hub.ErrPermissionDenied))
+			a.fail(w, r, fmt.Errorf("%q is not an operator; %s is for operators: %w", id.Agent, what, hub.ErrPermissionDenied))
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// MetricsHandler serves metrics at GET /metrics and nothing else, to
+// anyone: for an address of its own (hubd serve --metrics-listen), which
+// the operator chose to open to its scraper.
+func MetricsHandler(metrics http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metrics)
+	return mux
 }
