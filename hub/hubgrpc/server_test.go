@@ -225,3 +225,9 @@ func TestBadIDs(t *testing.T) {
 	f := start(t, "")
 	wiretest.BadIDs(t, f.agent)
 }
+
+// TestAccess: context audiences and refusals to outsiders, over gRPC.
+func TestAccess(t *testing.T) {
+	f := start(t, "")
+	wiretest.Access(t, f.agent)
+}
