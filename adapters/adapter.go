@@ -1,9 +1,10 @@
 package adapters
 
 import (
-	"google.golang.org/protobuf/types/known/structpb"
-
 	"encoding/json"
+	"slices"
+
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
@@ -89,7 +90,17 @@ type Summary struct {
 	Turn        int                        `json:"turn"`
 	LastSpeaker string                     `json:"last_speaker,omitempty"`
 	Context     map[string]json.RawMessage `json:"context"`
-	Usage       *hubpb.Usage               `json:"usage"`
+	// ContextReaders: who may read the context variables not everyone may
+	// (Base.ContextReaders).
+	ContextReaders map[string][]string `json:"context_readers,omitempty"`
+	Usage          *hubpb.Usage        `json:"usage"`
 	// Closing is set once a fold has decided the session ends.
 	Closing string `json:"closing,omitempty"`
+}
+
+// MayRead reports whether name may read context variable k: every
+// variable is everyone's but one set by an envelope with an audience.
+func (s Summary) MayRead(k, name string) bool {
+	readers, ok := s.ContextReaders[k]
+	return !ok || slices.Contains(readers, name)
 }

@@ -22,8 +22,12 @@ type Base struct {
 	Turn         int                        `json:"turn"`
 	LastSpeaker  string                     `json:"last_speaker,omitempty"`
 	Context      map[string]json.RawMessage `json:"context"`
-	Usage        *hubpb.Usage               `json:"usage"`
-	Closing      string                     `json:"closing,omitempty"`
+	// ContextReaders names, for each context variable whose value was set
+	// by an envelope with an audience, who may read it: the setter and the
+	// audience, sorted. A variable not in it is everyone's.
+	ContextReaders map[string][]string `json:"context_readers,omitempty"`
+	Usage          *hubpb.Usage        `json:"usage"`
+	Closing        string              `json:"closing,omitempty"`
 }
 
 // KnobContext is the knob every session type takes: the initial context
@@ -49,7 +53,7 @@ func NewBase(meta *hubpb.SessionMeta, kind string, known ...string) (Base, error
 	if fields == nil {
 		return Base{}, fmt.Errorf("knob %q must be a JSON object: %w", KnobContext, session.ErrMalformed)
 	}
-	if err := b.ApplyContext(&hubpb.ContextUpdate{Set: fields.GetFields()}); err != nil {
+	if err := b.ApplyContext(&hubpb.ContextUpdate{Set: fields.GetFields()}, nil); err != nil {
 		return Base{}, fmt.Errorf("knob %q: %w", KnobContext, err)
 	}
 	return b, nil
@@ -68,7 +72,8 @@ func unknownKnob(meta *hubpb.SessionMeta, kind string, known []string) error {
 
 // Summary implements part of State.
 func (b *Base) Summary() Summary {
-	return Summary{Turn: b.Turn, LastSpeaker: b.LastSpeaker, Context: b.Context, Usage: b.Usage, Closing: b.Closing}
+	return Summary{Turn: b.Turn, LastSpeaker: b.LastSpeaker, Context: b.Context, ContextReaders: b.ContextReaders,
+		Usage: b.Usage, Closing: b.Closing}
 }
 
 // CheckOpen returns ErrClosed once a fold has decided the session ends.
@@ -80,11 +85,14 @@ func (b *Base) CheckOpen() error {
 }
 
 // ApplyContext deletes, then sets, context variables, keeping each value as
-// canonical JSON. It fails only on a value session.CheckValue refuses, which
-// an envelope that passed session.CheckEnvelope never has.
-func (b *Base) ApplyContext(u *hubpb.ContextUpdate) error {
+// canonical JSON; readers, when not nil, are the only participants who may
+// read the values set (ContextReaders), nil makes them everyone's. It fails
+// only on a value session.CheckValue refuses, which an envelope that passed
+// session.CheckEnvelope never has.
+func (b *Base) ApplyContext(u *hubpb.ContextUpdate, readers []string) error {
 	for _, k := range u.GetDelete() {
 		delete(b.Context, k)
+		delete(b.ContextReaders, k)
 	}
 	if len(u.GetSet()) == 0 {
 		return nil
@@ -95,13 +103,35 @@ func (b *Base) ApplyContext(u *hubpb.ContextUpdate) error {
 			return fmt.Errorf("context %q: %w", k, err)
 		}
 		b.Context[k] = v
+		switch {
+		case readers != nil && b.ContextReaders == nil:
+			b.ContextReaders = map[string][]string{k: readers}
+		case readers != nil:
+			b.ContextReaders[k] = readers
+		default:
+			delete(b.ContextReaders, k)
+		}
 	}
 	return nil
 }
 
-// mustApply applies the context updates of an accepted envelope.
-func (b *Base) mustApply(u *hubpb.ContextUpdate) {
-	if err := b.ApplyContext(u); err != nil {
+// ContextReaders returns who may read the context variables env sets: nil
+// (everyone) for an envelope without an audience, else its sender and
+// audience, sorted and without repeats.
+func ContextReaders(env *hubpb.Envelope) []string {
+	a := env.GetAudience()
+	if a == nil {
+		return nil
+	}
+	out := append([]string{env.GetFrom()}, a.GetNames()...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// mustApply applies the context updates of an accepted envelope, readable
+// by whoever may read env.
+func (b *Base) mustApply(env *hubpb.Envelope, u *hubpb.ContextUpdate) {
+	if err := b.ApplyContext(u, ContextReaders(env)); err != nil {
 		panic(fmt.Sprintf("adapters: fold of an envelope that was not checked: %v", err))
 	}
 }
@@ -110,7 +140,7 @@ func (b *Base) mustApply(u *hubpb.ContextUpdate) {
 // then the speaker, the turn count and usage.
 func (b *Base) CountTurn(env *hubpb.Envelope) {
 	if p := env.GetPacket(); p != nil {
-		b.mustApply(p.GetContextUpdates())
+		b.mustApply(env, p.GetContextUpdates())
 		if u := p.GetUsage(); u != nil {
 			b.Usage = session.AddUsage(b.Usage, u)
 		}
@@ -123,7 +153,7 @@ func (b *Base) CountTurn(env *hubpb.Envelope) {
 // counts its usage and applies its context updates.
 func (b *Base) Aside(env *hubpb.Envelope) {
 	if p := env.GetPacket(); p != nil {
-		b.mustApply(p.GetContextUpdates())
+		b.mustApply(env, p.GetContextUpdates())
 		if u := p.GetUsage(); u != nil {
 			b.Usage = session.AddUsage(b.Usage, u)
 		}
@@ -137,7 +167,7 @@ func (b *Base) FoldOther(env *hubpb.Envelope) bool {
 		return false
 	}
 	if u := env.GetContextSet(); u != nil && env.GetType() == session.EventContextSet {
-		b.mustApply(u)
+		b.mustApply(env, u)
 	}
 	return true
 }

@@ -152,11 +152,38 @@ func (c *Calls) checkHeld() error {
 	return nil
 }
 
+// noQuestionFor refuses the answer of someone who takes no part in
+// session id to a question not pending for it: it is told of its own
+// questions there (mine), and nothing else of the session.
+func noQuestionFor(from, question, id string, mine []string) error {
+	if len(mine) == 0 {
+		return fmt.Errorf("%q has no question %q to answer in session %s: %w", from, question, id, ErrBadAnswer)
+	}
+	return fmt.Errorf("%q has no question %q to answer in session %s (its questions there: %s): %w",
+		from, question, id, strings.Join(mine, ", "), ErrBadAnswer)
+}
+
+// pendingFor returns the ids of the questions pending for answerer,
+// oldest first.
+func (c *Calls) pendingFor(answerer string) []string {
+	var ids []string
+	for _, p := range c.Questions {
+		if p.Question.GetAnswerer() == answerer {
+			ids = append(ids, p.Question.GetQuestionId())
+		}
+	}
+	return ids
+}
+
 // checkAnswer checks an answer against its pending question: answered by
 // its answerer (or written by the hub), options that exist (one unless
-// multiple), text that meets the schema.
-func (c *Calls) checkAnswer(from string, a *hubpb.Answer) error {
+// multiple), text that meets the schema. An answerer who is not a
+// participant (insider false) is told of its own questions only.
+func (c *Calls) checkAnswer(from, sessionID string, insider bool, a *hubpb.Answer) error {
 	p := c.Pending(a.GetQuestionId())
+	if !insider && (p == nil || p.Question.GetAnswerer() != from) {
+		return noQuestionFor(from, a.GetQuestionId(), sessionID, c.pendingFor(from))
+	}
 	if p == nil {
 		return fmt.Errorf("no question %q is pending (pending: %s): %w", a.GetQuestionId(), listOrNone(c.PendingIDs()), ErrBadAnswer)
 	}

@@ -70,7 +70,8 @@ func (m *Machine) Admit(env *hubpb.Envelope) error {
 	case session.IsLifecycle(t):
 		return nil
 	case t == session.EventAnswer:
-		return m.Calls.checkAnswer(env.GetFrom(), env.GetAnswer())
+		insider := env.GetFrom() == "" || session.IsParticipant(m.Meta, env.GetFrom())
+		return m.Calls.checkAnswer(env.GetFrom(), m.Meta.GetSessionId(), insider, env.GetAnswer())
 	case t == session.EventQuestion:
 		return m.admitQuestion(env)
 	case session.IsTurn(t):
@@ -95,8 +96,8 @@ func (m *Machine) checkAudience(env *hubpb.Envelope) error {
 }
 
 // admitSender checks who may write env: participants (not the hub's
-// types), anyone's answer (checkAnswer then wants the question's
-// answerer), the hub.
+// types), the answer of anyone a pending question is for (checkAnswer
+// then wants the question's answerer), the hub.
 func (m *Machine) admitSender(env *hubpb.Envelope) error {
 	from, t := env.GetFrom(), env.GetType()
 	if from == "" {
@@ -109,10 +110,22 @@ func (m *Machine) admitSender(env *hubpb.Envelope) error {
 		return nil
 	}
 	if t == session.EventAnswer {
-		return nil // judged by the question (checkAnswer): its answerer need not take part
+		// Judged by the question (checkAnswer): its answerer need not take
+		// part. Whoever has none to answer is told only that, whatever the
+		// session's state.
+		if len(m.Calls.pendingFor(from)) == 0 {
+			return noQuestionFor(from, env.GetAnswer().GetQuestionId(), m.Meta.GetSessionId(), nil)
+		}
+		return nil
 	}
-	return fmt.Errorf("%q is not a participant of session %s (participants: %s): %w",
-		from, m.Meta.GetSessionId(), strings.Join(session.Names(m.Meta), ", "), session.ErrNotParticipant)
+	return NotParticipant(from, m.Meta.GetSessionId())
+}
+
+// NotParticipant is the refusal of an agent that takes no part in a
+// session (and answers none of its questions): it says nothing of the
+// session but that.
+func NotParticipant(agent, id string) error {
+	return fmt.Errorf("%q is not a participant of session %s: %w", agent, id, session.ErrNotParticipant)
 }
 
 // admitTurn checks a turn: no hold, then a turn the session type expects

@@ -47,9 +47,9 @@ func (h *Hub) delegateReq(ctx context.Context, delegator string, req *hubpb.Dele
 	if err != nil {
 		return nil, err
 	}
-	pid, err := session.ParseID(req.GetSessionId())
+	pid, err := session.ParseIDOf("session_id", req.GetSessionId())
 	if err != nil {
-		return nil, fmt.Errorf("session_id: %v: %w", err, session.ErrMalformed)
+		return nil, err
 	}
 	p, err := h.lookup(ctx, pid)
 	if err != nil {
@@ -88,8 +88,7 @@ func (h *Hub) delegateReq(ctx context.Context, delegator string, req *hubpb.Dele
 // delegator's turn (the parent open, no turn held).
 func (h *Hub) mayDelegate(p *sess, delegator string) error {
 	if !session.IsParticipant(p.meta, delegator) {
-		return fmt.Errorf("%q is not a participant of session %v (participants: %s): %w", delegator, p.id,
-			strings.Join(session.Names(p.meta), ", "), session.ErrNotParticipant)
+		return adapters.NotParticipant(delegator, p.meta.GetSessionId())
 	}
 	if d := int(p.meta.GetDepth()) + 1; d > h.cfg.MaxDepth {
 		return fmt.Errorf("a child of %v would be at depth %d, the limit is %d: %w", p.id, d, h.cfg.MaxDepth, ErrDepthExceeded)
@@ -251,7 +250,7 @@ func (h *Hub) delegate(ctx context.Context, p *sess, env *hubpb.Envelope, kids [
 		if f := h.cfg.Hooks.Opened; f != nil {
 			f(k.meta)
 		}
-		resp.Children = append(resp.Children, h.infoLocked(k))
+		resp.Children = append(resp.Children, h.infoLocked(k, env.GetFrom(), false))
 	}
 	return resp, nil
 }

@@ -260,7 +260,9 @@ type WatchOptions struct {
 	// questions, answers, question_closed and delegation results.
 	Tree    bool
 	Verbose bool
-	// Cursors are the last seq seen per descendant (session id string).
+	// Cursors are the last seq seen per descendant (session id string);
+	// those naming no descendant the watch hands out are dropped
+	// (Subscription.Cursors says which were kept).
 	Cursors map[string]uint64
 }
 
@@ -316,7 +318,12 @@ func (h *Hub) Watch(ctx context.Context, agent string, operator bool, id session
 	if opts.Tree {
 		for _, k := range kids {
 			if sub.viewer == "" || session.IsParticipant(k.meta, sub.viewer) {
-				sub.catchUp(k, opts.Cursors[k.meta.GetSessionId()]+1)
+				kid := k.meta.GetSessionId()
+				cur, ok := opts.Cursors[kid]
+				if ok {
+					sub.cursors = setSeq(sub.cursors, kid, cur)
+				}
+				sub.catchUp(k, cur+1)
 			}
 		}
 	}

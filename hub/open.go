@@ -38,9 +38,8 @@ func (h *Hub) Open(ctx context.Context, creator string, req *hubpb.OpenRequest) 
 		return nil, err
 	}
 	if p := req.GetParentSessionId(); p != "" {
-		if id, err := session.ParseID(p); err == nil && id.IsZero() {
-			return nil, fmt.Errorf("parent_session_id %s is the nil UUID, which names no session (leave it empty for a session without a parent): %w",
-				p, session.ErrMalformed)
+		if _, err := session.ParseIDOf("parent_session_id", p); err != nil {
+			return nil, err
 		}
 		return h.openChild(ctx, creator, req)
 	}
@@ -66,7 +65,7 @@ func (h *Hub) Open(ctx context.Context, creator string, req *hubpb.OpenRequest) 
 	if f := h.cfg.Hooks.Opened; f != nil {
 		f(meta)
 	}
-	return h.openResponse(ctx, s, false)
+	return h.openResponse(ctx, s, creator, false)
 }
 
 // earlier answers an open an earlier one made: the session of its
@@ -84,7 +83,7 @@ func (h *Hub) earlier(ctx context.Context, creator string, req *hubpb.OpenReques
 				return nil, session.ID{}, fmt.Errorf("idempotency key %q made session %s, and this open differs in %s: use a new key: %w",
 					key, s.meta.GetSessionId(), field, ErrIdempotencyConflict)
 			}
-			if resp, err := h.openResponse(ctx, s, true); !errors.Is(err, errNotWritten) {
+			if resp, err := h.openResponse(ctx, s, creator, true); !errors.Is(err, errNotWritten) {
 				return resp, session.ID{}, err
 			}
 		}
@@ -93,7 +92,7 @@ func (h *Hub) earlier(ctx context.Context, creator string, req *hubpb.OpenReques
 	if err != nil || open == nil {
 		return nil, prev, err
 	}
-	if resp, err := h.openResponse(ctx, open, true); !errors.Is(err, errNotWritten) {
+	if resp, err := h.openResponse(ctx, open, creator, true); !errors.Is(err, errNotWritten) {
 		return resp, session.ID{}, err
 	}
 	prev, _, err = h.thread(ctx, creator, req.GetThreadKey()) // the one before, from the log's index
@@ -174,9 +173,9 @@ func (h *Hub) create(ctx context.Context, m *adapters.Machine, task string) (*se
 	return s, nil
 }
 
-// openResponse answers an open with the session's state.
-func (h *Hub) openResponse(ctx context.Context, s *sess, existing bool) (*hubpb.OpenResponse, error) {
-	info, err := h.info(ctx, s)
+// openResponse answers creator's open with the session's state.
+func (h *Hub) openResponse(ctx context.Context, s *sess, creator string, existing bool) (*hubpb.OpenResponse, error) {
+	info, err := h.info(ctx, s, creator, false)
 	if err != nil {
 		return nil, err
 	}

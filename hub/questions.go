@@ -35,9 +35,9 @@ func (h *Hub) Answer(ctx context.Context, agent string, operator bool, req *hubp
 		return nil, err
 	}
 	defer h.leave()
-	id, err := session.ParseID(req.GetSessionId())
+	id, err := session.ParseIDOf("session_id", req.GetSessionId())
 	if err != nil {
-		return nil, fmt.Errorf("session_id: %v: %w", err, session.ErrMalformed)
+		return nil, err
 	}
 	s, err := h.lookup(ctx, id)
 	if err != nil {

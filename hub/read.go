@@ -23,11 +23,12 @@ func (h *Hub) Get(ctx context.Context, agent string, operator bool, id session.I
 	if err != nil {
 		return nil, err
 	}
-	return h.info(ctx, s)
+	return h.info(ctx, s, agent, operator)
 }
 
-// info returns s's metadata and state, taking its lock.
-func (h *Hub) info(ctx context.Context, s *sess) (*hubpb.SessionInfo, error) {
+// info returns s's metadata and state as agent may read them (all of it
+// for an operator), taking its lock.
+func (h *Hub) info(ctx context.Context, s *sess, agent string, operator bool) (*hubpb.SessionInfo, error) {
 	if err := s.acquire(ctx); err != nil {
 		return nil, err
 	}
@@ -35,17 +36,22 @@ func (h *Hub) info(ctx context.Context, s *sess) (*hubpb.SessionInfo, error) {
 	if err := h.ready(ctx, s); err != nil {
 		return nil, err
 	}
-	return h.infoLocked(s), nil
+	return h.infoLocked(s, agent, operator), nil
 }
 
-// infoLocked returns s's metadata and state; the caller holds its lock.
-func (h *Hub) infoLocked(s *sess) *hubpb.SessionInfo {
+// infoLocked returns s's metadata and state as agent may read them: the
+// context variables it may read (adapters.Summary.MayRead; all of them
+// for an operator). The caller holds s's lock.
+func (h *Hub) infoLocked(s *sess, agent string, operator bool) *hubpb.SessionInfo {
 	sum := s.m.Turns.Summary()
 	info := listing(s)
 	info.Turn, info.Expected, info.LastRule = int64(sum.Turn), s.m.Expected(), s.m.LastRule
 	info.Usage = proto.CloneOf(sum.Usage)
 	info.Context = make(map[string]*structpb.Value, len(sum.Context))
 	for _, k := range slices.Sorted(maps.Keys(sum.Context)) {
+		if !operator && !sum.MayRead(k, agent) {
+			continue
+		}
 		v, err := session.JSONValue(sum.Context[k])
 		if err != nil {
 			// Context values are canonical JSON folded from checked

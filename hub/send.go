@@ -147,7 +147,11 @@ func (h *Hub) CloseSession(ctx context.Context, agent string, operator bool, id 
 	if err != nil {
 		return nil, err
 	}
-	if creator := s.meta.GetCreator(); !operator && agent != creator {
+	switch creator := s.meta.GetCreator(); {
+	case operator || agent == creator:
+	case !session.IsParticipant(s.meta, agent): // told nothing of the session, its creator included
+		return nil, fmt.Errorf("%q is not a participant of session %v and may not close it: %w", agent, id, ErrPermissionDenied)
+	default:
 		return nil, fmt.Errorf("only the creator %q (or an operator) closes session %v, not %q: %w", creator, id, agent, ErrPermissionDenied)
 	}
 	if err := session.CheckText("reason", reason); err != nil {

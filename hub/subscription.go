@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -32,6 +33,9 @@ type Subscription struct {
 	terse    bool   // hand out only what asks the agent to act (SubscribeOptions.Terse)
 	holder   string // the agent whose stream this is, counted in Hub.streams
 	counted  atomic.Bool
+	// cursors are the descendant cursors a tree watch honoured
+	// (WatchOptions.Cursors naming a descendant it watches); set by Watch.
+	cursors map[string]uint64
 
 	// Owned by the reader (Next).
 	spans  []span            // catch-up still to read from the log
@@ -51,6 +55,12 @@ type Subscription struct {
 	// the subscription, outside sub.mu.
 	ready func()
 }
+
+// Cursors returns the cursors of WatchOptions.Cursors a tree watch
+// honoured: those naming a descendant it watches (for a participant, one
+// it takes part in). The others name nothing the watch hands out, and
+// were dropped.
+func (sub *Subscription) Cursors() map[string]uint64 { return maps.Clone(sub.cursors) }
 
 // takeStream counts a new stream of agent's, or refuses it past the
 // hub's MaxStreamsPerAgent.

@@ -3046,7 +3046,9 @@ type SessionInfo struct {
 	Turn int64 `protobuf:"varint,5,opt,name=turn,proto3" json:"turn,omitempty"`
 	// Who is expected to speak next.
 	Expected []string `protobuf:"bytes,6,rep,name=expected,proto3" json:"expected,omitempty"`
-	// Context variables.
+	// Context variables: those the caller may read (a variable set by an
+	// envelope with an audience is its setter's and that audience's; an
+	// operator reads all).
 	Context map[string]*structpb.Value `protobuf:"bytes,7,rep,name=context,proto3" json:"context,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Usage summed over the session.
 	Usage *Usage `protobuf:"bytes,8,opt,name=usage,proto3" json:"usage,omitempty"`

@@ -107,9 +107,9 @@ func payloadName(e *hubpb.Envelope) string {
 
 // CheckEnvelope reports whether an envelope's shape is valid: a known or
 // custom type in its stored form, a payload field matching it, well-formed
-// payload fields, valid audience names and times, every string UTF-8 and
-// every number finite ([CheckFields]). It looks at no session
-// state. Messages name the proto fields ("text needs the envelope field
+// payload fields, valid audience names, causation id and times, every
+// string UTF-8 and every number finite ([CheckFields]). It looks at no
+// session state. Messages name the proto fields ("text needs the envelope field
 // text, got packet").
 func CheckEnvelope(e *hubpb.Envelope) error {
 	t, err := ParseEventType(e.GetType())
@@ -122,6 +122,11 @@ func CheckEnvelope(e *hubpb.Envelope) error {
 	for _, n := range e.GetAudience().GetNames() {
 		if err := CheckName(n); err != nil {
 			return fmt.Errorf("audience: %w", err)
+		}
+	}
+	if c := e.GetCausationId(); c != "" {
+		if err := CheckUUID("envelope.causation_id", c); err != nil {
+			return err
 		}
 	}
 	if e.GetCall().GetDepth() < 0 {

@@ -29,7 +29,7 @@ const DefaultListen = "127.0.0.1:7420"
 
 type serveFlags struct {
 	listen, data, tokens, tlsCert, tlsKey, clientCA, logFormat, logLevel, operators string
-	http, otlpEndpoint, onDamage, minFreeDisk                                       string
+	http, otlpEndpoint, onDamage, minFreeDisk, metricsListen                        string
 	httpSet                                                                         bool // --http was given
 	fsync, insecureTokens                                                           bool
 	inviteTimeout, heartbeat, drainTimeout                                          time.Duration
@@ -65,6 +65,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.minFreeDisk, "min-free-disk", "256MiB", "free space kept on the data directory's disk; below it sends are refused with DISK_FULL until space is freed (`size`: 512MiB, 2GB, 0 for none)")
 	fs.StringVar(&f.http, "http", "", "HTTP `address` of the web view, the JSON API, event streams, /metrics and /debug/pprof (host:port; \"off\" for none); default in development mode: the --listen host and the next port (127.0.0.1:7421), otherwise none")
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", 10*time.Second, "on SIGTERM or SIGINT, how long to let sends in flight finish and the log close before exiting anyway (non-zero, \"log not closed cleanly\"; the next start replays the synced journal, so nothing acknowledged is lost)")
+	fs.StringVar(&f.metricsListen, "metrics-listen", "", "`address` (host:port) serving GET /metrics alone, with no credentials, for a Prometheus scraper; on the --http address /metrics needs no credentials only when that address is loopback, and an operator's otherwise")
 	fs.DurationVar(&f.heartbeat, "sse-heartbeat", hubhttp.DefaultHeartbeat, "interval of the comment lines that keep idle event streams open through proxies")
 	f.cluster.register(fs)
 	fs.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", "export traces to this OTLP `URL` (like OTEL_EXPORTER_OTLP_ENDPOINT, which is read when this is unset; OTEL_EXPORTER_OTLP_PROTOCOL picks grpc or http/protobuf); without either, no traces are exported")
@@ -155,7 +156,7 @@ func (f *serveFlags) config(lg zerolog.Logger) (server.Config, error) {
 	if free == 0 {
 		cfg.MinFreeBytes = -1 // the flag's 0 is "none"; wal's 0 is its default
 	}
-	cfg.HTTP, cfg.HTTPAnyPort = f.httpAddr(), !f.httpSet
+	cfg.HTTP, cfg.HTTPAnyPort, cfg.MetricsListen = f.httpAddr(), !f.httpSet, f.metricsListen
 	if err := f.checkSafety(); err != nil {
 		return cfg, err
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -604,12 +606,12 @@ func subscribeOptions(req *hubpb.SubscribeRequest) (hub.SubscribeOptions, error)
 	if v := req.GetTurnView(); v != nil {
 		opts.TurnView = &hub.ViewOptions{Name: v.GetName(), Window: int(v.GetWindow()), History: v.GetHistory()}
 	}
-	for k, v := range req.GetCursors() {
+	for _, k := range slices.Sorted(maps.Keys(req.GetCursors())) { // the first bad key named is always the same
 		sid, err := parseID("cursors key", k)
 		if err != nil {
 			return opts, err
 		}
-		opts.Cursors[sid] = v
+		opts.Cursors[sid] = req.GetCursors()[k]
 	}
 	return opts, nil
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -145,20 +147,8 @@ func unary[R any](s *Service, ctx context.Context, method string, f func(Identit
 	return r, nil
 }
 
-// parseID parses a session id of a request.
-func parseID(field, s string) (session.ID, error) {
-	if s == "" {
-		return session.ID{}, fmt.Errorf("%s is required: %w", field, session.ErrMalformed)
-	}
-	id, err := session.ParseID(s)
-	if err != nil {
-		return session.ID{}, fmt.Errorf("%s: %v: %w", field, err, session.ErrMalformed)
-	}
-	if id.IsZero() {
-		return session.ID{}, fmt.Errorf("%s %s is the nil UUID, which names no session: %w", field, s, session.ErrMalformed)
-	}
-	return id, nil
-}
+// parseID parses the session id a request gives in field.
+func parseID(field, s string) (session.ID, error) { return session.ParseIDOf(field, s) }
 
 // Open implements hubsvc.HubServer. Fields of the request this hub does
 // not know were dropped by the codec.
@@ -395,12 +385,33 @@ func (s *Service) Watch(req *hubpb.WatchRequest, stream grpc.ServerStreamingServ
 		return statusOf(s.lg, "Watch", err)
 	}
 	defer done()
+	cursors, err := treeCursors(req.GetCursors())
+	if err != nil {
+		return statusOf(s.lg, "Watch", err)
+	}
 	sub, err := s.h.Watch(ctx, id.Agent, id.Operator, sid, hub.WatchOptions{From: req.GetFromSeq(), Tree: req.GetTree(),
-		Verbose: req.GetVerbose(), Cursors: req.GetCursors()})
+		Verbose: req.GetVerbose(), Cursors: cursors})
 	if err != nil {
 		return statusOf(s.lg, "Watch", err)
 	}
 	return s.pump(ctx, "Watch", sub, stream)
+}
+
+// treeCursors checks a tree watch's cursors: each key a session id,
+// spelled as the hub spells it (the watch finds them by that spelling).
+func treeCursors(in map[string]uint64) (map[string]uint64, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]uint64, len(in))
+	for _, k := range slices.Sorted(maps.Keys(in)) {
+		sid, err := parseID("cursors key", k)
+		if err != nil {
+			return nil, err
+		}
+		out[sid.String()] = in[k]
+	}
+	return out, nil
 }
 
 // pump sends a subscription's deliveries until the client goes away or the

@@ -218,3 +218,16 @@ func TestShutdownLeavesNoGoroutines(t *testing.T) {
 		t.Fatalf("%d goroutines before, %d after shutdown:\n%s", before, n, buf[:runtime.Stack(buf, true)])
 	}
 }
+
+// TestBadIDs: every id field of every call is refused MALFORMED, naming
+// the field, when it is not a UUID as the hub writes one.
+func TestBadIDs(t *testing.T) {
+	f := start(t, "")
+	wiretest.BadIDs(t, f.agent)
+}
+
+// TestAccess: context audiences and refusals to outsiders, over gRPC.
+func TestAccess(t *testing.T) {
+	f := start(t, "")
+	wiretest.Access(t, f.agent)
+}

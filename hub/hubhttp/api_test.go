@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hubd/hubd/agentsdk"
+	"github.com/hubd/hubd/hub/hubhttp"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/internal/server"
 )
@@ -158,7 +159,7 @@ func TestSignIn(t *testing.T) {
 		t.Fatalf("sign-in: %d %s", in.status, in.body)
 	}
 	cookie := in.header.Get("Set-Cookie")
-	for _, attr := range []string{"hubd_token=", "HttpOnly", "SameSite=Strict", "Path=/"} {
+	for _, attr := range []string{hubhttp.SignInCookie + "=", "HttpOnly", "SameSite=Strict", "Path=/"} {
 		if !strings.Contains(cookie, attr) {
 			t.Errorf("cookie %q lacks %s", cookie, attr)
 		}

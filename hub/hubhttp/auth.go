@@ -2,7 +2,6 @@ package hubhttp
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"mime"
@@ -10,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -20,16 +20,13 @@ import (
 	"github.com/hubd/hubd/session"
 )
 
-// The cookies a browser signs in with. Both are HTTP-only and
-// SameSite=Strict; the token is the bearer token itself, the agent a
-// development-mode name.
-const (
-	TokenCookie = "hubd_token"
-	AgentCookie = "hubd_agent"
-)
+// oldCookies are the sign-in cookies of earlier versions, which held the
+// bearer token (or development name) itself: sign-in and sign-out delete
+// them from the browser.
+var oldCookies = []string{"hubd_token", "hubd_agent"}
 
 // credentials prepares a request for authentication: a sign-in cookie
-// stands for the header it replaces, the X-Hubd-Agent header is dropped
+// stands for the header its sign-in replaces, the X-Hubd-Agent header is dropped
 // unless the request comes from a loopback address, and the caller's
 // address and verified client certificate go into the context as a gRPC
 // peer, where hubgrpc's authentication looks for them.
@@ -44,10 +41,10 @@ func (a *API) credentials(next http.Handler) http.Handler {
 			r.Header.Del(hubgrpc.AgentHeader)
 		}
 		if r.Header.Get("Authorization") == "" && r.Header.Get(hubgrpc.AgentHeader) == "" {
-			if v := cookieValue(r, TokenCookie); v != "" {
-				r.Header.Set("Authorization", "Bearer "+v)
-			} else if v := cookieValue(r, AgentCookie); v != "" && loop && a.cfg.Dev {
-				r.Header.Set(hubgrpc.AgentHeader, v)
+			if in, ok := a.signIns.get(cookieValue(r)); ok && in.token != "" {
+				r.Header.Set("Authorization", "Bearer "+in.token)
+			} else if ok && in.agent != "" && loop && a.cfg.Dev {
+				r.Header.Set(hubgrpc.AgentHeader, in.agent)
 			}
 		}
 		p := &peer.Peer{Addr: remoteAddr(r)}
@@ -115,8 +112,9 @@ type signInRequest struct {
 	Next  string `json:"next"`
 }
 
-// signIn checks a token (or a development name) and keeps it in a cookie.
-// With a "next" local path it redirects there (303), for plain forms.
+// signIn checks a token (or a development name), keeps it as a sign-in
+// and sets the sign-in's id as a cookie. With a "next" local path it
+// redirects there (303), for plain forms.
 func (a *API) signIn(w http.ResponseWriter, r *http.Request) {
 	in, err := readSignIn(w, r)
 	if err != nil {
@@ -126,14 +124,14 @@ func (a *API) signIn(w http.ResponseWriter, r *http.Request) {
 	probe := r.Clone(r.Context())
 	probe.Header.Del("Authorization")
 	probe.Header.Del(hubgrpc.AgentHeader)
-	var keep, drop string
+	var keep signIn
 	switch {
 	case in.Token != "":
 		probe.Header.Set("Authorization", "Bearer "+in.Token)
-		keep, drop = TokenCookie, AgentCookie
+		keep.token = in.Token
 	case in.Agent != "" && a.cfg.Dev && fromLoopback(r):
 		probe.Header.Set(hubgrpc.AgentHeader, in.Agent)
-		keep, drop = AgentCookie, TokenCookie
+		keep.agent = in.Agent
 	case in.Agent != "":
 		a.fail(w, r, fmt.Errorf("signing in by name is for development mode on loopback; sign in with a token: %w", hubgrpc.ErrUnauthenticated))
 		return
@@ -146,12 +144,9 @@ func (a *API) signIn(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	value := in.Token
-	if keep == AgentCookie {
-		value = in.Agent
-	}
-	http.SetCookie(w, a.cookie(r, keep, value))
-	http.SetCookie(w, a.cookie(r, drop, ""))
+	a.signIns.revoke(cookieValue(r)) // the browser's earlier sign-in, if any
+	http.SetCookie(w, a.cookie(r, a.signIns.add(keep)))
+	a.dropOldCookies(w, r)
 	if next := in.Next; strings.HasPrefix(next, "/") && !strings.HasPrefix(next, "//") && !strings.HasPrefix(next, "/\\") {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
@@ -176,10 +171,12 @@ func readSignIn(w http.ResponseWriter, r *http.Request) (signInRequest, error) {
 	return in, nil
 }
 
-// signOut forgets the sign-in cookies.
+// signOut ends the request's sign-in (its cookie, wherever copied, is
+// refused from now on) and deletes the cookie.
 func (a *API) signOut(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, a.cookie(r, TokenCookie, ""))
-	http.SetCookie(w, a.cookie(r, AgentCookie, ""))
+	a.signIns.revoke(cookieValue(r))
+	http.SetCookie(w, a.cookie(r, ""))
+	a.dropOldCookies(w, r)
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -195,28 +192,35 @@ func (a *API) whoAmI(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, whoami{SignedIn: true, Agent: id.Agent, Operator: id.Operator, Dev: a.cfg.Dev})
 }
 
-// cookie returns a sign-in cookie; an empty value deletes it. The value
-// is kept in unpadded base64url, so any token fits a cookie.
-func (a *API) cookie(r *http.Request, name, value string) *http.Cookie {
-	c := &http.Cookie{Name: name, Value: base64.RawURLEncoding.EncodeToString([]byte(value)), Path: "/", HttpOnly: true,
+// cookie returns the sign-in cookie carrying id, lasting as long as its
+// sign-in; an empty id deletes it.
+func (a *API) cookie(r *http.Request, id string) *http.Cookie {
+	c := &http.Cookie{Name: SignInCookie, Value: id, Path: "/", HttpOnly: true, MaxAge: int(a.cfg.SignInTTL / time.Second),
 		SameSite: http.SameSiteStrictMode, Secure: a.cfg.SecureCookies || r.TLS != nil}
-	if value == "" {
+	if id == "" {
 		c.MaxAge = -1
 	}
 	return c
 }
 
-// cookieValue returns the decoded value of a sign-in cookie, or "".
-func cookieValue(r *http.Request, name string) string {
-	c, err := r.Cookie(name)
+// dropOldCookies deletes the browser's sign-in cookies of earlier
+// versions, if it has any.
+func (a *API) dropOldCookies(w http.ResponseWriter, r *http.Request) {
+	for _, name := range oldCookies {
+		if _, err := r.Cookie(name); err == nil {
+			http.SetCookie(w, &http.Cookie{Name: name, Path: "/", MaxAge: -1, HttpOnly: true,
+				SameSite: http.SameSiteStrictMode, Secure: a.cfg.SecureCookies || r.TLS != nil})
+		}
+	}
+}
+
+// cookieValue returns the request's sign-in id, or "".
+func cookieValue(r *http.Request) string {
+	c, err := r.Cookie(SignInCookie)
 	if err != nil {
 		return ""
 	}
-	v, err := base64.RawURLEncoding.DecodeString(c.Value)
-	if err != nil {
-		return ""
-	}
-	return string(v)
+	return c.Value
 }
 
 // writeJSON answers v as JSON.

@@ -11,7 +11,11 @@
 // dispatches by method name to the service's own handlers with the same
 // interceptors as the gRPC server (authentication, tracing, metrics), with
 // no network hop and no encoding. Bodies and answers are the one JSON form
-// (hubpb.MarshalJSON: protojson, proto field names, compact). A refusal is
+// (hubpb.MarshalJSON: protojson, proto field names, compact); a body must
+// be sent as application/json (parameters allowed), anything else is
+// refused 415 with the reason MALFORMED, so a page of another site cannot
+// pass a plain-text or form body, which browsers send without asking,
+// off as JSON. A refusal is
 // a google.rpc.Status in that form, its details holding the
 // google.rpc.ErrorInfo whose reason is the stable hubd reason, with the
 // HTTP status grpc-gateway maps its code to (OUT_OF_TURN: 400,
@@ -60,7 +64,10 @@
 // ("7,0190a0c4-8f4e-7a2b-9c3d-4e5f60718293:3"). Sent back as
 // Last-Event-ID it resumes every session after its cursor (and the
 // descendants it never showed from their start), so no gap and no
-// duplicate in any of them; ?from applies to the root. The stream ends
+// duplicate in any of them; ?from applies to the root. Its cursors of
+// sessions outside the tree (or not the caller's to watch) are dropped;
+// an id names at most 1,024 descendants, and a Last-Event-ID with more is
+// MALFORMED. The stream ends
 // when the root has ended and everything written with that end (its
 // descendants closing) was streamed; its "end" event carries
 // "last_event_id" too.
@@ -73,18 +80,24 @@
 // required, so browsers with tokens still connect), or in development mode
 // the X-Hubd-Agent header, honoured only from a loopback address. Browsers
 // sign in at POST /v1/auth/signin with {"token": "..."} (or, in
-// development mode, {"agent": "name"}); the hub checks it and keeps it in
-// an HTTP-only, SameSite=Strict cookie that stands for the header on later
-// requests. POST /v1/auth/signout forgets it; GET /v1/auth/whoami says
-// who the caller is. Unsafe methods from another origin are refused
+// development mode, {"agent": "name"}); the hub checks it and keeps it as
+// a sign-in in its memory (Config.SignInTTL, 12 hours by default; at most
+// Config.MaxSignIns), whose random id goes in an HTTP-only,
+// SameSite=Strict cookie (Secure under TLS) that stands for the header on
+// later requests. The cookie carries no token: POST /v1/auth/signout ends
+// the sign-in, and every copy of the cookie is refused from then on, as
+// it is once the sign-in expires. GET /v1/auth/whoami says who the caller
+// is. Unsafe methods from another origin are refused
 // (net/http's CrossOriginProtection), so the cookie cannot be ridden by
 // another site.
 //
 // # Operations
 //
-// GET /metrics is the Prometheus exposition (Config.Metrics; no
-// authentication: it holds counts, no ids). /debug/pprof/ is Go's profiler,
-// for operators only. GET /healthz answers "ok" while the hub takes
-// writes, and 503 with the reason while it does not (Config.Health: its
-// disk below the reserve, its storage failed).
+// GET /metrics is the Prometheus exposition (Config.Metrics: counts, no
+// ids), without authentication on a loopback address (Config.OpenMetrics)
+// and for operators otherwise; MetricsHandler serves it alone on an
+// address of its own. /debug/pprof/ is Go's profiler, for operators only.
+// GET /healthz answers "ok" while the hub takes writes, and 503 with the
+// reason while it does not (Config.Health: its disk below the reserve,
+// its storage failed).
 package hubhttp

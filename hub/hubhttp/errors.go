@@ -3,6 +3,8 @@ package hubhttp
 import (
 	"context"
 	"errors"
+	"fmt"
+	"mime"
 	"net/http"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -92,6 +94,12 @@ func withInfo(st *status.Status, r hubpb.Reason) *status.Status {
 // with the HTTP status grpc-gateway maps its code to. It is the gateway's
 // error handler too, so every refusal of the HTTP side looks the same.
 func writeError(w http.ResponseWriter, err error) {
+	writeErrorAs(w, err, 0)
+}
+
+// writeErrorAs is writeError with an HTTP status of its own (0: the one
+// grpc-gateway maps the code to).
+func writeErrorAs(w http.ResponseWriter, err error, httpStatus int) {
 	st := statusOf(err)
 	body, merr := hubpb.MarshalJSON(st.Proto())
 	if merr != nil {
@@ -104,8 +112,35 @@ func writeError(w http.ResponseWriter, err error) {
 	if st.Code() == codes.Unauthenticated {
 		h.Set("WWW-Authenticate", `Bearer realm="hubd"`)
 	}
-	w.WriteHeader(runtime.HTTPStatusFromCode(st.Code()))
+	if httpStatus == 0 {
+		httpStatus = runtime.HTTPStatusFromCode(st.Code())
+	}
+	w.WriteHeader(httpStatus)
 	w.Write(body)
+}
+
+// jsonBodies refuses a request whose body is not declared JSON (415,
+// MALFORMED): the JSON API reads nothing else, and a body a page of
+// another site can send without asking (text/plain, a form) must not
+// pass for JSON. A request without a body needs no Content-Type.
+func jsonBodies(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		ct := r.Header.Get("Content-Type")
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			said := fmt.Sprintf("Content-Type %.80q", ct)
+			if ct == "" {
+				said = "a body without a Content-Type"
+			}
+			writeErrorAs(w, fmt.Errorf("%s: the JSON API reads bodies sent as application/json only: %w", said, session.ErrMalformed),
+				http.StatusUnsupportedMediaType)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // fail answers a refused request, logging an error that carries no

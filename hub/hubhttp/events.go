@@ -69,6 +69,9 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer sub.Close()
+	if q.tree {
+		q.cursors = sub.Cursors() // only the tree's: the others name nothing this stream hands out
+	}
 	info, err := a.cfg.Hub.Get(ctx, id.Agent, id.Operator, q.sid)
 	if err != nil {
 		a.fail(w, r, err)
@@ -222,6 +225,12 @@ func treeID(root uint64, cursors map[string]uint64) string {
 	return string(b)
 }
 
+// maxTreeCursors bounds the descendants' cursors of a tree stream's event
+// id: a stream names at most this many (a descendant past them, not yet
+// named, is streamed from its start again on a resume), and a
+// Last-Event-ID with more is refused.
+const maxTreeCursors = 1024
+
 // parseTreeID reads a tree stream's event id (see treeID); a bare seq
 // (the id of a one-session stream) is the root's.
 func parseTreeID(s string) (uint64, map[string]uint64, error) {
@@ -232,6 +241,9 @@ func parseTreeID(s string) (uint64, map[string]uint64, error) {
 	root, err := strconv.ParseUint(head, 10, 64)
 	if err != nil || root == ^uint64(0) {
 		return 0, nil, bad("the root's seq")
+	}
+	if n := strings.Count(rest, ","); rest != "" && n+1 > maxTreeCursors {
+		return 0, nil, bad(fmt.Sprintf("%d cursors, at most %d", n+1, maxTreeCursors))
 	}
 	cursors := map[string]uint64{}
 	for rest != "" {
@@ -369,7 +381,9 @@ func (s *eventStream) envelope(e *hubpb.Envelope) error {
 		s.last = e.GetSeq()
 		id = treeID(s.last, s.cursors)
 	default:
-		s.cursors[sid] = e.GetSeq()
+		if _, named := s.cursors[sid]; named || len(s.cursors) < maxTreeCursors {
+			s.cursors[sid] = e.GetSeq()
+		}
 		id = treeID(s.last, s.cursors)
 	}
 	return s.write(fmt.Appendf(nil, "id: %s\nevent: envelope\ndata: %s\n\n", id, data))

@@ -50,21 +50,35 @@ type Config struct {
 	// MaxBodyBytes bounds a request's body, like the gRPC server's largest
 	// message; default DefaultMaxBodyBytes.
 	MaxBodyBytes int64
-	// Metrics is served at GET /metrics when set.
+	// Metrics is served at GET /metrics when set: to operators only,
+	// unless OpenMetrics.
 	Metrics http.Handler
 	// Health, when set, says why the hub takes no writes (its disk is
 	// below its reserve, its storage failed), or nil while it does: GET
 	// /healthz then answers 503 with that reason.
 	Health func() error
+	// OpenMetrics serves Metrics to anyone: for an HTTP address that is
+	// loopback, whose callers are all on the machine (the Prometheus
+	// convention of an unauthenticated scrape; elsewhere, serve it on an
+	// address of its own, see MetricsHandler).
+	OpenMetrics bool
 	// Streams, when set, is told of every event stream: kind "events" when
 	// it starts, and why it ended through the function it returns (nil:
 	// the client left).
 	Streams func(kind string) (ended func(err error))
 	// UI is served at / when set (the web view). It may call Identify.
 	UI http.Handler
-	// SecureCookies marks the sign-in cookies Secure even on plain HTTP
-	// (behind a proxy that terminates TLS); they are Secure on TLS anyway.
+	// SecureCookies marks the sign-in cookie Secure even on plain HTTP
+	// (behind a proxy that terminates TLS); it is Secure on TLS anyway.
 	SecureCookies bool
+	// SignInTTL is how long a browser's sign-in lasts; default
+	// DefaultSignInTTL.
+	SignInTTL time.Duration
+	// MaxSignIns bounds the sign-ins kept at once; default
+	// DefaultMaxSignIns.
+	MaxSignIns int
+	// Now is the clock sign-ins expire by; default time.Now.
+	Now func() time.Time
 	// Logger receives errors that carry no reason (bugs); default none.
 	Logger zerolog.Logger
 }
@@ -86,8 +100,8 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("hubhttp: Config.Interceptors[%d] is nil", i))
 		}
 	}
-	if c.Heartbeat < 0 || c.MaxBodyBytes < 0 {
-		errs = append(errs, errors.New("hubhttp: negative Config.Heartbeat or Config.MaxBodyBytes"))
+	if c.Heartbeat < 0 || c.MaxBodyBytes < 0 || c.SignInTTL < 0 || c.MaxSignIns < 0 {
+		errs = append(errs, errors.New("hubhttp: negative Config.Heartbeat, MaxBodyBytes, SignInTTL or MaxSignIns"))
 	}
 	return errors.Join(errs...)
 }
@@ -98,6 +112,7 @@ type API struct {
 	cfg     Config
 	lg      zerolog.Logger
 	handler http.Handler
+	signIns *signIns
 }
 
 // New builds the HTTP side.
@@ -111,7 +126,16 @@ func New(cfg Config) (*API, error) {
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	a := &API{cfg: cfg, lg: cfg.Logger}
+	if cfg.SignInTTL == 0 {
+		cfg.SignInTTL = DefaultSignInTTL
+	}
+	if cfg.MaxSignIns == 0 {
+		cfg.MaxSignIns = DefaultMaxSignIns
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	a := &API{cfg: cfg, lg: cfg.Logger, signIns: newSignIns(cfg.MaxSignIns, cfg.SignInTTL, cfg.Now)}
 	gw := runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, newJSONForm()),
 		runtime.WithIncomingHeaderMatcher(forwardHeader),
@@ -125,7 +149,7 @@ func New(cfg Config) (*API, error) {
 		return nil, fmt.Errorf("hubhttp: registering the JSON API: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/v1/", gw)
+	mux.Handle("/v1/", jsonBodies(gw))
 	mux.HandleFunc("GET /v1/sessions/{session_id}/events", a.events)
 	mux.HandleFunc("POST /v1/auth/signin", a.signIn)
 	mux.HandleFunc("POST /v1/auth/signout", a.signOut)
@@ -141,8 +165,10 @@ func New(cfg Config) (*API, error) {
 		}
 		w.Write([]byte("ok\n"))
 	})
-	if cfg.Metrics != nil {
+	if cfg.Metrics != nil && cfg.OpenMetrics {
 		mux.Handle("GET /metrics", cfg.Metrics)
+	} else if cfg.Metrics != nil {
+		mux.Handle("GET /metrics", a.operatorOnly("/metrics", cfg.Metrics))
 	}
 	a.pprof(mux)
 	if cfg.UI != nil {
@@ -168,25 +194,35 @@ func forwardHeader(key string) (string, bool) {
 
 // pprof mounts Go's profiler under /debug/pprof/, for operators only.
 func (a *API) pprof(mux *http.ServeMux) {
-	mux.Handle("/debug/pprof/", a.operatorOnly(http.HandlerFunc(pprof.Index)))
-	mux.Handle("/debug/pprof/cmdline", a.operatorOnly(http.HandlerFunc(pprof.Cmdline)))
-	mux.Handle("/debug/pprof/profile", a.operatorOnly(http.HandlerFunc(pprof.Profile)))
-	mux.Handle("/debug/pprof/symbol", a.operatorOnly(http.HandlerFunc(pprof.Symbol)))
-	mux.Handle("/debug/pprof/trace", a.operatorOnly(http.HandlerFunc(pprof.Trace)))
+	const what = "/debug/pprof"
+	mux.Handle("/debug/pprof/", a.operatorOnly(what, http.HandlerFunc(pprof.Index)))
+	mux.Handle("/debug/pprof/cmdline", a.operatorOnly(what, http.HandlerFunc(pprof.Cmdline)))
+	mux.Handle("/debug/pprof/profile", a.operatorOnly(what, http.HandlerFunc(pprof.Profile)))
+	mux.Handle("/debug/pprof/symbol", a.operatorOnly(what, http.HandlerFunc(pprof.Symbol)))
+	mux.Handle("/debug/pprof/trace", a.operatorOnly(what, http.HandlerFunc(pprof.Trace)))
 }
 
-// operatorOnly lets only operators through.
-func (a *API) operatorOnly(next http.Handler) http.Handler {
+// operatorOnly lets only operators through to what.
+func (a *API) operatorOnly(what string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := a.identify(r, "/hubd.http/Pprof")
+		id, err := a.identify(r, "/hubd.http/Operator")
 		if err != nil {
 			a.fail(w, r, err)
 			return
 		}
 		if !id.Operator {
-			a.fail(w, r, fmt.Errorf("%q is not an operator; /debug/pprof is for operators: %w", id.Agent, hub.ErrPermissionDenied))
+			a.fail(w, r, fmt.Errorf("%q is not an operator; %s is for operators: %w", id.Agent, what, hub.ErrPermissionDenied))
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// MetricsHandler serves metrics at GET /metrics and nothing else, to
+// anyone: for an address of its own (hubd serve --metrics-listen), which
+// the operator chose to open to its scraper.
+func MetricsHandler(metrics http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metrics)
+	return mux
 }

@@ -52,11 +52,16 @@ func (s *Server) serveHTTP(dev bool, lis net.Listener, tlsCfg *tls.Config) error
 		}
 		ui = w
 	}
+	now := time.Now
+	if c := s.cfg.Hub.Clock; c != nil {
+		now = c.Now // sign-ins expire by the hub's clock
+	}
 	api, err := hubhttp.New(hubhttp.Config{
 		Hub: s.hub, Service: s.svc, Authenticate: s.svc.UnaryInterceptor,
 		Interceptors: unaryChain(s.cfg, s.metrics, s.svc, s.node, "http"),
 		Dev:          dev, Heartbeat: s.cfg.Heartbeat, MaxBodyBytes: int64(s.maxMsg),
-		Metrics: s.metrics.Handler(), Streams: s.metrics.Stream, UI: ui, Logger: s.cfg.Logger, Health: s.writes.Err,
+		Metrics: s.metrics.Handler(), Streams: s.metrics.Stream, UI: ui, Logger: s.cfg.Logger,
+		Now: now, OpenMetrics: isLoopback(lis.Addr()), Health: s.writes.Err,
 	})
 	if err != nil {
 		return err
@@ -83,6 +88,53 @@ func (s *Server) serveHTTP(dev bool, lis net.Listener, tlsCfg *tls.Config) error
 		}
 	}()
 	return nil
+}
+
+// listenMetrics opens the metrics address's listener, if
+// Config.MetricsListen asks for one.
+func listenMetrics(cfg Config) (net.Listener, error) {
+	if cfg.MetricsListen == "" {
+		return nil, nil
+	}
+	lis, err := net.Listen("tcp", cfg.MetricsListen)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	return lis, nil
+}
+
+// serveMetrics serves GET /metrics alone, with no credentials, on lis (nil:
+// none).
+func (s *Server) serveMetrics(lis net.Listener) {
+	if lis == nil {
+		return
+	}
+	srv := &http.Server{Handler: hubhttp.MetricsHandler(s.metrics.Handler()), ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 16 << 10, ErrorLog: log.New(httpLog{s.cfg.Logger}, "", 0)}
+	s.metricsSrv, s.metricsLis = srv, lis
+	go func() {
+		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.cfg.Logger.Error().Err(err).Msg("metrics server stopped")
+		}
+	}()
+}
+
+// MetricsAddr is the address of Config.MetricsListen's listener, "" when
+// there is none.
+func (s *Server) MetricsAddr() string {
+	if s.metricsLis == nil {
+		return ""
+	}
+	return s.metricsLis.Addr().String()
+}
+
+// closeAll closes the listeners that are not nil.
+func closeAll(ls ...net.Listener) {
+	for _, l := range ls {
+		if l != nil {
+			l.Close()
+		}
+	}
 }
 
 // uiAuth lends the web view the API's authentication; the API is set

@@ -59,6 +59,11 @@ type Config struct {
 	// be a loopback address, like Listen. With TLSCert it serves TLS, and
 	// with ClientCA it asks for (but does not require) client certificates.
 	HTTP string
+	// MetricsListen is a host:port serving GET /metrics alone, with no
+	// credentials, for a Prometheus scraper; "" serves none. On the HTTP
+	// address /metrics needs no credentials only when that address is
+	// loopback, and is for operators otherwise.
+	MetricsListen string
 	// HTTPAnyPort serves HTTP on a free port of the same host when HTTP's
 	// port is taken (with a warning), for a default address rather than
 	// one the operator asked for.
@@ -99,6 +104,10 @@ type Server struct {
 	metrics *metrics.Metrics
 	maxMsg  int
 	served  chan error
+
+	// The metrics address (Config.MetricsListen); nil without it.
+	metricsSrv *http.Server
+	metricsLis net.Listener
 }
 
 // Start opens the log, hydrates the hub and serves gRPC on cfg.Listen.
@@ -128,20 +137,25 @@ func StartOn(ctx context.Context, cfg Config, lis net.Listener) (*Server, error)
 	if err != nil {
 		return nil, err
 	}
+	metricsLis, err := listenMetrics(cfg)
+	if err != nil {
+		closeAll(httpLis)
+		return nil, err
+	}
 	s, err := start(ctx, cfg, auth, tlsCfg, lis)
 	if err != nil {
-		if httpLis != nil {
-			httpLis.Close()
-		}
+		closeAll(httpLis, metricsLis)
 		return nil, err
 	}
 	if httpLis != nil {
 		if err := s.serveHTTP(auth.Dev, httpLis, tlsCfg); err != nil {
+			closeAll(metricsLis)
 			s.Shutdown(context.Background())
 			return nil, err
 		}
 	}
-	announce(cfg, auth.Dev, lis.Addr(), httpLis)
+	s.serveMetrics(metricsLis)
+	announce(cfg, auth.Dev, lis.Addr(), httpLis, metricsLis)
 	return s, nil
 }
 
@@ -247,7 +261,7 @@ func unaryChain(cfg Config, m *metrics.Metrics, svc *hubgrpc.Service, n *node, t
 
 // announce logs, once, where the server listens and on what data, after a
 // warning in development mode.
-func announce(cfg Config, dev bool, addr net.Addr, httpLis net.Listener) {
+func announce(cfg Config, dev bool, addr net.Addr, httpLis, metricsLis net.Listener) {
 	if dev {
 		cfg.Logger.Warn().Msg("no tokens: development mode, any agent name is accepted (loopback only)")
 	}
@@ -258,6 +272,9 @@ func announce(cfg Config, dev bool, addr net.Addr, httpLis net.Listener) {
 	ev := cfg.Logger.Info().Str("listen", addr.String())
 	if httpLis != nil {
 		ev = ev.Str("http", httpLis.Addr().String())
+	}
+	if metricsLis != nil {
+		ev = ev.Str("metrics", metricsLis.Addr().String())
 	}
 	ev.Str("data", data).Msg("hubd listening")
 }
@@ -407,6 +424,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		close(stopped)
 	}()
 	httpDone := s.shutdownHTTP(ctx)
+	if s.metricsSrv != nil {
+		s.metricsSrv.Close() // a scrape is cut: the next one goes to the next hub
+	}
 	hubErr := within(ctx, "the hub's changes in flight", s.hub.Close)
 	select {
 	case <-stopped:

@@ -144,6 +144,7 @@ func TestTraceHTTP(t *testing.T) {
 		t.Helper()
 		req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+srv.HTTPAddr()+"/v1/sessions/"+s.ID()+"/envelopes", strings.NewReader(body))
 		req.Header.Set("X-Hubd-Agent", "alice")
+		req.Header.Set("Content-Type", "application/json")
 		for k, v := range header {
 			req.Header.Set(k, v)
 		}

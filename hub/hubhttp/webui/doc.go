@@ -4,8 +4,8 @@
 // no build step, no CDN) are embedded in the binary.
 //
 // The page uses the JSON API and the event streams of package hubhttp
-// from the browser (fetch and EventSource; the sign-in cookie carries the
-// credentials), and three routes of its own, authenticated the same way,
+// from the browser (fetch and EventSource; the sign-in cookie stands for
+// the credentials), and three routes of its own, authenticated the same way,
 // for what the gRPC service does not answer:
 //
 //	GET /ui/sessions/{id}/graph.svg   the workflow graph, server-rendered, with

@@ -1,7 +1,7 @@
 // hubd's live web view: plain JavaScript, no build step. It talks to the
 // JSON API (/v1/...), the event streams (EventSource on
 // /v1/sessions/{id}/events) and the web view's own routes (/ui/...); the
-// sign-in cookie carries the credentials.
+// sign-in cookie stands for the credentials.
 "use strict";
 
 const $ = (sel, root = document) => root.querySelector(sel);

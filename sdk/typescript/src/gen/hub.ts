@@ -990,7 +990,11 @@ export interface SessionInfo {
   turn: number;
   /** Who is expected to speak next. */
   expected: string[];
-  /** Context variables. */
+  /**
+   * Context variables: those the caller may read (a variable set by an
+   * envelope with an audience is its setter's and that audience's; an
+   * operator reads all).
+   */
   context: { [key: string]: any | undefined };
   /** Usage summed over the session. */
   usage:
