@@ -127,8 +127,23 @@ type Config struct {
 	InviteTimeout    time.Duration // default 5m: how long invitees have to ack
 	MaxDepth         int           // default 8: the deepest a child session may be
 	MaxEnvelopeBytes int           // default 1 MiB: an envelope's stored size
-	MaxOpenPerAgent  int           // default 0: no limit on pending/open sessions an agent created
 	SubscriberBuffer int           // default 4096: deliveries buffered per subscriber before it is cut off
+
+	// Limits on fan-out: past one, an open or a delegation is refused with
+	// LIMIT_REACHED (a *LimitError naming it) and nothing is written.
+	// Zero means the default, a negative value no limit.
+	//
+	// MaxOpenPerAgent bounds the sessions pending or open that one agent
+	// created (children it delegated included); default
+	// DefaultMaxOpenPerAgent.
+	MaxOpenPerAgent int
+	// MaxTreeSessions bounds the sessions pending or open in one tree (its
+	// root and every descendant); default DefaultMaxTreeSessions.
+	MaxTreeSessions int
+	// MaxChildrenPerTurn bounds the children delegations open in one
+	// session on one turn (from the envelope that began the turn on),
+	// background ones included; default DefaultMaxChildrenPerTurn.
+	MaxChildrenPerTurn int
 
 	// Limits on what an open (or a delegated child) carries; over one the
 	// open is refused with TOO_LARGE (a duration: MALFORMED), the message
@@ -185,7 +200,8 @@ type Config struct {
 	EndedCache int
 }
 
-// Validate reports a missing required field or a negative limit.
+// Validate reports a missing required field or a negative limit (the
+// fan-out limits aside, where negative means none).
 func (c *Config) Validate() error {
 	var errs []error
 	if c.Log == nil {
@@ -194,7 +210,7 @@ func (c *Config) Validate() error {
 	if c.Adapters == nil {
 		errs = append(errs, errors.New("hub: Config.Adapters is required"))
 	}
-	if c.InviteTimeout < 0 || c.MaxDepth < 0 || c.MaxEnvelopeBytes < 0 || c.MaxOpenPerAgent < 0 || c.SubscriberBuffer < 0 ||
+	if c.InviteTimeout < 0 || c.MaxDepth < 0 || c.MaxEnvelopeBytes < 0 || c.SubscriberBuffer < 0 ||
 		c.MaxLabels < 0 || c.MaxMetaBytes < 0 || c.MaxLabelBytes < 0 || c.MaxKnobBytes < 0 || c.MaxGraphBytes < 0 || c.MaxParticipants < 0 ||
 		c.MaxExpectations < 0 || c.MinExpectation < 0 || c.MaxTTL < 0 || c.EndedCache < 0 || c.SubscriberBufferBytes < 0 || c.MaxStreamsPerAgent < 0 {
 		errs = append(errs, fmt.Errorf("hub: negative limit in config"))
@@ -237,6 +253,9 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	def(&c.MaxMetaBytes, DefaultMaxMetaBytes)
+	def(&c.MaxOpenPerAgent, DefaultMaxOpenPerAgent)
+	def(&c.MaxTreeSessions, DefaultMaxTreeSessions)
+	def(&c.MaxChildrenPerTurn, DefaultMaxChildrenPerTurn)
 	def(&c.MaxLabels, DefaultMaxLabels)
 	def(&c.MaxLabelBytes, DefaultMaxLabelBytes)
 	def(&c.MaxKnobBytes, DefaultMaxKnobBytes)

@@ -64,6 +64,9 @@ type Hub struct {
 type tree struct {
 	lock chan struct{}
 	root session.ID
+	// live counts the tree's sessions pending or open (MaxTreeSessions);
+	// changed with the hub's indexes, read under the tree's lock.
+	live atomic.Int64
 
 	// Guarded by lock.
 	watchers []*Subscription // watches of a session and its descendants
@@ -89,7 +92,10 @@ type sess struct {
 	parent  *sess   // nil for a root (or a child whose parent is not served)
 	kids    []*sess // every child, oldest first
 	task    string  // a child's task until its open is written (Delegate)
-	asking  bool    // noteAsking last put it in Hub.askers
+	// turnKids counts the children delegations opened since the current
+	// turn began (MaxChildrenPerTurn), folded from the log with the turn.
+	turnKids int
+	asking   bool // noteAsking last put it in Hub.askers
 
 	views *viewCache // what views need, kept by the fold; its own lock
 
@@ -314,6 +320,7 @@ func (h *Hub) index(s *sess) {
 	}
 	if !session.State(s.state.Load()).Ended() {
 		h.openCount[s.meta.GetCreator()]++
+		s.tree.live.Add(1)
 	}
 }
 

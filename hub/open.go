@@ -367,7 +367,7 @@ func (h *Hub) reserve(s *sess, key string) error {
 		}
 	}
 	if max := h.cfg.MaxOpenPerAgent; max > 0 && h.openCount[creator] >= max {
-		return fmt.Errorf("%q has %d sessions pending or open, the limit is %d: %w", creator, h.openCount[creator], max, ErrLimit)
+		return limitErr("--max-open-per-agent", max, ErrLimit, "%q has %d sessions pending or open (children it delegated included)", creator, h.openCount[creator])
 	}
 	s.state.Store(uint32(session.StatePending))
 	h.index(s)
@@ -386,6 +386,7 @@ func (h *Hub) unreserve(s *sess, key string) {
 		delete(h.openKeys, openKey(s.meta.GetCreator(), key))
 	}
 	h.openCount[s.meta.GetCreator()]--
+	s.tree.live.Add(-1)
 	h.sched.remove(s)
 }
 
