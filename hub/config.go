@@ -176,10 +176,21 @@ type Config struct {
 	// it is asked. An error refuses the open.
 	NewRootID func(key string) (uuid.UUID, error)
 	// SubscriberBufferBytes bounds the bytes (encoded envelopes) buffered
-	// per subscriber before it is cut off too; default 16 MiB.
+	// per subscriber before it is cut off too; default
+	// DefaultSubscriberBufferBytes.
 	SubscriberBufferBytes int
-	// MaxStreamsPerAgent bounds the subscriptions and watches one agent
-	// holds at once (LIMIT_REACHED past it); default 256.
+	// AgentBufferBytes bounds the bytes buffered unread over all the
+	// streams of one agent (every connection); the delivery that would
+	// pass it cuts off the stream it is for. Default
+	// DefaultAgentBufferBytes; negative: no bound.
+	AgentBufferBytes int
+	// TotalBufferBytes bounds the bytes buffered unread over every stream
+	// of the hub, as AgentBufferBytes does an agent's. Default
+	// DefaultTotalBufferBytes; negative: no bound.
+	TotalBufferBytes int
+	// MaxStreamsPerAgent bounds the streams one agent holds at once over
+	// all its connections: Connect streams (TakeStream), subscriptions
+	// and watches (LIMIT_REACHED past it); default 256.
 	MaxStreamsPerAgent int
 	// RequireConsent honours a creator's auto_accept of another agent only
 	// when Consent allows it (otherwise that agent is invited and must
@@ -268,9 +279,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxTTL == 0 {
 		c.MaxTTL = DefaultMaxTTL
 	}
-	if c.SubscriberBufferBytes == 0 {
-		c.SubscriberBufferBytes = 16 << 20
-	}
+	def(&c.SubscriberBufferBytes, DefaultSubscriberBufferBytes)
+	def(&c.AgentBufferBytes, DefaultAgentBufferBytes)
+	def(&c.TotalBufferBytes, DefaultTotalBufferBytes)
 	if c.MaxStreamsPerAgent == 0 {
 		c.MaxStreamsPerAgent = 256
 	}

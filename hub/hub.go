@@ -37,7 +37,9 @@ type Hub struct {
 	// whose metadata decodes: who takes part, for listings and answers.
 	quarantinedMeta map[session.ID]*hubpb.SessionMeta
 	watches         map[*Subscription]struct{} // live watches, ended by Close
-	streams         map[string]int             // agent → subscriptions and watches it holds
+	streams         map[string]int             // agent → streams it holds (Connect, Subscribe, Watch)
+	bufs            map[string]*agentBuf       // agent → what its streams hold unread
+	buffered        atomic.Int64               // bytes every stream holds unread (TotalBufferBytes)
 	cache           *endedCache                // ended sessions reads loaded
 
 	interned  interner // knob values shared between sessions
@@ -162,7 +164,7 @@ func newHub(ctx context.Context, cfg Config, v7IDs bool) (*Hub, error) {
 		sessions: map[session.ID]*sess{}, byAgent: map[string]map[session.ID]*sess{},
 		openKeys: map[string]session.ID{}, threads: map[string]*sess{}, askers: map[session.ID]*sess{}, openCount: map[string]int{}, subs: map[string][]*Subscription{},
 		quarantined: map[session.ID]error{}, quarantinedMeta: map[session.ID]*hubpb.SessionMeta{},
-		watches: map[*Subscription]struct{}{}, streams: map[string]int{}, cache: newEndedCache(cfg.EndedCache),
+		watches: map[*Subscription]struct{}{}, streams: map[string]int{}, bufs: map[string]*agentBuf{}, cache: newEndedCache(cfg.EndedCache),
 	}
 	_, noTracer := cfg.Tracer.(noop.Tracer)
 	h.recording = !noTracer

@@ -162,10 +162,18 @@ const (
 	DefaultMaxChildrenPerTurn = 256
 )
 
+// Defaults of the bounds on deliveries buffered unread (see Config).
+const (
+	DefaultSubscriberBufferBytes = 4 << 20
+	DefaultAgentBufferBytes      = 64 << 20
+	DefaultTotalBufferBytes      = 512 << 20
+)
+
 // LimitError is a refusal at one of the hub's limits: what was refused,
 // the limit's value and the flag of hubd serve that sets it. It wraps
-// ErrLimit (counts) or ErrTooLarge (sizes); its ErrorInfo metadata names
-// the limit ("limit": the flag without its dashes, "value").
+// ErrLimit (counts), ErrTooLarge (sizes) or ErrSlowSubscriber (a stream
+// cut off at a buffer bound); its ErrorInfo metadata names the limit
+// ("limit": the flag without its dashes, "value").
 type LimitError struct {
 	// What is what was refused and why: `"alice" has 10000 sessions
 	// pending or open`.
@@ -175,7 +183,7 @@ type LimitError struct {
 	Flag string
 	// Value is the limit's value.
 	Value int64
-	// Err is ErrLimit or ErrTooLarge.
+	// Err is ErrLimit, ErrTooLarge or ErrSlowSubscriber.
 	Err error
 }
 
@@ -189,7 +197,7 @@ func (e *LimitError) Error() string {
 	return fmt.Sprintf("%s, the limit is %d (%s): %v", e.What, e.Value, e.Flag, e.Err)
 }
 
-// Unwrap returns ErrLimit or ErrTooLarge.
+// Unwrap returns Err.
 func (e *LimitError) Unwrap() error { return e.Err }
 
 // Limit is the limit's name in metrics and ErrorInfo: the flag without its

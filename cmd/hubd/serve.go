@@ -36,7 +36,7 @@ type serveFlags struct {
 	maxEnvelope, maxOpen, subscriberBuffer, maxDepth                                int
 	cluster                                                                         clusterFlags
 	streamsPerConn, streamsPerAgent, subscriberBytes                                int
-	treeSessions, childrenPerTurn                                                   int
+	treeSessions, childrenPerTurn, agentBytes, totalBytes                           int
 	autoAcceptFrom                                                                  string
 }
 
@@ -59,9 +59,11 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.treeSessions, "max-tree-sessions", hub.DefaultMaxTreeSessions, "most sessions pending or open in one delegation tree, its root included (0: no limit)")
 	fs.IntVar(&f.childrenPerTurn, "max-children-per-turn", hub.DefaultMaxChildrenPerTurn, "most children delegations open in one session on one turn, background ones included (0: no limit)")
 	fs.IntVar(&f.subscriberBuffer, "subscriber-buffer", 4096, "deliveries buffered per subscriber before it is cut off")
-	fs.IntVar(&f.subscriberBytes, "subscriber-buffer-bytes", 16<<20, "bytes of envelopes buffered per subscriber before it is cut off")
-	fs.IntVar(&f.streamsPerConn, "max-streams-per-conn", hubgrpc.DefaultMaxStreamsPerConn, "most Subscribe and Watch streams one connection holds at once")
-	fs.IntVar(&f.streamsPerAgent, "max-streams-per-agent", 256, "most Subscribe and Watch streams one agent holds at once")
+	fs.IntVar(&f.subscriberBytes, "subscriber-buffer-bytes", hub.DefaultSubscriberBufferBytes, "bytes of envelopes buffered per subscriber before it is cut off")
+	fs.IntVar(&f.agentBytes, "agent-buffer-bytes", hub.DefaultAgentBufferBytes, "bytes of envelopes buffered unread over all of one agent's streams (every connection) before the stream a delivery is for is cut off (0: no bound)")
+	fs.IntVar(&f.totalBytes, "total-buffer-bytes", hub.DefaultTotalBufferBytes, "bytes of envelopes buffered unread over every stream of the hub before the stream a delivery is for is cut off (0: no bound)")
+	fs.IntVar(&f.streamsPerConn, "max-streams-per-conn", hubgrpc.DefaultMaxStreamsPerConn, "most Connect, Subscribe and Watch streams one connection holds at once")
+	fs.IntVar(&f.streamsPerAgent, "max-streams-per-agent", 256, "most Connect, Subscribe and Watch streams one agent holds at once over all its connections")
 	fs.StringVar(&f.autoAcceptFrom, "auto-accept-from", "", "consent `file`: lines \"invitee creator...\" (\"*\": anyone) saying who may add an agent to a session without its acknowledgement (auto_accept); with --tokens or --client-ca, an auto_accept not listed there is an invite the agent must acknowledge (development mode lets anyone)")
 	fs.IntVar(&f.maxDepth, "max-depth", 8, "deepest a child session may be (delegation)")
 	fs.StringVar(&f.onDamage, "on-damage", "refuse", "when acknowledged records are found missing at start: \"refuse\" to start, or \"quarantine\" the sessions affected and serve the rest (see docs/OPERATIONS.md)")
@@ -190,15 +192,17 @@ func (f *serveFlags) config(lg zerolog.Logger) (server.Config, error) {
 	return cfg, nil
 }
 
-// fanOut sets the hub's fan-out limits from their flags, where 0 means
-// none (the hub's negative).
+// fanOut sets the hub's fan-out limits and the agents' and the hub's
+// buffer bounds from their flags, where 0 means none (the hub's
+// negative).
 func (f *serveFlags) fanOut(hc *hub.Config) error {
 	for _, l := range []struct {
 		flag string
 		v    int
 		to   *int
 	}{{"--max-open-per-agent", f.maxOpen, &hc.MaxOpenPerAgent}, {"--max-tree-sessions", f.treeSessions, &hc.MaxTreeSessions},
-		{"--max-children-per-turn", f.childrenPerTurn, &hc.MaxChildrenPerTurn}} {
+		{"--max-children-per-turn", f.childrenPerTurn, &hc.MaxChildrenPerTurn},
+		{"--agent-buffer-bytes", f.agentBytes, &hc.AgentBufferBytes}, {"--total-buffer-bytes", f.totalBytes, &hc.TotalBufferBytes}} {
 		switch {
 		case l.v < 0:
 			return exitcode.Usage("serve: %s %d: want a positive limit, or 0 for none", l.flag, l.v)
