@@ -36,7 +36,7 @@ type serveFlags struct {
 	maxEnvelope, maxOpen, subscriberBuffer, maxDepth                                int
 	cluster                                                                         clusterFlags
 	streamsPerConn, streamsPerAgent, subscriberBytes                                int
-	treeSessions, childrenPerTurn, agentBytes, totalBytes                           int
+	treeSessions, childrenPerTurn, agentBytes, totalBytes, maxRequest               int
 	autoAcceptFrom                                                                  string
 }
 
@@ -55,6 +55,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.fsync, "fsync", true, "fsync the log before acknowledging; false loses acknowledged envelopes on a crash (benchmarks only)")
 	fs.DurationVar(&f.inviteTimeout, "invite-timeout", 5*time.Minute, "default time invitees have to acknowledge")
 	fs.IntVar(&f.maxEnvelope, "max-envelope-bytes", 1<<20, "largest envelope stored, in bytes")
+	fs.IntVar(&f.maxRequest, "max-request-bytes", 0, "largest request read, gRPC message or HTTP body, in bytes (0: 4 × --max-envelope-bytes, at least 4 MiB, + 64 KiB)")
 	fs.IntVar(&f.maxOpen, "max-open-per-agent", hub.DefaultMaxOpenPerAgent, "most sessions pending or open that one agent created, children it delegated included (0: no limit)")
 	fs.IntVar(&f.treeSessions, "max-tree-sessions", hub.DefaultMaxTreeSessions, "most sessions pending or open in one delegation tree, its root included (0: no limit)")
 	fs.IntVar(&f.childrenPerTurn, "max-children-per-turn", hub.DefaultMaxChildrenPerTurn, "most children delegations open in one session on one turn, background ones included (0: no limit)")
@@ -129,6 +130,10 @@ func (f *serveFlags) config(lg zerolog.Logger) (server.Config, error) {
 	if f.maxEnvelope < 1 {
 		return cfg, exitcode.Usage("serve: --max-envelope-bytes %d: want at least 1", f.maxEnvelope)
 	}
+	if f.maxRequest < 0 || (f.maxRequest > 0 && f.maxRequest < f.maxEnvelope) || f.maxRequest > 1<<30 {
+		return cfg, exitcode.Usage("serve: --max-request-bytes %d: want 0 (the default) or from --max-envelope-bytes (%d) to 1 GiB", f.maxRequest, f.maxEnvelope)
+	}
+	cfg.MaxMsgBytes = f.maxRequest
 	if _, err := server.LogBatchBytes(cfg.Hub); err != nil {
 		return cfg, exitcode.Usage("serve: --max-envelope-bytes %d: %v", f.maxEnvelope, err)
 	}
