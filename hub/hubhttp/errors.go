@@ -104,7 +104,11 @@ func writeError(w http.ResponseWriter, err error) {
 	if st.Code() == codes.Unauthenticated {
 		h.Set("WWW-Authenticate", `Bearer realm="hubd"`)
 	}
-	w.WriteHeader(runtime.HTTPStatusFromCode(st.Code()))
+	code := runtime.HTTPStatusFromCode(st.Code())
+	if reasonOf(st) == hubpb.Reason_TOO_LARGE.String() {
+		code = http.StatusRequestEntityTooLarge // not 429: too large is not too many
+	}
+	w.WriteHeader(code)
 	w.Write(body)
 }
 

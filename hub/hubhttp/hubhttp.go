@@ -47,8 +47,13 @@ type Config struct {
 	// default DefaultHeartbeat.
 	Heartbeat time.Duration
 	// MaxBodyBytes bounds a request's body, like the gRPC server's largest
-	// message; default DefaultMaxBodyBytes.
+	// message; default DefaultMaxBodyBytes. A larger one is refused with
+	// TOO_LARGE (HTTP 413) naming --max-request-bytes.
 	MaxBodyBytes int64
+	// MaxEnvelopeBytes is the hub's envelope limit: a JSON body holds at
+	// most half as many keys and values, or is refused with TOO_LARGE
+	// before it is decoded; default 1 MiB.
+	MaxEnvelopeBytes int
 	// Metrics is served at GET /metrics when set.
 	Metrics http.Handler
 	// Streams, when set, is told of every event stream: kind "events" when
@@ -81,8 +86,8 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("hubhttp: Config.Interceptors[%d] is nil", i))
 		}
 	}
-	if c.Heartbeat < 0 || c.MaxBodyBytes < 0 {
-		errs = append(errs, errors.New("hubhttp: negative Config.Heartbeat or Config.MaxBodyBytes"))
+	if c.Heartbeat < 0 || c.MaxBodyBytes < 0 || c.MaxEnvelopeBytes < 0 {
+		errs = append(errs, errors.New("hubhttp: negative Config.Heartbeat, Config.MaxBodyBytes or Config.MaxEnvelopeBytes"))
 	}
 	return errors.Join(errs...)
 }
@@ -106,6 +111,9 @@ func New(cfg Config) (*API, error) {
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if cfg.MaxEnvelopeBytes == 0 {
+		cfg.MaxEnvelopeBytes = 1 << 20
+	}
 	a := &API{cfg: cfg, lg: cfg.Logger}
 	gw := runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, newJSONForm()),
@@ -120,7 +128,7 @@ func New(cfg Config) (*API, error) {
 		return nil, fmt.Errorf("hubhttp: registering the JSON API: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/v1/", gw)
+	mux.Handle("/v1/", a.checkBody(gw))
 	mux.HandleFunc("GET /v1/sessions/{session_id}/events", a.events)
 	mux.HandleFunc("POST /v1/auth/signin", a.signIn)
 	mux.HandleFunc("POST /v1/auth/signout", a.signOut)
