@@ -51,6 +51,16 @@ type Log interface {
 	PutIndex(ctx context.Context, entries []IndexEntry) error
 }
 
+// BackScanner is a Log that also reads one session's records newest
+// first (the badger log does): with it a view reads only the records it
+// keeps, and counts the older ones from what the fold kept, rather than
+// reading the session from its start.
+type BackScanner interface {
+	// ScanBack calls fn for one session's records with seq <= to (0: all),
+	// newest first, until fn returns an error (returned as is).
+	ScanBack(ctx context.Context, session [16]byte, to uint64, fn func(seq uint64, data []byte) error) error
+}
+
 // IndexEntry is one key of the hub's index in the log (see index.go).
 type IndexEntry struct {
 	Key    []byte

@@ -525,19 +525,20 @@ func (sub *Subscription) pop() (*hubpb.Delivery, bool, error) {
 	return d, true, nil
 }
 
-// catchupChunk is how many log records a catch-up reads at a time.
+// catchupChunk is how many log records a catch-up reads at a time, at
+// most MaxReadBytes of them past the first.
 const catchupChunk = 256
 
 // readSpan reads the next chunk of the first catch-up span from the log.
 func (sub *Subscription) readSpan(ctx context.Context) error {
 	sp := &sub.spans[0]
-	n := 0
+	n, size := 0, 0
 	// A chunk is short; reading it does not depend on the caller giving up.
 	err := sub.h.wal.Scan(context.WithoutCancel(ctx), sp.id, sp.from, func(seq uint64, data []byte) error {
-		if seq > sp.to || n >= catchupChunk {
+		if seq > sp.to || n >= catchupChunk || (n > 0 && size+len(data) > MaxReadBytes) {
 			return errStop
 		}
-		n++
+		n, size = n+1, size+len(data)
 		sp.from = seq + 1
 		e, err := session.UnmarshalEnvelope(data)
 		if err != nil {
