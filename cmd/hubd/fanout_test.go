@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"flag"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -15,6 +17,7 @@ import (
 	"github.com/hubd/hubd/hub"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/hubpb/hubsvc"
+	"github.com/hubd/hubd/internal/server"
 	"github.com/hubd/hubd/internal/wiretest"
 )
 
@@ -114,4 +117,37 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestServeLimitFlags: the limits' flags reach the hub's configuration,
+// their defaults the hub's, 0 meaning none; a negative one, or a request
+// limit below the envelope limit, is refused at start.
+func TestServeLimitFlags(t *testing.T) {
+	parse := func(args ...string) (server.Config, error) {
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		var f serveFlags
+		f.register(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		return f.config(zerolog.Nop())
+	}
+	cfg, err := parse()
+	d := hub.Config{}.WithDefaults()
+	if err != nil || cfg.Hub.MaxOpenPerAgent != d.MaxOpenPerAgent || cfg.Hub.MaxTreeSessions != d.MaxTreeSessions ||
+		cfg.Hub.MaxChildrenPerTurn != d.MaxChildrenPerTurn || cfg.Hub.SubscriberBufferBytes != d.SubscriberBufferBytes ||
+		cfg.Hub.AgentBufferBytes != d.AgentBufferBytes || cfg.Hub.TotalBufferBytes != d.TotalBufferBytes || cfg.MaxMsgBytes != 0 {
+		t.Fatalf("defaults: %+v, request %d, %v", cfg.Hub, cfg.MaxMsgBytes, err)
+	}
+	cfg, err = parse("--max-open-per-agent", "0", "--max-tree-sessions", "5", "--max-children-per-turn", "7",
+		"--agent-buffer-bytes", "0", "--total-buffer-bytes", "1000000", "--max-request-bytes", "2000000")
+	if err != nil || cfg.Hub.MaxOpenPerAgent != -1 || cfg.Hub.MaxTreeSessions != 5 || cfg.Hub.MaxChildrenPerTurn != 7 ||
+		cfg.Hub.AgentBufferBytes != -1 || cfg.Hub.TotalBufferBytes != 1000000 || cfg.MaxMsgBytes != 2000000 {
+		t.Fatalf("set: %+v, request %d, %v", cfg.Hub, cfg.MaxMsgBytes, err)
+	}
+	for _, args := range [][]string{{"--max-tree-sessions", "-1"}, {"--agent-buffer-bytes", "-5"}, {"--max-request-bytes", "1000"}} {
+		if _, err := parse(args...); err == nil || !strings.Contains(err.Error(), args[0]) {
+			t.Errorf("%v: %v; want a refusal naming the flag", args, err)
+		}
+	}
 }
