@@ -118,6 +118,10 @@ type Hooks struct {
 	TimerFired func(id session.ID, env *hubpb.Envelope)
 	// SessionFailed sees a session whose log could not be written or read.
 	SessionFailed func(id session.ID, err error)
+	// Limited sees every refusal at one of the hub's limits and every
+	// stream cut off at a buffer bound, by the limit's name
+	// (LimitError.Limit: "max-open-per-agent").
+	Limited func(limit string)
 }
 
 // Config configures a hub. The zero value of every optional field means its

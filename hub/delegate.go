@@ -105,12 +105,12 @@ func (h *Hub) mayDelegate(p *sess, delegator string) error {
 // tree's lock.
 func (h *Hub) checkFanOut(p *sess, n int) error {
 	if max := h.cfg.MaxChildrenPerTurn; max > 0 && p.turnKids+n > max {
-		return limitErr("--max-children-per-turn", max, ErrLimit,
+		return h.limitErr("--max-children-per-turn", max, ErrLimit,
 			"session %v opened %d children on this turn and this delegation asks for %d more (a new turn, such as another participant's text, opens more)",
 			p.id, p.turnKids, n)
 	}
 	if max := h.cfg.MaxTreeSessions; max > 0 && int(p.tree.live.Load())+n > max {
-		return limitErr("--max-tree-sessions", max, ErrLimit,
+		return h.limitErr("--max-tree-sessions", max, ErrLimit,
 			"the tree of session %v (root %v) holds %d sessions pending or open and this delegation asks for %d more", p.id, p.tree.root, p.tree.live.Load(), n)
 	}
 	return nil

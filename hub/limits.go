@@ -187,9 +187,14 @@ type LimitError struct {
 	Err error
 }
 
-// limitErr returns a refusal at the limit of flag, value v.
-func limitErr(flag string, v int, err error, format string, args ...any) *LimitError {
-	return &LimitError{What: fmt.Sprintf(format, args...), Flag: flag, Value: int64(v), Err: err}
+// limitErr returns a refusal at the limit of flag, value v, and tells the
+// Limited hook of it.
+func (h *Hub) limitErr(flag string, v int, err error, format string, args ...any) *LimitError {
+	e := &LimitError{What: fmt.Sprintf(format, args...), Flag: flag, Value: int64(v), Err: err}
+	if f := h.cfg.Hooks.Limited; f != nil {
+		f(e.Limit())
+	}
+	return e
 }
 
 // Error implements error: "WHAT, the limit is N (--flag): SENTINEL".

@@ -367,7 +367,7 @@ func (h *Hub) reserve(s *sess, key string) error {
 		}
 	}
 	if max := h.cfg.MaxOpenPerAgent; max > 0 && h.openCount[creator] >= max {
-		return limitErr("--max-open-per-agent", max, ErrLimit, "%q has %d sessions pending or open (children it delegated included)", creator, h.openCount[creator])
+		return h.limitErr("--max-open-per-agent", max, ErrLimit, "%q has %d sessions pending or open (children it delegated included)", creator, h.openCount[creator])
 	}
 	s.state.Store(uint32(session.StatePending))
 	h.index(s)

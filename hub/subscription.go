@@ -86,7 +86,7 @@ func (h *Hub) takeStream(sub *Subscription, agent string, place *StreamPlace) er
 // MaxStreamsPerAgent; h.mu is held.
 func (h *Hub) countStream(agent string) error {
 	if n := h.streams[agent]; n >= h.cfg.MaxStreamsPerAgent {
-		return limitErr("--max-streams-per-agent", h.cfg.MaxStreamsPerAgent, ErrLimit,
+		return h.limitErr("--max-streams-per-agent", h.cfg.MaxStreamsPerAgent, ErrLimit,
 			"%q holds %d streams (Connect, Subscribe and Watch) over all its connections", agent, n)
 	}
 	h.streams[agent]++
@@ -164,7 +164,7 @@ func (sub *Subscription) reserve(n int) error {
 	if b != nil && h.cfg.AgentBufferBytes > 0 {
 		if v := b.bytes.Add(int64(n)); v > int64(h.cfg.AgentBufferBytes) {
 			b.bytes.Add(-int64(n))
-			return limitErr("--agent-buffer-bytes", h.cfg.AgentBufferBytes, ErrSlowSubscriber,
+			return h.limitErr("--agent-buffer-bytes", h.cfg.AgentBufferBytes, ErrSlowSubscriber,
 				"%q's streams hold %d bytes unread over all its connections, and this delivery is %d more", sub.holder, v-int64(n), n)
 		}
 	} else if b != nil {
@@ -172,7 +172,7 @@ func (sub *Subscription) reserve(n int) error {
 	}
 	if v := h.buffered.Add(int64(n)); h.cfg.TotalBufferBytes > 0 && v > int64(h.cfg.TotalBufferBytes) {
 		sub.unreserve(n)
-		return limitErr("--total-buffer-bytes", h.cfg.TotalBufferBytes, ErrSlowSubscriber,
+		return h.limitErr("--total-buffer-bytes", h.cfg.TotalBufferBytes, ErrSlowSubscriber,
 			"the hub's streams hold %d bytes unread, and this delivery is %d more", v-int64(n), n)
 	}
 	return nil
@@ -271,10 +271,10 @@ func (sub *Subscription) pushLocked(ds []*hubpb.Delivery) bool {
 	cfg := &sub.h.cfg
 	switch {
 	case len(sub.queue)+len(ds) > cfg.SubscriberBuffer:
-		sub.cut(limitErr("--subscriber-buffer", cfg.SubscriberBuffer, ErrSlowSubscriber,
+		sub.cut(sub.h.limitErr("--subscriber-buffer", cfg.SubscriberBuffer, ErrSlowSubscriber,
 			"the subscriber's buffer of deliveries is full (%d unread, %d more to queue)", len(sub.queue), len(ds)))
 	case len(sub.queue) > 0 && sub.queued+n > cfg.SubscriberBufferBytes:
-		sub.cut(limitErr("--subscriber-buffer-bytes", cfg.SubscriberBufferBytes, ErrSlowSubscriber,
+		sub.cut(sub.h.limitErr("--subscriber-buffer-bytes", cfg.SubscriberBufferBytes, ErrSlowSubscriber,
 			"the subscriber's buffer of bytes is full (%d deliveries, %d bytes unread, %d more to queue)", len(sub.queue), sub.queued, n))
 	default:
 		if err := sub.reserve(n); err != nil {

@@ -1,6 +1,7 @@
 package hubgrpc
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -146,6 +147,21 @@ func checkRequest(req any) error {
 		return fmt.Errorf("request: %w", err)
 	}
 	return nil
+}
+
+// check is checkRequest, telling OnLimit of a refusal at a limit.
+func (s *Service) check(req any) error {
+	err := checkRequest(req)
+	s.limited(err)
+	return err
+}
+
+// limited tells OnLimit of err when it is a refusal at a limit.
+func (s *Service) limited(err error) {
+	var le *hub.LimitError
+	if s.onLimit != nil && errors.As(err, &le) {
+		s.onLimit(le.Limit())
+	}
 }
 
 // tooLargeErr is the refusal a markTooLarge mark says.

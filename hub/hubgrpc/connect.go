@@ -400,7 +400,7 @@ func (c *agentConn) read(ctx context.Context, cancel context.CancelCauseFunc) er
 			cancel(err)
 			return err
 		}
-		checkErr := checkRequest(f)
+		checkErr := c.svc.check(f)
 		switch fr := f.GetFrame().(type) {
 		case *hubpb.AgentFrame_Send, *hubpb.AgentFrame_Open:
 			select {

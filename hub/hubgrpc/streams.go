@@ -43,8 +43,10 @@ func (s *Service) takeConnStream(ctx context.Context) (func(), error) {
 	}
 	if n := c.n.Add(1); int(n) > s.maxConnStreams {
 		c.n.Add(-1)
-		return nil, &hub.LimitError{What: fmt.Sprintf("this connection holds %d streams (open another connection, or end some)", n-1),
+		err := &hub.LimitError{What: fmt.Sprintf("this connection holds %d streams (open another connection, or end some)", n-1),
 			Flag: "--max-streams-per-conn", Value: int64(s.maxConnStreams), Err: hub.ErrLimit}
+		s.limited(err)
+		return nil, err
 	}
 	return func() { c.n.Add(-1) }, nil
 }

@@ -33,6 +33,10 @@ func (a *API) checkBody(next http.Handler) http.Handler {
 			err = checkJSON(body, MaxJSONDepth, a.cfg.MaxEnvelopeBytes)
 		}
 		if err != nil {
+			var le *hub.LimitError
+			if f := a.cfg.OnLimit; f != nil && errors.As(err, &le) {
+				f(le.Limit())
+			}
 			a.fail(w, r, err)
 			return
 		}

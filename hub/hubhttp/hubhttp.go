@@ -54,6 +54,10 @@ type Config struct {
 	// most half as many keys and values, or is refused with TOO_LARGE
 	// before it is decoded; default 1 MiB.
 	MaxEnvelopeBytes int
+	// OnLimit, when set, is told of every request refused at a limit
+	// before the interceptors see it (a body too large), by the limit's
+	// name (hub.LimitError.Limit).
+	OnLimit func(limit string)
 	// Metrics is served at GET /metrics when set.
 	Metrics http.Handler
 	// Streams, when set, is told of every event stream: kind "events" when

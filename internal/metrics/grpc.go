@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
 
-	"github.com/hubd/hubd/hub"
 	"github.com/hubd/hubd/hub/hubgrpc"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
@@ -25,7 +23,6 @@ func (m *Metrics) UnaryInterceptor(transport string) grpc.UnaryServerInterceptor
 		resp, err := handler(ctx, req)
 		method := methodName(info.FullMethod)
 		m.requests.WithLabelValues(transport, method, status.Code(err).String()).Inc()
-		m.limited(err)
 		m.requestSeconds.WithLabelValues(transport, method).Observe(time.Since(start).Seconds())
 		return resp, err
 	}
@@ -36,7 +33,6 @@ func (m *Metrics) UnaryInterceptor(transport string) grpc.UnaryServerInterceptor
 // that method with transport "connect" (hubgrpc.Config.OnCall).
 func (m *Metrics) StreamCall(method string, err error, d time.Duration) {
 	m.requests.WithLabelValues("connect", method, status.Code(err).String()).Inc()
-	m.limited(err)
 	m.requestSeconds.WithLabelValues("connect", method).Observe(d.Seconds())
 }
 
@@ -63,36 +59,13 @@ func (m *Metrics) Stream(kind string) (ended func(err error)) {
 		if reasonOf(err) == hubpb.Reason_SLOW_SUBSCRIBER.String() {
 			m.cutoffs.WithLabelValues(kind).Inc()
 		}
-		m.limited(err)
 	}
 }
 
-// limited counts a refusal at a limit: an error that names one (a
-// hub.LimitError, or a status whose hubd ErrorInfo has a "limit").
-func (m *Metrics) limited(err error) {
-	if l := limitOf(err); l != "" {
-		m.limits.WithLabelValues(l).Inc()
-	}
-}
-
-// limitOf returns the limit an error names, or "".
-func limitOf(err error) string {
-	if err == nil {
-		return ""
-	}
-	var le *hub.LimitError
-	if errors.As(err, &le) {
-		return le.Limit()
-	}
-	if st, ok := status.FromError(err); ok {
-		for _, d := range st.Details() {
-			if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == hubgrpc.Domain {
-				return info.GetMetadata()["limit"]
-			}
-		}
-	}
-	return ""
-}
+// Limited counts a refusal at a limit, or a stream cut off at a buffer
+// bound, by the limit's name (hub.Hooks.Limited, hubgrpc.Config.OnLimit,
+// hubhttp.Config.OnLimit).
+func (m *Metrics) Limited(limit string) { m.limits.WithLabelValues(limit).Inc() }
 
 // methodName is the last part of "/hubd.v1.Hub/Send".
 func methodName(full string) string {

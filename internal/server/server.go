@@ -211,7 +211,7 @@ func start(ctx context.Context, cfg Config, auth hubgrpc.Authenticator, tlsCfg *
 	m.Hydrated(time.Since(began))
 	m.Attach(h)
 	svc := hubgrpc.New(h, hubgrpc.Config{Auth: auth, Logger: cfg.Logger, MaxStreamsPerConn: cfg.MaxStreamsPerConn, Tracer: cfg.Tracer,
-		OnCall: m.StreamCall})
+		OnCall: m.StreamCall, OnLimit: m.Limited})
 	if n != nil {
 		if err := n.serveCalls(svc, cfg.Tracer); err != nil {
 			n.handBack(ctx)
