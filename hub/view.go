@@ -133,26 +133,9 @@ func (h *Hub) scanViewBack(ctx context.Context, back BackScanner, agent string, 
 		last, seen := x.views.counts(agent)
 		taken := map[string]int32{}
 		if !full && last > 0 {
-			err := back.ScanBack(ctx, x.id, last, func(_ uint64, data []byte) error {
-				e, err := x.decode(data)
-				if err != nil {
-					return err
-				}
-				it, ok := viewItem(e, agent)
-				if !ok {
-					return nil
-				}
-				if l := len(it.GetText()); len(newest) == b.keep || (len(newest) > 0 && b.bytes+l > MaxReadBytes) {
-					full = true
-					return errStop
-				}
-				it.SessionId = x.meta.GetSessionId()
-				newest, b.bytes = append(newest, it), b.bytes+len(it.GetText())
-				taken[it.GetFrom()]++
-				return nil
-			})
-			if err != nil && !errors.Is(err, errStop) {
-				return fmt.Errorf("reading session %v: %w", x.id, err)
+			var err error
+			if newest, full, err = backItems(ctx, back, agent, x, last, b, newest, taken); err != nil {
+				return err
 			}
 		}
 		for sp, k := range seen { //hubd:orderless counts per speaker
@@ -165,6 +148,36 @@ func (h *Hub) scanViewBack(ctx context.Context, back BackScanner, agent string, 
 	slices.Reverse(newest)
 	b.items = newest
 	return nil
+}
+
+// backItems adds agent's items of session x up to seq last, newest first,
+// to newest (counting them per speaker in taken) while they fit b; full
+// says one did not.
+func backItems(ctx context.Context, back BackScanner, agent string, x *sess, last uint64, b *viewBuf,
+	newest []*hubpb.ViewItem, taken map[string]int32) ([]*hubpb.ViewItem, bool, error) {
+	full := false
+	err := back.ScanBack(ctx, x.id, last, func(_ uint64, data []byte) error {
+		e, err := x.decode(data)
+		if err != nil {
+			return err
+		}
+		it, ok := viewItem(e, agent)
+		if !ok {
+			return nil
+		}
+		if l := len(it.GetText()); len(newest) == b.keep || (len(newest) > 0 && b.bytes+l > MaxReadBytes) {
+			full = true
+			return errStop
+		}
+		it.SessionId = x.meta.GetSessionId()
+		newest, b.bytes = append(newest, it), b.bytes+len(it.GetText())
+		taken[it.GetFrom()]++
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return nil, false, fmt.Errorf("reading session %v: %w", x.id, err)
+	}
+	return newest, full, nil
 }
 
 // viewItems adds agent's items of session s to b.

@@ -39,31 +39,37 @@ func (l *Log) ScanBack(ctx context.Context, session [16]byte, to uint64, fn func
 				return err
 			}
 		}
-		item := it.Item()
-		k := item.Key()
-		dk, err := decodeKey(k)
-		if err == nil && dk.kind != kindRecord {
-			err = fmt.Errorf("%w: key kind %#02x among records", ErrCorrupt, dk.kind)
-		}
+		seq, err := backRecord(it.Item(), session, want, fn)
 		if err != nil {
-			return fmt.Errorf("wal: key %x: %w", k, err)
-		}
-		if want != 0 && dk.seq != want {
-			return fmt.Errorf("%w: session %x: found seq %d, want %d", ErrGap, session, dk.seq, want)
-		}
-		want = dk.seq - 1
-		if err := item.Value(func(v []byte) error {
-			data, err := decodeValue(k, v)
-			if err != nil {
-				return fmt.Errorf("wal: session %x seq %d: %w", session, dk.seq, err)
-			}
-			return fn(dk.seq, data)
-		}); err != nil {
 			return err
 		}
-		if want == 0 {
+		if want = seq - 1; want == 0 {
 			break
 		}
 	}
 	return ctx.Err()
+}
+
+// backRecord checks the record under a reverse scan's iterator (its seq
+// must be want, unless want is 0: the first) and hands it to fn; it
+// returns the record's seq.
+func backRecord(item *badger.Item, session [16]byte, want uint64, fn func(seq uint64, data []byte) error) (uint64, error) {
+	k := item.Key()
+	dk, err := decodeKey(k)
+	if err == nil && dk.kind != kindRecord {
+		err = fmt.Errorf("%w: key kind %#02x among records", ErrCorrupt, dk.kind)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("wal: key %x: %w", k, err)
+	}
+	if want != 0 && dk.seq != want {
+		return 0, fmt.Errorf("%w: session %x: found seq %d, want %d", ErrGap, session, dk.seq, want)
+	}
+	return dk.seq, item.Value(func(v []byte) error {
+		data, err := decodeValue(k, v)
+		if err != nil {
+			return fmt.Errorf("wal: session %x seq %d: %w", session, dk.seq, err)
+		}
+		return fn(dk.seq, data)
+	})
 }

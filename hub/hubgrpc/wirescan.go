@@ -84,29 +84,9 @@ const defaultEnvelopeBytes = 1 << 20
 // JSON values, open how many JSON containers (Struct, ListValue), inValue
 // whether it is part of a JSON value.
 func (w *wireScan) message(b []byte, md protoreflect.MessageDescriptor, nest, open int, inValue bool) *wireRefusal {
-	switch md.FullName() {
-	case valueName:
-		if open > MaxValueDepth {
-			return &wireRefusal{markUndecoded, fmt.Sprintf("a JSON value in the request is nested deeper than %d", MaxValueDepth)}
-		}
-		inValue = true
-		if w.values++; w.values > w.maxValues {
-			return &wireRefusal{kind: markTooLarge}
-		}
-	case structName, listName:
-		if !inValue { // a Struct field (a graph): the value's root
-			if w.values++; w.values > w.maxValues {
-				return &wireRefusal{kind: markTooLarge}
-			}
-		}
-		inValue = true
-		open++
-	default:
-		if !inValue {
-			if nest++; nest > maxNesting {
-				return &wireRefusal{markUndecoded, fmt.Sprintf("the request's messages are nested deeper than %d", maxNesting)}
-			}
-		}
+	nest, open, inValue, r := w.enter(md.FullName(), nest, open, inValue)
+	if r != nil {
+		return r
 	}
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
@@ -131,6 +111,39 @@ func (w *wireScan) message(b []byte, md protoreflect.MessageDescriptor, nest, op
 				return r
 			}
 		}
+	}
+	return nil
+}
+
+// enter counts a message of type name entered: a JSON value (its nesting
+// and how many), a container, or one of the request's own messages (its
+// nesting).
+func (w *wireScan) enter(name protoreflect.FullName, nest, open int, inValue bool) (int, int, bool, *wireRefusal) {
+	switch name {
+	case valueName:
+		if open > MaxValueDepth {
+			return nest, open, true, &wireRefusal{markUndecoded, fmt.Sprintf("a JSON value in the request is nested deeper than %d", MaxValueDepth)}
+		}
+		return nest, open, true, w.count()
+	case structName, listName:
+		if !inValue { // a Struct field (a graph): the value's root
+			return nest, open + 1, true, w.count()
+		}
+		return nest, open + 1, true, nil
+	}
+	if inValue {
+		return nest, open, true, nil
+	}
+	if nest++; nest > maxNesting {
+		return nest, open, false, &wireRefusal{markUndecoded, fmt.Sprintf("the request's messages are nested deeper than %d", maxNesting)}
+	}
+	return nest, open, false, nil
+}
+
+// count counts one JSON value, refusing one past the most.
+func (w *wireScan) count() *wireRefusal {
+	if w.values++; w.values > w.maxValues {
+		return &wireRefusal{kind: markTooLarge}
 	}
 	return nil
 }
