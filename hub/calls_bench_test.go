@@ -76,7 +76,8 @@ func idleTree(tb testing.TB, h *hub.Hub) {
 func BenchmarkIdleTrees(b *testing.B) {
 	const trees, perTree = 10_000, 4
 	for range b.N {
-		h, err := hub.New(context.Background(), hub.Config{Log: discardLog{}, Adapters: server.Adapters(nil)})
+		// main delegates every child: its limit is off.
+		h, err := hub.New(context.Background(), hub.Config{Log: discardLog{}, Adapters: server.Adapters(nil), MaxOpenPerAgent: -1})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -132,7 +133,8 @@ func bigTree(tb testing.TB, h *hub.Hub, kids int) (session.ID, int) {
 func BenchmarkTreeWatch(b *testing.B) {
 	l := openWAL(b, b.TempDir(), true)
 	defer l.Close()
-	h, err := hub.New(context.Background(), hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil)})
+	// The tree's 999 children are opened on one turn.
+	h, err := hub.New(context.Background(), hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil), MaxChildrenPerTurn: -1})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -366,7 +366,7 @@ func (h *Hub) reload(ctx context.Context, s *sess) error {
 		h.logger.Info().Str("session", s.id.String()).Uint64("seq", fresh.m.Seq).Int("landed", len(landed)).
 			Msg("session reloaded from the write-ahead log")
 	}
-	s.m, s.dedup, s.trigger, s.lastAt, s.failed = fresh.m, fresh.dedup, fresh.trigger, fresh.lastAt, nil
+	s.m, s.dedup, s.trigger, s.turnKids, s.lastAt, s.failed = fresh.m, fresh.dedup, fresh.trigger, fresh.turnKids, fresh.lastAt, nil
 	s.views.replace(fresh.views)
 	if len(landed) == 0 || s.gone.Load() || storageFailed {
 		// Unloaded (its partition moved): what landed is its new owner's
@@ -428,7 +428,10 @@ func (s *sess) observe(e *hubpb.Envelope, begins bool) {
 		}
 	}
 	if begins {
-		s.trigger = e
+		s.trigger, s.turnKids = e, 0
+	}
+	if d := e.GetDelegation(); d != nil {
+		s.turnKids += len(d.GetChildSessionIds())
 	}
 	s.views.add(e)
 	if at := session.Time(e.GetAcceptedAt()); at.After(s.lastAt) {
@@ -477,6 +480,7 @@ func (h *Hub) took(s *sess, all []*hubpb.Envelope, before session.State, newTurn
 		h.mu.Lock()
 		h.openCount[s.meta.GetCreator()]--
 		h.mu.Unlock()
+		s.tree.live.Add(-1)
 		if f := h.cfg.Hooks.Closed; f != nil {
 			f(s.id, after, s.m.Lifecycle.Reason)
 		}

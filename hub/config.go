@@ -51,6 +51,16 @@ type Log interface {
 	PutIndex(ctx context.Context, entries []IndexEntry) error
 }
 
+// BackScanner is a Log that also reads one session's records newest
+// first (the badger log does): with it a view reads only the records it
+// keeps, and counts the older ones from what the fold kept, rather than
+// reading the session from its start.
+type BackScanner interface {
+	// ScanBack calls fn for one session's records with seq <= to (0: all),
+	// newest first, until fn returns an error (returned as is).
+	ScanBack(ctx context.Context, session [16]byte, to uint64, fn func(seq uint64, data []byte) error) error
+}
+
 // IndexEntry is one key of the hub's index in the log (see index.go).
 type IndexEntry struct {
 	Key    []byte
@@ -108,6 +118,10 @@ type Hooks struct {
 	TimerFired func(id session.ID, env *hubpb.Envelope)
 	// SessionFailed sees a session whose log could not be written or read.
 	SessionFailed func(id session.ID, err error)
+	// Limited sees every refusal at one of the hub's limits and every
+	// stream cut off at a buffer bound, by the limit's name
+	// (LimitError.Limit: "max-open-per-agent").
+	Limited func(limit string)
 }
 
 // Config configures a hub. The zero value of every optional field means its
@@ -127,8 +141,23 @@ type Config struct {
 	InviteTimeout    time.Duration // default 5m: how long invitees have to ack
 	MaxDepth         int           // default 8: the deepest a child session may be
 	MaxEnvelopeBytes int           // default 1 MiB: an envelope's stored size
-	MaxOpenPerAgent  int           // default 0: no limit on pending/open sessions an agent created
 	SubscriberBuffer int           // default 4096: deliveries buffered per subscriber before it is cut off
+
+	// Limits on fan-out: past one, an open or a delegation is refused with
+	// LIMIT_REACHED (a *LimitError naming it) and nothing is written.
+	// Zero means the default, a negative value no limit.
+	//
+	// MaxOpenPerAgent bounds the sessions pending or open that one agent
+	// created (children it delegated included); default
+	// DefaultMaxOpenPerAgent.
+	MaxOpenPerAgent int
+	// MaxTreeSessions bounds the sessions pending or open in one tree (its
+	// root and every descendant); default DefaultMaxTreeSessions.
+	MaxTreeSessions int
+	// MaxChildrenPerTurn bounds the children delegations open in one
+	// session on one turn (from the envelope that began the turn on),
+	// background ones included; default DefaultMaxChildrenPerTurn.
+	MaxChildrenPerTurn int
 
 	// Limits on what an open (or a delegated child) carries; over one the
 	// open is refused with TOO_LARGE (a duration: MALFORMED), the message
@@ -161,10 +190,21 @@ type Config struct {
 	// it is asked. An error refuses the open.
 	NewRootID func(key string) (uuid.UUID, error)
 	// SubscriberBufferBytes bounds the bytes (encoded envelopes) buffered
-	// per subscriber before it is cut off too; default 16 MiB.
+	// per subscriber before it is cut off too; default
+	// DefaultSubscriberBufferBytes.
 	SubscriberBufferBytes int
-	// MaxStreamsPerAgent bounds the subscriptions and watches one agent
-	// holds at once (LIMIT_REACHED past it); default 256.
+	// AgentBufferBytes bounds the bytes buffered unread over all the
+	// streams of one agent (every connection); the delivery that would
+	// pass it cuts off the stream it is for. Default
+	// DefaultAgentBufferBytes; negative: no bound.
+	AgentBufferBytes int
+	// TotalBufferBytes bounds the bytes buffered unread over every stream
+	// of the hub, as AgentBufferBytes does an agent's. Default
+	// DefaultTotalBufferBytes; negative: no bound.
+	TotalBufferBytes int
+	// MaxStreamsPerAgent bounds the streams one agent holds at once over
+	// all its connections: Connect streams (TakeStream), subscriptions
+	// and watches (LIMIT_REACHED past it); default 256.
 	MaxStreamsPerAgent int
 	// RequireConsent honours a creator's auto_accept of another agent only
 	// when Consent allows it (otherwise that agent is invited and must
@@ -185,7 +225,8 @@ type Config struct {
 	EndedCache int
 }
 
-// Validate reports a missing required field or a negative limit.
+// Validate reports a missing required field or a negative limit (the
+// fan-out limits aside, where negative means none).
 func (c *Config) Validate() error {
 	var errs []error
 	if c.Log == nil {
@@ -194,7 +235,7 @@ func (c *Config) Validate() error {
 	if c.Adapters == nil {
 		errs = append(errs, errors.New("hub: Config.Adapters is required"))
 	}
-	if c.InviteTimeout < 0 || c.MaxDepth < 0 || c.MaxEnvelopeBytes < 0 || c.MaxOpenPerAgent < 0 || c.SubscriberBuffer < 0 ||
+	if c.InviteTimeout < 0 || c.MaxDepth < 0 || c.MaxEnvelopeBytes < 0 || c.SubscriberBuffer < 0 ||
 		c.MaxLabels < 0 || c.MaxMetaBytes < 0 || c.MaxLabelBytes < 0 || c.MaxKnobBytes < 0 || c.MaxGraphBytes < 0 || c.MaxParticipants < 0 ||
 		c.MaxExpectations < 0 || c.MinExpectation < 0 || c.MaxTTL < 0 || c.EndedCache < 0 || c.SubscriberBufferBytes < 0 || c.MaxStreamsPerAgent < 0 {
 		errs = append(errs, fmt.Errorf("hub: negative limit in config"))
@@ -237,6 +278,9 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	def(&c.MaxMetaBytes, DefaultMaxMetaBytes)
+	def(&c.MaxOpenPerAgent, DefaultMaxOpenPerAgent)
+	def(&c.MaxTreeSessions, DefaultMaxTreeSessions)
+	def(&c.MaxChildrenPerTurn, DefaultMaxChildrenPerTurn)
 	def(&c.MaxLabels, DefaultMaxLabels)
 	def(&c.MaxLabelBytes, DefaultMaxLabelBytes)
 	def(&c.MaxKnobBytes, DefaultMaxKnobBytes)
@@ -249,9 +293,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxTTL == 0 {
 		c.MaxTTL = DefaultMaxTTL
 	}
-	if c.SubscriberBufferBytes == 0 {
-		c.SubscriberBufferBytes = 16 << 20
-	}
+	def(&c.SubscriberBufferBytes, DefaultSubscriberBufferBytes)
+	def(&c.AgentBufferBytes, DefaultAgentBufferBytes)
+	def(&c.TotalBufferBytes, DefaultTotalBufferBytes)
 	if c.MaxStreamsPerAgent == 0 {
 		c.MaxStreamsPerAgent = 256
 	}

@@ -70,6 +70,9 @@ func (h *Hub) delegateReq(ctx context.Context, delegator string, req *hubpb.Dele
 	if err := h.mayDelegate(p, delegator); err != nil {
 		return nil, err
 	}
+	if err := h.checkFanOut(p, len(req.GetChildren())); err != nil {
+		return nil, err
+	}
 	d := &hubpb.Delegation{Delegator: delegator, Mode: mode, Await: await, Notify: notify}
 	env := &hubpb.Envelope{Id: h.newID().String(), Type: session.EventDelegation, ClientMsgId: req.GetClientMsgId(),
 		Payload: &hubpb.Envelope_Delegation{Delegation: d}}
@@ -94,6 +97,22 @@ func (h *Hub) mayDelegate(p *sess, delegator string) error {
 		return fmt.Errorf("a child of %v would be at depth %d, the limit is %d: %w", p.id, d, h.cfg.MaxDepth, ErrDepthExceeded)
 	}
 	return p.m.CheckTurn(delegator)
+}
+
+// checkFanOut refuses a delegation of n children past the children a
+// turn may open or the sessions its tree may hold; the caller holds the
+// tree's lock.
+func (h *Hub) checkFanOut(p *sess, n int) error {
+	if max := h.cfg.MaxChildrenPerTurn; max > 0 && p.turnKids+n > max {
+		return h.limitErr("--max-children-per-turn", max, ErrLimit,
+			"session %v opened %d children on this turn and this delegation asks for %d more (a new turn, such as another participant's text, opens more)",
+			p.id, p.turnKids, n)
+	}
+	if max := h.cfg.MaxTreeSessions; max > 0 && int(p.tree.live.Load())+n > max {
+		return h.limitErr("--max-tree-sessions", max, ErrLimit,
+			"the tree of session %v (root %v) holds %d sessions pending or open and this delegation asks for %d more", p.id, p.tree.root, p.tree.live.Load(), n)
+	}
+	return nil
 }
 
 // delegationMode returns a request's mode, await and notify with their

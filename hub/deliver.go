@@ -129,6 +129,10 @@ type SubscribeOptions struct {
 	// Terse hands out only what asks the agent to act or ends its work
 	// (see acts); other envelopes addressed to it are skipped.
 	Terse bool
+	// Place, when set, is the place among the agent's streams of the
+	// stream the subscription is delivered on (a Connect stream's, see
+	// TakeStream): the subscription takes no other.
+	Place *StreamPlace
 }
 
 // Subscribe opens agent's delivery stream: first what it missed after its
@@ -151,7 +155,7 @@ func (h *Hub) Subscribe(ctx context.Context, agent string, opts SubscribeOptions
 		sub.turnView = v
 	}
 	sub.terse = opts.Terse
-	if err := h.takeStream(sub, agent); err != nil {
+	if err := h.takeStream(sub, agent, opts.Place); err != nil {
 		return nil, err
 	}
 	h.mu.Lock()
@@ -289,7 +293,7 @@ func (h *Hub) Watch(ctx context.Context, agent string, operator bool, id session
 		sub.viewer = agent
 	}
 	sub.ws = s
-	if err := h.takeStream(sub, agent); err != nil {
+	if err := h.takeStream(sub, agent, nil); err != nil {
 		return nil, err
 	}
 	if err := s.acquire(ctx); err != nil {

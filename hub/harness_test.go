@@ -76,6 +76,15 @@ func (f *faultyLog) Append(ctx context.Context, writes ...hub.LogWrite) error {
 	return errAnswerLost
 }
 
+// ScanBack is the wrapped log's, when it reads newest first.
+func (f *faultyLog) ScanBack(ctx context.Context, s [16]byte, to uint64, fn func(uint64, []byte) error) error {
+	back, ok := f.Log.(hub.BackScanner)
+	if !ok {
+		return errors.New("the wrapped log does not read newest first")
+	}
+	return back.ScanBack(ctx, s, to, fn)
+}
+
 func (f *faultyLog) setFull(full bool) {
 	f.mu.Lock()
 	f.full = full

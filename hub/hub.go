@@ -37,7 +37,9 @@ type Hub struct {
 	// whose metadata decodes: who takes part, for listings and answers.
 	quarantinedMeta map[session.ID]*hubpb.SessionMeta
 	watches         map[*Subscription]struct{} // live watches, ended by Close
-	streams         map[string]int             // agent → subscriptions and watches it holds
+	streams         map[string]int             // agent → streams it holds (Connect, Subscribe, Watch)
+	bufs            map[string]*agentBuf       // agent → what its streams hold unread
+	buffered        atomic.Int64               // bytes every stream holds unread (TotalBufferBytes)
 	cache           *endedCache                // ended sessions reads loaded
 
 	interned  interner // knob values shared between sessions
@@ -64,6 +66,9 @@ type Hub struct {
 type tree struct {
 	lock chan struct{}
 	root session.ID
+	// live counts the tree's sessions pending or open (MaxTreeSessions);
+	// changed with the hub's indexes, read under the tree's lock.
+	live atomic.Int64
 
 	// Guarded by lock.
 	watchers []*Subscription // watches of a session and its descendants
@@ -89,8 +94,11 @@ type sess struct {
 	parent  *sess   // nil for a root (or a child whose parent is not served)
 	kids    []*sess // every child, oldest first
 	task    string  // a child's task until its open is written (Delegate)
-	asking  bool    // noteAsking last put it in Hub.askers
-	dropped bool    // a new session whose open did not land (see forget)
+	// turnKids counts the children delegations opened since the current
+	// turn began (MaxChildrenPerTurn), folded from the log with the turn.
+	turnKids int
+	asking   bool // noteAsking last put it in Hub.askers
+	dropped  bool // a new session whose open did not land (see forget)
 
 	views *viewCache // what views need, kept by the fold; its own lock
 
@@ -157,7 +165,7 @@ func newHub(ctx context.Context, cfg Config, v7IDs bool) (*Hub, error) {
 		sessions: map[session.ID]*sess{}, byAgent: map[string]map[session.ID]*sess{},
 		openKeys: map[string]session.ID{}, threads: map[string]*sess{}, askers: map[session.ID]*sess{}, openCount: map[string]int{}, subs: map[string][]*Subscription{},
 		quarantined: map[session.ID]error{}, quarantinedMeta: map[session.ID]*hubpb.SessionMeta{},
-		watches: map[*Subscription]struct{}{}, streams: map[string]int{}, cache: newEndedCache(cfg.EndedCache),
+		watches: map[*Subscription]struct{}{}, streams: map[string]int{}, bufs: map[string]*agentBuf{}, cache: newEndedCache(cfg.EndedCache),
 	}
 	_, noTracer := cfg.Tracer.(noop.Tracer)
 	h.recording = !noTracer
@@ -315,6 +323,7 @@ func (h *Hub) index(s *sess) {
 	}
 	if !session.State(s.state.Load()).Ended() {
 		h.openCount[s.meta.GetCreator()]++
+		s.tree.live.Add(1)
 	}
 }
 

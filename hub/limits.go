@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -150,4 +152,65 @@ func checkOptional(field string, d *durationpb.Duration, max time.Duration) erro
 		return nil
 	}
 	return session.CheckDuration(field, d, 1, max)
+}
+
+// Defaults of the fan-out limits (see Config; docs/OPERATIONS.md says why
+// each).
+const (
+	DefaultMaxOpenPerAgent    = 10_000
+	DefaultMaxTreeSessions    = 1_000
+	DefaultMaxChildrenPerTurn = 256
+)
+
+// Defaults of the bounds on deliveries buffered unread (see Config).
+const (
+	DefaultSubscriberBufferBytes = 4 << 20
+	DefaultAgentBufferBytes      = 64 << 20
+	DefaultTotalBufferBytes      = 512 << 20
+)
+
+// LimitError is a refusal at one of the hub's limits: what was refused,
+// the limit's value and the flag of hubd serve that sets it. It wraps
+// ErrLimit (counts), ErrTooLarge (sizes) or ErrSlowSubscriber (a stream
+// cut off at a buffer bound); its ErrorInfo metadata names the limit
+// ("limit": the flag without its dashes, "value").
+type LimitError struct {
+	// What is what was refused and why: `"alice" has 10000 sessions
+	// pending or open`.
+	What string
+	// Flag is the hubd serve flag that sets the limit:
+	// "--max-open-per-agent".
+	Flag string
+	// Value is the limit's value.
+	Value int64
+	// Err is ErrLimit, ErrTooLarge or ErrSlowSubscriber.
+	Err error
+}
+
+// limitErr returns a refusal at the limit of flag, value v, and tells the
+// Limited hook of it.
+func (h *Hub) limitErr(flag string, v int, err error, format string, args ...any) *LimitError {
+	e := &LimitError{What: fmt.Sprintf(format, args...), Flag: flag, Value: int64(v), Err: err}
+	if f := h.cfg.Hooks.Limited; f != nil {
+		f(e.Limit())
+	}
+	return e
+}
+
+// Error implements error: "WHAT, the limit is N (--flag): SENTINEL".
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("%s, the limit is %d (%s): %v", e.What, e.Value, e.Flag, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *LimitError) Unwrap() error { return e.Err }
+
+// Limit is the limit's name in metrics and ErrorInfo: the flag without its
+// dashes.
+func (e *LimitError) Limit() string { return strings.TrimLeft(e.Flag, "-") }
+
+// ErrorMetadata is the ErrorInfo metadata of the refusal: the limit's
+// name and value.
+func (e *LimitError) ErrorMetadata() map[string]string {
+	return map[string]string{"limit": e.Limit(), "value": strconv.FormatInt(e.Value, 10)}
 }

@@ -389,7 +389,7 @@ func (h *Hub) reserve(s *sess, key string) error {
 		}
 	}
 	if max := h.cfg.MaxOpenPerAgent; max > 0 && h.openCount[creator] >= max {
-		return fmt.Errorf("%q has %d sessions pending or open, the limit is %d: %w", creator, h.openCount[creator], max, ErrLimit)
+		return h.limitErr("--max-open-per-agent", max, ErrLimit, "%q has %d sessions pending or open (children it delegated included)", creator, h.openCount[creator])
 	}
 	s.state.Store(uint32(session.StatePending))
 	h.index(s)
@@ -411,6 +411,7 @@ func (h *Hub) unreserve(s *sess, key string) {
 		delete(h.threads, k) // the thread's latest is again the one before, in the log's index
 	}
 	h.openCount[s.meta.GetCreator()]--
+	s.tree.live.Add(-1)
 	h.sched.remove(s)
 }
 

@@ -193,6 +193,7 @@ func (h *Hub) UnloadSessions(drop func(root session.ID) bool, why error) int {
 			if h.openCount[s.meta.GetCreator()]--; h.openCount[s.meta.GetCreator()] <= 0 {
 				delete(h.openCount, s.meta.GetCreator())
 			}
+			s.tree.live.Add(-1)
 		}
 		h.sched.remove(s)
 	}

@@ -16,8 +16,11 @@ import (
 
 // Subscription is a stream of deliveries for one agent (Subscribe) or one
 // session (Watch). Senders append to its bounded queue and never wait; a
-// subscriber that falls further behind than the hub's SubscriberBuffer is
-// cut off with ErrSlowSubscriber and resumes from its cursors.
+// subscriber that falls further behind than the hub's SubscriberBuffer or
+// SubscriberBufferBytes, or whose delivery would take its agent's streams
+// past AgentBufferBytes or the hub's past TotalBufferBytes, is cut off
+// with ErrSlowSubscriber (a *LimitError naming the bound) and resumes from
+// its cursors.
 type Subscription struct {
 	h       *Hub
 	agent   string     // the subscribing agent; "" for a watch
@@ -30,9 +33,11 @@ type Subscription struct {
 	viewer  string     // whose audience filters what a watch sees; "" sees all (operators)
 	// turnView, when set, is the view each your_turn delivery carries.
 	turnView *ViewOptions
-	terse    bool   // hand out only what asks the agent to act (SubscribeOptions.Terse)
-	holder   string // the agent whose stream this is, counted in Hub.streams
-	counted  atomic.Bool
+	terse    bool        // hand out only what asks the agent to act (SubscribeOptions.Terse)
+	holder   string      // the agent whose stream this is, counted in Hub.streams
+	counted  atomic.Bool // counted in Hub.streams (not riding on a StreamPlace)
+	buf      *agentBuf   // the holder's unread bytes, shared by its streams
+	attached atomic.Bool // counted in buf.streams
 	// cursors are the descendant cursors a tree watch honoured
 	// (WatchOptions.Cursors naming a descendant it watches); set by Watch.
 	cursors map[string]uint64
@@ -63,31 +68,135 @@ type Subscription struct {
 func (sub *Subscription) Cursors() map[string]uint64 { return maps.Clone(sub.cursors) }
 
 // takeStream counts a new stream of agent's, or refuses it past the
-// hub's MaxStreamsPerAgent.
-func (h *Hub) takeStream(sub *Subscription, agent string) error {
+// hub's MaxStreamsPerAgent, unless it rides on place (the Connect stream
+// it is delivered on, counted already); either way its unread bytes count
+// against agent's AgentBufferBytes.
+func (h *Hub) takeStream(sub *Subscription, agent string, place *StreamPlace) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if n := h.streams[agent]; n >= h.cfg.MaxStreamsPerAgent {
-		return fmt.Errorf("%q holds %d subscriptions and watches, the limit is %d: %w", agent, n, h.cfg.MaxStreamsPerAgent, ErrLimit)
+	if place == nil {
+		if err := h.countStream(agent); err != nil {
+			return err
+		}
+		sub.counted.Store(true)
 	}
-	h.streams[agent]++
 	sub.holder = agent
-	sub.counted.Store(true)
+	b := h.bufs[agent]
+	if b == nil {
+		b = &agentBuf{}
+		h.bufs[agent] = b
+	}
+	b.streams++
+	sub.buf = b
+	sub.attached.Store(true)
 	return nil
 }
 
-// releaseStream uncounts a stream (once). The flag is changed under the
-// hub's mutex with the count, so a Close racing the cut-off's own release
-// returns only once the place is free.
+// countStream counts a stream of agent's, or refuses it past
+// MaxStreamsPerAgent; h.mu is held.
+func (h *Hub) countStream(agent string) error {
+	if n := h.streams[agent]; n >= h.cfg.MaxStreamsPerAgent {
+		return h.limitErr("--max-streams-per-agent", h.cfg.MaxStreamsPerAgent, ErrLimit,
+			"%q holds %d streams (Connect, Subscribe and Watch) over all its connections", agent, n)
+	}
+	h.streams[agent]++
+	return nil
+}
+
+// uncountStream frees a place counted by countStream; h.mu is held.
+func (h *Hub) uncountStream(agent string) {
+	if h.streams[agent]--; h.streams[agent] <= 0 {
+		delete(h.streams, agent)
+	}
+}
+
+// releaseStream uncounts a stream (once). The flags are changed under the
+// hub's mutex with the counts, so a Close racing the cut-off's own
+// release returns only once the place is free.
 func (h *Hub) releaseStream(sub *Subscription) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !sub.counted.CompareAndSwap(true, false) {
+	if sub.counted.CompareAndSwap(true, false) {
+		h.uncountStream(sub.holder)
+	}
+	if sub.attached.CompareAndSwap(true, false) {
+		if sub.buf.streams--; sub.buf.streams <= 0 && h.bufs[sub.holder] == sub.buf {
+			delete(h.bufs, sub.holder)
+		}
+	}
+}
+
+// StreamPlace is one of an agent's places among its streams
+// (MaxStreamsPerAgent) held by a stream that is not a subscription or a
+// watch of the hub's: an agent's Connect stream, which may carry one
+// subscription (SubscribeOptions.Place) and sends. Release it when the
+// stream ends.
+type StreamPlace struct {
+	h     *Hub
+	agent string
+	held  atomic.Bool
+}
+
+// TakeStream takes a place among agent's streams, or refuses it with
+// LIMIT_REACHED past MaxStreamsPerAgent: a stream that only sends counts
+// as one that subscribes does, over all the agent's connections.
+func (h *Hub) TakeStream(agent string) (*StreamPlace, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.countStream(agent); err != nil {
+		return nil, err
+	}
+	p := &StreamPlace{h: h, agent: agent}
+	p.held.Store(true)
+	return p, nil
+}
+
+// Release frees the place (once).
+func (p *StreamPlace) Release() {
+	p.h.mu.Lock()
+	defer p.h.mu.Unlock()
+	if p.held.CompareAndSwap(true, false) {
+		p.h.uncountStream(p.agent)
+	}
+}
+
+// agentBuf is what one agent's streams hold unread, in bytes, against
+// AgentBufferBytes.
+type agentBuf struct {
+	bytes   atomic.Int64
+	streams int // the streams counting in it; guarded by the hub's mu
+}
+
+// reserve counts n more bytes unread against the agent's and the hub's
+// bounds, or returns the bound it would pass (and counts nothing).
+func (sub *Subscription) reserve(n int) error {
+	h, b := sub.h, sub.buf
+	if b != nil && h.cfg.AgentBufferBytes > 0 {
+		if v := b.bytes.Add(int64(n)); v > int64(h.cfg.AgentBufferBytes) {
+			b.bytes.Add(-int64(n))
+			return h.limitErr("--agent-buffer-bytes", h.cfg.AgentBufferBytes, ErrSlowSubscriber,
+				"%q's streams hold %d bytes unread over all its connections, and this delivery is %d more", sub.holder, v-int64(n), n)
+		}
+	} else if b != nil {
+		b.bytes.Add(int64(n))
+	}
+	if v := h.buffered.Add(int64(n)); h.cfg.TotalBufferBytes > 0 && v > int64(h.cfg.TotalBufferBytes) {
+		sub.unreserve(n)
+		return h.limitErr("--total-buffer-bytes", h.cfg.TotalBufferBytes, ErrSlowSubscriber,
+			"the hub's streams hold %d bytes unread, and this delivery is %d more", v-int64(n), n)
+	}
+	return nil
+}
+
+// unreserve uncounts n bytes handed out or dropped.
+func (sub *Subscription) unreserve(n int) {
+	if n == 0 {
 		return
 	}
-	if h.streams[sub.holder]--; h.streams[sub.holder] <= 0 {
-		delete(h.streams, sub.holder)
+	if b := sub.buf; b != nil {
+		b.bytes.Add(-int64(n))
 	}
+	sub.h.buffered.Add(-int64(n))
 }
 
 // span is a range of one session's log still to catch up on. It keeps
@@ -172,11 +281,16 @@ func (sub *Subscription) pushLocked(ds []*hubpb.Delivery) bool {
 	cfg := &sub.h.cfg
 	switch {
 	case len(sub.queue)+len(ds) > cfg.SubscriberBuffer:
-		sub.cut(fmt.Errorf("the subscriber's buffer of %d deliveries is full: %w", len(sub.queue), ErrSlowSubscriber))
+		sub.cut(sub.h.limitErr("--subscriber-buffer", cfg.SubscriberBuffer, ErrSlowSubscriber,
+			"the subscriber's buffer of deliveries is full (%d unread, %d more to queue)", len(sub.queue), len(ds)))
 	case len(sub.queue) > 0 && sub.queued+n > cfg.SubscriberBufferBytes:
-		sub.cut(fmt.Errorf("the subscriber's buffer of %d bytes is full (%d deliveries, %d bytes unread): %w",
-			cfg.SubscriberBufferBytes, len(sub.queue), sub.queued, ErrSlowSubscriber))
+		sub.cut(sub.h.limitErr("--subscriber-buffer-bytes", cfg.SubscriberBufferBytes, ErrSlowSubscriber,
+			"the subscriber's buffer of bytes is full (%d deliveries, %d bytes unread, %d more to queue)", len(sub.queue), sub.queued, n))
 	default:
+		if err := sub.reserve(n); err != nil {
+			sub.cut(err)
+			break
+		}
 		sub.sizes = append(sub.sizes, sizes...)
 		sub.queue = append(sub.queue, ds...)
 		sub.queued += n
@@ -187,8 +301,9 @@ func (sub *Subscription) pushLocked(ds []*hubpb.Delivery) bool {
 // cut ends a subscriber that fell behind; sub.mu is held.
 func (sub *Subscription) cut(err error) {
 	sub.err = err
+	sub.unreserve(sub.queued)
 	sub.queue, sub.sizes, sub.queued = nil, nil, 0
-	sub.h.logger.Warn().Str("agent", sub.agent).Str("session", sub.watch.String()).Err(err).Msg("slow subscriber cut off")
+	sub.h.logger.Warn().Str("agent", sub.holder).Str("session", sub.watch.String()).Err(err).Msg("slow subscriber cut off")
 	go sub.unregister()
 }
 
@@ -197,6 +312,7 @@ func (sub *Subscription) fail(err error) {
 	sub.mu.Lock()
 	if sub.err == nil {
 		sub.err = err
+		sub.unreserve(sub.queued)
 		sub.queue, sub.sizes, sub.queued = nil, nil, 0
 	}
 	sub.mu.Unlock()
@@ -414,23 +530,25 @@ func (sub *Subscription) pop() (*hubpb.Delivery, bool, error) {
 	sub.queue[0] = nil
 	sub.queue = sub.queue[1:]
 	sub.queued -= sub.sizes[0]
+	sub.unreserve(sub.sizes[0])
 	sub.sizes = sub.sizes[1:]
 	return d, true, nil
 }
 
-// catchupChunk is how many log records a catch-up reads at a time.
+// catchupChunk is how many log records a catch-up reads at a time, at
+// most MaxReadBytes of them past the first.
 const catchupChunk = 256
 
 // readSpan reads the next chunk of the first catch-up span from the log.
 func (sub *Subscription) readSpan(ctx context.Context) error {
 	sp := &sub.spans[0]
-	n := 0
+	n, size := 0, 0
 	// A chunk is short; reading it does not depend on the caller giving up.
 	err := sub.h.wal.Scan(context.WithoutCancel(ctx), sp.id, sp.from, func(seq uint64, data []byte) error {
-		if seq > sp.to || n >= catchupChunk {
+		if seq > sp.to || n >= catchupChunk || (n > 0 && size+len(data) > MaxReadBytes) {
 			return errStop
 		}
-		n++
+		n, size = n+1, size+len(data)
 		sp.from = seq + 1
 		e, err := session.UnmarshalEnvelope(data)
 		if err != nil {

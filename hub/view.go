@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -79,8 +80,13 @@ func (h *Hub) View(ctx context.Context, agent string, id session.ID, opts ViewOp
 	return v, nil
 }
 
-// scanView reads agent's items of sessions ss, in order, into b.
+// scanView reads agent's items of sessions ss, in order, into b: from
+// the newest back, stopping once b is full, when the log reads newest
+// first; otherwise from the start, b keeping the newest.
 func (h *Hub) scanView(ctx context.Context, agent string, ss []*sess, b *viewBuf) error {
+	if back, ok := h.wal.(BackScanner); ok {
+		return h.scanViewBack(ctx, back, agent, ss, b)
+	}
 	for _, e := range ss {
 		if err := h.viewItems(ctx, agent, e, b); err != nil {
 			return err
@@ -112,6 +118,66 @@ func (b *viewBuf) add(it *hubpb.ViewItem) {
 		b.older[old.GetFrom()]++
 		b.total++
 	}
+}
+
+// scanViewBack fills b from the newest item of sessions ss (oldest
+// session first) back, reading each session newest first and stopping at
+// the first item that does not fit b: no more is read or built than b
+// keeps (and the first item that does not fit). The older items are
+// counted per speaker from each session's view cache.
+func (h *Hub) scanViewBack(ctx context.Context, back BackScanner, agent string, ss []*sess, b *viewBuf) error {
+	var newest []*hubpb.ViewItem // newest first
+	full := false
+	for i := len(ss) - 1; i >= 0; i-- {
+		x := ss[i]
+		last, seen := x.views.counts(agent)
+		taken := map[string]int32{}
+		if !full && last > 0 {
+			var err error
+			if newest, full, err = backItems(ctx, back, agent, x, last, b, newest, taken); err != nil {
+				return err
+			}
+		}
+		for sp, k := range seen { //hubd:orderless counts per speaker
+			if o := k - taken[sp]; o > 0 {
+				b.older[sp] += o
+				b.total += o
+			}
+		}
+	}
+	slices.Reverse(newest)
+	b.items = newest
+	return nil
+}
+
+// backItems adds agent's items of session x up to seq last, newest first,
+// to newest (counting them per speaker in taken) while they fit b; full
+// says one did not.
+func backItems(ctx context.Context, back BackScanner, agent string, x *sess, last uint64, b *viewBuf,
+	newest []*hubpb.ViewItem, taken map[string]int32) ([]*hubpb.ViewItem, bool, error) {
+	full := false
+	err := back.ScanBack(ctx, x.id, last, func(_ uint64, data []byte) error {
+		e, err := x.decode(data)
+		if err != nil {
+			return err
+		}
+		it, ok := viewItem(e, agent)
+		if !ok {
+			return nil
+		}
+		if l := len(it.GetText()); len(newest) == b.keep || (len(newest) > 0 && b.bytes+l > MaxReadBytes) {
+			full = true
+			return errStop
+		}
+		it.SessionId = x.meta.GetSessionId()
+		newest, b.bytes = append(newest, it), b.bytes+len(it.GetText())
+		taken[it.GetFrom()]++
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return nil, false, fmt.Errorf("reading session %v: %w", x.id, err)
+	}
+	return newest, full, nil
 }
 
 // viewItems adds agent's items of session s to b.

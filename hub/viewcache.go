@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"maps"
 	"sync"
 
 	"github.com/hubd/hubd/hubpb"
@@ -24,6 +25,7 @@ type viewCache struct {
 	tail     []viewEntry // the newest view items, oldest first
 	bytes    int         // their text
 	complete bool        // the tail holds every view item of the session
+	last     uint64      // the seq of the newest view item folded
 	names    []string    // the session's participants
 	seen     map[string]map[string]int32
 }
@@ -60,6 +62,7 @@ func (c *viewCache) add(e *hubpb.Envelope) {
 	}
 	c.tail = append(c.tail, viewEntry{e: e, it: it})
 	c.bytes += len(it.GetText())
+	c.last = e.GetSeq()
 	for len(c.tail) > viewTailItems || (len(c.tail) > 1 && c.bytes > viewTailBytes) {
 		c.bytes -= len(c.tail[0].it.GetText())
 		c.tail[0] = viewEntry{}
@@ -71,10 +74,10 @@ func (c *viewCache) add(e *hubpb.Envelope) {
 // replace takes the contents of fresh (a session reloaded from its log).
 func (c *viewCache) replace(fresh *viewCache) {
 	fresh.mu.Lock()
-	tail, bytes, complete, seen := fresh.tail, fresh.bytes, fresh.complete, fresh.seen
+	tail, bytes, complete, seen, last := fresh.tail, fresh.bytes, fresh.complete, fresh.seen, fresh.last
 	fresh.mu.Unlock()
 	c.mu.Lock()
-	c.tail, c.bytes, c.complete, c.seen = tail, bytes, complete, seen
+	c.tail, c.bytes, c.complete, c.seen, c.last = tail, bytes, complete, seen, last
 	c.mu.Unlock()
 }
 
@@ -118,4 +121,13 @@ func (c *viewCache) view(agent, sessionID string, b *viewBuf) bool {
 		}
 	}
 	return true
+}
+
+// counts returns the seq of the newest view item folded and how many items
+// of each speaker agent may see up to it: what a view read from the log
+// newest first counts its older items by.
+func (c *viewCache) counts(agent string) (uint64, map[string]int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.last, maps.Clone(c.seen[agent])
 }

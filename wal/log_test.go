@@ -471,3 +471,47 @@ func TestMetasMatchesSessions(t *testing.T) {
 		t.Fatalf("Sessions %v, Metas %v", a, b)
 	}
 }
+
+// TestScanBack: a session's records newest first, from a seq or its end,
+// stopping where the caller stops; other sessions' records are not read.
+func TestScanBack(t *testing.T) {
+	l := openMem(t)
+	a, b := sid(1), sid(2)
+	mustAppend(t, l, mkWrite(a, 1, 5), mkWrite(b, 1, 3))
+	mustAppend(t, l, mkWrite(a, 6, 2))
+	read := func(s [16]byte, to uint64, stopAt int) []uint64 {
+		t.Helper()
+		var got []uint64
+		err := l.ScanBack(context.Background(), s, to, func(seq uint64, data []byte) error {
+			if !bytes.Equal(data, recData(s, seq)) {
+				t.Fatalf("seq %d: data %q", seq, data)
+			}
+			if got = append(got, seq); len(got) == stopAt {
+				return errStopTest
+			}
+			return nil
+		})
+		if err != nil && err != errStopTest {
+			t.Fatal(err)
+		}
+		return got
+	}
+	for _, tc := range []struct {
+		s      [16]byte
+		to     uint64
+		stopAt int
+		want   string
+	}{
+		{a, 0, 0, "[7 6 5 4 3 2 1]"},
+		{a, 4, 0, "[4 3 2 1]"},
+		{a, 100, 2, "[7 6]"},
+		{b, 0, 0, "[3 2 1]"},
+		{sid(3), 0, 0, "[]"},
+	} {
+		if got := fmt.Sprint(read(tc.s, tc.to, tc.stopAt)); got != tc.want {
+			t.Errorf("ScanBack(%x, %d): %s, want %s", tc.s[:2], tc.to, got, tc.want)
+		}
+	}
+}
+
+var errStopTest = errors.New("stop")

@@ -43,8 +43,9 @@ func openPair(t *testing.T, alice hubsvc.HubClient) string {
 
 // TestE2EOversizedEnvelopeReason: an envelope of 2 MiB under the default
 // 1 MiB limit reaches the hub and is refused with TOO_LARGE naming the
-// limit (gRPC refused it first, without a reason); one beyond what gRPC
-// reads at all is ErrTooLarge in agentsdk.
+// limit (gRPC refused it first, without a reason); one of 5 MiB, over the
+// hub's request limit, is TOO_LARGE naming --max-request-bytes in its
+// ErrorInfo; one beyond what gRPC reads at all is ErrTooLarge in agentsdk.
 func TestE2EOversizedEnvelopeReason(t *testing.T) {
 	d := startDaemon(t, t.TempDir(), "")
 	ctx := context.Background()
@@ -59,8 +60,20 @@ func TestE2EOversizedEnvelopeReason(t *testing.T) {
 		!strings.Contains(status.Convert(err).Message(), "the limit is 1048576") {
 		t.Errorf("2 MiB envelope: %v %s %q; want ResourceExhausted TOO_LARGE naming the limit", code, reason, status.Convert(err).Message())
 	}
-	if _, err := sdk.SendText(ctx, id, strings.Repeat("x", 9<<20)); !errors.Is(err, agentsdk.ErrTooLarge) {
-		t.Errorf("9 MiB envelope through agentsdk: %v; want ErrTooLarge", err)
+	// Over the hub's request limit (4 MiB + 64 KiB) but within what gRPC
+	// reads (twice that): TOO_LARGE with an ErrorInfo naming the limit.
+	_, err = sdk.SendText(ctx, id, strings.Repeat("x", 5<<20))
+	var ae *agentsdk.Error
+	if !errors.Is(err, agentsdk.ErrTooLarge) || !errors.As(err, &ae) || ae.Reason != "TOO_LARGE" || ae.Metadata["limit"] != "max-request-bytes" ||
+		ae.Metadata["value"] != "4259840" || !strings.Contains(ae.Message, "the limit is 4259840 (--max-request-bytes)") {
+		t.Errorf("5 MiB envelope through agentsdk: %v; want ErrTooLarge naming --max-request-bytes", err)
+	}
+	// Past gRPC's own cap gRPC refuses it, from its length, with no
+	// ErrorInfo: agentsdk still says ErrTooLarge, with gRPC's figures.
+	_, err = sdk.SendText(ctx, id, strings.Repeat("x", 9<<20))
+	if !errors.Is(err, agentsdk.ErrTooLarge) || !errors.As(err, &ae) || ae.Reason != "" ||
+		!strings.Contains(ae.Message, "grpc: received message larger than max") || !strings.Contains(ae.Message, "vs. 8519680)") {
+		t.Errorf("9 MiB envelope through agentsdk: %v; want ErrTooLarge with gRPC's message", err)
 	}
 	if _, err := sdk.SendText(ctx, id, "still fine"); err != nil {
 		t.Errorf("a send after the refusals: %v", err)
@@ -257,5 +270,39 @@ func TestE2ENonUTF8AgentName(t *testing.T) {
 	list, err := devClient(t, d.addr, "operator").ListSessions(context.Background(), &hubpb.ListSessionsRequest{})
 	if err != nil || len(list.GetSessions()) != 1 || list.GetSessions()[0].GetMeta().GetCreator() != "carol" {
 		t.Fatalf("ListSessions: %v %v; want carol's session alone", err, list)
+	}
+}
+
+// TestE2EHTTPTooLarge: over HTTP a body past the request limit is refused
+// with 413 and TOO_LARGE naming the limit, as a JSON value nested too deep
+// is with MALFORMED, neither decoded; nothing is written.
+func TestE2EHTTPTooLarge(t *testing.T) {
+	d := startDaemon(t, t.TempDir(), "", "--http", "127.0.0.1:0")
+	id := openPair(t, devClient(t, d.addr, "alice"))
+	url := "http://" + d.httpAddr(t) + "/v1/sessions/" + id + "/envelopes"
+	for _, tc := range []struct {
+		name, body, reason, msg string
+		status                  int
+	}{
+		{"5 MiB", `{"type":"text","text":{"text":"` + strings.Repeat("x", 5<<20) + `"}}`, "TOO_LARGE", "the limit is 4259840 (--max-request-bytes)", 413},
+		{"a million deep", `{"type":"context_set","context_set":{"set":{"k":` + strings.Repeat("[", 1<<20) + strings.Repeat("]", 1<<20) + `}}}`,
+			"MALFORMED", "nested deeper than 80", 400},
+	} {
+		req, _ := http.NewRequest("POST", url, strings.NewReader(tc.body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Hubd-Agent", "alice")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || !strings.Contains(string(b), `"reason":"`+tc.reason+`"`) || !strings.Contains(string(b), tc.msg) {
+			t.Errorf("%s: %d %.300s", tc.name, resp.StatusCode, b)
+		}
+	}
+	info, err := devClient(t, d.addr, "alice").GetSession(context.Background(), &hubpb.GetSessionRequest{SessionId: id})
+	if err != nil || info.GetSeq() != 2 {
+		t.Fatalf("after the refusals: seq %d, %v", info.GetSeq(), err)
 	}
 }

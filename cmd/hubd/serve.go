@@ -36,6 +36,7 @@ type serveFlags struct {
 	maxEnvelope, maxOpen, subscriberBuffer, maxDepth                                int
 	cluster                                                                         clusterFlags
 	streamsPerConn, streamsPerAgent, subscriberBytes                                int
+	treeSessions, childrenPerTurn, agentBytes, totalBytes, maxRequest               int
 	autoAcceptFrom                                                                  string
 }
 
@@ -54,11 +55,16 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.fsync, "fsync", true, "fsync the log before acknowledging; false loses acknowledged envelopes on a crash (benchmarks only)")
 	fs.DurationVar(&f.inviteTimeout, "invite-timeout", 5*time.Minute, "default time invitees have to acknowledge")
 	fs.IntVar(&f.maxEnvelope, "max-envelope-bytes", 1<<20, "largest envelope stored, in bytes")
-	fs.IntVar(&f.maxOpen, "max-open-per-agent", 0, "most pending or open sessions an agent may have created (0: no limit)")
+	fs.IntVar(&f.maxRequest, "max-request-bytes", 0, "largest request read, gRPC message or HTTP body, in bytes (0: 4 × --max-envelope-bytes, at least 4 MiB, + 64 KiB)")
+	fs.IntVar(&f.maxOpen, "max-open-per-agent", hub.DefaultMaxOpenPerAgent, "most sessions pending or open that one agent created, children it delegated included (0: no limit)")
+	fs.IntVar(&f.treeSessions, "max-tree-sessions", hub.DefaultMaxTreeSessions, "most sessions pending or open in one delegation tree, its root included (0: no limit)")
+	fs.IntVar(&f.childrenPerTurn, "max-children-per-turn", hub.DefaultMaxChildrenPerTurn, "most children delegations open in one session on one turn, background ones included (0: no limit)")
 	fs.IntVar(&f.subscriberBuffer, "subscriber-buffer", 4096, "deliveries buffered per subscriber before it is cut off")
-	fs.IntVar(&f.subscriberBytes, "subscriber-buffer-bytes", 16<<20, "bytes of envelopes buffered per subscriber before it is cut off")
-	fs.IntVar(&f.streamsPerConn, "max-streams-per-conn", hubgrpc.DefaultMaxStreamsPerConn, "most Subscribe and Watch streams one connection holds at once")
-	fs.IntVar(&f.streamsPerAgent, "max-streams-per-agent", 256, "most Subscribe and Watch streams one agent holds at once")
+	fs.IntVar(&f.subscriberBytes, "subscriber-buffer-bytes", hub.DefaultSubscriberBufferBytes, "bytes of envelopes buffered per subscriber before it is cut off")
+	fs.IntVar(&f.agentBytes, "agent-buffer-bytes", hub.DefaultAgentBufferBytes, "bytes of envelopes buffered unread over all of one agent's streams (every connection) before the stream a delivery is for is cut off (0: no bound)")
+	fs.IntVar(&f.totalBytes, "total-buffer-bytes", hub.DefaultTotalBufferBytes, "bytes of envelopes buffered unread over every stream of the hub before the stream a delivery is for is cut off (0: no bound)")
+	fs.IntVar(&f.streamsPerConn, "max-streams-per-conn", hubgrpc.DefaultMaxStreamsPerConn, "most Connect, Subscribe and Watch streams one connection holds at once")
+	fs.IntVar(&f.streamsPerAgent, "max-streams-per-agent", 256, "most Connect, Subscribe and Watch streams one agent holds at once over all its connections")
 	fs.StringVar(&f.autoAcceptFrom, "auto-accept-from", "", "consent `file`: lines \"invitee creator...\" (\"*\": anyone) saying who may add an agent to a session without its acknowledgement (auto_accept); with --tokens or --client-ca, an auto_accept not listed there is an invite the agent must acknowledge (development mode lets anyone)")
 	fs.IntVar(&f.maxDepth, "max-depth", 8, "deepest a child session may be (delegation)")
 	fs.StringVar(&f.onDamage, "on-damage", "refuse", "when acknowledged records are found missing at start: \"refuse\" to start, or \"quarantine\" the sessions affected and serve the rest (see docs/OPERATIONS.md)")
@@ -119,10 +125,17 @@ func (f *serveFlags) config(lg zerolog.Logger) (server.Config, error) {
 	cfg := server.Config{Listen: f.listen, DataDir: f.data, NoSync: !f.fsync, TLSCert: f.tlsCert, TLSKey: f.tlsKey,
 		ClientCA: f.clientCA, Operators: splitNames(f.operators), Logger: lg}
 	cfg.Hub.InviteTimeout, cfg.Hub.MaxEnvelopeBytes = f.inviteTimeout, f.maxEnvelope
-	cfg.Hub.MaxOpenPerAgent, cfg.Hub.SubscriberBuffer, cfg.Hub.MaxDepth = f.maxOpen, f.subscriberBuffer, f.maxDepth
+	cfg.Hub.SubscriberBuffer, cfg.Hub.MaxDepth = f.subscriberBuffer, f.maxDepth
+	if err := f.fanOut(&cfg.Hub); err != nil {
+		return cfg, err
+	}
 	if f.maxEnvelope < 1 {
 		return cfg, exitcode.Usage("serve: --max-envelope-bytes %d: want at least 1", f.maxEnvelope)
 	}
+	if f.maxRequest < 0 || (f.maxRequest > 0 && f.maxRequest < f.maxEnvelope) || f.maxRequest > 1<<30 {
+		return cfg, exitcode.Usage("serve: --max-request-bytes %d: want 0 (the default) or from --max-envelope-bytes (%d) to 1 GiB", f.maxRequest, f.maxEnvelope)
+	}
+	cfg.MaxMsgBytes = f.maxRequest
 	if _, err := server.LogBatchBytes(cfg.Hub); err != nil {
 		return cfg, exitcode.Usage("serve: --max-envelope-bytes %d: %v", f.maxEnvelope, err)
 	}
@@ -191,6 +204,29 @@ func (f *serveFlags) config(lg zerolog.Logger) (server.Config, error) {
 		lg.Warn().Msg("--fsync=false: acknowledged envelopes can be lost on a crash")
 	}
 	return cfg, nil
+}
+
+// fanOut sets the hub's fan-out limits and the agents' and the hub's
+// buffer bounds from their flags, where 0 means none (the hub's
+// negative).
+func (f *serveFlags) fanOut(hc *hub.Config) error {
+	for _, l := range []struct {
+		flag string
+		v    int
+		to   *int
+	}{{"--max-open-per-agent", f.maxOpen, &hc.MaxOpenPerAgent}, {"--max-tree-sessions", f.treeSessions, &hc.MaxTreeSessions},
+		{"--max-children-per-turn", f.childrenPerTurn, &hc.MaxChildrenPerTurn},
+		{"--agent-buffer-bytes", f.agentBytes, &hc.AgentBufferBytes}, {"--total-buffer-bytes", f.totalBytes, &hc.TotalBufferBytes}} {
+		switch {
+		case l.v < 0:
+			return exitcode.Usage("serve: %s %d: want a positive limit, or 0 for none", l.flag, l.v)
+		case l.v == 0:
+			*l.to = -1
+		default:
+			*l.to = l.v
+		}
+	}
+	return nil
 }
 
 // checkSafety refuses flags that would serve unsafely or fail obscurely:

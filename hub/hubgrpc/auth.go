@@ -8,7 +8,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
@@ -185,7 +184,7 @@ func (s *Service) UnaryInterceptor(ctx context.Context, req any, info *grpc.Unar
 	if err != nil {
 		return nil, statusOf(s.lg, info.FullMethod, err)
 	}
-	if err := checkRequest(req); err != nil {
+	if err := s.check(req); err != nil {
 		return nil, statusOf(s.lg, info.FullMethod, err)
 	}
 	return handler(context.WithValue(ctx, identityKey{}, id), req)
@@ -200,13 +199,13 @@ func (s *Service) StreamInterceptor(srv any, ss grpc.ServerStream, info *grpc.St
 	if err != nil {
 		return statusOf(s.lg, info.FullMethod, err)
 	}
-	return handler(srv, &identifiedStream{ServerStream: ss, ctx: context.WithValue(ss.Context(), identityKey{}, id), lg: s.lg, method: info.FullMethod})
+	return handler(srv, &identifiedStream{ServerStream: ss, ctx: context.WithValue(ss.Context(), identityKey{}, id), svc: s, method: info.FullMethod})
 }
 
 type identifiedStream struct {
 	grpc.ServerStream
 	ctx    context.Context
-	lg     zerolog.Logger
+	svc    *Service
 	method string
 }
 
@@ -220,5 +219,5 @@ func (s *identifiedStream) RecvMsg(m any) error {
 	if s.method == connectMethod {
 		return nil // Connect checks each frame itself, and answers a bad send
 	}
-	return statusOf(s.lg, s.method, checkRequest(m))
+	return statusOf(s.svc.lg, s.method, s.svc.check(m))
 }

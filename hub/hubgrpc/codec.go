@@ -1,13 +1,18 @@
 package hubgrpc
 
 import (
+	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/hubpb/hubsvc"
 	"github.com/hubd/hubd/session"
 )
@@ -23,10 +28,20 @@ import (
 // were never validated, so they must not reach the log, where a later
 // version of the hub would read them as if it had checked them. Responses
 // are encoded by vtprotobuf's encoder (the proto codec's bytes, without
-// reflection).
-func Codec() encoding.CodecV2 { return codec{base: encoding.GetCodecV2("proto")} }
+// reflection). Before anything is decoded, a request's wire bytes are
+// scanned (WireLimits): one nested too deep is marked MALFORMED, one too
+// large TOO_LARGE, and neither is built.
+func Codec() encoding.CodecV2 { return CodecFor(WireLimits{}) }
 
-type codec struct{ base encoding.CodecV2 }
+// CodecFor is Codec with the hub's limits on requests.
+func CodecFor(l WireLimits) encoding.CodecV2 {
+	return codec{base: encoding.GetCodecV2("proto"), limits: l}
+}
+
+type codec struct {
+	base   encoding.CodecV2
+	limits WireLimits
+}
 
 // vtMessage is a message with vtprotobuf's decoder.
 type vtMessage interface {
@@ -46,6 +61,13 @@ func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
 	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
 	defer buf.Free()
 	b := buf.ReadOnlyData()
+	if r := c.limits.scanRequest(b, m.ProtoReflect().Descriptor()); r != nil {
+		if f, ok := m.(*hubpb.AgentFrame); ok {
+			f.Frame = frameSkeleton(b).GetFrame() // answered by ref, the stream going on
+		}
+		mark(m, r.kind, r.msg)
+		return nil
+	}
 	err := proto.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(b, m)
 	if err == nil {
 		return nil // the common case: as gRPC's own codec, unknown fields dropped
@@ -68,6 +90,7 @@ const (
 	markField     = protowire.MaxValidNumber
 	markUnchecked = 'u' // decoded without the UTF-8 check: check it
 	markUndecoded = 'x' // did not decode: refuse it (the rest is why)
+	markTooLarge  = 'l' // over a limit, not decoded: "flag\x00value\x00what"
 )
 
 // mark appends a mark to m's unknown fields.
@@ -117,11 +140,38 @@ func checkRequest(req any) error {
 		return nil
 	case kind == markUndecoded:
 		return fmt.Errorf("%s: %w", msg, session.ErrMalformed)
+	case kind == markTooLarge:
+		return tooLargeErr(msg)
 	}
 	if err := session.CheckFields(m); err != nil {
 		return fmt.Errorf("request: %w", err)
 	}
 	return nil
+}
+
+// check is checkRequest, telling OnLimit of a refusal at a limit.
+func (s *Service) check(req any) error {
+	err := checkRequest(req)
+	s.limited(err)
+	return err
+}
+
+// limited tells OnLimit of err when it is a refusal at a limit.
+func (s *Service) limited(err error) {
+	var le *hub.LimitError
+	if s.onLimit != nil && errors.As(err, &le) {
+		s.onLimit(le.Limit())
+	}
+}
+
+// tooLargeErr is the refusal a markTooLarge mark says.
+func tooLargeErr(msg string) error {
+	parts := strings.SplitN(msg, "\x00", 3)
+	if len(parts) != 3 {
+		return fmt.Errorf("%s: %w", msg, hub.ErrTooLarge)
+	}
+	v, _ := strconv.ParseInt(parts[1], 10, 64)
+	return &hub.LimitError{What: parts[2], Flag: parts[0], Value: v, Err: hub.ErrTooLarge}
 }
 
 func (codec) Name() string { return "proto" }

@@ -50,7 +50,14 @@ func (s *Service) Connect(stream grpc.BidiStreamingServer[hubpb.AgentFrame, hubp
 		return statusOf(s.lg, "Connect", err)
 	}
 	defer done()
-	c := &agentConn{svc: s, id: id, stream: stream, slots: make(chan struct{}, s.maxInFlight), ended: make(chan struct{})}
+	// The stream is one of the agent's over all its connections, whether it
+	// subscribes or only sends.
+	place, err := s.h.TakeStream(id.Agent)
+	if err != nil {
+		return statusOf(s.lg, "Connect", err)
+	}
+	defer place.Release()
+	c := &agentConn{svc: s, id: id, stream: stream, place: place, slots: make(chan struct{}, s.maxInFlight), ended: make(chan struct{})}
 	c.cancelStream, _ = ctx.Value(streamCancelKey{}).(context.CancelCauseFunc)
 	return c.run(ctx)
 }
@@ -76,8 +83,9 @@ type agentConn struct {
 	svc    *Service
 	id     Identity
 	stream grpc.BidiStreamingServer[hubpb.AgentFrame, hubpb.HubFrame]
-	slots  chan struct{} // one per send in flight
-	wmu    sync.Mutex    // serialises stream.Send
+	place  *hub.StreamPlace // the stream's place among the agent's; its subscription's too
+	slots  chan struct{}    // one per send in flight
+	wmu    sync.Mutex       // serialises stream.Send
 	wg     sync.WaitGroup
 
 	mu       sync.Mutex
@@ -239,6 +247,7 @@ func (c *agentConn) subscribe(ctx context.Context, req *hubpb.SubscribeRequest) 
 	if err != nil {
 		return err
 	}
+	opts.Place = c.place
 	sub, err := c.svc.h.Subscribe(ctx, c.id.Agent, opts)
 	if err != nil {
 		return err
@@ -393,7 +402,7 @@ func (c *agentConn) read(ctx context.Context, cancel context.CancelCauseFunc) er
 			cancel(err)
 			return err
 		}
-		checkErr := checkRequest(f)
+		checkErr := c.svc.check(f)
 		switch fr := f.GetFrame().(type) {
 		case *hubpb.AgentFrame_Send, *hubpb.AgentFrame_Open:
 			select {

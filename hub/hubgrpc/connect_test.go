@@ -368,15 +368,18 @@ func TestConnectRefused(t *testing.T) {
 	})
 	t.Run("per agent", func(t *testing.T) {
 		cfg := server.Config{}
-		cfg.Hub.MaxStreamsPerAgent = 1
+		cfg.Hub.MaxStreamsPerAgent = 2
 		f := startWith(t, cfg)
 		openConversation(t, f.agent("alice"))
-		// The subscription is registered once it delivers (the session's
-		// catch-up): the second one is then past the limit.
+		// A subscribed stream takes one place: its subscription rides on it.
 		connect(t, f.agent("alice"), "alice", &hubpb.SubscribeRequest{}).delivery()
-		if code, reason := streamErr(t, f.agent("alice"), sub); code != codes.ResourceExhausted || reason != "LIMIT_REACHED" {
-			t.Fatalf("got %v %s", code, reason)
+		// A stream that only sends takes one too, on another connection.
+		connect(t, f.agent("alice"), "alice", nil)
+		for _, frames := range [][]*hubpb.AgentFrame{{sub}, nil} {
+			if code, reason := streamErr(t, f.agent("alice"), frames...); code != codes.ResourceExhausted || reason != "LIMIT_REACHED" {
+				t.Fatalf("a third stream of alice's (frames %v): got %v %s", frames, code, reason)
+			}
 		}
-		connect(t, f.agent("alice"), "alice", nil) // sends only: no subscription counted
+		connect(t, f.agent("bob"), "bob", nil) // another agent's
 	})
 }

@@ -51,6 +51,11 @@ type Config struct {
 	// agent to close its side after the closing frame before it is
 	// cancelled (with StreamTap installed); default DefaultCloseGrace.
 	CloseGrace time.Duration
+	// OnLimit, when set, is told of every call, frame or stream the
+	// service refuses at a limit of its own (a request too large, a
+	// connection's streams), by the limit's name (hub.LimitError.Limit);
+	// the hub's own refusals go to its Limited hook.
+	OnLimit func(limit string)
 }
 
 // Service implements hubsvc.HubServer over a hub.
@@ -65,6 +70,7 @@ type Service struct {
 	tracer         trace.Tracer
 	recording      bool // the tracer records spans (not the no-op one)
 	onCall         func(string, error, time.Duration)
+	onLimit        func(string)
 	closeGrace     time.Duration
 
 	cmu   sync.Mutex
@@ -86,7 +92,7 @@ func New(h *hub.Hub, cfg Config) *Service {
 		cfg.Tracer = noop.NewTracerProvider()
 	}
 	s := &Service{h: h, auth: cfg.Auth, lg: cfg.Logger, maxConnStreams: cfg.MaxStreamsPerConn, maxInFlight: cfg.MaxInFlight,
-		tracer: cfg.Tracer.Tracer(TracerName), recording: Recording(cfg.Tracer), onCall: cfg.OnCall, closeGrace: cfg.CloseGrace, conns: map[*agentConn]struct{}{}}
+		tracer: cfg.Tracer.Tracer(TracerName), recording: Recording(cfg.Tracer), onCall: cfg.OnCall, onLimit: cfg.OnLimit, closeGrace: cfg.CloseGrace, conns: map[*agentConn]struct{}{}}
 	context.AfterFunc(h.Lifetime(), s.endStreams)
 	return s
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/hubd/hubd/hub"
 )
 
-// DefaultMaxStreamsPerConn is how many Subscribe and Watch streams one
-// connection may hold at once unless Config says otherwise.
+// DefaultMaxStreamsPerConn is how many Connect, Subscribe and Watch
+// streams one connection may hold at once unless Config says otherwise.
 const DefaultMaxStreamsPerConn = 128
 
 // connStreams counts the streams of one connection.
@@ -43,8 +43,10 @@ func (s *Service) takeConnStream(ctx context.Context) (func(), error) {
 	}
 	if n := c.n.Add(1); int(n) > s.maxConnStreams {
 		c.n.Add(-1)
-		return nil, fmt.Errorf("this connection holds %d subscriptions and watches, the limit is %d (open another connection, or end some): %w",
-			n-1, s.maxConnStreams, hub.ErrLimit)
+		err := &hub.LimitError{What: fmt.Sprintf("this connection holds %d streams (open another connection, or end some)", n-1),
+			Flag: "--max-streams-per-conn", Value: int64(s.maxConnStreams), Err: hub.ErrLimit}
+		s.limited(err)
+		return nil, err
 	}
 	return func() { c.n.Add(-1) }, nil
 }

@@ -37,6 +37,13 @@
 //	GET  /v1/turns                             PendingTurns
 //	GET  /v1/questions                         ListQuestions
 //
+// A body is read whole (at most Config.MaxBodyBytes: larger is 413,
+// TOO_LARGE naming --max-request-bytes) and checked token by token before
+// the gateway decodes it: nested deeper than MaxJSONDepth is MALFORMED,
+// more keys and values than an envelope holds (Config.MaxEnvelopeBytes/2)
+// TOO_LARGE naming --max-envelope-bytes. Every TOO_LARGE is answered with
+// HTTP 413.
+//
 // # Events
 //
 // GET /v1/sessions/{session_id}/events streams the session's envelopes

@@ -114,6 +114,9 @@ func writeErrorAs(w http.ResponseWriter, err error, httpStatus int) {
 	}
 	if httpStatus == 0 {
 		httpStatus = runtime.HTTPStatusFromCode(st.Code())
+		if reasonOf(st) == hubpb.Reason_TOO_LARGE.String() {
+			httpStatus = http.StatusRequestEntityTooLarge // not 429: too large is not too many
+		}
 	}
 	w.WriteHeader(httpStatus)
 	w.Write(body)

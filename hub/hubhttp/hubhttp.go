@@ -48,8 +48,17 @@ type Config struct {
 	// default DefaultHeartbeat.
 	Heartbeat time.Duration
 	// MaxBodyBytes bounds a request's body, like the gRPC server's largest
-	// message; default DefaultMaxBodyBytes.
+	// message; default DefaultMaxBodyBytes. A larger one is refused with
+	// TOO_LARGE (HTTP 413) naming --max-request-bytes.
 	MaxBodyBytes int64
+	// MaxEnvelopeBytes is the hub's envelope limit: a JSON body holds at
+	// most half as many keys and values, or is refused with TOO_LARGE
+	// before it is decoded; default 1 MiB.
+	MaxEnvelopeBytes int
+	// OnLimit, when set, is told of every request refused at a limit
+	// before the interceptors see it (a body too large), by the limit's
+	// name (hub.LimitError.Limit).
+	OnLimit func(limit string)
 	// Metrics is served at GET /metrics when set: to operators only,
 	// unless OpenMetrics.
 	Metrics http.Handler
@@ -100,8 +109,8 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("hubhttp: Config.Interceptors[%d] is nil", i))
 		}
 	}
-	if c.Heartbeat < 0 || c.MaxBodyBytes < 0 || c.SignInTTL < 0 || c.MaxSignIns < 0 {
-		errs = append(errs, errors.New("hubhttp: negative Config.Heartbeat, MaxBodyBytes, SignInTTL or MaxSignIns"))
+	if c.Heartbeat < 0 || c.MaxBodyBytes < 0 || c.MaxEnvelopeBytes < 0 || c.SignInTTL < 0 || c.MaxSignIns < 0 {
+		errs = append(errs, errors.New("hubhttp: negative Config.Heartbeat, MaxBodyBytes, MaxEnvelopeBytes, SignInTTL or MaxSignIns"))
 	}
 	return errors.Join(errs...)
 }
@@ -126,6 +135,9 @@ func New(cfg Config) (*API, error) {
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if cfg.MaxEnvelopeBytes == 0 {
+		cfg.MaxEnvelopeBytes = 1 << 20
+	}
 	if cfg.SignInTTL == 0 {
 		cfg.SignInTTL = DefaultSignInTTL
 	}
@@ -149,7 +161,7 @@ func New(cfg Config) (*API, error) {
 		return nil, fmt.Errorf("hubhttp: registering the JSON API: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/v1/", jsonBodies(gw))
+	mux.Handle("/v1/", jsonBodies(a.checkBody(gw)))
 	mux.HandleFunc("GET /v1/sessions/{session_id}/events", a.events)
 	mux.HandleFunc("POST /v1/auth/signin", a.signIn)
 	mux.HandleFunc("POST /v1/auth/signout", a.signOut)

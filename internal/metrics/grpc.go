@@ -62,6 +62,11 @@ func (m *Metrics) Stream(kind string) (ended func(err error)) {
 	}
 }
 
+// Limited counts a refusal at a limit, or a stream cut off at a buffer
+// bound, by the limit's name (hub.Hooks.Limited, hubgrpc.Config.OnLimit,
+// hubhttp.Config.OnLimit).
+func (m *Metrics) Limited(limit string) { m.limits.WithLabelValues(limit).Inc() }
+
 // methodName is the last part of "/hubd.v1.Hub/Send".
 func methodName(full string) string {
 	if i := strings.LastIndexByte(full, '/'); i >= 0 {

@@ -9,8 +9,8 @@ import (
 // Hooks returns hooks that count what the hub does, then call next's
 // hooks: envelopes written and agents' sends accepted (Accepted), sends
 // refused by reason (Rejected), sessions opened and ended (Opened,
-// Closed), timer firings by action (TimerFired) and failed sessions
-// (SessionFailed). Labels are bounded: session types, stable reasons,
+// Closed), timer firings by action (TimerFired), failed sessions
+// (SessionFailed) and refusals at a limit (Limited). Labels are bounded: session types, stable reasons,
 // states and actions, never ids.
 func (m *Metrics) Hooks(next hub.Hooks) hub.Hooks {
 	h := next
@@ -52,6 +52,12 @@ func (m *Metrics) Hooks(next hub.Hooks) hub.Hooks {
 		}
 		if next.TimerFired != nil {
 			next.TimerFired(id, env)
+		}
+	}
+	h.Limited = func(limit string) {
+		m.Limited(limit)
+		if next.Limited != nil {
+			next.Limited(limit)
 		}
 	}
 	h.SessionFailed = func(id session.ID, err error) {

@@ -48,7 +48,7 @@ type Metrics struct {
 	opened, ended, timers                   *prometheus.CounterVec
 	failures, appendErrors                  prometheus.Counter
 	subscribers                             *prometheus.GaugeVec
-	cutoffs                                 *prometheus.CounterVec
+	cutoffs, limits                         *prometheus.CounterVec
 	appendSeconds, appendRecords            prometheus.Histogram
 	hydrateSeconds                          prometheus.Gauge
 	requests                                *prometheus.CounterVec
@@ -77,6 +77,7 @@ func New(walStats func() wal.Stats) *Metrics {
 	m.ended = counter("hubd_sessions_ended_total", "Sessions that ended, by session type and final state.", "session_type", "state")
 	m.timers = counter("hubd_timer_firings_total", "Envelopes timers wrote, by action: warn, notify, auto_close (expectations), ttl_expired, invite_timeout.", "action")
 	m.cutoffs = counter("hubd_subscriber_cutoffs_total", "Streams the hub cut off because they fell behind their buffer, by kind.", "kind")
+	m.limits = counter("hubd_limit_refusals_total", "Calls, sends and streams refused at one of the hub's limits, and subscribers cut off at a buffer bound, by limit (the hubd serve flag that sets it, without its dashes).", "limit")
 	m.requests = counter("hubd_requests_total", "Unary calls and the sends of Connect streams, by transport (grpc, http; connect for a stream's sends), method and status code.", "transport", "method", "code")
 	m.failures = prometheus.NewCounter(prometheus.CounterOpts{Name: "hubd_session_failures_total",
 		Help: "Sessions failed because their log could not be written or read (quarantined at hydrate included)."})

@@ -59,8 +59,8 @@ func (s *Server) serveHTTP(dev bool, lis net.Listener, tlsCfg *tls.Config) error
 	api, err := hubhttp.New(hubhttp.Config{
 		Hub: s.hub, Service: s.svc, Authenticate: s.svc.UnaryInterceptor,
 		Interceptors: unaryChain(s.cfg, s.metrics, s.svc, s.node, "http"),
-		Dev:          dev, Heartbeat: s.cfg.Heartbeat, MaxBodyBytes: int64(s.maxMsg),
-		Metrics: s.metrics.Handler(), Streams: s.metrics.Stream, UI: ui, Logger: s.cfg.Logger,
+		Dev:          dev, Heartbeat: s.cfg.Heartbeat, MaxBodyBytes: int64(s.maxMsg), MaxEnvelopeBytes: s.cfg.Hub.WithDefaults().MaxEnvelopeBytes,
+		Metrics: s.metrics.Handler(), Streams: s.metrics.Stream, OnLimit: s.metrics.Limited, UI: ui, Logger: s.cfg.Logger,
 		Now: now, OpenMetrics: isLoopback(lis.Addr()), Health: s.writes.Err,
 	})
 	if err != nil {

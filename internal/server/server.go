@@ -47,8 +47,12 @@ type Config struct {
 	TLSKey    string
 	ClientCA  string // require client certificates signed by this CA (mTLS)
 
-	Hub         hub.Config // limits, clock, hooks; Log, Adapters and Logger are filled in, and its Hooks run after the server's logging and metrics (see logHooks)
-	MaxMsgBytes int        // largest request; default the hub's envelope limit + 64 KiB
+	Hub hub.Config // limits, clock, hooks; Log, Adapters and Logger are filled in, and its Hooks run after the server's logging and metrics (see logHooks)
+	// MaxMsgBytes is the largest request the hub reads (gRPC message or
+	// HTTP body); default 4 × the envelope limit, at least 4 MiB, + 64
+	// KiB. Up to twice it a larger one is refused with TOO_LARGE naming
+	// the limit (see grpcRecvBytes).
+	MaxMsgBytes int
 	// MaxStreamsPerConn bounds the Subscribe and Watch streams of one
 	// connection; default hubgrpc.DefaultMaxStreamsPerConn.
 	MaxStreamsPerConn int
@@ -225,7 +229,7 @@ func start(ctx context.Context, cfg Config, auth hubgrpc.Authenticator, tlsCfg *
 	m.Hydrated(time.Since(began))
 	m.Attach(h)
 	svc := hubgrpc.New(h, hubgrpc.Config{Auth: auth, Logger: cfg.Logger, MaxStreamsPerConn: cfg.MaxStreamsPerConn, Tracer: cfg.Tracer,
-		OnCall: m.StreamCall})
+		OnCall: m.StreamCall, OnLimit: m.Limited})
 	if n != nil {
 		if err := n.serveCalls(svc, cfg.Tracer); err != nil {
 			n.handBack(ctx)
@@ -325,11 +329,12 @@ func LogBatchBytes(hc hub.Config) (int, error) {
 	return max(need, wal.DefaultMaxBatchBytes), nil
 }
 
-// maxMsgBytes is the largest request gRPC reads: Config.MaxMsgBytes, by
-// default four times the hub's envelope limit, at least 4 MiB, + 64 KiB.
-// gRPC refuses a larger one itself, with ResourceExhausted and no reason
-// (agentsdk maps it to ErrTooLarge); up to it the hub refuses an envelope
-// over its limit with TOO_LARGE and a message naming the limit.
+// maxMsgBytes is the largest request the hub reads: Config.MaxMsgBytes,
+// by default four times the hub's envelope limit, at least 4 MiB, + 64
+// KiB. The codec refuses a larger one (that gRPC read, see grpcRecvBytes)
+// with TOO_LARGE naming --max-request-bytes, before decoding it; up to it
+// the hub refuses an envelope over its own limit with TOO_LARGE naming
+// that.
 func maxMsgBytes(cfg Config, hc hub.Config) int {
 	if cfg.MaxMsgBytes != 0 {
 		return cfg.MaxMsgBytes
@@ -337,6 +342,14 @@ func maxMsgBytes(cfg Config, hc hub.Config) int {
 	env := hc.WithDefaults().MaxEnvelopeBytes
 	return max(4*env, 4<<20) + 64<<10
 }
+
+// grpcRecvBytes is gRPC's own cap on a request: twice the hub's, so that
+// a request past the hub's limit is still read and answered with
+// TOO_LARGE and an ErrorInfo naming the limit. Past this cap gRPC refuses
+// the request itself, from its length alone, with RESOURCE_EXHAUSTED
+// "grpc: received message larger than max (N vs. M)" and no ErrorInfo
+// (agentsdk maps it to ErrTooLarge).
+func grpcRecvBytes(cfg Config, hc hub.Config) int { return 2 * maxMsgBytes(cfg, hc) }
 
 // Flow-control windows, fixed: gRPC's dynamic windows estimate the
 // bandwidth-delay product by a ping on each read of data with none
@@ -351,8 +364,9 @@ func serverOptions(cfg Config, hc hub.Config, tlsCfg *tls.Config) []grpc.ServerO
 	opts := []grpc.ServerOption{
 		grpc.StatsHandler(hubgrpc.ConnStats()), // for the per-connection stream limit
 		grpc.InTapHandle(hubgrpc.StreamTap),    // an idle Connect stream holds one goroutine
-		grpc.MaxRecvMsgSize(maxMsgBytes(cfg, hc)),
-		grpc.ForceServerCodecV2(hubgrpc.Codec()),
+		grpc.MaxRecvMsgSize(grpcRecvBytes(cfg, hc)),
+		grpc.ForceServerCodecV2(hubgrpc.CodecFor(hubgrpc.WireLimits{MaxRequestBytes: maxMsgBytes(cfg, hc),
+			MaxEnvelopeBytes: hc.WithDefaults().MaxEnvelopeBytes})),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.StaticStreamWindowSize(streamWindow),
