@@ -71,21 +71,6 @@ trap 'rm -rf "$work"' EXIT
 
 ldflags="-s -w -X github.com/hubd/hubd/internal/buildinfo.version=v$version -X github.com/hubd/hubd/internal/buildinfo.commit=$commit"
 
-# third_party_licenses prints the license and notice files of every module
-# the binaries link for GOOS/GOARCH, and Go's own.
-third_party_licenses() {
-  printf 'hubd %s links the following Go modules; their licenses and notices follow.\n' "$version"
-  { echo "$(go env GOVERSION) $(go env GOROOT)"
-    go list -deps -f '{{with .Module}}{{if not .Main}}{{.Path}}@{{.Version}} {{.Dir}}{{end}}{{end}}' ./cmd/hubd ./cmd/hubload
-  } | sort -u | while read -r mod dir; do
-    for f in "$dir"/LICENSE* "$dir"/LICENCE* "$dir"/COPYING* "$dir"/NOTICE* "$dir"/PATENTS*; do
-      [ -f "$f" ] || continue
-      printf '\n%s\n== %s: %s\n\n' "$(printf '=%.0s' {1..78})" "$mod" "$(basename "$f")"
-      cat "$f"
-    done
-  done
-}
-
 # pack_readme writes the README of an archive.
 pack_readme() {
   cat <<EOF
@@ -120,7 +105,7 @@ for platform in ${platforms//,/ }; do
     CGO_ENABLED=0 GOOS=$goos GOARCH=$goarch go build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$dir/$cmd$exe" "./cmd/$cmd"
   done
   cp LICENSE "$dir/LICENSE"
-  GOOS=$goos GOARCH=$goarch third_party_licenses > "$dir/THIRD_PARTY_LICENSES"
+  GOOS=$goos GOARCH=$goarch scripts/third_party_licenses.sh > "$dir/THIRD_PARTY_LICENSES"
   pack_readme "$goos/$goarch" > "$dir/README"
   find "$dir" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
   if [ "$goos" = windows ]; then
