@@ -109,7 +109,7 @@ for platform in ${platforms//,/ }; do
   pack_readme "$goos/$goarch" > "$dir/README"
   find "$dir" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
   if [ "$goos" = windows ]; then
-    (cd "$work" && rm -f "$out/$name.zip" && TZ=UTC zip -q -X -r "$out/$name.zip" "$name")
+    (cd "$work" && find "$name" | LC_ALL=C sort | TZ=UTC zip -q -X -@ "$out/$name.zip")
   else
     tar -C "$work" --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$SOURCE_DATE_EPOCH" -cf - "$name" | gzip -n > "$out/$name.tar.gz"
   fi
