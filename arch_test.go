@@ -49,7 +49,7 @@ var allowed = []struct {
 	// hubload is an ordinary agentsdk client; internal/baseline is the floor
 	// it measures itself against in the same run (a bare gRPC server over
 	// wal), which it must run in its own process and so must import.
-	{"cmd/hubload", []string{"agentsdk", "hubpb", "internal/exitcode", "internal/baseline"}},
+	{"cmd/hubload", []string{"agentsdk", "hubpb", "internal/exitcode", "internal/baseline", "internal/buildinfo"}},
 	{"internal/baseline", []string{"hubpb", "hubpb/hubsvc", "wal"}},
 	{"cmd/*", []string{"*"}},
 	{"examples/*", []string{"agentsdk", "hubpb", "hub/hubtest", "examples/internal/*"}},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"io"
-	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -129,34 +128,9 @@ func TestParseFlagsInterleaved(t *testing.T) {
 	}
 }
 
-func TestVersionText(t *testing.T) {
-	vcs := func(kv ...string) []debug.BuildSetting {
-		var s []debug.BuildSetting
-		for i := 0; i < len(kv); i += 2 {
-			s = append(s, debug.BuildSetting{Key: kv[i], Value: kv[i+1]})
-		}
-		return s
-	}
-	for _, tc := range []struct {
-		name string
-		bi   debug.BuildInfo
-		want string
-	}{
-		{"go install at a version", debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: "github.com/hubd/hubd", Version: "v0.3.0"},
-			Settings: vcs("GOOS", "linux", "GOARCH", "amd64", "vcs.revision", "abc123", "vcs.time", "2026-01-02T03:04:05Z", "vcs.modified", "false")},
-			"module:  github.com/hubd/hubd v0.3.0\ncommit:  abc123 2026-01-02T03:04:05Z\ngo:      go1.26.0 linux/amd64\n"},
-		{"a build of a changed tree", debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: "github.com/hubd/hubd", Version: "(devel)"},
-			Settings: vcs("vcs.revision", "abc123", "vcs.modified", "true")},
-			"module:  github.com/hubd/hubd (devel)\ncommit:  abc123 (modified)\ngo:      go1.26.0\n"},
-		{"-buildvcs=false", debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: "github.com/hubd/hubd", Version: "(devel)"}},
-			"module:  github.com/hubd/hubd (devel)\ncommit:  unknown\ngo:      go1.26.0\n"},
-		{"no build info", debug.BuildInfo{GoVersion: "go1.26.0"},
-			"module:  github.com/hubd/hubd (devel)\ncommit:  unknown\ngo:      go1.26.0\n"},
-	} {
-		if got := versionText(&tc.bi); got != tc.want {
-			t.Errorf("%s:\n%s\nwant\n%s", tc.name, got, tc.want)
-		}
-	}
+// TestVersionCommand checks "hubd version" prints the build's description
+// (its forms: internal/buildinfo's tests).
+func TestVersionCommand(t *testing.T) {
 	code, out, _ := runCmd(t, "", "version")
 	if code != 0 || !strings.HasPrefix(out, "module:  ") || !strings.Contains(out, "\ngo:      go1.") {
 		t.Errorf("hubd version: exit %d\n%s", code, out)

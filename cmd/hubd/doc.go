@@ -3,7 +3,8 @@
 // sessions list|show|tail|export, printing the one JSON form of hub.proto),
 // offline work on a data directory (hubd log verify|migrate), workflow
 // graph tools that need no hub (hubd graph validate|render|simulate), and
-// hubd version and hubd help. The commands and their one-line help are
+// a probe of a running hub for health checks (hubd health), hubd version
+// and hubd help. The commands and their one-line help are
 // the table in help.go; hubd --help prints it, and the README's list of
 // commands is checked against it.
 //

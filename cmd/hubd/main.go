@@ -49,6 +49,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runCluster(ctx, args[1:], stdout, stderr)
 	case "graph":
 		return runGraph(ctx, args[1:], stdin, stdout, stderr)
+	case "health":
+		return runHealth(ctx, args[1:], stdout)
 	case "version":
 		return runVersion(args[1:], stdout)
 	}

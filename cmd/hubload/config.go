@@ -47,6 +47,7 @@ type config struct {
 	table       bool   // run every row of issue 10's table, each with its floors
 	transport   string // how agents send: agentsdk.TransportStream or TransportUnary
 	terse       bool   // agents subscribe terse (their turns and ends only)
+	version     bool   // print the build's version and commit, run nothing
 }
 
 // Workloads of the load mode.
@@ -89,6 +90,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.floorApart, "floor-apart", false, "with --baseline: serve the floors from a process of their own (hubload run again), beside this one's clients as hubd is beside its agents, rather than from this process")
 	fs.BoolVar(&c.table, "table", false, "run every row of issue 10's targets against the hub, each with its floors in the same minute (--baseline implied; --duration per run), and print them as a table of ratios and verdicts")
 	fs.StringVar(&c.baselineDir, "baseline-dir", "", "the `dir` under which the baseline's log is made (default: the system's temporary directory; use the hub's disk)")
+	fs.BoolVar(&c.version, "version", false, "print the version, the commit and the Go version hubload was built with, and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return c, exitcode.New(0, err)
@@ -97,6 +99,9 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	}
 	if fs.NArg() != 0 {
 		return c, exitcode.Usage("unexpected argument %q", fs.Arg(0))
+	}
+	if c.version {
+		return c, nil
 	}
 	if c.table {
 		// The table sets each run's workload and its size itself.

@@ -19,6 +19,7 @@
 //	hubload --idle N [--duration D] [--conns N] [--hub-pid PID] [--hub-http ADDR]
 //	hubload --workload delegation [--sessions 1] [--duration 10s] [--warmup 1s] [--json]
 //	hubload --table [--duration 10s] [--warmup 1s] [--baseline-dir DIR] [--floor-apart] [--hub-pid PID] [--hub-http ADDR] [--json]
+//	hubload --version
 //
 // Against a cluster of hubd nodes (docs/SCALING.md), give every node:
 // --hub h1:7420,h2:7420,h3:7420. Connection i goes to node i mod N and

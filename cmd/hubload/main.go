@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/hubd/hubd/internal/buildinfo"
 	"github.com/hubd/hubd/internal/exitcode"
 )
 
@@ -31,6 +33,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	switch {
+	case cfg.version:
+		_, err := fmt.Fprint(stdout, buildinfo.Read())
+		return err
 	case cfg.check != "":
 		return runCheck(ctx, cfg, stdout, stderr)
 	case cfg.table:

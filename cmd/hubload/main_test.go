@@ -416,3 +416,12 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(m.Run())
 }
+
+// TestVersion checks --version prints the build's description (the text
+// of hubd version) and runs nothing else.
+func TestVersion(t *testing.T) {
+	out, errOut, err := runArgs(t, "--version")
+	if err != nil || errOut != "" || !regexp.MustCompile(`^module:  github.com/hubd/hubd \S+\ncommit:  .+\ngo:      go1\.`).MatchString(out) {
+		t.Errorf("hubload --version: %v\n%s%s", err, out, errOut)
+	}
+}

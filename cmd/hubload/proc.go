@@ -9,7 +9,6 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -86,15 +85,6 @@ func parseProcStatus(data []byte) procStatus {
 		}
 	}
 	return p
-}
-
-// selfCPU is this process's user + system CPU time so far.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // machineCPU returns the CPU time all processors spent busy and in all,

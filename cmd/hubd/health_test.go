@@ -1,0 +1,107 @@
+package main
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestE2EHealth runs hubd health, the probe of the container image's
+// HEALTHCHECK, against real hubs: one taking writes (exit 0), one whose
+// disk is below its reserve from the start (exit 1, NOT_SERVING), none
+// (exit 3, at once), and one serving TLS (with --tls, or --tls-ca its
+// certificate; plaintext cannot reach it).
+func TestE2EHealth(t *testing.T) {
+	d := startDaemon(t, t.TempDir(), "")
+	code, out, errs := hubd(t, "health", "--hub", d.addr)
+	if want := "hubd.v1.Hub/writes at " + d.addr + ": SERVING\n"; code != 0 || out != want || errs != "" {
+		t.Errorf("health of a hub taking writes: exit %d, stdout %q, stderr %q; want 0, %q", code, out, errs, want)
+	}
+
+	full := startDaemon(t, t.TempDir(), "", "--min-free-disk", "1000000TiB")
+	code, out, errs = hubd(t, "health", "--hub", full.addr)
+	if code != 1 || out != "" || !strings.Contains(errs, "hubd.v1.Hub/writes at "+full.addr+": NOT_SERVING") {
+		t.Errorf("health of a hub below its disk reserve: exit %d, stdout %q, stderr %q; want 1 naming NOT_SERVING", code, out, errs)
+	}
+
+	began := time.Now()
+	code, _, errs = hubd(t, "health", "--hub", closedAddr(t))
+	if took := time.Since(began); code != 3 || !strings.Contains(errs, "health: ") || took > 5*time.Second {
+		t.Errorf("health of no hub: exit %d after %v, stderr %q; want 3 within the timeout", code, took, errs)
+	}
+
+	dir := t.TempDir()
+	cert, key := selfSigned(t, dir)
+	tlsHub := startDaemon(t, t.TempDir(), "", "--tls-cert", cert, "--tls-key", key)
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"--tls"}, 0},
+		{[]string{"--tls-ca", cert}, 0},
+		{nil, 3},
+	} {
+		code, out, errs := hubd(t, append([]string{"health", "--hub", tlsHub.addr}, tc.args...)...)
+		if code != tc.code {
+			t.Errorf("health %q of a TLS hub: exit %d; want %d\n%s%s", tc.args, code, tc.code, out, errs)
+		}
+	}
+
+	code, _, errs = hubd(t, "health", "extra")
+	if code != 2 || !strings.Contains(errs, `unexpected argument "extra"`) {
+		t.Errorf("health with an argument: exit %d, stderr %q; want 2", code, errs)
+	}
+}
+
+// closedAddr returns a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// selfSigned writes a self-signed certificate for 127.0.0.1 and its key
+// into dir and returns their paths.
+func selfSigned(t *testing.T, dir string) (cert, key string) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "hubd"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	for path, block := range map[string]*pem.Block{cert: {Type: "CERTIFICATE", Bytes: der}, key: {Type: "EC PRIVATE KEY", Bytes: kder}} {
+		if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cert, key
+}
