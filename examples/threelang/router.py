@@ -96,7 +96,9 @@ def run(argv: List[str]) -> int:
     p.add_argument("--hub", default="127.0.0.1:7420", help="the hub's host:port (default %(default)s)")
     p.add_argument("--timeout", type=float, default=30.0, help="give up after this many seconds (default 30)")
     p.add_argument(
-        "--run", default="threelang", help="label the session example=RUN, which the specialists serve (default %(default)s)"
+        "--run",
+        default="threelang",
+        help="label the session example=RUN, which the specialists serve (default %(default)s)",
     )
     p.add_argument("-v", action="store_true", help="log the SDK's diagnostics to stderr")
     args = p.parse_args(argv)

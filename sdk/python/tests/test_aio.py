@@ -415,9 +415,8 @@ def test_serve_session_filter(hub: Hub, names: Names) -> None:
                 for c in (alice, bob)
             ]
             ours = await alice.open(graph=hubd.sequence(A, B), participants=[B], labels={"run": "ours"})
-            turns = [
-                f"{hubd.sender(x)}: {hubd.text_of(x)}" async for x in alice.follow(ours.id, timeout=30) if hubd.is_turn(x)
-            ]
+            follow = alice.follow(ours.id, timeout=30)
+            turns = [f"{hubd.sender(x)}: {hubd.text_of(x)}" async for x in follow if hubd.is_turn(x)]
             assert turns == [f"{A}: from {A}", f"{B}: from {B}"]
             seen: List[str] = []
             while not {invited.id, first.id} <= set(seen):
