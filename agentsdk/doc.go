@@ -74,6 +74,11 @@
 //		return agentsdk.ReplyText("Findings on " + t.Text()), nil
 //	})
 //
+// An agent serves every session it is invited to, whoever opened it: the
+// hub offers a session to every client connected under the invited name.
+// To serve only some, label them when opening them and filter on the label
+// with [WithSessionFilter].
+//
 // # Errors
 //
 // A refused call returns an [*Error] with the hub's message, its stable

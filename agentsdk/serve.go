@@ -102,6 +102,7 @@ type serveConfig struct {
 	ends           func(*hubpb.Envelope)
 	onReconnect    func(error)
 	tracer         trace.Tracer // nil: no spans recorded
+	filter         func(*Session) bool
 }
 
 // WithInvites decides invites with f instead of accepting every one.
@@ -149,6 +150,24 @@ func WithSessionEnd(f func(end *hubpb.Envelope)) ServeOption {
 	return func(c *serveConfig) { c.ends = f }
 }
 
+// WithSessionFilter serves only the sessions keep accepts. Serve asks the
+// hub for a session the first time it sees it (an invite, a turn; one
+// GetSession, retried while the hub is unavailable) and calls keep with
+// it, from the goroutine of the invite or turn, not the stream's reader;
+// the answer holds until the session ends. Of a session keep refuses,
+// Serve answers no invite (it stays pending for another client of the
+// agent's name, or until it times out) and takes no turn; WithObserver's
+// and WithSessionEnd's functions still see what the stream carries of it.
+// A session Serve cannot read is not served (the error is logged).
+//
+// Every client of an agent's name is offered the sessions that name is
+// invited to: an agent that should serve only some of them (an example's
+// run, a tenant, a deployment) keeps those by their labels
+// (s.GetMeta().GetLabels()), set by whoever opens them.
+func WithSessionFilter(keep func(s *Session) bool) ServeOption {
+	return func(c *serveConfig) { c.filter = keep }
+}
+
 // WithReconnectHook calls f with the error that broke the stream each time
 // Serve resubscribes.
 func WithReconnectHook(f func(err error)) ServeOption {
@@ -193,7 +212,8 @@ func (c *Client) Serve(ctx context.Context, h Handler, opts ...ServeOption) erro
 		o(&cfg)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	sv := &serving{c: c, h: h, cfg: cfg, cursors: map[string]uint64{}, sessions: map[string]*worker{}, spare: make(chan func())}
+	sv := &serving{c: c, h: h, cfg: cfg, cursors: map[string]uint64{}, sessions: map[string]*worker{}, verdicts: map[string]*verdict{},
+		spare: make(chan func())}
 	defer func() {
 		cancel()
 		sv.wg.Wait()
@@ -232,6 +252,7 @@ type serving struct {
 
 	mu       sync.Mutex
 	sessions map[string]*worker
+	verdicts map[string]*verdict // WithSessionFilter's answers, per session
 	wg       sync.WaitGroup
 	// spare hands a session's work to a goroutine that finished its own
 	// within the last idleLinger, whose stack has grown to what a turn
@@ -400,6 +421,9 @@ func (sv *serving) invite(ctx context.Context, e *hubpb.Envelope) {
 	go func() {
 		defer sv.wg.Done()
 		inv := Invite{SessionID: id, Invitees: invitees, Envelope: e}
+		if !sv.serves(ctx, id) {
+			return // another client's to answer
+		}
 		var decision error
 		if f := sv.cfg.invites; f != nil {
 			decision = f(ctx, inv)
@@ -466,6 +490,7 @@ func (sv *serving) consume(id string, seq uint64) {
 func (sv *serving) end(id string) {
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
+	delete(sv.verdicts, id)
 	w := sv.sessions[id]
 	if w == nil {
 		return
@@ -506,6 +531,9 @@ func (sv *serving) work(ctx context.Context, id string, w *worker) {
 func (sv *serving) turn(ctx context.Context, d *hubpb.Delivery) {
 	e := d.GetEnvelope()
 	id := e.GetSessionId()
+	if !sv.serves(ctx, id) {
+		return
+	}
 	ctx, span := sv.startTurn(ctx, e)
 	defer span.End()
 	t := &Turn{SessionID: id, Trigger: e, Client: sv.c, consume: func(seq uint64) { sv.consume(id, seq) }}
@@ -543,6 +571,64 @@ func (sv *serving) turn(ctx context.Context, d *hubpb.Delivery) {
 	err = sv.retry(ctx, func() error { return sv.send(ctx, id, env) })
 	if err != nil {
 		sv.stale(e, "reply", err)
+	}
+}
+
+// verdict is WithSessionFilter's answer about one session, once done is
+// closed.
+type verdict struct {
+	done chan struct{}
+	keep bool
+}
+
+// serves reports whether Serve serves session id: always without a
+// filter; with one, as it answers, asked once per session (a second
+// caller waits for the first's answer).
+func (sv *serving) serves(ctx context.Context, id string) bool {
+	keep := sv.cfg.filter
+	if keep == nil {
+		return true
+	}
+	sv.mu.Lock()
+	v, asked := sv.verdicts[id]
+	if !asked {
+		v = &verdict{done: make(chan struct{})}
+		sv.verdicts[id] = v
+	}
+	sv.mu.Unlock()
+	if asked {
+		select {
+		case <-v.done:
+			return v.keep
+		case <-ctx.Done():
+			return false
+		}
+	}
+	defer close(v.done)
+	var s *Session
+	err := sv.retry(ctx, func() error {
+		var err error
+		s, err = sv.c.GetSession(ctx, id)
+		return err
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			sv.forget(id, v) // undecided: ask again next time
+		} else {
+			sv.c.logf("agentsdk: serve: session %s not served: reading it for the session filter: %v", id, err)
+		}
+		return false
+	}
+	v.keep = keep(s)
+	return v.keep
+}
+
+// forget drops verdict v about session id, unless another has replaced it.
+func (sv *serving) forget(id string, v *verdict) {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	if sv.verdicts[id] == v {
+		delete(sv.verdicts, id)
 	}
 }
 

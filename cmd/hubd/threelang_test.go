@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,34 +23,41 @@ import (
 // (sdk/threelang/ci.sh sets it, after installing what they need).
 const threeLangEnv = "HUBD_THREELANG"
 
+// threeLangScript runs the three agents, stopping them all at the end or
+// on SIGINT or SIGTERM.
+const threeLangScript = "../../examples/threelang/run.sh"
+
 // TestE2EThreeLanguages runs the triage session of examples/triage against
 // one hubd binary twice: with its three agents in Go, then with the router
 // in Python (examples/threelang/router.py), the billing specialist in Go
 // (examples/threelang/billing) and the tech specialist in TypeScript
-// (examples/threelang/tech.ts), each its own process. The router's
-// transcript (handoffs, the reverts to the router, the finish) must be the
-// all-Go one line for line, and the two sessions' logs the same envelope for
-// envelope (types, senders, payloads, the rule that decided each turn, who
-// was expected next), as must their final state.
+// (examples/threelang/tech.ts), each its own process, started by
+// examples/threelang/run.sh. The router's transcript (handoffs, the
+// reverts to the router, the finish) must be the all-Go one line for line,
+// and the two sessions' logs the same envelope for envelope (types,
+// senders, payloads, the rule that decided each turn, who was expected
+// next), as must their final state. The script leaves no agent running.
 func TestE2EThreeLanguages(t *testing.T) {
-	python, node, tsDir := threeLangTools(t)
+	python, _, _ := threeLangTools(t)
 	d := startDaemon(t, t.TempDir(), "")
 
-	// All Go, first and alone: its agents have the same names.
+	// All Go, first: its session is labelled with its own run, which the
+	// three-language agents do not serve.
 	triage := buildBinary(t, "./examples/triage")
 	code, goOut, errs := runBinary(t, triage, "", "--hub", d.addr)
 	if code != 0 {
 		t.Fatalf("examples/triage: exit %d\n%s%s", code, goOut, errs)
 	}
 
-	// Three languages: the specialists serve until stopped, the router
-	// opens the session and prints it.
-	billing := buildBinary(t, "./examples/threelang/billing")
-	startAgent(t, "billing (Go)", exec.Command(billing, "--hub", d.addr))
-	startAgent(t, "tech (TypeScript)", exec.Command(node, filepath.Join(tsDir, "build", "examples", "threelang", "tech.js"), "--hub", d.addr))
-	code, out, errs := runBinary(t, python, "", "../../examples/threelang/router.py", "--hub", d.addr)
+	// Three languages: the script starts the specialists, then the router,
+	// which opens the session and prints it; then it stops the specialists.
+	run := fmt.Sprintf("threelang-test-%d", os.Getpid())
+	code, out, errs := runBinary(t, threeLangScript, "", "PYTHON="+python, "--hub", d.addr, "--run", run)
 	if code != 0 {
-		t.Fatalf("router.py: exit %d\n%s%s", code, out, errs)
+		t.Fatalf("run.sh: exit %d\n%s%s", code, out, errs)
+	}
+	if left := processesWith(t, "--run "+run); len(left) > 0 {
+		t.Errorf("run.sh left agents running:\n%s", strings.Join(left, "\n"))
 	}
 	if out != goOut {
 		t.Errorf("the three-language transcript differs from the all-Go one:\n--- three languages\n%s--- all Go\n%s", out, goOut)
@@ -202,31 +211,92 @@ func threeLangTools(t *testing.T) (python, node, tsDir string) {
 	return python, node, tsDir
 }
 
-// startAgent starts an agent process that serves until the test ends
-// (SIGTERM, then SIGKILL); its output is reported if the test fails.
-func startAgent(t *testing.T, name string, cmd *exec.Cmd) {
-	t.Helper()
+// TestE2EThreeLanguagesStop: SIGTERM to examples/threelang/run.sh while its
+// three agents run stops all three at once. They are kept waiting by a
+// listener that never answers (each would give up by itself after 10 s).
+func TestE2EThreeLanguagesStop(t *testing.T) {
+	python, _, _ := threeLangTools(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	run := fmt.Sprintf("threelang-stop-%d", os.Getpid())
+	cmd := exec.Command(threeLangScript, "--hub", ln.Addr().String(), "--run", run)
+	cmd.Env = append(os.Environ(), "PYTHON="+python)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("%s: %v", name, err)
+		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
+	defer func() {
+		cmd.Process.Kill()
+		for _, line := range processesWith(t, "--run "+run) {
+			if pid, err := strconv.Atoi(strings.Fields(line)[0]); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}()
+
+	// The script builds the agents first: wait (polling the real
+	// processes) until the three programs run.
+	deadline := time.Now().Add(2 * time.Minute)
+	running := func() bool {
+		var billing, tech, router bool
+		for _, line := range processesWith(t, "--run "+run) {
+			program := strings.Fields(line)[1]
+			billing = billing || strings.HasSuffix(program, "/billing")
+			tech = tech || strings.Contains(line, "tech.js")
+			router = router || strings.Contains(line, "router.py")
+		}
+		return billing && tech && router
+	}
+	for !running() {
 		select {
 		case err := <-done:
-			if err != nil {
-				t.Errorf("%s did not stop cleanly: %v\n%s", name, err, out.String())
-			}
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-			t.Errorf("%s did not stop on SIGTERM\n%s", name, out.String())
+			t.Fatalf("run.sh ended before its agents ran: %v\n%s", err, out.String())
+		case <-time.After(20 * time.Millisecond):
 		}
-		if t.Failed() {
-			t.Logf("%s said:\n%s", name, out.String())
+		if time.Now().After(deadline) {
+			t.Fatalf("the three agents did not start within 2 minutes: %q\n%s", processesWith(t, "--run "+run), out.String())
 		}
-	})
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("run.sh did not end within 5s of SIGTERM\n%s", out.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 143 {
+		t.Errorf("run.sh exit %d after SIGTERM, want 143\n%s", code, out.String())
+	}
+	if left := processesWith(t, "--run "+run); len(left) > 0 {
+		t.Errorf("agents left running after SIGTERM to run.sh:\n%s\n%s", strings.Join(left, "\n"), out.String())
+	}
+}
+
+// processesWith lists the processes whose command line contains s, as
+// "pid command line", from /proc (skipping the test where there is none).
+func processesWith(t *testing.T, s string) []string {
+	t.Helper()
+	dirs, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil || len(dirs) == 0 {
+		t.Skipf("no /proc to list processes: %v", err)
+	}
+	var out []string
+	for _, f := range dirs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // ended meanwhile
+		}
+		line := strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+		if strings.Contains(line, s) {
+			out = append(out, filepath.Base(filepath.Dir(f))+" "+line)
+		}
+	}
+	return out
 }

@@ -35,9 +35,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			{Name: Research, Handle: research},
 			{Name: Tasks, Handle: tasks},
 		},
-		Open: func(ctx context.Context, c *agentsdk.Client) (*agentsdk.Session, error) {
+		Open: func(ctx context.Context, c *agentsdk.Client, labels map[string]string) (*agentsdk.Session, error) {
 			return c.Open(ctx, agentsdk.OpenOptions{Type: agentsdk.TypeConversation, Participants: agentsdk.AutoAccepted(Main),
-				Delegates: []string{Research, Tasks}, Task: "Prepare my review of the Acme account."})
+				Delegates: []string{Research, Tasks}, Task: "Prepare my review of the Acme account.", Labels: labels})
 		},
 		// MainAgent takes part in every session of the tree: the feed is
 		// its timeline.

@@ -22,8 +22,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			{Name: "drafter", Handle: drafter, Serve: full},
 			{Name: "reviewer", Handle: reviewer, Serve: full},
 		},
-		Open: func(ctx context.Context, c *agentsdk.Client) (*agentsdk.Session, error) {
-			return c.OpenWorkflow(ctx, Graph(), "reviewer")
+		Open: func(ctx context.Context, c *agentsdk.Client, labels map[string]string) (*agentsdk.Session, error) {
+			return c.Open(ctx, agentsdk.OpenOptions{Graph: Graph(), Participants: agentsdk.Invited("reviewer"), Labels: labels})
 		},
 	})
 }

@@ -39,8 +39,8 @@ func TestSafetyCap(t *testing.T) {
 			{Name: "drafter", Handle: drafter, Serve: []agentsdk.ServeOption{agentsdk.WithView(agentsdk.ViewFull, 0)}},
 			{Name: "reviewer", Handle: never},
 		},
-		Open: func(ctx context.Context, c *agentsdk.Client) (*agentsdk.Session, error) {
-			return c.OpenWorkflow(ctx, Graph(), "reviewer")
+		Open: func(ctx context.Context, c *agentsdk.Client, labels map[string]string) (*agentsdk.Session, error) {
+			return c.Open(ctx, agentsdk.OpenOptions{Graph: Graph(), Participants: agentsdk.Invited("reviewer"), Labels: labels})
 		},
 	})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math/rand/v2"
 	"os"
 	"time"
 
@@ -35,6 +36,10 @@ func run(hub string, out io.Writer) error {
 			return agentsdk.ReplyText("The record written before the answer."), nil
 		},
 	}
+	// An agent serves every session its name is invited to, whoever opened
+	// it: this run's agents serve only the session it opens, by its label.
+	run := fmt.Sprintf("minimal-%08x", rand.Uint32())
+	ours := agentsdk.WithSessionFilter(func(s *agentsdk.Session) bool { return s.GetMeta().GetLabels()["example"] == run })
 	var asker *agentsdk.Client
 	for name, handler := range agents {
 		c, err := agentsdk.Dial(ctx, hub, agentsdk.Options{Name: name})
@@ -42,12 +47,13 @@ func run(hub string, out io.Writer) error {
 			return err
 		}
 		defer c.Close()
-		go c.Serve(ctx, handler) // accepts the agent's invites, answers its turns
+		go c.Serve(ctx, handler, ours) // accepts the agent's invites, answers its turns
 		if name == "asker" {
 			asker = c
 		}
 	}
-	s, err := asker.OpenWorkflow(ctx, agentsdk.Sequence("asker", "answerer"), "answerer")
+	s, err := asker.Open(ctx, agentsdk.OpenOptions{Graph: agentsdk.Sequence("asker", "answerer"),
+		Participants: agentsdk.Invited("answerer"), Labels: map[string]string{"example": run}})
 	if err != nil {
 		return err
 	}

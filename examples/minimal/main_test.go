@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"go/parser"
 	"go/token"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hubd/hubd/agentsdk"
 	"github.com/hubd/hubd/hub/hubtest"
 )
 
@@ -28,6 +30,45 @@ closed: sequence_complete
 `
 	if out.String() != want {
 		t.Errorf("got:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
+
+// TestServesOnlyItsSession: sessions another client opened with an agent
+// named answerer (one inviting it, one in which it speaks first) get
+// nothing from the program's answerer.
+func TestServesOnlyItsSession(t *testing.T) {
+	h := hubtest.New(t)
+	ctx := context.Background()
+	person, err := agentsdk.Dial(ctx, h.Addr(), agentsdk.Options{Name: "person"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer person.Close()
+	invited, err := person.OpenWorkflow(ctx, agentsdk.Sequence("person", "answerer"), "answerer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := person.Open(ctx, agentsdk.OpenOptions{Graph: agentsdk.Sequence("answerer", "person"), Participants: agentsdk.AutoAccepted("answerer")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := run(h.Addr(), &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(out.String(), "closed: sequence_complete\n") {
+		t.Errorf("got:\n%s", out.String())
+	}
+	for _, id := range []string{invited.ID(), first.ID()} {
+		log, err := person.ReadLog(ctx, id, 1, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range log {
+			if e.GetFrom() == "answerer" {
+				t.Errorf("the program's answerer acted in %s, a session it did not open: %s %s", id, e.GetType(), agentsdk.TextOf(e))
+			}
+		}
 	}
 }
 

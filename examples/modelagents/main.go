@@ -43,13 +43,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 					"If it needs no more work, answer APPROVED and nothing else."
 			}, approve)},
 		},
-		Open: func(ctx context.Context, c *agentsdk.Client) (*agentsdk.Session, error) {
+		Open: func(ctx context.Context, c *agentsdk.Client, labels map[string]string) (*agentsdk.Session, error) {
 			g := agentsdk.NewGraph("writer").
 				On(agentsdk.ContextEquals("approved", true), agentsdk.Terminate("approved")).
 				On(agentsdk.FromSpeaker("writer"), agentsdk.ToAgent("critic")).
 				On(agentsdk.FromSpeaker("critic"), agentsdk.ToAgent("writer")).
 				WithMaxTurns(maxTurns)
-			return c.OpenWorkflow(ctx, g, "critic")
+			return c.Open(ctx, agentsdk.OpenOptions{Graph: g, Participants: agentsdk.Invited("critic"), Labels: labels})
 		},
 	})
 }

@@ -52,9 +52,9 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			{Name: AgentA, Handle: agentA},
 			{Name: AgentB, Handle: agentB},
 		},
-		Open: func(ctx context.Context, c *agentsdk.Client) (*agentsdk.Session, error) {
+		Open: func(ctx context.Context, c *agentsdk.Client, labels map[string]string) (*agentsdk.Session, error) {
 			return c.Open(ctx, agentsdk.OpenOptions{Type: agentsdk.TypeConversation, Participants: agentsdk.AutoAccepted(AgentA),
-				Task: summarise})
+				Task: summarise, Labels: labels})
 		},
 		// The caller does not take part in agent_a's call of agent_b, nor
 		// agent_a in the caller's results: an operator watches them all.

@@ -19,8 +19,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			{Name: "writer", Handle: writer},
 			{Name: "editor", Handle: editor},
 		},
-		Open: func(ctx context.Context, c *agentsdk.Client) (*agentsdk.Session, error) {
-			return c.OpenWorkflow(ctx, agentsdk.Sequence("researcher", "writer", "editor"), "writer", "editor")
+		Open: func(ctx context.Context, c *agentsdk.Client, labels map[string]string) (*agentsdk.Session, error) {
+			return c.Open(ctx, agentsdk.OpenOptions{Graph: agentsdk.Sequence("researcher", "writer", "editor"),
+				Participants: agentsdk.Invited("writer", "editor"), Labels: labels})
 		},
 	})
 }

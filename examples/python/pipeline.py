@@ -18,6 +18,7 @@ import argparse
 import json
 import logging
 import re
+import secrets
 import sys
 import threading
 import time
@@ -106,6 +107,13 @@ def run(argv: Sequence[str], out: TextIO = sys.stdout) -> int:
     logging.basicConfig(level=logging.INFO if args.v else logging.WARNING, format="%(message)s", stream=sys.stderr)
 
     tokens = read_tokens(args.token_file)
+    # An agent serves every session its name is invited to, whoever opened
+    # it: this run's agents serve only the session it opens, by its label.
+    labels = {"example": f"pipeline-{secrets.token_hex(4)}"}
+
+    def ours(s: hubd.Session) -> bool:
+        return s.labels.get("example") == labels["example"]
+
     clients: Dict[str, hubd.Client] = {}
     stop = threading.Event()
     errors: List[BaseException] = []
@@ -121,7 +129,7 @@ def run(argv: Sequence[str], out: TextIO = sys.stdout) -> int:
 
         def serve(name: str) -> None:
             try:
-                clients[name].serve(AGENTS[name], stop=stop, handle_signals=False)
+                clients[name].serve(AGENTS[name], session_filter=ours, stop=stop, handle_signals=False)
             except BaseException as e:  # reported below
                 errors.append(e)
                 stop.set()
@@ -132,7 +140,8 @@ def run(argv: Sequence[str], out: TextIO = sys.stdout) -> int:
             threads.append(t)
 
         opener = clients["researcher"]
-        s = opener.open_workflow(hubd.sequence("researcher", "writer", "editor"), "writer", "editor")
+        graph = hubd.sequence("researcher", "writer", "editor")
+        s = opener.open(graph=graph, participants=["writer", "editor"], labels=labels)
         deadline = time.monotonic() + args.timeout
         end = None
         for e in opener.follow(s.id, timeout=max(0.0, deadline - time.monotonic())):

@@ -25,10 +25,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	return demo.Run(ctx, "roundrobin", args, stdout, stderr, demo.Scenario{
 		Agents: agents,
-		Open: func(ctx context.Context, c *agentsdk.Client) (*agentsdk.Session, error) {
+		Open: func(ctx context.Context, c *agentsdk.Client, labels map[string]string) (*agentsdk.Session, error) {
 			// The creator comes first in participant order, then the
 			// invitees: the order of the round.
-			return c.OpenWorkflow(ctx, agentsdk.RoundRobin(names, 6), names[1:]...)
+			return c.Open(ctx, agentsdk.OpenOptions{Graph: agentsdk.RoundRobin(names, 6), Participants: agentsdk.Invited(names[1:]...), Labels: labels})
 		},
 	})
 }

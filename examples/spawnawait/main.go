@@ -34,9 +34,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			{Name: Researcher, Handle: researcher},
 			{Name: Writer, Handle: writer},
 		},
-		Open: func(ctx context.Context, c *agentsdk.Client) (*agentsdk.Session, error) {
+		Open: func(ctx context.Context, c *agentsdk.Client, labels map[string]string) (*agentsdk.Session, error) {
 			return c.Open(ctx, agentsdk.OpenOptions{Type: agentsdk.TypeConversation, Participants: agentsdk.AutoAccepted(Planner),
-				Task: "How do " + strings.Join(Topics(), ", ") + " make a write durable?"})
+				Task: "How do " + strings.Join(Topics(), ", ") + " make a write durable?", Labels: labels})
 		},
 		// The user's view of the session: its turns and the planner's
 		// delegation (the results are the planner's to read).

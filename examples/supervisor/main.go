@@ -21,8 +21,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			{Name: "billing", Handle: billing},
 			{Name: "tech", Handle: tech},
 		},
-		Open: func(ctx context.Context, c *agentsdk.Client) (*agentsdk.Session, error) {
-			return c.OpenWorkflow(ctx, Graph(), "router", "billing", "tech")
+		Open: func(ctx context.Context, c *agentsdk.Client, labels map[string]string) (*agentsdk.Session, error) {
+			return c.Open(ctx, agentsdk.OpenOptions{Graph: Graph(), Participants: agentsdk.Invited("router", "billing", "tech"), Labels: labels})
 		},
 		Format: Feed,
 		Report: report,

@@ -7,10 +7,15 @@ handoff packets (the graph reverts the turn to the router after each), and
 finishes the session ("resolved"). The graph is built with hubd.graph and is
 byte for byte examples/triage's (examples/graphs/triage.json).
 
-Run a hub and the two specialists, then the router, from the repository
-root (see examples/threelang/README.md):
+Run a hub, then examples/threelang/run.sh, which starts the two
+specialists and the router and stops all three; or by hand, the
+specialists and then the router, all with the same --run (see
+examples/threelang/README.md):
 
-    python3 examples/threelang/router.py --hub 127.0.0.1:7420
+    python3 examples/threelang/router.py --hub 127.0.0.1:7420 --run threelang
+
+The session is labelled example=<--run>, and the three agents serve only
+the sessions with that label.
 
 It prints each turn as "[seq] speaker: text [notes]", then
 "closed: <reason>": the same lines as `go run ./examples/triage`.
@@ -90,9 +95,21 @@ def run(argv: List[str]) -> int:
     p = argparse.ArgumentParser(description="The Python router of the three-language triage session.")
     p.add_argument("--hub", default="127.0.0.1:7420", help="the hub's host:port (default %(default)s)")
     p.add_argument("--timeout", type=float, default=30.0, help="give up after this many seconds (default 30)")
+    p.add_argument(
+        "--run",
+        default="threelang",
+        help="label the session example=RUN, which the specialists serve (default %(default)s)",
+    )
     p.add_argument("-v", action="store_true", help="log the SDK's diagnostics to stderr")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.v else logging.WARNING, format="%(message)s", stream=sys.stderr)
+
+    # An agent serves every session its name is invited to, whoever opened
+    # it: the router and the specialists serve only the run's, by its label.
+    labels = {"example": args.run}
+
+    def ours(s: hubd.Session) -> bool:
+        return s.labels.get("example") == args.run
 
     stop = threading.Event()
     failed: List[BaseException] = []
@@ -100,7 +117,7 @@ def run(argv: List[str]) -> int:
 
         def serve() -> None:
             try:
-                c.serve(router, view=None, stop=stop, handle_signals=False)
+                c.serve(router, view=None, session_filter=ours, stop=stop, handle_signals=False)
             except BaseException as e:  # reported below
                 failed.append(e)
 
@@ -108,7 +125,7 @@ def run(argv: List[str]) -> int:
         t.start()
         end: Optional[hubd.pb.Envelope] = None
         try:
-            s = c.open_workflow(graph(), "billing", "tech")
+            s = c.open(graph=graph(), participants=["billing", "tech"], labels=labels)
             for e in c.follow(s.id, timeout=args.timeout):
                 end = e
                 if hubd.is_turn(e):

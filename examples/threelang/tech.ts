@@ -6,9 +6,11 @@
 // Built and run from sdk/typescript (after npm ci):
 //
 //     npx tsc -p tsconfig.json && npx tsc -p tsconfig.example.json
-//     node build/examples/threelang/tech.js --hub 127.0.0.1:7420
+//     node build/examples/threelang/tech.js --hub 127.0.0.1:7420 [--run threelang]
 //
-// It serves until interrupted (SIGINT or SIGTERM).
+// It serves the sessions labelled example=RUN (the router's --run) until
+// interrupted (SIGINT or SIGTERM); examples/threelang/run.sh starts it with
+// the router and the Go specialist and stops all three.
 
 import { Client, newPacket } from "@hubd/sdk";
 
@@ -19,16 +21,27 @@ function flag(name: string, fallback: string): string {
 
 const hub = flag("hub", "127.0.0.1:7420");
 const name = flag("name", "tech");
+const run = flag("run", "threelang");
 const answer = "Password reset link sent; the login works again.";
 
 const stop = new AbortController();
 process.once("SIGINT", () => stop.abort());
 process.once("SIGTERM", () => stop.abort());
 
-const client = await Client.connect(hub, { name, timeoutMs: 10_000 });
+const client = await Client.connect(hub, { name, timeoutMs: 10_000, signal: stop.signal }).catch((err: unknown) => {
+  if (stop.signal.aborted) {
+    process.exit(0); // interrupted while connecting: a clean stop
+  }
+  throw err;
+});
 console.error(`${name}: serving on ${hub}`);
 try {
-  await client.serve(() => newPacket(answer).set(`fixed_by_${name}`, true), { signal: stop.signal });
+  await client.serve(() => newPacket(answer).set(`fixed_by_${name}`, true), {
+    // An agent serves every session its name is invited to, whoever opened
+    // it: this one serves only the run's, by their label.
+    sessionFilter: (s) => s.meta?.labels.example === run,
+    signal: stop.signal,
+  });
 } finally {
   client.close();
 }

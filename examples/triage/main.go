@@ -18,8 +18,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			{Name: "billing", Handle: specialist("billing", "Refund of the duplicate charge issued.")},
 			{Name: "tech", Handle: specialist("tech", "Password reset link sent; the login works again.")},
 		},
-		Open: func(ctx context.Context, c *agentsdk.Client) (*agentsdk.Session, error) {
-			return c.OpenWorkflow(ctx, Graph(), "billing", "tech")
+		Open: func(ctx context.Context, c *agentsdk.Client, labels map[string]string) (*agentsdk.Session, error) {
+			return c.Open(ctx, agentsdk.OpenOptions{Graph: Graph(), Participants: agentsdk.Invited("billing", "tech"), Labels: labels})
 		},
 	})
 }

@@ -18,10 +18,11 @@
 // "name token" a line; the hub's own tokens file works), --timeout 30s, -v
 // (the SDK's diagnostics on stderr).
 
+import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 
-import { Client, closeReason, ends, isTurn, RoutingKind, sequence, textOf, type Envelope, type Handler } from "@hubd/sdk";
+import { Client, closeReason, ends, invited, isTurn, RoutingKind, sequence, textOf, type Envelope, type Handler, type Session } from "@hubd/sdk";
 
 /** researcher opens the work with its findings. */
 const researcher: Handler = () => "Findings: group commit batches the fsyncs of concurrent sends.";
@@ -109,6 +110,11 @@ async function main(): Promise<void> {
   const tokens = values["token-file"] ? readTokens(values["token-file"]) : undefined;
   const log = values.v ? (l: string) => console.error(l) : undefined;
 
+  // An agent serves every session its name is invited to, whoever opened
+  // it: this run's agents serve only the session it opens, by its label.
+  const labels = { example: `pipeline-${randomBytes(4).toString("hex")}` };
+  const ours = (s: Session) => s.meta?.labels.example === labels.example;
+
   const clients: Client[] = [];
   // stop ends the serving and the following: at the timeout, or when an
   // agent's serve fails.
@@ -125,7 +131,7 @@ async function main(): Promise<void> {
       clients.push(await Client.connect(values.hub!, { name, token, log, signal: timeout }));
     }
     const runs = clients.map((c, i) =>
-      c.serve(agents[i][1], { signal: stop.signal }).catch((err: unknown) => {
+      c.serve(agents[i][1], { sessionFilter: ours, signal: stop.signal }).catch((err: unknown) => {
         failure ??= new Error(`${agents[i][0]}: ${err instanceof Error ? err.message : String(err)}`);
         stop.abort();
       }),
@@ -134,7 +140,7 @@ async function main(): Promise<void> {
     let broke: unknown;
     try {
       const opener = clients[0];
-      const s = await opener.openWorkflow(sequence("researcher", "writer", "editor"), ["writer", "editor"], { signal: stop.signal });
+      const s = await opener.open({ graph: sequence("researcher", "writer", "editor"), participants: invited("writer", "editor"), labels, signal: stop.signal });
       for await (const e of opener.follow(s.id, 1, { signal: stop.signal })) {
         if (isTurn(e)) {
           console.log(line(e));

@@ -37,5 +37,5 @@ if [ ! -x sdk/typescript/node_modules/.bin/tsc ]; then
   (cd sdk/typescript && npm ci --no-audit --no-fund)
 fi
 
-step "go test ./cmd/hubd -run TestE2EThreeLanguages (Python router, Go and TypeScript specialists)"
-HUBD_THREELANG=require go test ./cmd/hubd -run '^TestE2EThreeLanguages$' -count=1 -v
+step "go test ./cmd/hubd -run TestE2EThreeLanguages (Python router, Go and TypeScript specialists; run.sh stops all three)"
+HUBD_THREELANG=require go test ./cmd/hubd -run '^TestE2EThreeLanguages(Stop)?$' -count=1 -v

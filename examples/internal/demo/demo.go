@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"strings"
@@ -39,8 +40,9 @@ type Agent struct {
 type Scenario struct {
 	// Agents serve their turns; Agents[0] opens the session.
 	Agents []Agent
-	// Open opens the session as Agents[0].
-	Open func(ctx context.Context, c *agentsdk.Client) (*agentsdk.Session, error)
+	// Open opens the session as Agents[0], with labels (the run's, see
+	// [Label]) among its own.
+	Open func(ctx context.Context, c *agentsdk.Client, labels map[string]string) (*agentsdk.Session, error)
 	// Flags, when set, defines the example's own flags; they are parsed
 	// before any agent runs.
 	Flags func(fs *flag.FlagSet)
@@ -74,6 +76,41 @@ type Tree struct {
 	// Terse leaves out what descendants say to each other: of theirs only
 	// questions, answers, delegations and results are shown.
 	Terse bool
+}
+
+// Label is the label that marks the sessions of one run of an example:
+// its value is the example's name and a random suffix ("pipeline-3f9a2c1e").
+// An agent serves every session its name is invited to, whoever opened it:
+// every agent of an example serves only the sessions of its run (the one
+// the run opened, and those delegated from them), so that a session a
+// person opened with an agent of the same name is left alone.
+const Label = "example"
+
+// runSessions are the sessions of one run of an example: the one it
+// opened, labelled with the run, and those delegated from the sessions of
+// the run (their opener chose their labels).
+type runSessions struct {
+	labels map[string]string // {Label: the run}
+	mu     sync.Mutex
+	ours   map[string]bool
+}
+
+func newRun(name string) *runSessions {
+	return &runSessions{labels: map[string]string{Label: fmt.Sprintf("%s-%08x", name, rand.Uint32())}, ours: map[string]bool{}}
+}
+
+// serves is every agent's session filter. A session is delegated from one
+// its delegating agent served: the parent is known before its child is
+// asked about.
+func (r *runSessions) serves(s *agentsdk.Session) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := s.GetMeta()
+	if m.GetLabels()[Label] == r.labels[Label] || r.ours[m.GetParentSessionId()] {
+		r.ours[m.GetSessionId()] = true
+		return true
+	}
+	return false
 }
 
 // config is what the flags say.
@@ -167,13 +204,13 @@ func Run(ctx context.Context, name string, args []string, stdout, stderr io.Writ
 	if err != nil {
 		return err
 	}
-	return play(ctx, sc, agents, clients, clients[watcher], stdout)
+	return play(ctx, sc, newRun(name), agents, clients, clients[watcher], stdout)
 }
 
 // play serves every agent, opens the session and prints it until it ends.
 // Without a tree, the agents serve from the start; with one, once the
 // feed is watching.
-func play(ctx context.Context, sc Scenario, agents []Agent, clients []*agentsdk.Client, watcher *agentsdk.Client, out io.Writer) error {
+func play(ctx context.Context, sc Scenario, r *runSessions, agents []Agent, clients []*agentsdk.Client, watcher *agentsdk.Client, out io.Writer) error {
 	serving, stop := context.WithCancel(ctx)
 	errs := make(chan error, 2*len(clients))
 	var wg sync.WaitGroup
@@ -190,7 +227,8 @@ func play(ctx context.Context, sc Scenario, agents []Agent, clients []*agentsdk.
 	serve := func() {
 		for i, c := range clients {
 			if h := agents[i].Handle; h != nil {
-				goAgent(agents[i].Name, func() error { return c.Serve(serving, h, agents[i].Serve...) })
+				opts := append(slices.Clip(agents[i].Serve), agentsdk.WithSessionFilter(r.serves))
+				goAgent(agents[i].Name, func() error { return c.Serve(serving, h, opts...) })
 			}
 		}
 	}
@@ -213,7 +251,7 @@ func play(ctx context.Context, sc Scenario, agents []Agent, clients []*agentsdk.
 			runs(s)
 		})
 	}
-	s, reason, err := transcript(serving, sc, clients[0], watcher, out, started)
+	s, reason, err := transcript(serving, sc, maps.Clone(r.labels), clients[0], watcher, out, started)
 	stop()
 	wg.Wait()
 	close(errs)
@@ -232,8 +270,8 @@ func play(ctx context.Context, sc Scenario, agents []Agent, clients []*agentsdk.
 // transcript opens the session and follows it to its end: its turns, the
 // scenario's Format of its envelopes, or its whole tree. started is called
 // once the feed watches, with the session.
-func transcript(ctx context.Context, sc Scenario, opener, watcher *agentsdk.Client, out io.Writer, started func(*agentsdk.Session)) (*agentsdk.Session, string, error) {
-	s, err := sc.Open(ctx, opener)
+func transcript(ctx context.Context, sc Scenario, labels map[string]string, opener, watcher *agentsdk.Client, out io.Writer, started func(*agentsdk.Session)) (*agentsdk.Session, string, error) {
+	s, err := sc.Open(ctx, opener, labels)
 	if err != nil {
 		return nil, "", fmt.Errorf("opening the session: %w", err)
 	}

@@ -42,8 +42,8 @@ func TestLine(t *testing.T) {
 	}
 }
 
-func pair(ctx context.Context, c *agentsdk.Client) (*agentsdk.Session, error) {
-	return c.OpenWorkflow(ctx, agentsdk.Sequence("alice", "bob"), "bob")
+func pair(ctx context.Context, c *agentsdk.Client, labels map[string]string) (*agentsdk.Session, error) {
+	return c.Open(ctx, agentsdk.OpenOptions{Graph: agentsdk.Sequence("alice", "bob"), Participants: agentsdk.Invited("bob"), Labels: labels})
 }
 
 func say(text string) agentsdk.Handler {
@@ -87,6 +87,34 @@ func TestBadFlags(t *testing.T) {
 	for _, args := range [][]string{{"--nope"}, {"extra"}, {"--token-file", "/does/not/exist"}} {
 		if err := Run(context.Background(), "test", args, &out, &errs, Scenario{}); err == nil {
 			t.Errorf("%q: no error", args)
+		}
+	}
+}
+
+// TestRunSessions: an example's agents serve the session labelled with the
+// run and the sessions delegated from those, and nothing else.
+func TestRunSessions(t *testing.T) {
+	r := newRun("test")
+	session := func(id, parent string, labels map[string]string) *agentsdk.Session {
+		return &agentsdk.Session{SessionInfo: &hubpb.SessionInfo{Meta: &hubpb.SessionMeta{SessionId: id, ParentSessionId: parent, Labels: labels}}}
+	}
+	if !strings.HasPrefix(r.labels[Label], "test-") || newRun("test").labels[Label] == r.labels[Label] {
+		t.Fatalf("run labels %v", r.labels)
+	}
+	for _, tc := range []struct {
+		s    *agentsdk.Session
+		want bool
+	}{
+		{session("root", "", r.labels), true},
+		{session("child", "root", map[string]string{"task": "news"}), true},
+		{session("grandchild", "child", nil), true},
+		{session("theirs", "", nil), false},
+		{session("their-child", "theirs", nil), false},
+		{session("another-run", "", map[string]string{Label: "test-00000000"}), false},
+		{session("its-child", "another-run", nil), false},
+	} {
+		if got := r.serves(tc.s); got != tc.want {
+			t.Errorf("%s: serves %v, want %v", tc.s.ID(), got, tc.want)
 		}
 	}
 }

@@ -67,8 +67,8 @@ func (s *Sessions) Name(id string) string {
 }
 
 // SessionName names a session by its agents (a child by its participants
-// other than its creator, a root by all of them) and its labels:
-// "researcher, writer (topic=etcd)".
+// other than its creator, a root by all of them) and its labels but the
+// run's ([Label], random): "researcher, writer (topic=etcd)".
 func SessionName(info *hubpb.SessionInfo) string {
 	m := info.GetMeta()
 	var names []string
@@ -80,7 +80,9 @@ func SessionName(info *hubpb.SessionInfo) string {
 	name := strings.Join(names, ", ")
 	var labels []string
 	for _, k := range slices.Sorted(maps.Keys(m.GetLabels())) {
-		labels = append(labels, k+"="+m.GetLabels()[k])
+		if k != Label {
+			labels = append(labels, k+"="+m.GetLabels()[k])
+		}
 	}
 	if len(labels) > 0 {
 		name += " (" + strings.Join(labels, ", ") + ")"

@@ -29,18 +29,25 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	hub := fs.String("hub", "127.0.0.1:7420", "the hub's host:port")
 	name := fs.String("name", "billing", "the agent's name (development mode)")
+	run := fs.String("run", "threelang", "serve only the sessions labelled example=RUN (the router's --run)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	c, err := agentsdk.Dial(dctx, *hub, agentsdk.Options{Name: *name})
+	if ctx.Err() != nil {
+		return nil // interrupted while connecting: a clean stop
+	}
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	fmt.Fprintf(stderr, "%s: serving on %s\n", *name, *hub)
-	err = c.Serve(ctx, Specialist(*name, "Refund of the duplicate charge issued."))
+	// An agent serves every session its name is invited to, whoever opened
+	// it: this one serves only the run's, by their label.
+	ours := agentsdk.WithSessionFilter(func(s *agentsdk.Session) bool { return s.GetMeta().GetLabels()["example"] == *run })
+	err = c.Serve(ctx, Specialist(*name, "Refund of the duplicate charge issued."), ours)
 	if ctx.Err() != nil {
 		return nil // interrupted: a clean stop
 	}

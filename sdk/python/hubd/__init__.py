@@ -46,7 +46,11 @@ reason (:class:`OutOfTurn`, :class:`SessionClosed`, ...).
 Messages: the hub's generated messages are in :mod:`hubd.pb`.
 """
 
-from . import aio, graph, pb
+from ._deps import require as _require
+
+_require()  # grpcio and protobuf, or an ImportError that says how to install them
+
+from . import aio, graph, pb  # noqa: E402
 from ._calls import Task, TaskStatus, await_all, await_any
 from ._model import (
     AGENT_HEADER,

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 import grpc
 
 from . import _common, _stream, _trace, errors
-from ._model import EVENT_INVITE, Handler, Invite, InviteFunc, Turn, ends, turn_msg_id
+from ._model import EVENT_INVITE, Handler, Invite, InviteFunc, Session, Turn, ends, turn_msg_id
 from ._pb import hub_pb2 as pb
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -31,6 +31,14 @@ class _Worker:
     turn: Optional[Turn] = None  # the running turn
 
 
+class _Verdict:
+    """The session filter's answer about one session, once decided is set."""
+
+    def __init__(self) -> None:
+        self.decided = threading.Event()
+        self.keep = False
+
+
 class Serving:
     """One run of Client.serve."""
 
@@ -40,6 +48,7 @@ class Serving:
         handler: Handler,
         *,
         invites: Optional[InviteFunc],
+        session_filter: Optional[Callable[[Session], bool]],
         view: Optional[str],
         window: int,
         backoff: Tuple[float, float],
@@ -55,6 +64,8 @@ class Serving:
         self.c = client
         self.h = handler
         self.invites = invites
+        self.session_filter = session_filter
+        self.verdicts: Dict[str, _Verdict] = {}  # the session filter's answers, under lock
         self.view = view
         self.window = window
         self.base, self.cap = backoff
@@ -282,6 +293,8 @@ class Serving:
             pass
 
     def _answer_invite(self, inv: Invite) -> None:
+        if not self._serves(inv.session_id, self.halt):
+            return  # another client's to answer
         try:
             decision = _common.invite_decision(self.invites(inv)) if self.invites is not None else None
         except Exception as exc:  # the decider failed: reject, as Go does with its error
@@ -334,6 +347,7 @@ class Serving:
         """Forget an ended session: its pending turn is dropped and its
         running turn told."""
         with self.lock:
+            self.verdicts.pop(sid, None)
             w = self.sessions.get(sid)
             if w is None:
                 return
@@ -369,9 +383,44 @@ class Serving:
         with _trace.continuing(t.trigger.traceparent):
             self._run_turn(t)
 
+    def _serves(self, sid: str, cancelled: threading.Event) -> bool:
+        """Whether serve serves session sid: always without a session
+        filter; with one, as it answers, asked once per session (another
+        thread asking meanwhile waits for the answer)."""
+        keep = self.session_filter
+        if keep is None:
+            return True
+        with self.lock:
+            v = self.verdicts.get(sid)
+            asked = v is not None
+            if v is None:
+                v = self.verdicts[sid] = _Verdict()
+        if asked:
+            while not v.decided.wait(0.1):
+                if cancelled.is_set() or self.halt.is_set():
+                    return False
+            return v.keep
+        try:
+            s = self._retry(lambda: self.c.get_session(sid), cancelled)
+            v.keep = bool(keep(s))
+        except errors.HubError as err:
+            if cancelled.is_set() or self.halt.is_set():
+                with self.lock:  # undecided: ask again next time
+                    if self.verdicts.get(sid) is v:
+                        del self.verdicts[sid]
+            else:
+                self.log.warning("hubd: serve: session %s not served: reading it for the session filter: %s", sid, err)
+        except Exception as exc:  # the filter failed: not served
+            self.log.warning("hubd: serve: session %s not served: the session filter raised %r", sid, exc)
+        finally:
+            v.decided.set()
+        return v.keep
+
     def _run_turn(self, t: Turn) -> None:
         e = t.trigger
         sid = t.session_id
+        if not self._serves(sid, t.cancelled):
+            return
         if self.view is not None and t.view is None:
             view_name = self.view
             try:

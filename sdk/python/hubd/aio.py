@@ -92,6 +92,9 @@ AsyncInviteFunc = Callable[[Invite], Union[InviteDecision, Awaitable[InviteDecis
 """Decides an invite (see :data:`hubd.InviteDecision`); may be a coroutine
 function."""
 
+AsyncSessionFilter = Callable[[Session], Union[bool, Awaitable[bool]]]
+"""Decides whether serve serves a session; may be a coroutine function."""
+
 
 class Stream(AsyncIterator[pb.Delivery]):
     """A stream of deliveries from :meth:`Client.subscribe` or
@@ -799,6 +802,7 @@ class Client:
         handler: AsyncHandler,
         *,
         invites: Optional[AsyncInviteFunc] = None,
+        session_filter: Optional[AsyncSessionFilter] = None,
         view: Optional[str] = VIEW_DEFAULT,
         window: int = 0,
         backoff: Tuple[float, float] = (0.1, 5.0),
@@ -814,7 +818,7 @@ class Client:
         runs in a worker thread. A turn whose session ends is cancelled.
         ``observer`` and ``on_session_end`` are plain functions called on
         the event loop as serve reads (without ``observer`` the stream is
-        terse).
+        terse). ``session_filter`` may be a coroutine function.
 
         Args:
             stop: serve returns once this event is set (cancelling the task
@@ -832,6 +836,7 @@ class Client:
             self,
             handler,
             invites=invites,
+            session_filter=session_filter,
             view=view,
             window=window,
             backoff=backoff,
@@ -873,6 +878,7 @@ class _AsyncServing:
         handler: AsyncHandler,
         *,
         invites: Optional[AsyncInviteFunc],
+        session_filter: Optional[AsyncSessionFilter],
         view: Optional[str],
         window: int,
         backoff: Tuple[float, float],
@@ -887,6 +893,8 @@ class _AsyncServing:
         self.c = client
         self.h = handler
         self.invites = invites
+        self.session_filter = session_filter
+        self.verdicts: Dict[str, "asyncio.Future[bool]"] = {}  # the session filter's answers
         self.view = view
         self.window = window
         self.base, self.cap = backoff
@@ -1066,6 +1074,8 @@ class _AsyncServing:
             self._dispatch(d)
 
     async def _answer_invite(self, inv: Invite) -> None:
+        if not await self._serves(inv.session_id):
+            return  # another client's to answer
         decision: Optional[str] = None
         if self.invites is not None:
             try:
@@ -1113,6 +1123,7 @@ class _AsyncServing:
             w.pending = None
 
     def _end(self, sid: str) -> None:
+        self.verdicts.pop(sid, None)
         w = self.sessions.get(sid)
         if w is None:
             return
@@ -1148,8 +1159,40 @@ class _AsyncServing:
         with _trace.continuing(t.trigger.traceparent):
             await self._run_turn(t)
 
+    async def _serves(self, sid: str) -> bool:
+        """Whether serve serves session sid: always without a session
+        filter; with one, as it answers, asked once per session (another
+        task asking meanwhile awaits the answer)."""
+        keep = self.session_filter
+        if keep is None:
+            return True
+        v = self.verdicts.get(sid)
+        if v is not None:
+            return await asyncio.shield(v)
+        v = self.verdicts[sid] = asyncio.get_running_loop().create_future()
+        verdict = False
+        try:
+            s = await self._retry(lambda: self.c.get_session(sid))
+            r = keep(s)
+            verdict = bool(await r if inspect.isawaitable(r) else r)
+        except asyncio.CancelledError:
+            if self.verdicts.get(sid) is v:
+                del self.verdicts[sid]  # undecided: ask again next time
+            raise
+        except errors.HubError as err:
+            if not self.halt.is_set():
+                self.log.warning("hubd: serve: session %s not served: reading it for the session filter: %s", sid, err)
+        except Exception as exc:  # the filter failed: not served
+            self.log.warning("hubd: serve: session %s not served: the session filter raised %r", sid, exc)
+        finally:
+            if not v.done():
+                v.set_result(verdict)
+        return verdict
+
     async def _run_turn(self, t: Turn) -> None:
         e, sid = t.trigger, t.session_id
+        if not await self._serves(sid):
+            return
         if self.view is not None and t.view is None:
             name = self.view
             try:

@@ -951,6 +951,7 @@ class Client:
         handler: Handler,
         *,
         invites: Optional[InviteFunc] = None,
+        session_filter: Optional[Callable[[Session], bool]] = None,
         view: Optional[str] = VIEW_DEFAULT,
         window: int = 0,
         backoff: Tuple[float, float] = (0.1, 5.0),
@@ -996,6 +997,20 @@ class Client:
             handler: called with each turn.
             invites: decides invites: returns ``None``/``True`` to accept,
                 ``False`` or a reason string to reject.
+            session_filter: serves only the sessions it returns ``True``
+                for. serve reads a session the first time it sees it (an
+                invite, a turn; one ``get_session``, retried while the hub
+                is unavailable) and calls it with the :class:`hubd.Session`,
+                from a worker thread; the answer holds until the session
+                ends. Of a session it refuses, serve answers no invite (it
+                stays pending for another client of the agent's name, or
+                until it times out) and takes no turn; ``observer`` and
+                ``on_session_end`` still see what the stream carries of it.
+                A session serve cannot read, or for which the filter
+                raises, is not served (logged). Every client of an agent's
+                name is offered the sessions the name is invited to: keep
+                yours by their labels (``lambda s: s.labels.get("run") ==
+                run``), set by whoever opens them.
             view: the view given to the handler (``"default"``, ``"full"``,
                 ``"windowed"``, ``"last"``), carried by the turn notice
                 itself (a ``GetView`` call only when the hub could not
@@ -1032,6 +1047,7 @@ class Client:
             self,
             handler,
             invites=invites,
+            session_filter=session_filter,
             view=view,
             window=window,
             backoff=backoff,

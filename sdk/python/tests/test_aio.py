@@ -389,3 +389,46 @@ def test_handler_types(hub: Hub, names: Names) -> None:
             assert (await alice.get_session(s.id)).expected == [names("bob")]
 
     run(main())
+
+
+def test_serve_session_filter(hub: Hub, names: Names) -> None:
+    """aio serve(session_filter=), a coroutine function: a session another
+    client opened with the agent gets nothing from it."""
+    A, B, P = names("alice"), names("bob"), names("person")
+
+    async def main() -> None:
+        async with hubd.aio.Client(hub.addr, name=A) as alice, hubd.aio.Client(
+            hub.addr, name=B
+        ) as bob, hubd.aio.Client(hub.addr, name=P) as person:
+            invited = await person.open_workflow(hubd.sequence(P, B), B)
+            first = await person.open(graph=hubd.sequence(B, P), participants=hubd.auto_accepted(B))
+            asked: "asyncio.Queue[str]" = asyncio.Queue()
+
+            async def keep(s: hubd.Session) -> bool:
+                await asyncio.sleep(0)
+                asked.put_nowait(s.id)
+                return s.labels.get("run") == "ours"
+
+            stop = asyncio.Event()
+            servers = [
+                asyncio.ensure_future(c.serve(lambda t, n=c.name: f"from {n}", session_filter=keep, stop=stop))
+                for c in (alice, bob)
+            ]
+            ours = await alice.open(graph=hubd.sequence(A, B), participants=[B], labels={"run": "ours"})
+            follow = alice.follow(ours.id, timeout=30)
+            turns = [f"{hubd.sender(x)}: {hubd.text_of(x)}" async for x in follow if hubd.is_turn(x)]
+            assert turns == [f"{A}: from {A}", f"{B}: from {B}"]
+            seen: List[str] = []
+            while not {invited.id, first.id} <= set(seen):
+                seen.append(await asyncio.wait_for(asked.get(), 10))
+            stop.set()
+            await asyncio.gather(*servers)
+            while not asked.empty():
+                seen.append(asked.get_nowait())
+            assert sorted(seen) == sorted([invited.id, first.id, ours.id, ours.id]), seen
+            for sid in (invited.id, first.id):
+                assert not [e for e in await person.read_log(sid) if hubd.sender(e) == B]
+            assert (await person.get_session(invited.id)).state == hubd.STATE_PENDING
+
+    run(main())
+

@@ -403,3 +403,52 @@ def test_slow_subscriber(hub_factory: Callable[..., Hub], serving: Serving) -> N
     serving.close()
     alice.close()
     bob.close()
+
+
+def test_session_filter(connect: Connect, names: Names, serving: Serving) -> None:
+    """serve(session_filter=) acts in the sessions the filter keeps only:
+    sessions another client opened with the agent (one inviting it, one in
+    which it speaks first, before it serves and while it does) get no
+    acknowledgement, no reply and no handler call; the filter is asked once
+    per session, with the session's labels."""
+    A, B, P = names("alice"), names("bob"), names("person")
+    alice, bob, person = connect(A), connect(B), connect(P)
+    invited = person.open_workflow(hubd.sequence(P, B), B)
+    first = person.open(graph=hubd.sequence(B, P), participants=hubd.auto_accepted(B))
+
+    asked: "queue.Queue[str]" = queue.Queue()
+    handled: List[str] = []
+
+    def keep(s: hubd.Session) -> bool:
+        asked.put(s.id)
+        return s.labels.get("run") == "ours"
+
+    def handler(c: hubd.Client) -> hubd.Handler:
+        def h(t: hubd.Turn) -> hubd.Reply:
+            handled.append(f"{c.name} in {t.session_id}")
+            return f"from {c.name}"
+
+        return h
+
+    for c in (alice, bob):
+        serving.start(c, handler(c), session_filter=keep)
+    later = person.open(graph=hubd.sequence(B, P), participants=hubd.auto_accepted(B))
+    ours = alice.open(graph=hubd.sequence(A, B), participants=[B], labels={"run": "ours"})
+    turns, reason = transcript(alice, ours.id)
+    assert turns == [f"{A}: from {A}", f"{B}: from {B}"] and reason == "sequence_complete"
+
+    # serve has seen the other sessions once the filter was asked about them.
+    foreign = [invited.id, first.id, later.id]
+    seen: List[str] = []
+    deadline = time.monotonic() + 10
+    while not set(foreign) <= set(seen):
+        seen.append(asked.get(timeout=max(0.0, deadline - time.monotonic())))
+    serving.close()
+    while not asked.empty():
+        seen.append(asked.get())
+    assert Counter(seen) == {invited.id: 1, first.id: 1, later.id: 1, ours.id: 2}, seen
+    for sid in foreign:
+        acted = [e for e in person.read_log(sid) if hubd.sender(e) == B]
+        assert not acted, f"{B} acted in {sid}, a session its filter refused: {acted}"
+    assert sorted(handled) == sorted([f"{A} in {ours.id}", f"{B} in {ours.id}"])
+    assert person.get_session(invited.id).state == hubd.STATE_PENDING  # left to another client named B

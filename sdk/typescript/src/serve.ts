@@ -3,7 +3,7 @@
 
 import { backoffDelay, sleep } from "./backoff.js";
 import { newTurn, type OptionInput, type QuestionInput, type SpawnOptions, type Task, type WaitOptions } from "./calls.js";
-import type { Client, OpenOptions } from "./client.js";
+import type { Client, OpenOptions, Session } from "./client.js";
 import { MaxStreamEnvelope, type AgentStream } from "./connect.js";
 import {
   BadLifecycleTransitionError,
@@ -142,6 +142,20 @@ export interface ServeOptions {
    */
   invites?: (invite: Invite, signal: AbortSignal) => unknown;
   /**
+   * Serves only the sessions it returns (or resolves to) true for. serve
+   * reads a session the first time it sees it (an invite, a turn; one
+   * getSession, retried while the hub is unavailable) and asks; the answer
+   * holds until the session ends. Of a session it refuses, serve answers
+   * no invite (it stays pending for another client of the agent's name, or
+   * until it times out) and takes no turn; the observer and onSessionEnd
+   * still see what the stream carries of it. A session serve cannot read,
+   * or for which the filter throws, is not served (logged). Every client of
+   * an agent's name is offered the sessions the name is invited to: keep
+   * yours by their labels (`(s) => s.meta?.labels.run === run`), set by
+   * whoever opens them.
+   */
+  sessionFilter?: (session: Session, signal: AbortSignal) => boolean | Promise<boolean>;
+  /**
    * The view given to the handler: a name (ViewName) and window; null gives
    * none. Default: the default view. It comes with the turn notice (the
    * subscription's turn_view), as the notice left the hub; a turn told
@@ -261,6 +275,8 @@ class Serving {
   private readonly cursors = new Map<string, number>();
   private readonly sessions = new Map<string, Worker>();
   private readonly tasks = new Set<Promise<void>>();
+  /** The session filter's answers, per session. */
+  private readonly verdicts = new Map<string, Promise<boolean>>();
   /** The Connect stream being read, if any: replies go over it. */
   private stream?: AgentStream;
 
@@ -435,6 +451,9 @@ class Serving {
     const id = e.sessionId;
     this.track(
       (async () => {
+        if (!(await this.serves(id, this.signal))) {
+          return; // another client's to answer
+        }
         let decline: string | undefined;
         if (this.opts.invites) {
           try {
@@ -500,6 +519,7 @@ class Serving {
 
   /** Forgets an ended session: its pending turn is dropped and its running handler aborted. */
   private end(id: string): void {
+    this.verdicts.delete(id);
     const w = this.sessions.get(id);
     if (!w) {
       return;
@@ -554,6 +574,9 @@ class Serving {
   private async runTurn(d: Delivery, signal: AbortSignal): Promise<void> {
     const e = d.envelope ?? Envelope.fromPartial({});
     const id = e.sessionId;
+    if (!(await this.serves(id, signal))) {
+      return;
+    }
     const t = newTurn(this.c, id, e, signal, (seq) => this.consume(id, seq));
     const v = this.opts.view === undefined ? { name: "default" } : this.opts.view;
     if (v && d.view) {
@@ -595,6 +618,36 @@ class Serving {
     } catch (err) {
       this.stale(e, "reply", err);
     }
+  }
+
+  /**
+   * Whether serve serves session id: always without a session filter; with
+   * one, as it answers, asked once per session (a second caller awaits the
+   * first's answer).
+   */
+  private serves(id: string, signal: AbortSignal): Promise<boolean> {
+    const keep = this.opts.sessionFilter;
+    if (!keep) {
+      return Promise.resolve(true);
+    }
+    let v = this.verdicts.get(id);
+    if (!v) {
+      v = (async () => {
+        try {
+          const s = await this.retry(() => this.c.getSession(id, { signal }), signal);
+          return (await keep(s, signal)) === true;
+        } catch (err) {
+          if (signal.aborted) {
+            this.verdicts.delete(id); // undecided: ask again next time
+          } else {
+            this.log(`hubd: serve: session ${id} not served: the session filter: ${describe(err)}`);
+          }
+          return false;
+        }
+      })();
+      this.verdicts.set(id, v);
+    }
+    return v;
   }
 
   /** Posts a reply once: over serve's stream while it has one, else as the client sends. */

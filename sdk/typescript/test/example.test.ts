@@ -7,6 +7,8 @@ import { join } from "node:path";
 import { describe, test } from "node:test";
 import { promisify } from "node:util";
 
+import { autoAccepted, sequence } from "@hubd/sdk";
+
 import { Hubd, pkgDir } from "./hub.js";
 
 const run = promisify(execFile);
@@ -24,6 +26,28 @@ describe("examples/typescript/pipeline.ts", { timeout: 60_000 }, () => {
     try {
       const { stdout } = await run(process.execPath, [example, "--hub", hub.addr, "--timeout", "20s"]);
       assert.equal(stdout, want);
+    } finally {
+      await hub.close();
+    }
+  });
+
+  test("serves only the session it opened: another client's sessions with its editor get nothing", async () => {
+    const hub = await Hubd.start();
+    try {
+      const person = await hub.connect("person");
+      try {
+        const invitedOne = await person.openWorkflow(sequence("person", "editor"), ["editor"]);
+        const first = await person.open({ graph: sequence("editor", "person"), participants: autoAccepted("editor") });
+        const { stdout } = await run(process.execPath, [example, "--hub", hub.addr, "--timeout", "20s"]);
+        assert.equal(stdout, want);
+        for (const s of [invitedOne, first]) {
+          const acted = (await person.readLog(s.id)).filter((e) => e.from === "editor");
+          assert.deepEqual(acted, [], `the example's editor acted in ${s.id}, a session it did not open`);
+        }
+        assert.equal((await person.getSession(invitedOne.id)).state, "PENDING");
+      } finally {
+        person.close();
+      }
     } finally {
       await hub.close();
     }

@@ -180,6 +180,55 @@ describe("serve", { timeout: 30_000 }, () => {
     }
   });
 
+  test("sessionFilter: a session another client opened with the agent gets nothing from it", async () => {
+    // Names of their own: the sessions left pending here would be others' turns.
+    const [alice, bob, person] = await Promise.all(["sf-alice", "sf-bob", "sf-person"].map((n) => hub.connect(n)));
+    const invitedOne = await person.openWorkflow(sequence("sf-person", "sf-bob"), ["sf-bob"]);
+    const first = await person.open({ graph: sequence("sf-bob", "sf-person"), participants: autoAccepted("sf-bob") });
+    const asked: string[] = [];
+    let waiter: { ids: string[]; resolve: () => void } | undefined;
+    const check = () => waiter?.ids.every((id) => asked.includes(id)) && waiter.resolve();
+    const handled: string[] = [];
+    const s = new Serving(
+      [alice, bob],
+      (c) => (turn) => {
+        handled.push(`${c.name} in ${turn.sessionId}`);
+        return `from ${c.name}`;
+      },
+      {
+        sessionFilter: async (session) => {
+          asked.push(session.id);
+          check();
+          return session.meta?.labels.run === "ours";
+        },
+      },
+    );
+    try {
+      const later = await person.open({ graph: sequence("sf-bob", "sf-person"), participants: autoAccepted("sf-bob") });
+      const ours = await alice.open({ graph: sequence("sf-alice", "sf-bob"), participants: invited("sf-bob"), labels: { run: "ours" } });
+      const { turns, reason } = await transcript(alice, ours.id);
+      assert.deepEqual(turns, ["sf-alice: from sf-alice", "sf-bob: from sf-bob"]);
+      assert.equal(reason, "sequence_complete");
+      // serve has seen the other sessions once the filter was asked about them.
+      const foreign = [invitedOne.id, first.id, later.id];
+      const all = deferred<void>();
+      waiter = { ids: foreign, resolve: all.resolve };
+      check();
+      await within(all.promise, 10_000, "the filter asked about every foreign session");
+      await s.stop();
+      assert.deepEqual([...asked].sort(), [...foreign, ours.id, ours.id].sort());
+      for (const id of foreign) {
+        const acted = (await person.readLog(id)).filter((e) => e.from === "sf-bob");
+        assert.deepEqual(acted, [], `sf-bob acted in ${id}, a session its filter refused`);
+      }
+      assert.deepEqual(handled.sort(), [`sf-alice in ${ours.id}`, `sf-bob in ${ours.id}`].sort());
+      assert.equal((await person.getSession(invitedOne.id)).state, "PENDING");
+    } finally {
+      await s.stop();
+      [alice, bob, person].forEach((c) => c.close());
+    }
+  });
+
   test("a stale reply is logged and dropped, and serving goes on", async () => {
     const bobLogs = new Logs();
     const [alice, carol] = await Promise.all([hub.connect("alice"), hub.connect("carol")]);
