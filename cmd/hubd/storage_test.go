@@ -120,16 +120,6 @@ func httpGet(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-func grepLines(s, substr string) string {
-	var out []string
-	for _, l := range strings.Split(s, "\n") {
-		if strings.Contains(l, substr) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
-}
-
 // checkRestored starts the real hubd on data and checks that the
 // session's log holds every acknowledged text.
 func checkRestored(t *testing.T, data, id string, acked []string) {
