@@ -216,12 +216,17 @@ def over_grpc_cap(e: hubd.HubError) -> int:
 
 @pytest.mark.parametrize("transport", ["stream", "unary"])
 def test_over_grpc_size_cap_is_too_large(connect: Connect, names: Names, transport: str) -> None:
-    """A request over gRPC's own cap on one message (the hub's, and the
-    client's when it sets one) is refused by gRPC without an ErrorInfo: it
-    is TooLarge all the same, its detail naming the size and the limit."""
+    """A request over the hub's request limit is refused by the hub, with
+    TOO_LARGE naming the limit and its flag; one over gRPC's own cap on one
+    message (twice the hub's limit, or the client's when it sets one) is
+    refused by gRPC without an ErrorInfo: it is TooLarge all the same, its
+    detail naming the size and the limit."""
     alice = connect(names("alice"), transport=transport)
     s = alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(names("bob")))
-    big = 5 << 20  # over gRPC's default 4 MiB
+    with pytest.raises(hubd.TooLarge) as hub_info:
+        alice.send_event(s.id, "app.big", b"x" * (5 << 20))
+    assert hub_info.value.reason == "TOO_LARGE" and "(--max-request-bytes)" in hub_info.value.detail, repr(hub_info.value)
+    big = 9 << 20  # over twice the hub's default request limit of 4 MiB + 64 KiB: gRPC's cap
     with pytest.raises(hubd.HubError) as info:
         alice.send_event(s.id, "app.big", b"x" * big)
     limit = over_grpc_cap(info.value)
@@ -242,7 +247,7 @@ def test_over_grpc_size_cap_is_too_large_aio(hub: Hub, names: Names) -> None:
         async with hubd.aio.Client(hub.addr, name=names("alice")) as alice:
             s = await alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(names("bob")))
             with pytest.raises(hubd.HubError) as info:
-                await alice.send_event(s.id, "app.big", b"x" * (5 << 20))
+                await alice.send_event(s.id, "app.big", b"x" * (9 << 20))
             assert over_grpc_cap(info.value) >= 4 << 20
 
     asyncio.run(asyncio.wait_for(main(), 60))

@@ -215,11 +215,15 @@ describe("refusals of a hub with small limits", { timeout: 20_000 }, () => {
   for (const transport of transports) {
     test(`a request over gRPC's own cap on one message is TooLargeError naming the size and the limit (${transport})`, async () => {
       // gRPC refuses it before the hub sees it: RESOURCE_EXHAUSTED, no ErrorInfo.
+      // (Up to twice the hub's request limit, the hub refuses it with TOO_LARGE.)
       const alice = await hub.connect("alice", { transport });
-      const big = 5 << 20; // over gRPC's default 4 MiB
+      const big = 9 << 20; // over twice the hub's default request limit of 4 MiB + 64 KiB
       const overCap = /^the message is (\d+) bytes, over gRPC's limit of (\d+) bytes per message \(.*larger than max/;
       try {
         const s = await openPipeline(alice);
+        await assert.rejects(alice.sendEvent(s.id, "app.big", Buffer.alloc(5 << 20, "x")), (err) =>
+          checkErr(err, TooLargeError, "TOO_LARGE", status.RESOURCE_EXHAUSTED, "(--max-request-bytes)"),
+        );
         let limit = 0;
         await assert.rejects(alice.sendEvent(s.id, "app.big", Buffer.alloc(big, "x")), (err) => {
           checkErr(err, TooLargeError, "", status.RESOURCE_EXHAUSTED, overCap);
