@@ -21,5 +21,8 @@
 // <g class="node" data-node="NAME">, with class "current" for an expected
 // speaker; an edge is <g class="edge" data-edge="transitions[N]"> (or
 // "default_target"), with class "fired" for the one named by the session's
-// last rule.
+// last rule, and its label as its <text>. The layout (layout.go) ranks the
+// nodes from the initial speaker into lines and packs the edge labels in
+// rows between them, so no two labels, and no label and node, overlap,
+// whatever the number of nodes; the drawing is 640 wide and grows down.
 package webui
