@@ -1,7 +1,10 @@
 // Package webui is hubd's live web view: a page served at / on the HTTP
 // address that lists sessions and shows one as it plays out. Its assets
-// (index.html, app.js, style.css: plain HTML, vanilla JavaScript and CSS,
-// no build step, no CDN) are embedded in the binary.
+// (index.html, app.js, envelopes.js, style.css: plain HTML, vanilla
+// JavaScript and CSS, no build step, no CDN) are embedded in the binary.
+// In development mode the page signs in as the development operator by
+// itself and offers to view as another agent (package hubhttp's POST
+// /v1/auth/dev and sign-in by name).
 //
 // The page uses the JSON API and the event streams of package hubhttp
 // from the browser (fetch and EventSource; the sign-in cookie stands for
