@@ -137,7 +137,7 @@ func until(cond string) chromedp.Action[chromedp.Void] {
 // visibleJS is a JavaScript expression: whether the element sel (CSS)
 // matches is rendered (not hidden, nor inside something hidden).
 func visibleJS(sel string) string {
-	return fmt.Sprintf(`document.querySelector(%q).checkVisibility()`, sel)
+	return fmt.Sprintf(`(document.querySelector(%q)?.checkVisibility() ?? false)`, sel)
 }
 
 // shown reports whether the element sel (CSS) matches is rendered.
@@ -152,8 +152,9 @@ func sessionID(open map[string]any) string {
 }
 
 // TestWebView drives the web view of the real hubd in headless Chromium:
-// in development mode the page opens signed in as the operator, the sessions list, a session page
-// where a turn sent over gRPC appears live within a second and the graph
+// the page opening signed in as the development operator, the sessions
+// list, a session page where a turn sent over gRPC appears live within a
+// second and the graph
 // moves to the new speaker, a question answered from the page, and a
 // close with its reason; screenshots of the list and the session page are
 // written as artifacts.
@@ -443,7 +444,7 @@ func TestWebViewClose(t *testing.T) {
 			chromedp.WaitVisible(chromedp.CSS(`#devbar`)),
 			chromedp.SetValue(chromedp.CSS(`#view-as input[name=agent]`), tc.as),
 			chromedp.Click(chromedp.CSS(`#view-as button`)),
-			until(fmt.Sprintf(`document.querySelector("#who").textContent === %q`, tc.as)),
+			until(fmt.Sprintf(`document.querySelector("#who")?.textContent === %q`, tc.as)),
 			chromedp.Navigate(base+"/#/s/"+other),
 			chromedp.WaitVisible(chromedp.CSS(`#timeline li[data-type=session_opened]`)),
 			chromedp.WaitVisible(chromedp.CSS(`#s-state .state`)),
@@ -633,7 +634,7 @@ func TestWebViewGraphLabels(t *testing.T) {
 		id := sessionID(post(t, base+"/v1/sessions", "a00", bigWorkflow(n)))
 		act(t, ctx, 10*time.Second, fmt.Sprintf("the graph of %d agents", n),
 			chromedp.Navigate(base+"/#/s/"+id),
-			chromedp.WaitVisible(chromedp.CSS(`#graph svg g.edge text`)),
+			until(fmt.Sprintf(`document.querySelector("#s-id")?.textContent === %q && document.querySelectorAll("#graph svg g.edge text").length > 0`, id)),
 		)
 		got := get(t, ctx, 10*time.Second, "the label boxes", chromedp.Evaluate[struct {
 			Labels, Nodes int
