@@ -27,7 +27,7 @@ var oldCookies = []string{"hubd_token", "hubd_agent"}
 
 // credentials prepares a request for authentication: a sign-in cookie
 // stands for the header its sign-in replaces, the X-Hubd-Agent header is dropped
-// unless the request comes from a loopback address, and the caller's
+// unless the request comes from this machine (see local), and the caller's
 // address and verified client certificate go into the context as a gRPC
 // peer, where hubgrpc's authentication looks for them.
 func (a *API) credentials(next http.Handler) http.Handler {
@@ -36,7 +36,7 @@ func (a *API) credentials(next http.Handler) http.Handler {
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(w, r.Body, a.cfg.MaxBodyBytes)
 		}
-		loop := fromLoopback(r)
+		loop := local(r)
 		if !loop {
 			r.Header.Del(hubgrpc.AgentHeader)
 		}
@@ -64,10 +64,27 @@ func remoteAddr(r *http.Request) net.Addr {
 	return net.TCPAddrFromAddrPort(ap)
 }
 
-// fromLoopback reports whether the request comes from a loopback address.
-func fromLoopback(r *http.Request) bool {
+// forwardingHeaders are the headers a proxy adds to a request it
+// forwards, naming the client it forwards for.
+var forwardingHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Real-Ip"}
+
+// local reports whether the request comes from this machine, where
+// development mode lets callers name themselves: from a loopback address,
+// and not forwarded by a proxy. The address is the connection's own,
+// never a header's; a request carrying a proxy's forwarding header is not
+// local even from a loopback address, since a proxy on this machine
+// forwards for callers elsewhere.
+func local(r *http.Request) bool {
 	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	return err == nil && ap.Addr().Unmap().IsLoopback()
+	if err != nil || !ap.Addr().Unmap().IsLoopback() {
+		return false
+	}
+	for _, h := range forwardingHeaders {
+		if _, ok := r.Header[h]; ok {
+			return false
+		}
+	}
+	return true
 }
 
 // identify authenticates a request with the gRPC service's own
@@ -103,6 +120,9 @@ type whoami struct {
 	Agent    string `json:"agent,omitempty"`
 	Operator bool   `json:"operator,omitempty"`
 	Dev      bool   `json:"dev"` // development mode: sign in with a name
+	// DevOperator is who POST /v1/auth/dev signs this request's browser in
+	// as, when it may (development mode, from this machine).
+	DevOperator string `json:"dev_operator,omitempty"`
 }
 
 // signInRequest is what POST /v1/auth/signin reads, as JSON or as a form.
@@ -129,7 +149,7 @@ func (a *API) signIn(w http.ResponseWriter, r *http.Request) {
 	case in.Token != "":
 		probe.Header.Set("Authorization", "Bearer "+in.Token)
 		keep.token = in.Token
-	case in.Agent != "" && a.cfg.Dev && fromLoopback(r):
+	case in.Agent != "" && a.cfg.Dev && local(r):
 		probe.Header.Set(hubgrpc.AgentHeader, in.Agent)
 		keep.agent = in.Agent
 	case in.Agent != "":
@@ -144,14 +164,20 @@ func (a *API) signIn(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	a.signIns.revoke(cookieValue(r)) // the browser's earlier sign-in, if any
-	http.SetCookie(w, a.cookie(r, a.signIns.add(keep)))
-	a.dropOldCookies(w, r)
+	a.keep(w, r, keep)
 	if next := in.Next; strings.HasPrefix(next, "/") && !strings.HasPrefix(next, "//") && !strings.HasPrefix(next, "/\\") {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
-	writeJSON(w, whoami{SignedIn: true, Agent: id.Agent, Operator: id.Operator, Dev: a.cfg.Dev})
+	writeJSON(w, a.who(r, id))
+}
+
+// keep keeps a sign-in in place of the browser's earlier one, if any, and
+// sets its cookie.
+func (a *API) keep(w http.ResponseWriter, r *http.Request, in signIn) {
+	a.signIns.revoke(cookieValue(r))
+	http.SetCookie(w, a.cookie(r, a.signIns.add(in)))
+	a.dropOldCookies(w, r)
 }
 
 // readSignIn reads a sign-in request from a JSON body or a form.
@@ -186,10 +212,19 @@ func (a *API) signOut(w http.ResponseWriter, r *http.Request) {
 func (a *API) whoAmI(w http.ResponseWriter, r *http.Request) {
 	id, err := a.identify(r, "/hubd.http/WhoAmI")
 	if err != nil {
-		writeJSON(w, whoami{Dev: a.cfg.Dev})
-		return
+		id = hubgrpc.Identity{}
 	}
-	writeJSON(w, whoami{SignedIn: true, Agent: id.Agent, Operator: id.Operator, Dev: a.cfg.Dev})
+	writeJSON(w, a.who(r, id))
+}
+
+// who is the whoami answer saying the request is from id (signed in unless
+// id is the zero identity).
+func (a *API) who(r *http.Request, id hubgrpc.Identity) whoami {
+	out := whoami{SignedIn: id.Agent != "", Agent: id.Agent, Operator: id.Operator, Dev: a.cfg.Dev}
+	if a.devSignInFor(r) {
+		out.DevOperator = a.cfg.DevOperator
+	}
+	return out
 }
 
 // cookie returns the sign-in cookie carrying id, lasting as long as its

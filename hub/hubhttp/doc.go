@@ -85,7 +85,7 @@
 // token in the Authorization header, a client certificate (when the hub
 // serves TLS with a client CA, certificates are asked for but not
 // required, so browsers with tokens still connect), or in development mode
-// the X-Hubd-Agent header, honoured only from a loopback address. Browsers
+// the X-Hubd-Agent header, honoured only from this machine (below). Browsers
 // sign in at POST /v1/auth/signin with {"token": "..."} (or, in
 // development mode, {"agent": "name"}); the hub checks it and keeps it as
 // a sign-in in its memory (Config.SignInTTL, 12 hours by default; at most
@@ -94,7 +94,13 @@
 // later requests. The cookie carries no token: POST /v1/auth/signout ends
 // the sign-in, and every copy of the cookie is refused from then on, as
 // it is once the sign-in expires. GET /v1/auth/whoami says who the caller
-// is. Unsafe methods from another origin are refused
+// is. In development mode a browser on this machine may sign in as the
+// development operator (Config.DevOperator) with no name or token, at POST
+// /v1/auth/dev: the web view does so by itself. "On this machine" is a
+// loopback address with none of a proxy's forwarding headers (Forwarded,
+// X-Forwarded-For, X-Forwarded-Host, X-Real-IP): a request a proxy
+// forwarded gets no development name, whether by header, cookie or
+// sign-in. Unsafe methods from another origin are refused
 // (net/http's CrossOriginProtection), so the cookie cannot be ridden by
 // another site.
 //

@@ -44,6 +44,10 @@ type Config struct {
 	// Dev is development mode: browsers may sign in with a name (from a
 	// loopback address only).
 	Dev bool
+	// DevOperator, in development mode, is the operator a browser on this
+	// machine is signed in as by POST /v1/auth/dev, without a name or a
+	// token (the web view does it by itself); "" offers no such sign-in.
+	DevOperator string
 	// Heartbeat is how often an idle event stream gets a comment line;
 	// default DefaultHeartbeat.
 	Heartbeat time.Duration
@@ -164,6 +168,7 @@ func New(cfg Config) (*API, error) {
 	mux.Handle("/v1/", jsonBodies(a.checkBody(gw)))
 	mux.HandleFunc("GET /v1/sessions/{session_id}/events", a.events)
 	mux.HandleFunc("POST /v1/auth/signin", a.signIn)
+	mux.HandleFunc("POST /v1/auth/dev", a.devSignIn)
 	mux.HandleFunc("POST /v1/auth/signout", a.signOut)
 	mux.HandleFunc("GET /v1/auth/whoami", a.whoAmI)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {

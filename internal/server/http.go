@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/hubd/hubd/hub/hubgrpc"
 	"github.com/hubd/hubd/hub/hubhttp"
 	"github.com/hubd/hubd/hub/hubhttp/webui"
 )
@@ -43,10 +44,10 @@ func listenHTTP(cfg Config, dev bool, tlsCfg *tls.Config) (net.Listener, error) 
 // service and interceptors as gRPC, events, sign-in, metrics and pprof.
 // With TLS, client certificates are asked for but not required, so a
 // browser signs in with a token.
-func (s *Server) serveHTTP(dev bool, lis net.Listener, tlsCfg *tls.Config) error {
-	ui, auth := s.cfg.UI, &uiAuth{}
+func (s *Server) serveHTTP(auth hubgrpc.Authenticator, lis net.Listener, tlsCfg *tls.Config) error {
+	ui, lend := s.cfg.UI, &uiAuth{}
 	if ui == nil {
-		w, err := webui.New(webui.Config{Hub: s.hub, Auth: auth})
+		w, err := webui.New(webui.Config{Hub: s.hub, Auth: lend})
 		if err != nil {
 			return err
 		}
@@ -59,14 +60,15 @@ func (s *Server) serveHTTP(dev bool, lis net.Listener, tlsCfg *tls.Config) error
 	api, err := hubhttp.New(hubhttp.Config{
 		Hub: s.hub, Service: s.svc, Authenticate: s.svc.UnaryInterceptor,
 		Interceptors: unaryChain(s.cfg, s.metrics, s.svc, s.node, "http"),
-		Dev:          dev, Heartbeat: s.cfg.Heartbeat, MaxBodyBytes: int64(s.maxMsg), MaxEnvelopeBytes: s.cfg.Hub.WithDefaults().MaxEnvelopeBytes,
-		Metrics: s.metrics.Handler(), Streams: s.metrics.Stream, OnLimit: s.metrics.Limited, UI: ui, Logger: s.cfg.Logger,
+		Dev:          auth.Dev, DevOperator: devOperator(auth), Heartbeat: s.cfg.Heartbeat, MaxBodyBytes: int64(s.maxMsg),
+		MaxEnvelopeBytes: s.cfg.Hub.WithDefaults().MaxEnvelopeBytes,
+		Metrics:          s.metrics.Handler(), Streams: s.metrics.Stream, OnLimit: s.metrics.Limited, UI: ui, Logger: s.cfg.Logger,
 		Now: now, OpenMetrics: isLoopback(lis.Addr()), Health: s.writes.Err,
 	})
 	if err != nil {
 		return err
 	}
-	auth.API = api // before anything is served
+	lend.API = api // before anything is served
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		MaxHeaderBytes: 64 << 10, ErrorLog: log.New(httpLog{s.cfg.Logger}, "", 0)}
 	if tlsCfg != nil {
@@ -88,6 +90,16 @@ func (s *Server) serveHTTP(dev bool, lis net.Listener, tlsCfg *tls.Config) error
 		}
 	}()
 	return nil
+}
+
+// devOperator is the operator a browser on this machine is signed in as
+// in development mode: the first of Config.Operators, DevOperator by
+// default; "" outside development mode.
+func devOperator(auth hubgrpc.Authenticator) string {
+	if !auth.Dev || len(auth.Operators) == 0 {
+		return ""
+	}
+	return auth.Operators[0]
 }
 
 // listenMetrics opens the metrics address's listener, if

@@ -152,7 +152,7 @@ func StartOn(ctx context.Context, cfg Config, lis net.Listener) (*Server, error)
 		return nil, err
 	}
 	if httpLis != nil {
-		if err := s.serveHTTP(auth.Dev, httpLis, tlsCfg); err != nil {
+		if err := s.serveHTTP(auth, httpLis, tlsCfg); err != nil {
 			closeAll(metricsLis)
 			s.Shutdown(context.Background())
 			return nil, err

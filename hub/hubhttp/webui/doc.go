@@ -1,7 +1,10 @@
 // Package webui is hubd's live web view: a page served at / on the HTTP
 // address that lists sessions and shows one as it plays out. Its assets
-// (index.html, app.js, style.css: plain HTML, vanilla JavaScript and CSS,
-// no build step, no CDN) are embedded in the binary.
+// (index.html, app.js, envelopes.js, style.css: plain HTML, vanilla
+// JavaScript and CSS, no build step, no CDN) are embedded in the binary.
+// In development mode the page signs in as the development operator by
+// itself and offers to view as another agent (package hubhttp's POST
+// /v1/auth/dev and sign-in by name).
 //
 // The page uses the JSON API and the event streams of package hubhttp
 // from the browser (fetch and EventSource; the sign-in cookie stands for
@@ -21,5 +24,8 @@
 // <g class="node" data-node="NAME">, with class "current" for an expected
 // speaker; an edge is <g class="edge" data-edge="transitions[N]"> (or
 // "default_target"), with class "fired" for the one named by the session's
-// last rule.
+// last rule, and its label as its <text>. The layout (layout.go) ranks the
+// nodes from the initial speaker into lines and packs the edge labels in
+// rows between them, so no two labels, and no label and node, overlap,
+// whatever the number of nodes; the drawing is 640 wide and grows down.
 package webui

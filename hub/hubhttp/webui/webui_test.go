@@ -80,6 +80,8 @@ func TestRoutes(t *testing.T) {
 	}{
 		{"the page", "/", "", 200, "text/html", `<script src="/ui/app.js">`},
 		{"the script", "/ui/app.js", "", 200, "text/javascript", "new EventSource("},
+		{"the envelopes' script", "/ui/envelopes.js", "", 200, "text/javascript", "function renderEnvelope("},
+		{"the page loads it first", "/", "", 200, "text/html", `<script src="/ui/envelopes.js"></script>` + "\n" + `<script src="/ui/app.js">`},
 		{"the style", "/ui/style.css", "", 200, "text/css", ".timeline"},
 		{"no such asset", "/ui/nope.js", "", 404, "", ""},
 		{"no such page", "/elsewhere", "", 404, "", ""},

@@ -1,7 +1,8 @@
 // hubd's live web view: plain JavaScript, no build step. It talks to the
 // JSON API (/v1/...), the event streams (EventSource on
 // /v1/sessions/{id}/events) and the web view's own routes (/ui/...); the
-// sign-in cookie stands for the credentials.
+// sign-in cookie stands for the credentials. envelopes.js, loaded first,
+// says how envelopes and close reasons read.
 "use strict";
 
 const $ = (sel, root = document) => root.querySelector(sel);
@@ -72,11 +73,54 @@ const stateBadge = (st) => el("span", { class: `state state-${st}`, text: st });
 
 // ---- sign-in -------------------------------------------------------------
 
+// whoami asks who the page is signed in as. In development mode, on this
+// machine, a page nobody is signed in on signs in as the development
+// operator by itself (POST /v1/auth/dev): no sign-in step.
 async function whoami() {
   try { me = await api("/v1/auth/whoami"); } catch { me = { signed_in: false, dev: false }; }
+  if (!me.signed_in && me.dev_operator) {
+    try {
+      await api("/v1/auth/dev", { method: "POST" });
+      me = await api("/v1/auth/whoami");
+    } catch { /* the sign-in form stays */ }
+  }
   const who = $("#who");
   who.textContent = me.signed_in ? `${me.agent}${me.operator ? " (operator)" : ""}` : "";
-  $("#signout").hidden = !me.signed_in;
+  // In development mode signing out would sign in again at once: the
+  // banner switches agents instead.
+  $("#signout").hidden = !me.signed_in || Boolean(me.dev_operator);
+  renderDevBar();
+}
+
+// renderDevBar shows the development-mode banner, with who the page is
+// signed in as and the switch to view as another agent.
+function renderDevBar() {
+  const bar = $("#devbar");
+  bar.hidden = !(me.signed_in && me.dev_operator);
+  if (bar.hidden) return;
+  const viewing = me.agent !== me.dev_operator;
+  $("#dev-as").textContent = viewing
+    ? `Viewing as ${me.agent}: what its sign-in sees.`
+    : `Signed in as ${me.agent}, the development operator, with no sign-in: this hub runs without tokens and this browser is on its machine.`;
+  $("#dev-back").textContent = `Back to ${me.dev_operator}`;
+  $("#dev-back").hidden = !viewing;
+}
+
+// switchTo signs the page in again: by name (view as another agent), or
+// as the development operator (name ""), and shows the page anew.
+async function switchTo(name) {
+  const err = $("#dev-error");
+  try {
+    if (name) await api("/v1/auth/signin", { method: "POST", body: { agent: name } });
+    else await api("/v1/auth/dev", { method: "POST" });
+    err.hidden = true;
+  } catch (e) {
+    err.textContent = `Refused: ${e.message}${e.reason ? ` (${e.reason})` : ""}`;
+    err.hidden = false;
+    return;
+  }
+  await whoami();
+  route();
 }
 
 function renderSignIn(message) {
@@ -157,7 +201,7 @@ function renderList() {
         el("td", {}, Object.entries(m.labels || {}).map(([k, v]) => el("span", { class: "label", text: `${k}=${v}` }))),
         el("td", { text: s.seq || "0" }),
         el("td", { text: fmtDate(m.created_at) }),
-        el("td", { text: s.close_reason || "" }));
+        el("td", { class: "close-reason" }, s.close_reason ? reasonBadge(s.close_reason) : null));
     }));
     $("#list-empty").hidden = shown.length > 0;
     timer = setTimeout(refresh, 2000);
@@ -173,92 +217,13 @@ function renderList() {
 
 // ---- one session ---------------------------------------------------------
 
-function describe(env) {
-  const body = [], extra = [];
-  const t = env.type;
-  const kv = (o) => Object.entries(o || {}).map(([k, v]) => `${k}=${json(v)}`).join(", ");
-  switch (t) {
-    case "text": case "message":
-      body.push((env.text || env.message || {}).text || ""); break;
-    case "packet": {
-      const p = env.packet || {};
-      body.push(p.body || "");
-      const r = p.routing || {};
-      if (r.kind && r.kind !== "text") extra.push(`routing: ${r.kind}${r.target ? " → " + r.target : ""}${r.tool ? " tool " + r.tool : ""}${r.reason ? " (" + r.reason + ")" : ""}`);
-      const cu = p.context_updates;
-      if (cu && (cu.set || cu.delete)) extra.push(`context: ${kv(cu.set)}${cu.delete ? " delete " + cu.delete.join(", ") : ""}`);
-      if (p.usage) extra.push(`usage: ${p.usage.input_tokens || 0} in, ${p.usage.output_tokens || 0} out`);
-      break;
-    }
-    case "context_set": {
-      const cu = env.context_set || {};
-      body.push(`context: ${kv(cu.set)}${cu.delete ? " delete " + cu.delete.join(", ") : ""}`); break;
-    }
-    case "expectation_violated": {
-      const v = env.violation || {};
-      body.push(`timer fired: ${v.expectation} (${v.action})${v.violators ? " — " + v.violators.join(", ") : ""}`);
-      if (v.detail) extra.push(v.detail);
-      break;
-    }
-    case "session_closed": case "session_expired": case "session_invite_reject": {
-      const e = env.ended || {};
-      body.push(`${t === "session_expired" ? "expired" : t === "session_invite_reject" ? "rejected" : "closed"}: ${e.reason || ""}`);
-      if (e.detail) extra.push(e.detail);
-      break;
-    }
-    case "question": {
-      const q = env.question || {};
-      body.push(`Q: ${q.text || ""}`);
-      if (q.options) extra.push("options: " + q.options.map((o) => `${o.id} (${o.label || o.id})`).join(", "));
-      extra.push(`answerer: ${q.answerer || "(the root's creator)"}`);
-      break;
-    }
-    case "answer": {
-      const a = env.answer || {};
-      body.push(`answer to ${a.question_id}: ${a.option_ids ? a.option_ids.join(", ") : ""}${a.text || ""}${a.defaulted ? " (default)" : ""}${a.by ? " by " + a.by : ""}`);
-      break;
-    }
-    case "delegation": {
-      const d = env.delegation || {};
-      body.push(`delegated to ${(d.child_session_ids || []).length} child session(s), ${d.mode || ""} ${d.await || ""}`);
-      break;
-    }
-    case "delegation_result": {
-      const d = env.delegation_result || {};
-      body.push(`child ${d.child_session_id} ${d.state}: ${d.reason}${d.summary ? " — " + d.summary : ""}`);
-      break;
-    }
-    case "session_invite":
-      body.push(`invited ${((env.invite || {}).invitees || []).join(", ") || "(everyone auto-accepted)"}`); break;
-    default: {
-      const skip = new Set(["session_id", "seq", "id", "from", "audience", "type", "call", "accepted_at", "rule", "traceparent", "client_msg_id", "causation_id"]);
-      const rest = Object.fromEntries(Object.entries(env).filter(([k]) => !skip.has(k)));
-      if (Object.keys(rest).length) body.push(json(rest));
-    }
-  }
-  return { body: body.join("\n"), extra };
-}
-
-function renderEnvelope(env, fresh) {
-  const { body, extra } = describe(env);
-  const to = env.audience ? ` → ${(env.audience.names || []).join(", ") || "(log only)"}` : "";
-  return el("li", { class: `t-${env.type}${fresh ? " new" : ""}`, "data-seq": env.seq, "data-type": env.type },
-    el("div", { class: "ev-head" },
-      el("span", { text: `#${env.seq}` }),
-      el("span", { text: fmtTime(env.accepted_at) }),
-      el("span", { class: "from", text: (env.from || "hub") + to }),
-      el("span", { class: "type", text: env.type })),
-    body ? el("div", { class: "ev-body", text: body }) : null,
-    extra.map((x) => el("div", { class: "ev-extra", text: x })),
-    env.rule ? el("div", { class: "ev-rule", title: "the rule that decided this turn", text: `rule: ${env.rule}` }) : null);
-}
-
 function renderSession(id) {
   const app = $("#app");
   app.replaceChildren(tpl("t-session"));
   $("#s-id").textContent = id;
   let info = null, deadlines = [], ended = false;
   const enc = encodeURIComponent(id);
+  const known = new Map(); // question id → question, for the answers
 
   const refreshInfo = async () => {
     try {
@@ -279,7 +244,9 @@ function renderSession(id) {
       const a = $("#s-parent a"); a.href = `#/s/${m.parent_session_id}`; a.textContent = m.parent_session_id.slice(0, 8) + "…";
       $("#s-parent").hidden = false;
     }
-    if (info.close_reason) { $("#s-close-reason").textContent = info.close_reason; $("#s-close").hidden = false; }
+    showCloseReason(info.close_reason);
+    renderTurns(info);
+    updateClose(info);
     const ctx = Object.entries(info.context || {});
     $("#context tbody").replaceChildren(...(ctx.length ? ctx.map(([k, v]) => el("tr", { "data-key": k }, el("td", { text: k }), el("td", {}, el("code", { text: json(v) }))))
       : [el("tr", {}, el("td", { class: "muted", text: "none" }))]));
@@ -316,6 +283,7 @@ function renderSession(id) {
   };
 
   const refreshGraph = async () => {
+    if (!hasGraph(info)) return;
     try {
       const r = await fetch(`/ui/sessions/${enc}/graph.svg`, { credentials: "same-origin" });
       if (r.ok) {
@@ -356,8 +324,9 @@ function renderSession(id) {
           refreshQuestions();
         } catch (e) { err.textContent = `${e.message}${e.reason ? " (" + e.reason + ")" : ""}`; err.hidden = false; }
       });
-      return el("div", { class: "question" },
-        el("div", {}, el("b", { text: pq.asker || pq.envelope.from }), " asks ", el("span", { class: "muted", text: `(answerer: ${q.answerer || "the root's creator"})` })),
+      known.set(q.question_id, q);
+      return el("div", { class: "question", title: `question ${q.question_id}` },
+        el("div", {}, el("b", { text: pq.asker || pq.envelope.from }), " asks · ", el("b", { text: answererOf(q) }), " must answer"),
         el("div", { class: "ev-body", text: q.text }), form);
     }));
   };
@@ -375,7 +344,7 @@ function renderSession(id) {
       return el("li", { "data-session": sm.session_id },
         el("a", { href: `#/s/${sm.session_id}` }, el("code", { text: (sm.session_id || "").slice(0, 8) + "…" })),
         " ", sm.type, " ", stateBadge(s.state), " ", (sm.participants || []).map((p) => p.name).join(", "),
-        s.close_reason ? el("span", { class: "muted", text: ` — ${s.close_reason}` }) : null,
+        s.close_reason ? el("span", { class: "muted" }, " — ", reasonBadge(s.close_reason)) : null,
         (n.children || []).length ? el("ul", {}, n.children.map(item)) : null);
     };
     $("#tree-card").hidden = false;
@@ -395,6 +364,7 @@ function renderSession(id) {
     } catch (e) { list.replaceChildren(el("li", { class: "error", text: e.message })); }
   };
   $("#view-form").addEventListener("change", refreshView);
+  wireClose(enc, () => refreshAll());
 
   let pending = null;
   const refreshAll = () => {
@@ -415,7 +385,7 @@ function renderSession(id) {
     const env = JSON.parse(ev.data);
     if (timeline.querySelector(`li[data-seq="${env.seq}"]`)) return;
     if (env.type === "delegation") delegated = true;
-    timeline.append(renderEnvelope(env, caughtUp));
+    timeline.append(renderEnvelope(env, caughtUp, known));
     refreshAll();
   });
   es.addEventListener("end", (ev) => {
@@ -430,7 +400,8 @@ function renderSession(id) {
     if (end.reason === "session_ended") {
       ended = true;
       live.textContent = `ended (${end.state})`; live.className = "live off";
-      if (end.close_reason) { $("#s-close-reason").textContent = end.close_reason; $("#s-close").hidden = false; }
+      showCloseReason(end.close_reason);
+      $("#s-close-box").hidden = true;
     } else {
       live.textContent = `stopped: ${end.reason}${end.message ? " — " + end.message : ""}`; live.className = "live off";
     }
@@ -447,6 +418,80 @@ function renderSession(id) {
   refreshAll();
 }
 
+// showCloseReason shows why the session ended, colored by what it means.
+function showCloseReason(reason) {
+  if (!reason) return;
+  const r = $("#s-close-reason");
+  r.textContent = reason;
+  r.className = `reason reason-${closeClass(reason)}`;
+  r.title = CLOSE_MEANING[closeClass(reason)];
+  $("#s-close").hidden = false;
+}
+
+// hasGraph reports whether a session has a graph to draw (a workflow's).
+const hasGraph = (info) => Boolean(info && info.meta && info.meta.knobs && info.meta.knobs.graph);
+
+// How turns go in the session types without a graph.
+const TURN_RULES = {
+  conversation: "Free turns: either may speak at any time; the one who did not speak last is expected next.",
+  discussion: "Strict round robin, from the creator.",
+  consulting: "A question, then its answer.",
+};
+
+// renderTurns shows, for a session without a graph, its participants and
+// whose turn it is, in place of the graph; a session with one shows its
+// graph.
+function renderTurns(info) {
+  const m = info.meta || {};
+  const graph = hasGraph(info);
+  $("#graph-card").hidden = !graph;
+  $("#turns-card").hidden = graph;
+  if (graph) return;
+  const ended = info.state === "CLOSED" || info.state === "EXPIRED";
+  const next = new Set(ended ? [] : info.expected || []);
+  $("#turns").replaceChildren(...(m.participants || []).map((p) => el("li", { "data-participant": p.name, class: next.has(p.name) ? "expected" : null },
+    el("b", { text: p.name }),
+    p.name === m.creator ? el("span", { class: "muted", text: " · creator" }) : null,
+    p.role && p.role !== "creator" ? el("span", { class: "muted", text: ` · ${p.role}` }) : null,
+    next.has(p.name) ? el("span", { class: "turn", text: "to speak" }) : null)));
+  const rule = TURN_RULES[(m.type || "").split("@")[0]] || "Turns follow the session type.";
+  $("#turns-rule").textContent = ended ? "Ended: nobody's turn."
+    : info.state === "PENDING" ? `${rule} Waiting for the invitees to accept.`
+      : next.size ? rule : `${rule} Nobody may speak now: a turn is held (by a pending question or a delegation).`;
+}
+
+// updateClose offers the close button to the session's creator and to
+// operators (who may close it) while it runs.
+function updateClose(info) {
+  const running = info.state === "PENDING" || info.state === "OPEN";
+  $("#s-close-box").hidden = !(running && (me.operator || me.agent === (info.meta || {}).creator));
+}
+
+// wireClose makes the close button work: it asks for a reason and a
+// confirmation, then closes the session through the JSON API, and shows
+// the result or the refusal with its reason.
+function wireClose(enc, refresh) {
+  const open = $("#s-close-open"), form = $("#s-close-form"), result = $("#s-close-result");
+  const ask = (yes) => { form.hidden = !yes; open.hidden = yes; if (yes) form.elements.reason.focus(); };
+  open.addEventListener("click", () => ask(true));
+  $("#s-close-cancel").addEventListener("click", () => ask(false));
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const reason = form.elements.reason.value.trim();
+    try {
+      const r = await api(`/v1/sessions/${enc}:close`, { method: "POST", body: reason ? { reason } : {} });
+      result.className = "close-result ok";
+      result.textContent = `Closed: ${reason || "explicit_close"}${r && r.seq ? ` (#${r.seq})` : ""}`;
+      $("#s-close-box").hidden = true;
+      refresh();
+    } catch (e) {
+      result.className = "close-result error";
+      result.textContent = `Refused: ${e.message}${e.reason ? ` (${e.reason})` : ""}`;
+    }
+    result.hidden = false;
+  });
+}
+
 // ---- routing -------------------------------------------------------------
 
 async function route() {
@@ -456,6 +501,12 @@ async function route() {
   if (m) renderSession(m[1]); else renderList();
 }
 
+$("#view-as").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  const name = new FormData(ev.target).get("agent").trim();
+  if (name) switchTo(name);
+});
+$("#dev-back").addEventListener("click", () => switchTo(""));
 $("#signout").addEventListener("click", async () => {
   await fetch("/v1/auth/signout", { method: "POST", credentials: "same-origin" });
   await whoami();
