@@ -86,6 +86,9 @@ func topHelp(w io.Writer) {
 	fmt.Fprint(w, "hubd: a session hub for multi-agent systems\n\nusage:\n")
 	writeCommands(w, "")
 	fmt.Fprint(w, "\nFlags may come before or after the arguments: hubd sessions show ID --hub ADDR.\n")
+	fmt.Fprint(w, "Each client flag and each flag of serve may also be set by the variable in brackets after it:\n"+
+		"HUBD_ and the flag's name in capitals, '_' for '-' (HUBD_MAX_DEPTH=4 is --max-depth 4,\n"+
+		"HUBD_HUB, HUBD_TOKEN and HUBD_TLS_CA the client's); a flag on the command line wins.\n")
 	fmt.Fprint(w, "\nclient flags (sessions and questions commands):\n")
 	fs := newFlags("sessions", w)
 	var c clientFlags

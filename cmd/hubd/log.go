@@ -50,6 +50,9 @@ func runLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if args[0] == "verify" {
 		hubFlag := fs.Lookup("hub")
 		hubFlag.Usage, hubFlag.DefValue = "verify a backup of the hub running at this `address` instead of --data (with the client flags)", ""
+		// Only the command line chooses a running hub over --data:
+		// $HUBD_HUB does not.
+		c.env = slices.DeleteFunc(c.env, func(n string) bool { return n == "hub" })
 	}
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err

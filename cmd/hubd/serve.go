@@ -39,8 +39,14 @@ type serveFlags struct {
 	autoAcceptFrom                                                                  string
 }
 
-// register defines serve's flags.
-func (f *serveFlags) register(fs *flag.FlagSet) {
+// register defines serve's flags, each also set by its variable (env.go)
+// and returns their names.
+func (f *serveFlags) register(fs *flag.FlagSet) []string {
+	return envFlags(fs, f.define)
+}
+
+// define defines serve's flags.
+func (f *serveFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&f.listen, "listen", DefaultListen, "gRPC `address` to serve (host:port)")
 	fs.StringVar(&f.data, "data", "./hubd-data", "`directory` of the write-ahead log (created if missing)")
 	fs.StringVar(&f.tokens, "tokens", "", "tokens `file`: one \"agent token [operator]\" per line; without it only a loopback address is served, in development mode")
@@ -75,12 +81,15 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newCommand("serve", "[flags]", "Run the hub until interrupted (SIGINT or SIGTERM), then stop gracefully.", stdout)
 	var f serveFlags
-	f.register(fs)
+	env := f.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
 		return exitcode.Usage("serve: unexpected argument %q", fs.Arg(0))
+	}
+	if err := fromEnv(fs, env); err != nil {
+		return err
 	}
 	fs.Visit(func(fl *flag.Flag) { f.httpSet = f.httpSet || fl.Name == "http" })
 	lg, err := newLogger(stderr, f.logFormat, f.logLevel)

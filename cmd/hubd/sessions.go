@@ -23,25 +23,34 @@ import (
 )
 
 // clientFlags are the flags of the commands that talk to a running hub.
+// Each may also be set by its variable (env.go): HUBD_HUB, HUBD_AS,
+// HUBD_TOKEN, HUBD_TLS_CA, HUBD_CONNECT_TIMEOUT.
 type clientFlags struct {
 	hub, as, token, caFile string
 	connectTimeout         time.Duration
+
+	fs  *flag.FlagSet // where they are registered
+	env []string      // the flags its variables may set
 }
 
 func (c *clientFlags) register(fs *flag.FlagSet) {
+	c.fs, c.env = fs, envFlags(fs, c.define)
+}
+
+func (c *clientFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&c.hub, "hub", DefaultListen, "the hub's gRPC `address`")
 	fs.StringVar(&c.as, "as", "operator", "the agent `name` to act as (development mode; ignored with --token)")
-	fs.StringVar(&c.token, "token", "", "bearer `token` (default $HUBD_TOKEN)")
+	fs.StringVar(&c.token, "token", "", "bearer `token`")
 	fs.StringVar(&c.caFile, "tls-ca", "", "verify the hub's TLS certificate with this CA (PEM `file`); without it the connection is plaintext")
 	fs.DurationVar(&c.connectTimeout, "connect-timeout", 10*time.Second, "how long to wait for the hub to answer")
 }
 
-// dial connects to the hub as the flags say, through agentsdk. The token
-// comes from $HUBD_TOKEN unless --token gives one (read here, not as the
-// flag's default, so --help never prints it).
+// dial connects to the hub as the flags say, through agentsdk. Flags the
+// command line left unset are first taken from their variables (read
+// here, not as the flags' defaults, so --help never prints a token).
 func (c *clientFlags) dial(ctx context.Context, cmd string) (*agentsdk.Client, error) {
-	if c.token == "" {
-		c.token = os.Getenv("HUBD_TOKEN")
+	if err := fromEnv(c.fs, c.env); err != nil {
+		return nil, err
 	}
 	if c.as == "" && c.token == "" {
 		return nil, exitcode.Usage("%s: want --as NAME or --token TOKEN", cmd)
