@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -70,19 +71,28 @@ func (c *clientFlags) dial(ctx context.Context, cmd string) (*agentsdk.Client, e
 		}
 		opts.TLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
+	if _, _, err := net.SplitHostPort(c.hub); err != nil && !hasScheme(c.hub) {
+		return nil, exitcode.Usage("%s: --hub %q: want host:port", cmd, c.hub)
+	}
 	dctx, cancel := context.WithTimeout(ctx, c.connectTimeout)
 	defer cancel()
-	client, err := agentsdk.Dial(dctx, c.hub, opts)
+	r := &reach{cancel: cancel}
+	target, watch := r.watch(c.hub, opts.TLS)
+	opts.DialOptions = watch
+	opts.Transport = agentsdk.TransportUnary // one call or a few: no stream to open
+	client, err := agentsdk.Dial(dctx, target, opts)
 	switch {
 	case err == nil:
 		return client, nil
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("%s: %w", cmd, ctx.Err()) // interrupted
+	case r.failure() != nil:
+		return nil, exitcode.Unreachable(fmt.Errorf("%s: %w", cmd, unreachable(c.hub, r.failure())))
 	case dctx.Err() != nil:
-		return nil, exitcode.Unreachable(fmt.Errorf("%s: connecting to the hub at %s: %w", cmd, c.hub, err))
+		return nil, exitcode.Unreachable(fmt.Errorf("%s: cannot reach hubd at %s: no connection within %v (--connect-timeout)", cmd, c.hub, c.connectTimeout))
 	}
 	// Dial refused what the flags ask for (a token in cleartext to a
-	// remote address, an address gRPC cannot parse) before connecting.
+	// remote address) before connecting.
 	return nil, exitcode.Usage("%s: %v", cmd, err)
 }
 
