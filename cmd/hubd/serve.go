@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -111,7 +113,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	srv, err := server.Start(ctx, cfg)
 	if err != nil {
-		return err
+		return listenError(err)
 	}
 	select {
 	case <-ctx.Done():
@@ -121,6 +123,26 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	shutdown, cancel := context.WithTimeout(context.Background(), f.drainTimeout)
 	defer cancel()
 	return srv.Shutdown(shutdown)
+}
+
+// listenError names the flag of an address serve could not listen on
+// ("serve: --listen 127.0.0.1:7420 is in use (another hubd?): bind:
+// address already in use"); other errors are returned as they are.
+func listenError(err error) error {
+	var le *server.ListenError
+	if !errors.As(err, &le) {
+		return err
+	}
+	flagName := map[string]string{"grpc": "--listen", "http": "--http"}[le.Side]
+	cause := le.Err
+	var op *net.OpError
+	if errors.As(cause, &op) {
+		cause = op.Err // without "listen tcp ADDR: ", which the message says
+	}
+	if errors.Is(le.Err, syscall.EADDRINUSE) {
+		return fmt.Errorf("serve: %s %s is in use (another hubd?): %w", flagName, le.Addr, cause)
+	}
+	return fmt.Errorf("serve: %s %s: %w", flagName, le.Addr, cause)
 }
 
 func (f *serveFlags) config(lg zerolog.Logger) (server.Config, error) {
