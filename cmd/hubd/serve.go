@@ -346,9 +346,10 @@ func newLogger(w io.Writer, format, level string) (zerolog.Logger, error) {
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
 }
 
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+// isTerminal reports whether x, a reader or a writer, is a character
+// device (a terminal).
+func isTerminal(x any) bool {
+	f, ok := x.(*os.File)
 	if !ok {
 		return false
 	}

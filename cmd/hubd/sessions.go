@@ -134,15 +134,29 @@ func wrapCall(cmd string, err error) error {
 // subcommand is one of "hubd sessions ..." after its flags are parsed.
 type subcommand func(ctx context.Context, c *agentsdk.Client, fs *flag.FlagSet, w *bufio.Writer) error
 
-func runSessions(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return runClientGroup(ctx, "sessions", sessionsCommand, args, stdout, stderr)
+// clientCommand is a command of a group that talks to a running hub, its
+// flags registered.
+type clientCommand struct {
+	run subcommand
+	// nargs is how many positional arguments it takes: n, or -1 for any
+	// number, or -1-n for at least n.
+	nargs int
+	// check, when set, checks the arguments and reads the input before the
+	// hub is dialed: a mistake exits 2 whether or not a hub answers.
+	check func(fs *flag.FlagSet) error
+}
+
+// clientGroup returns a group's command name, its flags registered on
+// fs, reading stdin if it reads anything; nil for an unknown name.
+type clientGroup func(name string, fs *flag.FlagSet, stdin io.Reader) *clientCommand
+
+func runSessions(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	return runClientGroup(ctx, "sessions", sessionsCommand, args, stdin, stdout, stderr)
 }
 
 // runClientGroup runs a command of a group that talks to a running hub
-// ("sessions", "questions"): commands gives each command's function and
-// positional argument count.
-func runClientGroup(ctx context.Context, group string, commands func(string, *flag.FlagSet) (subcommand, int),
-	args []string, stdout, stderr io.Writer) error {
+// ("sessions", "questions", "tasks").
+func runClientGroup(ctx context.Context, group string, commands clientGroup, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return wantGroupCommand(group, stderr)
 	}
@@ -154,21 +168,20 @@ func runClientGroup(ctx context.Context, group string, commands func(string, *fl
 	fs := newCommand(info.name, info.args, info.summary, stdout)
 	var c clientFlags
 	c.register(fs)
-	sub, npos := commands(args[0], fs)
-	if sub == nil {
+	cmd := commands(args[0], fs, stdin)
+	if cmd == nil {
 		return unknownGroupCommand(group, args[0])
 	}
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
-	if npos == 0 && fs.NArg() > 0 {
-		return exitcode.Usage("%s: unexpected argument %q (see hubd %s --help)", fs.Name(), fs.Arg(0), fs.Name())
+	if err := checkArgs(fs, info, cmd.nargs); err != nil {
+		return err
 	}
-	if npos < -1 && fs.NArg() < -npos-1 {
-		return exitcode.Usage("%s: want %s, got %d arguments (see hubd %s --help)", fs.Name(), strings.TrimSpace(info.args), fs.NArg(), fs.Name())
-	}
-	if npos > 0 && fs.NArg() != npos {
-		return exitcode.Usage("%s: want %s, got %d arguments (see hubd %s --help)", fs.Name(), strings.TrimSpace(info.args), fs.NArg(), fs.Name())
+	if cmd.check != nil {
+		if err := cmd.check(fs); err != nil {
+			return err
+		}
 	}
 	client, err := c.dial(ctx, fs.Name())
 	if err != nil {
@@ -176,29 +189,45 @@ func runClientGroup(ctx context.Context, group string, commands func(string, *fl
 	}
 	defer client.Close()
 	w := bufio.NewWriter(stdout)
-	err = sub(ctx, client, fs, w)
+	err = cmd.run(ctx, client, fs, w)
 	return errors.Join(wrapCall(fs.Name(), err), w.Flush())
 }
 
-// sessionsCommand returns the sessions command name, with its flags
-// registered on fs, and how many positional arguments it takes (-1: any
-// number; -1-n: at least n); nil for an unknown name.
-func sessionsCommand(name string, fs *flag.FlagSet) (subcommand, int) {
+// checkArgs checks the number of positional arguments (see
+// clientCommand.nargs).
+func checkArgs(fs *flag.FlagSet, info command, nargs int) error {
+	switch {
+	case nargs == 0 && fs.NArg() > 0:
+		return exitcode.Usage("%s: unexpected argument %q (see hubd %s --help)", fs.Name(), fs.Arg(0), fs.Name())
+	case nargs < -1 && fs.NArg() >= -nargs-1, nargs == -1, nargs >= 0 && fs.NArg() == nargs:
+		return nil
+	}
+	return exitcode.Usage("%s: want %s, got %d arguments (see hubd %s --help)", fs.Name(), strings.TrimSpace(info.args), fs.NArg(), fs.Name())
+}
+
+// sessionsCommand returns a sessions command (see clientGroup).
+func sessionsCommand(name string, fs *flag.FlagSet, stdin io.Reader) *clientCommand {
 	switch name {
 	case "list":
-		return listFlags(fs), 0
+		return &clientCommand{run: listFlags(fs)}
 	case "show":
-		return sessionsShow, 1
+		return &clientCommand{run: sessionsShow, nargs: 1}
 	case "tail":
-		return tailFlags(fs), 1
+		return &clientCommand{run: tailFlags(fs), nargs: 1}
 	case "export":
-		return sessionsExport, -1
+		return &clientCommand{run: sessionsExport, nargs: -1}
 	case "tree":
-		return sessionsTree, 1
+		return &clientCommand{run: sessionsTree, nargs: 1}
 	case "replay":
-		return sessionsReplay, 1
+		return &clientCommand{run: sessionsReplay, nargs: 1}
+	case "open":
+		return openFlags(fs)
+	case "send":
+		return sendFlags(fs, stdin)
+	case "close":
+		return closeFlags(fs)
 	}
-	return nil, 0
+	return nil
 }
 
 // listFlags registers the filters of "sessions list" and returns it.
