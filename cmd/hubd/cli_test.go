@@ -19,7 +19,7 @@ import (
 // stdout, naming the commands and flags asked about.
 func TestHelp(t *testing.T) {
 	top := []string{"usage:", "hubd sessions show ID", "hubd sessions open [--type T]", "hubd sessions send ID [TEXT] [--packet]",
-		"hubd sessions close ID [--reason R]", "hubd tasks cancel ID ...",
+		"hubd sessions close ID [--reason R]", "hubd tasks cancel ID ...", "hubd completion bash|zsh|fish",
 		"hubd graph simulate --graph FILE", "hubd log verify", "hubd version", "[$HUBD_HUB]", "[$HUBD_MAX_DEPTH]",
 		"client flags", "-hub address", "serve flags:", "-listen address", "-log-level level", "before or after the arguments"}
 	sessions := []string{"usage: hubd sessions COMMAND", "hubd sessions list [--state S]", "hubd sessions tail ID [--from N]", "-tls-ca file", "-token token"}
@@ -55,6 +55,8 @@ func TestHelp(t *testing.T) {
 			"-knob k=VALUE", "-participants names", "-auto-accept", "-label k=v", "-type type", "-json"}},
 		{[]string{"help", "sessions", "send"}, []string{"usage: hubd sessions send ID [TEXT] [--packet]", "-packet", "-client-msg-id key"}},
 		{[]string{"sessions", "close", "-h"}, []string{"usage: hubd sessions close ID [--reason R]", "-reason string"}},
+		{[]string{"completion", "--help"}, []string{"usage: hubd completion bash|zsh|fish", "source <(hubd completion bash)", "completions/hubd.fish"}},
+		{[]string{"help", "completion"}, []string{"usage: hubd completion"}},
 	} {
 		code, out, errs := runCmd(t, "", tc.args...)
 		if code != 0 || errs != "" {

@@ -45,6 +45,7 @@ var commands = []command{
 	{"graph render", "FILE", "print a workflow graph as a Mermaid flowchart"},
 	{"graph simulate", "--graph FILE --participants a,b,c [--creator a] [--context JSON] [--max-handoffs N] < envelopes.jsonl",
 		"dry-run a workflow session: one JSON envelope per line on stdin, one JSON result per line on stdout"},
+	{"completion", "bash|zsh|fish", "print the shell's completion script for hubd: source <(hubd completion bash)"},
 	{"version", "", "print the module version, the commit and the Go version"},
 	{"help", "[COMMAND]", "print this help, or a command's (the same as hubd COMMAND --help)"},
 }

@@ -51,6 +51,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runCluster(ctx, args[1:], stdout, stderr)
 	case "graph":
 		return runGraph(ctx, args[1:], stdin, stdout, stderr)
+	case "completion":
+		return runCompletion(ctx, args[1:], stdout)
 	case "version":
 		return runVersion(args[1:], stdout)
 	}
