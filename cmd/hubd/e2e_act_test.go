@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -235,5 +236,24 @@ func TestE2EActRefusals(t *testing.T) {
 		if code != 1 || out != "" || !strings.HasSuffix(errs, tc.err) || strings.Count(errs, "\n") != 1 {
 			t.Errorf("hubd %v: exit %d, stdout %q, stderr %q; want exit 1, stderr ending %q", tc.args, code, out, errs, tc.err)
 		}
+	}
+}
+
+// TestE2ESendTerminal: sessions send without TEXT does not wait for a
+// person at a terminal to type: stdin is a terminal (a pseudo-terminal,
+// made by Python's pty module), so it is a mistake, exit 2.
+func TestE2ESendTerminal(t *testing.T) {
+	bin := hubdBinary(t)
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 makes the pseudo-terminal: not installed")
+	}
+	prog := `import pty, subprocess, sys
+m, s = pty.openpty()
+p = subprocess.run(sys.argv[1:], stdin=s, capture_output=True, text=True, timeout=60)
+sys.stdout.write("%d %s" % (p.returncode, p.stderr))`
+	out, err := exec.Command(py, "-c", prog, bin, "sessions", "send", "0190d1a0-0000-7000-8000-000000000000", "--hub", closedPort(t)).CombinedOutput()
+	if want := "2 hubd: sessions send: want TEXT, or the text on stdin (see hubd sessions send --help)\n"; err != nil || string(out) != want {
+		t.Errorf("send with a terminal on stdin: %v, %q; want %q", err, out, want)
 	}
 }
