@@ -22,65 +22,71 @@ import (
 // and prints a line a person reads, or with --json the hub's answer in
 // the one JSON form.
 
-// openFlags registers the flags of "sessions open" and returns it: open
-// a session with the caller as its creator, and print its id.
+// openCmd is "sessions open": open a session with the caller as its
+// creator, and print its id.
+type openCmd struct {
+	opts                agentsdk.OpenOptions
+	participants, graph string
+	autoAccept, asJSON  bool
+	knobs               knobFlag
+	expect              expectFlag
+	ttl                 time.Duration
+}
+
+// openFlags registers the flags of "sessions open" and returns it.
 func openFlags(fs *flag.FlagSet) *clientCommand {
-	var (
-		opts                agentsdk.OpenOptions
-		participants, graph string
-		autoAccept, asJSON  bool
-		knobs               = knobFlag{}
-		expect              expectFlag
-		ttl                 time.Duration
-	)
-	fs.StringVar(&opts.Type, "type", "", "the session `type` (kind@version; a bare kind is version 1); default workflow@1 with --graph, else conversation@1")
-	fs.StringVar(&participants, "participants", "", "the other participants, in session order (comma-separated `names`); the caller comes first")
-	fs.BoolVar(&autoAccept, "auto-accept", false, "the participants need not acknowledge their invites: the session opens at once")
-	fs.StringVar(&graph, "graph", "", "the workflow graph (JSON `file`, as hubd graph validate reads)")
-	fs.Var((*labelFlag)(&opts.Labels), "label", "a label (`k=v`; repeatable)")
-	fs.Var(knobs, "knob", "a knob of the session type (`k=VALUE`, VALUE JSON or else a string; repeatable): max_handoffs=3, context={\"k\":1}")
-	fs.Var(&expect, "expect", "a timer replacing the type's defaults (`NAME=DURATION:ACTION`, e.g. turn_within=5m:auto_close; repeatable), or none for no timers")
-	fs.DurationVar(&ttl, "ttl", 0, "the session's lifetime (0: none)")
-	fs.StringVar(&opts.Task, "task", "", "the creator's first input (`text`), written with the open; the participants must be --auto-accept")
-	fs.StringVar(&opts.Parent, "parent", "", "open as a child of this session (`ID`), which the caller takes part in")
-	fs.StringVar(&opts.IdempotencyKey, "idempotency-key", "", "open at most once: the same caller and `key` get the same session")
-	fs.BoolVar(&asJSON, "json", false, "print the session's metadata and state as JSON instead of its id")
-	check := func(*flag.FlagSet) error {
-		if graph != "" {
-			if _, ok := knobs["graph"]; ok {
-				return exitcode.Usage("sessions open: --graph and --knob graph=... give the graph twice")
-			}
-			_, data, err := loadGraph(graph)
-			if err != nil {
-				return exitcode.Usage("sessions open: --graph %v", err)
-			}
-			knobs["graph"] = json.RawMessage(data)
+	o := &openCmd{knobs: knobFlag{}}
+	fs.StringVar(&o.opts.Type, "type", "", "the session `type` (kind@version; a bare kind is version 1); default workflow@1 with --graph, else conversation@1")
+	fs.StringVar(&o.participants, "participants", "", "the other participants, in session order (comma-separated `names`); the caller comes first")
+	fs.BoolVar(&o.autoAccept, "auto-accept", false, "the participants need not acknowledge their invites: the session opens at once")
+	fs.StringVar(&o.graph, "graph", "", "the workflow graph (JSON `file`, as hubd graph validate reads)")
+	fs.Var((*labelFlag)(&o.opts.Labels), "label", "a label (`k=v`; repeatable)")
+	fs.Var(o.knobs, "knob", "a knob of the session type (`k=VALUE`, VALUE JSON or else a string; repeatable): max_handoffs=3, context={\"k\":1}")
+	fs.Var(&o.expect, "expect", "a timer replacing the type's defaults (`NAME=DURATION:ACTION`, e.g. turn_within=5m:auto_close; repeatable), or none for no timers")
+	fs.DurationVar(&o.ttl, "ttl", 0, "the session's lifetime (0: none)")
+	fs.StringVar(&o.opts.Task, "task", "", "the creator's first input (`text`), written with the open; the participants must be --auto-accept")
+	fs.StringVar(&o.opts.Parent, "parent", "", "open as a child of this session (`ID`), which the caller takes part in")
+	fs.StringVar(&o.opts.IdempotencyKey, "idempotency-key", "", "open at most once: the same caller and `key` get the same session")
+	fs.BoolVar(&o.asJSON, "json", false, "print the session's metadata and state as JSON instead of its id")
+	return &clientCommand{run: o.run, check: o.check}
+}
+
+// check reads the graph file and completes the options from the flags.
+func (o *openCmd) check(*flag.FlagSet) error {
+	if o.graph != "" {
+		if _, ok := o.knobs["graph"]; ok {
+			return exitcode.Usage("sessions open: --graph and --knob graph=... give the graph twice")
 		}
-		if opts.Type == "" {
-			opts.Type = agentsdk.TypeConversation
-			if _, ok := knobs["graph"]; ok {
-				opts.Type = agentsdk.TypeWorkflow
-			}
-		}
-		opts.Participants = agentsdk.Invited(splitNames(participants)...)
-		if autoAccept {
-			opts.Participants = agentsdk.AutoAccepted(splitNames(participants)...)
-		}
-		opts.Knobs, opts.Expectations, opts.TTL = knobs, expect.list, ttl
-		return nil
-	}
-	run := func(ctx context.Context, c *agentsdk.Client, _ *flag.FlagSet, w *bufio.Writer) error {
-		s, err := c.Open(ctx, opts)
+		_, data, err := loadGraph(o.graph)
 		if err != nil {
-			return err
+			return exitcode.Usage("sessions open: --graph %v", err)
 		}
-		if asJSON {
-			return writeJSON(w, s.SessionInfo)
+		o.knobs["graph"] = json.RawMessage(data)
+	}
+	if o.opts.Type == "" {
+		o.opts.Type = agentsdk.TypeConversation
+		if _, ok := o.knobs["graph"]; ok {
+			o.opts.Type = agentsdk.TypeWorkflow
 		}
-		_, err = fmt.Fprintln(w, s.ID())
+	}
+	o.opts.Participants = agentsdk.Invited(splitNames(o.participants)...)
+	if o.autoAccept {
+		o.opts.Participants = agentsdk.AutoAccepted(splitNames(o.participants)...)
+	}
+	o.opts.Knobs, o.opts.Expectations, o.opts.TTL = o.knobs, o.expect.list, o.ttl
+	return nil
+}
+
+func (o *openCmd) run(ctx context.Context, c *agentsdk.Client, _ *flag.FlagSet, w *bufio.Writer) error {
+	s, err := c.Open(ctx, o.opts)
+	if err != nil {
 		return err
 	}
-	return &clientCommand{run: run, check: check}
+	if o.asJSON {
+		return writeJSON(w, s.SessionInfo)
+	}
+	_, err = fmt.Fprintln(w, s.ID())
+	return err
 }
 
 // knobFlag is --knob k=VALUE, repeatable: VALUE is JSON, or else a string.

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -54,6 +55,12 @@ function __hubd_is
 end
 
 `)
+	writeFishCompletes(w, s)
+}
+
+// writeFishCompletes writes the complete lines: the words after each
+// command (and after help), and each command's flags.
+func writeFishCompletes(w io.Writer, s *compSpec) {
 	for _, word := range s.top {
 		fishComplete(w, "hubd", "-f -a "+word, s.about[word])
 		fishComplete(w, "help hubd", "-f -a "+word, s.about[word])
@@ -74,7 +81,7 @@ end
 		}
 		for _, f := range s.flags[c] {
 			opt := "-l " + strings.TrimPrefix(f, "--")
-			if strings.Contains(" "+strings.Join(s.valued, " ")+" ", " "+f+" ") {
+			if slices.Contains(s.valued, f) {
 				opt += " -r"
 			}
 			fishComplete(w, cmd, opt, s.about[c+" "+f])
