@@ -17,7 +17,9 @@ import (
 // TestHelp checks every way of asking for help: exit 0, the text on
 // stdout, naming the commands and flags asked about.
 func TestHelp(t *testing.T) {
-	top := []string{"usage:", "hubd sessions show ID", "hubd graph simulate --graph FILE", "hubd log verify", "hubd version",
+	top := []string{"usage:", "hubd sessions show ID", "hubd sessions open [--type T]", "hubd sessions send ID [TEXT] [--packet]",
+		"hubd sessions close ID [--reason R]", "hubd tasks cancel ID ...", "hubd completion bash|zsh|fish",
+		"hubd graph simulate --graph FILE", "hubd log verify", "hubd version", "[$HUBD_HUB]", "[$HUBD_MAX_DEPTH]",
 		"client flags", "-hub address", "serve flags:", "-listen address", "-log-level level", "before or after the arguments"}
 	sessions := []string{"usage: hubd sessions COMMAND", "hubd sessions list [--state S]", "hubd sessions tail ID [--from N]", "-tls-ca file", "-token token"}
 	graph := []string{"usage: hubd graph COMMAND", "hubd graph validate [--participants a,b,c] FILE", "hubd graph render FILE", "hubd graph simulate"}
@@ -46,6 +48,14 @@ func TestHelp(t *testing.T) {
 		{[]string{"--listen", "127.0.0.1:0", "--help"}, []string{"usage: hubd serve"}},
 		{[]string{"version", "--help"}, []string{"usage: hubd version", "Go version"}},
 		{[]string{"help", "version"}, []string{"usage: hubd version"}},
+		{[]string{"tasks", "--help"}, []string{"usage: hubd tasks COMMAND", "hubd tasks cancel ID ...", "-hub address"}},
+		{[]string{"help", "tasks", "cancel"}, []string{"usage: hubd tasks cancel ID ...", "-json", "[$HUBD_TOKEN]"}},
+		{[]string{"sessions", "open", "--help"}, []string{"usage: hubd sessions open", "-graph file", "-expect NAME=DURATION:ACTION",
+			"-knob k=VALUE", "-participants names", "-auto-accept", "-label k=v", "-type type", "-json"}},
+		{[]string{"help", "sessions", "send"}, []string{"usage: hubd sessions send ID [TEXT] [--packet]", "-packet", "-client-msg-id key"}},
+		{[]string{"sessions", "close", "-h"}, []string{"usage: hubd sessions close ID [--reason R]", "-reason string"}},
+		{[]string{"completion", "--help"}, []string{"usage: hubd completion bash|zsh|fish", "source <(hubd completion bash)", "completions/hubd.fish"}},
+		{[]string{"help", "completion"}, []string{"usage: hubd completion"}},
 	} {
 		code, out, errs := runCmd(t, "", tc.args...)
 		if code != 0 || errs != "" {
@@ -69,7 +79,8 @@ func TestHelpMistakes(t *testing.T) {
 	}{
 		{[]string{"sessions"}, []string{"usage: hubd sessions COMMAND", "hubd: sessions: want a command\n"}},
 		{[]string{"graph"}, []string{"hubd graph render FILE", "hubd: graph: want a command\n"}},
-		{[]string{"sessions", "frob"}, []string{`hubd: sessions: unknown command "frob" (want list, show, tail, export, tree, replay; see hubd sessions --help)`}},
+		{[]string{"tasks"}, []string{"usage: hubd tasks COMMAND", "hubd: tasks: want a command\n"}},
+		{[]string{"sessions", "frob"}, []string{`hubd: sessions: unknown command "frob" (want list, show, tail, export, tree, replay, open, send, close; see hubd sessions --help)`}},
 		{[]string{"help", "frob"}, []string{`hubd: unknown command "frob" (see hubd --help)`}},
 		{[]string{"help", "graph", "frob"}, []string{`unknown command "frob"`}},
 		{[]string{"sessions", "show"}, []string{"hubd: sessions show: want ID, got 0 arguments (see hubd sessions show --help)"}},
@@ -170,7 +181,7 @@ func TestClientErrors(t *testing.T) {
 		}
 	}
 	code, _, errs := runCmd(t, "", "sessions", "list", "--hub", "127.0.0.1:1", "--connect-timeout", "200ms")
-	if code != 3 || !strings.HasPrefix(errs, "hubd: sessions list: connecting to the hub at 127.0.0.1:1: ") {
+	if code != 3 || errs != "hubd: sessions list: cannot reach hubd at 127.0.0.1:1: connection refused (is `hubd serve` running?)\n" {
 		t.Errorf("no hub: exit %d, stderr %q", code, errs)
 	}
 }

@@ -20,7 +20,7 @@ import (
 // flags after arguments, and an error that keeps the hub's reason.
 func TestE2EFrontDoor(t *testing.T) {
 	d := startDaemon(t, t.TempDir(), "")
-	for _, args := range [][]string{{"--help"}, {"help"}, {"sessions", "--help"}, {"graph", "--help"}, {"log", "--help"}} {
+	for _, args := range [][]string{{"--help"}, {"help"}, {"sessions", "--help"}, {"graph", "--help"}, {"log", "--help"}, {"tasks", "--help"}, {"completion", "--help"}} {
 		code, out, errs := hubd(t, args...)
 		if code != 0 || errs != "" || !strings.Contains(out, "hubd "+strings.TrimSuffix(args[0], "--help")) || !strings.Contains(out, "usage") {
 			t.Errorf("hubd %v: exit %d\n%s%s", args, code, out, errs)

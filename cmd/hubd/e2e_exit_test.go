@@ -43,9 +43,9 @@ func TestE2EClientExitCodes(t *testing.T) {
 		{[]string{"questions", "answer", "q1", "--as", "person"}, 2, "hubd: questions answer: want OPTION ... or --text T"},
 		{[]string{"sessions", "show"}, 2, "hubd: sessions show: want ID, got 0 arguments"},
 		{[]string{"sessions", "list", "--hub", "10.255.255.1:7420", "--token", "t0ken"}, 2, "hubd: sessions list: agentsdk: refusing to send a token over plaintext"},
-		{[]string{"sessions", "list", "--hub", closed, "--connect-timeout", "300ms"}, 3, "hubd: sessions list: connecting to the hub at " + closed},
-		{[]string{"questions", "list", "--hub", closed, "--connect-timeout", "300ms"}, 3, "hubd: questions list: connecting to the hub at " + closed},
-		{[]string{"log", "backup", "-", "--hub", closed, "--connect-timeout", "300ms"}, 3, "hubd: log backup: connecting to the hub at " + closed},
+		{[]string{"sessions", "list", "--hub", closed, "--connect-timeout", "300ms"}, 3, "hubd: sessions list: cannot reach hubd at " + closed + ": connection refused"},
+		{[]string{"questions", "list", "--hub", closed, "--connect-timeout", "300ms"}, 3, "hubd: questions list: cannot reach hubd at " + closed},
+		{[]string{"log", "backup", "-", "--hub", closed, "--connect-timeout", "300ms"}, 3, "hubd: log backup: cannot reach hubd at " + closed},
 	} {
 		args := tc.args
 		if !strings.Contains(strings.Join(args, " "), "--hub") {

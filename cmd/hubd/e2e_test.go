@@ -117,12 +117,20 @@ type daemon struct {
 // says otherwise. It returns once hubd logs that it listens.
 func startDaemon(t *testing.T, data, addr string, extra ...string) *daemon {
 	t.Helper()
+	return startDaemonEnv(t, nil, data, addr, extra...)
+}
+
+// startDaemonEnv is startDaemon with the variables env ("NAME=value")
+// added to hubd's environment.
+func startDaemonEnv(t *testing.T, env []string, data, addr string, extra ...string) *daemon {
+	t.Helper()
 	bin := hubdBinary(t)
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
 	d := &daemon{t: t, data: data, closed: make(chan struct{})}
 	d.cmd = exec.Command(bin, append([]string{"serve", "--listen", addr, "--data", data, "--log-format", "json"}, extra...)...)
+	d.cmd.Env = append(os.Environ(), env...)
 	stderr, _ := d.cmd.StderrPipe()
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -298,6 +306,9 @@ func TestE2ETokensAndShutdown(t *testing.T) {
 	}
 	if code, out, errs := hubd(t, "HUBD_TOKEN=bob-secret-token-22", "sessions", "list", "--hub", d.addr); code != 0 || !strings.Contains(out, "PENDING") {
 		t.Errorf("sessions list with $HUBD_TOKEN: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := hubd(t, "HUBD_TOKEN=bob-secret-token-2X", "sessions", "list", "--hub", d.addr, "--token", "bob-secret-token-22"); code != 0 || !strings.Contains(out, "PENDING") {
+		t.Errorf("sessions list with --token over a wrong $HUBD_TOKEN: exit %d\n%s%s", code, out, errs)
 	}
 	if _, out, _ := hubd(t, "HUBD_TOKEN=bob-secret-token-22", "sessions", "list", "--help"); strings.Contains(out, "bob-secret") {
 		t.Errorf("--help shows the token of $HUBD_TOKEN:\n%s", out)

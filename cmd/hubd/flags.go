@@ -55,13 +55,22 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		fs.Usage()
-		return exitcode.New(0, err)
+		return exitcode.New(0, &helpShown{fs: fs})
 	case err != nil:
 		return exitcode.Usage("%s: %v (see hubd %s --help)", fs.Name(), err, fs.Name())
 	}
 	// Leave the positional arguments in fs.Args(); parsing "--" sets no flag.
 	return fs.Parse(append([]string{"--"}, pos...))
 }
+
+// helpShown is the end of a command whose --help was printed: it carries
+// the command's flags (which completion scripts list).
+type helpShown struct{ fs *flag.FlagSet }
+
+func (h *helpShown) Error() string { return flag.ErrHelp.Error() }
+
+// Unwrap returns flag.ErrHelp.
+func (h *helpShown) Unwrap() error { return flag.ErrHelp }
 
 // interleaved runs fs.Parse on args again after each positional argument,
 // so flags may follow them, and returns the positional arguments.

@@ -29,8 +29,13 @@ var commands = []command{
 	{"sessions export", "[ID ...]", "every envelope as JSON lines (default: of every session you may read)"},
 	{"sessions tree", "ID", "a session's call tree: state, reason, turns, usage, duration per session"},
 	{"sessions replay", "ID", "re-fold a session from its log, no agent called; exit 1 if not the live state"},
+	{"sessions open", "[--type T] [--participants a,b] [--graph FILE] [--label k=v] [--knob k=v] [--expect E]",
+		"open a session as its creator and print its id (every setting: hubd sessions open --help)"},
+	{"sessions send", "ID [TEXT] [--packet]", "take a turn: TEXT, or stdin, as a text; with --packet a packet as JSON"},
+	{"sessions close", "ID [--reason R]", "close a session (its creator, or an operator)"},
 	{"questions list", "[--answerer A] [--root ID]", "the pending questions you must answer (an operator: everyone's)"},
 	{"questions answer", "QUESTION [OPTION ...] [--text T] [--session ID]", "answer a pending question with options or free text"},
+	{"tasks cancel", "ID ...", "cancel delegated tasks: each child session closes with reason cancelled (its delegator, or an operator)"},
 	{"log verify", "[--data DIR] [--on-damage P]", "say what a start on a data directory would do, and check all of it (the hub stopped); with --hub ADDR, a running hub's backup"},
 	{"log migrate", "[--data DIR]", "convert a data directory of an older format in place (the hub stopped)"},
 	{"log backup", "FILE", "write a consistent backup of a running hub's log to FILE (- for stdout; operators)"},
@@ -42,14 +47,16 @@ var commands = []command{
 	{"graph simulate", "--graph FILE --participants a,b,c [--creator a] [--context JSON] [--max-handoffs N] < envelopes.jsonl",
 		"dry-run a workflow session: one JSON envelope per line on stdin, one JSON result per line on stdout"},
 	{"health", "[--hub ADDR] [--tls | --tls-ca FILE]", "exit 0 if the hub takes writes, 1 if not, 3 if unreachable (a container's health check)"},
+	{"completion", "bash|zsh|fish", "print the shell's completion script for hubd: source <(hubd completion bash)"},
 	{"version", "", "print the module version, the commit and the Go version"},
 	{"help", "[COMMAND]", "print this help, or a command's (the same as hubd COMMAND --help)"},
 }
 
 // groups are the commands that have subcommands, with a sentence each.
 var groups = map[string]string{
-	"sessions":  "Read the sessions of a running hub. These commands take the client flags below.",
+	"sessions":  "Read, open, send to and close the sessions of a running hub. These commands take the client flags below.",
 	"questions": "List and answer the questions agents ask people. These commands take the client flags below.",
+	"tasks":     "Act on delegated tasks (child sessions) of a running hub. These commands take the client flags below.",
 	"log":       "Check, convert, back up and restore the write-ahead log: a directory offline, or a running hub through --hub.",
 	"cluster":   "Inspect a cluster of hubd nodes on NATS JetStream (docs/SCALING.md).",
 	"graph":     "Check, draw and dry-run workflow graphs (the JSON of the graph knob); no hub needed.",
@@ -88,7 +95,10 @@ func topHelp(w io.Writer) {
 	fmt.Fprint(w, "hubd: a session hub for multi-agent systems\n\nusage:\n")
 	writeCommands(w, "")
 	fmt.Fprint(w, "\nFlags may come before or after the arguments: hubd sessions show ID --hub ADDR.\n")
-	fmt.Fprint(w, "\nclient flags (sessions and questions commands):\n")
+	fmt.Fprint(w, "Each client flag and each flag of serve may also be set by the variable in brackets after it:\n"+
+		"HUBD_ and the flag's name in capitals, '_' for '-' (HUBD_MAX_DEPTH=4 is --max-depth 4,\n"+
+		"HUBD_HUB, HUBD_TOKEN and HUBD_TLS_CA the client's); a flag on the command line wins.\n")
+	fmt.Fprint(w, "\nclient flags (sessions, questions and tasks commands, log backup, log verify --hub):\n")
 	fs := newFlags("sessions", w)
 	var c clientFlags
 	c.register(fs)
@@ -105,7 +115,7 @@ func topHelp(w io.Writer) {
 func groupHelp(w io.Writer, group string) {
 	fmt.Fprintf(w, "usage: hubd %s COMMAND [ARGS] [flags]\n\n%s\n\ncommands:\n", group, groups[group])
 	writeCommands(w, group+" ")
-	if group == "sessions" || group == "questions" {
+	if group == "sessions" || group == "questions" || group == "tasks" {
 		fmt.Fprint(w, "\nclient flags (before or after the arguments):\n")
 		fs := newFlags("sessions", w)
 		var c clientFlags

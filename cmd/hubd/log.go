@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/hubd/hubd/internal/exitcode"
@@ -48,6 +49,9 @@ func runLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		hubFlag := fs.Lookup("hub")
 		hubFlag.Usage, hubFlag.DefValue = "verify a backup of the hub running at this `address` instead of --data (with the client flags)", ""
 		onDamage = fs.String("on-damage", "refuse", "judge the directory as a start with this `policy` would: refuse or quarantine (as hubd serve --on-damage)")
+		// Only the command line chooses a running hub over --data:
+		// $HUBD_HUB does not.
+		c.env = slices.DeleteFunc(c.env, func(n string) bool { return n == "hub" })
 	}
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err

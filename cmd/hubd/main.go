@@ -40,9 +40,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "serve":
 		return runServe(ctx, args[1:], stdout, stderr)
 	case "sessions":
-		return runSessions(ctx, args[1:], stdout, stderr)
+		return runSessions(ctx, args[1:], stdin, stdout, stderr)
 	case "questions":
-		return runClientGroup(ctx, "questions", questionsCommand, args[1:], stdout, stderr)
+		return runClientGroup(ctx, "questions", questionsCommand, args[1:], stdin, stdout, stderr)
+	case "tasks":
+		return runClientGroup(ctx, "tasks", tasksCommand, args[1:], stdin, stdout, stderr)
 	case "log":
 		return runLog(ctx, args[1:], stdout, stderr)
 	case "cluster":
@@ -51,6 +53,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runGraph(ctx, args[1:], stdin, stdout, stderr)
 	case "health":
 		return runHealth(ctx, args[1:], stdout)
+	case "completion":
+		return runCompletion(ctx, args[1:], stdout)
 	case "version":
 		return runVersion(args[1:], stdout)
 	}

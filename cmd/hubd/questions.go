@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 
@@ -13,16 +14,15 @@ import (
 	"github.com/hubd/hubd/internal/exitcode"
 )
 
-// questionsCommand returns a questions command, with its flags registered
-// on fs, and its positional argument count (as sessionsCommand).
-func questionsCommand(name string, fs *flag.FlagSet) (subcommand, int) {
+// questionsCommand returns a questions command (see clientGroup).
+func questionsCommand(name string, fs *flag.FlagSet, _ io.Reader) *clientCommand {
 	switch name {
 	case "list":
-		return questionsListFlags(fs), 0
+		return &clientCommand{run: questionsListFlags(fs)}
 	case "answer":
-		return questionsAnswerFlags(fs), -2
+		return &clientCommand{run: questionsAnswerFlags(fs), nargs: -2}
 	}
-	return nil, 0
+	return nil
 }
 
 // questionsListFlags registers the filters of "questions list" and

@@ -108,8 +108,9 @@ func TestRunnable(t *testing.T) {
 
 // TestE2EReadme runs the README's shell blocks as written, in order, each
 // as one bash script with set -e, against a real hubd standing in for the
-// one the README starts on 127.0.0.1:7420: `go run ./cmd/hubd` runs the
-// built hubd, `go run ./examples/NAME` the built example. Lines that are
+// one the README starts on 127.0.0.1:7420 (its address replaces that one,
+// and is $HUBD_HUB): `go run ./cmd/hubd` runs the built hubd, `go run
+// ./examples/NAME` the built example. Lines that are
 // not runnable are left out (and logged).
 func TestE2EReadme(t *testing.T) {
 	hubdBinary(t)
@@ -139,7 +140,8 @@ func TestE2EReadme(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		cmd := exec.CommandContext(ctx, "bash", "-c", "set -e\n"+strings.Join(script, "\n"))
 		cmd.Dir = "../.."
-		cmd.Env = append(os.Environ(), "PATH="+bins.dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+		// HUBD_HUB: a command without --hub reaches the stand-in too.
+		cmd.Env = append(os.Environ(), "PATH="+bins.dir+string(os.PathListSeparator)+os.Getenv("PATH"), "HUBD_HUB="+d.addr)
 		out, err := cmd.CombinedOutput()
 		cancel()
 		if err != nil || len(out) == 0 {

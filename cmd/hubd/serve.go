@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -40,8 +42,14 @@ type serveFlags struct {
 	autoAcceptFrom                                                                  string
 }
 
-// register defines serve's flags.
-func (f *serveFlags) register(fs *flag.FlagSet) {
+// register defines serve's flags, each also set by its variable (env.go)
+// and returns their names.
+func (f *serveFlags) register(fs *flag.FlagSet) []string {
+	return envFlags(fs, f.define)
+}
+
+// define defines serve's flags.
+func (f *serveFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&f.listen, "listen", DefaultListen, "gRPC `address` to serve (host:port)")
 	fs.StringVar(&f.data, "data", "./hubd-data", "`directory` of the write-ahead log (created if missing)")
 	fs.StringVar(&f.tokens, "tokens", "", "tokens `file`: one \"agent token [operator]\" per line; without it only a loopback address is served, in development mode")
@@ -82,12 +90,15 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newCommand("serve", "[flags]", "Run the hub until interrupted (SIGINT or SIGTERM), then stop gracefully.", stdout)
 	var f serveFlags
-	f.register(fs)
+	env := f.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
 		return exitcode.Usage("serve: unexpected argument %q", fs.Arg(0))
+	}
+	if err := fromEnv(fs, env); err != nil {
+		return err
 	}
 	fs.Visit(func(fl *flag.Flag) { f.httpSet = f.httpSet || fl.Name == "http" })
 	lg, err := newLogger(stderr, f.logFormat, f.logLevel)
@@ -109,7 +120,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	srv, err := server.Start(ctx, cfg)
 	if err != nil {
-		return err
+		return listenError(err)
 	}
 	select {
 	case <-ctx.Done():
@@ -119,6 +130,26 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	shutdown, cancel := context.WithTimeout(context.Background(), f.drainTimeout)
 	defer cancel()
 	return srv.Shutdown(shutdown)
+}
+
+// listenError names the flag of an address serve could not listen on
+// ("serve: --listen 127.0.0.1:7420 is in use (another hubd?): bind:
+// address already in use"); other errors are returned as they are.
+func listenError(err error) error {
+	var le *server.ListenError
+	if !errors.As(err, &le) {
+		return err
+	}
+	flagName := map[string]string{"grpc": "--listen", "http": "--http"}[le.Side]
+	cause := le.Err
+	var op *net.OpError
+	if errors.As(cause, &op) {
+		cause = op.Err // without "listen tcp ADDR: ", which the message says
+	}
+	if errors.Is(le.Err, syscall.EADDRINUSE) {
+		return fmt.Errorf("serve: %s %s is in use (another hubd?): %w", flagName, le.Addr, cause)
+	}
+	return fmt.Errorf("serve: %s %s: %w", flagName, le.Addr, cause)
 }
 
 func (f *serveFlags) config(lg zerolog.Logger) (server.Config, error) {
@@ -356,9 +387,10 @@ func newLogger(w io.Writer, format, level string) (zerolog.Logger, error) {
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
 }
 
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+// isTerminal reports whether x, a reader or a writer, is a character
+// device (a terminal).
+func isTerminal(x any) bool {
+	f, ok := x.(*os.File)
 	if !ok {
 		return false
 	}

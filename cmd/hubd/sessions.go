@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -23,25 +24,34 @@ import (
 )
 
 // clientFlags are the flags of the commands that talk to a running hub.
+// Each may also be set by its variable (env.go): HUBD_HUB, HUBD_AS,
+// HUBD_TOKEN, HUBD_TLS_CA, HUBD_CONNECT_TIMEOUT.
 type clientFlags struct {
 	hub, as, token, caFile string
 	connectTimeout         time.Duration
+
+	fs  *flag.FlagSet // where they are registered
+	env []string      // the flags its variables may set
 }
 
 func (c *clientFlags) register(fs *flag.FlagSet) {
+	c.fs, c.env = fs, envFlags(fs, c.define)
+}
+
+func (c *clientFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&c.hub, "hub", DefaultListen, "the hub's gRPC `address`")
 	fs.StringVar(&c.as, "as", "operator", "the agent `name` to act as (development mode; ignored with --token)")
-	fs.StringVar(&c.token, "token", "", "bearer `token` (default $HUBD_TOKEN)")
+	fs.StringVar(&c.token, "token", "", "bearer `token`")
 	fs.StringVar(&c.caFile, "tls-ca", "", "verify the hub's TLS certificate with this CA (PEM `file`); without it the connection is plaintext")
 	fs.DurationVar(&c.connectTimeout, "connect-timeout", 10*time.Second, "how long to wait for the hub to answer")
 }
 
-// dial connects to the hub as the flags say, through agentsdk. The token
-// comes from $HUBD_TOKEN unless --token gives one (read here, not as the
-// flag's default, so --help never prints it).
+// dial connects to the hub as the flags say, through agentsdk. Flags the
+// command line left unset are first taken from their variables (read
+// here, not as the flags' defaults, so --help never prints a token).
 func (c *clientFlags) dial(ctx context.Context, cmd string) (*agentsdk.Client, error) {
-	if c.token == "" {
-		c.token = os.Getenv("HUBD_TOKEN")
+	if err := fromEnv(c.fs, c.env); err != nil {
+		return nil, err
 	}
 	if c.as == "" && c.token == "" {
 		return nil, exitcode.Usage("%s: want --as NAME or --token TOKEN", cmd)
@@ -61,19 +71,28 @@ func (c *clientFlags) dial(ctx context.Context, cmd string) (*agentsdk.Client, e
 		}
 		opts.TLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
+	if _, _, err := net.SplitHostPort(c.hub); err != nil && !hasScheme(c.hub) {
+		return nil, exitcode.Usage("%s: --hub %q: want host:port", cmd, c.hub)
+	}
 	dctx, cancel := context.WithTimeout(ctx, c.connectTimeout)
 	defer cancel()
-	client, err := agentsdk.Dial(dctx, c.hub, opts)
+	r := &reach{cancel: cancel}
+	target, watch := r.watch(c.hub, opts.TLS)
+	opts.DialOptions = watch
+	opts.Transport = agentsdk.TransportUnary // one call or a few: no stream to open
+	client, err := agentsdk.Dial(dctx, target, opts)
 	switch {
 	case err == nil:
 		return client, nil
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("%s: %w", cmd, ctx.Err()) // interrupted
+	case r.failure() != nil:
+		return nil, exitcode.Unreachable(fmt.Errorf("%s: %w", cmd, unreachable(c.hub, r.failure())))
 	case dctx.Err() != nil:
-		return nil, exitcode.Unreachable(fmt.Errorf("%s: connecting to the hub at %s: %w", cmd, c.hub, err))
+		return nil, exitcode.Unreachable(fmt.Errorf("%s: cannot reach hubd at %s: no connection within %v (--connect-timeout)", cmd, c.hub, c.connectTimeout))
 	}
 	// Dial refused what the flags ask for (a token in cleartext to a
-	// remote address, an address gRPC cannot parse) before connecting.
+	// remote address) before connecting.
 	return nil, exitcode.Usage("%s: %v", cmd, err)
 }
 
@@ -115,15 +134,29 @@ func wrapCall(cmd string, err error) error {
 // subcommand is one of "hubd sessions ..." after its flags are parsed.
 type subcommand func(ctx context.Context, c *agentsdk.Client, fs *flag.FlagSet, w *bufio.Writer) error
 
-func runSessions(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return runClientGroup(ctx, "sessions", sessionsCommand, args, stdout, stderr)
+// clientCommand is a command of a group that talks to a running hub, its
+// flags registered.
+type clientCommand struct {
+	run subcommand
+	// nargs is how many positional arguments it takes: n, or -1 for any
+	// number, or -1-n for at least n.
+	nargs int
+	// check, when set, checks the arguments and reads the input before the
+	// hub is dialed: a mistake exits 2 whether or not a hub answers.
+	check func(fs *flag.FlagSet) error
+}
+
+// clientGroup returns a group's command name, its flags registered on
+// fs, reading stdin if it reads anything; nil for an unknown name.
+type clientGroup func(name string, fs *flag.FlagSet, stdin io.Reader) *clientCommand
+
+func runSessions(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	return runClientGroup(ctx, "sessions", sessionsCommand, args, stdin, stdout, stderr)
 }
 
 // runClientGroup runs a command of a group that talks to a running hub
-// ("sessions", "questions"): commands gives each command's function and
-// positional argument count.
-func runClientGroup(ctx context.Context, group string, commands func(string, *flag.FlagSet) (subcommand, int),
-	args []string, stdout, stderr io.Writer) error {
+// ("sessions", "questions", "tasks").
+func runClientGroup(ctx context.Context, group string, commands clientGroup, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return wantGroupCommand(group, stderr)
 	}
@@ -135,21 +168,20 @@ func runClientGroup(ctx context.Context, group string, commands func(string, *fl
 	fs := newCommand(info.name, info.args, info.summary, stdout)
 	var c clientFlags
 	c.register(fs)
-	sub, npos := commands(args[0], fs)
-	if sub == nil {
+	cmd := commands(args[0], fs, stdin)
+	if cmd == nil {
 		return unknownGroupCommand(group, args[0])
 	}
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
-	if npos == 0 && fs.NArg() > 0 {
-		return exitcode.Usage("%s: unexpected argument %q (see hubd %s --help)", fs.Name(), fs.Arg(0), fs.Name())
+	if err := checkArgs(fs, info, cmd.nargs); err != nil {
+		return err
 	}
-	if npos < -1 && fs.NArg() < -npos-1 {
-		return exitcode.Usage("%s: want %s, got %d arguments (see hubd %s --help)", fs.Name(), strings.TrimSpace(info.args), fs.NArg(), fs.Name())
-	}
-	if npos > 0 && fs.NArg() != npos {
-		return exitcode.Usage("%s: want %s, got %d arguments (see hubd %s --help)", fs.Name(), strings.TrimSpace(info.args), fs.NArg(), fs.Name())
+	if cmd.check != nil {
+		if err := cmd.check(fs); err != nil {
+			return err
+		}
 	}
 	client, err := c.dial(ctx, fs.Name())
 	if err != nil {
@@ -157,29 +189,45 @@ func runClientGroup(ctx context.Context, group string, commands func(string, *fl
 	}
 	defer client.Close()
 	w := bufio.NewWriter(stdout)
-	err = sub(ctx, client, fs, w)
+	err = cmd.run(ctx, client, fs, w)
 	return errors.Join(wrapCall(fs.Name(), err), w.Flush())
 }
 
-// sessionsCommand returns the sessions command name, with its flags
-// registered on fs, and how many positional arguments it takes (-1: any
-// number; -1-n: at least n); nil for an unknown name.
-func sessionsCommand(name string, fs *flag.FlagSet) (subcommand, int) {
+// checkArgs checks the number of positional arguments (see
+// clientCommand.nargs).
+func checkArgs(fs *flag.FlagSet, info command, nargs int) error {
+	switch {
+	case nargs == 0 && fs.NArg() > 0:
+		return exitcode.Usage("%s: unexpected argument %q (see hubd %s --help)", fs.Name(), fs.Arg(0), fs.Name())
+	case nargs < -1 && fs.NArg() >= -nargs-1, nargs == -1, nargs >= 0 && fs.NArg() == nargs:
+		return nil
+	}
+	return exitcode.Usage("%s: want %s, got %d arguments (see hubd %s --help)", fs.Name(), strings.TrimSpace(info.args), fs.NArg(), fs.Name())
+}
+
+// sessionsCommand returns a sessions command (see clientGroup).
+func sessionsCommand(name string, fs *flag.FlagSet, stdin io.Reader) *clientCommand {
 	switch name {
 	case "list":
-		return listFlags(fs), 0
+		return &clientCommand{run: listFlags(fs)}
 	case "show":
-		return sessionsShow, 1
+		return &clientCommand{run: sessionsShow, nargs: 1}
 	case "tail":
-		return tailFlags(fs), 1
+		return &clientCommand{run: tailFlags(fs), nargs: 1}
 	case "export":
-		return sessionsExport, -1
+		return &clientCommand{run: sessionsExport, nargs: -1}
 	case "tree":
-		return sessionsTree, 1
+		return &clientCommand{run: sessionsTree, nargs: 1}
 	case "replay":
-		return sessionsReplay, 1
+		return &clientCommand{run: sessionsReplay, nargs: 1}
+	case "open":
+		return openFlags(fs)
+	case "send":
+		return sendFlags(fs, stdin)
+	case "close":
+		return closeFlags(fs)
 	}
-	return nil, 0
+	return nil
 }
 
 // listFlags registers the filters of "sessions list" and returns it.

@@ -31,7 +31,7 @@ func listenHTTP(cfg Config, dev bool, tlsCfg *tls.Config) (net.Listener, error) 
 		lis, err = net.Listen("tcp", net.JoinHostPort(host, "0"))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("HTTP: %w", err)
+		return nil, &ListenError{Side: "http", Addr: cfg.HTTP, Err: err}
 	}
 	if dev && !isLoopback(lis.Addr()) {
 		lis.Close()

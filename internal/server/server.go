@@ -114,11 +114,30 @@ type Server struct {
 	metricsLis net.Listener
 }
 
+// ListenError is a failure to listen on one of the server's addresses:
+// taken by another process, not an address of this machine, ...
+type ListenError struct {
+	// Side is "grpc" (Config.Listen) or "http" (Config.HTTP).
+	Side string
+	// Addr is the address, as configured.
+	Addr string
+	// Err is net.Listen's error.
+	Err error
+}
+
+func (e *ListenError) Error() string {
+	return fmt.Sprintf("%s on %s: %v", map[string]string{"grpc": "gRPC", "http": "HTTP"}[e.Side], e.Addr, e.Err)
+}
+
+// Unwrap returns net.Listen's error.
+func (e *ListenError) Unwrap() error { return e.Err }
+
 // Start opens the log, hydrates the hub and serves gRPC on cfg.Listen.
+// A failure to listen is a *ListenError.
 func Start(ctx context.Context, cfg Config) (*Server, error) {
 	lis, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		return nil, err
+		return nil, &ListenError{Side: "grpc", Addr: cfg.Listen, Err: err}
 	}
 	s, err := StartOn(ctx, cfg, lis)
 	if err != nil {
@@ -263,8 +282,8 @@ func unaryChain(cfg Config, m *metrics.Metrics, svc *hubgrpc.Service, n *node, t
 	return chain
 }
 
-// announce logs, once, where the server listens and on what data, after a
-// warning in development mode.
+// announce logs, once, where the server listens, the web view's URL and
+// on what data, after a warning in development mode.
 func announce(cfg Config, dev bool, addr net.Addr, httpLis, metricsLis net.Listener) {
 	if dev {
 		cfg.Logger.Warn().Msg("no tokens: development mode, any agent name is accepted (loopback only)")
@@ -275,12 +294,29 @@ func announce(cfg Config, dev bool, addr net.Addr, httpLis, metricsLis net.Liste
 	}
 	ev := cfg.Logger.Info().Str("listen", addr.String())
 	if httpLis != nil {
-		ev = ev.Str("http", httpLis.Addr().String())
+		ev = ev.Str("http", httpLis.Addr().String()).Str("url", webURL(httpLis.Addr(), cfg.TLSCert != ""))
 	}
 	if metricsLis != nil {
 		ev = ev.Str("metrics", metricsLis.Addr().String())
 	}
 	ev.Str("data", data).Msg("hubd listening")
+}
+
+// webURL is the web view's URL on the HTTP address addr: https with TLS;
+// a wildcard host (0.0.0.0, ::) is named localhost, the machine itself.
+func webURL(addr net.Addr, tls bool) string {
+	scheme := "http"
+	if tls {
+		scheme = "https"
+	}
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return scheme + "://" + addr.String() + "/"
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return scheme + "://" + net.JoinHostPort(host, port) + "/"
 }
 
 // authFor decides how callers authenticate: tokens, client certificates,
