@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -28,11 +29,19 @@ import (
 func runHealth(ctx context.Context, args []string, stdout io.Writer) error {
 	c := lookup("health")
 	fs := newCommand(c.name, c.args, c.summary, stdout)
-	hub := fs.String("hub", DefaultListen, "the hub's gRPC `address`")
-	useTLS := fs.Bool("tls", false, "connect with TLS without verifying the hub's certificate, as Kubernetes' HTTPS probes do (the probe sends nothing secret); with --tls-ca it is verified")
-	caFile := fs.String("tls-ca", "", "connect with TLS and verify the hub's certificate with this CA (PEM `file`)")
-	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for the answer")
+	var hub, caFile *string
+	var useTLS *bool
+	var timeout *time.Duration
+	env := envFlags(fs, func(fs *flag.FlagSet) {
+		hub = fs.String("hub", DefaultListen, "the hub's gRPC `address`")
+		useTLS = fs.Bool("tls", false, "connect with TLS without verifying the hub's certificate, as Kubernetes' HTTPS probes do (the probe sends nothing secret); with --tls-ca it is verified")
+		caFile = fs.String("tls-ca", "", "connect with TLS and verify the hub's certificate with this CA (PEM `file`)")
+		timeout = fs.Duration("timeout", 5*time.Second, "how long to wait for the answer")
+	})
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := fromEnv(fs, env); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {

@@ -105,3 +105,15 @@ func selfSigned(t *testing.T, dir string) (cert, key string) {
 	}
 	return cert, key
 }
+
+// TestE2EHealthEnv: hubd health reads the hub's address from $HUBD_HUB, as
+// every client command does; --hub on the command line wins.
+func TestE2EHealthEnv(t *testing.T) {
+	d := startDaemon(t, t.TempDir(), "")
+	if code, out, errs := hubd(t, "HUBD_HUB="+d.addr, "health"); code != 0 || !strings.Contains(out, "SERVING") {
+		t.Errorf("health with $HUBD_HUB: exit %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := hubd(t, "HUBD_HUB="+d.addr, "health", "--hub", "127.0.0.1:1", "--timeout", "2s"); code != 3 {
+		t.Errorf("health --hub over $HUBD_HUB: exit %d, want 3 (the flag's address)\n%s", code, errs)
+	}
+}
