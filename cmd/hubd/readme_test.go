@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"os"
 	"os/exec"
 	"regexp"
@@ -114,7 +115,8 @@ func TestRunnable(t *testing.T) {
 // not runnable are left out (and logged).
 func TestE2EReadme(t *testing.T) {
 	hubdBinary(t)
-	d := startDaemon(t, t.TempDir(), "")
+	d := startDaemon(t, t.TempDir(), "", "--http", "127.0.0.1:0")
+	httpAddr := d.httpAddr(t)
 	examples := regexp.MustCompile(`go run \./examples/(\w+)`)
 	ran := 0
 	for i, block := range codeBlocks(readme(t), "sh") {
@@ -131,6 +133,7 @@ func TestE2EReadme(t *testing.T) {
 				}
 				continue
 			}
+			line = strings.ReplaceAll(line, "127.0.0.1:7421", httpAddr)
 			script = append(script, strings.ReplaceAll(line, "127.0.0.1:7420", d.addr))
 		}
 		if len(script) == 0 {
@@ -151,4 +154,89 @@ func TestE2EReadme(t *testing.T) {
 	if ran < 3 {
 		t.Errorf("ran %d README blocks, want at least the example session, the sessions commands and the graph commands", ran)
 	}
+}
+
+// readmeSection returns the README's text from the heading to the next
+// heading of its level.
+func readmeSection(t *testing.T, heading string) string {
+	t.Helper()
+	doc := readme(t)
+	_, after, ok := strings.Cut(doc, "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("the README has no %q", heading)
+	}
+	if i := strings.Index(after, "\n## "); i >= 0 {
+		after = after[:i]
+	}
+	return after
+}
+
+// TestReadmeTables keeps the README's tables in step with the binary and
+// the tree: every flag of hubd serve is in the flag table and nothing else
+// is; every example and every document is listed, and nothing that is not.
+func TestReadmeTables(t *testing.T) {
+	var flags []string
+	serveFlagSet(t).VisitAll(func(f *flag.Flag) { flags = append(flags, f.Name) })
+	table := readmeSection(t, "## Running the hub")
+	named := map[string]bool{}
+	for _, m := range regexp.MustCompile("`--([a-z0-9-]+)`").FindAllStringSubmatch(table, -1) {
+		named[m[1]] = true
+	}
+	for _, f := range flags {
+		if !named[f] {
+			t.Errorf("hubd serve --%s is not in the README's flag table", f)
+		}
+		delete(named, f)
+	}
+	for f := range named {
+		t.Errorf("the README's flag table names --%s, which hubd serve does not have", f)
+	}
+	inTable := func(section, pattern string) map[string]bool {
+		got := map[string]bool{}
+		for _, m := range regexp.MustCompile(pattern).FindAllStringSubmatch(readmeSection(t, section), -1) {
+			got[m[1]] = true
+		}
+		return got
+	}
+	check := func(what string, listed map[string]bool, want []string) {
+		for _, w := range want {
+			if !listed[w] {
+				t.Errorf("the README does not list %s %s", what, w)
+			}
+			delete(listed, w)
+		}
+		for l := range listed {
+			t.Errorf("the README lists %s %s, which is not in the tree", what, l)
+		}
+	}
+	var examples, docs []string
+	ents, err := os.ReadDir("../../examples")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.IsDir() && e.Name() != "internal" {
+			examples = append(examples, e.Name())
+		}
+	}
+	check("the example", inTable("## Examples", `\[`+"`"+`([a-z0-9]+)`+"`"+`\]\(examples/`), examples)
+	ents, err = os.ReadDir("../../docs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".md") {
+			docs = append(docs, e.Name())
+		}
+	}
+	check("the document", inTable("## Documentation", `\]\(docs/([A-Z]+\.md)\)`), docs)
+}
+
+// serveFlagSet returns hubd serve's flags.
+func serveFlagSet(t *testing.T) *flag.FlagSet {
+	t.Helper()
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var f serveFlags
+	f.define(fs)
+	return fs
 }
