@@ -46,6 +46,10 @@ var allowed = []struct {
 	{"hub/hubtest", []string{"internal/server", "hub"}},
 	{"agentsdk", []string{"hubpb", "hubpb/hubsvc"}},
 	{"sdk/go", nil}, // agentsdk's tests against a real hub: tests only
+	// The laboratory: measures the code and the hub, in a module of its
+	// own; nothing in the product imports it.
+	{"bench", nil},
+	{"bench/*", []string{"*"}},
 	// hubload is an ordinary agentsdk client; internal/baseline is the floor
 	// it measures itself against in the same run (a bare gRPC server over
 	// wal), which it must run in its own process and so must import.
@@ -95,7 +99,7 @@ func matches(pattern, rel string) bool {
 }
 
 func TestImportArrows(t *testing.T) {
-	for _, line := range goList(t, "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...", "./agentsdk/...", "./hubpb/...") {
+	for _, line := range goList(t, "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...", "./agentsdk/...", "./hubpb/...", "./bench/...") {
 		fields := strings.Fields(line)
 		rel, ok := strings.CutPrefix(fields[0], module+"/")
 		if !ok {
