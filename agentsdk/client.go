@@ -71,7 +71,7 @@ type Options struct {
 	// hydrate); default 30s.
 	FollowFor time.Duration
 	// Transport is how the Client sends: TransportStream (the default:
-	// one Connect stream carries its sends, and Serve's deliveries) or
+	// one agent stream carries its sends, and Serve's deliveries) or
 	// TransportUnary (a Send call per envelope, a Subscribe stream for
 	// Serve). A hub without the stream, and a cluster (Peers), get unary
 	// calls.
@@ -95,7 +95,7 @@ type Client struct {
 	life   context.Context // the Client's streams live in it; Close cancels it
 	closed context.CancelFunc
 	smu    sync.Mutex
-	unary  bool         // no Connect stream: Options, a cluster, or an older hub
+	unary  bool         // no agent stream: Options, a cluster, or an older hub
 	stream *AgentStream // the Client's own stream for its sends
 }
 

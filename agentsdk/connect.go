@@ -17,7 +17,7 @@ import (
 
 // The transports of Options.Transport.
 const (
-	// TransportStream sends over the agent's Connect stream (one
+	// TransportStream sends over the agent's stream (one
 	// bidirectional stream per Client carries its sends and their acks,
 	// and Serve's deliveries), falling back to TransportUnary against a
 	// hub without it. The default, except with Options.Peers.
@@ -28,7 +28,7 @@ const (
 	TransportUnary = "unary"
 )
 
-// MaxStreamEnvelope is the largest envelope (encoded) sent on a Connect
+// MaxStreamEnvelope is the largest envelope (encoded) sent on an agent
 // stream: a larger one is sent with a Send call. A frame larger than the
 // hub reads at all would end the whole stream (gRPC refuses the message,
 // not the send); a Send call fails alone, with the hub's TOO_LARGE naming
@@ -36,9 +36,9 @@ const (
 // ([ErrTooLarge]).
 const MaxStreamEnvelope = 1 << 20
 
-// errNoStream: the hub has no Connect stream (an older hub); the caller
+// errNoStream: the hub has no agent stream (an older hub); the caller
 // falls back to unary calls.
-var errNoStream = errors.New("agentsdk: the hub has no Connect stream")
+var errNoStream = errors.New("agentsdk: the hub has no agent stream")
 
 // ConnectOptions tune Client.Connect.
 type ConnectOptions struct {
@@ -50,7 +50,7 @@ type ConnectOptions struct {
 	OnDelivery func(*hubpb.Delivery)
 }
 
-// AgentStream is an agent's Connect stream: one bidirectional stream that
+// AgentStream is an agent's stream: one bidirectional stream that
 // carries the agent's sends and opens and their acknowledgements, and,
 // when subscribed, its deliveries. It is safe for concurrent use; sends in
 // flight are answered in any order. When it breaks, every send in flight
@@ -77,7 +77,7 @@ type AgentStream struct {
 	done    chan struct{}
 }
 
-// Connect opens the agent's Connect stream (see [AgentStream]), waiting
+// Connect opens the agent's stream (see [AgentStream]), waiting
 // at most until ctx is done for the hub to answer; the stream lives until
 // Close, ctx's end, or a failure. Against a hub without the stream it
 // fails with an [*Error] of code codes.Unimplemented: use unary calls. In
@@ -86,7 +86,7 @@ type AgentStream struct {
 func (c *Client) Connect(ctx context.Context, opts ConnectOptions, callOpts ...grpc.CallOption) (*AgentStream, error) {
 	st, err := c.connect(ctx, ctx, opts, callOpts...)
 	if errors.Is(err, errNoStream) {
-		return nil, wrapErr("connect", status.Error(codes.Unimplemented, "the hub has no Connect stream"))
+		return nil, wrapErr("connect", status.Error(codes.Unimplemented, "the hub has no agent stream"))
 	}
 	return st, err
 }
@@ -95,7 +95,7 @@ func (c *Client) Connect(ctx context.Context, opts ConnectOptions, callOpts ...g
 // setup.
 func (c *Client) connect(setup, life context.Context, opts ConnectOptions, callOpts ...grpc.CallOption) (*AgentStream, error) {
 	life, cancel := context.WithCancel(life)
-	s, err := c.rpc.Connect(life, callOpts...)
+	s, err := c.rpc.AgentStream(life, callOpts...)
 	if err != nil {
 		cancel()
 		return nil, wrapErr("connect", err)
@@ -362,7 +362,7 @@ func statusOf(e *hubpb.StreamError) error {
 	return st.Err()
 }
 
-// mainStream returns the Client's own Connect stream for its sends,
+// mainStream returns the Client's own agent stream for its sends,
 // opening it if needed (its opening bounded by ctx); nil when the Client
 // sends unary (Options.Transport, a cluster, or a hub without the stream).
 func (c *Client) mainStream(ctx context.Context) (*AgentStream, error) {
@@ -377,7 +377,7 @@ func (c *Client) mainStream(ctx context.Context) (*AgentStream, error) {
 	st, err := c.connect(ctx, c.life, ConnectOptions{})
 	if errors.Is(err, errNoStream) {
 		c.unary = true
-		c.logf("agentsdk: the hub has no Connect stream: sending with unary calls")
+		c.logf("agentsdk: the hub has no agent stream: sending with unary calls")
 		return nil, nil
 	}
 	if err != nil {

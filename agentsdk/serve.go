@@ -134,7 +134,7 @@ func WithBackoff(base, max time.Duration) ServeOption {
 // before Serve acts on it (for transcripts and metrics). With it, the
 // stream carries every envelope addressed to the agent; without it, only
 // what Serve acts on (SubscribeOptions.Terse). f runs on the stream's
-// reader: while it blocks, nothing is read (over the Connect stream, the
+// reader: while it blocks, nothing is read (over the agent stream, the
 // acknowledgements of the replies neither).
 func WithObserver(f func(*hubpb.Delivery)) ServeOption {
 	return func(c *serveConfig) { c.observe = f }
@@ -192,7 +192,7 @@ func WithReconnectHook(f func(err error)) ServeOption {
 // Without WithObserver the stream is terse (SubscribeOptions.Terse): the
 // hub sends the agent its turns, invites, questions and session ends, not
 // every envelope of its sessions.
-// Serve reads its deliveries from its own Connect stream and posts the
+// Serve reads its deliveries from its own agent stream and posts the
 // replies on it ([ConnectOptions]: one stream, no call per reply), or,
 // with Options.Transport unary, in a cluster or against a hub without
 // the stream, from a Subscribe stream with a Send call per reply. A reply
@@ -248,7 +248,7 @@ type serving struct {
 	// cursors is the last seq seen per session; only the reader touches it.
 	cursors map[string]uint64
 
-	stream atomic.Pointer[AgentStream] // the Connect stream being read, if any
+	stream atomic.Pointer[AgentStream] // the agent stream being read, if any
 
 	mu       sync.Mutex
 	sessions map[string]*worker
@@ -324,7 +324,7 @@ func (sv *serving) subscription(ctx context.Context) (bool, error) {
 	}
 }
 
-// agentStream serves one Connect stream until it breaks: its deliveries
+// agentStream serves one agent stream until it breaks: its deliveries
 // are acted on by its reader, and the handlers' replies go over it. It
 // reports whether it delivered anything, why it ended, and false when the
 // Client sends unary (then subscription reads a Subscribe stream).
@@ -348,7 +348,7 @@ func (sv *serving) agentStream(ctx context.Context) (bool, error, bool) {
 		sv.c.smu.Lock()
 		sv.c.unary = true
 		sv.c.smu.Unlock()
-		sv.c.logf("agentsdk: serve: the hub has no Connect stream: subscribing instead")
+		sv.c.logf("agentsdk: serve: the hub has no agent stream: subscribing instead")
 		return false, nil, false
 	}
 	if err != nil {

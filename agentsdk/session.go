@@ -161,7 +161,7 @@ func (s *Session) Var(key string, v any) (bool, error) {
 // Open creates a session. It is logged with its invite; it opens once every
 // participant not marked AutoAccept has acknowledged (at once when none
 // must), and the first speaker is then told it is its turn. With
-// TransportStream it goes over the Client's Connect stream, as its sends
+// TransportStream it goes over the Client's agent stream, as its sends
 // do (an Open call against a hub that does not take opens there).
 func (c *Client) Open(ctx context.Context, opts OpenOptions) (*Session, error) {
 	req, err := opts.Proto()

@@ -45,7 +45,7 @@ func traceparentOf(ctx context.Context) string {
 }
 
 // traceContextOf is the W3C trace context a send made with ctx carries
-// on the Connect stream, as a Send call would in its metadata: a
+// on the agent stream, as a Send call would in its metadata: a
 // "traceparent" (and "tracestate") the caller put in the outgoing
 // metadata, else the span in ctx's.
 func traceContextOf(ctx context.Context) (parent, state string) {

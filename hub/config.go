@@ -203,7 +203,7 @@ type Config struct {
 	// DefaultTotalBufferBytes; negative: no bound.
 	TotalBufferBytes int
 	// MaxStreamsPerAgent bounds the streams one agent holds at once over
-	// all its connections: Connect streams (TakeStream), subscriptions
+	// all its connections: agent streams (TakeStream), subscriptions
 	// and watches (LIMIT_REACHED past it); default 256.
 	MaxStreamsPerAgent int
 	// RequireConsent honours a creator's auto_accept of another agent only

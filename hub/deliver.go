@@ -130,7 +130,7 @@ type SubscribeOptions struct {
 	// (see acts); other envelopes addressed to it are skipped.
 	Terse bool
 	// Place, when set, is the place among the agent's streams of the
-	// stream the subscription is delivered on (a Connect stream's, see
+	// stream the subscription is delivered on (an agent stream's, see
 	// TakeStream): the subscription takes no other.
 	Place *StreamPlace
 }

@@ -37,7 +37,7 @@ type Hub struct {
 	// whose metadata decodes: who takes part, for listings and answers.
 	quarantinedMeta map[session.ID]*hubpb.SessionMeta
 	watches         map[*Subscription]struct{} // live watches, ended by Close
-	streams         map[string]int             // agent → streams it holds (Connect, Subscribe, Watch)
+	streams         map[string]int             // agent → streams it holds (AgentStream, Subscribe, Watch)
 	bufs            map[string]*agentBuf       // agent → what its streams hold unread
 	buffered        atomic.Int64               // bytes every stream holds unread (TotalBufferBytes)
 	cache           *endedCache                // ended sessions reads loaded

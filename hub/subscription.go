@@ -68,7 +68,7 @@ type Subscription struct {
 func (sub *Subscription) Cursors() map[string]uint64 { return maps.Clone(sub.cursors) }
 
 // takeStream counts a new stream of agent's, or refuses it past the
-// hub's MaxStreamsPerAgent, unless it rides on place (the Connect stream
+// hub's MaxStreamsPerAgent, unless it rides on place (the agent stream
 // it is delivered on, counted already); either way its unread bytes count
 // against agent's AgentBufferBytes.
 func (h *Hub) takeStream(sub *Subscription, agent string, place *StreamPlace) error {
@@ -97,7 +97,7 @@ func (h *Hub) takeStream(sub *Subscription, agent string, place *StreamPlace) er
 func (h *Hub) countStream(agent string) error {
 	if n := h.streams[agent]; n >= h.cfg.MaxStreamsPerAgent {
 		return h.limitErr("--max-streams-per-agent", h.cfg.MaxStreamsPerAgent, ErrLimit,
-			"%q holds %d streams (Connect, Subscribe and Watch) over all its connections", agent, n)
+			"%q holds %d streams (AgentStream, Subscribe and Watch) over all its connections", agent, n)
 	}
 	h.streams[agent]++
 	return nil
@@ -128,7 +128,7 @@ func (h *Hub) releaseStream(sub *Subscription) {
 
 // StreamPlace is one of an agent's places among its streams
 // (MaxStreamsPerAgent) held by a stream that is not a subscription or a
-// watch of the hub's: an agent's Connect stream, which may carry one
+// watch of the hub's: an agent's stream, which may carry one
 // subscription (SubscribeOptions.Place) and sends. Release it when the
 // stream ends.
 type StreamPlace struct {

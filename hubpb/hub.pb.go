@@ -5057,7 +5057,7 @@ func (x *BackupChunk) GetTotalBytes() uint64 {
 	return 0
 }
 
-// AgentFrame is one message of an agent on its Connect stream.
+// AgentFrame is one message of an agent on its agent stream (AgentStream).
 type AgentFrame struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Frame:
@@ -5163,7 +5163,7 @@ func (*AgentFrame_Subscribe) isAgentFrame_Frame() {}
 
 func (*AgentFrame_Open) isAgentFrame_Frame() {}
 
-// StreamOpen is an open on a Connect stream.
+// StreamOpen is an open on an agent stream.
 type StreamOpen struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The agent's number for this open, echoed in its ack; refs of opens
@@ -5237,7 +5237,7 @@ func (x *StreamOpen) GetTracestate() string {
 	return ""
 }
 
-// StreamSend is a send on a Connect stream.
+// StreamSend is a send on an agent stream.
 type StreamSend struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The agent's number for this send, echoed in its ack; the agent keeps
@@ -5321,7 +5321,7 @@ func (x *StreamSend) GetTracestate() string {
 	return ""
 }
 
-// HubFrame is one message of the hub on a Connect stream.
+// HubFrame is one message of the hub on an agent stream.
 type HubFrame struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Frame:
@@ -5447,7 +5447,7 @@ func (*HubFrame_Delivery) isHubFrame_Frame() {}
 
 func (*HubFrame_Closing) isHubFrame_Frame() {}
 
-// StreamReady opens a Connect stream.
+// StreamReady opens an agent stream.
 type StreamReady struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The authenticated agent whose stream it is.
@@ -5513,7 +5513,7 @@ func (x *StreamReady) GetOpens() bool {
 	return false
 }
 
-// StreamAck answers one send or open of a Connect stream: exactly one of
+// StreamAck answers one send or open of an agent stream: exactly one of
 // response (a send's), opened (an open's) and error is set.
 type StreamAck struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -5587,7 +5587,7 @@ func (x *StreamAck) GetOpened() *OpenResponse {
 	return nil
 }
 
-// StreamError is a refused send or open on a Connect stream: what the gRPC
+// StreamError is a refused send or open on an agent stream: what the gRPC
 // status of a Send or Open call would say (its code, message and ErrorInfo reason and
 // metadata, domain "hubd").
 type StreamError struct {

@@ -47,7 +47,7 @@ type agent struct {
 	cursors map[string]uint64  // last seq received per session; the stream's own
 	terse   bool               // subscribe terse (--terse)
 	// overStream: the agent's sends and deliveries go over its own
-	// Connect stream (--transport stream), kept in live while it runs.
+	// agent stream (--transport stream), kept in live while it runs.
 	overStream bool
 	live       atomic.Pointer[agentsdk.AgentStream]
 }
@@ -72,7 +72,7 @@ func (a *agent) listen(ctx context.Context, st *stats) {
 	}
 }
 
-// stream runs one Subscribe (or Connect) stream until it fails.
+// stream runs one Subscribe (or AgentStream) stream until it fails.
 func (a *agent) stream(ctx context.Context, st *stats, b *backoff) error {
 	if a.overStream {
 		return a.connect(ctx, st, b)
@@ -92,7 +92,7 @@ func (a *agent) stream(ctx context.Context, st *stats, b *backoff) error {
 	}
 }
 
-// connect runs one Connect stream until it fails: its reader handles the
+// connect runs one agent stream until it fails: its reader handles the
 // deliveries, the workers send over it.
 func (a *agent) connect(ctx context.Context, st *stats, b *backoff) error {
 	s, err := a.client.Connect(ctx, agentsdk.ConnectOptions{Subscribe: &agentsdk.SubscribeOptions{Cursors: a.cursors, Terse: a.terse},
@@ -116,7 +116,7 @@ func (a *agent) connect(ctx context.Context, st *stats, b *backoff) error {
 	}
 }
 
-// sendText sends over the agent's Connect stream when it has one, else
+// sendText sends over the agent's stream when it has one, else
 // with its client (a unary call, or the client's own stream).
 func (a *agent) sendText(sessionID, text, msgID string) (agentsdk.Ack, error) {
 	if s := a.live.Load(); s != nil {

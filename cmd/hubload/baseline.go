@@ -237,7 +237,7 @@ func (f *floors) reports() (*baseReport, *turnReport, error) {
 // logic. Each session is two seats, each on its own connection and
 // stream; a send is appended to the wal (group commit, synced), then the
 // other seat is told its turn and the sender acknowledged, the frames
-// those of hubd's Connect stream. Its figures merge two windows, as the
+// those of hubd's agent stream. Its figures merge two windows, as the
 // baseline's do.
 type turnReport struct {
 	Sessions   int       `json:"sessions"`

@@ -85,7 +85,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.workload, "workload", workloadTurns, "`turns` (sessions taking turns steadily), sessions (three-agent sessions, open to close, served by agentsdk.Serve) or delegation (a delegation round trip beside a turn, in --sessions sessions, default 1)")
 	fs.IntVar(&c.conc, "conc", 1, "sessions workload: sessions in flight")
 	fs.BoolVar(&c.baseline, "baseline", false, "also measure, in this run, the floor: gRPC unary → wal group commit (sync) → ack at the same concurrency, and print ratios")
-	fs.StringVar(&c.transport, "transport", agentsdk.TransportStream, "how agents send and are told: `stream` (one Connect stream per agent, agentsdk's default) or unary (a Send call per envelope and a Subscribe stream)")
+	fs.StringVar(&c.transport, "transport", agentsdk.TransportStream, "how agents send and are told: `stream` (one agent stream per agent, agentsdk's default) or unary (a Send call per envelope and a Subscribe stream)")
 	fs.BoolVar(&c.terse, "terse", true, "agents subscribe terse: their streams carry their turns and ends, not every envelope of their sessions (--terse=false: everything, as with an observer)")
 	fs.BoolVar(&c.floorApart, "floor-apart", false, "with --baseline: serve the floors from a process of their own (hubload run again), beside this one's clients as hubd is beside its agents, rather than from this process")
 	fs.BoolVar(&c.table, "table", false, "run every row of issue 10's targets against the hub, each with its floors in the same minute (--baseline implied; --duration per run), and print them as a table of ratios and verdicts")

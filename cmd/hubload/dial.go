@@ -41,7 +41,7 @@ func dial(ctx context.Context, addr string, names []string, conns int) (*pool, e
 // dialWith is dial with the clients' transport (agentsdk.Options.Transport)
 // and their diagnostics sent to logf (nil: dropped). Clients several
 // agents share send unary calls, each naming its agent: a client's own
-// Connect stream is one agent's (the agents' own streams, Client.Connect
+// agent stream is one agent's (the agents' own streams, Client.Connect
 // named with as, are theirs).
 func dialWith(ctx context.Context, addr string, names []string, conns int, transport string, logf func(string, ...any)) (*pool, error) {
 	nodes := strings.Split(addr, ",")

@@ -106,7 +106,7 @@
 // # Transport
 //
 // --transport stream (the default, what agentsdk uses) has each agent send
-// and be told over its own Connect stream (agentsdk.Client.Connect: one
+// and be told over its own agent stream (agentsdk.Client.Connect: one
 // bidirectional stream for its sends, their acks and its deliveries; the
 // sessions workload's Serve reads its own); --transport unary has every
 // send be a Send call and each agent read a Subscribe stream, as before
@@ -166,7 +166,7 @@
 // With the turns workload --baseline also runs a second floor, the turn
 // floor (in two windows too): what a turn must do at the least. Each of --sessions sessions is
 // two seats, each on its own connection and its own stream, whose frames
-// are those of hubd's Connect stream; the server appends a seat's send to
+// are those of hubd's agent stream; the server appends a seat's send to
 // the wal (group commit, synced), tells the other seat its turn and
 // acknowledges the sender, all on the stream's goroutine, with no session
 // logic; the told seat sends next. The report adds its throughput,
@@ -266,7 +266,7 @@
 //
 // # Idle
 //
-// hubload --idle N opens N subscribed Connect streams (with --transport
+// hubload --idle N opens N subscribed agent streams (with --transport
 // unary: Subscribe streams) of distinct agents (by default
 // each on its own connection), prints "idle: N subscriptions open" and
 // keeps them open and idle until --duration ends or it is interrupted. With

@@ -14,7 +14,7 @@ import (
 // hub to have registered them (it says nothing until a delivery).
 const settle = time.Second
 
-// runIdle opens cfg.idle idle Subscribe streams (subscribed Connect
+// runIdle opens cfg.idle idle Subscribe streams (subscribed agent
 // streams with --transport stream), reports the hub's memory
 // before and after, and keeps them open until --duration ends or ctx is
 // done.
@@ -94,7 +94,7 @@ func subscribeIdle(subs context.Context, p *pool, names []string, streams *sync.
 	return nil
 }
 
-// connectIdle opens a subscribed Connect stream as each agent of names
+// connectIdle opens a subscribed agent stream as each agent of names
 // (--transport stream), each waited on by a goroutine of streams until
 // subs is done; a stream that breaks before is sent to broken.
 func connectIdle(subs context.Context, p *pool, names []string, streams *sync.WaitGroup, broken chan<- error) error {

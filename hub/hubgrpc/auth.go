@@ -217,7 +217,7 @@ func (s *identifiedStream) RecvMsg(m any) error {
 		return err
 	}
 	if s.method == connectMethod {
-		return nil // Connect checks each frame itself, and answers a bad send
+		return nil // AgentStream checks each frame itself, and answers a bad send
 	}
 	return statusOf(s.svc.lg, s.method, s.svc.check(m))
 }

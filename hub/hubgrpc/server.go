@@ -32,22 +32,22 @@ type Config struct {
 	Auth   Authenticator
 	Logger zerolog.Logger // default zerolog.Nop()
 	// MaxStreamsPerConn bounds the Subscribe and Watch streams of one
-	// connection, Connect streams included (with the ConnStats handler on
+	// connection, agent streams included (with the ConnStats handler on
 	// the server); default DefaultMaxStreamsPerConn.
 	MaxStreamsPerConn int
-	// MaxInFlight bounds the sends and opens one Connect stream runs at
+	// MaxInFlight bounds the sends and opens one agent stream runs at
 	// once; default DefaultMaxInFlight.
 	MaxInFlight int
-	// Tracer records the spans of the sends and opens of Connect streams, as
+	// Tracer records the spans of the sends and opens of agent streams, as
 	// TraceInterceptor does for calls; nil records none (the caller's
 	// traceparent still reaches the envelope).
 	Tracer trace.TracerProvider
-	// OnCall, when set, is called after each send or open of a Connect
+	// OnCall, when set, is called after each send or open of an agent
 	// stream with its method ("Send" or "Open"), its status (nil when
 	// acknowledged) and how long it took (for metrics: a Send or Open call
 	// is counted by the interceptors).
 	OnCall func(method string, err error, took time.Duration)
-	// CloseGrace is how long a Connect stream the hub ends waits for the
+	// CloseGrace is how long an agent stream the hub ends waits for the
 	// agent to close its side after the closing frame before it is
 	// cancelled (with StreamTap installed); default DefaultCloseGrace.
 	CloseGrace time.Duration
@@ -74,7 +74,7 @@ type Service struct {
 	closeGrace     time.Duration
 
 	cmu   sync.Mutex
-	conns map[*agentConn]struct{} // the Connect streams, ended when the hub closes
+	conns map[*agentConn]struct{} // the agent streams, ended when the hub closes
 }
 
 // New returns the service over h.
@@ -97,7 +97,7 @@ func New(h *hub.Hub, cfg Config) *Service {
 	return s
 }
 
-// endStreams ends every Connect stream: the hub is closing.
+// endStreams ends every agent stream: the hub is closing.
 func (s *Service) endStreams() {
 	s.cmu.Lock()
 	conns := make([]*agentConn, 0, len(s.conns))
@@ -105,20 +105,20 @@ func (s *Service) endStreams() {
 		conns = append(conns, c)
 	}
 	s.cmu.Unlock()
-	err := statusOf(s.lg, "Connect", hub.ErrClosed)
+	err := statusOf(s.lg, "AgentStream", hub.ErrClosed)
 	for _, c := range conns {
 		go c.end(err) // its closing frame waits behind a write blocked on a reader that stopped: not the others'
 	}
 }
 
-// track counts c among the Connect streams (ended when the hub closes)
+// track counts c among the agent streams (ended when the hub closes)
 // and returns its removal.
 func (s *Service) track(c *agentConn) func() {
 	s.cmu.Lock()
 	s.conns[c] = struct{}{}
 	s.cmu.Unlock()
 	if s.h.Lifetime().Err() != nil { // closed before it was counted
-		c.end(statusOf(s.lg, "Connect", hub.ErrClosed))
+		c.end(statusOf(s.lg, "AgentStream", hub.ErrClosed))
 	}
 	return func() {
 		s.cmu.Lock()

@@ -10,7 +10,7 @@ import (
 	"github.com/hubd/hubd/hub"
 )
 
-// DefaultMaxStreamsPerConn is how many Connect, Subscribe and Watch
+// DefaultMaxStreamsPerConn is how many AgentStream, Subscribe and Watch
 // streams one connection may hold at once unless Config says otherwise.
 const DefaultMaxStreamsPerConn = 128
 

@@ -89,14 +89,14 @@ func failed(span trace.Span, err error) {
 	span.SetStatus(otelcodes.Error, st.Message())
 }
 
-// The span names of a send and an open, by a call or on a Connect stream:
+// The span names of a send and an open, by a call or on an agent stream:
 // one name for both, so traces read the same.
 const (
 	sendMethod = "hubd.v1.Hub/Send"
 	openMethod = "hubd.v1.Hub/Open"
 )
 
-// traceStream starts the span of a send or open (method) on a Connect
+// traceStream starts the span of a send or open (method) on an agent
 // stream, as TraceInterceptor does for the call: its parent is the
 // frame's own trace context (traceparent, tracestate), else a sent
 // envelope's; an envelope without a traceparent gets the span's.
@@ -124,7 +124,7 @@ func (s *Service) traceStream(ctx context.Context, method, agent, sessionID, tra
 	}
 	service, m := splitMethod(method)
 	attrs := []attribute.KeyValue{attribute.String("rpc.system", "grpc"), attribute.String("rpc.service", service),
-		attribute.String("rpc.method", m), attribute.String("hubd.transport", "connect"), attribute.String("hubd.agent", agent)}
+		attribute.String("rpc.method", m), attribute.String("hubd.transport", "agent_stream"), attribute.String("hubd.agent", agent)}
 	if sessionID != "" {
 		attrs = append(attrs, attribute.String("hubd.session_id", sessionID))
 	}

@@ -203,7 +203,7 @@ func TestWireLimits(t *testing.T) {
 	}
 }
 
-// TestWireLimitsOnAStream: a Connect frame past the request limit is
+// TestWireLimitsOnAStream: a agent-stream frame past the request limit is
 // answered with TOO_LARGE naming it, one with a value nested too deep
 // with MALFORMED, neither decoded, and the stream goes on.
 func TestWireLimitsOnAStream(t *testing.T) {
@@ -214,7 +214,7 @@ func TestWireLimitsOnAStream(t *testing.T) {
 	defer conn.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/hubd.v1.Hub/Connect", grpc.ForceCodecV2(rawCodec{}))
+	s, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/hubd.v1.Hub/AgentStream", grpc.ForceCodecV2(rawCodec{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ var File_hub_service_proto protoreflect.FileDescriptor
 
 const file_hub_service_proto_rawDesc = "" +
 	"\n" +
-	"\x11hub_service.proto\x12\ahubd.v1\x1a\thub.proto2\x8b\t\n" +
+	"\x11hub_service.proto\x12\ahubd.v1\x1a\thub.proto2\x8f\t\n" +
 	"\x03Hub\x123\n" +
 	"\x04Open\x12\x14.hubd.v1.OpenRequest\x1a\x15.hubd.v1.OpenResponse\x123\n" +
 	"\x04Send\x12\x14.hubd.v1.SendRequest\x1a\x15.hubd.v1.SendResponse\x12:\n" +
@@ -56,8 +56,8 @@ const file_hub_service_proto_rawDesc = "" +
 	"\rListQuestions\x12\x1d.hubd.v1.ListQuestionsRequest\x1a\x1e.hubd.v1.ListQuestionsResponse\x125\n" +
 	"\aGetTree\x12\x17.hubd.v1.GetTreeRequest\x1a\x11.hubd.v1.TreeNode\x129\n" +
 	"\x06Replay\x12\x16.hubd.v1.ReplayRequest\x1a\x17.hubd.v1.ReplayResponse\x128\n" +
-	"\x06Backup\x12\x16.hubd.v1.BackupRequest\x1a\x14.hubd.v1.BackupChunk0\x01\x125\n" +
-	"\aConnect\x12\x13.hubd.v1.AgentFrame\x1a\x11.hubd.v1.HubFrame(\x010\x01B*Z(github.com/hubd/hubd/hubpb/hubsvc;hubsvcb\x06proto3"
+	"\x06Backup\x12\x16.hubd.v1.BackupRequest\x1a\x14.hubd.v1.BackupChunk0\x01\x129\n" +
+	"\vAgentStream\x12\x13.hubd.v1.AgentFrame\x1a\x11.hubd.v1.HubFrame(\x010\x01B*Z(github.com/hubd/hubd/hubpb/hubsvc;hubsvcb\x06proto3"
 
 var file_hub_service_proto_goTypes = []any{
 	(*hubpb.OpenRequest)(nil),           // 0: hubd.v1.OpenRequest
@@ -112,7 +112,7 @@ var file_hub_service_proto_depIdxs = []int32{
 	14, // 15: hubd.v1.Hub.GetTree:input_type -> hubd.v1.GetTreeRequest
 	15, // 16: hubd.v1.Hub.Replay:input_type -> hubd.v1.ReplayRequest
 	16, // 17: hubd.v1.Hub.Backup:input_type -> hubd.v1.BackupRequest
-	17, // 18: hubd.v1.Hub.Connect:input_type -> hubd.v1.AgentFrame
+	17, // 18: hubd.v1.Hub.AgentStream:input_type -> hubd.v1.AgentFrame
 	18, // 19: hubd.v1.Hub.Open:output_type -> hubd.v1.OpenResponse
 	19, // 20: hubd.v1.Hub.Send:output_type -> hubd.v1.SendResponse
 	19, // 21: hubd.v1.Hub.AckInvite:output_type -> hubd.v1.SendResponse
@@ -131,7 +131,7 @@ var file_hub_service_proto_depIdxs = []int32{
 	28, // 34: hubd.v1.Hub.GetTree:output_type -> hubd.v1.TreeNode
 	29, // 35: hubd.v1.Hub.Replay:output_type -> hubd.v1.ReplayResponse
 	30, // 36: hubd.v1.Hub.Backup:output_type -> hubd.v1.BackupChunk
-	31, // 37: hubd.v1.Hub.Connect:output_type -> hubd.v1.HubFrame
+	31, // 37: hubd.v1.Hub.AgentStream:output_type -> hubd.v1.HubFrame
 	19, // [19:38] is the sub-list for method output_type
 	0,  // [0:19] is the sub-list for method input_type
 	0,  // [0:0] is the sub-list for extension type_name

@@ -49,7 +49,7 @@ const (
 	Hub_GetTree_FullMethodName       = "/hubd.v1.Hub/GetTree"
 	Hub_Replay_FullMethodName        = "/hubd.v1.Hub/Replay"
 	Hub_Backup_FullMethodName        = "/hubd.v1.Hub/Backup"
-	Hub_Connect_FullMethodName       = "/hubd.v1.Hub/Connect"
+	Hub_AgentStream_FullMethodName   = "/hubd.v1.Hub/AgentStream"
 )
 
 // HubClient is the client API for Hub service.
@@ -111,7 +111,7 @@ type HubClient interface {
 	// hub whose log cannot be backed up this way (a cluster node: its log is
 	// NATS JetStream) answers Unimplemented.
 	Backup(ctx context.Context, in *hubpb.BackupRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[hubpb.BackupChunk], error)
-	// Connect is an agent's connection as one bidirectional stream: the
+	// AgentStream is an agent's connection as one bidirectional stream: the
 	// agent's sends and opens (AgentFrame.send and .open, each with the
 	// agent's ref) are answered on it (HubFrame.ack: the SendResponse or
 	// OpenResponse, or the error a Send or Open call would have returned),
@@ -121,7 +121,7 @@ type HubClient interface {
 	// ack follows its sync, as Send's does; a retry with the same
 	// client_msg_id is answered as a duplicate. The unary calls and Subscribe
 	// stay for clients that do not use it.
-	Connect(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[hubpb.AgentFrame, hubpb.HubFrame], error)
+	AgentStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[hubpb.AgentFrame, hubpb.HubFrame], error)
 }
 
 type hubClient struct {
@@ -339,9 +339,9 @@ func (c *hubClient) Backup(ctx context.Context, in *hubpb.BackupRequest, opts ..
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Hub_BackupClient = grpc.ServerStreamingClient[hubpb.BackupChunk]
 
-func (c *hubClient) Connect(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[hubpb.AgentFrame, hubpb.HubFrame], error) {
+func (c *hubClient) AgentStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[hubpb.AgentFrame, hubpb.HubFrame], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Hub_ServiceDesc.Streams[3], Hub_Connect_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Hub_ServiceDesc.Streams[3], Hub_AgentStream_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -350,7 +350,7 @@ func (c *hubClient) Connect(ctx context.Context, opts ...grpc.CallOption) (grpc.
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type Hub_ConnectClient = grpc.BidiStreamingClient[hubpb.AgentFrame, hubpb.HubFrame]
+type Hub_AgentStreamClient = grpc.BidiStreamingClient[hubpb.AgentFrame, hubpb.HubFrame]
 
 // HubServer is the server API for Hub service.
 // All implementations must embed UnimplementedHubServer
@@ -411,7 +411,7 @@ type HubServer interface {
 	// hub whose log cannot be backed up this way (a cluster node: its log is
 	// NATS JetStream) answers Unimplemented.
 	Backup(*hubpb.BackupRequest, grpc.ServerStreamingServer[hubpb.BackupChunk]) error
-	// Connect is an agent's connection as one bidirectional stream: the
+	// AgentStream is an agent's connection as one bidirectional stream: the
 	// agent's sends and opens (AgentFrame.send and .open, each with the
 	// agent's ref) are answered on it (HubFrame.ack: the SendResponse or
 	// OpenResponse, or the error a Send or Open call would have returned),
@@ -421,7 +421,7 @@ type HubServer interface {
 	// ack follows its sync, as Send's does; a retry with the same
 	// client_msg_id is answered as a duplicate. The unary calls and Subscribe
 	// stay for clients that do not use it.
-	Connect(grpc.BidiStreamingServer[hubpb.AgentFrame, hubpb.HubFrame]) error
+	AgentStream(grpc.BidiStreamingServer[hubpb.AgentFrame, hubpb.HubFrame]) error
 	mustEmbedUnimplementedHubServer()
 }
 
@@ -486,8 +486,8 @@ func (UnimplementedHubServer) Replay(context.Context, *hubpb.ReplayRequest) (*hu
 func (UnimplementedHubServer) Backup(*hubpb.BackupRequest, grpc.ServerStreamingServer[hubpb.BackupChunk]) error {
 	return status.Error(codes.Unimplemented, "method Backup not implemented")
 }
-func (UnimplementedHubServer) Connect(grpc.BidiStreamingServer[hubpb.AgentFrame, hubpb.HubFrame]) error {
-	return status.Error(codes.Unimplemented, "method Connect not implemented")
+func (UnimplementedHubServer) AgentStream(grpc.BidiStreamingServer[hubpb.AgentFrame, hubpb.HubFrame]) error {
+	return status.Error(codes.Unimplemented, "method AgentStream not implemented")
 }
 func (UnimplementedHubServer) mustEmbedUnimplementedHubServer() {}
 func (UnimplementedHubServer) testEmbeddedByValue()             {}
@@ -813,12 +813,12 @@ func _Hub_Backup_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Hub_BackupServer = grpc.ServerStreamingServer[hubpb.BackupChunk]
 
-func _Hub_Connect_Handler(srv interface{}, stream grpc.ServerStream) error {
-	return srv.(HubServer).Connect(&grpc.GenericServerStream[hubpb.AgentFrame, hubpb.HubFrame]{ServerStream: stream})
+func _Hub_AgentStream_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(HubServer).AgentStream(&grpc.GenericServerStream[hubpb.AgentFrame, hubpb.HubFrame]{ServerStream: stream})
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type Hub_ConnectServer = grpc.BidiStreamingServer[hubpb.AgentFrame, hubpb.HubFrame]
+type Hub_AgentStreamServer = grpc.BidiStreamingServer[hubpb.AgentFrame, hubpb.HubFrame]
 
 // Hub_ServiceDesc is the grpc.ServiceDesc for Hub service.
 // It's only intended for direct use with grpc.RegisterService,
@@ -905,8 +905,8 @@ var Hub_ServiceDesc = grpc.ServiceDesc{
 			ServerStreams: true,
 		},
 		{
-			StreamName:    "Connect",
-			Handler:       _Hub_Connect_Handler,
+			StreamName:    "AgentStream",
+			Handler:       _Hub_AgentStream_Handler,
 			ServerStreams: true,
 			ClientStreams: true,
 		},

@@ -18,7 +18,7 @@
 // The turn floor (/hubd.baseline.Baseline/Turns, DriveTurns) is the least
 // a turn must do: two seats of a session, each on its own connection and
 // bidirectional stream of hubpb.AgentFrame and hubpb.HubFrame (the frames
-// of hubd's Connect stream), take turns; the server appends a seat's send
+// of hubd's agent stream), take turns; the server appends a seat's send
 // to the log, then tells the other seat its turn and acknowledges the
 // sender, on the stream's own goroutine.
 package baseline

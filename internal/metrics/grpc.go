@@ -28,12 +28,12 @@ func (m *Metrics) UnaryInterceptor(transport string) grpc.UnaryServerInterceptor
 	}
 }
 
-// StreamCall counts a send or open (method "Send", "Open") of a Connect
+// StreamCall counts a send or open (method "Send", "Open") of an agent
 // stream that took d and ended with err (a status, or nil), as a call of
-// that method with transport "connect" (hubgrpc.Config.OnCall).
+// that method with transport "agent_stream" (hubgrpc.Config.OnCall).
 func (m *Metrics) StreamCall(method string, err error, d time.Duration) {
-	m.requests.WithLabelValues("connect", method, status.Code(err).String()).Inc()
-	m.requestSeconds.WithLabelValues("connect", method).Observe(d.Seconds())
+	m.requests.WithLabelValues("agent_stream", method, status.Code(err).String()).Inc()
+	m.requestSeconds.WithLabelValues("agent_stream", method).Observe(d.Seconds())
 }
 
 // StreamInterceptor counts open streams by kind (the method: subscribe,
@@ -42,7 +42,7 @@ func (m *Metrics) StreamInterceptor(srv any, ss grpc.ServerStream, info *grpc.St
 	if !strings.HasPrefix(info.FullMethod, "/hubd.") {
 		return handler(srv, ss) // health, reflection
 	}
-	ended := m.Stream(strings.ToLower(methodName(info.FullMethod)))
+	ended := m.Stream(snake(methodName(info.FullMethod)))
 	err := handler(srv, ss)
 	ended(err)
 	return err
@@ -66,6 +66,21 @@ func (m *Metrics) Stream(kind string) (ended func(err error)) {
 // bound, by the limit's name (hub.Hooks.Limited, hubgrpc.Config.OnLimit,
 // hubhttp.Config.OnLimit).
 func (m *Metrics) Limited(limit string) { m.limits.WithLabelValues(limit).Inc() }
+
+// snake is a method's name as a label: AgentStream is agent_stream.
+func snake(method string) string {
+	var b strings.Builder
+	for i, r := range method {
+		if 'A' <= r && r <= 'Z' {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
 
 // methodName is the last part of "/hubd.v1.Hub/Send".
 func methodName(full string) string {

@@ -78,7 +78,7 @@ func New(walStats func() wal.Stats) *Metrics {
 	m.timers = counter("hubd_timer_firings_total", "Envelopes timers wrote, by action: warn, notify, auto_close (expectations), ttl_expired, invite_timeout.", "action")
 	m.cutoffs = counter("hubd_subscriber_cutoffs_total", "Streams the hub cut off because they fell behind their buffer, by kind.", "kind")
 	m.limits = counter("hubd_limit_refusals_total", "Calls, sends and streams refused at one of the hub's limits, and subscribers cut off at a buffer bound, by limit (the hubd serve flag that sets it, without its dashes).", "limit")
-	m.requests = counter("hubd_requests_total", "Unary calls and the sends of Connect streams, by transport (grpc, http; connect for a stream's sends), method and status code.", "transport", "method", "code")
+	m.requests = counter("hubd_requests_total", "Unary calls and the sends and opens of agent streams, by transport (grpc, http; agent_stream for a stream's sends and opens), method and status code.", "transport", "method", "code")
 	m.failures = prometheus.NewCounter(prometheus.CounterOpts{Name: "hubd_session_failures_total",
 		Help: "Sessions failed because their log could not be written or read (quarantined at hydrate included)."})
 	m.appendErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "hubd_wal_append_errors_total", Help: "Appends the log did not take."})

@@ -295,7 +295,7 @@ func TestClusterSDKFollows(t *testing.T) {
 }
 
 // TestClusterOpenOnStreamNotOwner: an agentsdk client of one node without
-// Peers opens on its Connect stream; a child whose parent lives on the
+// Peers opens on its agent stream; a child whose parent lives on the
 // other node is refused NOT_OWNER there (the stream is to one node), so
 // the client opens it again with an Open call, which the node forwards to
 // the owner, as before opens went on the stream.

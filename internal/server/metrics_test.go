@@ -121,10 +121,10 @@ func TestMetrics(t *testing.T) {
 		{after, `hubd_sessions_ended_total{` + typ + `,state="CLOSED"}`, 1},
 		{after, `hubd_sends_accepted_total{` + typ + `}`, 1}, // the text (the hub writes the invite)
 		{after, `hubd_sends_rejected_total{reason="NOT_PARTICIPANT",` + typ + `}`, 1},
-		{after, `hubd_envelopes_written_total{` + typ + `}`, 5},                        // invite, opened, text, violation, close
-		{after, `hubd_requests_total{code="OK",method="Send",transport="connect"}`, 1}, // agentsdk sends on its stream
-		{after, `hubd_requests_total{code="PermissionDenied",method="Send",transport="connect"}`, 1},
-		{after, `hubd_requests_total{code="OK",method="Open",transport="connect"}`, 1}, // and opens on it
+		{after, `hubd_envelopes_written_total{` + typ + `}`, 5},                             // invite, opened, text, violation, close
+		{after, `hubd_requests_total{code="OK",method="Send",transport="agent_stream"}`, 1}, // agentsdk sends on its stream
+		{after, `hubd_requests_total{code="PermissionDenied",method="Send",transport="agent_stream"}`, 1},
+		{after, `hubd_requests_total{code="OK",method="Open",transport="agent_stream"}`, 1}, // and opens on it
 		{after, `hubd_requests_total{code="Unauthenticated",method="GetSession",transport="http"}`, 1},
 	} {
 		if got, ok := tc.m[tc.name]; !ok || got != tc.want {

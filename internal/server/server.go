@@ -399,7 +399,7 @@ const (
 func serverOptions(cfg Config, hc hub.Config, tlsCfg *tls.Config) []grpc.ServerOption {
 	opts := []grpc.ServerOption{
 		grpc.StatsHandler(hubgrpc.ConnStats()), // for the per-connection stream limit
-		grpc.InTapHandle(hubgrpc.StreamTap),    // an idle Connect stream holds one goroutine
+		grpc.InTapHandle(hubgrpc.StreamTap),    // an idle agent stream holds one goroutine
 		grpc.MaxRecvMsgSize(grpcRecvBytes(cfg, hc)),
 		grpc.ForceServerCodecV2(hubgrpc.CodecFor(hubgrpc.WireLimits{MaxRequestBytes: maxMsgBytes(cfg, hc),
 			MaxEnvelopeBytes: hc.WithDefaults().MaxEnvelopeBytes})),

@@ -30,7 +30,7 @@ func TestStreamsPerConn(t *testing.T) {
 		return c
 	}
 	alice := dial()
-	// Opened on another connection: the opener's Connect stream would
+	// Opened on another connection: the opener's agent stream would
 	// count against this one's limit.
 	s, err := dial().Open(ctx, agentsdk.OpenOptions{Type: "conversation@1", Participants: agentsdk.AutoAccepted("bob")})
 	if err != nil {

@@ -98,7 +98,7 @@ func TestTraceGRPC(t *testing.T) {
 	}
 }
 
-// TestTraceOpenOnStream: an open on agentsdk's Connect stream runs in a
+// TestTraceOpenOnStream: an open on agentsdk's agent stream runs in a
 // server span "hubd.v1.Hub/Open" whose parent is the caller's trace
 // context, as an Open call's would, and the envelopes it writes carry
 // the span's traceparent.
@@ -120,7 +120,7 @@ func TestTraceOpenOnStream(t *testing.T) {
 	for _, a := range span.Attributes {
 		attrs[string(a.Key)] = a.Value.String()
 	}
-	if span.Parent.SpanID().String() != callerSpanID || !span.Parent.IsRemote() || attrs["hubd.transport"] != "connect" ||
+	if span.Parent.SpanID().String() != callerSpanID || !span.Parent.IsRemote() || attrs["hubd.transport"] != "agent_stream" ||
 		attrs["rpc.method"] != "Open" || attrs["hubd.agent"] != "alice" {
 		t.Fatalf("the open's span: %q, parent %v, attributes %v", span.Name, span.Parent.SpanID(), attrs)
 	}

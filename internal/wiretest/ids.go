@@ -83,12 +83,12 @@ func idCases(alice, ops hubsvc.HubClient, id string) []idCase {
 			_, err := alice.Send(ctx, &hubpb.SendRequest{SessionId: v, Envelope: Text("x")})
 			return err
 		}},
-		{method: "Connect", field: "envelope.causation_id", nilOK: true, call: func(ctx context.Context, v string) error {
+		{method: "AgentStream", field: "envelope.causation_id", nilOK: true, call: func(ctx context.Context, v string) error {
 			e := Text("on the stream")
 			e.CausationId = v
 			return streamSend(ctx, alice, id, e)
 		}},
-		{method: "Connect", field: "session_id", call: func(ctx context.Context, v string) error { return streamSend(ctx, alice, v, Text("x")) }},
+		{method: "AgentStream", field: "session_id", call: func(ctx context.Context, v string) error { return streamSend(ctx, alice, v, Text("x")) }},
 		{method: "Open", field: "parent_session_id", call: func(ctx context.Context, v string) error {
 			_, err := alice.Open(ctx, &hubpb.OpenRequest{Type: "conversation@1", ParentSessionId: v,
 				Participants: []*hubpb.Participant{{Name: "bob", AutoAccept: true}}})
@@ -171,12 +171,12 @@ func firstOf(s interface {
 	return err
 }
 
-// streamSend sends e to session id on a Connect stream of c and returns
+// streamSend sends e to session id on an agent stream of c and returns
 // the refusal in its ack as a status error (nil when acknowledged).
 func streamSend(ctx context.Context, c hubsvc.HubClient, id string, e *hubpb.Envelope) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s, err := c.Connect(ctx)
+	s, err := c.AgentStream(ctx)
 	if err != nil {
 		return err
 	}

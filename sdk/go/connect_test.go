@@ -41,17 +41,17 @@ func (m *methods) get(method string) int {
 	return m.n["/hubd.v1.Hub/"+method]
 }
 
-// older is a hub before a feature of the Connect stream.
+// older is a hub before a feature of the agent stream.
 type older int
 
 const (
 	current   older = iota
-	noConnect       // the hub has no Connect stream (it answers Unimplemented)
-	noOpens         // its Connect stream takes no opens (StreamReady.opens unset)
+	noConnect       // the hub has no agent stream (it answers Unimplemented)
+	noOpens         // its agent stream takes no opens (StreamReady.opens unset)
 )
 
 // counted makes a client count its calls in m, against a hub as old as
-// hub says: without Connect, its Connect streams go to a method the hub
+// hub says: without AgentStream, its agent streams go to a method the hub
 // does not have; without opens, the ready frame is read without the flag.
 func counted(m *methods, hub older) func(*agentsdk.Options) {
 	return func(o *agentsdk.Options) {
@@ -62,8 +62,8 @@ func counted(m *methods, hub older) func(*agentsdk.Options) {
 			}),
 			grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, s grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 				m.count(method)
-				if hub == noConnect && method == "/hubd.v1.Hub/Connect" {
-					method = "/hubd.v1.Hub/ConnectOfANewerHub"
+				if hub == noConnect && method == "/hubd.v1.Hub/AgentStream" {
+					method = "/hubd.v1.Hub/AgentStreamOfANewerHub"
 				}
 				cs, err := s(ctx, desc, cc, method, opts...)
 				if hub == noOpens && err == nil {
@@ -74,7 +74,7 @@ func counted(m *methods, hub older) func(*agentsdk.Options) {
 	}
 }
 
-// noOpensStream reads a Connect stream as from a hub whose stream takes
+// noOpensStream reads an agent stream as from a hub whose stream takes
 // no opens.
 type noOpensStream struct{ grpc.ClientStream }
 
@@ -88,7 +88,7 @@ func (s noOpensStream) RecvMsg(m any) error {
 
 // TestServeTransports runs a pipeline served by three agents over each
 // transport: over the stream no Send or Open call and no Subscribe stream
-// is made; with unary (chosen, or against a hub without Connect) the
+// is made; with unary (chosen, or against a hub without AgentStream) the
 // replies are Send calls and the open an Open call; against a hub whose
 // stream takes no opens, the open is an Open call and the rest goes on
 // the stream. The outcome is the same.
@@ -136,9 +136,9 @@ func TestServeTransports(t *testing.T) {
 			if !errors.Is(err, agentsdk.ErrSessionClosed) || ack.SendResponse != nil {
 				t.Errorf("a send after the end: %v %v, want ErrSessionClosed", ack, err)
 			}
-			sends, subs, conns, opens := m.get("Send"), m.get("Subscribe"), m.get("Connect"), m.get("Open")
+			sends, subs, conns, opens := m.get("Send"), m.get("Subscribe"), m.get("AgentStream"), m.get("Open")
 			if tc.stream && (sends != 0 || subs != 0 || conns < 3) {
-				t.Errorf("over the stream: %d Send calls, %d Subscribe streams, %d Connect streams", sends, subs, conns)
+				t.Errorf("over the stream: %d Send calls, %d Subscribe streams, %d agent streams", sends, subs, conns)
 			}
 			if !tc.stream && (sends < 3 || subs < 3) {
 				t.Errorf("unary: %d Send calls, %d Subscribe streams", sends, subs)
@@ -153,7 +153,7 @@ func TestServeTransports(t *testing.T) {
 	}
 }
 
-// TestAgentStream: a Connect stream sends concurrently, answers each send
+// TestAgentStream: an agent stream sends concurrently, answers each send
 // with its own ack, refuses a bad one with its sentinel, is idempotent per
 // client message id (and opens per idempotency key), and fails sends and
 // opens with ErrUnavailable once closed.
@@ -277,7 +277,7 @@ func TestAgentStream(t *testing.T) {
 	}
 }
 
-// closingHub is a scripted hub whose Connect stream sends ready, then a
+// closingHub is a scripted hub whose agent stream sends ready, then a
 // closing frame (DRAINING), reads until the agent closes its side, and
 // ends the stream with the frame's status once the test releases it.
 type closingHub struct {
@@ -286,7 +286,7 @@ type closingHub struct {
 	release    chan struct{}
 }
 
-func (h *closingHub) Connect(s grpc.BidiStreamingServer[hubpb.AgentFrame, hubpb.HubFrame]) error {
+func (h *closingHub) AgentStream(s grpc.BidiStreamingServer[hubpb.AgentFrame, hubpb.HubFrame]) error {
 	draining := status.New(codes.Unavailable, "the hub is closing")
 	draining, _ = draining.WithDetails(&errdetails.ErrorInfo{Reason: "DRAINING", Domain: agentsdk.ErrorDomain})
 	_ = s.Send(&hubpb.HubFrame{Frame: &hubpb.HubFrame_Ready{Ready: &hubpb.StreamReady{Agent: "alice", MaxInFlight: 8, Opens: true}}})

@@ -537,7 +537,7 @@ func TestServeViewFromTheNotice(t *testing.T) {
 }
 
 // received records the deliveries a client's streams bring over the wire
-// (Connect frames and Subscribe messages alike), as "type" or "type
+// (agent-stream frames and Subscribe messages alike), as "type" or "type
 // [your turn]".
 type received struct{ calls }
 

@@ -1,4 +1,4 @@
-"""The agent's Connect stream for the asyncio client: what hubd._stream is
+"""The agent's stream for the asyncio client: what hubd._stream is
 for the sync one, with an asyncio queue feeding grpc.aio's writer and one
 reader task per stream (nothing blocks the event loop)."""
 
@@ -20,7 +20,7 @@ _END = object()
 
 
 class AioAgentStream:
-    """One Connect stream of the asyncio client, opened by :meth:`start`.
+    """One agent stream of the asyncio client, opened by :meth:`start`.
     Sends and opens in flight are answered in any order; when the stream
     breaks each raises :class:`hubd.Unavailable` (send it again with the
     same client message id, or idempotency key) and :attr:`done` is set.
@@ -48,7 +48,7 @@ class AioAgentStream:
         self._err: Optional[errors.HubError] = None
         self._closing: Optional[errors.HubError] = None  # the hub's closing frame
         self._reader: Optional["asyncio.Task[None]"] = None
-        self._call = stub.Connect(self._frames(), metadata=metadata, wait_for_ready=wait_for_ready)
+        self._call = stub.AgentStream(self._frames(), metadata=metadata, wait_for_ready=wait_for_ready)
 
     async def _frames(self) -> AsyncIterator[pb.AgentFrame]:
         while True:
@@ -67,7 +67,7 @@ class AioAgentStream:
         subscribe when asked and start reading.
 
         Raises:
-            NoStream: the hub has no Connect stream.
+            NoStream: the hub has no agent stream.
             hubd.HubError: the stream failed to open.
         """
         try:

@@ -81,7 +81,7 @@ class Serving:
         self.lock = threading.Lock()
         self.sessions: Dict[str, _Worker] = {}
         self.call: Any = None  # the current subscription (a call, or an AgentStream)
-        self.stream: Optional[_stream.AgentStream] = None  # the Connect stream being read, if any
+        self.stream: Optional[_stream.AgentStream] = None  # the agent stream being read, if any
         self.pool = ThreadPoolExecutor(max_workers=max(1, max_workers), thread_name_prefix="hubd-serve")
 
     # The loop.
@@ -155,9 +155,9 @@ class Serving:
             call.cancel()
 
     def _agent_stream(self) -> Optional[Tuple[bool, Optional[errors.HubError]]]:
-        """Serve one Connect stream until it breaks: its deliveries are acted
+        """Serve one agent stream until it breaks: its deliveries are acted
         on by its reader thread and the handlers' replies go over it. Reports
-        as _subscription does, or None when the hub has no Connect stream
+        as _subscription does, or None when the hub has no agent stream
         (the client then sends unary and serve subscribes)."""
         got = threading.Event()
 

@@ -1,4 +1,4 @@
-"""The agent's Connect stream (``hubd.v1.Hub/Connect``) for the sync client:
+"""The agent's stream (``hubd.v1.Hub/AgentStream``) for the sync client:
 one bidirectional stream that carries the agent's sends and opens (each
 with a ref, one series) and their acknowledgements, and, once subscribed,
 its deliveries. The reference is the Go SDK's agentsdk/connect.go.
@@ -23,21 +23,21 @@ from ._model import Ack, Session
 from ._pb import hub_pb2 as pb
 
 TRANSPORT_STREAM = "stream"
-"""Send over the agent's Connect stream (the default)."""
+"""Send over the agent's stream (the default)."""
 TRANSPORT_UNARY = "unary"
 """Send with one ``Send`` call per envelope; serve reads a ``Subscribe``
 stream."""
 TRANSPORTS = (TRANSPORT_STREAM, TRANSPORT_UNARY)
 
 MAX_STREAM_ENVELOPE = 1 << 20
-"""The largest envelope (encoded) sent on a Connect stream: a larger one
+"""The largest envelope (encoded) sent on an agent stream: a larger one
 goes in a ``Send`` call, which fails alone (TOO_LARGE) where a frame the hub
 refuses to read would end the whole stream. The same bounds an open
 request sent on the stream (a larger one is an ``Open`` call)."""
 
 
 class NoStream(Exception):
-    """The hub has no Connect stream (it answered UNIMPLEMENTED): use unary
+    """The hub has no agent stream (it answered UNIMPLEMENTED): use unary
     calls."""
 
 
@@ -156,7 +156,7 @@ class _Pending:
 
 
 class AgentStream:
-    """One Connect stream of the sync client, opened at construction (its
+    """One agent stream of the sync client, opened at construction (its
     ready frame awaited by :meth:`wait_ready`). Safe for use from several
     threads; sends and opens in flight are answered in any order. When it
     breaks, every send or open in flight raises :class:`hubd.Unavailable`
@@ -191,7 +191,7 @@ class AgentStream:
         self._opened = threading.Event()  # the ready frame came, or the stream ended
         if subscribe is not None:  # read by the hub after its ready frame
             self._q.put(pb.AgentFrame(subscribe=subscribe))
-        self._call = stub.Connect(self._frames(), metadata=metadata, wait_for_ready=wait_for_ready)
+        self._call = stub.AgentStream(self._frames(), metadata=metadata, wait_for_ready=wait_for_ready)
         self._reader = threading.Thread(target=self._read, name="hubd-stream", daemon=True)
         self._reader.start()
 
@@ -207,7 +207,7 @@ class AgentStream:
         """Wait for the hub's ready frame, at most timeout seconds.
 
         Raises:
-            NoStream: the hub has no Connect stream.
+            NoStream: the hub has no agent stream.
             hubd.HubError: the stream failed to open (DeadlineExceeded when
                 the timeout passed).
         """

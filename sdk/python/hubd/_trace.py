@@ -1,7 +1,7 @@
 """The W3C trace context the SDK carries to the hub (the reference is the
 Go SDK's agentsdk/trace.go).
 
-Every frame of the agent's Connect stream (``StreamSend``, ``StreamOpen``)
+Every frame of the agent's stream (``StreamSend``, ``StreamOpen``)
 and every unary call (as the ``traceparent`` and ``tracestate`` metadata)
 carries the caller's trace context: the current span of OpenTelemetry's
 API when it is installed and a span is current, else the one given with

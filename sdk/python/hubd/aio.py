@@ -155,7 +155,7 @@ class Client:
     Create it inside the event loop that uses it (gRPC's asyncio channels
     belong to one loop). ``transport`` is as for :class:`hubd.Client`:
     ``"stream"`` (the default) sends (and opens, when the hub takes opens
-    there) over one Connect stream per client and serve reads (and replies
+    there) over one agent stream per client and serve reads (and replies
     on) a stream of its own; ``"unary"`` a ``Send`` call per envelope, an
     ``Open`` call per open and a ``Subscribe`` stream.
     """
@@ -209,7 +209,7 @@ class Client:
         self._budget = retry_budget
         self._connect_timeout = connect_timeout
         self.log = logger or _common.LOG
-        # No Connect stream: asked for, a cluster, or a hub without it.
+        # No agent stream: asked for, a cluster, or a hub without it.
         self._unary = transport == _stream.TRANSPORT_UNARY or bool(peers)
         self._stream: Optional[AioAgentStream] = None
         self._stream_lock: Optional[asyncio.Lock] = None  # made in the loop
@@ -254,7 +254,7 @@ class Client:
     @property
     def transport(self) -> str:
         """How the client sends now: ``"stream"``, or ``"unary"`` (asked
-        for, with ``peers``, or against a hub without the Connect stream)."""
+        for, with ``peers``, or against a hub without the agent stream)."""
         return _stream.TRANSPORT_UNARY if self._unary else _stream.TRANSPORT_STREAM
 
     async def close(self) -> None:
@@ -299,13 +299,13 @@ class Client:
             raise errors.from_rpc_error(op, e) from e
 
     def _no_stream(self, why: str) -> None:
-        """The hub has no Connect stream: send unary from now on."""
+        """The hub has no agent stream: send unary from now on."""
         if not self._unary:
             self._unary = True
-            self.log.info("hubd: the hub at %s has no Connect stream: %s", self._target, why)
+            self.log.info("hubd: the hub at %s has no agent stream: %s", self._target, why)
 
     async def _main_stream(self, timeout: Optional[float], wait: bool) -> Optional[AioAgentStream]:
-        """The client's Connect stream for its sends and opens, opened if
+        """The client's agent stream for its sends and opens, opened if
         needed (its opening bounded by timeout); None when the client sends
         unary."""
         if self._stream_lock is None:
@@ -388,7 +388,7 @@ class Client:
         timeout: Optional[float] = None,
     ) -> Session:
         """Create a session (see :meth:`hubd.Client.open`; over the client's
-        Connect stream as its sends go, when the hub takes opens there)."""
+        agent stream as its sends go, when the hub takes opens there)."""
         req = open_request(
             session_type,
             participants=participants,
@@ -908,7 +908,7 @@ class _AsyncServing:
         self.cursors: Dict[str, int] = {}
         self.sessions: Dict[str, _Worker] = {}
         self.tasks: Set["asyncio.Task[Any]"] = set()
-        self.stream: Optional[AioAgentStream] = None  # the Connect stream being read, if any
+        self.stream: Optional[AioAgentStream] = None  # the agent stream being read, if any
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -986,8 +986,8 @@ class _AsyncServing:
         return _common.subscribe_request(self.cursors, False, self.observe is None, self.view, self.window)
 
     async def _agent_stream(self) -> Optional[Tuple[bool, Optional[errors.HubError]]]:
-        """Serve one Connect stream until it breaks (see hubd._serve);
-        None when the hub has no Connect stream."""
+        """Serve one agent stream until it breaks (see hubd._serve);
+        None when the hub has no agent stream."""
         got = False
 
         def on_delivery(d: pb.Delivery) -> None:

@@ -141,14 +141,14 @@ class Client:
             before it raises the last error (:class:`hubd.NotOwner`,
             :class:`hubd.Unavailable`).
         transport: how the client sends. ``"stream"`` (the default): one
-            Connect stream per client carries its sends and opens and their
+            agent stream per client carries its sends and opens and their
             acknowledgements, and :meth:`serve` reads its deliveries from
             (and posts its replies on) a stream of its own; a refused send
             or open raises exactly what a ``Send`` or ``Open`` call would.
             ``"unary"``: a ``Send`` call per envelope, an ``Open`` call per
             open and a ``Subscribe`` stream for :meth:`serve`. With
             ``peers``, for an envelope or open request over 1 MiB, and
-            against a hub without the Connect stream (UNIMPLEMENTED), the
+            against a hub without the agent stream (UNIMPLEMENTED), the
             client sends unary whatever this says; it opens with an
             ``Open`` call against a hub that does not take opens on the
             stream.
@@ -208,7 +208,7 @@ class Client:
             self._stub = _cluster.FollowingStub(self._peers)
         self._attempts = max(1, send_attempts)
         self._budget = retry_budget
-        # No Connect stream: asked for, a cluster (its calls are followed
+        # No agent stream: asked for, a cluster (its calls are followed
         # node to node, a stream is to one node), or a hub without it.
         self._unary = transport == _stream.TRANSPORT_UNARY or bool(peers)
         self._stream_lock = threading.Lock()
@@ -251,7 +251,7 @@ class Client:
     @property
     def transport(self) -> str:
         """How the client sends now: ``"stream"``, or ``"unary"`` (asked
-        for, with ``peers``, or against a hub without the Connect stream)."""
+        for, with ``peers``, or against a hub without the agent stream)."""
         with self._stream_lock:
             return _stream.TRANSPORT_UNARY if self._unary else _stream.TRANSPORT_STREAM
 
@@ -308,15 +308,15 @@ class Client:
             # Any other answer (no health service, ...) comes from a server.
 
     def _no_stream(self, why: str) -> None:
-        """The hub has no Connect stream: send unary from now on."""
+        """The hub has no agent stream: send unary from now on."""
         with self._stream_lock:
             if self._unary:
                 return
             self._unary = True
-        self.log.info("hubd: the hub at %s has no Connect stream: %s", self._target, why)
+        self.log.info("hubd: the hub at %s has no agent stream: %s", self._target, why)
 
     def _main_stream(self, timeout: Optional[float], wait: bool) -> Optional[_stream.AgentStream]:
-        """The client's Connect stream for its sends and opens, opened if
+        """The client's agent stream for its sends and opens, opened if
         needed (its opening bounded by timeout); None when the client sends
         unary."""
         with self._stream_lock:
@@ -330,7 +330,7 @@ class Client:
                 st.wait_ready(timeout)
             except _stream.NoStream:
                 self._unary = True
-                self.log.info("hubd: the hub at %s has no Connect stream: sending with unary calls", self._target)
+                self.log.info("hubd: the hub at %s has no agent stream: sending with unary calls", self._target)
                 return None
             self._stream = st
             return st
@@ -414,7 +414,7 @@ class Client:
         they must acknowledge; use :func:`hubd.auto_accepted` for those who
         need not).
 
-        With ``transport="stream"`` it goes over the client's Connect
+        With ``transport="stream"`` it goes over the client's agent
         stream, as its sends do, when the hub takes opens there (an
         ``Open`` call otherwise, and for a request over 1 MiB); a refusal
         raises what the call would. An open is not retried: when it fails
@@ -625,7 +625,7 @@ class Client:
         """Send any envelope (questions, answers, task progress, ...); the hub
         sets its session, seq, id, sender and time. ``envelope`` is not
         modified. A send the hub cannot take now (:class:`hubd.Unavailable`,
-        also a send in flight on a Connect stream that broke) is retried up to ``send_attempts`` times within ``retry_budget``
+        also a send in flight on an agent stream that broke) is retried up to ``send_attempts`` times within ``retry_budget``
         seconds, each retry waiting for the connection to be ready, with the
         same client message id, so it is written at most once."""
         env = _common.envelope(_common.copy_envelope(envelope), client_msg_id, causation_id, audience, traceparent)
@@ -964,7 +964,7 @@ class Client:
     ) -> None:
         """Run the agent until stopped.
 
-        Subscribes to the agent's deliveries (on a Connect stream of its
+        Subscribes to the agent's deliveries (on an agent stream of its
         own, which also carries the replies; with ``transport="unary"``, in
         a cluster or against a hub without it, a ``Subscribe`` stream and a
         ``Send`` call per reply), answers invites (accepting
@@ -1019,7 +1019,7 @@ class Client:
             backoff: the reconnect backoff, (base, max) in seconds.
             observer: called with every delivery of the agent's stream, in
                 order, before serve acts on it (on the reader thread: while
-                it blocks, nothing is read, over the Connect stream the
+                it blocks, nothing is read, over the agent stream the
                 acknowledgements of the replies neither). With it, the
                 stream carries every envelope addressed to the agent;
                 without it, only what serve acts on.

@@ -453,7 +453,7 @@ def over_cap(detail: str) -> str:
 
 class StatusError(grpc.RpcError, grpc.Call):  # type: ignore[misc]
     """A gRPC status that came as data rather than as a call's end: a send
-    or open the hub refused on the agent's Connect stream
+    or open the hub refused on the agent's stream
     (``hubd.v1.StreamError``: the code, message, reason and ErrorInfo
     metadata a ``Send`` or ``Open`` call would have ended with), or a
     stream that broke under a send or open. It reads as the

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Turns per second of a two-agent ping-pong served by the Python SDK, over
-the Connect stream and with unary calls, in the same run (a measurement,
+the agent stream and with unary calls, in the same run (a measurement,
 not a test: compare the ratio, not the absolute figures).
 
     python3 sdk/python/scripts/pingpong.py [--turns 400] [--rounds 3] [--aio] [--no-fsync]

@@ -62,7 +62,7 @@ def _not_owner_at(addr: str, session_id: str) -> Dict[str, str]:
 
 
 def test_not_owner_over_the_stream(cluster: Cluster) -> None:
-    """A client without peers sends over its Connect stream to a node that
+    """A client without peers sends over its agent stream to a node that
     does not serve the session: NOT_OWNER comes back per send with the same
     class, code, message and ErrorInfo metadata (owner_addr) as a Send
     call's."""
@@ -95,7 +95,7 @@ def test_not_owner_over_the_stream(cluster: Cluster) -> None:
 
 
 def test_open_child_over_the_stream_not_owner(cluster: Cluster) -> None:
-    """A client without peers opens on its Connect stream, which is to one
+    """A client without peers opens on its agent stream, which is to one
     node: a child of a session another node serves is refused NOT_OWNER
     there, so the client opens it again with an Open call, which a node
     forwards to the owner (a gateway here: the cluster's nodes answer

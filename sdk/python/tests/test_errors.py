@@ -130,7 +130,7 @@ def check(call: Callable[[], Any], cls: Type[hubd.HubError], code: grpc.StatusCo
 
 @pytest.mark.parametrize("transport", ["stream", "unary"])
 def test_refusals(connect: Connect, names: Names, transport: str) -> None:
-    """Every refusal, the sends' over the Connect stream and with Send calls."""
+    """Every refusal, the sends' over the agent stream and with Send calls."""
     alice, bob, carol, mallory = (connect(names(n), transport=transport) for n in ("alice", "bob", "carol", "mallory"))
     A, B, C = names("alice"), names("bob"), names("carol")
 

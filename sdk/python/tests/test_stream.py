@@ -1,5 +1,5 @@
-"""The agent's Connect stream: sends, opens and serve go over it by default
-(the hub's /metrics counts them with transport="connect"), a refusal on it
+"""The agent's stream: sends, opens and serve go over it by default
+(the hub's /metrics counts them with transport="agent_stream"), a refusal on it
 raises what a Send or Open call raises, duplicates are answered as Send
 answers them, sends in flight when the stream breaks are sent again (never
 lost, never doubled), a hub without the stream is served unary, and a hub
@@ -83,7 +83,7 @@ def test_sends_go_over_the_stream(mhub: MetricsHub, clients: Callable[..., hubd.
     alice.set_context(s.id, {"k": 1})
     alice.send_event(s.id, "app.ping", b"x")
     alice.send(s.id, pb.Envelope(type="app.raw", custom=b"y"))
-    assert delta(before, mhub.requests()) == {("connect", "Send", "OK"): 4}
+    assert delta(before, mhub.requests()) == {("agent_stream", "Send", "OK"): 4}
     before = mhub.requests()
     unary.send_event(s.id, "app.ping", b"z")
     assert delta(before, mhub.requests()) == {("grpc", "Send", "OK"): 1}
@@ -92,7 +92,7 @@ def test_sends_go_over_the_stream(mhub: MetricsHub, clients: Callable[..., hubd.
     with futures.ThreadPoolExecutor(8) as pool:
         acks = list(pool.map(lambda i: alice.send_event(s.id, "app.n", str(i).encode()), range(40)))
     assert len({a.seq for a in acks}) == 40
-    assert delta(before, mhub.requests()) == {("connect", "Send", "OK"): 40}
+    assert delta(before, mhub.requests()) == {("agent_stream", "Send", "OK"): 40}
     with pytest.raises(ValueError, match="transport"):
         hubd.Client(mhub.addr, name=A, transport="carrier-pigeon")
 
@@ -105,7 +105,7 @@ def test_over_a_mebibyte_goes_unary(mhub: MetricsHub, clients: Callable[..., hub
     with pytest.raises(hubd.TooLarge):
         alice.send_event(s.id, "app.big", b"x" * (3 << 19))  # 1.5 MiB
     alice.send_event(s.id, "app.small")  # the stream lives on
-    assert delta(before, mhub.requests()) == {("grpc", "Send", "ResourceExhausted"): 1, ("connect", "Send", "OK"): 1}
+    assert delta(before, mhub.requests()) == {("grpc", "Send", "ResourceExhausted"): 1, ("agent_stream", "Send", "OK"): 1}
 
 
 @pytest.mark.parametrize("first, second", [("stream", "stream"), ("stream", "unary"), ("unary", "stream")])
@@ -167,7 +167,7 @@ def test_serve_over_the_stream(mhub: MetricsHub, clients: Callable[..., hubd.Cli
     d = delta(before, mhub.requests())
     # Six replies over the stream, no Send call, and no GetView call: each
     # turn notice carried its view.
-    assert d.get(("connect", "Send", "OK")) == 6
+    assert d.get(("agent_stream", "Send", "OK")) == 6
     assert ("grpc", "Send", "OK") not in d and ("grpc", "GetView", "OK") not in d, d
 
 
@@ -204,7 +204,7 @@ def test_aio_over_the_stream(mhub: MetricsHub, names: Names) -> None:
             acks = await asyncio.gather(*(a.send_event(c.id, "app.n") for _ in range(20)))
             assert len({k.seq for k in acks}) == 20
             d = delta(before, mhub.requests())
-            assert d.get(("connect", "Send", "OK")) == 4 + 20, d
+            assert d.get(("agent_stream", "Send", "OK")) == 4 + 20, d
             assert ("grpc", "Send", "OK") not in d and ("grpc", "GetView", "OK") not in d, d
 
     asyncio.run(main())
@@ -256,7 +256,7 @@ def test_sends_in_flight_when_the_stream_breaks(hub_factory: HubFactory, caplog:
 
 class OlderHubProxy(grpc.GenericRpcHandler):  # type: ignore[misc]
     """A hub older than the SDK, in front of a real one: without the
-    Connect stream (UNIMPLEMENTED), or with ``connect=True`` with it but
+    agent stream (UNIMPLEMENTED), or with ``connect=True`` with it but
     without opens on it (its ready frame's ``opens`` cleared, and an open
     frame ends the whole stream, as such a hub does). Every other method is
     passed through to the real hub, byte for byte."""
@@ -267,7 +267,7 @@ class OlderHubProxy(grpc.GenericRpcHandler):  # type: ignore[misc]
         self.ch = grpc.insecure_channel(target)
         self.connect = connect
         self.methods: List[str] = []
-        self.frames: List[str] = []  # the kinds of the Connect frames the agent sent
+        self.frames: List[str] = []  # the kinds of the agent-stream frames the agent sent
 
     def service(self, details: Any) -> Any:
         method = details.method
@@ -278,7 +278,7 @@ class OlderHubProxy(grpc.GenericRpcHandler):  # type: ignore[misc]
             ctx.set_trailing_metadata(e.trailing_metadata())  # type: ignore[attr-defined]
             ctx.abort(e.code(), e.details())  # type: ignore[attr-defined]
 
-        if method == "/hubd.v1.Hub/Connect":
+        if method == "/hubd.v1.Hub/AgentStream":
             if not self.connect:
                 return None
             remote_connect = self.ch.stream_stream(
@@ -386,7 +386,7 @@ def test_a_hub_without_the_stream(
         b.close()
     assert (a.transport, b.transport) == ("unary", "unary")
     assert "/hubd.v1.Hub/Subscribe" in proxy.methods and "/hubd.v1.Hub/Send" in proxy.methods
-    assert "no Connect stream" in caplog.text
+    assert "no agent stream" in caplog.text
 
 
 def test_opens_go_over_the_stream(mhub: MetricsHub, clients: Callable[..., hubd.Client], names: Names) -> None:
@@ -398,7 +398,7 @@ def test_opens_go_over_the_stream(mhub: MetricsHub, clients: Callable[..., hubd.
     again = alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(B), idempotency_key="conv-1", task="hi")
     assert (again.id, again.existing) == (s.id, True)
     alice.send_text(s.id, "on the same stream")
-    assert delta(before, mhub.requests()) == {("connect", "Open", "OK"): 2, ("connect", "Send", "OK"): 1}
+    assert delta(before, mhub.requests()) == {("agent_stream", "Open", "OK"): 2, ("agent_stream", "Send", "OK"): 1}
     got = alice.get_session(s.id)
     assert (got.creator, got.participants, got.state) == (A, [A, B], "OPEN")
     # The same key with an Open call: the session the stream's open made.
@@ -413,7 +413,7 @@ def test_opens_go_over_the_stream(mhub: MetricsHub, clients: Callable[..., hubd.
             pool.map(lambda _: alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(B)), range(12))
         )
     assert len({o.id for o in opened}) == 12 and {o.creator for o in opened} == {A}
-    assert delta(before, mhub.requests()) == {("connect", "Open", "OK"): 12}
+    assert delta(before, mhub.requests()) == {("agent_stream", "Open", "OK"): 12}
     # A request over 1 MiB is an Open call (which refuses it alone), as an
     # envelope over 1 MiB is a Send call; the stream lives on.
     st = alice._stream
@@ -422,7 +422,7 @@ def test_opens_go_over_the_stream(mhub: MetricsHub, clients: Callable[..., hubd.
         alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(B), task="x" * (3 << 19))
     alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(B))
     assert alice._stream is st
-    assert delta(before, mhub.requests()) == {("grpc", "Open", "ResourceExhausted"): 1, ("connect", "Open", "OK"): 1}
+    assert delta(before, mhub.requests()) == {("grpc", "Open", "ResourceExhausted"): 1, ("agent_stream", "Open", "OK"): 1}
 
 
 def test_a_refused_open_on_the_stream(mhub: MetricsHub, clients: Callable[..., hubd.Client], names: Names) -> None:
@@ -439,13 +439,13 @@ def test_a_refused_open_on_the_stream(mhub: MetricsHub, clients: Callable[..., h
     assert got[0][:2] == (hubd.UnknownSessionType, "UNKNOWN_SESSION_TYPE"), got[0]
     assert got[0][3] == grpc.StatusCode.INVALID_ARGUMENT and got[0][4][0] == "UNKNOWN_SESSION_TYPE", got[0]
     assert delta(before, mhub.requests()) == {
-        ("connect", "Open", "InvalidArgument"): 1,
+        ("agent_stream", "Open", "InvalidArgument"): 1,
         ("grpc", "Open", "InvalidArgument"): 1,
     }
     before = mhub.requests()
     stream.send_text(s.id, "still here")
     assert stream._stream is st and not st.done.is_set()
-    assert delta(before, mhub.requests()) == {("connect", "Send", "OK"): 1}
+    assert delta(before, mhub.requests()) == {("agent_stream", "Send", "OK"): 1}
 
 
 def test_a_hub_whose_stream_takes_no_opens(mhub: MetricsHub, older_hub: OlderHub, names: Names) -> None:
@@ -468,7 +468,7 @@ def test_a_hub_whose_stream_takes_no_opens(mhub: MetricsHub, older_hub: OlderHub
         assert delta(before, mhub.requests()) == {
             ("grpc", "Open", "OK"): 2,
             ("grpc", "Open", "InvalidArgument"): 1,
-            ("connect", "Send", "OK"): 1,
+            ("agent_stream", "Send", "OK"): 1,
         }
     finally:
         alice.close()
@@ -486,12 +486,12 @@ def test_a_hub_whose_stream_takes_no_opens(mhub: MetricsHub, older_hub: OlderHub
             assert delta(before, mhub.requests()) == {
                 ("grpc", "Open", "OK"): 1,
                 ("grpc", "Open", "InvalidArgument"): 1,
-                ("connect", "Send", "OK"): 1,
+                ("agent_stream", "Send", "OK"): 1,
             }
 
     asyncio.run(main())
     assert "open" not in proxy.frames and proxy.frames.count("send") == 4, proxy.frames
-    assert proxy.methods.count("/hubd.v1.Hub/Open") == 6 and proxy.methods.count("/hubd.v1.Hub/Connect") == 2
+    assert proxy.methods.count("/hubd.v1.Hub/Open") == 6 and proxy.methods.count("/hubd.v1.Hub/AgentStream") == 2
 
 
 def test_an_open_in_flight_when_the_stream_breaks(hub: Hub, older_hub: OlderHub, names: Names) -> None:
@@ -530,14 +530,14 @@ def test_aio_opens_over_the_stream(mhub: MetricsHub, names: Names) -> None:
             assert (s.creator, s.participants, s.existing) == (A, [A, B], False)
             again = await a.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(B), idempotency_key="c-1")
             assert (again.id, again.existing) == (s.id, True)
-            assert delta(before, mhub.requests()) == {("connect", "Open", "OK"): 2}
+            assert delta(before, mhub.requests()) == {("agent_stream", "Open", "OK"): 2}
             # Concurrent opens share the client's stream.
             before = mhub.requests()
             many = await asyncio.gather(
                 *(a.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(B)) for _ in range(10))
             )
             assert len({o.id for o in many}) == 10
-            assert delta(before, mhub.requests()) == {("connect", "Open", "OK"): 10}
+            assert delta(before, mhub.requests()) == {("agent_stream", "Open", "OK"): 10}
             # A refusal: what the Open call raises; the stream lives on.
             st = a._stream
             assert st is not None and st.opens
@@ -551,9 +551,9 @@ def test_aio_opens_over_the_stream(mhub: MetricsHub, names: Names) -> None:
             await a.send_text(s.id, "still here")
             assert a._stream is st and not st.done.is_set()
             assert delta(before, mhub.requests()) == {
-                ("connect", "Open", "InvalidArgument"): 1,
+                ("agent_stream", "Open", "InvalidArgument"): 1,
                 ("grpc", "Open", "InvalidArgument"): 1,
-                ("connect", "Send", "OK"): 1,
+                ("agent_stream", "Send", "OK"): 1,
             }
 
     asyncio.run(main())
@@ -592,7 +592,7 @@ def test_aio_sends_in_flight_when_the_stream_breaks(hub_factory: HubFactory, cap
 
 
 def test_the_hub_ending_the_stream_says_why(hub_factory: HubFactory) -> None:
-    """A hub that stops ends each Connect stream with a closing frame; the
+    """A hub that stops ends each agent stream with a closing frame; the
     client closes its side and the stream ends DRAINING (Unavailable), not
     cancelled."""
     from hubd import _stream
@@ -612,7 +612,7 @@ def test_the_hub_ending_the_stream_says_why(hub_factory: HubFactory) -> None:
 
 
 class ClosingHub(grpc.GenericRpcHandler):  # type: ignore[misc]
-    """A scripted hub whose Connect stream sends ready, then a closing frame
+    """A scripted hub whose agent stream sends ready, then a closing frame
     (DRAINING), reads until the agent closes its side and ends the stream
     once the test releases it. The real hub ends the stream as soon as the
     agent closes its side, so a send in that window is a race there."""
@@ -622,7 +622,7 @@ class ClosingHub(grpc.GenericRpcHandler):  # type: ignore[misc]
         self.release = threading.Event()
 
     def service(self, details: Any) -> Any:
-        if details.method != "/hubd.v1.Hub/Connect":
+        if details.method != "/hubd.v1.Hub/AgentStream":
             return None
 
         def connect(frames: Iterator[pb.AgentFrame], ctx: grpc.ServicerContext) -> Iterator[pb.HubFrame]:

@@ -1,5 +1,5 @@
 """The W3C trace context against the real hub: what the SDK sends carries
-the caller's trace (on the Connect stream's frames and as the metadata of
+the caller's trace (on the agent stream's frames and as the metadata of
 unary calls), and a served turn continues the trace of its trigger, so the
 envelopes the hub logs (read back with read_log) carry its trace id."""
 
@@ -273,7 +273,7 @@ def test_aio_failing_observer_and_handler_are_logged_and_serve_goes_on(
 def test_stream_callback_that_raises_is_logged_and_the_stream_reads_on(
     connect: Connect, names: Names, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A Connect stream's delivery callback that raises is logged and the
+    """An agent stream's delivery callback that raises is logged and the
     stream reads on: the next delivery reaches it, and sends on the same
     stream are still answered."""
     from hubd import _stream

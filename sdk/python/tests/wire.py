@@ -1,7 +1,7 @@
 """What a client's streams bring over the wire: gRPC client interceptors,
 put on the channels of the clients made inside :meth:`Received.dialing`
 (sync) or :meth:`Received.dialing_aio` (asyncio), record each delivery
-that a stream (Connect frames and Subscribe messages alike) receives, as
+that a stream (agent-stream frames and Subscribe messages alike) receives, as
 ``"type"`` or ``"type [your turn]"``."""
 
 from __future__ import annotations

@@ -153,9 +153,9 @@ export interface ClientOptions {
   followForMs?: number;
   /**
    * How the client sends: Transport.Stream ("stream", the default) sends
-   * and opens over one Connect stream per client (each send or open
+   * and opens over one agent stream per client (each send or open
    * acknowledged by its ref on the stream; serve reads its deliveries, with
-   * the turn's view, and posts its replies on a Connect stream of its own),
+   * the turn's view, and posts its replies on an agent stream of its own),
    * Transport.Unary ("unary") makes a Send call per envelope and an Open
    * call per open, and serve reads a Subscribe stream. Either way a refused
    * send or open rejects with the same HubError. Sends and opens go unary
@@ -175,7 +175,7 @@ export interface CallOptions {
   timeoutMs?: number;
   /**
    * The W3C traceparent of the call: sent as its "traceparent" metadata, or
-   * in its frame on the Connect stream, so that the hub's span of the call
+   * in its frame on the agent stream, so that the hub's span of the call
    * continues it and the envelopes it writes carry it; a send's envelope
    * carries it as its own. Unset: OpenTelemetry's active span (with
    * @opentelemetry/api installed), else the trace given with
@@ -442,13 +442,13 @@ export class Client {
   private readonly log: (line: string) => void;
   private readonly peers?: Peers;
   private readonly setupMs: number;
-  /** Sends unary: ClientOptions.transport, a cluster, or a hub without the Connect stream. */
+  /** Sends unary: ClientOptions.transport, a cluster, or a hub without the agent stream. */
   private unaryOnly: boolean;
-  /** The client's own Connect stream for its sends, once opened. */
+  /** The client's own agent stream for its sends, once opened. */
   private main?: AgentStream;
   /** The main stream being opened, shared by the sends that wait for it. */
   private opening?: Promise<AgentStream | undefined>;
-  /** Every Connect stream open (the main one and serve's), ended by close. */
+  /** Every agent stream open (the main one and serve's), ended by close. */
   private readonly streams = new Set<AgentStream>();
   /** Aborted by close: serve stops with it. */
   private readonly life = new AbortController();
@@ -537,7 +537,7 @@ export class Client {
 
   /**
    * Closes the connection (and those to the peers) and ends the client's
-   * Connect streams. Streams and calls in flight fail; a running serve
+   * agent streams. Streams and calls in flight fail; a running serve
    * resolves.
    */
   close(): void {
@@ -556,13 +556,13 @@ export class Client {
     return this.life.signal;
   }
 
-  /** @internal The transport sends take now: "unary" when chosen, in a cluster, or once the hub answered that it has no Connect stream. */
+  /** @internal The transport sends take now: "unary" when chosen, in a cluster, or once the hub answered that it has no agent stream. */
   get transport(): TransportName {
     return this.unaryOnly ? Transport.Unary : Transport.Stream;
   }
 
   /**
-   * @internal Opens a Connect stream, kept until it ends or the client
+   * @internal Opens an agent stream, kept until it ends or the client
    * closes; undefined when the client sends unary (chosen, a cluster, or a
    * hub that answers UNIMPLEMENTED, which switches the client to unary).
    */
@@ -584,7 +584,7 @@ export class Client {
       if (err instanceof NoStreamError) {
         if (!this.unaryOnly) {
           this.unaryOnly = true;
-          this.log("hubd: the hub has no Connect stream (UNIMPLEMENTED): sending with unary calls");
+          this.log("hubd: the hub has no agent stream (UNIMPLEMENTED): sending with unary calls");
         }
         return undefined;
       }
@@ -599,7 +599,7 @@ export class Client {
     return st;
   }
 
-  /** The client's own Connect stream for its sends and opens, opened when needed; undefined when it sends unary. */
+  /** The client's own agent stream for its sends and opens, opened when needed; undefined when it sends unary. */
   private async mainStream(): Promise<AgentStream | undefined> {
     const st = this.main;
     if (st && !st.ended) {
@@ -630,7 +630,7 @@ export class Client {
    * Creates a session. It is logged with its invite; it opens once every
    * participant not marked autoAccept has acknowledged (at once when none
    * must), and the first speaker is then told it is its turn. With
-   * Transport.Stream it goes over the client's Connect stream, as its sends
+   * Transport.Stream it goes over the client's agent stream, as its sends
    * do; it is an Open call with Transport.Unary or peers, against a hub
    * whose stream takes no opens, for a request over MaxStreamEnvelope, and
    * when the stream cannot be opened (the call then says why), and again
@@ -811,7 +811,7 @@ export class Client {
     if (!(err instanceof LimitReachedError)) {
       throw err;
     }
-    this.log(`hubd: send: no Connect stream (${String(err)}): sending with a Send call`);
+    this.log(`hubd: send: no agent stream (${String(err)}): sending with a Send call`);
     return undefined;
   }
 

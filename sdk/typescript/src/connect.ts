@@ -1,4 +1,4 @@
-// The agent's Connect stream: agentsdk/connect.go.
+// The agent's stream: agentsdk/connect.go.
 //
 // One bidirectional stream per agent connection carries its sends and
 // opens, each with a ref the hub echoes in its ack (or in the error a Send
@@ -25,7 +25,7 @@ import { currentTrace, type TraceOptions } from "./trace.js";
 /** The transports of ClientOptions.transport. */
 export const Transport = {
   /**
-   * Sends over the agent's Connect stream (one bidirectional stream per
+   * Sends over the agent's stream (one bidirectional stream per
    * Client carries its sends and opens and their acks; serve's deliveries
    * and replies share a stream of its own), falling back to unary calls
    * against a hub without it (and to Open calls against a hub whose stream
@@ -40,17 +40,17 @@ export const Transport = {
 export type TransportName = (typeof Transport)[keyof typeof Transport];
 
 /**
- * The largest envelope (encoded) sent on a Connect stream: a larger one is
+ * The largest envelope (encoded) sent on an agent stream: a larger one is
  * sent with a Send call, which fails alone (TooLargeError) where a frame
  * over the hub's read limit would end the whole stream. The same limit
  * holds for an open's request (a larger one is an Open call).
  */
 export const MaxStreamEnvelope = 1 << 20;
 
-/** @internal The hub has no Connect stream (UNIMPLEMENTED: an older hub); the caller falls back to unary calls. */
+/** @internal The hub has no agent stream (UNIMPLEMENTED: an older hub); the caller falls back to unary calls. */
 export class NoStreamError extends Error {
   constructor() {
-    super("hubd: the hub has no Connect stream");
+    super("hubd: the hub has no agent stream");
   }
 }
 
@@ -92,7 +92,7 @@ interface Waiter {
 }
 
 /**
- * @internal An agent's Connect stream. Sends and opens in flight are
+ * @internal An agent's stream. Sends and opens in flight are
  * answered in any order, each by its ref (one series for both). When the
  * stream breaks, every send or open in flight rejects with an
  * UnavailableError (its outcome unknown: send it again with the same
@@ -127,14 +127,14 @@ export class AgentStream {
 
   /**
    * Opens a stream on client and waits for the hub's ready frame. Rejects
-   * with NoStreamError against a hub without Connect, else with the
+   * with NoStreamError against a hub without AgentStream, else with the
    * HubError of the failed opening.
    */
   static open(client: HubClient, opts: ConnectOptions): Promise<AgentStream> {
     if (opts.signal?.aborted) {
       return Promise.reject(new CanceledError("connect", grpc.status.CANCELLED, "", "the stream was cancelled before it opened"));
     }
-    const m = HubService.connect;
+    const m = HubService.agentStream;
     const call = client.makeBidiStreamRequest<AgentFrame, HubFrame>(
       m.path,
       m.requestSerialize,

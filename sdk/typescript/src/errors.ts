@@ -282,7 +282,7 @@ function overCap(detail: string): string {
 }
 
 /**
- * The error of a send that the hub refused on a Connect stream (a
+ * The error of a send that the hub refused on an agent stream (a
  * StreamAck's error): exactly the HubError a Send call would have rejected
  * with, of the same class, code, message and reason, its metadata carrying
  * the same grpc-status-details-bin trailer (ErrorInfo with its metadata:

@@ -169,7 +169,7 @@ export interface ServeOptions {
    * acts on it (for transcripts and metrics). With it, the stream carries
    * every envelope addressed to the agent; without it, only what serve acts
    * on (SubscribeOptions.terse). While a promise it returns is pending,
-   * nothing more is read (over the Connect stream, the acks of the replies
+   * nothing more is read (over the agent stream, the acks of the replies
    * neither). An observer that throws or rejects is logged and serve acts
    * on the delivery as if it had returned, over either transport: a turn is
    * still dispatched, an end still ends the session, the cursors advance.
@@ -221,7 +221,7 @@ interface Worker {
  * has passed (OUT_OF_TURN, SESSION_CLOSED, SESSION_NOT_OPEN) is logged and
  * dropped.
  *
- * serve reads its deliveries from a Connect stream of its own and posts the
+ * serve reads its deliveries from an agent stream of its own and posts the
  * replies on it (one stream, no call per reply), or, with
  * ClientOptions.transport "unary", in a cluster or against a hub without
  * the stream, from a Subscribe stream with a Send call per reply. Closing
@@ -277,7 +277,7 @@ class Serving {
   private readonly tasks = new Set<Promise<void>>();
   /** The session filter's answers, per session. */
   private readonly verdicts = new Map<string, Promise<boolean>>();
-  /** The Connect stream being read, if any: replies go over it. */
+  /** The agent stream being read, if any: replies go over it. */
   private stream?: AgentStream;
 
   constructor(

@@ -1,6 +1,6 @@
 // The W3C trace context the SDK carries to the hub: agentsdk/trace.go.
 //
-// Every frame of the agent's Connect stream (StreamSend, StreamOpen) and
+// Every frame of the agent's stream (StreamSend, StreamOpen) and
 // every unary call (as the "traceparent" and "tracestate" metadata) carries
 // the caller's trace context: the call's own CallOptions.traceparent, else
 // OpenTelemetry's active span when @opentelemetry/api is installed (an

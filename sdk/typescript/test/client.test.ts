@@ -114,7 +114,7 @@ describe("client options", { timeout: 20_000 }, () => {
   });
 
   test("channelOptions reach the channel: a tiny send limit fails the call locally", async () => {
-    // An Open call (unary: on the Connect stream a frame over the limit
+    // An Open call (unary: on the agent stream a frame over the limit
     // would end the stream, and the open fail as unavailable).
     const tiny = await Client.connect(hub.addr, { name: "alice", transport: Transport.Unary, channelOptions: { "grpc.max_send_message_length": 16 } });
     try {

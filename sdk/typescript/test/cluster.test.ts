@@ -197,7 +197,7 @@ describe("a cluster whose nodes forward calls", { timeout: 120_000 }, () => {
     await c?.close();
   });
 
-  // The open goes on the client's Connect stream, to one node, which refuses
+  // The open goes on the client's agent stream, to one node, which refuses
   // a child of a session another node serves NOT_OWNER; the client opens it
   // again with an Open call, which the node forwards to the owner.
   test("a client of one node without peers opens a child of a session another node serves", async () => {

@@ -1,6 +1,6 @@
-// The agent's Connect stream against the real hub: serve, sends and opens
+// The agent's stream against the real hub: serve, sends and opens
 // go over it by default (the hub's /metrics counts them as transport
-// "connect"), the unary transport and a hub without the stream use Send
+// "agent_stream"), the unary transport and a hub without the stream use Send
 // and Open calls and a Subscribe stream, a hub whose stream takes no opens
 // is opened on with Open calls, a client message id is written once
 // however often it is sent (an open once per idempotency key), a send in
@@ -65,8 +65,8 @@ function scrape(http: string): Promise<Map<string, number>> {
   });
 }
 
-const sends = (transport: "connect" | "grpc", code = "OK") => `hubd_requests_total{code="${code}",method="Send",transport="${transport}"}`;
-const opens = (transport: "connect" | "grpc", code = "OK") => `hubd_requests_total{code="${code}",method="Open",transport="${transport}"}`;
+const sends = (transport: "agent_stream" | "grpc", code = "OK") => `hubd_requests_total{code="${code}",method="Send",transport="${transport}"}`;
+const opens = (transport: "agent_stream" | "grpc", code = "OK") => `hubd_requests_total{code="${code}",method="Open",transport="${transport}"}`;
 
 /** How much a sample grew between two scrapes. */
 function grew(before: Map<string, number>, after: Map<string, number>, name: string): number {
@@ -79,7 +79,7 @@ function grew(before: Map<string, number>, after: Map<string, number>, name: str
  * stand-in for an older hub, which the repository does not build.
  */
 const withoutConnect: grpc.Interceptor = (options, nextCall) => {
-  if (options.method_definition.path !== "/hubd.v1.Hub/Connect") {
+  if (options.method_definition.path !== "/hubd.v1.Hub/AgentStream") {
     return new grpc.InterceptingCall(nextCall(options));
   }
   return new grpc.InterceptingCall(nextCall(options), {
@@ -94,11 +94,11 @@ const withoutConnect: grpc.Interceptor = (options, nextCall) => {
 };
 
 /**
- * An interceptor that reads the Connect stream's ready frame without its
+ * An interceptor that reads the agent stream's ready frame without its
  * opens flag, passing everything else on: the stand-in for a hub whose
  * stream takes no opens (one would end the stream on an open frame).
  */
-const withoutOpens = watchReceived(["/hubd.v1.Hub/Connect"], (_method, m: { ready?: { opens: boolean } }) => {
+const withoutOpens = watchReceived(["/hubd.v1.Hub/AgentStream"], (_method, m: { ready?: { opens: boolean } }) => {
   if (m.ready) {
     m.ready.opens = false;
   }
@@ -118,7 +118,7 @@ async function transcript(c: Client, sessionId: string): Promise<{ turns: string
   throw new Error("follow ended before the session did");
 }
 
-describe("the Connect stream", { timeout: 60_000 }, () => {
+describe("the agent stream", { timeout: 60_000 }, () => {
   let hub: Hubd;
   let http: string;
   before(async () => {
@@ -126,12 +126,12 @@ describe("the Connect stream", { timeout: 60_000 }, () => {
   });
   after(() => hub.close());
 
-  // stream: sends go on Connect streams; opened: so does the open; older:
+  // stream: sends go on agent streams; opened: so does the open; older:
   // the clients fall back from the stream (and say so once each).
   const cases: { name: string; opts: Partial<ClientOptions>; stream: boolean; opened: boolean; older?: boolean }[] = [
     { name: "the stream (default)", opts: {}, stream: true, opened: true },
     { name: "transport unary", opts: { transport: Transport.Unary }, stream: false, opened: false },
-    { name: "a hub without Connect", opts: { channelOptions: { interceptors: [withoutConnect] } }, stream: false, opened: false, older: true },
+    { name: "a hub without AgentStream", opts: { channelOptions: { interceptors: [withoutConnect] } }, stream: false, opened: false, older: true },
     { name: "a hub whose stream takes no opens", opts: { channelOptions: { interceptors: [withoutOpens] } }, stream: true, opened: false },
   ];
   for (const tc of cases) {
@@ -156,31 +156,31 @@ describe("the Connect stream", { timeout: 60_000 }, () => {
         // A send outside serve goes the same way, and is refused the same way.
         await assert.rejects(clients[1].sendText(opened.id, "after the end"), SessionClosedError);
         const during = await scrape(http);
-        const connect = grew(before, during, sends("connect")) + grew(before, during, sends("connect", "FailedPrecondition"));
+        const connect = grew(before, during, sends("agent_stream")) + grew(before, during, sends("agent_stream", "FailedPrecondition"));
         const unary = grew(before, during, sends("grpc")) + grew(before, during, sends("grpc", "FailedPrecondition"));
         if (tc.opened) {
-          assert.equal(grew(before, during, opens("connect")), 1, "the open on researcher's stream");
+          assert.equal(grew(before, during, opens("agent_stream")), 1, "the open on researcher's stream");
           assert.equal(grew(before, during, opens("grpc")), 0, "no Open call");
         } else {
           assert.equal(grew(before, during, opens("grpc")), 1, "the open as an Open call");
-          assert.equal(grew(before, during, opens("connect")), 0, "no open on a Connect stream");
+          assert.equal(grew(before, during, opens("agent_stream")), 0, "no open on an agent stream");
         }
         if (tc.stream) {
-          assert.equal(connect, 4, "three replies and the refused send on Connect streams");
+          assert.equal(connect, 4, "three replies and the refused send on agent streams");
           assert.equal(unary, 0, "no Send call");
           // Researcher's own stream is opened for its open (which tells
           // whether the hub takes opens there).
-          assert.equal(during.get('hubd_subscribers{kind="connect"}'), 5, "serve's three streams, researcher's own and writer's own");
+          assert.equal(during.get('hubd_subscribers{kind="agent_stream"}'), 5, "serve's three streams, researcher's own and writer's own");
           assert.equal(during.get('hubd_subscribers{kind="subscribe"}') ?? 0, 0, "no Subscribe stream");
           assert.equal(clients[0].transport, Transport.Stream);
         } else {
           assert.equal(unary, 4, "three replies and the refused send as Send calls");
-          assert.equal(connect, 0, "nothing on a Connect stream");
+          assert.equal(connect, 0, "nothing on an agent stream");
           assert.equal(during.get('hubd_subscribers{kind="subscribe"}'), 3, "serve's Subscribe streams");
           assert.equal(clients[0].transport, Transport.Unary);
         }
         assert.equal(
-          lines.filter((l) => l.includes("no Connect stream")).length,
+          lines.filter((l) => l.includes("no agent stream")).length,
           tc.older ? names.length : 0,
           `each client says once that it falls back: ${lines.join("\n")}`,
         );
@@ -193,9 +193,9 @@ describe("the Connect stream", { timeout: 60_000 }, () => {
       // stream until its handler has seen the cancellation: a moment).
       let left = -1;
       for (const deadline = Date.now() + 5000; left !== 0 && Date.now() < deadline; await new Promise((r) => setTimeout(r, 20))) {
-        left = (await scrape(http)).get('hubd_subscribers{kind="connect"}') ?? 0;
+        left = (await scrape(http)).get('hubd_subscribers{kind="agent_stream"}') ?? 0;
       }
-      assert.equal(left, 0, "Connect streams left after close");
+      assert.equal(left, 0, "agent streams left after close");
     });
   }
 
@@ -217,9 +217,9 @@ describe("the Connect stream", { timeout: 60_000 }, () => {
       assert.equal(new Set(many.map((a) => a.seq)).size, 20);
       assert.equal((await alice.readLog(s.id)).filter((e) => e.clientMsgId === "dup-1").length, 1);
       const after = await scrape(http);
-      assert.equal(grew(before, after, sends("connect")), 30);
+      assert.equal(grew(before, after, sends("agent_stream")), 30);
       assert.equal(grew(before, after, sends("grpc")), 0);
-      assert.equal(after.get('hubd_subscribers{kind="connect"}'), 1, "alice's one stream (bob sent nothing)");
+      assert.equal(after.get('hubd_subscribers{kind="agent_stream"}'), 1, "alice's one stream (bob sent nothing)");
     } finally {
       alice.close();
       bob.close();
@@ -267,12 +267,12 @@ describe("the Connect stream", { timeout: 60_000 }, () => {
       assert.equal((alice as unknown as { main?: unknown }).main, st, "the same stream");
       assert.equal(st.ended, false);
       const after = await scrape(http);
-      assert.equal(grew(before, after, opens("connect")), 3, "three opens on the stream");
-      assert.equal(grew(before, after, opens("connect", "InvalidArgument")), 1, "the refused open on the stream");
+      assert.equal(grew(before, after, opens("agent_stream")), 3, "three opens on the stream");
+      assert.equal(grew(before, after, opens("agent_stream", "InvalidArgument")), 1, "the refused open on the stream");
       assert.equal(grew(before, after, opens("grpc")), 0, "no Open call made by the stream's client");
       assert.equal(grew(before, after, opens("grpc", "InvalidArgument")), 1, "the unary client's refused Open call");
-      assert.equal(grew(before, after, sends("connect")), 1);
-      assert.equal(after.get('hubd_subscribers{kind="connect"}'), 1, "alice's one stream");
+      assert.equal(grew(before, after, sends("agent_stream")), 1);
+      assert.equal(after.get('hubd_subscribers{kind="agent_stream"}'), 1, "alice's one stream");
       const listed = await alice.listSessions({ creator: "alice" });
       assert.equal(listed.sessions.filter((x) => x.id === s.id).length, 1);
     } finally {
@@ -297,8 +297,8 @@ describe("the Connect stream", { timeout: 60_000 }, () => {
       const after = await scrape(http);
       assert.equal(grew(before, after, opens("grpc")), 2, "the opens as Open calls");
       assert.equal(grew(before, after, opens("grpc", "InvalidArgument")), 1, "the refused one too");
-      assert.equal(grew(before, after, opens("connect")) + grew(before, after, opens("connect", "InvalidArgument")), 0, "no open on the stream");
-      assert.equal(grew(before, after, sends("connect")), 1, "the send on the stream");
+      assert.equal(grew(before, after, opens("agent_stream")) + grew(before, after, opens("agent_stream", "InvalidArgument")), 0, "no open on the stream");
+      assert.equal(grew(before, after, sends("agent_stream")), 1, "the send on the stream");
       assert.equal(alice.transport, Transport.Stream);
     } finally {
       alice.close();
@@ -314,7 +314,7 @@ describe("the Connect stream", { timeout: 60_000 }, () => {
       await assert.rejects(alice.sendEvent(s.id, "note", Buffer.alloc(MaxStreamEnvelope + 1, "x")), TooLargeError);
       await alice.sendEvent(s.id, "note", "small again");
       const after = await scrape(http);
-      assert.equal(grew(before, after, sends("connect")), 2);
+      assert.equal(grew(before, after, sends("agent_stream")), 2);
       assert.equal(grew(before, after, sends("grpc", "ResourceExhausted")), 1);
     } finally {
       alice.close();
@@ -332,7 +332,7 @@ describe("a connection at its stream limit", { timeout: 20_000 }, () => {
     const lines: string[] = [];
     const alice = await hub.connect("alice", { log: (l) => lines.push(l) });
     // Opened on another connection: alice's open would take her
-    // connection's one stream with her Connect stream.
+    // connection's one stream with her agent stream.
     const opener = await hub.connect("alice", { transport: Transport.Unary });
     try {
       const s = await opener.open({ type: SessionType.Conversation, participants: autoAccepted("bob") });
@@ -359,7 +359,7 @@ describe("a connection at its stream limit", { timeout: 20_000 }, () => {
   });
 });
 
-describe("the Connect stream across a hub crash", { timeout: 60_000 }, () => {
+describe("the agent stream across a hub crash", { timeout: 60_000 }, () => {
   test("a send in flight when the hub dies is sent again on a new stream, with its client message id, and written once", async () => {
     const hub = await Hubd.start();
     const lines: string[] = [];
@@ -412,7 +412,7 @@ describe("the Connect stream across a hub crash", { timeout: 60_000 }, () => {
   });
 });
 
-describe("an open on the Connect stream across a hub crash", { timeout: 60_000 }, () => {
+describe("an open on the agent stream across a hub crash", { timeout: 60_000 }, () => {
   test("an open in flight when the hub dies fails as unavailable (not retried); opened again with its idempotency key, the session is made once", async () => {
     const hub = await Hubd.start();
     const lines: string[] = [];
@@ -492,7 +492,7 @@ describe("a closed client", { timeout: 30_000 }, () => {
 });
 
 describe("a hub ending the stream", { timeout: 30_000 }, () => {
-  // A scripted hub: its Connect stream sends ready, then a closing frame,
+  // A scripted hub: its agent stream sends ready, then a closing frame,
   // and ends with the frame's status once the agent has closed its side and
   // the test releases it. The real hub ends the stream as soon as the agent
   // closes its side, so a send in that window is a race there.
@@ -503,7 +503,7 @@ describe("a hub ending the stream", { timeout: 30_000 }, () => {
     const released = new Promise<void>((resolve) => (release = resolve));
     const server = new grpc.Server();
     server.addService(HubService, {
-      connect: (call: grpc.ServerDuplexStream<hubpb.AgentFrame, hubpb.HubFrame>) => {
+      agentStream: (call: grpc.ServerDuplexStream<hubpb.AgentFrame, hubpb.HubFrame>) => {
         call.write(hubpb.HubFrame.fromPartial({ ready: { agent: "alice", maxInFlight: 8, opens: true } }));
         call.write(
           hubpb.HubFrame.fromPartial({ closing: { code: grpc.status.UNAVAILABLE, message: "the hub is closing", reason: Reason.DRAINING } }),

@@ -1,7 +1,7 @@
 // Callbacks of the application that fail, against the real hub: a serve
 // handler that throws anything (even a value with no string form), an
 // observer that throws such a value, a log function that throws, and a
-// Connect stream's delivery callback that throws are reported; the stream,
+// agent stream's delivery callback that throws are reported; the stream,
 // serve and the client go on, and the next delivery is handled.
 
 import assert from "node:assert/strict";
@@ -127,7 +127,7 @@ describe("a failing callback", { timeout: 60_000 }, () => {
     });
   }
 
-  test("a Connect stream's delivery callback that throws is reported; the stream reads on and answers its sends", async () => {
+  test("an agent stream's delivery callback that throws is reported; the stream reads on and answers its sends", async () => {
     const logs = new Logs();
     const alice = await hub.connect("alice");
     const bob = await hub.connect("bob", { log: logs.log });
@@ -153,7 +153,7 @@ describe("a failing callback", { timeout: 60_000 }, () => {
         },
         waitForReady: false,
       });
-      assert.ok(st, "bob has a Connect stream");
+      assert.ok(st, "bob has an agent stream");
       const s = await alice.open({ type: SessionType.Conversation, participants: autoAccepted("bob") });
       await alice.sendText(s.id, "one");
       await within(next.get("one")!.promise, 10_000, "the first delivery");

@@ -227,7 +227,7 @@ export function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
 
 /**
  * An interceptor that shows each message the hub sends on calls of the
- * given methods ("/hubd.v1.Hub/Connect", ...) to see(method, message)
+ * given methods ("/hubd.v1.Hub/AgentStream", ...) to see(method, message)
  * before the client reads it; see may change the message. Other calls
  * pass untouched.
  */

@@ -1,5 +1,5 @@
 // A measurement, not a test: turns per second of a two-agent ping-pong
-// served by the TypeScript SDK, over the Connect stream and over unary
+// served by the TypeScript SDK, over the agent stream and over unary
 // calls, alternating in the same run against one real hubd (its data on
 // the temporary directory's disk, synced as always). Prints each round and
 // the ratio of the medians (stream / unary).

@@ -359,12 +359,12 @@ describe("serve", { timeout: 30_000 }, () => {
 
 /**
  * An interceptor that records the deliveries a client's streams bring over
- * the wire (Connect frames and Subscribe messages alike), as "type" or
+ * the wire (agent-stream frames and Subscribe messages alike), as "type" or
  * "type [your turn]", before the client reads them.
  */
 function recording(into: string[]): grpc.Interceptor {
-  return watchReceived(["/hubd.v1.Hub/Connect", "/hubd.v1.Hub/Subscribe"], (method, m: { delivery?: Delivery } & Delivery) => {
-    const d = method === "/hubd.v1.Hub/Connect" ? m.delivery : m;
+  return watchReceived(["/hubd.v1.Hub/AgentStream", "/hubd.v1.Hub/Subscribe"], (method, m: { delivery?: Delivery } & Delivery) => {
+    const d = method === "/hubd.v1.Hub/AgentStream" ? m.delivery : m;
     if (d) {
       into.push(d.yourTurn ? `${d.envelope?.type} [your turn]` : `${d.envelope?.type}`);
     }

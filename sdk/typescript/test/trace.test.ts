@@ -1,5 +1,5 @@
 // The W3C trace context against the real hub: what the SDK sends carries
-// the caller's trace (on the Connect stream's frames and as the metadata of
+// the caller's trace (on the agent stream's frames and as the metadata of
 // unary calls: a call's own traceparent, OpenTelemetry's active span,
 // withTraceContext), and a served turn continues the trace of its trigger,
 // so the envelopes the hub logs (read back with readLog) carry its trace id.

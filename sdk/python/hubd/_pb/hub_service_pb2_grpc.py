@@ -105,8 +105,8 @@ class HubStub(object):
                 request_serializer=hub__pb2.BackupRequest.SerializeToString,
                 response_deserializer=hub__pb2.BackupChunk.FromString,
                 )
-        self.Connect = channel.stream_stream(
-                '/hubd.v1.Hub/Connect',
+        self.AgentStream = channel.stream_stream(
+                '/hubd.v1.Hub/AgentStream',
                 request_serializer=hub__pb2.AgentFrame.SerializeToString,
                 response_deserializer=hub__pb2.HubFrame.FromString,
                 )
@@ -259,8 +259,8 @@ class HubServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def Connect(self, request_iterator, context):
-        """Connect is an agent's connection as one bidirectional stream: the
+    def AgentStream(self, request_iterator, context):
+        """AgentStream is an agent's connection as one bidirectional stream: the
         agent's sends and opens (AgentFrame.send and .open, each with the
         agent's ref) are answered on it (HubFrame.ack: the SendResponse or
         OpenResponse, or the error a Send or Open call would have returned),
@@ -368,8 +368,8 @@ def add_HubServicer_to_server(servicer, server):
                     request_deserializer=hub__pb2.BackupRequest.FromString,
                     response_serializer=hub__pb2.BackupChunk.SerializeToString,
             ),
-            'Connect': grpc.stream_stream_rpc_method_handler(
-                    servicer.Connect,
+            'AgentStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.AgentStream,
                     request_deserializer=hub__pb2.AgentFrame.FromString,
                     response_serializer=hub__pb2.HubFrame.SerializeToString,
             ),
@@ -691,7 +691,7 @@ class Hub(object):
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
     @staticmethod
-    def Connect(request_iterator,
+    def AgentStream(request_iterator,
             target,
             options=(),
             channel_credentials=None,
@@ -701,7 +701,7 @@ class Hub(object):
             wait_for_ready=None,
             timeout=None,
             metadata=None):
-        return grpc.experimental.stream_stream(request_iterator, target, '/hubd.v1.Hub/Connect',
+        return grpc.experimental.stream_stream(request_iterator, target, '/hubd.v1.Hub/AgentStream',
             hub__pb2.AgentFrame.SerializeToString,
             hub__pb2.HubFrame.FromString,
             options, channel_credentials,

@@ -1422,7 +1422,7 @@ export interface BackupChunk {
   totalBytes: number;
 }
 
-/** AgentFrame is one message of an agent on its Connect stream. */
+/** AgentFrame is one message of an agent on its agent stream (AgentStream). */
 export interface AgentFrame {
   /**
    * Append an envelope, as Send does; answered by a HubFrame.ack with the
@@ -1446,7 +1446,7 @@ export interface AgentFrame {
   open?: StreamOpen | undefined;
 }
 
-/** StreamOpen is an open on a Connect stream. */
+/** StreamOpen is an open on an agent stream. */
 export interface StreamOpen {
   /**
    * The agent's number for this open, echoed in its ack; refs of opens
@@ -1465,7 +1465,7 @@ export interface StreamOpen {
   tracestate: string;
 }
 
-/** StreamSend is a send on a Connect stream. */
+/** StreamSend is a send on an agent stream. */
 export interface StreamSend {
   /**
    * The agent's number for this send, echoed in its ack; the agent keeps
@@ -1487,7 +1487,7 @@ export interface StreamSend {
   tracestate: string;
 }
 
-/** HubFrame is one message of the hub on a Connect stream. */
+/** HubFrame is one message of the hub on an agent stream. */
 export interface HubFrame {
   /** The stream is open (sent first): the agent it belongs to. */
   ready?:
@@ -1514,7 +1514,7 @@ export interface HubFrame {
   closing?: StreamError | undefined;
 }
 
-/** StreamReady opens a Connect stream. */
+/** StreamReady opens an agent stream. */
 export interface StreamReady {
   /** The authenticated agent whose stream it is. */
   agent: string;
@@ -1531,7 +1531,7 @@ export interface StreamReady {
 }
 
 /**
- * StreamAck answers one send or open of a Connect stream: exactly one of
+ * StreamAck answers one send or open of an agent stream: exactly one of
  * response (a send's), opened (an open's) and error is set.
  */
 export interface StreamAck {
@@ -1550,7 +1550,7 @@ export interface StreamAck {
 }
 
 /**
- * StreamError is a refused send or open on a Connect stream: what the gRPC
+ * StreamError is a refused send or open on an agent stream: what the gRPC
  * status of a Send or Open call would say (its code, message and ErrorInfo reason and
  * metadata, domain "hubd").
  */

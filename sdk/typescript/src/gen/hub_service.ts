@@ -294,7 +294,7 @@ export const HubService = {
     responseDeserialize: (value: Buffer): BackupChunk => BackupChunk.decode(value),
   },
   /**
-   * Connect is an agent's connection as one bidirectional stream: the
+   * AgentStream is an agent's connection as one bidirectional stream: the
    * agent's sends and opens (AgentFrame.send and .open, each with the
    * agent's ref) are answered on it (HubFrame.ack: the SendResponse or
    * OpenResponse, or the error a Send or Open call would have returned),
@@ -305,8 +305,8 @@ export const HubService = {
    * client_msg_id is answered as a duplicate. The unary calls and Subscribe
    * stay for clients that do not use it.
    */
-  connect: {
-    path: "/hubd.v1.Hub/Connect" as const,
+  agentStream: {
+    path: "/hubd.v1.Hub/AgentStream" as const,
     requestStream: true as const,
     responseStream: true as const,
     requestSerialize: (value: AgentFrame): Buffer => Buffer.from(AgentFrame.encode(value).finish()),
@@ -391,7 +391,7 @@ export interface HubServer extends UntypedServiceImplementation {
    */
   backup: handleServerStreamingCall<BackupRequest, BackupChunk>;
   /**
-   * Connect is an agent's connection as one bidirectional stream: the
+   * AgentStream is an agent's connection as one bidirectional stream: the
    * agent's sends and opens (AgentFrame.send and .open, each with the
    * agent's ref) are answered on it (HubFrame.ack: the SendResponse or
    * OpenResponse, or the error a Send or Open call would have returned),
@@ -402,7 +402,7 @@ export interface HubServer extends UntypedServiceImplementation {
    * client_msg_id is answered as a duplicate. The unary calls and Subscribe
    * stay for clients that do not use it.
    */
-  connect: handleBidiStreamingCall<AgentFrame, HubFrame>;
+  agentStream: handleBidiStreamingCall<AgentFrame, HubFrame>;
 }
 
 export interface HubClient extends Client {
@@ -686,7 +686,7 @@ export interface HubClient extends Client {
     options?: Partial<CallOptions>,
   ): ClientReadableStream<BackupChunk>;
   /**
-   * Connect is an agent's connection as one bidirectional stream: the
+   * AgentStream is an agent's connection as one bidirectional stream: the
    * agent's sends and opens (AgentFrame.send and .open, each with the
    * agent's ref) are answered on it (HubFrame.ack: the SendResponse or
    * OpenResponse, or the error a Send or Open call would have returned),
@@ -697,9 +697,9 @@ export interface HubClient extends Client {
    * client_msg_id is answered as a duplicate. The unary calls and Subscribe
    * stay for clients that do not use it.
    */
-  connect(): ClientDuplexStream<AgentFrame, HubFrame>;
-  connect(options: Partial<CallOptions>): ClientDuplexStream<AgentFrame, HubFrame>;
-  connect(metadata: Metadata, options?: Partial<CallOptions>): ClientDuplexStream<AgentFrame, HubFrame>;
+  agentStream(): ClientDuplexStream<AgentFrame, HubFrame>;
+  agentStream(options: Partial<CallOptions>): ClientDuplexStream<AgentFrame, HubFrame>;
+  agentStream(metadata: Metadata, options?: Partial<CallOptions>): ClientDuplexStream<AgentFrame, HubFrame>;
 }
 
 export const HubClient = makeGenericClientConstructor(HubService, "hubd.v1.Hub") as unknown as {

@@ -96,7 +96,7 @@ func subscribed(a *agentStream) {
 	}
 }
 
-// TestConnectIdleGoroutines: an idle subscribed Connect stream holds one
+// TestConnectIdleGoroutines: an idle subscribed agent stream holds one
 // goroutine of the hub's (its handler, reading), not a reader beside a
 // delivery loop.
 func TestConnectIdleGoroutines(t *testing.T) {

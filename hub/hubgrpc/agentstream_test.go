@@ -16,19 +16,19 @@ import (
 	"github.com/hubd/hubd/session"
 )
 
-// agentStream is a Connect stream of a test.
+// agentStream is an agent stream of a test.
 type agentStream struct {
 	t testing.TB
 	s grpc.BidiStreamingClient[hubpb.AgentFrame, hubpb.HubFrame]
 }
 
-// connect opens a Connect stream, subscribed with sub unless nil, and
+// connect opens an agent stream, subscribed with sub unless nil, and
 // reads its ready frame, which must name agent.
 func connect(t testing.TB, c hubsvc.HubClient, agent string, sub *hubpb.SubscribeRequest) *agentStream {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	s, err := c.Connect(ctx)
+	s, err := c.AgentStream(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +318,7 @@ func TestConnectRefused(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithCancel(context.Background())
 		t.Cleanup(cancel)
-		s, err := c.Connect(ctx)
+		s, err := c.AgentStream(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,16 +21,16 @@ import (
 	"github.com/hubd/hubd/session"
 )
 
-// DefaultMaxInFlight is how many sends of one Connect stream the hub runs
+// DefaultMaxInFlight is how many sends of one agent stream the hub runs
 // at once unless Config says otherwise; the stream's further frames are
 // read as they complete (gRPC's flow control holds the agent back).
 const DefaultMaxInFlight = 256
 
-// connectMethod is the Connect stream's full method name: its frames are
+// connectMethod is the agent stream's full method name: its frames are
 // checked one by one (a malformed send is answered, not the stream ended).
-const connectMethod = "/hubd.v1.Hub/Connect"
+const connectMethod = "/hubd.v1.Hub/AgentStream"
 
-// Connect implements hubsvc.HubServer: an agent's connection as one
+// AgentStream implements hubsvc.HubServer: an agent's connection as one
 // stream. The handler's goroutine reads the agent's frames. Sends and
 // opens run on a small pool of the stream's own goroutines (as many as
 // are in flight, none when idle), each answered with its ref once
@@ -39,22 +39,22 @@ const connectMethod = "/hubd.v1.Hub/Connect"
 // are ready: an idle stream holds the handler's goroutine alone (with
 // StreamTap installed; without it a second goroutine reads, so that the
 // handler can end the stream). Writes to the stream are serialised.
-func (s *Service) Connect(stream grpc.BidiStreamingServer[hubpb.AgentFrame, hubpb.HubFrame]) error {
+func (s *Service) AgentStream(stream grpc.BidiStreamingServer[hubpb.AgentFrame, hubpb.HubFrame]) error {
 	ctx := stream.Context()
 	id, err := caller(ctx)
 	if err != nil {
-		return statusOf(s.lg, "Connect", err)
+		return statusOf(s.lg, "AgentStream", err)
 	}
 	done, err := s.takeConnStream(ctx)
 	if err != nil {
-		return statusOf(s.lg, "Connect", err)
+		return statusOf(s.lg, "AgentStream", err)
 	}
 	defer done()
 	// The stream is one of the agent's over all its connections, whether it
 	// subscribes or only sends.
 	place, err := s.h.TakeStream(id.Agent)
 	if err != nil {
-		return statusOf(s.lg, "Connect", err)
+		return statusOf(s.lg, "AgentStream", err)
 	}
 	defer place.Release()
 	c := &agentConn{svc: s, id: id, stream: stream, place: place, slots: make(chan struct{}, s.maxInFlight), ended: make(chan struct{})}
@@ -62,12 +62,12 @@ func (s *Service) Connect(stream grpc.BidiStreamingServer[hubpb.AgentFrame, hubp
 	return c.run(ctx)
 }
 
-// streamCancelKey is the context key of a Connect stream's cancel
+// streamCancelKey is the context key of an agent stream's cancel
 // function, put there by StreamTap.
 type streamCancelKey struct{}
 
 // StreamTap is a grpc.InTapHandle for a server of this service: it gives
-// each Connect stream a context the service can cancel, which is how a
+// each agent stream a context the service can cancel, which is how a
 // stream whose only goroutine sits in Recv is ended by the hub (a slow
 // subscriber cut off, the hub closing). Other calls pass through.
 func StreamTap(ctx context.Context, info *tap.Info) (context.Context, error) {
@@ -78,7 +78,7 @@ func StreamTap(ctx context.Context, info *tap.Info) (context.Context, error) {
 	return context.WithValue(ctx, streamCancelKey{}, cancel), nil
 }
 
-// agentConn is one Connect stream.
+// agentConn is one agent stream.
 type agentConn struct {
 	svc    *Service
 	id     Identity
@@ -336,7 +336,7 @@ func (c *agentConn) drain(ctx context.Context, sub *hub.Subscription) {
 			if ctx.Err() != nil {
 				c.end(c.endedBy(ctx))
 			} else {
-				c.end(statusOf(c.svc.lg, "Connect", err))
+				c.end(statusOf(c.svc.lg, "AgentStream", err))
 			}
 			return
 		}
@@ -422,13 +422,13 @@ func (c *agentConn) read(ctx context.Context, cancel context.CancelCauseFunc) er
 		case *hubpb.AgentFrame_Subscribe:
 			err := checkErr
 			if err == nil && subscribed {
-				err = fmt.Errorf("this Connect stream is already subscribed (one subscribe per stream): %w", session.ErrMalformed)
+				err = fmt.Errorf("this agent stream is already subscribed (one subscribe per stream): %w", session.ErrMalformed)
 			}
 			if err == nil {
 				err = c.subscribe(ctx, fr.Subscribe)
 			}
 			if err != nil {
-				err = statusOf(c.svc.lg, "Connect", err)
+				err = statusOf(c.svc.lg, "AgentStream", err)
 				cancel(err)
 				return err
 			}
@@ -438,7 +438,7 @@ func (c *agentConn) read(ctx context.Context, cancel context.CancelCauseFunc) er
 			if err == nil {
 				err = fmt.Errorf("an AgentFrame needs send, open or subscribe: %w", session.ErrMalformed)
 			}
-			err = statusOf(c.svc.lg, "Connect", err)
+			err = statusOf(c.svc.lg, "AgentStream", err)
 			cancel(err)
 			return err
 		}
@@ -581,7 +581,7 @@ func (c *agentConn) open(ctx context.Context, f *hubpb.StreamOpen) (*hubpb.OpenR
 // failed write is the stream's end, which the handler sees.
 func (c *agentConn) answer(ack *hubpb.StreamAck, err error) error {
 	if err != nil {
-		err = statusOf(c.svc.lg, "Connect", err)
+		err = statusOf(c.svc.lg, "AgentStream", err)
 		ack.Response, ack.Opened, ack.Error = nil, nil, StreamError(err)
 	}
 	_ = c.write(&hubpb.HubFrame{Frame: &hubpb.HubFrame_Ack{Ack: ack}})
@@ -608,7 +608,7 @@ func StreamError(err error) *hubpb.StreamError {
 	return e
 }
 
-// subscribeOptions reads a SubscribeRequest (of Subscribe or of a Connect
+// subscribeOptions reads a SubscribeRequest (of Subscribe or of an agent
 // stream).
 func subscribeOptions(req *hubpb.SubscribeRequest) (hub.SubscribeOptions, error) {
 	opts := hub.SubscribeOptions{Cursors: map[session.ID]uint64{}, Ended: req.GetIncludeEnded(), Terse: req.GetTerse()}
