@@ -146,8 +146,13 @@ func TestE2EServeEnv(t *testing.T) {
 	if l := d.logLines(t, "hubd listening"); len(l) != 1 || l[0]["http"] != nil {
 		t.Errorf("HUBD_HTTP=off: listening %v, want no HTTP address", l)
 	}
-	if n := len(d.logLines(t, "envelope accepted")); n == 0 {
-		t.Errorf("HUBD_LOG_LEVEL=debug: no envelope logged:\n%s", d.log())
+	// The hub logs the open's envelopes as it answers: the line may reach
+	// the daemon's log reader a moment after the answer.
+	for deadline := time.Now().Add(10 * time.Second); len(d.logLines(t, "envelope accepted")) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Errorf("HUBD_LOG_LEVEL=debug: no envelope logged:\n%s", d.log())
+			break
+		}
 	}
 	d = startDaemonEnv(t, []string{"HUBD_HTTP=off", "HUBD_LOG_LEVEL=debug"}, t.TempDir(), "", "--http", "127.0.0.1:0", "--log-level", "info")
 	if l := d.logLines(t, "hubd listening"); len(l) != 1 || l[0]["http"] == nil {
