@@ -32,7 +32,7 @@ func questionsCommand(name string, fs *flag.FlagSet, _ io.Reader) *clientCommand
 func questionsListFlags(fs *flag.FlagSet) subcommand {
 	answerer := fs.String("answerer", "", "only the questions this `agent` must answer (an operator's choice; default: yours)")
 	root := fs.String("root", "", "only the questions of this session's tree (`ID`)")
-	out := outputFlags(fs, "`format`: table (for people: session, question, asker, answerer, asked, age, options, text) "+
+	out := outputFlags(fs, "the output `format`: table (for people: session, question, asker, answerer, asked, age, options, text) "+
 		"or json (for programs: one PendingQuestion per line)", formatTable, formatJSON)
 	return func(ctx context.Context, c *agentsdk.Client, _ *flag.FlagSet, w *bufio.Writer) error {
 		qs, err := c.ListQuestions(ctx, *answerer, *root)

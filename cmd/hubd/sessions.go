@@ -237,7 +237,7 @@ func listFlags(fs *flag.FlagSet) subcommand {
 	fs.StringVar(&opts.Participant, "participant", "", "only sessions with this participant")
 	fs.StringVar(&opts.Creator, "creator", "", "only sessions this agent created")
 	fs.Var((*labelFlag)(&opts.Labels), "label", "only sessions with this label (`k=v`; repeatable)")
-	out := outputFlags(fs, "`format`: table (for people: id, type, state, reason, creator, participants, created, age) "+
+	out := outputFlags(fs, "the output `format`: table (for people: id, type, state, reason, creator, participants, created, age) "+
 		"or json (for programs: one SessionInfo per line)", formatTable, formatJSON)
 	return func(ctx context.Context, c *agentsdk.Client, _ *flag.FlagSet, w *bufio.Writer) error {
 		opts.State = strings.ToUpper(opts.State)
@@ -310,7 +310,7 @@ func (l *labelFlag) Set(v string) error {
 // showFlags registers --output and returns "sessions show": a session in
 // words, or its SessionInfo as indented JSON.
 func showFlags(fs *flag.FlagSet) subcommand {
-	out := outputFlags(fs, "`format`: text (for people: the session in words) or json (for programs: its SessionInfo, indented)",
+	out := outputFlags(fs, "the output `format`: text (for people: the session in words) or json (for programs: its SessionInfo, indented)",
 		formatText, formatJSON)
 	return func(ctx context.Context, c *agentsdk.Client, fs *flag.FlagSet, w *bufio.Writer) error {
 		s, err := c.GetSession(ctx, fs.Arg(0))
@@ -331,7 +331,7 @@ func showFlags(fs *flag.FlagSet) subcommand {
 func tailFlags(fs *flag.FlagSet) subcommand {
 	from := fs.Uint64("from", 1, "the first `seq` to print")
 	stamps := fs.Bool("timestamps", false, "begin each line of the timeline with the time the hub accepted the envelope (UTC)")
-	out := outputFlags(fs, "`format`: text (for people: a timeline, one event per line) or json (for programs: one envelope per line)",
+	out := outputFlags(fs, "the output `format`: text (for people: a timeline, one event per line) or json (for programs: one envelope per line)",
 		formatText, formatJSON)
 	return func(ctx context.Context, c *agentsdk.Client, fs *flag.FlagSet, w *bufio.Writer) error {
 		id := fs.Arg(0)
@@ -363,7 +363,7 @@ func tailFlags(fs *flag.FlagSet) subcommand {
 // is for programs and archives: JSON lines only (--output json, the
 // default, is taken so that every printing command takes --output).
 func exportFlags(fs *flag.FlagSet) subcommand {
-	outputFlags(fs, "`format`: json only (one envelope per line; a session's timeline in words: hubd sessions tail ID)", formatJSON)
+	outputFlags(fs, "the output `format`: json only (one envelope per line; a session's timeline in words: hubd sessions tail ID)", formatJSON)
 	return sessionsExport
 }
 

@@ -17,7 +17,7 @@ import (
 // close reason, turns, the node's own usage and how long it ran), or the
 // TreeNode as indented JSON.
 func treeFlags(fs *flag.FlagSet) subcommand {
-	out := outputFlags(fs, "`format`: table (for people: one session per line, indented by depth) or json (for programs: the TreeNode, indented)",
+	out := outputFlags(fs, "the output `format`: table (for people: one session per line, indented by depth) or json (for programs: the TreeNode, indented)",
 		formatTable, formatJSON)
 	return func(ctx context.Context, c *agentsdk.Client, fs *flag.FlagSet, w *bufio.Writer) error {
 		root, err := c.Tree(ctx, fs.Arg(0))
