@@ -19,15 +19,16 @@ import (
 
 // The commands that change a running hub's sessions: sessions open, send
 // and close, and tasks cancel. Each acts as the agent of the client flags
-// and prints a line a person reads, or with --json the hub's answer in
-// the one JSON form.
+// and prints a line a person reads, or with --output json (--json) the
+// hub's answer in the one JSON form.
 
 // openCmd is "sessions open": open a session with the caller as its
 // creator, and print its id.
 type openCmd struct {
 	opts                agentsdk.OpenOptions
 	participants, graph string
-	autoAccept, asJSON  bool
+	autoAccept          bool
+	out                 *outputFlag
 	knobs               knobFlag
 	expect              expectFlag
 	ttl                 time.Duration
@@ -47,7 +48,7 @@ func openFlags(fs *flag.FlagSet) *clientCommand {
 	fs.StringVar(&o.opts.Task, "task", "", "the creator's first input (`text`), written with the open; the participants must be --auto-accept")
 	fs.StringVar(&o.opts.Parent, "parent", "", "open as a child of this session (`ID`), which the caller takes part in")
 	fs.StringVar(&o.opts.IdempotencyKey, "idempotency-key", "", "open at most once: the same caller and `key` get the same session")
-	fs.BoolVar(&o.asJSON, "json", false, "print the session's metadata and state as JSON instead of its id")
+	o.out = outputFlags(fs, "the output `format`: text (the new session's id) or json (its SessionInfo)", formatText, formatJSON)
 	return &clientCommand{run: o.run, check: o.check}
 }
 
@@ -82,7 +83,7 @@ func (o *openCmd) run(ctx context.Context, c *agentsdk.Client, _ *flag.FlagSet, 
 	if err != nil {
 		return err
 	}
-	if o.asJSON {
+	if o.out.json() {
 		return writeJSON(w, s.SessionInfo)
 	}
 	_, err = fmt.Fprintln(w, s.ID())
@@ -145,7 +146,7 @@ func (e *expectFlag) Set(v string) error {
 func sendFlags(fs *flag.FlagSet, stdin io.Reader) *clientCommand {
 	packet := fs.Bool("packet", false, "the input is a packet as JSON ({\"body\":\"...\",\"routing\":{\"kind\":\"finish\",\"reason\":\"done\"}}), not text")
 	msgID := fs.String("client-msg-id", "", "the envelope's idempotency `key`: sent again with it, it is written once")
-	asJSON := fs.Bool("json", false, "print the hub's acknowledgement as JSON")
+	out := outputFlags(fs, "the output `format`: text (a line in words) or json (the hub's acknowledgement, a SendResponse)", formatText, formatJSON)
 	var env *hubpb.Envelope
 	check := func(fs *flag.FlagSet) error {
 		if fs.NArg() > 2 {
@@ -167,7 +168,7 @@ func sendFlags(fs *flag.FlagSet, stdin io.Reader) *clientCommand {
 		if err != nil {
 			return err
 		}
-		if *asJSON {
+		if out.json() {
 			return writeJSON(w, ack.SendResponse)
 		}
 		writeAck(w, "sent", fs.Arg(0), ack.SendResponse)
@@ -233,13 +234,13 @@ func writeAck(w io.Writer, verb, id string, a *hubpb.SendResponse) {
 // closeFlags registers the flags of "sessions close" and returns it.
 func closeFlags(fs *flag.FlagSet) *clientCommand {
 	reason := fs.String("reason", "", "why, logged with the close (default explicit_close)")
-	asJSON := fs.Bool("json", false, "print the hub's acknowledgement as JSON")
+	out := outputFlags(fs, "the output `format`: text (a line in words) or json (the hub's acknowledgement, a SendResponse)", formatText, formatJSON)
 	run := func(ctx context.Context, c *agentsdk.Client, fs *flag.FlagSet, w *bufio.Writer) error {
 		ack, err := c.CloseSession(ctx, fs.Arg(0), *reason)
 		if err != nil {
 			return err
 		}
-		if *asJSON {
+		if out.json() {
 			return writeJSON(w, ack.SendResponse)
 		}
 		fmt.Fprintf(w, "closed %s at seq %d: %s\n", fs.Arg(0), ack.GetSeq(), ack.GetCloseReason())
@@ -253,10 +254,10 @@ func tasksCommand(name string, fs *flag.FlagSet, _ io.Reader) *clientCommand {
 	if name != "cancel" {
 		return nil
 	}
-	asJSON := fs.Bool("json", false, "print each task's session, after the cancel, as JSON")
+	out := outputFlags(fs, "the output `format`: text (a line in words per task) or json (each task's SessionInfo after the cancel, one per line)", formatText, formatJSON)
 	run := func(ctx context.Context, c *agentsdk.Client, fs *flag.FlagSet, w *bufio.Writer) error {
 		for _, id := range fs.Args() {
-			if err := cancelTask(ctx, c, id, *asJSON, w); err != nil {
+			if err := cancelTask(ctx, c, id, out.json(), w); err != nil {
 				return err
 			}
 		}

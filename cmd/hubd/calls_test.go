@@ -31,7 +31,8 @@ func TestQuestionsCLI(t *testing.T) {
 	}
 	hub := []string{"--hub", h.Addr()}
 	code, out, errs := runCmd(t, "", append([]string{"questions", "list", "--as", "person"}, hub...)...)
-	want := regexp.MustCompile(`^SESSION\s+QUESTION\s+ASKER\s+ANSWERER\s+OPTIONS\s+TEXT\n` + s.ID() + `\s+q1\s+main\s+person\s+yes\|no\s+Deploy the release now\?\n$`)
+	want := regexp.MustCompile(`^SESSION\s+QUESTION\s+ASKER\s+ANSWERER\s+ASKED\s+AGE\s+OPTIONS\s+TEXT\n` +
+		s.ID() + `\s+q1\s+main\s+person\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\s+\d+s\s+yes\|no\s+Deploy the release now\?\n$`)
 	if code != 0 || !want.MatchString(out) {
 		t.Fatalf("questions list: exit %d\n%s%s", code, out, errs)
 	}

@@ -128,7 +128,7 @@ func splitList(s string) []string {
 // runCluster runs `hubd cluster status`.
 func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || isHelp(args[0]) {
-		fmt.Fprintln(stdout, "usage: hubd cluster status --nats URLS [--nats-creds FILE] [--nats-tls-ca FILE] [--json]\n       hubd cluster creds FILE\n\n"+
+		fmt.Fprintln(stdout, "usage: hubd cluster status --nats URLS [--nats-creds FILE] [--nats-tls-ca FILE] [--output table|json]\n       hubd cluster creds FILE\n\n"+
 			"status: the live nodes, every partition's owner and lease age, and each partition stream's leader, replicas and size.\n"+
 			"creds: new credentials for the nodes of a cluster (--nats-creds), and the NATS account they need on a NATS cluster of your own.")
 		if len(args) == 0 {
@@ -143,11 +143,11 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	default:
 		return exitcode.Usage("cluster: unknown subcommand %q (status, creds)", args[0])
 	}
-	fs := newCommand("cluster status", "--nats URLS [--nats-creds FILE] [--nats-tls-ca FILE] [--json]", "Show the cluster's nodes, partition owners and lease ages, and partition streams.", stdout)
+	fs := newCommand("cluster status", "--nats URLS [--nats-creds FILE] [--nats-tls-ca FILE] [--output table|json]", "Show the cluster's nodes, partition owners and lease ages, and partition streams.", stdout)
 	urls := fs.String("nats", "nats://127.0.0.1:4222", "comma-separated client `URLs` of the NATS servers")
 	creds := fs.String("nats-creds", "", "the nodes' credentials `file` (hubd serve --nats-creds)")
 	ca := fs.String("nats-tls-ca", "", "the CA (PEM `file`) of the NATS servers' certificates (with tls:// URLs)")
-	asJSON := fs.Bool("json", false, "print JSON")
+	out := outputFlags(fs, "the output `format`: table (for people: the nodes, then a partition per line) or json (for programs: the same, indented)", formatTable, formatJSON)
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
@@ -159,7 +159,7 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if out.json() {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(st)

@@ -1,7 +1,8 @@
 // Command hubd is the hubd session hub and its tools: the hub itself
 // (hubd, or hubd serve), clients of a running hub built on agentsdk that
-// read (hubd sessions list|show|tail|export|tree|replay, printing the one
-// JSON form of hub.proto; hubd questions list) and act (hubd sessions
+// read (hubd sessions list|show|tail|export|tree|replay, hubd questions
+// list: a table or words for people, and with --output json the one JSON
+// form of hub.proto for programs, output.go) and act (hubd sessions
 // open|send|close, hubd questions answer, hubd tasks cancel), offline work
 // on a data directory (hubd log verify|migrate|restore) and backups of a
 // running hub (hubd log backup), workflow graph tools that need no hub

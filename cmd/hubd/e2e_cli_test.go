@@ -31,7 +31,7 @@ func TestE2EFrontDoor(t *testing.T) {
 		t.Errorf("hubd version: exit %d\n%s", code, out)
 	}
 	id := wiretest.Pipeline(t, devClient(t, d.addr, "alice"))
-	code, out, errs := hubd(t, "sessions", "show", id, "--hub", d.addr, "--as", "bob")
+	code, out, errs := hubd(t, "sessions", "show", id, "--hub", d.addr, "--as", "bob", "--json")
 	info := &hubpb.SessionInfo{}
 	if err := hubpb.UnmarshalJSON([]byte(out), info); code != 0 || err != nil || info.GetMeta().GetSessionId() != id {
 		t.Errorf("sessions show ID --hub ADDR: exit %d, %v\n%s%s", code, err, out, errs)
@@ -144,31 +144,20 @@ func TestE2EDaemonLog(t *testing.T) {
 	}
 }
 
-// TestE2ETailLive follows an open session with sessions tail: it prints
-// each envelope as it is accepted and exits 0 when the session closes.
+// TestE2ETailLive follows an open session with sessions tail, as a
+// timeline and as JSON lines at once: each prints each envelope as it is
+// accepted, and exits 0 when the session closes.
 func TestE2ETailLive(t *testing.T) {
 	d := startDaemon(t, t.TempDir(), "")
 	ctx := context.Background()
 	alice := devClient(t, d.addr, "alice")
 	id := wiretest.Pipeline(t, alice)
-	tail := exec.Command(hubdBinary(t), "sessions", "tail", id, "--hub", d.addr)
-	out, err := tail.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tail.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer tail.Process.Kill()
-	lines := bufio.NewScanner(out)
+	text, jsonl := startTail(t, id, "--hub", d.addr), startTail(t, id, "--hub", d.addr, "--json")
 	next := func() *hubpb.Envelope {
 		t.Helper()
-		if !lines.Scan() {
-			t.Fatalf("tail ended early: %v", lines.Err())
-		}
 		e := &hubpb.Envelope{}
-		if err := hubpb.UnmarshalJSON(lines.Bytes(), e); err != nil {
-			t.Fatalf("tail line %s: %v", lines.Text(), err)
+		if err := hubpb.UnmarshalJSON([]byte(jsonl.line()), e); err != nil {
+			t.Fatalf("tail --json: %v", err)
 		}
 		return e
 	}
@@ -177,11 +166,19 @@ func TestE2ETailLive(t *testing.T) {
 			t.Fatalf("tail printed %v, want %s", e, want)
 		}
 	}
+	for _, want := range []string{"[1] invite (all participants auto-accept)", "[2] session opened"} {
+		if got := text.line(); got != want {
+			t.Fatalf("tail printed %q, want %q", got, want)
+		}
+	}
 	if _, err := alice.Send(ctx, &hubpb.SendRequest{SessionId: id, Envelope: wiretest.Text("live")}); err != nil {
 		t.Fatal(err)
 	}
 	if e := next(); e.GetSeq() != 3 || e.GetText().GetText() != "live" {
 		t.Fatalf("tail printed %v, want alice's text", e)
+	}
+	if got := text.line(); got != "[3] alice: live" {
+		t.Fatalf("tail printed %q, want alice's text", got)
 	}
 	if _, err := alice.Close(ctx, &hubpb.CloseRequest{SessionId: id, Reason: "seen"}); err != nil {
 		t.Fatal(err)
@@ -189,10 +186,51 @@ func TestE2ETailLive(t *testing.T) {
 	if e := next(); e.GetType() != "session_closed" || e.GetEnded().GetReason() != "seen" {
 		t.Fatalf("tail printed %v, want the close", e)
 	}
-	if lines.Scan() {
-		t.Errorf("tail printed past the close: %s", lines.Text())
+	if got := text.line(); got != "[4] session closed: seen" {
+		t.Fatalf("tail printed %q, want the close", got)
 	}
-	if err := tail.Wait(); err != nil {
-		t.Errorf("tail after the close: %v", err)
+	text.end()
+	jsonl.end()
+}
+
+// tailProc is a running hubd sessions tail.
+type tailProc struct {
+	t     *testing.T
+	cmd   *exec.Cmd
+	lines *bufio.Scanner
+}
+
+// startTail starts hubd sessions tail id with args.
+func startTail(t *testing.T, id string, args ...string) *tailProc {
+	t.Helper()
+	cmd := exec.Command(hubdBinary(t), append([]string{"sessions", "tail", id}, args...)...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return &tailProc{t: t, cmd: cmd, lines: bufio.NewScanner(out)}
+}
+
+// line returns the next line the tail prints.
+func (p *tailProc) line() string {
+	p.t.Helper()
+	if !p.lines.Scan() {
+		p.t.Fatalf("tail %v ended early: %v", p.cmd.Args, p.lines.Err())
+	}
+	return p.lines.Text()
+}
+
+// end checks the tail prints nothing more and exits 0.
+func (p *tailProc) end() {
+	p.t.Helper()
+	if p.lines.Scan() {
+		p.t.Errorf("tail %v printed past the close: %s", p.cmd.Args, p.lines.Text())
+	}
+	if err := p.cmd.Wait(); err != nil {
+		p.t.Errorf("tail %v after the close: %v", p.cmd.Args, err)
 	}
 }

@@ -141,7 +141,7 @@ func TestE2EOpenChildrenOfAClosedParent(t *testing.T) {
 // showSession runs hubd sessions show as an operator.
 func showSession(t *testing.T, addr, id string) *hubpb.SessionInfo {
 	t.Helper()
-	code, out, errs := hubd(t, "sessions", "show", id, "--hub", addr)
+	code, out, errs := hubd(t, "sessions", "show", id, "--hub", addr, "--output", "json")
 	info := &hubpb.SessionInfo{}
 	if err := hubpb.UnmarshalJSON([]byte(out), info); code != 0 || err != nil {
 		t.Fatalf("sessions show %s: exit %d, %v\n%s%s", id, code, err, out, errs)

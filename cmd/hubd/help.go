@@ -23,9 +23,9 @@ type command struct {
 // never changed.
 var commands = []command{
 	{"[serve]", "[flags]", "run the hub until interrupted (its flags: hubd serve --help)"},
-	{"sessions list", "[--state S] [--participant P] [--creator C] [--label k=v]", "the sessions you may read, one per line"},
-	{"sessions show", "ID", "a session's metadata and state, as JSON"},
-	{"sessions tail", "ID [--from N]", "a session's envelopes as JSON lines, live, until it ends"},
+	{"sessions list", "[--state S] [--participant P] [--creator C] [--label k=v]", "the sessions you may read, one per line, with their age"},
+	{"sessions show", "ID", "a session in words: participants, state, expected speaker, holds, context, usage"},
+	{"sessions tail", "ID [--from N]", "a session's timeline, one event per line, live, until it ends"},
 	{"sessions export", "[ID ...]", "every envelope as JSON lines (default: of every session you may read)"},
 	{"sessions tree", "ID", "a session's call tree: state, reason, turns, usage, duration per session"},
 	{"sessions replay", "ID", "re-fold a session from its log, no agent called; exit 1 if not the live state"},
@@ -40,7 +40,7 @@ var commands = []command{
 	{"log migrate", "[--data DIR]", "convert a data directory of an older format in place (the hub stopped)"},
 	{"log backup", "FILE", "write a consistent backup of a running hub's log to FILE (- for stdout; operators)"},
 	{"log restore", "--data DIR [--sha256 HEX] FILE", "load a backup into DIR, which must be new or empty, and verify it (- reads stdin); a failed restore leaves nothing"},
-	{"cluster status", "[--nats URLS] [--nats-creds FILE] [--json]", "a cluster's nodes, partition owners and lease ages, and partition streams"},
+	{"cluster status", "[--nats URLS] [--nats-creds FILE]", "a cluster's nodes, partition owners and lease ages, and partition streams"},
 	{"cluster creds", "FILE", "new credentials for a cluster's nodes (hubd serve --nats-creds FILE), mode 0600"},
 	{"graph validate", "[--participants a,b,c] FILE", "check a workflow graph; exit 2 names the offending node"},
 	{"graph render", "FILE", "print a workflow graph as a Mermaid flowchart"},
@@ -95,6 +95,9 @@ func topHelp(w io.Writer) {
 	fmt.Fprint(w, "hubd: a session hub for multi-agent systems\n\nusage:\n")
 	writeCommands(w, "")
 	fmt.Fprint(w, "\nFlags may come before or after the arguments: hubd sessions show ID --hub ADDR.\n")
+	fmt.Fprint(w, "The sessions, questions and tasks commands and cluster status take --output: table or text,\n"+
+		"for people (the default), or json, for programs (the one JSON form of hub.proto; a listing prints\n"+
+		"one message per line, a command of one message indents it); --json is --output json.\n")
 	fmt.Fprint(w, "Each client flag and each flag of serve may also be set by the variable in brackets after it:\n"+
 		"HUBD_ and the flag's name in capitals, '_' for '-' (HUBD_MAX_DEPTH=4 is --max-depth 4,\n"+
 		"HUBD_HUB, HUBD_TOKEN and HUBD_TLS_CA the client's); a flag on the command line wins.\n")

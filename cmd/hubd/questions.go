@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/hubd/hubd/agentsdk"
 	"github.com/hubd/hubd/hubpb"
@@ -26,21 +27,34 @@ func questionsCommand(name string, fs *flag.FlagSet, _ io.Reader) *clientCommand
 }
 
 // questionsListFlags registers the filters of "questions list" and
-// returns it: one pending question per line.
+// --output, and returns it: a table of the pending questions, or one
+// PendingQuestion per line.
 func questionsListFlags(fs *flag.FlagSet) subcommand {
 	answerer := fs.String("answerer", "", "only the questions this `agent` must answer (an operator's choice; default: yours)")
 	root := fs.String("root", "", "only the questions of this session's tree (`ID`)")
+	out := outputFlags(fs, "the output `format`: table (for people: session, question, asker, answerer, asked, age, options, text) "+
+		"or json (for programs: one PendingQuestion per line)", formatTable, formatJSON)
 	return func(ctx context.Context, c *agentsdk.Client, _ *flag.FlagSet, w *bufio.Writer) error {
 		qs, err := c.ListQuestions(ctx, *answerer, *root)
 		if err != nil {
 			return err
 		}
+		if out.json() {
+			for _, pq := range qs {
+				if err := writeJSON(w, pq); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		now := time.Now()
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "SESSION\tQUESTION\tASKER\tANSWERER\tOPTIONS\tTEXT")
+		fmt.Fprintln(tw, "SESSION\tQUESTION\tASKER\tANSWERER\tASKED\tAGE\tOPTIONS\tTEXT")
 		for _, pq := range qs {
-			q := pq.GetEnvelope().GetQuestion()
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", pq.GetSessionId(), q.GetQuestionId(), pq.GetAsker(), q.GetAnswerer(),
-				optionsOf(q), oneLine(q.GetText()))
+			e := pq.GetEnvelope()
+			q := e.GetQuestion()
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", pq.GetSessionId(), q.GetQuestionId(), pq.GetAsker(), q.GetAnswerer(),
+				timeCell(e.GetAcceptedAt()), ageCell(e.GetAcceptedAt(), now), optionsOf(q), oneLine(q.GetText()))
 		}
 		return tw.Flush()
 	}
@@ -81,6 +95,7 @@ func questionsAnswerFlags(fs *flag.FlagSet) subcommand {
 	text := fs.String("text", "", "a free-text `answer` (for a question without options, or with them)")
 	sessionID := fs.String("session", "", "the question's session `ID`, when its id alone is ambiguous")
 	answerer := fs.String("answerer", "", "answer for this `agent` (an operator; logged as the operator's)")
+	out := outputFlags(fs, "the output `format`: text (a line in words) or json (the hub's acknowledgement, a SendResponse)", formatText, formatJSON)
 	return func(ctx context.Context, c *agentsdk.Client, fs *flag.FlagSet, w *bufio.Writer) error {
 		qid, options := fs.Arg(0), fs.Args()[1:]
 		if len(options) == 0 && *text == "" {
@@ -96,6 +111,9 @@ func questionsAnswerFlags(fs *flag.FlagSet) subcommand {
 		ack, err := c.AnswerQuestion(ctx, id, &agentsdk.Answer{QuestionId: qid, OptionIds: options, Text: *text})
 		if err != nil {
 			return err
+		}
+		if out.json() {
+			return writeJSON(w, ack.SendResponse)
 		}
 		fmt.Fprintf(w, "answered %s in %s at seq %d\n", qid, id, ack.GetSeq())
 		return nil

@@ -55,7 +55,7 @@ func TestE2ETLSMismatch(t *testing.T) {
 			t.Errorf("hubd %v: exit %d after %v, stderr %q; want exit 3 within 2s, %q", tc.args, code, took, errs, tc.want)
 		}
 	}
-	if code, out, errs := hubd(t, "sessions", "list", "--hub", secure.addr, "--tls-ca", cert); code != 0 || !strings.HasPrefix(out, "SESSION") {
+	if code, out, errs := hubd(t, "sessions", "list", "--hub", secure.addr, "--tls-ca", cert); code != 0 || !strings.HasPrefix(out, "ID ") {
 		t.Errorf("sessions list over TLS: exit %d\n%s%s", code, out, errs)
 	}
 }

@@ -128,11 +128,12 @@ func TestServeAndClientCommands(t *testing.T) {
 		want []string
 	}{
 		{[]string{"sessions", "list", "--hub", addr}, []string{id, "conversation@1", "CLOSED", "alice", "alice,bob", "done"}},
-		{[]string{"sessions", "list", "--label", "team=other", "--hub", addr}, []string{"SESSION"}},
-		{[]string{"sessions", "list", "--as", "carol", "--hub", addr}, []string{"SESSION"}},
-		{[]string{"sessions", "show", "--hub", addr, id}, []string{`"close_reason":"done"`, `"seq":"5"`, `"session_id":"` + id + `"`}},
-		{[]string{"sessions", "show", id, "--hub", addr}, []string{`"close_reason":"done"`}},
-		{[]string{"sessions", "tail", id, "--from", "3", "--hub", addr}, []string{`"seq":"3"`, `"text":{"text":"hello"}`, `"type":"session_closed"`}},
+		{[]string{"sessions", "list", "--label", "team=other", "--hub", addr}, []string{"ID "}},
+		{[]string{"sessions", "list", "--as", "carol", "--hub", addr}, []string{"ID "}},
+		{[]string{"sessions", "show", "--hub", addr, id}, []string{"session:       " + id + "\n", "state:         CLOSED (done)\n", "seq:           5 (2 turns)\n"}},
+		{[]string{"sessions", "show", id, "--hub", addr, "--json"}, []string{`"close_reason": "done"`, `"seq": "5"`, `"session_id": "` + id + `"`}},
+		{[]string{"sessions", "tail", id, "--from", "3", "--hub", addr}, []string{"[3] alice: hello\n[4] alice: bye\n[5] session closed: done\n"}},
+		{[]string{"sessions", "tail", id, "--from", "3", "--hub", addr, "--output", "json"}, []string{`"seq":"3"`, `"text":{"text":"hello"}`, `"type":"session_closed"`}},
 		{[]string{"sessions", "tail", "--hub", addr, id, "--from", "6"}, nil},
 		{[]string{"sessions", "export", "--hub", addr}, []string{`"seq":"1"`, `"type":"session_invite"`, `"seq":"5"`}},
 		{[]string{"sessions", "export", id, "--hub", addr}, []string{`"seq":"1"`, `"seq":"5"`}},

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/hubd/hubd/agentsdk"
 	"github.com/hubd/hubd/hubpb"
@@ -211,15 +210,15 @@ func sessionsCommand(name string, fs *flag.FlagSet, stdin io.Reader) *clientComm
 	case "list":
 		return &clientCommand{run: listFlags(fs)}
 	case "show":
-		return &clientCommand{run: sessionsShow, nargs: 1}
+		return &clientCommand{run: showFlags(fs), nargs: 1}
 	case "tail":
 		return &clientCommand{run: tailFlags(fs), nargs: 1}
 	case "export":
-		return &clientCommand{run: sessionsExport, nargs: -1}
+		return &clientCommand{run: exportFlags(fs), nargs: -1}
 	case "tree":
-		return &clientCommand{run: sessionsTree, nargs: 1}
+		return &clientCommand{run: treeFlags(fs), nargs: 1}
 	case "replay":
-		return &clientCommand{run: sessionsReplay, nargs: 1}
+		return &clientCommand{run: replayFlags(fs), nargs: 1}
 	case "open":
 		return openFlags(fs)
 	case "send":
@@ -230,36 +229,51 @@ func sessionsCommand(name string, fs *flag.FlagSet, stdin io.Reader) *clientComm
 	return nil
 }
 
-// listFlags registers the filters of "sessions list" and returns it.
+// listFlags registers the filters of "sessions list" and --output, and
+// returns it: a table of the sessions, or one SessionInfo per line.
 func listFlags(fs *flag.FlagSet) subcommand {
 	var opts agentsdk.ListOptions
 	fs.StringVar(&opts.State, "state", "", "only sessions in this `state` (PENDING, OPEN, CLOSED, EXPIRED, or QUARANTINED: those found damaged)")
 	fs.StringVar(&opts.Participant, "participant", "", "only sessions with this participant")
 	fs.StringVar(&opts.Creator, "creator", "", "only sessions this agent created")
 	fs.Var((*labelFlag)(&opts.Labels), "label", "only sessions with this label (`k=v`; repeatable)")
+	out := outputFlags(fs, "the output `format`: table (for people: id, type, state, reason, creator, participants, created, age) "+
+		"or json (for programs: one SessionInfo per line)", formatTable, formatJSON)
 	return func(ctx context.Context, c *agentsdk.Client, _ *flag.FlagSet, w *bufio.Writer) error {
 		opts.State = strings.ToUpper(opts.State)
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "SESSION\tTYPE\tSTATE\tCREATOR\tPARTICIPANTS\tSEQ\tREASON")
-		err := eachSession(ctx, c, opts, func(s *agentsdk.Session) {
-			m := s.GetMeta()
-			var names []string
-			for _, p := range m.GetParticipants() {
-				names = append(names, p.GetName())
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", m.GetSessionId(), m.GetType(), s.GetState(), m.GetCreator(),
-				strings.Join(names, ","), s.GetSeq(), s.GetCloseReason())
-		})
-		if err != nil {
-			return err // and no header: the table is empty only when no session matches
+		if out.json() {
+			return eachSession(ctx, c, opts, func(s *agentsdk.Session) error { return writeJSON(w, s.SessionInfo) })
 		}
-		return tw.Flush()
+		return sessionsTable(ctx, c, opts, w)
 	}
+}
+
+// sessionsTable writes the sessions a listing returns as a table, or
+// nothing if the listing fails: the table is empty only when no session
+// matches.
+func sessionsTable(ctx context.Context, c *agentsdk.Client, opts agentsdk.ListOptions, w io.Writer) error {
+	now := time.Now()
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tTYPE\tSTATE\tREASON\tCREATOR\tPARTICIPANTS\tCREATED\tAGE")
+	err := eachSession(ctx, c, opts, func(s *agentsdk.Session) error {
+		m := s.GetMeta()
+		var names []string
+		for _, p := range m.GetParticipants() {
+			names = append(names, p.GetName())
+		}
+		_, err := fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.GetSessionId(), m.GetType(), s.GetState(), cell(s.GetCloseReason()),
+			m.GetCreator(), cell(strings.Join(names, ",")), timeCell(m.GetCreatedAt()), ageCell(m.GetCreatedAt(), now))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return tw.Flush()
 }
 
 // eachSession calls fn for every session the listing returns, page by
 // page.
-func eachSession(ctx context.Context, c *agentsdk.Client, opts agentsdk.ListOptions, fn func(*agentsdk.Session)) error {
+func eachSession(ctx context.Context, c *agentsdk.Client, opts agentsdk.ListOptions, fn func(*agentsdk.Session) error) error {
 	opts.PageSize = 1000
 	for {
 		page, next, err := c.ListSessions(ctx, opts)
@@ -267,7 +281,9 @@ func eachSession(ctx context.Context, c *agentsdk.Client, opts agentsdk.ListOpti
 			return err
 		}
 		for _, s := range page {
-			fn(s)
+			if err := fn(s); err != nil {
+				return err
+			}
 		}
 		if next == "" {
 			return nil
@@ -291,20 +307,32 @@ func (l *labelFlag) Set(v string) error {
 	return nil
 }
 
-// sessionsShow prints a session's SessionInfo as JSON.
-func sessionsShow(ctx context.Context, c *agentsdk.Client, fs *flag.FlagSet, w *bufio.Writer) error {
-	s, err := c.GetSession(ctx, fs.Arg(0))
-	if err != nil {
-		return err
+// showFlags registers --output and returns "sessions show": a session in
+// words, or its SessionInfo as indented JSON.
+func showFlags(fs *flag.FlagSet) subcommand {
+	out := outputFlags(fs, "the output `format`: text (for people: the session in words) or json (for programs: its SessionInfo, indented)",
+		formatText, formatJSON)
+	return func(ctx context.Context, c *agentsdk.Client, fs *flag.FlagSet, w *bufio.Writer) error {
+		s, err := c.GetSession(ctx, fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		if out.json() {
+			return writeIndented(w, s.SessionInfo)
+		}
+		return writeSummary(w, s.SessionInfo, time.Now())
 	}
-	return writeJSON(w, s.SessionInfo)
 }
 
-// tailFlags registers --from and returns "sessions tail": a session's
-// envelopes as JSON lines from a seq, following it live (through hub
-// restarts) until it ends or the command is interrupted.
+// tailFlags registers --from, --timestamps and --output and returns
+// "sessions tail": a session's envelopes from a seq, as a timeline or as
+// JSON lines, following it live (through hub restarts) until it ends or
+// the command is interrupted.
 func tailFlags(fs *flag.FlagSet) subcommand {
 	from := fs.Uint64("from", 1, "the first `seq` to print")
+	stamps := fs.Bool("timestamps", false, "begin each line of the timeline with the time the hub accepted the envelope (UTC)")
+	out := outputFlags(fs, "the output `format`: text (for people: a timeline, one event per line) or json (for programs: one envelope per line)",
+		formatText, formatJSON)
 	return func(ctx context.Context, c *agentsdk.Client, fs *flag.FlagSet, w *bufio.Writer) error {
 		id := fs.Arg(0)
 		s, err := c.GetSession(ctx, id)
@@ -314,8 +342,12 @@ func tailFlags(fs *flag.FlagSet) subcommand {
 		if s.Ended() && *from > s.GetSeq() {
 			return nil // nothing more will come
 		}
+		write := func(e *hubpb.Envelope) error { return writeEvent(w, e, *stamps) }
+		if out.json() {
+			write = func(e *hubpb.Envelope) error { return writeJSON(w, e) }
+		}
 		_, err = c.Follow(ctx, id, *from, func(e *hubpb.Envelope) error {
-			if err := writeJSON(w, e); err != nil {
+			if err := write(e); err != nil {
 				return err
 			}
 			return w.Flush()
@@ -327,13 +359,24 @@ func tailFlags(fs *flag.FlagSet) subcommand {
 	}
 }
 
+// exportFlags registers --output and returns "sessions export". An export
+// is for programs and archives: JSON lines only (--output json, the
+// default, is taken so that every printing command takes --output).
+func exportFlags(fs *flag.FlagSet) subcommand {
+	outputFlags(fs, "the output `format`: json only (one envelope per line; a session's timeline in words: hubd sessions tail ID)", formatJSON)
+	return sessionsExport
+}
+
 // sessionsExport writes every envelope of the named sessions (default: of
 // every session the caller may list) as JSON lines, in seq order per
 // session.
 func sessionsExport(ctx context.Context, c *agentsdk.Client, fs *flag.FlagSet, w *bufio.Writer) error {
 	ids := fs.Args()
 	if len(ids) == 0 {
-		err := eachSession(ctx, c, agentsdk.ListOptions{}, func(s *agentsdk.Session) { ids = append(ids, s.ID()) })
+		err := eachSession(ctx, c, agentsdk.ListOptions{}, func(s *agentsdk.Session) error {
+			ids = append(ids, s.ID())
+			return nil
+		})
 		if err != nil {
 			return err
 		}
@@ -365,14 +408,4 @@ func exportOne(ctx context.Context, c *agentsdk.Client, id string, w io.Writer) 
 			return nil
 		}
 	}
-}
-
-// writeJSON writes m in the one JSON form (hubpb.MarshalJSON) on a line.
-func writeJSON(w io.Writer, m proto.Message) error {
-	b, err := hubpb.MarshalJSON(m)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
 }

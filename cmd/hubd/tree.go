@@ -12,18 +12,26 @@ import (
 	"github.com/hubd/hubd/hubpb"
 )
 
-// sessionsTree prints a session's call tree, one session per line,
-// indented by depth: id, type, state and close reason, turns, the node's
-// own usage and how long it ran.
-func sessionsTree(ctx context.Context, c *agentsdk.Client, fs *flag.FlagSet, w *bufio.Writer) error {
-	root, err := c.Tree(ctx, fs.Arg(0))
-	if err != nil {
-		return err
+// treeFlags registers --output and returns "sessions tree": a session's
+// call tree, one session per line indented by depth (id, type, state and
+// close reason, turns, the node's own usage and how long it ran), or the
+// TreeNode as indented JSON.
+func treeFlags(fs *flag.FlagSet) subcommand {
+	out := outputFlags(fs, "the output `format`: table (for people: one session per line, indented by depth) or json (for programs: the TreeNode, indented)",
+		formatTable, formatJSON)
+	return func(ctx context.Context, c *agentsdk.Client, fs *flag.FlagSet, w *bufio.Writer) error {
+		root, err := c.Tree(ctx, fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		if out.json() {
+			return writeIndented(w, root)
+		}
+		writeTree(w, root, 0)
+		u := root.GetSession().GetTreeUsage()
+		fmt.Fprintf(w, "tree usage: %s\n", usageLine(u))
+		return nil
 	}
-	writeTree(w, root, 0)
-	u := root.GetSession().GetTreeUsage()
-	fmt.Fprintf(w, "tree usage: %s\n", usageLine(u))
-	return nil
 }
 
 func writeTree(w *bufio.Writer, n *hubpb.TreeNode, depth int) {
@@ -56,15 +64,34 @@ func (e *errReplayDiffers) Error() string {
 	return fmt.Sprintf("session %s: the replay differs from the live state from seq %d: %s", e.id, e.seq, e.detail)
 }
 
-// sessionsReplay prints a session re-folded from its log with no agent
-// called: each envelope with the rule the replay decided and the state
-// after it; it fails (exit 1) when the replay does not give the live
-// state, naming the first seq that differs.
-func sessionsReplay(ctx context.Context, c *agentsdk.Client, fs *flag.FlagSet, w *bufio.Writer) error {
-	r, err := c.Replay(ctx, fs.Arg(0))
-	if err != nil {
+// replayFlags registers --output and returns "sessions replay": a
+// session re-folded from its log with no agent called, each envelope with
+// the rule the replay decided and the state after it (or the
+// ReplayResponse as indented JSON); it fails (exit 1) when the replay does
+// not give the live state, naming the first seq that differs.
+func replayFlags(fs *flag.FlagSet) subcommand {
+	out := outputFlags(fs, "the output `format`: text (for people: a step per line) or json (for programs: the ReplayResponse, indented)",
+		formatText, formatJSON)
+	return func(ctx context.Context, c *agentsdk.Client, fs *flag.FlagSet, w *bufio.Writer) error {
+		r, err := c.Replay(ctx, fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		if out.json() {
+			err = writeIndented(w, r)
+		} else {
+			writeReplay(w, r)
+		}
+		if err == nil && !r.GetEqual() {
+			err = &errReplayDiffers{id: fs.Arg(0), seq: r.GetFirstDifference(), detail: r.GetDetail()}
+		}
 		return err
 	}
+}
+
+// writeReplay writes the steps of a replay, and that it equals the live
+// state when it does.
+func writeReplay(w *bufio.Writer, r *hubpb.ReplayResponse) {
 	for _, st := range r.GetSteps() {
 		e := st.GetEnvelope()
 		from := e.GetFrom()
@@ -77,9 +104,7 @@ func sessionsReplay(ctx context.Context, c *agentsdk.Client, fs *flag.FlagSet, w
 		}
 		fmt.Fprintf(w, "%s → %s turn=%d expected=%s\n", line, st.GetState(), st.GetTurn(), strings.Join(st.GetExpected(), ","))
 	}
-	if !r.GetEqual() {
-		return &errReplayDiffers{id: fs.Arg(0), seq: r.GetFirstDifference(), detail: r.GetDetail()}
+	if r.GetEqual() {
+		fmt.Fprintln(w, "the replay equals the live state")
 	}
-	fmt.Fprintln(w, "the replay equals the live state")
-	return nil
 }
