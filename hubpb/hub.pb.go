@@ -5,9 +5,9 @@
 // The log stores Envelope and SessionMeta as deterministic protobuf, so a new
 // field or payload needs no change of the stored format: old records decode
 // with the field unset, and old readers skip what they do not know. JSON is
-// protojson with the proto field names (`hubd sessions show`, `export`,
-// `tail`, `graph simulate`, grpcurl and the SDKs of other languages all see
-// the same shape). As the proto3 JSON mapping says, 64-bit integers are JSON
+// protojson with the proto field names (`hubd sessions export`, the
+// `--output json` of `hubd sessions show` and `tail`, `graph simulate`,
+// grpcurl and the SDKs of other languages all see the same shape). As the proto3 JSON mapping says, 64-bit integers are JSON
 // strings ("seq": "5") and parsers accept numbers too.
 //
 // Errors are gRPC statuses with a google.rpc.ErrorInfo detail of domain
