@@ -118,6 +118,12 @@ done
 if [ "$sdks" = 1 ]; then
   step "the Python SDK: sdist and wheel"
   python=${PYTHON:-python3}
+  # A python3 first on PATH (pyenv, a venv) may lack the build tools that
+  # the system's has: take the system's then, unless $PYTHON chose one.
+  if [ -z "${PYTHON:-}" ] && ! "$python" -c 'import build, setuptools, wheel' 2>/dev/null &&
+    /usr/bin/python3 -c 'import build, setuptools, wheel' 2>/dev/null; then
+    python=/usr/bin/python3
+  fi
   "$python" -c 'import build, setuptools, wheel' 2>/dev/null ||
     die "$python lacks build, setuptools or wheel (Debian: apt-get install python3-build python3-setuptools python3-wheel; or set PYTHON)"
   # Built from a copy: setuptools writes build/ and *.egg-info beside the sources.
