@@ -65,9 +65,10 @@
 // runs go first, on a hub no heavier run has been through; the rows print
 // in the order of the targets. Each run's report prints as it ends:
 // hubload's report of the workload, each floor's line and the ratios to
-// it. For the rows of the turns workload the column "no session logic" is
-// the turn floor's figure over the floor's: what a hub whose own work cost
-// nothing would reach. The column "hubload flags" runs the workload alone
+// it. For the rows of the turns workload the column "hubd / turn floor"
+// is hubd's figure over the turn floor's (what the hub's own work costs),
+// and "no session logic" the turn floor's over the floor's: what a hub
+// whose own work cost nothing would reach. The column "hubload flags" runs the workload alone
 // (hubload FLAGS), without its floors. Idle agents are measured by hubload
 // --idle, whose targets are not ratios.
 //

@@ -228,7 +228,8 @@ func TestFloorApart(t *testing.T) {
 // TestTable runs the whole table against a hub, with short windows: every
 // target's row is measured with its floor, its ratio is hubd's figure over
 // the floor's from the run behind it, its verdict follows its target, and
-// the turns rows carry the turn floor's ratio (no session logic).
+// the turns rows carry hubd's figure over the turn floor's and the turn
+// floor's over the floor's (no session logic).
 func TestTable(t *testing.T) {
 	h := hubFor(t)
 	out, errOut, err := runArgs(t, "--hub", h.Addr(), "--duration", "300ms", "--warmup", "50ms", "--floor-dir", t.TempDir(), "--json")
@@ -250,22 +251,22 @@ func TestTable(t *testing.T) {
 		t.Fatalf("the runs are not the table's: %+v", tr.Runs)
 	}
 	want := []struct {
-		ratio, noLogic float64
-		t              target
+		ratio, toTurnFloor, noLogic float64
+		t                           target
 	}{
 		// In the order of the targets.
-		{at16.Turns.PerSecond / at16.Floor.PerSecond, at16.TurnFloor.PerSecond / at16.Floor.PerSecond, target{true, 1}},
-		{at128.Turns.PerSecond / at128.Floor.PerSecond, at128.TurnFloor.PerSecond / at128.Floor.PerSecond, target{true, 1}},
-		{one.Turns.SendToTold.P50 / one.Floor.SendToAck.P50, one.TurnFloor.SendToTold.P50 / one.Floor.SendToAck.P50, target{false, 1.1}},
-		{serve.Sessions.HandlerToNext.P50 / serve.Floor.SendToAck.P50, 0, target{false, 1.5}},
-		{serve.Sessions.OpenToClosed.P50 / serve.Floor.SendToAck.P50, 0, target{false, 6}},
-		{at50.Sessions.TurnsPerS / at50.Floor.PerSecond, 0, target{true, 0.8}},
-		{at16.Turns.SendToAck.P99 / at16.Floor.SendToAck.P99, at16.TurnFloor.SendToAck.P99 / at16.Floor.SendToAck.P99, target{false, 1.5}},
+		{at16.Turns.PerSecond / at16.Floor.PerSecond, at16.Turns.PerSecond / at16.TurnFloor.PerSecond, at16.TurnFloor.PerSecond / at16.Floor.PerSecond, target{true, 1}},
+		{at128.Turns.PerSecond / at128.Floor.PerSecond, at128.Turns.PerSecond / at128.TurnFloor.PerSecond, at128.TurnFloor.PerSecond / at128.Floor.PerSecond, target{true, 1}},
+		{one.Turns.SendToTold.P50 / one.Floor.SendToAck.P50, one.Turns.SendToTold.P50 / one.TurnFloor.SendToTold.P50, one.TurnFloor.SendToTold.P50 / one.Floor.SendToAck.P50, target{false, 1.1}},
+		{serve.Sessions.HandlerToNext.P50 / serve.Floor.SendToAck.P50, 0, 0, target{false, 1.5}},
+		{serve.Sessions.OpenToClosed.P50 / serve.Floor.SendToAck.P50, 0, 0, target{false, 6}},
+		{at50.Sessions.TurnsPerS / at50.Floor.PerSecond, 0, 0, target{true, 0.8}},
+		{at16.Turns.SendToAck.P99 / at16.Floor.SendToAck.P99, at16.Turns.SendToAck.P99 / at16.TurnFloor.SendToAck.P99, at16.TurnFloor.SendToAck.P99 / at16.Floor.SendToAck.P99, target{false, 1.5}},
 	}
 	for i, w := range want {
 		r := tr.Rows[i]
-		if r.Ratio != w.ratio || r.Ratio <= 0 || r.NoLogic != w.noLogic || r.Target != w.t {
-			t.Errorf("row %d %q: ratio %v no-logic %v target %v, want %v %v %v", i, r.Measure, r.Ratio, r.NoLogic, r.Target, w.ratio, w.noLogic, w.t)
+		if r.Ratio != w.ratio || r.Ratio <= 0 || r.ToTurnFloor != w.toTurnFloor || r.NoLogic != w.noLogic || r.Target != w.t {
+			t.Errorf("row %d %q: ratio %v to the turn floor %v no-logic %v target %v, want %v %v %v %v", i, r.Measure, r.Ratio, r.ToTurnFloor, r.NoLogic, r.Target, w.ratio, w.toTurnFloor, w.noLogic, w.t)
 		}
 		met := r.Ratio <= w.t.Value
 		if w.t.AtLeast {
