@@ -108,6 +108,7 @@
 //
 // When the window ends each delegator finishes its session on its next
 // turn.
+//
 // # Transport
 //
 // --transport stream (the default, what agentsdk uses) has each agent send
