@@ -310,7 +310,7 @@ func TestFlagErrors(t *testing.T) {
 		{"--workload", "sessions", "--conc", "0"},
 		{"--workload", "sessions", "--verify", "b"},
 		{"--workload", "sessions", "--max-turns", "3"},
-		{"--baseline"},
+		{"--floor-apart"}, // the floors and the table are the laboratory's (bench/table)
 		{"--table"},
 		{"--hub-http", "127.0.0.1:7421", "--check", "a"},
 		{"--hub-http", "10.1.2.3:7421"},
