@@ -141,7 +141,7 @@ func lostFrom(t *testing.T, l *Log, acked map[[16]byte]uint64) map[[16]byte]uint
 	return out
 }
 
-// memDamages are the ways the issue found a memtable log broken and
+// memDamages are the ways a memtable log has been found broken and
 // served silently: a flipped byte, zeros, a truncation, a deleted file.
 var memDamages = []struct {
 	name   string

@@ -21,8 +21,8 @@ import (
 	"github.com/hubd/hubd/wal"
 )
 
-// dataV1 is a data directory written by the release before issue 7 (log
-// format version 1): a closed pipeline with context, a custom event, a
+// dataV1 is a data directory written by a release of log format version
+// 1: a closed pipeline with context, a custom event, a
 // packet with usage, a question, an answer and task progress with a
 // traceparent; an open triage session with a handoff and expectations; a
 // rejected invite; a timed-out discussion; a closed consulting session; a

@@ -11,15 +11,20 @@
 //	hubload [--hub 127.0.0.1:7420] [--agents 16] [--sessions agents/2] [--payload 256]
 //	        [--duration 10s] [--warmup 1s] [--max-turns N] [--conns N]
 //	        [--verify FILE] [--json] [--hub-pid PID] [--cpuprofile FILE]
-//	        [--baseline [--baseline-dir DIR] [--floor-apart]] [--transport stream|unary] [--terse=false]
-//	        [--hub-http ADDR]
+//	        [--transport stream|unary] [--terse=false] [--hub-http ADDR]
 //	hubload --workload sessions [--conc 1] [--sessions 200] [--payload 256] [--warmup 1s] [--terse=false]
-//	        [--baseline [--baseline-dir DIR] [--floor-apart] [--duration 10s]] [--hub-pid PID] [--hub-http ADDR] [--json]
+//	        [--hub-pid PID] [--hub-http ADDR] [--json]
 //	hubload --check FILE [--hub ADDR] [--operator operator] [--json]
 //	hubload --idle N [--duration D] [--conns N] [--hub-pid PID] [--hub-http ADDR]
 //	hubload --workload delegation [--sessions 1] [--duration 10s] [--warmup 1s] [--json]
-//	hubload --table [--duration 10s] [--warmup 1s] [--baseline-dir DIR] [--floor-apart] [--hub-pid PID] [--hub-http ADDR] [--json]
+//	hubload --soak --hubd BINARY [--sessions N] [--duration D] [--rounds N] [--measure-ended N]
 //	hubload --version
+//
+// hubload measures the hub alone. Setting its figures beside floors
+// measured in the same minute (a bare gRPC server over the same log, with
+// no session logic) is the laboratory's work: bench/table in the
+// repository runs hubload's workloads (package load) between its floors
+// and prints the ratios docs/PERFORMANCE.md publishes.
 //
 // Against a cluster of hubd nodes (docs/SCALING.md), give every node:
 // --hub h1:7420,h2:7420,h3:7420. Connection i goes to node i mod N and
@@ -103,6 +108,7 @@
 //
 // When the window ends each delegator finishes its session on its next
 // turn.
+//
 // # Transport
 //
 // --transport stream (the default, what agentsdk uses) has each agent send
@@ -110,9 +116,8 @@
 // bidirectional stream for its sends, their acks and its deliveries; the
 // sessions workload's Serve reads its own); --transport unary has every
 // send be a Send call and each agent read a Subscribe stream, as before
-// the stream existed and as clients of other languages do. Run both with
-// --baseline to compare each with the floor in the same minute. The
-// report names the transport.
+// the stream existed and as clients of other languages do. The report
+// names the transport.
 //
 // Agents subscribe terse (agentsdk.SubscribeOptions.Terse; in the sessions
 // workload, Serve without an observer): their streams carry their turns
@@ -120,82 +125,6 @@
 // an agent that acts only on its turns would subscribe. --terse=false
 // subscribes them to everything (the sessions workload's Serve with an
 // observer), to measure what the other deliveries cost.
-//
-// # The baseline
-//
-// --baseline runs, in hubload's own process, the floor hubd is measured
-// against (package
-// internal/baseline): a gRPC server on a loopback port whose one unary
-// method appends the request's envelope (a hubpb.SendRequest with the
-// same --payload) to a fresh wal.Log under --baseline-dir (fsync on, group
-// commit) and answers with its seq, with no session logic. As many
-// clients as the load has requests in flight (the turns workload:
-// --sessions; the sessions workload: --conc), on as many connections as
-// the load uses (at most one per client), each send their next request
-// when the last is acknowledged. The floor runs twice, each time for
-// --warmup then a window of half --duration: just before the real load
-// and just after it. The report then adds the baseline's throughput and
-// send→ack latencies over both windows, each window's throughput ("before
-// the load N/s, after N/s": how far the machine drifted during the run),
-// and hubd's figures divided by the baseline's: this machine's speed
-// drifts, a ratio from one run does not, and a floor on both sides of
-// the load weighs a drift on both sides of the ratio. Put --baseline-dir
-// on the hub's data disk (the default is the system's temporary
-// directory).
-//
-// Each floor's line ends with what it cost: the mean fsync of its log
-// and hubload's CPU per request in its windows (the floor's server and
-// its clients, hubload's only work then, the hub idle). The ratio lines
-// then add, with --hub-pid, "CPU per request (hub + hubload)": the CPU
-// the hub and the agents spent per accepted envelope over the floor's,
-// and, with --hub-http, "fsync mean": the hub's mean fsync over the
-// floor's. On a machine whose cores the hub and the agents share, the
-// first says how much more work a turn is than the floor's request, the
-// second how much longer the same disk takes to sync for the busier
-// process.
-//
-// --floor-apart serves the floors from a process of their own: hubload
-// runs its own executable again (with HUBLOAD_FLOOR_SERVER naming the log's
-// parent directory), which serves them and reports its log's totals and
-// its CPU over a pipe, while the floors' clients stay in this process. The
-// floors then run as hubd does, a server beside its clients, each process
-// with its own Go scheduler on the same cores; their CPU per request is
-// the server's and the clients' together. Their lines say "its server in a
-// process of its own".
-//
-// With the turns workload --baseline also runs a second floor, the turn
-// floor (in two windows too): what a turn must do at the least. Each of --sessions sessions is
-// two seats, each on its own connection and its own stream, whose frames
-// are those of hubd's agent stream; the server appends a seat's send to
-// the wal (group commit, synced), tells the other seat its turn and
-// acknowledges the sender, all on the stream's goroutine, with no session
-// logic; the told seat sends next. The report adds its throughput,
-// send→ack and send→next told, and hubd's figures divided by them
-// ("hubd / turn floor"). Where the first floor answers one client per
-// request, a turn writes to two: the ratio to the turn floor is what the
-// hub's own work costs.
-//
-// # The table
-//
-// --table runs, one after the other against the same hub, every row of
-// the targets of issue 10 (docs/PERFORMANCE.md), each with its floors
-// measured before and after it (--baseline implied, --floor-apart as
-// given), and prints one table: the measure, the flags that run it alone,
-// hubd's figure, the floor's, their ratio, the target and whether it is
-// met. The runs are the turns workload at 32 agents in 16 sessions
-// (throughput, and send → ack p99), at 128 in 128 (throughput) and at 3
-// in 1 (send → next speaker told p50 against the floor's send → ack p50),
-// and the sessions workload one at a time (Serve's handler → handler and a
-// session's open → closed p50, against the floor's p50) and 50 at a time
-// (turns a second against the floor's requests a second), each sessions
-// run sized to last about --warmup plus --duration on this machine. The
-// one-at-a-time runs go first, on a hub no heavier run has been through;
-// the rows print in the issue's order. For
-// the rows of the turns workload the column "no session logic" is the same
-// ratio for the turn floor: what a hub whose own work cost nothing would
-// reach. It refuses the flags it sets itself (--agents, --sessions,
-// --conc, --workload, --max-turns, --conns) and the other modes. Idle
-// agents are measured by --idle, whose targets are not ratios.
 //
 // # The sessions workload
 //
@@ -210,8 +139,8 @@
 // turns per second over the window (which ends at the last close),
 // open→closed (from before Open to the session_closed delivery) and
 // handler→handler (from a handler's return to the next agent's handler
-// starting in the same session) latencies. --duration is then only the
-// baseline's window.
+// starting in the same session) latencies. --duration is not used: the
+// run lasts as long as its sessions take.
 //
 // # The --verify / --check contract
 //
@@ -283,6 +212,6 @@
 // hub failed, nothing was acknowledged, or --check found a loss or a gap;
 // 2: a usage error (bad flag, non-loopback --hub, unreadable --check file).
 //
-// main is tiny: everything happens in run(ctx, args, stdout, stderr), which
-// the tests call directly.
+// main is tiny: everything happens in load.Run(ctx, args, stdout, stderr)
+// (package load, hubload's engine), which the tests call directly.
 package main

@@ -62,8 +62,8 @@ func sample(t string, p func(e *hubpb.Envelope)) *hubpb.Envelope {
 
 // goldenEnvelopes are the messages the lines of testdata/envelopes_v1.txt
 // decode to, by event type: the samples of the version-1 tests
-// (session/helpers_test.go before issue 7), as version 1 put them on the
-// wire.
+// (session/helpers_test.go while the log was of format version 1), as
+// version 1 put them on the wire.
 func goldenEnvelopes() map[string]*hubpb.Envelope {
 	ended := func(reason string) func(e *hubpb.Envelope) {
 		return func(e *hubpb.Envelope) { e.Payload = &hubpb.Envelope_Ended{Ended: &hubpb.Ended{Reason: reason}} }
