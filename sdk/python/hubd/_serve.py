@@ -253,13 +253,13 @@ class Serving:
         as if it had returned: the stream and serve go on."""
         e = d.envelope
         if self.o.observer is not None:
-            await _common.hook(self.log, "observer", e, self.o.observer, d)
+            await _common.guarded(self.log, "serve: observer on", e, self.o.observer, d)
         sid = e.session_id
         if e.seq > self.cursors.get(sid, 0):
             self.cursors[sid] = e.seq
         if ends(e):
             if self.o.on_session_end is not None:
-                await _common.hook(self.log, "on_session_end", e, self.o.on_session_end, e)
+                await _common.guarded(self.log, "serve: on_session_end on", e, self.o.on_session_end, e)
             self.cursors.pop(sid, None)
             self._end(sid)
             return

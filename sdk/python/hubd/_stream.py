@@ -12,7 +12,6 @@ its event loop.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 from typing import Any, AsyncIterator, Awaitable, Callable, Dict, Optional, Union
 
@@ -20,7 +19,7 @@ import grpc
 import grpc.aio
 from google.protobuf.message import Message
 
-from . import _trace, errors
+from . import _common, _trace, errors
 from ._model import Ack, Session
 from ._pb import hub_pb2 as pb
 
@@ -136,25 +135,6 @@ Deliver = Callable[[pb.Delivery], Union[None, Awaitable[None]]]
 (awaited: the stream reads nothing meanwhile)."""
 
 
-async def delivered(log: logging.Logger, deliver: Optional[Deliver], d: pb.Delivery) -> None:
-    """Hand a delivery to a stream's callback. An exception it raises is
-    logged (with its traceback) and the stream reads on: one failing
-    delivery does not end the stream, nor the client's other work on it."""
-    if deliver is None:
-        return
-    try:
-        r = deliver(d)
-        if inspect.isawaitable(r):
-            await r
-    except asyncio.CancelledError:
-        raise
-    except Exception:
-        e = d.envelope
-        log.warning(
-            "hubd: the delivery of seq %d of session %s failed (ignored)", e.seq, e.session_id, exc_info=True
-        )
-
-
 _END = object()
 
 
@@ -251,8 +231,8 @@ class AgentStream:
                     fut = self._waiting.pop(f.ack.ref, None)
                     if fut is not None and not fut.done():
                         fut.set_result(f.ack)
-                elif kind == "delivery":
-                    await delivered(self.log, self._deliver, f.delivery)
+                elif kind == "delivery" and self._deliver is not None:
+                    await _common.guarded(self.log, "the delivery of", f.delivery.envelope, self._deliver, f.delivery)
                 elif kind == "closing":  # the hub ends the stream: close this side, its status follows
                     self._closing = closing(f.closing)
                     self._q.put_nowait(_END)

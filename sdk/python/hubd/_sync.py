@@ -199,6 +199,22 @@ async def _cancel_all() -> None:
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
+def arguments_of(
+    f: "Callable[Concatenate[Any, P], None]",
+) -> "Callable[[Callable[..., None]], Callable[Concatenate[Any, P], None]]":
+    """Gives a facade's ``__init__`` the arguments, and the documentation,
+    of its core's (f), for callers and type checkers alike."""
+
+    def decorate(init: Callable[..., None]) -> "Callable[Concatenate[Any, P], None]":
+        @functools.wraps(f)
+        def call(self: Any, /, *args: "P.args", **kwargs: "P.kwargs") -> None:
+            init(self, *args, **kwargs)
+
+        return call
+
+    return decorate
+
+
 def blocking(f: "Callable[Concatenate[Any, P], Coroutine[Any, Any, T]]") -> "Callable[Concatenate[Any, P], T]":
     """The blocking method of a sync facade (an object with ``_loop``, a
     :class:`Loop`, and ``_core``, the core object) that runs the core's
@@ -231,17 +247,10 @@ def blocking_as(
 
 
 class Task:
-    """The handle of a delegated child session: :class:`hubd.aio.Task` with
-    blocking calls. It works the same in both modes and after a restart
-    (:meth:`hubd.Client.task` rebuilds one from the child's id).
-
-    Attributes:
-        id: the child session's id.
-        parent: the delegating session.
-        delegation_id: the id of the delegation envelope in the parent.
-        mode: ``MODE_BLOCKING`` or ``MODE_BACKGROUND``.
-        client: the client that delegated.
-    """
+    """The handle of a delegated child session: :class:`hubd.aio.Task`
+    (its attributes, ``client`` the :class:`hubd.Client` that delegated)
+    with blocking calls; :meth:`hubd.Client.task` rebuilds one from the
+    child's id."""
 
     def __init__(
         self,

@@ -232,6 +232,7 @@ class Client:
         for p in peers:
             _common.check(p, name, token, tls, insecure)
         options = _common.channel_options(tls, channel_options)
+        self._tls, self._options = tls, options  # (the sync client dials its raw channel with them)
 
         def dial(addr: str) -> grpc.aio.Channel:
             if tls is not None:

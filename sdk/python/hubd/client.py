@@ -8,14 +8,13 @@ clients behave alike (hubd._sync).
 
 from __future__ import annotations
 
-import logging
 import threading
-from typing import Any, Callable, Generator, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Generator, Iterator, Mapping, Optional, Tuple
 
 import grpc
 
-from . import _common, _stream, _sync, aio, errors
-from ._model import TLS, Handler, InviteFunc, Session, VIEW_DEFAULT
+from . import _common, _sync, aio, errors
+from ._model import VIEW_DEFAULT, Handler, InviteFunc, Session
 from ._pb import hub_pb2 as pb
 from ._pb import hub_service_pb2_grpc as pb_grpc
 from ._sync import Task, blocking, blocking_as
@@ -100,50 +99,18 @@ class Client:
     may call the client.
 
     Raises:
-        ValueError: the settings cannot work (no name, token or client
-            certificate; a token over plaintext to a remote host; an
-            unknown transport).
-        hubd.Unavailable: no connection within ``connect_timeout``.
+        ValueError, hubd.Unavailable: as :class:`hubd.aio.Client` and its
+            :meth:`~hubd.aio.Client.connect`.
     """
 
-    def __init__(
-        self,
-        target: str = "127.0.0.1:7420",
-        *,
-        name: str = "",
-        token: str = "",
-        tls: Optional[TLS] = None,
-        insecure: bool = False,
-        send_attempts: int = 3,
-        retry_budget: float = 10.0,
-        connect_timeout: Optional[float] = 10.0,
-        channel_options: Sequence[Tuple[str, Any]] = (),
-        logger: Optional[logging.Logger] = None,
-        peers: Sequence[str] = (),
-        follow_for: float = 30.0,
-        transport: str = _stream.TRANSPORT_STREAM,
-    ) -> None:
+    @_sync.arguments_of(aio.Client.__init__)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._loop = _sync.Loop()
         self._sync_channel: Optional[grpc.Channel] = None
         self._channel_lock = threading.Lock()
-        self._tls, self._options = tls, _common.channel_options(tls, channel_options)
 
         async def core() -> aio.Client:
-            return aio.Client(
-                target,
-                name=name,
-                token=token,
-                tls=tls,
-                insecure=insecure,
-                send_attempts=send_attempts,
-                retry_budget=retry_budget,
-                connect_timeout=connect_timeout,
-                channel_options=channel_options,
-                logger=logger,
-                peers=peers,
-                follow_for=follow_for,
-                transport=transport,
-            )
+            return aio.Client(*args, **kwargs)
 
         try:
             self._core = self._loop.run(core())
@@ -151,7 +118,7 @@ class Client:
             self._loop.close(_nothing())
             raise
         self.log = self._core.log
-        if connect_timeout is not None:
+        if self._core._connect_timeout is not None:
             try:
                 self._loop.run(self._core.connect())
             except BaseException:
@@ -188,12 +155,12 @@ class Client:
         settings, dialled on first use and closed with the client."""
         with self._channel_lock:
             if self._sync_channel is None:
-                target = self._core.target
-                if self._tls is not None:
-                    creds = _common.credentials(self._tls)
-                    self._sync_channel = grpc.secure_channel(target, creds, options=self._options)
+                c = self._core
+                if c._tls is not None:
+                    creds = _common.credentials(c._tls)
+                    self._sync_channel = grpc.secure_channel(c.target, creds, options=c._options)
                 else:
-                    self._sync_channel = grpc.insecure_channel(target, options=self._options)
+                    self._sync_channel = grpc.insecure_channel(c.target, options=c._options)
             return self._sync_channel
 
     @property
