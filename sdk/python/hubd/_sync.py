@@ -243,6 +243,21 @@ def blocking_as(
     return call
 
 
+def iterating(
+    f: "Callable[Concatenate[Any, P], AsyncGenerator[T, None]]", op: str
+) -> "Callable[Concatenate[Any, P], Generator[T, None, None]]":
+    """The blocking method of a facade over a core's async generator method
+    f: the same arguments and documentation, its items one blocking step at
+    a time (see :meth:`Loop.iterate`)."""
+
+    @functools.wraps(f)
+    def call(self: Any, /, *args: "P.args", **kwargs: "P.kwargs") -> Generator[T, None, None]:
+        loop: Loop = self._loop
+        return loop.iterate(f(self._core, *args, **kwargs), op=op)
+
+    return call
+
+
 # Delegation.
 
 

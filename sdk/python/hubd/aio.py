@@ -712,15 +712,25 @@ class Client:
         window: int = 0,
         timeout: Optional[float] = None,
     ) -> Stream:
-        """The caller's delivery stream; with ``view``, every ``your_turn``
-        delivery carries the caller's view of its session (see
-        :meth:`hubd.Client.subscribe`)."""
+        """The caller's delivery stream: what it missed after its cursors
+        (the last seq processed per session id; sessions without one from
+        their start unless ended, or with ``include_ended``), then its pending
+        turns, then everything live. Per session, seqs arrive in order with no
+        gap and no duplicate. With ``terse`` it carries only what asks the
+        caller to act or ends its work: its turns, invites naming it,
+        questions and their withdrawals, and the ends of its sessions (a hub
+        older than the option delivers everything). With ``view`` (a view
+        name as :meth:`view` takes, ``window`` for ``"windowed"``) every
+        ``your_turn`` delivery carries the caller's view of its session as
+        the notice left the hub (``Delivery.view``), so answering a turn
+        needs no :meth:`view` call; without it none does."""
         req = _common.subscribe_request(cursors, include_ended, terse, view, window)
         return Stream("subscribe", self._stub.Subscribe(req, metadata=self._md, timeout=timeout))
 
     def watch(self, session_id: str, from_seq: int = 0, *, timeout: Optional[float] = None) -> Stream:
-        """One session's envelopes from ``from_seq``, live (see
-        :meth:`hubd.Client.watch`)."""
+        """The envelopes of one session from ``from_seq`` (0 or 1: all), live,
+        for dashboards, transcripts and audits: for a participant every
+        envelope it may read, for an operator all of them."""
         req = pb.WatchRequest(session_id=session_id, from_seq=from_seq)
         return Stream("watch", self._stub.Watch(req, metadata=self._md, timeout=timeout))
 

@@ -8,8 +8,9 @@ clients behave alike (hubd._sync).
 
 from __future__ import annotations
 
+import functools
 import threading
-from typing import Any, Callable, Generator, Iterator, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Generator, Iterator, Optional, Tuple
 
 import grpc
 
@@ -18,6 +19,11 @@ from ._model import VIEW_DEFAULT, Handler, InviteFunc, Session
 from ._pb import hub_pb2 as pb
 from ._pb import hub_service_pb2_grpc as pb_grpc
 from ._sync import Task, blocking, blocking_as
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Concatenate, ParamSpec
+
+    P = ParamSpec("P")
 
 __all__ = ["Client", "Stream", "connect"]
 
@@ -84,6 +90,22 @@ class _Deliveries(Iterator[pb.Delivery]):
 
     def __del__(self) -> None:  # an abandoned stream's call ends on its loop
         self.cancel()
+
+
+def streaming(f: "Callable[Concatenate[Any, P], aio.Stream]", op: str) -> "Callable[Concatenate[Any, P], Stream]":
+    """The sync client's method over a core's stream-opening method f: the
+    same arguments and documentation, a :class:`Stream` read one blocking
+    step at a time."""
+
+    @functools.wraps(f)
+    def call(self: Any, /, *args: "P.args", **kwargs: "P.kwargs") -> Stream:
+        async def open() -> aio.Stream:  # on the loop: its call belongs to it
+            return f(self._core, *args, **kwargs)
+
+        loop: _sync.Loop = self._loop
+        return Stream(op, _Deliveries(loop, loop.run(open()), op))
+
+    return call
 
 
 class Client:
@@ -211,45 +233,8 @@ class Client:
 
     # Streams.
 
-    def subscribe(
-        self,
-        cursors: Optional[Mapping[str, int]] = None,
-        *,
-        include_ended: bool = False,
-        terse: bool = False,
-        view: Optional[str] = None,
-        window: int = 0,
-        timeout: Optional[float] = None,
-    ) -> Stream:
-        """The caller's delivery stream: what it missed after its cursors
-        (the last seq processed per session id; sessions without one from
-        their start unless ended, or with ``include_ended``), then its pending
-        turns, then everything live. Per session, seqs arrive in order with no
-        gap and no duplicate. With ``terse`` it carries only what asks the
-        caller to act or ends its work: its turns, invites naming it,
-        questions and their withdrawals, and the ends of its sessions (a hub
-        older than the option delivers everything). With ``view`` (a view
-        name as :meth:`view` takes, ``window`` for ``"windowed"``) every
-        ``your_turn`` delivery carries the caller's view of its session as
-        the notice left the hub (``Delivery.view``), so answering a turn
-        needs no :meth:`view` call; without it none does."""
-
-        async def open() -> aio.Stream:
-            return self._core.subscribe(
-                cursors, include_ended=include_ended, terse=terse, view=view, window=window, timeout=timeout
-            )
-
-        return Stream("subscribe", _Deliveries(self._loop, self._loop.run(open()), "subscribe"))
-
-    def watch(self, session_id: str, from_seq: int = 0, *, timeout: Optional[float] = None) -> Stream:
-        """The envelopes of one session from ``from_seq`` (0 or 1: all), live,
-        for dashboards, transcripts and audits: for a participant every
-        envelope it may read, for an operator all of them."""
-
-        async def open() -> aio.Stream:
-            return self._core.watch(session_id, from_seq, timeout=timeout)
-
-        return Stream("watch", _Deliveries(self._loop, self._loop.run(open()), "watch"))
+    subscribe = streaming(aio.Client.subscribe, "subscribe")
+    watch = streaming(aio.Client.watch, "watch")
 
     def follow(
         self,
@@ -275,18 +260,7 @@ class Client:
         agen = self._core.follow(session_id, from_seq, timeout=timeout)
         return self._loop.iterate(agen, stop, op="watch", why="the follow was stopped")
 
-    def follow_tree(
-        self,
-        root_id: str,
-        *,
-        verbose: bool = False,
-        from_seq: int = 1,
-        timeout: Optional[float] = None,
-    ) -> Iterator[pb.Envelope]:
-        """Every envelope of a root session and its descendants, each once
-        (see :meth:`hubd.aio.Client.follow_tree`)."""
-        agen = self._core.follow_tree(root_id, verbose=verbose, from_seq=from_seq, timeout=timeout)
-        return self._loop.iterate(agen, op="watch")
+    follow_tree = _sync.iterating(aio.Client.follow_tree, "watch")
 
     # Serving.
 
