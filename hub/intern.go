@@ -19,12 +19,17 @@ import (
 // interner shares equal knob values between sessions: a session's
 // metadata never changes, so every session opened with the same graph can
 // hold one copy of it instead of its own (a workflow graph is most of a
-// session's metadata). Values are keyed by their canonical JSON. Beside
-// each shared value it keeps the value's stored form (deterministic
-// protobuf), which marshalMeta splices into a new session's metadata
-// instead of encoding the value again: a memo of a pure function of a
-// value that never changes. It holds at most internMax values and starts
-// afresh when full. Safe for concurrent use.
+// session's metadata). Values are keyed by their canonical JSON, and the
+// copy kept is in canonical form (session.CanonicalValue), not the value
+// that came first: values equal in meaning are stored as the same bytes
+// however a client wrote them (key order and number spelling do not reach
+// the hub through a Struct; a negative zero does, and is stored as zero),
+// whichever came first and across restarts. Beside each shared value it
+// keeps the value's stored form (deterministic protobuf), which
+// marshalMeta splices into a new session's metadata instead of encoding
+// the value again: a memo of a pure function of a value that never
+// changes. It holds at most internMax values and starts afresh when full.
+// Safe for concurrent use.
 type interner struct {
 	mu    sync.RWMutex
 	vals  map[string]*internEntry          // by canonical JSON
@@ -41,8 +46,8 @@ type internEntry struct {
 const internMax = 4096
 
 // value returns the shared copy of v, a checked value whose canonical
-// JSON is raw (nil: computed here), storing a clone of v if it is new. The
-// result must never be changed.
+// JSON is raw (nil: computed here): its canonical form, made and kept if
+// it is new. The result must never be changed.
 func (in *interner) value(v *structpb.Value, raw json.RawMessage) (*structpb.Value, error) {
 	if raw == nil {
 		var err error
@@ -56,7 +61,7 @@ func (in *interner) value(v *structpb.Value, raw json.RawMessage) (*structpb.Val
 	if ok {
 		return e.v, nil
 	}
-	c := proto.CloneOf(v)
+	c := session.CanonicalValue(v)
 	enc, err := proto.MarshalOptions{Deterministic: true}.Marshal(c)
 	if err != nil {
 		enc = nil // marshalMeta encodes it again, and reports the error

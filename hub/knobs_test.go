@@ -1,11 +1,13 @@
 package hub_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/hubd/hubd/hub"
@@ -70,4 +72,67 @@ func TestOpenKnobRefusals(t *testing.T) {
 	if list, _, _ := e.hub.List(ctx, "operator", true, hub.Filter{}); len(list) != 0 {
 		t.Errorf("%d sessions after refused opens", len(list))
 	}
+}
+
+// TestOpenGraphCanonical: two graphs equal in meaning but written
+// differently (key order, spacing, number spellings, a negative zero)
+// open to the same stored graph, its canonical form, whichever arrives
+// first; it is what the hub hands back (GetSession) and what it keeps
+// across a restart.
+func TestOpenGraphCanonical(t *testing.T) {
+	texts := []string{
+		`{ "transitions": [ { "priority": -0, "then": {"args": {}, "name": "round_robin"},
+		    "when": {"name": "context_compare", "args": {"value": 2.50e0, "op": "ge", "key": "n"}} } ],
+		  "max_turns": 4.0, "initial_speaker": "alice", "version": 1e0,
+		  "default_target": {"name": "terminate", "args": {"reason": "done"}} }`,
+		`{"version":1,"initial_speaker":"alice","transitions":[{"when":{"name":"context_compare",` +
+			`"args":{"key":"n","op":"ge","value":2.5}},"then":{"name":"round_robin","args":{}},"priority":0}],` +
+			`"default_target":{"name":"terminate","args":{"reason":"done"}},"max_turns":4}`,
+	}
+	canonical, err := session.CanonicalJSON([]byte(texts[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := session.JSONValue(canonical)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := func(v *structpb.Value) []byte {
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	var ids []string
+	for _, text := range texts {
+		g := &structpb.Struct{}
+		if err := hubpb.UnmarshalJSON([]byte(text), g); err != nil {
+			t.Fatal(err)
+		}
+		o, err := e.hub.Open(ctx, "alice", &hubpb.OpenRequest{Type: "workflow@1", Graph: g,
+			Participants: []*hubpb.Participant{{Name: "bob", AutoAccept: true}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, o.GetSession().GetMeta().GetSessionId())
+	}
+	check := func(when string) {
+		t.Helper()
+		for i, id := range ids {
+			info, err := e.hub.Get(ctx, "alice", false, session.MustParseID(id))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := info.GetMeta().GetKnobs()["graph"]
+			if !bytes.Equal(stored(got), stored(want)) {
+				t.Errorf("%s: the graph of open %d is stored as {%v}; want the canonical %s", when, i, got, canonical)
+			}
+		}
+	}
+	check("after the opens")
+	e.restart()
+	check("after a restart")
 }

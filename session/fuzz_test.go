@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
@@ -166,7 +168,8 @@ func FuzzCanonicalJSON(f *testing.F) {
 
 // FuzzValueJSON: JSONValue never panics; what it parses prints (ValueJSON)
 // to a canonical form that parses back to an equal value and prints the
-// same again.
+// same again. A value as a client sends it (parsed as it is, a negative
+// zero kept) has CanonicalValue the same bytes as that form's.
 func FuzzValueJSON(f *testing.F) {
 	for _, s := range []string{
 		`null`, `true`, `"a\u00e9<\u2028"`, `1`, `1.0`, `-0`, `1e-7`, `12345678901234567890123`, `1127000000000000.1`,
@@ -175,6 +178,15 @@ func FuzzValueJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		sent := &structpb.Value{}
+		if protojson.Unmarshal(b, sent) == nil && session.CheckValue(sent) == nil {
+			raw, _ := session.ValueJSON(sent)
+			want, err := session.JSONValue(raw)
+			got := session.CanonicalValue(sent)
+			if err != nil || !bytes.Equal(storedForm(t, got), storedForm(t, want)) {
+				t.Fatalf("CanonicalValue of %q is %v; the stored form of %s is %v (%v)", b, got, raw, want, err)
+			}
+		}
 		v, err := session.JSONValue(b)
 		if err != nil {
 			return

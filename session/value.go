@@ -333,3 +333,38 @@ func MustValue(v any) *structpb.Value {
 	}
 	return x
 }
+
+// CanonicalValue returns a copy of v, a checked value ([CheckValue]), in
+// canonical form: the stored form of its canonical JSON, as
+// JSONValue(ValueJSON(v)) gives it, without writing the JSON. A checked
+// value differs from that form only in what its encoding alone tells
+// apart: the sign of a zero (-0 is 0) and unknown fields (dropped).
+func CanonicalValue(v *structpb.Value) *structpb.Value {
+	switch k := v.GetKind().(type) {
+	case *structpb.Value_NullValue:
+		return structpb.NewNullValue()
+	case *structpb.Value_BoolValue:
+		return structpb.NewBoolValue(k.BoolValue)
+	case *structpb.Value_StringValue:
+		return structpb.NewStringValue(k.StringValue)
+	case *structpb.Value_NumberValue:
+		n := k.NumberValue
+		if n == 0 {
+			n = 0 // a negative zero is zero
+		}
+		return structpb.NewNumberValue(n)
+	case *structpb.Value_ListValue:
+		l := &structpb.ListValue{Values: make([]*structpb.Value, len(k.ListValue.GetValues()))}
+		for i, x := range k.ListValue.GetValues() {
+			l.Values[i] = CanonicalValue(x)
+		}
+		return structpb.NewListValue(l)
+	case *structpb.Value_StructValue:
+		s := &structpb.Struct{Fields: make(map[string]*structpb.Value, len(k.StructValue.GetFields()))}
+		for name, x := range k.StructValue.GetFields() { //hubd:orderless a map of its own
+			s.Fields[name] = CanonicalValue(x)
+		}
+		return structpb.NewStructValue(s)
+	}
+	return &structpb.Value{} // no kind: not a checked value
+}

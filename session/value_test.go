@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -353,4 +354,46 @@ func TestValueJSONStrings(t *testing.T) {
 			t.Errorf("ValueJSON of an object with key %q = %s, %v; want %s", s, got, err, wantObj)
 		}
 	}
+}
+
+// TestCanonicalValue: CanonicalValue gives exactly the stored form of a
+// value's canonical JSON (JSONValue of ValueJSON), the same bytes, for
+// values parsed as a client sends them (a negative zero kept), and drops
+// unknown fields.
+func TestCanonicalValue(t *testing.T) {
+	for _, in := range []string{
+		`null`, `true`, `false`, `""`, `"\u00e9<&>\u2028"`, `0`, `-0`, `-0.0`, `1.0`, `-2.25`, `0.1`, `1e-7`, `1e21`, `1e23`,
+		`1.5e300`, `-1e-300`, `5e-324`, `9007199254740993`, `12345678901234567890123`, `-9007199254740992`,
+		`[]`, `{}`, `[-0,[0.0,[-0e5]]]`, `{"b":-0,"a":[1e0,"x",null,true,{"z":-0.0}]}`,
+	} {
+		v := &structpb.Value{}
+		if err := protojson.Unmarshal([]byte(in), v); err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		raw, err := session.ValueJSON(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := session.JSONValue(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := session.CanonicalValue(v); !bytes.Equal(storedForm(t, got), storedForm(t, want)) {
+			t.Errorf("CanonicalValue(%s) = %v; want %v", in, got, want)
+		}
+	}
+	v := structpb.NewStringValue("x")
+	v.ProtoReflect().SetUnknown([]byte{0xf8, 0x01, 0x01}) // field 31, varint 1
+	if got := session.CanonicalValue(v); len(got.ProtoReflect().GetUnknown()) != 0 || got.GetStringValue() != "x" {
+		t.Errorf("CanonicalValue kept unknown fields: %v", got)
+	}
+}
+
+func storedForm(t testing.TB, m proto.Message) []byte {
+	t.Helper()
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

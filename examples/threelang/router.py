@@ -5,7 +5,8 @@ specialist "tech" (examples/threelang/billing, examples/threelang/tech.ts),
 hands the customer's problems to them one at a time with transfer_to_<name>
 handoff packets (the graph reverts the turn to the router after each), and
 finishes the session ("resolved"). The graph is built with hubd.graph and is
-byte for byte examples/triage's (examples/graphs/triage.json).
+examples/triage's (examples/graphs/triage.json; the hub keeps its canonical
+form, so the same value written another way is the same graph).
 
 Run a hub, then examples/threelang/run.sh, which starts the two
 specialists and the router and stops all three; or by hand, the

@@ -9,8 +9,9 @@ it is; the SDK runs the agent loop::
     with hubd.Client("127.0.0.1:7420", name="writer") as c:
         c.serve(lambda turn: "Draft: " + turn.text)
 
-Connecting: :class:`Client` (and :mod:`hubd.aio` for asyncio) by name in
-the hub's development mode, by ``token``, or over ``tls`` (mTLS: the
+Connecting: :class:`Client` (and :mod:`hubd.aio` for asyncio: the one core,
+which :class:`Client` runs on an event loop of its own) by name in the
+hub's development mode, by ``token``, or over ``tls`` (mTLS: the
 certificate names the agent).
 
 Sessions and turns: :meth:`Client.open` (workflow sessions follow a graph
@@ -51,7 +52,7 @@ from ._deps import require as _require
 _require()  # grpcio and protobuf, or an ImportError that says how to install them
 
 from . import aio, graph, pb  # noqa: E402
-from ._calls import Task, TaskStatus, await_all, await_any
+from ._calls import TaskStatus
 from ._model import (
     AGENT_HEADER,
     AWAIT_ALL,
@@ -128,6 +129,7 @@ from ._model import (
     turn_msg_id,
 )
 from ._stream import MAX_STREAM_ENVELOPE, TRANSPORT_STREAM, TRANSPORT_UNARY
+from ._sync import Task, await_all, await_any
 from ._trace import trace_context
 from .client import Client, Stream, connect
 from .errors import (

@@ -1,20 +1,24 @@
-"""Delegation, questions and the call tree for the sync client (Go:
-agentsdk/calls.go; the protocol is docs/DELEGATION.md): :class:`Task`,
-:class:`TaskStatus`, :func:`await_all`, :func:`await_any`, and what the
-sync and asyncio clients share to build requests and read results."""
+"""Delegation, questions and the call tree (Go: agentsdk/calls.go; the
+protocol is docs/DELEGATION.md), the one asyncio core: :class:`Task`,
+:class:`TaskStatus`, :func:`await_all`, :func:`await_any` and
+:class:`Turn`, as :mod:`hubd.aio` exports them; the sync client's are a
+thin layer over these (hubd._sync)."""
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
-from . import errors
+from . import _model, errors
 from ._model import (
+    AWAIT_ALL,
+    AWAIT_ANY,
     CANCEL_REASON,
     EVENT_MESSAGE,
     EVENT_TEXT,
+    MODE_BACKGROUND,
     MODE_BLOCKING,
+    NOTIFY_TURN,
     STATE_EXPIRED,
     TASK_CANCELLED,
     TASK_CLOSED,
@@ -30,9 +34,9 @@ from ._model import (
 from ._pb import hub_pb2 as pb
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .client import Client
+    from .aio import Client
 
-__all__ = ["Task", "TaskStatus", "await_all", "await_any", "OptionLike", "QuestionLike"]
+__all__ = ["Task", "TaskStatus", "Turn", "await_all", "await_any", "OptionLike", "QuestionLike"]
 
 OptionLike = Union[str, Tuple[str, str], pb.Option]
 """An option of a question: an id (its own label), ``(id, label)``, or a
@@ -195,7 +199,9 @@ def withdrawn(question_id: str, closed: pb.QuestionClosed) -> errors.Withdrawn:
 class Task:
     """The handle of a delegated child session: its id, its parent and the
     delegation that opened it. It works the same in both modes and after a
-    restart (:meth:`hubd.Client.task` rebuilds one from the child's id).
+    restart (:meth:`hubd.aio.Client.task` rebuilds one from the child's
+    id). Its methods are coroutines (:class:`hubd.Task` is the same with
+    blocking calls).
 
     Attributes:
         id: the child session's id.
@@ -224,84 +230,81 @@ class Task:
         self._consume = consume  # tells serve a turn begun at seq was taken
 
     def __repr__(self) -> str:
-        return f"Task(id={self.id!r}, parent={self.parent!r}, mode={self.mode!r})"
+        return f"hubd.aio.Task(id={self.id!r}, parent={self.parent!r}, mode={self.mode!r})"
 
-    def poll(self, *, timeout: Optional[float] = None) -> TaskStatus:
+    async def poll(self, *, timeout: Optional[float] = None) -> TaskStatus:
         """The task's state, progress reports and result: reads only, no
         turn is used."""
-        s = self.client.get_session(self.id, timeout=timeout)
-        st = TaskStatus(TASK_RUNNING, s, progress_of(scan(self.client, self.id, 1, timeout)))
+        s = await self.client.get_session(self.id, timeout=timeout)
+        st = TaskStatus(TASK_RUNNING, s, progress_of([e async for e in scan(self.client, self.id, 1, timeout)]))
         if not s.ended:
             return st
         st.state = task_state(s)
-        # The result is written with the child's end: it is in the log now.
-        for e in scan(self.client, self.parent, self._from, timeout):
+        async for e in scan(self.client, self.parent, self._from, timeout):
             r = result_of(e, [self.id])
             if r is not None:
                 st.result = r
                 break
         return st
 
-    def message(self, text: str, **kw: Any) -> Ack:
+    async def message(self, text: str, **kw: Any) -> Ack:
         """Send text into the task's session for its next speaker: as the
         delegator's turn when the session expects it to speak (a
         conversation with the delegate), else as a ``message`` (not a turn)
         that its next speaker sees in its view. Takes the send keyword
         arguments of :meth:`hubd.Client.send`."""
-        s = self.client.get_session(self.id, timeout=kw.get("timeout"))
-        return self.client.send(self.id, message_envelope(text, self.client.name in s.expected), **kw)
+        s = await self.client.get_session(self.id, timeout=kw.get("timeout"))
+        return await self.client.send(self.id, message_envelope(text, self.client.name in s.expected), **kw)
 
-    def message_and_wait(self, text: str, *, timeout: Optional[float] = None, **kw: Any) -> pb.Envelope:
+    async def message_and_wait(self, text: str, *, timeout: Optional[float] = None, **kw: Any) -> pb.Envelope:
         """Send text (as :meth:`message`) and return the next turn taken in
         the task's session after it; raises :class:`hubd.SessionClosed` if the
         session ends first. ``timeout`` bounds the wait."""
-        ack = self.message(text, **kw)
+        ack = await self.message(text, **kw)
         end = None
-        for e in self.client.follow(self.id, ack.seq + 1, timeout=timeout):
-            if is_turn(e) and sender(e) != self.client.name:
-                return e
-            end = e
+        gen = self.client.follow(self.id, ack.seq + 1, timeout=timeout)
+        try:
+            async for e in gen:
+                if is_turn(e) and sender(e) != self.client.name:
+                    return e
+                end = e
+        finally:
+            await gen.aclose()
         raise errors.SessionClosed(f"task {self.id} ended ({close_reason(end)}) before its next turn", op="message")
 
-    def cancel(self, *, timeout: Optional[float] = None) -> None:
+    async def cancel(self, *, timeout: Optional[float] = None) -> None:
         """Close the task's session with reason ``"cancelled"``; its result is
         posted into the parent. Only the delegator (the child's creator) or
         an operator may cancel; cancelling a task that is over is not an
         error."""
         try:
-            self.client.close_session(self.id, CANCEL_REASON, timeout=timeout)
+            await self.client.close_session(self.id, CANCEL_REASON, timeout=timeout)
         except errors.SessionClosed:
             pass
 
-    def wait(self, *, timeout: Optional[float] = None, stop: Optional[threading.Event] = None) -> pb.DelegationResult:
+    async def wait(self, *, timeout: Optional[float] = None) -> pb.DelegationResult:
         """The task's result once it is posted into the parent. It reads the
         parent's log, so a hub restart or a broken connection does not lose
         it; raises :class:`hubd.SessionClosed` if the parent ends first. A
         task from :meth:`hubd.Turn.spawn` tells serve that the turn its
         result gives (``turn_on_result``) was taken by this wait."""
-        return await_results(self.client, self.parent, self._from, [self], 1, self._consume, timeout, stop)[0]
+        return (await await_results(self.client, self.parent, self._from, [self], 1, self._consume, timeout))[0]
 
 
-def scan(c: "Client", session_id: str, start: int, timeout: Optional[float]) -> Iterable[pb.Envelope]:
+async def scan(c: "Client", session_id: str, start: int, timeout: Optional[float]) -> AsyncIterator[pb.Envelope]:
     """The caller's envelopes of a session from seq start, page by page."""
     page = 1000
     while True:
-        envs = c.read_log(session_id, start, page, timeout=timeout)
-        yield from envs
+        envs = await c.read_log(session_id, start, page, timeout=timeout)
+        for e in envs:
+            yield e
         if len(envs) < page:
             return
         start = envs[-1].seq + 1
 
 
-def await_results(
-    c: "Client",
-    parent: str,
-    start: int,
-    tasks: Sequence[Task],
-    n: int,
-    consume: Consume,
-    timeout: Optional[float],
-    stop: Optional[threading.Event] = None,
+async def await_results(
+    c: "Client", parent: str, start: int, tasks: Sequence[Task], n: int, consume: Consume, timeout: Optional[float]
 ) -> List[pb.DelegationResult]:
     """Follow parent from seq start until n results of the tasks' children
     are in; tell consume the seq of the last one (the envelope that gives the
@@ -309,9 +312,9 @@ def await_results(
     ids = [t.id for t in tasks]
     out: List[pb.DelegationResult] = []
     end = None
-    gen = c.follow(parent, start, timeout=timeout, stop=stop)
+    gen = c.follow(parent, start, timeout=timeout)
     try:
-        for e in gen:
+        async for e in gen:
             r = result_of(e, ids)
             if r is not None:
                 out.append(r)
@@ -322,25 +325,19 @@ def await_results(
             if ends(e):
                 end = e
     finally:
-        gen.close()
+        await gen.aclose()
     raise ended_before("the results", parent, end, "wait")
 
 
-def await_answer(
-    c: "Client",
-    session_id: str,
-    start: int,
-    question_id: str,
-    consume: Consume,
-    timeout: Optional[float],
-    stop: Optional[threading.Event] = None,
+async def await_answer(
+    c: "Client", session_id: str, start: int, question_id: str, consume: Consume, timeout: Optional[float]
 ) -> pb.Answer:
     """Follow a session from seq start until the question is answered (or
     withdrawn: :class:`hubd.Withdrawn`)."""
     end = None
-    gen = c.follow(session_id, start, timeout=timeout, stop=stop)
+    gen = c.follow(session_id, start, timeout=timeout)
     try:
-        for e in gen:
+        async for e in gen:
             if e.HasField("answer") and e.answer.question_id == question_id:
                 if consume is not None:
                     consume(e.seq)
@@ -350,26 +347,110 @@ def await_answer(
             if ends(e):
                 end = e
     finally:
-        gen.close()
+        await gen.aclose()
     raise ended_before("the answer", session_id, end, "ask")
 
 
-def await_all(
-    *tasks: Task, timeout: Optional[float] = None, stop: Optional[threading.Event] = None
-) -> List[pb.DelegationResult]:
+async def await_all(*tasks: Task, timeout: Optional[float] = None) -> List[pb.DelegationResult]:
     """The results of every task (of one parent session), in the order they
     closed. Blocking tasks of one delegation release the delegator's turn
     when the last is done; for background tasks it only waits. ``timeout``
-    bounds the wait (:class:`hubd.DeadlineExceeded`); setting ``stop`` ends
-    it (:class:`hubd.Canceled`)."""
+    bounds the wait (:class:`hubd.DeadlineExceeded`)."""
     c, parent, start = common_parent(tasks)
-    return await_results(c, parent, start, tasks, len(tasks), tasks[0]._consume, timeout, stop)
+    return await await_results(c, parent, start, tasks, len(tasks), tasks[0]._consume, timeout)
 
 
-def await_any(
-    *tasks: Task, timeout: Optional[float] = None, stop: Optional[threading.Event] = None
-) -> pb.DelegationResult:
+async def await_any(*tasks: Task, timeout: Optional[float] = None) -> pb.DelegationResult:
     """The first result among the tasks (of one parent session); the others
     go on."""
     c, parent, start = common_parent(tasks)
-    return await_results(c, parent, start, tasks, 1, tasks[0]._consume, timeout, stop)[0]
+    return (await await_results(c, parent, start, tasks, 1, tasks[0]._consume, timeout))[0]
+
+
+class Turn(_model.Turn):
+    """One turn of the agent under asyncio: :class:`hubd.Turn` whose
+    delegation and question methods are coroutines (``await
+    turn.delegate(child)``). Serve gives a coroutine handler this turn; a
+    plain handler, which runs in a worker thread, gets it too but cannot
+    await them. The waits read the log: they survive a restarting hub and
+    a broken connection, and the turn the hub gives back is known to serve
+    as taken by this handler call."""
+
+    async def delegate(  # type: ignore[override]
+        self, child: pb.OpenRequest, *, timeout: Optional[float] = None
+    ) -> pb.DelegationResult:
+        """Hand a task to a child session and wait for its result, as a
+        handler waits for a tool call: the child (built with
+        :func:`hubd.open_request`, its ``task`` the first input) opens with
+        the agent as its creator, the turn is held (nobody speaks in this
+        session meanwhile), and when the child ends its result is posted
+        here and the turn comes back. If the agent process restarts while
+        waiting, the turn comes back to a new handler with the result as
+        its trigger (:attr:`resumed`).
+
+        Raises:
+            hubd.DepthExceeded, hubd.DelegateNotAllowed, hubd.TurnHeld,
+            hubd.OutOfTurn, hubd.SessionClosed: the hub refused it.
+        """
+        return (await self.delegate_all(child, timeout=timeout))[0]
+
+    async def delegate_all(  # type: ignore[override]
+        self, *children: pb.OpenRequest, timeout: Optional[float] = None
+    ) -> List[pb.DelegationResult]:
+        """Delegate to several children at once (fan-out), the turn held
+        until every one is done; their results in the order they closed."""
+        return await await_all(*(await self._adelegate(children, MODE_BLOCKING, AWAIT_ALL, "")), timeout=timeout)
+
+    async def delegate_any(  # type: ignore[override]
+        self, *children: pb.OpenRequest, timeout: Optional[float] = None
+    ) -> pb.DelegationResult:
+        """Delegate to several children at once, the turn held until the
+        first is done; that one's result (the others go on, their results
+        posted as notices)."""
+        return await await_any(*(await self._adelegate(children, MODE_BLOCKING, AWAIT_ANY, "")), timeout=timeout)
+
+    async def spawn(self, child: pb.OpenRequest, *, turn_on_result: bool = False) -> Task:  # type: ignore[override]
+        """Start a child session in the background and return its
+        :class:`Task` at once; the turn stays the agent's (it still
+        replies). With ``turn_on_result`` the task's result gives the agent a
+        turn here (else it is a notice only)."""
+        return (await self._adelegate((child,), MODE_BACKGROUND, "", NOTIFY_TURN if turn_on_result else ""))[0]
+
+    async def _adelegate(self, children: Sequence[pb.OpenRequest], mode: str, await_: str, notify: str) -> List[Task]:
+        tasks: List[Task] = await self.client.delegate(
+            self.session_id,
+            list(children),
+            mode=mode,
+            await_=await_,
+            notify=notify,
+            client_msg_id=self._op_id("delegate"),
+        )
+        for t in tasks:
+            t._consume = self._consume
+        return tasks
+
+    async def ask(  # type: ignore[override]
+        self,
+        question: Union[str, pb.Question],
+        *,
+        options: Sequence[OptionLike] = (),
+        answerer: str = "",
+        multiple: bool = False,
+        timeout: Optional[float] = None,
+    ) -> pb.Answer:
+        """Ask a question on the turn and wait for its answer: the turn is
+        held until the answerer (by default the root session's creator)
+        answers. ``question`` is its text (with ``options``: ids, ``(id,
+        label)`` pairs or ``hubd.pb.Option``; none: a free-text answer), or a
+        whole ``hubd.pb.Question`` (with a schema, a deadline, ...). A
+        question without an id gets one derived from the turn.
+
+        Raises:
+            hubd.Withdrawn: the question was withdrawn (its session ended).
+        """
+        q = question_of(question, options, answerer, multiple)
+        if not q.question_id:
+            q.question_id = self._op_id("q")
+        env = question_envelope(q, self._op_id("ask"), self.trigger.id)
+        ack = await self.client.send(self.session_id, env)
+        return await await_answer(self.client, self.session_id, ack.seq + 1, q.question_id, self._consume, timeout)

@@ -1,5 +1,5 @@
-"""Following a hubd cluster (docs/SCALING.md), for the sync and asyncio
-clients.
+"""Following a hubd cluster (docs/SCALING.md), for the client core (the
+sync client runs the same).
 
 A cluster serves each session on one node, the owner of its partition; any
 other node answers ``NOT_OWNER`` with the owner's gRPC address in the
@@ -23,18 +23,17 @@ without its caller noticing, as the Go agentsdk does:
   call, and a watch that ends because its partition moved (or its node
   died) is reopened on the owner from the last seq seen per session.
 
-Both stand in for the generated stub's methods (:class:`FollowingStub`,
-:class:`AioFollowingStub`), so the clients' code is the same with and
-without a cluster; a call that gives up raises the last ``grpc.RpcError``.
+They stand in for the generated stub's methods (:class:`AioFollowingStub`),
+so the client's code is the same with and without a cluster; a call that
+gives up raises the last ``grpc.RpcError``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import queue
 import threading
 import time
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, cast
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, cast
 
 import grpc
 
@@ -161,209 +160,10 @@ def _seen(nxt: Dict[str, int], d: pb.Delivery) -> bool:
     return False
 
 
-# The sync client.
-
-
-class FollowingStub:
-    """The generated stub's methods over a cluster: unary calls follow
-    ``NOT_OWNER``, Subscribe merges every node's stream, Watch follows its
-    session's partition."""
-
-    def __init__(self, peers: Peers) -> None:
-        self._peers = peers
-
-    def __getattr__(self, method: str) -> Any:
-        if method == "Subscribe":
-            return lambda req, **kw: _MergedSubscribe(self._peers, req, kw)
-        if method == "Watch":
-            return lambda req, **kw: _FollowedWatch(self._peers, req, kw)
-        return lambda req, **kw: self._unary(method, req, kw)
-
-    def _unary(self, method: str, req: Any, kw: Dict[str, Any]) -> Any:
-        p = self._peers
-        at = p.self_addr
-        try:
-            return getattr(p.stub(at), method)(req, **kw)
-        except grpc.RpcError as e:
-            err = e
-        deadline = time.monotonic() + p.follow_for
-        attempt = 1
-        while time.monotonic() < deadline:
-            where = p.redirect(err, at, attempt)
-            if where is None:
-                break
-            nxt, wait = where
-            if wait > 0:
-                time.sleep(wait)
-            if nxt != at:
-                p.log.info("hubd: %s: following to %s (%s)", method, nxt, errors.from_rpc_error(method, err))
-            at = nxt
-            try:
-                return getattr(p.stub(at), method)(req, **_kw(kw, wait_for_ready=False))
-            except grpc.RpcError as e:
-                err = e
-            attempt += 1
-        raise err
-
-
-class _MergedSubscribe:
-    """Subscribe on every node, merged: iterate it, cancel it. Each node's
-    stream runs in a thread and is reopened from the cursors when it
-    ends."""
-
-    def __init__(self, peers: Peers, req: pb.SubscribeRequest, kw: Dict[str, Any]) -> None:
-        self._peers = peers
-        self._req = req
-        self._kw = _kw(kw, wait_for_ready=False)
-        timeout = self._kw.pop("timeout", None)
-        self._deadline = None if timeout is None else time.monotonic() + timeout
-        self._cursors: Dict[str, int] = dict(req.cursors)
-        self._lock = threading.Lock()
-        self._q: "queue.Queue[Tuple[Optional[pb.Delivery], Optional[BaseException]]]" = queue.Queue(maxsize=256)
-        self._halt = threading.Event()
-        self._calls: Dict[str, Any] = {}
-        self._threads = [
-            threading.Thread(target=self._node, args=(a,), name=f"hubd-subscribe-{a}", daemon=True)
-            for a in peers.nodes()
-        ]
-        for t in self._threads:
-            t.start()
-
-    def _node(self, addr: str) -> None:
-        attempt = 0
-        while not self._halt.is_set():
-            with self._lock:
-                req = pb.SubscribeRequest()
-                req.CopyFrom(self._req)
-                req.cursors.clear()
-                req.cursors.update(self._cursors)
-                if self._halt.is_set():
-                    return
-                left = None if self._deadline is None else max(0.0, self._deadline - time.monotonic())
-                call = self._peers.stub(addr).Subscribe(req, timeout=left, **self._kw)
-                self._calls[addr] = call
-            err: Optional[BaseException] = None
-            try:
-                for d in call:
-                    attempt = 0
-                    while not self._halt.is_set():
-                        try:
-                            self._q.put((d, None), timeout=0.1)
-                            break
-                        except queue.Full:
-                            continue
-            except grpc.RpcError as e:
-                err = e
-            if self._halt.is_set():
-                return
-            if err is not None and not self._peers.resumable(err):
-                self._q.put((None, err))
-                return
-            attempt += 1
-            self._peers.log.info("hubd: subscribe: the stream of %s ended (%s); reopening from the cursors", addr, err)
-            if self._halt.wait(_common.backoff_delay(attempt, 0.05, 1.0)):
-                return
-
-    def __iter__(self) -> "_MergedSubscribe":
-        return self
-
-    def __next__(self) -> pb.Delivery:
-        while True:
-            if self._halt.is_set():
-                raise StopIteration
-            try:
-                d, err = self._q.get(timeout=0.1)
-            except queue.Empty:
-                continue
-            if err is not None:
-                self.cancel()
-                raise err
-            assert d is not None
-            e = d.envelope
-            with self._lock:
-                fresh = e.seq > self._cursors.get(e.session_id, 0)
-                if fresh:
-                    self._cursors[e.session_id] = e.seq
-            if fresh or d.your_turn:
-                return d
-
-    def cancel(self) -> bool:
-        with self._lock:
-            self._halt.set()
-            for c in self._calls.values():
-                c.cancel()
-        return True
-
-
-class _FollowedWatch:
-    """A Watch that follows its session's partition: refused with
-    ``NOT_OWNER`` (or ended by a move, or by its node's death) it is
-    reopened where the session is served, after the last seq seen."""
-
-    def __init__(self, peers: Peers, req: pb.WatchRequest, kw: Dict[str, Any]) -> None:
-        self._peers = peers
-        self._req = req
-        self._kw = dict(kw)
-        timeout = self._kw.pop("timeout", None)
-        self._deadline = None if timeout is None else time.monotonic() + timeout
-        self._next = _watch_next(req)
-        self._at = peers.self_addr
-        self._lock = threading.Lock()
-        self._closed = False
-        self._call: Any = None
-        self._it: Optional[Iterator[pb.Delivery]] = None
-
-    def _open(self) -> Iterator[pb.Delivery]:
-        with self._lock:
-            if self._closed:
-                raise StopIteration
-            left = None if self._deadline is None else max(0.0, self._deadline - time.monotonic())
-            self._call = self._peers.stub(self._at).Watch(_watch_request(self._req, self._next), timeout=left, **self._kw)
-            it: Iterator[pb.Delivery] = iter(self._call)
-            self._it = it
-            return it
-
-    def __iter__(self) -> "_FollowedWatch":
-        return self
-
-    def __next__(self) -> pb.Delivery:
-        attempt, since = 1, 0.0
-        while True:
-            it = self._it if self._it is not None else self._open()
-            try:
-                d: pb.Delivery = next(it)
-            except grpc.RpcError as e:
-                if self._closed:
-                    raise
-                since = since or time.monotonic()
-                where = self._peers.redirect(e, self._at, attempt)
-                if where is None or time.monotonic() - since > self._peers.follow_for:
-                    raise
-                nxt, wait = where
-                if wait > 0:
-                    time.sleep(wait)
-                if nxt != self._at:
-                    self._peers.log.info("hubd: watch: following to %s (%s)", nxt, errors.from_rpc_error("watch", e))
-                self._at, self._it = nxt, None
-                self._kw["wait_for_ready"] = False
-                attempt += 1
-                continue
-            if not _seen(self._next, d):
-                return d
-
-    def cancel(self) -> bool:
-        with self._lock:
-            self._closed = True
-            if self._call is not None:
-                self._call.cancel()
-        return True
-
-
-# The asyncio client.
-
-
 class AioFollowingStub:
-    """:class:`FollowingStub` for grpc.aio."""
+    """The generated stub's methods over a cluster, for grpc.aio: unary
+    calls follow ``NOT_OWNER``, Subscribe merges every node's stream, Watch
+    follows its session's partition."""
 
     def __init__(self, peers: Peers) -> None:
         self._peers = peers
@@ -403,7 +203,8 @@ class AioFollowingStub:
 
 
 class _AioMergedSubscribe:
-    """:class:`_MergedSubscribe` for grpc.aio: a task per node."""
+    """Subscribe on every node, merged: read it, cancel it. Each node's
+    stream runs in a task and is reopened from the cursors when it ends."""
 
     def __init__(self, peers: Peers, req: pb.SubscribeRequest, kw: Dict[str, Any]) -> None:
         self._peers = peers
@@ -486,7 +287,9 @@ class _AioMergedSubscribe:
 
 
 class _AioFollowedWatch:
-    """:class:`_FollowedWatch` for grpc.aio."""
+    """A Watch that follows its session's partition: refused with
+    ``NOT_OWNER`` (or ended by a move, or by its node's death) it is
+    reopened where the session is served, after the last seq seen."""
 
     def __init__(self, peers: Peers, req: pb.WatchRequest, kw: Dict[str, Any]) -> None:
         self._peers = peers

@@ -1,8 +1,10 @@
-"""What the sync and asyncio clients share: connection settings, requests,
-backoff."""
+"""What the client core needs besides its calls: connection settings,
+requests, backoff, serve's hooks."""
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import ipaddress
 import logging
 import random
@@ -192,16 +194,20 @@ def subscribe_request(
     return req
 
 
-def hook(log: logging.Logger, name: str, e: pb.Envelope, f: Callable[[Any], Any], arg: Any) -> None:
-    """Call a hook of serve (the observer, on_session_end) on the delivery
-    of e; what it raises is logged (with its traceback) and goes no
-    further."""
+async def guarded(log: logging.Logger, what: str, e: pb.Envelope, f: Callable[[Any], Any], arg: Any) -> None:
+    """Call f(arg) on the delivery of e (a stream's callback, serve's
+    observer or on_session_end), awaiting what it returns when that is
+    awaitable. What it raises is logged ("hubd: <what> seq N of session S
+    failed (ignored)", with its traceback) and goes no further: one failing
+    delivery does not end a stream, nor serve."""
     try:
-        f(arg)
+        r = f(arg)
+        if inspect.isawaitable(r):
+            await r
+    except asyncio.CancelledError:
+        raise
     except Exception:
-        log.warning(
-            "hubd: serve: %s on seq %d of session %s failed (ignored)", name, e.seq, e.session_id, exc_info=True
-        )
+        log.warning("hubd: %s seq %d of session %s failed (ignored)", what, e.seq, e.session_id, exc_info=True)
 
 
 def invite_decision(decision: Any) -> Optional[str]:

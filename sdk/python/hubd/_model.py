@@ -19,6 +19,7 @@ from datetime import datetime, timedelta, timezone
 from typing import (
     TYPE_CHECKING,
     Any,
+    Awaitable,
     Callable,
     Dict,
     Iterable,
@@ -27,6 +28,7 @@ from typing import (
     NamedTuple,
     Optional,
     Sequence,
+    TypeVar,
     Union,
 )
 
@@ -36,7 +38,10 @@ from ._pb import hub_pb2 as pb
 from .graph import Graph
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ._calls import Task
+    from ._calls import Turn as AsyncTurn
+    from ._sync import Task
+
+_T = TypeVar("_T")
 
 __all__ = [
     "EVENT_TEXT",
@@ -684,6 +689,7 @@ class Turn:
     cancelled: threading.Event = field(default_factory=threading.Event, repr=False)
     _consume: Optional[Callable[[int], None]] = field(default=None, repr=False, compare=False)
     _ops: int = field(default=0, repr=False, compare=False)
+    _core_turn: Any = field(default=None, repr=False, compare=False)  # the asyncio core's, once made
 
     @property
     def text(self) -> str:
@@ -716,63 +722,36 @@ class Turn:
         self._ops += 1
         return f"{turn_msg_id(self.session_id, self.trigger.seq)}/{kind}{self._ops}"
 
-    # Delegation and questions (sync; hubd.aio's Turn has them as
-    # coroutines). The waits read the log: they survive a restarting hub
-    # and a broken connection, and the turn the hub gives back is known to
-    # serve as taken by this handler call.
+    # Delegation and questions, blocking: each is hubd.aio.Turn's (where
+    # they are described) run on the sync client's event loop; a wait ends
+    # with hubd.Canceled once the turn is cancelled.
 
     def delegate(self, child: pb.OpenRequest, *, timeout: Optional[float] = None) -> pb.DelegationResult:
         """Hand a task to a child session and wait for its result, as a
-        handler waits for a tool call: the child (built with
-        :func:`open_request`, its ``task`` the first input) opens with the
-        agent as its creator, the turn is held (nobody speaks in this session
-        meanwhile), and when the child ends its result is posted here and
-        the turn comes back. If the agent process restarts while waiting,
-        the turn comes back to a new handler with the result as its trigger
-        (:attr:`resumed`).
+        handler waits for a tool call (see :meth:`hubd.aio.Turn.delegate`).
 
         Raises:
             hubd.DepthExceeded, hubd.DelegateNotAllowed, hubd.TurnHeld,
             hubd.OutOfTurn, hubd.SessionClosed: the hub refused it.
         """
-        return self.delegate_all(child, timeout=timeout)[0]
+        return self._blocking(lambda t: t.delegate(child, timeout=timeout))
 
     def delegate_all(self, *children: pb.OpenRequest, timeout: Optional[float] = None) -> List[pb.DelegationResult]:
         """Delegate to several children at once (fan-out), the turn held
         until every one is done; their results in the order they closed."""
-        from ._calls import await_all
-
-        tasks = self._delegate(children, MODE_BLOCKING, AWAIT_ALL, "")
-        return await_all(*tasks, timeout=timeout, stop=self.cancelled)
+        return self._blocking(lambda t: t.delegate_all(*children, timeout=timeout))
 
     def delegate_any(self, *children: pb.OpenRequest, timeout: Optional[float] = None) -> pb.DelegationResult:
         """Delegate to several children at once, the turn held until the
-        first is done; that one's result (the others go on, their results
-        posted as notices)."""
-        from ._calls import await_any
-
-        tasks = self._delegate(children, MODE_BLOCKING, AWAIT_ANY, "")
-        return await_any(*tasks, timeout=timeout, stop=self.cancelled)
+        first is done; that one's result (the others go on)."""
+        return self._blocking(lambda t: t.delegate_any(*children, timeout=timeout))
 
     def spawn(self, child: pb.OpenRequest, *, turn_on_result: bool = False) -> "Task":
         """Start a child session in the background and return its
-        :class:`hubd.Task` at once; the turn stays the agent's (it still
-        replies). With ``turn_on_result`` the task's result gives the agent a
-        turn here (else it is a notice only)."""
-        return self._delegate((child,), MODE_BACKGROUND, "", NOTIFY_TURN if turn_on_result else "")[0]
+        :class:`hubd.Task` at once (see :meth:`hubd.aio.Turn.spawn`)."""
+        from ._sync import Task
 
-    def _delegate(self, children: Sequence[pb.OpenRequest], mode: str, await_: str, notify: str) -> List["Task"]:
-        tasks = self.client.delegate(
-            self.session_id,
-            list(children),
-            mode=mode,
-            await_=await_,
-            notify=notify,
-            client_msg_id=self._op_id("delegate"),
-        )
-        for t in tasks:
-            t._consume = self._consume
-        return list(tasks)
+        return Task.of(self.client, self._blocking(lambda t: t.spawn(child, turn_on_result=turn_on_result)))
 
     def ask(
         self,
@@ -783,26 +762,20 @@ class Turn:
         multiple: bool = False,
         timeout: Optional[float] = None,
     ) -> pb.Answer:
-        """Ask a question on the turn and wait for its answer: the turn is
-        held until the answerer (by default the root session's creator)
-        answers. ``question`` is its text (with ``options``: ids, ``(id,
-        label)`` pairs or ``hubd.pb.Option``; none: a free-text answer), or a
-        whole ``hubd.pb.Question`` (with a schema, a deadline, ...). A
-        question without an id gets one derived from the turn.
+        """Ask a question on the turn and wait for its answer (see
+        :meth:`hubd.aio.Turn.ask`).
 
         Raises:
             hubd.Withdrawn: the question was withdrawn (its session ended).
         """
-        from ._calls import await_answer, question_envelope, question_of
-
-        q = question_of(question, options, answerer, multiple)
-        if not q.question_id:
-            q.question_id = self._op_id("q")
-        env = question_envelope(q, self._op_id("ask"), self.trigger.id)
-        ack = self.client.send(self.session_id, env)
-        return await_answer(
-            self.client, self.session_id, ack.seq + 1, q.question_id, self._consume, timeout, self.cancelled
+        return self._blocking(
+            lambda t: t.ask(question, options=options, answerer=answerer, multiple=multiple, timeout=timeout)
         )
+
+    def _blocking(self, f: "Callable[[AsyncTurn], Awaitable[_T]]") -> _T:
+        from ._sync import on_turn
+
+        return on_turn(self, f)
 
 
 @dataclass(frozen=True)

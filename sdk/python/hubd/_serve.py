@@ -1,23 +1,47 @@
-"""The sync agent loop behind :meth:`hubd.Client.serve` (the reference is
-the Go SDK's serve.go and docs/API.md, "Writing an agent in any
-language")."""
+"""The agent loop behind :meth:`hubd.aio.Client.serve`, and under it
+:meth:`hubd.Client.serve` (the reference is the Go SDK's serve.go and
+docs/API.md, "Writing an agent in any language"): one asyncio core. Each
+session's turns run as a task, one at a time; sessions run concurrently.
+
+What the caller gives (the handler, the invite and session-filter
+functions, the hooks) may be plain functions or coroutine functions: a
+coroutine is awaited. The sync client gives coroutine functions that run
+its plain functions in threads, and a turn of its own (:class:`hubd.Turn`
+with blocking calls).
+"""
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import signal
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Optional, Set, Tuple, TypeVar, Union, cast
 
 import grpc
 
 from . import _common, _stream, _trace, errors
-from ._model import EVENT_INVITE, Handler, Invite, InviteFunc, Session, Turn, ends, turn_msg_id
+from ._model import EVENT_INVITE, Invite, InviteDecision, Reply, Session, Turn, ends, turn_msg_id
 from ._pb import hub_pb2 as pb
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .client import Client
+    from .aio import Client
+
+_T = TypeVar("_T")
+
+Handler = Callable[[Any], Union[Reply, Awaitable[Reply]]]  # given the client's kind of Turn
+InviteFunc = Callable[[Invite], Union[InviteDecision, Awaitable[InviteDecision]]]
+SessionFilter = Callable[[Session], Union[bool, Awaitable[bool]]]
+Hook = Callable[[Any], Union[None, Awaitable[None]]]
+MakeTurn = Callable[[str, pb.Envelope, Optional[pb.View], Callable[[int], None]], Turn]
+
+
+async def _maybe(r: Union[_T, Awaitable[_T]]) -> _T:
+    """r, awaited when it is awaitable."""
+    if inspect.isawaitable(r):
+        return cast(_T, await r)
+    return cast(_T, r)
 
 
 @dataclass
@@ -26,82 +50,108 @@ class _Worker:
 
     last: int = 0  # the latest trigger seq taken
     pending: Optional[pb.Delivery] = None  # the newest turn not yet started
-    running: bool = False
+    task: Optional["asyncio.Task[None]"] = None  # the session's worker, while it runs
     ended: bool = False
     turn: Optional[Turn] = None  # the running turn
 
 
-class _Verdict:
-    """The session filter's answer about one session, once decided is set."""
+@dataclass
+class Options:
+    """What serve was given (see :meth:`hubd.aio.Client.serve`)."""
 
-    def __init__(self) -> None:
-        self.decided = threading.Event()
-        self.keep = False
+    invites: Optional[InviteFunc] = None
+    session_filter: Optional[SessionFilter] = None
+    view: Optional[str] = None
+    window: int = 0
+    backoff: Tuple[float, float] = (0.1, 5.0)
+    observer: Optional[Hook] = None
+    on_session_end: Optional[Hook] = None
+    on_reconnect: Optional[Hook] = None
+    stop: Optional[asyncio.Event] = None
+    handle_signals: bool = True
+    cancel_turns: bool = True
+    """Cancel a running turn's task when its session ends or serve stops
+    (a plain handler's thread runs on); otherwise serve sets the turn's
+    ``cancelled`` and waits for the handler."""
 
 
 class Serving:
-    """One run of Client.serve."""
+    """One run of serve."""
 
-    def __init__(
-        self,
-        client: "Client",
-        handler: Handler,
-        *,
-        invites: Optional[InviteFunc],
-        session_filter: Optional[Callable[[Session], bool]],
-        view: Optional[str],
-        window: int,
-        backoff: Tuple[float, float],
-        observer: Optional[Callable[[pb.Delivery], None]],
-        on_session_end: Optional[Callable[[pb.Envelope], None]],
-        on_reconnect: Optional[Callable[[errors.HubError], None]],
-        stop: Optional[threading.Event],
-        handle_signals: bool,
-        max_workers: int,
-    ) -> None:
+    def __init__(self, client: "Client", handler: Handler, make_turn: MakeTurn, o: Options) -> None:
         if handler is None:
             raise ValueError("hubd: serve needs a handler")
         self.c = client
         self.h = handler
-        self.invites = invites
-        self.session_filter = session_filter
-        self.verdicts: Dict[str, _Verdict] = {}  # the session filter's answers, under lock
-        self.view = view
-        self.window = window
-        self.base, self.cap = backoff
-        self.observe = observer
-        self.on_session_end = on_session_end
-        self.on_reconnect = on_reconnect
-        self.user_stop = stop
-        self.handle_signals = handle_signals
+        self.make_turn = make_turn
+        self.o = o
+        self.base, self.cap = o.backoff
         self.log = client.log
-        self.halt = threading.Event()
-        # cursors: the last seq seen per session; only the reader touches it.
-        self.cursors: Dict[str, int] = {}
-        self.lock = threading.Lock()
+        self.halt = asyncio.Event()
+        self.cursors: Dict[str, int] = {}  # the last seq seen per session
         self.sessions: Dict[str, _Worker] = {}
-        self.call: Any = None  # the current subscription (a call, or an AgentStream)
+        self.verdicts: Dict[str, "asyncio.Future[bool]"] = {}  # the session filter's answers
+        self.tasks: Set["asyncio.Task[Any]"] = set()
         self.stream: Optional[_stream.AgentStream] = None  # the agent stream being read, if any
-        self.pool = ThreadPoolExecutor(max_workers=max(1, max_workers), thread_name_prefix="hubd-serve")
 
     # The loop.
 
-    def run(self) -> None:
-        restore = self._install_signals()
-        watcher = threading.Thread(target=self._watch_stop, name="hubd-serve-stop", daemon=True)
-        watcher.start()
+    async def run(self) -> None:
+        """Serve until halted (stop, a signal, or cancelled), then wait for
+        every running turn."""
+        loop = asyncio.get_running_loop()
+        installed: List[signal.Signals] = []
+        if self.o.handle_signals:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                try:
+                    loop.add_signal_handler(signum, self.halt.set)
+                    installed.append(signum)
+                except (NotImplementedError, RuntimeError, ValueError):
+                    pass
+        waiters = [asyncio.ensure_future(self.halt.wait())]
+        if self.o.stop is not None:
+            waiters.append(asyncio.ensure_future(self.o.stop.wait()))
+        reader = asyncio.ensure_future(self._loop())
         try:
-            self._loop()
+            await asyncio.wait([reader, *waiters], return_when=asyncio.FIRST_COMPLETED)
+            if reader.done():
+                reader.result()  # raises what ended it
         finally:
-            self._stop()
-            self.pool.shutdown(wait=True)
-            watcher.join()
-            restore()
+            self.halt.set()
+            for waiter in waiters:
+                waiter.cancel()
+            if not reader.done():
+                reader.cancel()
+            for signum in installed:
+                loop.remove_signal_handler(signum)
+            for w in self.sessions.values():
+                w.pending = None
+                if w.turn is not None:
+                    w.turn.cancelled.set()
+                if w.task is not None and self.o.cancel_turns:
+                    w.task.cancel()
+            pending = [t for t in (reader, *self.tasks) if not t.done()]
+            if pending:
+                await asyncio.gather(*pending, return_exceptions=True)
 
-    def _loop(self) -> None:
+    def _spawn(self, coro: Awaitable[Any]) -> "asyncio.Task[Any]":
+        t = asyncio.ensure_future(coro)
+        self.tasks.add(t)
+        t.add_done_callback(self.tasks.discard)
+        return t
+
+    async def _sleep(self, seconds: float) -> bool:
+        """Sleep, or return True early when halted."""
+        try:
+            await asyncio.wait_for(self.halt.wait(), seconds)
+            return True
+        except asyncio.TimeoutError:
+            return False
+
+    async def _loop(self) -> None:
         attempt = 0
         while not self.halt.is_set():
-            got, err = self._subscription()
+            got, err = await self._subscription()
             if self.halt.is_set():
                 return
             if err is not None and not err.retryable:
@@ -111,10 +161,10 @@ class Serving:
             attempt += 1
             if err is None:
                 err = errors.Unavailable("the stream ended", reason="", op="subscribe")
-            if self.on_reconnect is not None:
-                self.on_reconnect(err)
+            if self.o.on_reconnect is not None:
+                await _maybe(self.o.on_reconnect(err))
             self.log.info("hubd: serve: stream ended: %s; resubscribing (attempt %d)", err, attempt)
-            if self.halt.wait(_common.backoff_delay(attempt, self.base, self.cap)):
+            if await self._sleep(_common.backoff_delay(attempt, self.base, self.cap)):
                 return
 
     def _request(self) -> pb.SubscribeRequest:
@@ -122,190 +172,123 @@ class Serving:
         carry the turn's view (no GetView call before the handler), and
         only what serve acts on (terse) unless an observer wants
         everything."""
-        return _common.subscribe_request(self.cursors, False, self.observe is None, self.view, self.window)
+        return _common.subscribe_request(self.cursors, False, self.o.observer is None, self.o.view, self.o.window)
 
-    def _subscription(self) -> Tuple[bool, Optional[errors.HubError]]:
+    async def _subscription(self) -> Tuple[bool, Optional[errors.HubError]]:
         """Read one subscription until it breaks; report whether it delivered
         anything, and the error that broke it (None: a clean end)."""
         if not self.c._unary:
-            res = self._agent_stream()
+            res = await self._agent_stream()
             if res is not None:
                 return res
-        req = self._request()
-        with self.lock:
-            if self.halt.is_set():
-                return False, None
-            # With peers, the client's stub merges every node's stream.
-            self.call = self.c._stub.Subscribe(req, metadata=self.c.metadata, wait_for_ready=True)
-            cluster = self.c._peers is not None
-        call = self.call
+        await self.c.channel.channel_ready()
+        # With peers, the client's stub merges every node's stream.
+        call = self.c._stub.Subscribe(self._request(), metadata=self.c.metadata, wait_for_ready=True)
         got = False
         try:
-            # (In a cluster each node's stream tells its pending turns: a
-            # node answers PendingTurns for the sessions it serves only.)
-            for d in [] if cluster else self._pending_turns():
+            try:
+                # In a cluster each node's stream tells its pending turns (a
+                # node answers PendingTurns for the sessions it serves only).
+                turns = [] if self.c._peers is not None else await self.c.pending_turns()
+            except errors.HubError as e:
+                self.log.info("hubd: serve: pending turns: %s", e)
+                turns = []
+            for d in turns:
                 self._dispatch(d)
-            for d in call:
+            async for d in call:
                 got = True
-                self._deliver(d)
+                await self._deliver(d)
             return got, None
         except grpc.RpcError as e:
             return got, errors.from_rpc_error("subscribe", e)
         finally:
             call.cancel()
 
-    def _agent_stream(self) -> Optional[Tuple[bool, Optional[errors.HubError]]]:
+    async def _agent_stream(self) -> Optional[Tuple[bool, Optional[errors.HubError]]]:
         """Serve one agent stream until it breaks: its deliveries are acted
-        on by its reader thread and the handlers' replies go over it. Reports
-        as _subscription does, or None when the hub has no agent stream
-        (the client then sends unary and serve subscribes)."""
-        got = threading.Event()
+        on by its reader and the handlers' replies go over it. Reports as
+        _subscription does, or None when the hub has no agent stream (the
+        client then sends unary and serve subscribes)."""
+        got = False
 
-        def on_delivery(d: pb.Delivery) -> None:
-            got.set()
-            self._deliver(d)
+        async def on_delivery(d: pb.Delivery) -> None:
+            nonlocal got
+            got = True
+            await self._deliver(d)
 
-        with self.lock:
-            if self.halt.is_set():
-                return False, None
-            # The stream itself tells the pending turns (after what the
-            # cursors missed), each with its view: no PendingTurns call.
-            st = _stream.AgentStream(
-                self.c.raw,
-                self.c.metadata,
-                self.log,
-                subscribe=self._request(),
-                on_delivery=on_delivery,
-                wait_for_ready=True,
-            )
-            self.call = st
+        # The stream itself tells the pending turns (after what the cursors
+        # missed), each with its view: no PendingTurns call.
+        st = _stream.AgentStream(self.c.raw, self.c.metadata, self.log, on_delivery=on_delivery, wait_for_ready=True)
         try:
-            st.wait_ready(None)
-        except _stream.NoStream:
-            self.c._no_stream("serve subscribes instead")
-            return None
-        except errors.HubError as e:
-            return False, e
-        self.stream = st
-        try:
-            st.done.wait()
+            try:
+                await st.start(self._request(), None)
+            except _stream.NoStream:
+                self.c._no_stream("serve subscribes instead")
+                return None
+            except errors.HubError as e:
+                return False, e
+            self.stream = st
+            await st.done.wait()
         finally:
             self.stream = None
             st.close()
         if st.fatal is not None:
             raise st.fatal
-        return got.is_set(), st.error
+        return got, st.error
 
-    def _post(self, sid: str, msg: pb.Envelope) -> None:
+    async def _post(self, sid: str, msg: pb.Envelope) -> None:
         """Post a reply: over serve's stream while it has one, else as the
         client sends."""
         st = self.stream
         if st is not None and not st.done.is_set() and _stream.fits(msg):
-            st.send(sid, msg, None)
+            await st.send(sid, msg, None)
             return
-        self.c._send(sid, msg, 1, None)
-
-    def _pending_turns(self) -> List[pb.Delivery]:
-        """The agent's pending turns, once the hub is reachable ([] when
-        halted or refused)."""
-        fut = self.c.raw.PendingTurns.future(pb.PendingTurnsRequest(), metadata=self.c.metadata, wait_for_ready=True)
-        try:
-            while not self.halt.is_set():
-                try:
-                    return list(fut.result(timeout=0.1).turns)
-                except grpc.FutureTimeoutError:
-                    continue
-                except grpc.RpcError as e:
-                    self.log.info("hubd: serve: pending turns: %s", errors.from_rpc_error("pending turns", e))
-                    return []
-            return []
-        finally:
-            fut.cancel()
-
-    # Stopping.
-
-    def _watch_stop(self) -> None:
-        while not self.halt.wait(0.1):
-            if self.user_stop is not None and self.user_stop.is_set():
-                break
-        self._stop()
-
-    def _stop(self) -> None:
-        """Halt: end the subscription and tell running turns."""
-        with self.lock:
-            self.halt.set()
-            if self.call is not None:
-                self.call.cancel()
-            for w in self.sessions.values():
-                w.pending = None
-                if w.turn is not None:
-                    w.turn.cancelled.set()
-
-    def _install_signals(self) -> Callable[[], None]:
-        if not self.handle_signals or threading.current_thread() is not threading.main_thread():
-            return lambda: None
-        previous: List[Tuple[int, Any]] = []
-
-        def on_signal(signum: int, frame: Any) -> None:
-            self.halt.set()  # the watcher thread does the rest
-
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous.append((sig, signal.signal(sig, on_signal)))
-
-        def restore() -> None:
-            for sig, h in previous:
-                signal.signal(sig, h)
-
-        return restore
+        await self.c._send(sid, msg, 1, None)
 
     # Deliveries.
 
-    def _deliver(self, d: pb.Delivery) -> None:
+    async def _deliver(self, d: pb.Delivery) -> None:
         """Act on one delivery of the stream. A hook (the observer,
         on_session_end) that raises is logged, and the delivery is acted on
         as if it had returned: the stream and serve go on."""
         e = d.envelope
-        if self.observe is not None:
-            _common.hook(self.log, "observer", e, self.observe, d)
+        if self.o.observer is not None:
+            await _common.guarded(self.log, "serve: observer on", e, self.o.observer, d)
         sid = e.session_id
         if e.seq > self.cursors.get(sid, 0):
             self.cursors[sid] = e.seq
         if ends(e):
-            if self.on_session_end is not None:
-                _common.hook(self.log, "on_session_end", e, self.on_session_end, e)
+            if self.o.on_session_end is not None:
+                await _common.guarded(self.log, "serve: on_session_end on", e, self.o.on_session_end, e)
             self.cursors.pop(sid, None)
             self._end(sid)
             return
         if e.type == EVENT_INVITE:
-            self._invite(e)
+            invitees = list(e.invite.invitees)
+            if not self.c.name or self.c.name in invitees:  # not the creator's copy
+                self._spawn(self._answer_invite(Invite(sid, invitees, e)))
         if d.your_turn:
             self._dispatch(d)
 
-    def _invite(self, e: pb.Envelope) -> None:
-        invitees = list(e.invite.invitees)
-        me = self.c.name
-        if me and me not in invitees:
-            return  # the creator's copy
-        inv = Invite(e.session_id, invitees, e)
-        try:
-            self.pool.submit(self._answer_invite, inv)
-        except RuntimeError:  # the pool is shutting down
-            pass
-
-    def _answer_invite(self, inv: Invite) -> None:
-        if not self._serves(inv.session_id, self.halt):
-            return  # another client's to answer
-        try:
-            decision = _common.invite_decision(self.invites(inv)) if self.invites is not None else None
-        except Exception as exc:  # the decider failed: reject, as Go does with its error
-            self.log.warning("hubd: serve: deciding the invite to %s: %r", inv.session_id, exc)
-            decision = str(exc) or type(exc).__name__
+    async def _answer_invite(self, inv: Invite) -> None:
         sid = inv.session_id
+        if not await self._serves(sid, None):
+            return  # another client's to answer
+        decision: Optional[str] = None
+        if self.o.invites is not None:
+            try:
+                decision = _common.invite_decision(await _maybe(self.o.invites(inv)))
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the decider failed: reject, as Go does with its error
+                self.log.warning("hubd: serve: deciding the invite to %s: %r", sid, exc)
+                decision = str(exc) or type(exc).__name__
         try:
             if decision is None:
-                self._retry(lambda: self.c.ack_invite(sid), self.halt)
+                await self._retry(lambda: self.c.ack_invite(sid), None)
             else:
-                self._retry(lambda: self.c.reject_invite(sid, decision or ""), self.halt)
+                reason = decision
+                await self._retry(lambda: self.c.reject_invite(sid, reason), None)
         except (errors.BadLifecycleTransition, errors.SessionClosed):
             pass  # an invite seen again after a restart, already answered
         except errors.HubError as e:
@@ -316,120 +299,114 @@ class Serving:
         """Hand a turn to its session's worker, unless that turn (or a later
         one) was already taken."""
         sid, seq = d.envelope.session_id, d.envelope.seq
-        with self.lock:
-            if self.halt.is_set():
-                return
-            w = self.sessions.setdefault(sid, _Worker())
-            if w.ended or seq <= w.last:
-                return
-            w.last, w.pending = seq, d
-            if w.running:
-                return
-            w.running = True
-            try:
-                self.pool.submit(self._work, sid, w)
-            except RuntimeError:
-                w.running = False
+        if self.halt.is_set():
+            return
+        w = self.sessions.setdefault(sid, _Worker())
+        if w.ended or seq <= w.last:
+            return
+        w.last, w.pending = seq, d
+        if w.task is None:
+            w.task = self._spawn(self._work(sid, w))
 
     def _consume(self, sid: str, seq: int) -> None:
         """A handler waiting in session sid (Turn.delegate, Turn.ask,
         Task.wait) took the turn begun at seq itself: that turn, told by the
         stream or by PendingTurns, does not start the handler again."""
-        with self.lock:
-            w = self.sessions.get(sid)
-            if w is None:
-                return
-            w.last = max(w.last, seq)
-            if w.pending is not None and w.pending.envelope.seq <= w.last:
-                w.pending = None
+        w = self.sessions.get(sid)
+        if w is None:
+            return
+        w.last = max(w.last, seq)
+        if w.pending is not None and w.pending.envelope.seq <= w.last:
+            w.pending = None
 
     def _end(self, sid: str) -> None:
         """Forget an ended session: its pending turn is dropped and its
-        running turn told."""
-        with self.lock:
-            self.verdicts.pop(sid, None)
-            w = self.sessions.get(sid)
-            if w is None:
-                return
-            w.ended, w.pending = True, None
-            if w.turn is not None:
-                w.turn.cancelled.set()
-            if not w.running:
-                del self.sessions[sid]
+        running turn told (and cancelled, with cancel_turns)."""
+        self.verdicts.pop(sid, None)
+        w = self.sessions.get(sid)
+        if w is None:
+            return
+        w.ended, w.pending = True, None
+        if w.turn is not None:
+            w.turn.cancelled.set()
+        if w.task is None:
+            del self.sessions[sid]
+        elif self.o.cancel_turns:
+            w.task.cancel()
 
-    def _work(self, sid: str, w: _Worker) -> None:
+    async def _work(self, sid: str, w: _Worker) -> None:
         """Run a session's turns one at a time until none is pending."""
-        while True:
-            with self.lock:
-                d = w.pending
-                w.pending = None
-                if d is None or self.halt.is_set():
-                    w.running, w.turn = False, None
-                    if w.ended:
-                        self.sessions.pop(sid, None)
-                    return
+        try:
+            while w.pending is not None and not self.halt.is_set():
+                d, w.pending = w.pending, None
                 view = d.view if d.HasField("view") else None  # the notice carried it
-                t = Turn(sid, d.envelope, view, self.c, _consume=lambda seq: self._consume(sid, seq))
+                t = self.make_turn(sid, d.envelope, view, lambda seq: self._consume(sid, seq))
                 w.turn = t
-            try:
-                self._turn(t)
-            except Exception:  # never let a turn kill the worker
-                self.log.exception("hubd: serve: turn in session %s", sid)
+                try:
+                    await self._turn(t)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:  # never let a turn kill the worker
+                    self.log.exception("hubd: serve: turn in session %s", sid)
+        finally:
+            w.task, w.turn = None, None
+            if w.ended:
+                self.sessions.pop(sid, None)
 
-    def _turn(self, t: Turn) -> None:
+    async def _turn(self, t: Turn) -> None:
         """Run the handler on one turn and post its reply, in the trace of
         the envelope that began the turn: the calls the handler makes and
         its reply continue it."""
         with _trace.continuing(t.trigger.traceparent):
-            self._run_turn(t)
+            await self._run_turn(t)
 
-    def _serves(self, sid: str, cancelled: threading.Event) -> bool:
+    async def _serves(self, sid: str, cancelled: Optional[threading.Event]) -> bool:
         """Whether serve serves session sid: always without a session
         filter; with one, as it answers, asked once per session (another
-        thread asking meanwhile waits for the answer)."""
-        keep = self.session_filter
+        task asking meanwhile awaits the answer)."""
+        keep = self.o.session_filter
         if keep is None:
             return True
-        with self.lock:
-            v = self.verdicts.get(sid)
-            asked = v is not None
-            if v is None:
-                v = self.verdicts[sid] = _Verdict()
-        if asked:
-            while not v.decided.wait(0.1):
-                if cancelled.is_set() or self.halt.is_set():
-                    return False
-            return v.keep
+        v = self.verdicts.get(sid)
+        if v is not None:
+            return await asyncio.shield(v)
+        v = self.verdicts[sid] = asyncio.get_running_loop().create_future()
+        verdict = False
         try:
-            s = self._retry(lambda: self.c.get_session(sid), cancelled)
-            v.keep = bool(keep(s))
+            s = await self._retry(lambda: self.c.get_session(sid), cancelled)
+            verdict = bool(await _maybe(keep(s)))
+        except asyncio.CancelledError:
+            if self.verdicts.get(sid) is v:
+                del self.verdicts[sid]  # undecided: ask again next time
+            raise
         except errors.HubError as err:
-            if cancelled.is_set() or self.halt.is_set():
-                with self.lock:  # undecided: ask again next time
-                    if self.verdicts.get(sid) is v:
-                        del self.verdicts[sid]
+            if self.halt.is_set() or (cancelled is not None and cancelled.is_set()):
+                if self.verdicts.get(sid) is v:
+                    del self.verdicts[sid]  # undecided: ask again next time
             else:
                 self.log.warning("hubd: serve: session %s not served: reading it for the session filter: %s", sid, err)
         except Exception as exc:  # the filter failed: not served
             self.log.warning("hubd: serve: session %s not served: the session filter raised %r", sid, exc)
         finally:
-            v.decided.set()
-        return v.keep
+            if not v.done():
+                v.set_result(verdict)
+        return verdict
 
-    def _run_turn(self, t: Turn) -> None:
-        e = t.trigger
-        sid = t.session_id
-        if not self._serves(sid, t.cancelled):
+    async def _run_turn(self, t: Turn) -> None:
+        e, sid = t.trigger, t.session_id
+        if not await self._serves(sid, t.cancelled):
             return
-        if self.view is not None and t.view is None:
-            view_name = self.view
+        if self.o.view is not None and t.view is None:
+            name = self.o.view
             try:
-                t.view = self._retry(lambda: self.c.view(sid, view_name, self.window), t.cancelled)
+                t.view = await self._retry(lambda: self.c.view(sid, name, self.o.window), t.cancelled)
             except errors.HubError as err:
                 self._stale(e, "view", err)
                 return
         try:
-            reply = self.h(t)
+            reply = await _maybe(self.h(t))
+        except asyncio.CancelledError:
+            raise
         except Exception as exc:
             if isinstance(exc, errors.Canceled) and t.cancelled.is_set():
                 return  # a wait given up as serve stopped or the session ended
@@ -449,7 +426,7 @@ class Serving:
         msg.causation_id = e.id
         msg.traceparent = _trace.current()[0]  # the turn's trace: the next agent continues from it
         try:
-            self._retry(lambda: self._post(sid, msg), t.cancelled)
+            await self._retry(lambda: self._post(sid, msg), t.cancelled)
         except errors.HubError as err:
             self._stale(e, "reply", err)
 
@@ -464,15 +441,16 @@ class Serving:
         else:
             self.log.warning("hubd: serve: %s in session %s (turn begun by seq %d): %s", step, e.session_id, e.seq, err)
 
-    def _retry(self, f: Callable[[], Any], cancelled: threading.Event) -> Any:
-        """Call f until it succeeds, fails for good, or cancelled is set."""
+    async def _retry(self, f: Callable[[], Awaitable[_T]], cancelled: Optional[threading.Event]) -> _T:
+        """Call f until it succeeds, fails for good, serve halts or cancelled
+        is set."""
         attempt = 1
         while True:
             try:
-                return f()
+                return await f()
             except errors.HubError as e:
-                if not e.retryable:
+                if not e.retryable or await self._sleep(_common.backoff_delay(attempt, self.base, self.cap)):
                     raise
-                if cancelled.wait(_common.backoff_delay(attempt, self.base, self.cap)) or self.halt.is_set():
+                if cancelled is not None and cancelled.is_set():
                     raise
             attempt += 1

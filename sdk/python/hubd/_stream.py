@@ -1,24 +1,25 @@
-"""The agent's stream (``hubd.v1.Hub/AgentStream``) for the sync client:
-one bidirectional stream that carries the agent's sends and opens (each
-with a ref, one series) and their acknowledgements, and, once subscribed,
-its deliveries. The reference is the Go SDK's agentsdk/connect.go.
+"""The agent's stream (``hubd.v1.Hub/AgentStream``): one bidirectional
+stream that carries the agent's sends and opens (each with a ref, one
+series) and their acknowledgements, and, once subscribed, its deliveries.
+The reference is the Go SDK's agentsdk/connect.go.
 
-grpcio reads the frames to send from an iterator fed by a queue (in its own
-thread); one reader thread per stream hands acks to their senders and
-deliveries to the stream's callback.
+An asyncio queue feeds grpc.aio's writer and one reader task per stream
+hands acks to their senders and deliveries to the stream's callback
+(nothing blocks the event loop). The sync client runs the same stream on
+its event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import queue
-import threading
-from typing import Any, Callable, Dict, Iterator, Optional
+from typing import Any, AsyncIterator, Awaitable, Callable, Dict, Optional, Union
 
 import grpc
+import grpc.aio
 from google.protobuf.message import Message
 
-from . import _trace, errors
+from . import _common, _trace, errors
 from ._model import Ack, Session
 from ._pb import hub_pb2 as pb
 
@@ -129,41 +130,21 @@ def unanswered(timeout: Optional[float], op: str = "send") -> errors.HubError:
     )
 
 
-def delivered(log: logging.Logger, deliver: Optional[Callable[[pb.Delivery], None]], d: pb.Delivery) -> None:
-    """Hand a delivery to a stream's callback. An exception it raises is
-    logged (with its traceback) and the stream reads on: one failing
-    delivery does not end the stream, nor the client's other work on it."""
-    if deliver is None:
-        return
-    try:
-        deliver(d)
-    except Exception:
-        e = d.envelope
-        log.warning(
-            "hubd: the delivery of seq %d of session %s failed (ignored)", e.seq, e.session_id, exc_info=True
-        )
+Deliver = Callable[[pb.Delivery], Union[None, Awaitable[None]]]
+"""A stream's delivery callback: a function, or a coroutine function
+(awaited: the stream reads nothing meanwhile)."""
 
 
 _END = object()
 
 
-class _Pending:
-    __slots__ = ("event", "ack")
-
-    def __init__(self) -> None:
-        self.event = threading.Event()
-        self.ack: Optional[pb.StreamAck] = None
-
-
 class AgentStream:
-    """One agent stream of the sync client, opened at construction (its
-    ready frame awaited by :meth:`wait_ready`). Safe for use from several
-    threads; sends and opens in flight are answered in any order. When it
-    breaks, every send or open in flight raises :class:`hubd.Unavailable`
-    (its outcome unknown: the caller sends it again with the same client
-    message id, or idempotency key) and :attr:`done` is set. :attr:`opens`
-    says whether the hub takes opens on it (its ready frame's ``opens``):
-    a hub without that ends the whole stream on an open frame."""
+    """One agent stream, opened by :meth:`start`.
+    Sends and opens in flight are answered in any order; when the stream
+    breaks each raises :class:`hubd.Unavailable` (send it again with the
+    same client message id, or idempotency key) and :attr:`done` is set.
+    :attr:`opens` says whether the hub takes opens on it. Belongs to the
+    running loop."""
 
     def __init__(
         self,
@@ -171,122 +152,120 @@ class AgentStream:
         metadata: Any,
         log: logging.Logger,
         *,
-        subscribe: Optional[pb.SubscribeRequest] = None,
-        on_delivery: Optional[Callable[[pb.Delivery], None]] = None,
+        on_delivery: Optional[Deliver] = None,
         wait_for_ready: bool = False,
     ) -> None:
         self.log = log
         self.agent = ""
         self.opens = False  # the hub takes opens on the stream
-        self.done = threading.Event()
-        self.fatal: Optional[BaseException] = None  # what on_delivery raised that is not an Exception
+        self.done = asyncio.Event()
+        self.fatal: Optional[BaseException] = None  # what broke the reader
         self._deliver = on_delivery
-        self._q: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
-        self._lock = threading.Lock()
+        self._q: "asyncio.Queue[Any]" = asyncio.Queue()
         self._next = 0
-        self._waiting: Dict[int, _Pending] = {}
+        self._waiting: Dict[int, "asyncio.Future[Optional[pb.StreamAck]]"] = {}
         self._err: Optional[errors.HubError] = None
-        self._unimplemented = False
         self._closing: Optional[errors.HubError] = None  # the hub's closing frame
-        self._opened = threading.Event()  # the ready frame came, or the stream ended
-        if subscribe is not None:  # read by the hub after its ready frame
-            self._q.put(pb.AgentFrame(subscribe=subscribe))
+        self._reader: Optional["asyncio.Task[None]"] = None
         self._call = stub.AgentStream(self._frames(), metadata=metadata, wait_for_ready=wait_for_ready)
-        self._reader = threading.Thread(target=self._read, name="hubd-stream", daemon=True)
-        self._reader.start()
 
-    def _frames(self) -> Iterator[pb.AgentFrame]:
-        """The frames to send, for grpcio's writer, until the stream ends."""
+    async def _frames(self) -> AsyncIterator[pb.AgentFrame]:
         while True:
-            f = self._q.get()
+            f = await self._q.get()
             if f is _END:
                 return
             yield f
 
-    def wait_ready(self, timeout: Optional[float]) -> None:
-        """Wait for the hub's ready frame, at most timeout seconds.
+    @property
+    def error(self) -> Optional[errors.HubError]:
+        """Why the stream ended (None while it runs)."""
+        return self._err
+
+    async def start(self, subscribe: Optional[pb.SubscribeRequest], timeout: Optional[float]) -> None:
+        """Wait for the hub's ready frame (at most timeout seconds), then
+        subscribe when asked and start reading.
 
         Raises:
             NoStream: the hub has no agent stream.
-            hubd.HubError: the stream failed to open (DeadlineExceeded when
-                the timeout passed).
+            hubd.HubError: the stream failed to open.
         """
-        if not self._opened.wait(timeout):
+        try:
+            first = await asyncio.wait_for(self._call.read(), timeout)
+        except asyncio.TimeoutError:
             self.close()
             raise errors.DeadlineExceeded(
                 f"the hub did not open the stream within {timeout:g}s",
                 reason="",
                 code=grpc.StatusCode.DEADLINE_EXCEEDED,
                 op="connect",
-            )
-        with self._lock:
-            err, unimplemented = self._err, self._unimplemented
-        if err is not None and not self.agent:
-            if unimplemented:
-                raise NoStream()
-            raise err
-
-    @property
-    def error(self) -> Optional[errors.HubError]:
-        """Why the stream ended (None while it runs)."""
-        with self._lock:
-            return self._err
-
-    def _read(self) -> None:
-        err: Optional[errors.HubError] = None
-        try:
-            for f in self._call:
-                kind = f.WhichOneof("frame")
-                if kind == "ack":
-                    with self._lock:
-                        p = self._waiting.pop(f.ack.ref, None)
-                    if p is not None:
-                        p.ack = f.ack
-                        p.event.set()
-                elif kind == "delivery":
-                    delivered(self.log, self._deliver, f.delivery)
-                elif kind == "ready":
-                    self.agent = f.ready.agent
-                    self.opens = f.ready.opens
-                    self._opened.set()
-                elif kind == "closing":  # the hub ends the stream: close this side, its status follows
-                    with self._lock:
-                        self._closing = closing(f.closing)
-                    self._q.put(_END)
-            err = errors.Unavailable("the hub ended the stream", reason="", op="connect")
+            ) from None
         except grpc.RpcError as e:
             err = errors.from_rpc_error("connect", e)
-            with self._lock:
-                self._unimplemented = err.code == grpc.StatusCode.UNIMPLEMENTED
-                if self._closing is not None and err.code == grpc.StatusCode.CANCELLED:
-                    err = self._closing  # the hub cancelled a stream not closed in time
-        except BaseException as e:  # on_delivery raised SystemExit or the like: the stream ends with it
+            self._fail(err)
+            if err.code == grpc.StatusCode.UNIMPLEMENTED:
+                raise NoStream() from None
+            raise err from None
+        except BaseException:
+            self.close()
+            raise
+        if first is grpc.aio.EOF or first.WhichOneof("frame") != "ready":
+            err = errors.Unavailable("the hub ended the stream before it was ready", reason="", op="connect")
+            self._fail(err)
+            raise err
+        self.agent = first.ready.agent
+        self.opens = first.ready.opens
+        if subscribe is not None:
+            self._q.put_nowait(pb.AgentFrame(subscribe=subscribe))
+        self._reader = asyncio.ensure_future(self._read())
+
+    async def _read(self) -> None:
+        err: errors.HubError
+        try:
+            while True:
+                f = await self._call.read()
+                if f is grpc.aio.EOF:
+                    err = errors.Unavailable("the hub ended the stream", reason="", op="connect")
+                    break
+                kind = f.WhichOneof("frame")
+                if kind == "ack":
+                    fut = self._waiting.pop(f.ack.ref, None)
+                    if fut is not None and not fut.done():
+                        fut.set_result(f.ack)
+                elif kind == "delivery" and self._deliver is not None:
+                    await _common.guarded(self.log, "the delivery of", f.delivery.envelope, self._deliver, f.delivery)
+                elif kind == "closing":  # the hub ends the stream: close this side, its status follows
+                    self._closing = closing(f.closing)
+                    self._q.put_nowait(_END)
+        except asyncio.CancelledError:
+            err = errors.Canceled("the stream was closed", reason="", code=grpc.StatusCode.CANCELLED, op="connect")
+        except grpc.RpcError as e:
+            err = errors.from_rpc_error("connect", e)
+            if self._closing is not None and err.code == grpc.StatusCode.CANCELLED:
+                err = self._closing  # the hub cancelled a stream not closed in time
+        except BaseException as e:  # the reader failed, or a callback raised SystemExit: the stream ends
             self.fatal = e
             err = errors.Canceled(f"the stream's reader failed: {e!r}", reason="", op="connect")
         self._fail(err)
 
     def _fail(self, err: errors.HubError) -> None:
-        with self._lock:
-            if self._err is not None:
-                return
-            self._err = err
-            waiting, self._waiting = self._waiting, {}
-        self._q.put(_END)
+        if self._err is not None:
+            return
+        self._err = err
+        waiting, self._waiting = self._waiting, {}
+        self._q.put_nowait(_END)
         self._call.cancel()
-        for p in waiting.values():
-            p.event.set()  # no ack: broken
-        self._opened.set()
+        for fut in waiting.values():
+            if not fut.done():
+                fut.set_result(None)  # no ack: broken
         self.done.set()
 
     def close(self) -> None:
         """End the stream; sends in flight raise Unavailable."""
         self._fail(errors.Canceled("the stream was closed", reason="", code=grpc.StatusCode.CANCELLED, op="connect"))
+        if self._reader is not None and not self._reader.done() and self._reader is not asyncio.current_task():
+            self._reader.cancel()
 
-    def cancel(self) -> None:
-        """The same as close (serve stops a stream as it stops a call)."""
-        self.close()
-
-    def send(self, session_id: str, env: pb.Envelope, timeout: Optional[float]) -> Ack:
+    async def send(self, session_id: str, env: pb.Envelope, timeout: Optional[float]) -> Ack:
         """Send env once and wait at most timeout seconds for its ack.
 
         Raises:
@@ -294,10 +273,10 @@ class AgentStream:
                 the stream broke with the send in flight (send it again,
                 with the same client message id).
         """
-        a = self._round_trip("send", lambda ref: send_frame(ref, session_id, env), timeout)
+        a = await self._round_trip("send", lambda ref: send_frame(ref, session_id, env), timeout)
         return ack_of(a, env)
 
-    def open(self, req: pb.OpenRequest, timeout: Optional[float]) -> Session:
+    async def open(self, req: pb.OpenRequest, timeout: Optional[float]) -> Session:
         """Open a session once (its creator the stream's agent) and wait at
         most timeout seconds for the answer. Only on a stream that
         :attr:`opens`.
@@ -307,28 +286,32 @@ class AgentStream:
                 the stream broke with the open in flight (its outcome
                 unknown: open again with the same idempotency key).
         """
-        a = self._round_trip("open", lambda ref: open_frame(ref, req), timeout)
+        a = await self._round_trip("open", lambda ref: open_frame(ref, req), timeout)
         return opened(a)
 
-    def _round_trip(self, op: str, frame: Callable[[int], pb.AgentFrame], timeout: Optional[float]) -> pb.StreamAck:
+    async def _round_trip(
+        self, op: str, frame: Callable[[int], pb.AgentFrame], timeout: Optional[float]
+    ) -> pb.StreamAck:
         """Write the frame made with a new ref and wait at most timeout
         seconds for that ref's ack. A stream that breaks first fails it
         with Unavailable (for op)."""
-        p = _Pending()
-        with self._lock:
-            if self._err is not None:
-                raise broken(self._err, op)
-            if self._closing is not None:  # this side is closed: nothing more is written
-                raise broken(self._closing, op)
-            self._next += 1
-            ref = self._next
-            self._waiting[ref] = p
-        self._q.put(frame(ref))
-        if not p.event.wait(timeout):
-            with self._lock:
-                self._waiting.pop(ref, None)
-            if not p.event.is_set():
-                raise unanswered(timeout, op)
-        if p.ack is None:
-            raise broken(self.error, op)
-        return p.ack
+        if self._err is not None:
+            raise broken(self._err, op)
+        if self._closing is not None:  # this side is closed: nothing more is written
+            raise broken(self._closing, op)
+        self._next += 1
+        ref = self._next
+        fut: "asyncio.Future[Optional[pb.StreamAck]]" = asyncio.get_running_loop().create_future()
+        self._waiting[ref] = fut
+        self._q.put_nowait(frame(ref))
+        try:
+            a = await (fut if timeout is None else asyncio.wait_for(fut, timeout))
+        except asyncio.TimeoutError:
+            self._waiting.pop(ref, None)
+            raise unanswered(timeout, op) from None
+        except asyncio.CancelledError:
+            self._waiting.pop(ref, None)
+            raise
+        if a is None:
+            raise broken(self._err, op)  # the stream broke with it in flight
+        return a

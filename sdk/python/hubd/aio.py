@@ -1,7 +1,9 @@
-"""The asyncio client: :class:`Client` is :class:`hubd.Client` with
+"""The asyncio client: :class:`Client` connects to a hub as one agent, with
 coroutines, and :meth:`Client.serve` runs handlers as tasks.
 
-::
+It is the SDK's one client core: the sync :class:`hubd.Client` is a thin
+layer over it (an event loop in a thread of its own per client, each call
+a coroutine of this client run there), so both behave alike::
 
     import asyncio, hubd.aio
 
@@ -17,11 +19,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import signal
 import time
-from dataclasses import dataclass
 from typing import (
     Any,
+    AsyncGenerator,
     AsyncIterator,
     Awaitable,
     Callable,
@@ -31,21 +32,18 @@ from typing import (
     Mapping,
     Optional,
     Sequence,
-    Set,
     Tuple,
     TypeVar,
     Union,
+    cast,
 )
 
 import grpc
 import grpc.aio
 
-from . import _calls, _cluster, _common, _stream, _trace, errors
-from ._aiostream import AioAgentStream
-from ._aiocalls import Task, Turn, await_all, await_any
-from ._calls import TaskStatus
+from . import _calls, _cluster, _common, _serve, _stream, _trace, errors
+from ._calls import Task, TaskStatus, Turn, await_all, await_any
 from ._model import (
-    EVENT_INVITE,
     MODE_BACKGROUND,
     MODE_BLOCKING,
     TYPE_WORKFLOW,
@@ -63,7 +61,6 @@ from ._model import (
     invited,
     new_msg_id,
     open_request,
-    turn_msg_id,
 )
 from ._pb import hub_pb2 as pb
 from ._pb import hub_service_pb2_grpc as pb_grpc
@@ -147,17 +144,70 @@ class Stream(AsyncIterator[pb.Delivery]):
 
 
 class Client:
-    """A connection to a hub as one agent, for asyncio. The arguments are
-    those of :class:`hubd.Client`; the connection is made by :meth:`connect`
-    (or ``async with``, or :func:`hubd.aio.connect`), which waits up to
-    ``connect_timeout`` seconds for it.
+    """A connection to a hub as one agent, for asyncio. The connection is
+    made by :meth:`connect` (or ``async with``, or :func:`hubd.aio.connect`),
+    which waits up to ``connect_timeout`` seconds for it. Close it when done.
 
     Create it inside the event loop that uses it (gRPC's asyncio channels
-    belong to one loop). ``transport`` is as for :class:`hubd.Client`:
-    ``"stream"`` (the default) sends (and opens, when the hub takes opens
-    there) over one agent stream per client and serve reads (and replies
-    on) a stream of its own; ``"unary"`` a ``Send`` call per envelope, an
-    ``Open`` call per open and a ``Subscribe`` stream.
+    belong to one loop). :class:`hubd.Client` takes the same arguments and
+    connects in its constructor.
+
+    Args:
+        target: the hub's ``host:port`` (or any gRPC target).
+        name: the agent's name. Without a token it is sent as the
+            ``x-hubd-agent`` metadata (the hub's development mode, loopback
+            only). With a token the hub knows the agent from the token; the
+            name may then be left empty, or must be the token's agent (serve
+            uses it to recognise its invites).
+        token: sent as ``authorization: Bearer <token>`` on every call.
+        tls: secures the connection (:class:`hubd.TLS`); ``None`` means
+            plaintext, which carries a token only to a loopback address
+            unless ``insecure`` is set. With a client certificate (mTLS) the
+            hub names the agent by the certificate's common name.
+        insecure: allow a token over plaintext to a non-loopback target.
+        send_attempts: how many times a send is tried while the hub is
+            unavailable, always with the same client message id so a retry
+            never duplicates; 1 disables retries.
+        retry_budget: seconds a send keeps being retried while the hub is
+            unavailable, from its first try; each retry waits for the
+            connection to be ready (gRPC's wait_for_ready) within it, so a
+            send made during a hub restart goes through once it is back.
+        connect_timeout: wait this many seconds for the connection and raise
+            :class:`hubd.Unavailable` if it is not up (a wrong address fails
+            here, not at the first call); ``None`` connects lazily.
+        channel_options: gRPC channel options, after the SDK's own.
+        logger: receives the client's diagnostics (reconnects, stale turns,
+            ignored errors); default the ``"hubd"`` logger.
+        peers: the other nodes of a hubd cluster (``host:port`` each,
+            docs/SCALING.md). With them the client follows ``NOT_OWNER``
+            without its caller noticing: a call goes again, unchanged (the
+            same client message id), to the session's owner; ``subscribe``
+            and ``serve`` merge a stream from every node and reopen a node's
+            stream from the client's cursors when it ends (no gap, no
+            duplicate); ``watch``, ``follow`` and ``follow_tree`` follow
+            their session to its owner. Empty: one hub, nothing followed.
+        follow_for: seconds a call keeps following ``NOT_OWNER``, a node
+            that is down or draining, or a partition with no owner yet,
+            before it raises the last error (:class:`hubd.NotOwner`,
+            :class:`hubd.Unavailable`).
+        transport: how the client sends. ``"stream"`` (the default): one
+            agent stream per client carries its sends and opens and their
+            acknowledgements, and :meth:`serve` reads its deliveries from
+            (and posts its replies on) a stream of its own; a refused send
+            or open raises exactly what a ``Send`` or ``Open`` call would.
+            ``"unary"``: a ``Send`` call per envelope, an ``Open`` call per
+            open and a ``Subscribe`` stream for :meth:`serve`. With
+            ``peers``, for an envelope or open request over 1 MiB, and
+            against a hub without the agent stream (UNIMPLEMENTED), the
+            client sends unary whatever this says; it opens with an
+            ``Open`` call against a hub that does not take opens on the
+            stream.
+
+    Raises:
+        ValueError: the settings cannot work (no name, token or client
+            certificate; a token over plaintext to a remote host; an
+            unknown transport).
+        hubd.Unavailable: no connection within ``connect_timeout``.
     """
 
     def __init__(
@@ -182,6 +232,7 @@ class Client:
         for p in peers:
             _common.check(p, name, token, tls, insecure)
         options = _common.channel_options(tls, channel_options)
+        self._tls, self._options = tls, options  # (the sync client dials its raw channel with them)
 
         def dial(addr: str) -> grpc.aio.Channel:
             if tls is not None:
@@ -211,7 +262,7 @@ class Client:
         self.log = logger or _common.LOG
         # No agent stream: asked for, a cluster, or a hub without it.
         self._unary = transport == _stream.TRANSPORT_UNARY or bool(peers)
-        self._stream: Optional[AioAgentStream] = None
+        self._stream: Optional[_stream.AgentStream] = None
         self._stream_lock: Optional[asyncio.Lock] = None  # made in the loop
 
     async def connect(self) -> "Client":
@@ -304,7 +355,7 @@ class Client:
             self._unary = True
             self.log.info("hubd: the hub at %s has no agent stream: %s", self._target, why)
 
-    async def _main_stream(self, timeout: Optional[float], wait: bool) -> Optional[AioAgentStream]:
+    async def _main_stream(self, timeout: Optional[float], wait: bool) -> Optional[_stream.AgentStream]:
         """The client's agent stream for its sends and opens, opened if
         needed (its opening bounded by timeout); None when the client sends
         unary."""
@@ -316,7 +367,7 @@ class Client:
             st = self._stream
             if st is not None and not st.done.is_set():
                 return st
-            st = AioAgentStream(self._raw, self._md, self.log, wait_for_ready=wait)
+            st = _stream.AgentStream(self._raw, self._md, self.log, wait_for_ready=wait)
             try:
                 await st.start(None, timeout)
             except _stream.NoStream:
@@ -387,8 +438,23 @@ class Client:
         thread_key: str = "",
         timeout: Optional[float] = None,
     ) -> Session:
-        """Create a session (see :meth:`hubd.Client.open`; over the client's
-        agent stream as its sends go, when the hub takes opens there)."""
+        """Create a session; the caller is its creator and first participant.
+
+        It is logged with its invite and opens once every participant not
+        auto-accepted has acknowledged (at once when none must); the first
+        speaker is then told it is its turn. The arguments are those of
+        :func:`hubd.open_request` (participants given by name are invited:
+        they must acknowledge; use :func:`hubd.auto_accepted` for those who
+        need not).
+
+        With ``transport="stream"`` it goes over the client's agent
+        stream, as its sends do, when the hub takes opens there (an
+        ``Open`` call otherwise, and for a request over 1 MiB); a refusal
+        raises what the call would. An open is not retried: when it fails
+        with :class:`hubd.Unavailable` its outcome is unknown, and opening
+        again with the same ``idempotency_key`` returns the session it
+        made, if any (``existing``).
+        """
         req = open_request(
             session_type,
             participants=participants,
@@ -435,7 +501,8 @@ class Client:
         return await self.open(TYPE_WORKFLOW, graph=graph, participants=invited(*participants), timeout=timeout)
 
     async def get_session(self, session_id: str, *, timeout: Optional[float] = None) -> Session:
-        """A session's metadata and current state."""
+        """A session's metadata and current state. Only its participants (or
+        an operator) may read it."""
         req = pb.GetSessionRequest(session_id=session_id)
         return Session(await self._call("get session", self._stub.GetSession, req, timeout))
 
@@ -450,29 +517,40 @@ class Client:
         page_size: int = 0,
         timeout: Optional[float] = None,
     ) -> SessionPage:
-        """One page of the sessions the caller takes part in (see
-        :meth:`hubd.Client.list_sessions`)."""
+        """One page of the sessions the caller takes part in (all, for an
+        operator), oldest first, with only their metadata, state, seq and
+        close reason filled in. Empty filters match everything; ``page_size``
+        0 is the hub's default (100, at most 1000)."""
         req = _common.list_request(state, creator, participant, labels, page_token, page_size)
         resp = await self._call("list sessions", self._stub.ListSessions, req, timeout)
         return SessionPage([Session(s) for s in resp.sessions], resp.next_page_token)
 
     async def ack_invite(self, session_id: str, *, timeout: Optional[float] = None) -> Ack:
-        """Accept the caller's invite to a session."""
+        """Accept the caller's invite to a session; the last ack opens it."""
         req = pb.InviteRequest(session_id=session_id)
         return Ack.from_proto(await self._call("ack invite", self._stub.AckInvite, req, timeout))
 
     async def reject_invite(self, session_id: str, reason: str = "", *, timeout: Optional[float] = None) -> Ack:
         """Decline the caller's invite; the session closes with
-        ``invite_rejected``."""
+        ``invite_rejected``. ``reason`` (``""``: the hub's ``declined``) is
+        logged."""
         req = pb.InviteRequest(session_id=session_id, reason=reason)
         return Ack.from_proto(await self._call("reject invite", self._stub.RejectInvite, req, timeout))
 
     async def close_session(self, session_id: str, reason: str = "", *, timeout: Optional[float] = None) -> Ack:
-        """End a session (its creator or an operator)."""
+        """End a session with ``reason`` (``""`` is ``explicit_close``). Only
+        its creator (or an operator) may close it."""
         req = pb.CloseRequest(session_id=session_id, reason=reason)
         return Ack.from_proto(await self._call("close session", self._stub.Close, req, timeout))
 
-    # Sends (keyword arguments as for hubd.Client).
+    # Sends. Every send takes these keyword arguments:
+    #   client_msg_id: the idempotency key (generated when not given): a
+    #     send repeated with it is answered with the original's seq
+    #     (Ack.duplicate) and writes nothing;
+    #   causation_id: the envelope this one answers;
+    #   audience: deliver to these participants only (empty: log only);
+    #   traceparent: a W3C traceparent carried with the envelope;
+    #   timeout: seconds for each attempt.
 
     async def send_text(
         self,
@@ -500,7 +578,9 @@ class Client:
         traceparent: Optional[str] = None,
         timeout: Optional[float] = None,
     ) -> Ack:
-        """Take a turn with a packet."""
+        """Take a turn with a packet: its body, its routing (handoff,
+        finish, escalate), its context updates (applied before routing) and
+        its usage."""
         env = _common.envelope(_common.packet_envelope(packet), client_msg_id, causation_id, audience, traceparent)
         return await self._send(session_id, env, self._attempts, timeout)
 
@@ -515,7 +595,8 @@ class Client:
         traceparent: Optional[str] = None,
         timeout: Optional[float] = None,
     ) -> Ack:
-        """Set session context variables; not a turn."""
+        """Set session context variables (any JSON values). Any participant
+        may do so at any time; it is not a turn."""
         return await self.update_context(
             session_id,
             set=values,
@@ -556,7 +637,8 @@ class Client:
         traceparent: Optional[str] = None,
         timeout: Optional[float] = None,
     ) -> Ack:
-        """Send a custom event, never a turn."""
+        """Send a custom event: an application type with opaque data, logged
+        and delivered, never a turn."""
         env = _common.envelope(
             _common.event_envelope(event_type, data), client_msg_id, causation_id, audience, traceparent
         )
@@ -573,8 +655,13 @@ class Client:
         traceparent: Optional[str] = None,
         timeout: Optional[float] = None,
     ) -> Ack:
-        """Send any envelope (not modified); retried while the hub is
-        unavailable with the same client message id."""
+        """Send any envelope (questions, answers, task progress, ...); the hub
+        sets its session, seq, id, sender and time. ``envelope`` is not
+        modified. A send the hub cannot take now (:class:`hubd.Unavailable`,
+        also a send in flight on an agent stream that broke) is retried up
+        to ``send_attempts`` times within ``retry_budget`` seconds, each
+        retry waiting for the connection to be ready, with the same client
+        message id, so it is written at most once."""
         env = _common.envelope(_common.copy_envelope(envelope), client_msg_id, causation_id, audience, traceparent)
         return await self._send(session_id, env, self._attempts, timeout)
 
@@ -583,8 +670,11 @@ class Client:
     async def read_log(
         self, session_id: str, from_seq: int = 0, limit: int = 0, *, timeout: Optional[float] = None
     ) -> List[pb.Envelope]:
-        """Up to ``limit`` envelopes (0: 1000) of a session's log the caller
-        may see, read page by page (see Client.read_log)."""
+        """Up to ``limit`` envelopes (0: 1000) of a session's log from
+        ``from_seq`` (0 or 1: the start), those the caller may see, in seq
+        order. The hub answers in capped pages (at most 1000 envelopes,
+        about 2 MiB); this reads as many as ``limit`` takes, so fewer than
+        ``limit`` envelopes means the log ended."""
         limit = limit if limit > 0 else 1000
         out: List[pb.Envelope] = []
         while True:
@@ -596,14 +686,17 @@ class Client:
             from_seq = resp.next_seq
 
     async def pending_turns(self, *, timeout: Optional[float] = None) -> List[pb.Delivery]:
-        """The caller's pending turns."""
+        """For each open session where it is the caller's turn, the delivery
+        of the envelope that began the turn (``your_turn`` set)."""
         resp = await self._call("pending turns", self._stub.PendingTurns, pb.PendingTurnsRequest(), timeout)
         return list(resp.turns)
 
     async def view(
         self, session_id: str, name: str = VIEW_DEFAULT, window: int = 0, *, timeout: Optional[float] = None
     ) -> pb.View:
-        """The caller's view of a session."""
+        """The caller's view of a session: ``name`` is ``"default"`` (the
+        session type's), ``"full"``, ``"windowed"`` (the last ``window`` items,
+        default 10, older ones counted per speaker) or ``"last"``."""
         req = pb.GetViewRequest(session_id=session_id, name=name, window=window)
         return await self._call("view", self._stub.GetView, req, timeout)  # type: ignore[no-any-return]
 
@@ -619,21 +712,31 @@ class Client:
         window: int = 0,
         timeout: Optional[float] = None,
     ) -> Stream:
-        """The caller's delivery stream; with ``view``, every ``your_turn``
-        delivery carries the caller's view of its session (see
-        :meth:`hubd.Client.subscribe`)."""
+        """The caller's delivery stream: what it missed after its cursors
+        (the last seq processed per session id; sessions without one from
+        their start unless ended, or with ``include_ended``), then its pending
+        turns, then everything live. Per session, seqs arrive in order with no
+        gap and no duplicate. With ``terse`` it carries only what asks the
+        caller to act or ends its work: its turns, invites naming it,
+        questions and their withdrawals, and the ends of its sessions (a hub
+        older than the option delivers everything). With ``view`` (a view
+        name as :meth:`view` takes, ``window`` for ``"windowed"``) every
+        ``your_turn`` delivery carries the caller's view of its session as
+        the notice left the hub (``Delivery.view``), so answering a turn
+        needs no :meth:`view` call; without it none does."""
         req = _common.subscribe_request(cursors, include_ended, terse, view, window)
         return Stream("subscribe", self._stub.Subscribe(req, metadata=self._md, timeout=timeout))
 
     def watch(self, session_id: str, from_seq: int = 0, *, timeout: Optional[float] = None) -> Stream:
-        """One session's envelopes from ``from_seq``, live (see
-        :meth:`hubd.Client.watch`)."""
+        """The envelopes of one session from ``from_seq`` (0 or 1: all), live,
+        for dashboards, transcripts and audits: for a participant every
+        envelope it may read, for an operator all of them."""
         req = pb.WatchRequest(session_id=session_id, from_seq=from_seq)
         return Stream("watch", self._stub.Watch(req, metadata=self._md, timeout=timeout))
 
     async def follow(
         self, session_id: str, from_seq: int = 1, *, timeout: Optional[float] = None
-    ) -> AsyncIterator[pb.Envelope]:
+    ) -> AsyncGenerator[pb.Envelope, None]:
         """Every envelope of a session from ``from_seq``, each once, until
         the one that ends it (yielded last), across reconnects; ``timeout``
         bounds the whole follow (raises :class:`hubd.DeadlineExceeded`)::
@@ -673,9 +776,11 @@ class Client:
             self.log.info("hubd: follow %s: %s; watching again from seq %d", session_id, err, nxt)
             await asyncio.sleep(_common.backoff_delay(attempt, 0.05, 2.0))
 
-    # Delegation, questions and the call tree (see hubd.Client).
+    # Delegation, questions and the call tree (docs/DELEGATION.md).
 
     async def _retry_unavailable(self, op: str, method: Callable[..., Any], req: Any, timeout: Optional[float]) -> Any:
+        """Call an idempotent RPC (one with a client message id), retrying
+        while the hub is unavailable, up to send_attempts."""
         attempt = 1
         while True:
             try:
@@ -698,8 +803,29 @@ class Client:
         client_msg_id: Optional[str] = None,
         timeout: Optional[float] = None,
     ) -> List[Task]:
-        """Open children of a session on the caller's turn there; a
-        :class:`Task` per child (see :meth:`hubd.Client.delegate`)."""
+        """Open children of a session on the caller's turn there (the
+        delegation logged in the parent in the same write) and return a
+        :class:`hubd.Task` per child, in order. Each child is a
+        :func:`hubd.open_request` (its ``task`` is the child's first input;
+        the caller becomes its creator and the hub sets its parent).
+
+        A blocking delegation (``mode=MODE_BLOCKING``) holds the caller's
+        turn until the children are done (``await_``: ``AWAIT_ALL``, the
+        default, or ``AWAIT_ANY``); wait with :func:`hubd.await_all` or
+        :func:`hubd.await_any`; the hub then appends their results to the
+        parent and gives the caller its turn back. A background one
+        (``MODE_BACKGROUND``) leaves the turn as it is; with
+        ``notify=NOTIFY_TURN`` a result gives the caller a turn. A serve
+        handler uses :meth:`hubd.Turn.delegate`, ``delegate_all``,
+        ``delegate_any`` or ``spawn`` instead.
+
+        ``client_msg_id`` (generated when not given) makes it idempotent: a
+        retry returns the first delegation's tasks.
+
+        Raises:
+            hubd.OutOfTurn, hubd.TurnHeld, hubd.SessionClosed,
+            hubd.DepthExceeded, hubd.DelegateNotAllowed, hubd.Malformed.
+        """
         req = _calls.delegate_request(session_id, children, mode, await_, notify, client_msg_id or new_msg_id())
         resp = await self._retry_unavailable("delegate", self._stub.Delegate, req, timeout)
         mode = mode or MODE_BLOCKING
@@ -707,8 +833,12 @@ class Client:
         return [Task(self, ch.meta.session_id, session_id, ch.meta.delegation_id, mode, seq) for ch in resp.children]
 
     async def task(self, session_id: str, *, timeout: Optional[float] = None) -> Task:
-        """The :class:`Task` of a delegated child session (see
-        :meth:`hubd.Client.task`)."""
+        """The :class:`hubd.Task` of a delegated child session (the caller
+        must take part in it, as its delegator does), e.g. after a restart.
+
+        Raises:
+            hubd.Malformed: the session was not delegated.
+        """
         m = (await self.get_session(session_id, timeout=timeout)).meta
         if not m.parent_session_id or not m.delegation_id:
             raise errors.Malformed(f"session {session_id} was not delegated", op="task")
@@ -725,7 +855,18 @@ class Client:
         client_msg_id: Optional[str] = None,
         timeout: Optional[float] = None,
     ) -> Ack:
-        """Answer a pending question (see :meth:`hubd.Client.answer_question`)."""
+        """Answer a pending question of a session, as its answerer or as an
+        operator on someone's behalf: with ``option_ids`` (a question with
+        options) or ``text`` (free text, checked against the question's
+        schema), or a whole ``answer`` message. The asker is told its turn
+        with the answer as trigger.
+
+        Raises:
+            hubd.BadAnswer: no such pending question, not the answerer, an
+                unknown option, several for a single choice, text that does
+                not meet the schema (the message names what would be
+                valid).
+        """
         req = pb.AnswerRequest(
             session_id=session_id,
             answer=_calls.answer_of(question_id, option_ids, text, answer),
@@ -737,18 +878,22 @@ class Client:
     async def list_questions(
         self, answerer: str = "", root: str = "", *, timeout: Optional[float] = None
     ) -> List[pb.PendingQuestion]:
-        """The pending questions the caller must answer (see
-        :meth:`hubd.Client.list_questions`)."""
+        """The pending questions the caller must answer (an operator:
+        everyone's, or ``answerer``'s), oldest first; with ``root``, only
+        those of that session's tree. Each has ``session_id``, ``asker`` and
+        the question ``envelope``."""
         req = pb.ListQuestionsRequest(answerer=answerer, root_session_id=root)
         return list((await self._call("list questions", self._stub.ListQuestions, req, timeout)).questions)
 
     async def tree(self, session_id: str, *, timeout: Optional[float] = None) -> pb.TreeNode:
-        """A session's call tree from it down."""
+        """A session's call tree from it down: per node its session (state,
+        close reason), turns, usage, duration and children, oldest first."""
         req = pb.GetTreeRequest(session_id=session_id)
         return await self._call("tree", self._stub.GetTree, req, timeout)  # type: ignore[no-any-return]
 
     async def replay(self, session_id: str, *, timeout: Optional[float] = None) -> pb.ReplayResponse:
-        """Re-fold a session from its log (operators)."""
+        """Re-fold a session from its log with no agent called and say
+        whether the result equals the live state (``equal``; operators)."""
         req = pb.ReplayRequest(session_id=session_id)
         return await self._call("replay", self._stub.Replay, req, timeout)  # type: ignore[no-any-return]
 
@@ -759,9 +904,17 @@ class Client:
         verbose: bool = False,
         from_seq: int = 1,
         timeout: Optional[float] = None,
-    ) -> AsyncIterator[pb.Envelope]:
-        """Every envelope of a root session and its descendants, each once,
-        until the root has ended (see :meth:`hubd.Client.follow_tree`)."""
+    ) -> AsyncGenerator[pb.Envelope, None]:
+        """Every envelope of a root session and its descendants (each
+        labelled with its session and depth in ``envelope.call``), each once
+        and in seq order per session, until the root has ended and
+        everything written with its end (the descendants it closed) has been
+        yielded. Not ``verbose``: only the root's own envelopes plus the
+        descendants' questions, answers, delegations and results. A watch
+        that breaks is resumed from the last seq seen per session. The
+        caller must be an operator or take part in the sessions it reads (a
+        descendant it may not read is left out). ``timeout`` bounds the whole
+        follow."""
         nxt: Dict[str, int] = {root_id: max(from_seq, 1)}
         attempt = 0
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -806,9 +959,9 @@ class Client:
         view: Optional[str] = VIEW_DEFAULT,
         window: int = 0,
         backoff: Tuple[float, float] = (0.1, 5.0),
-        observer: Optional[Callable[[pb.Delivery], None]] = None,
-        on_session_end: Optional[Callable[[pb.Envelope], None]] = None,
-        on_reconnect: Optional[Callable[[errors.HubError], None]] = None,
+        observer: Optional[Callable[[pb.Delivery], Union[None, Awaitable[None]]]] = None,
+        on_session_end: Optional[Callable[[pb.Envelope], Union[None, Awaitable[None]]]] = None,
+        on_reconnect: Optional[Callable[[errors.HubError], Union[None, Awaitable[None]]]] = None,
         stop: Optional[asyncio.Event] = None,
         handle_signals: bool = True,
     ) -> None:
@@ -816,9 +969,11 @@ class Client:
         asyncio. Each turn runs as a task (one at a time per session, sessions
         concurrently); a coroutine handler is awaited on the loop, a plain one
         runs in a worker thread. A turn whose session ends is cancelled.
-        ``observer`` and ``on_session_end`` are plain functions called on
-        the event loop as serve reads (without ``observer`` the stream is
-        terse). ``session_filter`` may be a coroutine function.
+        ``observer``, ``on_session_end`` and ``on_reconnect`` are called on
+        the event loop as serve reads (a coroutine function is awaited, and
+        nothing is read meanwhile; without ``observer`` the stream is
+        terse). ``invites`` and ``session_filter`` may be coroutine
+        functions.
 
         Args:
             stop: serve returns once this event is set (cancelling the task
@@ -832,9 +987,7 @@ class Client:
             hubd.HubError: an error reconnecting cannot cure
                 (:class:`hubd.Unauthenticated`, ...).
         """
-        await _AsyncServing(
-            self,
-            handler,
+        o = _serve.Options(
             invites=invites,
             session_filter=session_filter,
             view=view,
@@ -845,7 +998,27 @@ class Client:
             on_reconnect=on_reconnect,
             stop=stop,
             handle_signals=handle_signals,
-        ).run()
+        )
+        if not inspect.iscoroutinefunction(handler):
+            handler = _in_thread(handler)
+        await _serve.Serving(self, handler, self._turn, o).run()
+
+    def _turn(self, sid: str, trigger: pb.Envelope, view: Optional[pb.View], consume: Callable[[int], None]) -> Turn:
+        """A turn of serve: its delegation and question methods coroutines."""
+        return Turn(sid, trigger, view, self, _consume=consume)
+
+
+def _in_thread(handler: AsyncHandler) -> AsyncHandler:
+    """A plain handler as a coroutine function that runs it in a worker
+    thread (awaiting what it returns, when that is awaitable)."""
+
+    async def run(t: Turn) -> Reply:
+        reply = await asyncio.to_thread(handler, t)
+        if inspect.isawaitable(reply):
+            reply = await reply
+        return cast(Reply, reply)
+
+    return run
 
 
 async def connect(target: str = "127.0.0.1:7420", **kwargs: Any) -> Client:
@@ -857,395 +1030,3 @@ async def connect(target: str = "127.0.0.1:7420", **kwargs: Any) -> Client:
     except BaseException:
         await c.close()
         raise
-
-
-@dataclass
-class _Worker:
-    last: int = 0
-    pending: Optional[pb.Delivery] = None
-    task: Optional["asyncio.Task[None]"] = None
-    ended: bool = False
-    turn: Optional[Turn] = None
-
-
-class _AsyncServing:
-    """One run of aio.Client.serve (the same loop as hubd._serve, with
-    tasks)."""
-
-    def __init__(
-        self,
-        client: Client,
-        handler: AsyncHandler,
-        *,
-        invites: Optional[AsyncInviteFunc],
-        session_filter: Optional[AsyncSessionFilter],
-        view: Optional[str],
-        window: int,
-        backoff: Tuple[float, float],
-        observer: Optional[Callable[[pb.Delivery], None]],
-        on_session_end: Optional[Callable[[pb.Envelope], None]],
-        on_reconnect: Optional[Callable[[errors.HubError], None]],
-        stop: Optional[asyncio.Event],
-        handle_signals: bool,
-    ) -> None:
-        if handler is None:
-            raise ValueError("hubd: serve needs a handler")
-        self.c = client
-        self.h = handler
-        self.invites = invites
-        self.session_filter = session_filter
-        self.verdicts: Dict[str, "asyncio.Future[bool]"] = {}  # the session filter's answers
-        self.view = view
-        self.window = window
-        self.base, self.cap = backoff
-        self.observe = observer
-        self.on_session_end = on_session_end
-        self.on_reconnect = on_reconnect
-        self.user_stop = stop
-        self.handle_signals = handle_signals
-        self.log = client.log
-        self.halt = asyncio.Event()
-        self.cursors: Dict[str, int] = {}
-        self.sessions: Dict[str, _Worker] = {}
-        self.tasks: Set["asyncio.Task[Any]"] = set()
-        self.stream: Optional[AioAgentStream] = None  # the agent stream being read, if any
-
-    async def run(self) -> None:
-        loop = asyncio.get_running_loop()
-        installed: List[signal.Signals] = []
-        if self.handle_signals:
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                try:
-                    loop.add_signal_handler(signum, self.halt.set)
-                    installed.append(signum)
-                except (NotImplementedError, RuntimeError, ValueError):
-                    pass
-        waiters = [asyncio.ensure_future(self.halt.wait())]
-        if self.user_stop is not None:
-            waiters.append(asyncio.ensure_future(self.user_stop.wait()))
-        reader = asyncio.ensure_future(self._loop())
-        try:
-            await asyncio.wait([reader, *waiters], return_when=asyncio.FIRST_COMPLETED)
-            if reader.done():
-                reader.result()  # raises what ended it
-        finally:
-            self.halt.set()
-            for waiter in waiters:
-                waiter.cancel()
-            if not reader.done():
-                reader.cancel()
-            for signum in installed:
-                loop.remove_signal_handler(signum)
-            for w in self.sessions.values():
-                if w.turn is not None:
-                    w.turn.cancelled.set()
-                if w.task is not None:
-                    w.task.cancel()
-            pending = [t for t in (reader, *self.tasks) if not t.done()]
-            if pending:
-                await asyncio.gather(*pending, return_exceptions=True)
-
-    def _spawn(self, coro: Awaitable[Any]) -> "asyncio.Task[Any]":
-        t = asyncio.ensure_future(coro)
-        self.tasks.add(t)
-        t.add_done_callback(self.tasks.discard)
-        return t
-
-    async def _sleep(self, seconds: float) -> bool:
-        """Sleep, or return True early when halted."""
-        try:
-            await asyncio.wait_for(self.halt.wait(), seconds)
-            return True
-        except asyncio.TimeoutError:
-            return False
-
-    async def _loop(self) -> None:
-        attempt = 0
-        while not self.halt.is_set():
-            got, err = await self._subscription()
-            if self.halt.is_set():
-                return
-            if err is not None and not err.retryable:
-                raise err
-            if got:
-                attempt = 0
-            attempt += 1
-            if err is None:
-                err = errors.Unavailable("the stream ended", reason="", op="subscribe")
-            if self.on_reconnect is not None:
-                self.on_reconnect(err)
-            self.log.info("hubd: serve: stream ended: %s; resubscribing (attempt %d)", err, attempt)
-            if await self._sleep(_common.backoff_delay(attempt, self.base, self.cap)):
-                return
-
-    def _request(self) -> pb.SubscribeRequest:
-        """The subscription from the cursors, asking each turn notice to
-        carry the turn's view (no GetView call before the handler), and
-        only what serve acts on (terse) unless an observer wants
-        everything."""
-        return _common.subscribe_request(self.cursors, False, self.observe is None, self.view, self.window)
-
-    async def _agent_stream(self) -> Optional[Tuple[bool, Optional[errors.HubError]]]:
-        """Serve one agent stream until it breaks (see hubd._serve);
-        None when the hub has no agent stream."""
-        got = False
-
-        def on_delivery(d: pb.Delivery) -> None:
-            nonlocal got
-            got = True
-            self._deliver(d)
-
-        # The stream itself tells the pending turns, each with its view.
-        st = AioAgentStream(self.c.raw, self.c.metadata, self.log, on_delivery=on_delivery, wait_for_ready=True)
-        try:
-            try:
-                await st.start(self._request(), None)
-            except _stream.NoStream:
-                self.c._no_stream("serve subscribes instead")
-                return None
-            except errors.HubError as e:
-                return False, e
-            self.stream = st
-            await st.done.wait()
-        finally:
-            self.stream = None
-            st.close()
-        if st.fatal is not None:
-            raise st.fatal
-        return got, st.error
-
-    async def _post(self, sid: str, msg: pb.Envelope) -> None:
-        """Post a reply: over serve's stream while it has one, else as the
-        client sends."""
-        st = self.stream
-        if st is not None and not st.done.is_set() and _stream.fits(msg):
-            await st.send(sid, msg, None)
-            return
-        await self.c._send(sid, msg, 1, None)
-
-    async def _subscription(self) -> Tuple[bool, Optional[errors.HubError]]:
-        if not self.c._unary:
-            res = await self._agent_stream()
-            if res is not None:
-                return res
-        await self.c.channel.channel_ready()
-        # With peers, the client's stub merges every node's stream.
-        call = self.c._stub.Subscribe(self._request(), metadata=self.c.metadata, wait_for_ready=True)
-        got = False
-        try:
-            try:
-                # In a cluster each node's stream tells its pending turns (a
-                # node answers PendingTurns for the sessions it serves only).
-                turns = [] if self.c._peers is not None else await self.c.pending_turns()
-            except errors.HubError as e:
-                self.log.info("hubd: serve: pending turns: %s", e)
-                turns = []
-            for d in turns:
-                self._dispatch(d)
-            async for d in call:
-                got = True
-                self._deliver(d)
-            return got, None
-        except grpc.RpcError as e:
-            return got, errors.from_rpc_error("subscribe", e)
-        finally:
-            call.cancel()
-
-    def _deliver(self, d: pb.Delivery) -> None:
-        """Act on one delivery (see hubd._serve): a hook that raises is
-        logged, and the delivery acted on as if it had returned."""
-        e = d.envelope
-        if self.observe is not None:
-            _common.hook(self.log, "observer", e, self.observe, d)
-        sid = e.session_id
-        if e.seq > self.cursors.get(sid, 0):
-            self.cursors[sid] = e.seq
-        if ends(e):
-            if self.on_session_end is not None:
-                _common.hook(self.log, "on_session_end", e, self.on_session_end, e)
-            self.cursors.pop(sid, None)
-            self._end(sid)
-            return
-        if e.type == EVENT_INVITE:
-            invitees = list(e.invite.invitees)
-            if not self.c.name or self.c.name in invitees:
-                self._spawn(self._answer_invite(Invite(sid, invitees, e)))
-        if d.your_turn:
-            self._dispatch(d)
-
-    async def _answer_invite(self, inv: Invite) -> None:
-        if not await self._serves(inv.session_id):
-            return  # another client's to answer
-        decision: Optional[str] = None
-        if self.invites is not None:
-            try:
-                r = self.invites(inv)
-                if inspect.isawaitable(r):
-                    r = await r
-                decision = _common.invite_decision(r)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                self.log.warning("hubd: serve: deciding the invite to %s: %r", inv.session_id, exc)
-                decision = str(exc) or type(exc).__name__
-        sid = inv.session_id
-        try:
-            if decision is None:
-                await self._retry(lambda: self.c.ack_invite(sid))
-            else:
-                reason = decision
-                await self._retry(lambda: self.c.reject_invite(sid, reason))
-        except (errors.BadLifecycleTransition, errors.SessionClosed):
-            pass
-        except errors.HubError as e:
-            if not self.halt.is_set():
-                self.log.warning("hubd: serve: answering the invite to %s: %s", sid, e)
-
-    def _dispatch(self, d: pb.Delivery) -> None:
-        sid, seq = d.envelope.session_id, d.envelope.seq
-        if self.halt.is_set():
-            return
-        w = self.sessions.setdefault(sid, _Worker())
-        if w.ended or seq <= w.last:
-            return
-        w.last, w.pending = seq, d
-        if w.task is None:
-            w.task = self._spawn(self._work(sid, w))
-
-    def _consume(self, sid: str, seq: int) -> None:
-        """A handler waiting in session sid took the turn begun at seq
-        itself: that turn does not start the handler again."""
-        w = self.sessions.get(sid)
-        if w is None:
-            return
-        w.last = max(w.last, seq)
-        if w.pending is not None and w.pending.envelope.seq <= w.last:
-            w.pending = None
-
-    def _end(self, sid: str) -> None:
-        self.verdicts.pop(sid, None)
-        w = self.sessions.get(sid)
-        if w is None:
-            return
-        w.ended, w.pending = True, None
-        if w.turn is not None:
-            w.turn.cancelled.set()
-        if w.task is not None:
-            w.task.cancel()
-        else:
-            del self.sessions[sid]
-
-    async def _work(self, sid: str, w: _Worker) -> None:
-        try:
-            while w.pending is not None and not self.halt.is_set():
-                d, w.pending = w.pending, None
-                view = d.view if d.HasField("view") else None  # the notice carried it
-                t = Turn(sid, d.envelope, view, self.c, _consume=lambda seq: self._consume(sid, seq))
-                w.turn = t
-                try:
-                    await self._turn(t)
-                except asyncio.CancelledError:
-                    raise
-                except Exception:
-                    self.log.exception("hubd: serve: turn in session %s", sid)
-        finally:
-            w.task, w.turn = None, None
-            if w.ended:
-                self.sessions.pop(sid, None)
-
-    async def _turn(self, t: Turn) -> None:
-        """Run the handler on one turn and post its reply, in the trace of
-        the envelope that began the turn (see hubd._serve)."""
-        with _trace.continuing(t.trigger.traceparent):
-            await self._run_turn(t)
-
-    async def _serves(self, sid: str) -> bool:
-        """Whether serve serves session sid: always without a session
-        filter; with one, as it answers, asked once per session (another
-        task asking meanwhile awaits the answer)."""
-        keep = self.session_filter
-        if keep is None:
-            return True
-        v = self.verdicts.get(sid)
-        if v is not None:
-            return await asyncio.shield(v)
-        v = self.verdicts[sid] = asyncio.get_running_loop().create_future()
-        verdict = False
-        try:
-            s = await self._retry(lambda: self.c.get_session(sid))
-            r = keep(s)
-            verdict = bool(await r if inspect.isawaitable(r) else r)
-        except asyncio.CancelledError:
-            if self.verdicts.get(sid) is v:
-                del self.verdicts[sid]  # undecided: ask again next time
-            raise
-        except errors.HubError as err:
-            if not self.halt.is_set():
-                self.log.warning("hubd: serve: session %s not served: reading it for the session filter: %s", sid, err)
-        except Exception as exc:  # the filter failed: not served
-            self.log.warning("hubd: serve: session %s not served: the session filter raised %r", sid, exc)
-        finally:
-            if not v.done():
-                v.set_result(verdict)
-        return verdict
-
-    async def _run_turn(self, t: Turn) -> None:
-        e, sid = t.trigger, t.session_id
-        if not await self._serves(sid):
-            return
-        if self.view is not None and t.view is None:
-            name = self.view
-            try:
-                t.view = await self._retry(lambda: self.c.view(sid, name, self.window))
-            except errors.HubError as err:
-                self._stale(e, "view", err)
-                return
-        try:
-            if inspect.iscoroutinefunction(self.h):
-                reply = await self.h(t)
-            else:
-                reply = await asyncio.to_thread(self.h, t)
-                if inspect.isawaitable(reply):
-                    reply = await reply
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            self.log.warning(
-                "hubd: serve: handler for session %s (turn begun by seq %d): %r", sid, e.seq, exc, exc_info=True
-            )
-            return
-        try:
-            env = _common.reply_envelope(reply)
-        except (TypeError, ValueError) as exc:
-            self.log.warning("hubd: serve: reply in session %s: %s", sid, exc)
-            return
-        if env is None:
-            return
-        msg: pb.Envelope = env
-        msg.client_msg_id = turn_msg_id(sid, e.seq)
-        msg.causation_id = e.id
-        msg.traceparent = _trace.current()[0]  # the turn's trace: the next agent continues from it
-        try:
-            await self._retry(lambda: self._post(sid, msg))
-        except errors.HubError as err:
-            self._stale(e, "reply", err)
-
-    def _stale(self, e: pb.Envelope, step: str, err: errors.HubError) -> None:
-        if isinstance(err, errors.Canceled) or self.halt.is_set():
-            return
-        if isinstance(err, _common.STALE):
-            self.log.info(
-                "hubd: serve: stale turn in session %s (begun by seq %d) ignored: %s", e.session_id, e.seq, err
-            )
-        else:
-            self.log.warning("hubd: serve: %s in session %s (turn begun by seq %d): %s", step, e.session_id, e.seq, err)
-
-    async def _retry(self, f: Callable[[], Awaitable[_T]]) -> _T:
-        attempt = 1
-        while True:
-            try:
-                return await f()
-            except errors.HubError as e:
-                if not e.retryable or await self._sleep(_common.backoff_delay(attempt, self.base, self.cap)):
-                    raise
-            attempt += 1

@@ -1,60 +1,31 @@
-"""The sync client: :class:`Client` connects to a hub as one agent."""
+"""The sync client: :class:`Client` connects to a hub as one agent.
+
+It is a thin layer over the asyncio client (:mod:`hubd.aio`), the SDK's
+one core: each client runs that core on an event loop in a thread of its
+own, and each call here is the core's coroutine run there, so the two
+clients behave alike (hubd._sync).
+"""
 
 from __future__ import annotations
 
-import logging
+import functools
 import threading
-import time
-from typing import (
-    Any,
-    Callable,
-    Dict,
-    Generator,
-    Iterable,
-    Iterator,
-    List,
-    Mapping,
-    Optional,
-    Sequence,
-    Tuple,
-    TypeVar,
-    Union,
-)
+from typing import TYPE_CHECKING, Any, Callable, Generator, Iterator, Optional, Tuple
 
 import grpc
 
-from . import _calls, _cluster, _common, _stream, _trace, errors
-from ._calls import Task
-from ._model import (
-    MODE_BACKGROUND,
-    MODE_BLOCKING,
-    TYPE_WORKFLOW,
-    VIEW_DEFAULT,
-    TLS,
-    Ack,
-    Handler,
-    InviteFunc,
-    Packet,
-    Seconds,
-    Session,
-    SessionPage,
-    ends,
-    invited,
-    new_msg_id,
-    open_request,
-)
+from . import _common, _sync, aio, errors
+from ._model import VIEW_DEFAULT, Handler, InviteFunc, Session
 from ._pb import hub_pb2 as pb
 from ._pb import hub_service_pb2_grpc as pb_grpc
-from ._serve import Serving
-from .graph import Graph
+from ._sync import Task, blocking, blocking_as
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Concatenate, ParamSpec
+
+    P = ParamSpec("P")
 
 __all__ = ["Client", "Stream", "connect"]
-
-_T = TypeVar("_T")
-
-# The standard gRPC health check, which the hub serves without
-# authentication: connecting waits until it answers.
-_HEALTH_CHECK = "/grpc.health.v1.Health/Check"
 
 
 class Stream(Iterator[pb.Delivery]):
@@ -63,6 +34,8 @@ class Stream(Iterator[pb.Delivery]):
     cleanly or when you :meth:`close` it, and raises a :class:`HubError` when
     it is cut off (:class:`SlowSubscriber`, :class:`Unavailable`:
     resubscribe from your cursors). Use it as a context manager to close it.
+    ``call`` is what it reads: a gRPC streaming call (``raw``'s), or the
+    client's own.
     """
 
     def __init__(self, op: str, call: Any) -> None:
@@ -98,172 +71,131 @@ class Stream(Iterator[pb.Delivery]):
         self.close()
 
 
-class Client:
-    """A connection to a hub as one agent. Safe for use from several
-    threads. Close it when done (or use it as a context manager).
+class _Deliveries(Iterator[pb.Delivery]):
+    """A core stream (hubd.aio.Stream) read one blocking step at a time."""
 
-    Args:
-        target: the hub's ``host:port`` (or any gRPC target).
-        name: the agent's name. Without a token it is sent as the
-            ``x-hubd-agent`` metadata (the hub's development mode, loopback
-            only). With a token the hub knows the agent from the token; the
-            name may then be left empty, or must be the token's agent (serve
-            uses it to recognise its invites).
-        token: sent as ``authorization: Bearer <token>`` on every call.
-        tls: secures the connection (:class:`hubd.TLS`); ``None`` means
-            plaintext, which carries a token only to a loopback address
-            unless ``insecure`` is set. With a client certificate (mTLS) the
-            hub names the agent by the certificate's common name.
-        insecure: allow a token over plaintext to a non-loopback target.
-        send_attempts: how many times a send is tried while the hub is
-            unavailable, always with the same client message id so a retry
-            never duplicates; 1 disables retries.
-        retry_budget: seconds a send keeps being retried while the hub is
-            unavailable, from its first try; each retry waits for the
-            connection to be ready (gRPC's wait_for_ready) within it, so a
-            send made during a hub restart goes through once it is back.
-        connect_timeout: wait this many seconds for the connection and raise
-            :class:`hubd.Unavailable` if it is not up (a wrong address fails
-            here, not at the first call); ``None`` connects lazily.
-        channel_options: gRPC channel options, after the SDK's own.
-        logger: receives the client's diagnostics (reconnects, stale turns,
-            ignored errors); default the ``"hubd"`` logger.
-        peers: the other nodes of a hubd cluster (``host:port`` each,
-            docs/SCALING.md). With them the client follows ``NOT_OWNER``
-            without its caller noticing: a call goes again, unchanged (the
-            same client message id), to the session's owner; ``subscribe``
-            and ``serve`` merge a stream from every node and reopen a node's
-            stream from the client's cursors when it ends (no gap, no
-            duplicate); ``watch``, ``follow`` and ``follow_tree`` follow
-            their session to its owner. Empty: one hub, nothing followed.
-        follow_for: seconds a call keeps following ``NOT_OWNER``, a node
-            that is down or draining, or a partition with no owner yet,
-            before it raises the last error (:class:`hubd.NotOwner`,
-            :class:`hubd.Unavailable`).
-        transport: how the client sends. ``"stream"`` (the default): one
-            agent stream per client carries its sends and opens and their
-            acknowledgements, and :meth:`serve` reads its deliveries from
-            (and posts its replies on) a stream of its own; a refused send
-            or open raises exactly what a ``Send`` or ``Open`` call would.
-            ``"unary"``: a ``Send`` call per envelope, an ``Open`` call per
-            open and a ``Subscribe`` stream for :meth:`serve`. With
-            ``peers``, for an envelope or open request over 1 MiB, and
-            against a hub without the agent stream (UNIMPLEMENTED), the
-            client sends unary whatever this says; it opens with an
-            ``Open`` call against a hub that does not take opens on the
-            stream.
+    def __init__(self, loop: _sync.Loop, stream: aio.Stream, op: str) -> None:
+        self._loop = loop
+        self._stream = stream
+        self._op = op
+
+    def __next__(self) -> pb.Delivery:
+        d = self._loop.run(self._stream.recv(), op=self._op)
+        if d is None:
+            raise StopIteration
+        return d
+
+    def cancel(self) -> None:
+        self._loop.call_soon(self._stream.close)
+
+    def __del__(self) -> None:  # an abandoned stream's call ends on its loop
+        self.cancel()
+
+
+def streaming(f: "Callable[Concatenate[Any, P], aio.Stream]", op: str) -> "Callable[Concatenate[Any, P], Stream]":
+    """The sync client's method over a core's stream-opening method f: the
+    same arguments and documentation, a :class:`Stream` read one blocking
+    step at a time."""
+
+    @functools.wraps(f)
+    def call(self: Any, /, *args: "P.args", **kwargs: "P.kwargs") -> Stream:
+        async def open() -> aio.Stream:  # on the loop: its call belongs to it
+            return f(self._core, *args, **kwargs)
+
+        loop: _sync.Loop = self._loop
+        return Stream(op, _Deliveries(loop, loop.run(open()), op))
+
+    return call
+
+
+class Client:
+    """A connection to a hub as one agent, with blocking calls. Safe for
+    use from several threads. Close it when done (or use it as a context
+    manager).
+
+    The arguments, and every call, are those of :class:`hubd.aio.Client`
+    (described there): this client runs that one on an event loop in a
+    thread of its own, and connects in its constructor (within
+    ``connect_timeout`` seconds; ``None`` connects lazily). What serve is
+    given as functions runs in threads, never on that loop, so a handler
+    may call the client.
 
     Raises:
-        ValueError: the settings cannot work (no name, token or client
-            certificate; a token over plaintext to a remote host; an
-            unknown transport).
-        hubd.Unavailable: no connection within ``connect_timeout``.
+        ValueError, hubd.Unavailable: as :class:`hubd.aio.Client` and its
+            :meth:`~hubd.aio.Client.connect`.
     """
 
-    def __init__(
-        self,
-        target: str = "127.0.0.1:7420",
-        *,
-        name: str = "",
-        token: str = "",
-        tls: Optional[TLS] = None,
-        insecure: bool = False,
-        send_attempts: int = 3,
-        retry_budget: float = 10.0,
-        connect_timeout: Optional[float] = 10.0,
-        channel_options: Sequence[Tuple[str, Any]] = (),
-        logger: Optional[logging.Logger] = None,
-        peers: Sequence[str] = (),
-        follow_for: float = 30.0,
-        transport: str = _stream.TRANSPORT_STREAM,
-    ) -> None:
-        _common.check(target, name, token, tls, insecure)
-        _stream.check_transport(transport)
-        for p in peers:
-            _common.check(p, name, token, tls, insecure)
-        options = _common.channel_options(tls, channel_options)
+    @_sync.arguments_of(aio.Client.__init__)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._loop = _sync.Loop()
+        self._sync_channel: Optional[grpc.Channel] = None
+        self._channel_lock = threading.Lock()
 
-        def dial(addr: str) -> grpc.Channel:
-            if tls is not None:
-                return grpc.secure_channel(addr, _common.credentials(tls), options=options)
-            return grpc.insecure_channel(addr, options=options)
+        async def core() -> aio.Client:
+            return aio.Client(*args, **kwargs)
 
-        self._channel = dial(target)
-        self._target = target
-        self._name = name
-        self._md = _common.metadata(name, token)
-        self._raw = pb_grpc.HubStub(self._channel)  # type: ignore[no-untyped-call]
-        self.log = logger or _common.LOG
-        self._stub: Any = self._raw
-        self._peers: Optional[_cluster.Peers] = None
-        self._peer_channels: List[grpc.Channel] = []
-        if peers:
-
-            def new_stub(addr: str) -> Any:
-                ch = dial(addr)
-                self._peer_channels.append(ch)
-                return _cluster.new_stub(ch)
-
-            self._peers = _cluster.Peers(target, list(peers), self._raw, new_stub, follow_for, self.log)
-            self._stub = _cluster.FollowingStub(self._peers)
-        self._attempts = max(1, send_attempts)
-        self._budget = retry_budget
-        # No agent stream: asked for, a cluster (its calls are followed
-        # node to node, a stream is to one node), or a hub without it.
-        self._unary = transport == _stream.TRANSPORT_UNARY or bool(peers)
-        self._stream_lock = threading.Lock()
-        self._stream: Optional[_stream.AgentStream] = None
-        if connect_timeout is not None:
+        try:
+            self._core = self._loop.run(core())
+        except BaseException:
+            self._loop.close(_nothing())
+            raise
+        self.log = self._core.log
+        if self._core._connect_timeout is not None:
             try:
-                self._probe(connect_timeout)
+                self._loop.run(self._core.connect())
             except BaseException:
-                self._channel.close()
+                self.close()
                 raise
 
     @property
     def name(self) -> str:
         """The agent's name as given (empty when a token alone names the
         agent)."""
-        return self._name
+        return self._core.name
 
     @property
     def target(self) -> str:
         """The hub's address as given."""
-        return self._target
+        return self._core.target
 
     @property
     def raw(self) -> pb_grpc.HubStub:
-        """The generated gRPC stub on the same channel, for calls the SDK
-        does not wrap; pass :attr:`metadata` with each call. It does not
-        follow ``NOT_OWNER`` (the client's own calls do, with ``peers``)."""
-        return self._raw
+        """The generated gRPC stub (blocking calls) on a channel of the
+        client's own settings, dialled on first use, for calls the SDK does
+        not wrap; pass :attr:`metadata` with each call. It does not follow
+        ``NOT_OWNER`` (the client's own calls do, with ``peers``)."""
+        return pb_grpc.HubStub(self.channel)  # type: ignore[no-untyped-call]
 
     @property
     def metadata(self) -> Tuple[Tuple[str, str], ...]:
         """The call metadata that names the agent."""
-        return self._md
+        return self._core.metadata
 
     @property
     def channel(self) -> grpc.Channel:
-        """The gRPC channel."""
-        return self._channel
+        """A gRPC channel (blocking calls) to the hub with the client's
+        settings, dialled on first use and closed with the client."""
+        with self._channel_lock:
+            if self._sync_channel is None:
+                c = self._core
+                if c._tls is not None:
+                    creds = _common.credentials(c._tls)
+                    self._sync_channel = grpc.secure_channel(c.target, creds, options=c._options)
+                else:
+                    self._sync_channel = grpc.insecure_channel(c.target, options=c._options)
+            return self._sync_channel
 
     @property
     def transport(self) -> str:
         """How the client sends now: ``"stream"``, or ``"unary"`` (asked
         for, with ``peers``, or against a hub without the agent stream)."""
-        with self._stream_lock:
-            return _stream.TRANSPORT_UNARY if self._unary else _stream.TRANSPORT_STREAM
+        return self._core.transport
 
     def close(self) -> None:
         """Close the connection; streams and calls in flight fail."""
-        with self._stream_lock:
-            st, self._stream = self._stream, None
-        if st is not None:
-            st.close()
-        self._channel.close()
-        for ch in self._peer_channels:
-            ch.close()
+        self._loop.close(self._core.close())
+        if self._sync_channel is not None:
+            self._sync_channel.close()
 
     def __enter__(self) -> "Client":
         return self
@@ -272,433 +204,37 @@ class Client:
         self.close()
 
     def __repr__(self) -> str:
-        return f"hubd.Client({self._target!r}, name={self._name!r})"
+        return f"hubd.Client({self.target!r}, name={self.name!r})"
 
-    # Calls.
+    # The calls: those of hubd.aio.Client, run on the client's loop.
 
-    def _call(
-        self,
-        op: str,
-        method: Callable[..., _T],
-        req: Any,
-        timeout: Optional[float] = None,
-        wait_for_ready: bool = False,
-        trace: Optional[_trace.TraceContext] = None,
-    ) -> _T:
-        """Make a unary call with the agent's metadata and the trace
-        context (the caller's unless given)."""
-        md = _trace.metadata(self._md, trace)
-        try:
-            return method(req, metadata=md, timeout=timeout, wait_for_ready=wait_for_ready)
-        except grpc.RpcError as e:
-            raise errors.from_rpc_error(op, e) from e
-
-    def _probe(self, timeout: float) -> None:
-        """Wait until the hub answers a health check (which needs no
-        credentials), at most timeout seconds."""
-        check = self._channel.unary_unary(_HEALTH_CHECK)
-        try:
-            check(b"", timeout=timeout, wait_for_ready=True)  # an empty HealthCheckRequest
-        except grpc.RpcError as e:
-            code = e.code()  # type: ignore[attr-defined]
-            if code in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE):
-                raise errors.Unavailable(
-                    f"no connection to {self._target} within {timeout:g}s", reason="", op="connect"
-                ) from None
-            # Any other answer (no health service, ...) comes from a server.
-
-    def _no_stream(self, why: str) -> None:
-        """The hub has no agent stream: send unary from now on."""
-        with self._stream_lock:
-            if self._unary:
-                return
-            self._unary = True
-        self.log.info("hubd: the hub at %s has no agent stream: %s", self._target, why)
-
-    def _main_stream(self, timeout: Optional[float], wait: bool) -> Optional[_stream.AgentStream]:
-        """The client's agent stream for its sends and opens, opened if
-        needed (its opening bounded by timeout); None when the client sends
-        unary."""
-        with self._stream_lock:
-            if self._unary:
-                return None
-            st = self._stream
-            if st is not None and not st.done.is_set():
-                return st
-            st = _stream.AgentStream(self._raw, self._md, self.log, wait_for_ready=wait)
-            try:
-                st.wait_ready(timeout)
-            except _stream.NoStream:
-                self._unary = True
-                self.log.info("hubd: the hub at %s has no agent stream: sending with unary calls", self._target)
-                return None
-            self._stream = st
-            return st
-
-    def _send_once(self, session_id: str, env: pb.Envelope, timeout: Optional[float], wait: bool) -> Ack:
-        """Send env once: over the client's stream, or with a Send call."""
-        if _stream.fits(env):
-            try:
-                st = self._main_stream(timeout, wait)
-            except errors.HubError as e:
-                e.op = "send"  # the send failed, opening its stream
-                raise
-            if st is not None:
-                return st.send(session_id, env, timeout)
-        req = pb.SendRequest(session_id=session_id, envelope=env)
-        return Ack.from_proto(self._call(
-                "send", self._stub.Send, req, timeout, wait_for_ready=wait, trace=_trace.of_envelope(env.traceparent)
-            ), env.client_msg_id)
-
-    def _send(
-        self,
-        session_id: str,
-        env: pb.Envelope,
-        attempts: int,
-        timeout: Optional[float],
-        halt: Optional[threading.Event] = None,
-    ) -> Ack:
-        deadline = time.monotonic() + max(self._budget, 0.0)
-        attempt, wait, last = 1, False, None
-        while True:
-            call_timeout = timeout
-            if wait:  # a retry waits for the connection, within the budget
-                left = deadline - time.monotonic()
-                call_timeout = left if timeout is None else min(timeout, left)
-            try:
-                return self._send_once(session_id, env, call_timeout, wait)
-            except errors.DeadlineExceeded:
-                if wait and last is not None and time.monotonic() >= deadline:
-                    raise last from None  # the budget ran out waiting for the hub
-                raise
-            except errors.Unavailable as e:
-                last = e
-                if attempt >= attempts or time.monotonic() >= deadline:
-                    raise
-                self.log.info("hubd: send to %s: %s; retrying (%d/%d)", session_id, e, attempt, attempts)
-                delay = _common.backoff_delay(attempt, 0.05, 1.0)
-                if halt is not None:
-                    if halt.wait(delay):
-                        raise
-                else:
-                    time.sleep(delay)
-                attempt, wait = attempt + 1, True
-
-    # Sessions.
-
-    def open(
-        self,
-        session_type: str = TYPE_WORKFLOW,
-        *,
-        participants: Iterable[Union[str, pb.Participant]] = (),
-        graph: Optional[Union[Graph, Mapping[str, Any]]] = None,
-        knobs: Optional[Mapping[str, Any]] = None,
-        labels: Optional[Mapping[str, str]] = None,
-        ttl: Optional[Seconds] = None,
-        invite_timeout: Optional[Seconds] = None,
-        expectations: Optional[Sequence[pb.Expectation]] = None,
-        parent: str = "",
-        idempotency_key: str = "",
-        task: str = "",
-        delegates: Sequence[str] = (),
-        budget: Optional[pb.Budget] = None,
-        thread_key: str = "",
-        timeout: Optional[float] = None,
-    ) -> Session:
-        """Create a session; the caller is its creator and first participant.
-
-        It is logged with its invite and opens once every participant not
-        auto-accepted has acknowledged (at once when none must); the first
-        speaker is then told it is its turn. The arguments are those of
-        :func:`hubd.open_request` (participants given by name are invited:
-        they must acknowledge; use :func:`hubd.auto_accepted` for those who
-        need not).
-
-        With ``transport="stream"`` it goes over the client's agent
-        stream, as its sends do, when the hub takes opens there (an
-        ``Open`` call otherwise, and for a request over 1 MiB); a refusal
-        raises what the call would. An open is not retried: when it fails
-        with :class:`hubd.Unavailable` its outcome is unknown, and opening
-        again with the same ``idempotency_key`` returns the session it
-        made, if any (``existing``).
-        """
-        req = open_request(
-            session_type,
-            participants=participants,
-            graph=graph,
-            knobs=knobs,
-            labels=labels,
-            ttl=ttl,
-            invite_timeout=invite_timeout,
-            expectations=expectations,
-            parent=parent,
-            idempotency_key=idempotency_key,
-            task=task,
-            delegates=delegates,
-            budget=budget,
-            thread_key=thread_key,
-        )
-        return self._open(req, timeout)
-
-    def _open(self, req: pb.OpenRequest, timeout: Optional[float]) -> Session:
-        """Open once: over the client's stream when the hub takes opens
-        there, else (or when the stream would not open: the call then says
-        why) with an Open call."""
-        if _stream.fits(req):
-            try:
-                st = self._main_stream(timeout, False)
-            except errors.HubError:
-                st = None
-            if st is not None and st.opens:
-                try:
-                    return st.open(req, timeout)
-                except errors.NotOwner:
-                    # In a cluster, another node serves the session's partition (a
-                    # child's parent's): the stream is to one node, while an Open call
-                    # is forwarded to the owner. The refusal wrote nothing.
-                    pass
-        resp = self._call("open", self._stub.Open, req, timeout)
-        return Session(resp.session, resp.existing)
-
-    def open_workflow(self, graph: Graph, *participants: str, timeout: Optional[float] = None) -> Session:
-        """Open a workflow session following ``graph`` with the caller as
-        creator and the named participants invited, in that order; each must
-        acknowledge (an agent running :meth:`serve` does so by default)."""
-        return self.open(TYPE_WORKFLOW, graph=graph, participants=invited(*participants), timeout=timeout)
-
-    def get_session(self, session_id: str, *, timeout: Optional[float] = None) -> Session:
-        """A session's metadata and current state. Only its participants (or
-        an operator) may read it."""
-        return Session(
-            self._call("get session", self._stub.GetSession, pb.GetSessionRequest(session_id=session_id), timeout)
-        )
-
-    def list_sessions(
-        self,
-        *,
-        state: str = "",
-        creator: str = "",
-        participant: str = "",
-        labels: Optional[Mapping[str, str]] = None,
-        page_token: str = "",
-        page_size: int = 0,
-        timeout: Optional[float] = None,
-    ) -> SessionPage:
-        """One page of the sessions the caller takes part in (all, for an
-        operator), oldest first, with only their metadata, state, seq and
-        close reason filled in. Empty filters match everything; ``page_size``
-        0 is the hub's default (100, at most 1000)."""
-        req = _common.list_request(state, creator, participant, labels, page_token, page_size)
-        resp = self._call("list sessions", self._stub.ListSessions, req, timeout)
-        return SessionPage([Session(s) for s in resp.sessions], resp.next_page_token)
-
-    def ack_invite(self, session_id: str, *, timeout: Optional[float] = None) -> Ack:
-        """Accept the caller's invite to a session; the last ack opens it."""
-        resp = self._call("ack invite", self._stub.AckInvite, pb.InviteRequest(session_id=session_id), timeout)
-        return Ack.from_proto(resp)
-
-    def reject_invite(self, session_id: str, reason: str = "", *, timeout: Optional[float] = None) -> Ack:
-        """Decline the caller's invite; the session closes with
-        ``invite_rejected``. ``reason`` (``""``: the hub's ``declined``) is
-        logged."""
-        req = pb.InviteRequest(session_id=session_id, reason=reason)
-        return Ack.from_proto(self._call("reject invite", self._stub.RejectInvite, req, timeout))
-
-    def close_session(self, session_id: str, reason: str = "", *, timeout: Optional[float] = None) -> Ack:
-        """End a session with ``reason`` (``""`` is ``explicit_close``). Only
-        its creator (or an operator) may close it."""
-        req = pb.CloseRequest(session_id=session_id, reason=reason)
-        return Ack.from_proto(self._call("close session", self._stub.Close, req, timeout))
-
-    # Sends. Every send takes these keyword arguments:
-    #   client_msg_id: the idempotency key (generated when not given): a
-    #     send repeated with it is answered with the original's seq
-    #     (Ack.duplicate) and writes nothing;
-    #   causation_id: the envelope this one answers;
-    #   audience: deliver to these participants only (empty: log only);
-    #   traceparent: a W3C traceparent carried with the envelope;
-    #   timeout: seconds for each attempt.
-
-    def send_text(
-        self,
-        session_id: str,
-        text: str,
-        *,
-        client_msg_id: Optional[str] = None,
-        causation_id: Optional[str] = None,
-        audience: Optional[Sequence[str]] = None,
-        traceparent: Optional[str] = None,
-        timeout: Optional[float] = None,
-    ) -> Ack:
-        """Take a turn with plain text."""
-        env = _common.envelope(_common.text_envelope(text), client_msg_id, causation_id, audience, traceparent)
-        return self._send(session_id, env, self._attempts, timeout)
-
-    def send_packet(
-        self,
-        session_id: str,
-        packet: Packet,
-        *,
-        client_msg_id: Optional[str] = None,
-        causation_id: Optional[str] = None,
-        audience: Optional[Sequence[str]] = None,
-        traceparent: Optional[str] = None,
-        timeout: Optional[float] = None,
-    ) -> Ack:
-        """Take a turn with a packet: its body, its routing (handoff,
-        finish, escalate), its context updates (applied before routing) and
-        its usage."""
-        env = _common.envelope(_common.packet_envelope(packet), client_msg_id, causation_id, audience, traceparent)
-        return self._send(session_id, env, self._attempts, timeout)
-
-    def set_context(
-        self,
-        session_id: str,
-        values: Mapping[str, Any],
-        *,
-        client_msg_id: Optional[str] = None,
-        causation_id: Optional[str] = None,
-        audience: Optional[Sequence[str]] = None,
-        traceparent: Optional[str] = None,
-        timeout: Optional[float] = None,
-    ) -> Ack:
-        """Set session context variables (any JSON values). Any participant
-        may do so at any time; it is not a turn."""
-        return self.update_context(
-            session_id,
-            set=values,
-            client_msg_id=client_msg_id,
-            causation_id=causation_id,
-            audience=audience,
-            traceparent=traceparent,
-            timeout=timeout,
-        )
-
-    def update_context(
-        self,
-        session_id: str,
-        *,
-        set: Optional[Mapping[str, Any]] = None,
-        delete: Sequence[str] = (),
-        client_msg_id: Optional[str] = None,
-        causation_id: Optional[str] = None,
-        audience: Optional[Sequence[str]] = None,
-        traceparent: Optional[str] = None,
-        timeout: Optional[float] = None,
-    ) -> Ack:
-        """Delete, then set, session context variables; not a turn."""
-        env = _common.envelope(
-            _common.context_envelope(set, delete), client_msg_id, causation_id, audience, traceparent
-        )
-        return self._send(session_id, env, self._attempts, timeout)
-
-    def send_event(
-        self,
-        session_id: str,
-        event_type: str,
-        data: bytes = b"",
-        *,
-        client_msg_id: Optional[str] = None,
-        causation_id: Optional[str] = None,
-        audience: Optional[Sequence[str]] = None,
-        traceparent: Optional[str] = None,
-        timeout: Optional[float] = None,
-    ) -> Ack:
-        """Send a custom event: an application type with opaque data, logged
-        and delivered, never a turn."""
-        env = _common.envelope(
-            _common.event_envelope(event_type, data), client_msg_id, causation_id, audience, traceparent
-        )
-        return self._send(session_id, env, self._attempts, timeout)
-
-    def send(
-        self,
-        session_id: str,
-        envelope: pb.Envelope,
-        *,
-        client_msg_id: Optional[str] = None,
-        causation_id: Optional[str] = None,
-        audience: Optional[Sequence[str]] = None,
-        traceparent: Optional[str] = None,
-        timeout: Optional[float] = None,
-    ) -> Ack:
-        """Send any envelope (questions, answers, task progress, ...); the hub
-        sets its session, seq, id, sender and time. ``envelope`` is not
-        modified. A send the hub cannot take now (:class:`hubd.Unavailable`,
-        also a send in flight on an agent stream that broke) is retried up to ``send_attempts`` times within ``retry_budget``
-        seconds, each retry waiting for the connection to be ready, with the
-        same client message id, so it is written at most once."""
-        env = _common.envelope(_common.copy_envelope(envelope), client_msg_id, causation_id, audience, traceparent)
-        return self._send(session_id, env, self._attempts, timeout)
-
-    # Reads.
-
-    def read_log(
-        self, session_id: str, from_seq: int = 0, limit: int = 0, *, timeout: Optional[float] = None
-    ) -> List[pb.Envelope]:
-        """Up to ``limit`` envelopes (0: 1000) of a session's log from
-        ``from_seq`` (0 or 1: the start), those the caller may see, in seq
-        order. The hub answers in capped pages (at most 1000 envelopes,
-        about 2 MiB); this reads as many as ``limit`` takes, so fewer than
-        ``limit`` envelopes means the log ended."""
-        limit = limit if limit > 0 else 1000
-        out: List[pb.Envelope] = []
-        while True:
-            req = pb.ReadLogRequest(session_id=session_id, from_seq=from_seq, limit=min(limit - len(out), 1000))
-            resp = self._call("read log", self._stub.ReadLog, req, timeout)
-            out.extend(resp.envelopes)
-            if resp.next_seq == 0 or len(out) >= limit or resp.next_seq <= from_seq:
-                return out
-            from_seq = resp.next_seq
-
-    def pending_turns(self, *, timeout: Optional[float] = None) -> List[pb.Delivery]:
-        """For each open session where it is the caller's turn, the delivery
-        of the envelope that began the turn (``your_turn`` set)."""
-        return list(self._call("pending turns", self._stub.PendingTurns, pb.PendingTurnsRequest(), timeout).turns)
-
-    def view(
-        self, session_id: str, name: str = VIEW_DEFAULT, window: int = 0, *, timeout: Optional[float] = None
-    ) -> pb.View:
-        """The caller's view of a session: ``name`` is ``"default"`` (the
-        session type's), ``"full"``, ``"windowed"`` (the last ``window`` items,
-        default 10, older ones counted per speaker) or ``"last"``."""
-        req = pb.GetViewRequest(session_id=session_id, name=name, window=window)
-        view: pb.View = self._call("view", self._stub.GetView, req, timeout)
-        return view
+    open = blocking(aio.Client.open)
+    open_workflow = blocking(aio.Client.open_workflow)
+    get_session = blocking(aio.Client.get_session)
+    list_sessions = blocking(aio.Client.list_sessions)
+    ack_invite = blocking(aio.Client.ack_invite)
+    reject_invite = blocking(aio.Client.reject_invite)
+    close_session = blocking(aio.Client.close_session)
+    send_text = blocking(aio.Client.send_text)
+    send_packet = blocking(aio.Client.send_packet)
+    set_context = blocking(aio.Client.set_context)
+    update_context = blocking(aio.Client.update_context)
+    send_event = blocking(aio.Client.send_event)
+    send = blocking(aio.Client.send)
+    read_log = blocking(aio.Client.read_log)
+    pending_turns = blocking(aio.Client.pending_turns)
+    view = blocking(aio.Client.view)
+    delegate = blocking_as(aio.Client.delegate, lambda c, tasks: _sync.tasks_of(c, tasks))
+    task = blocking_as(aio.Client.task, lambda c, t: Task.of(c, t))
+    answer_question = blocking(aio.Client.answer_question)
+    list_questions = blocking(aio.Client.list_questions)
+    tree = blocking(aio.Client.tree)
+    replay = blocking(aio.Client.replay)
 
     # Streams.
 
-    def subscribe(
-        self,
-        cursors: Optional[Mapping[str, int]] = None,
-        *,
-        include_ended: bool = False,
-        terse: bool = False,
-        view: Optional[str] = None,
-        window: int = 0,
-        timeout: Optional[float] = None,
-    ) -> Stream:
-        """The caller's delivery stream: what it missed after its cursors
-        (the last seq processed per session id; sessions without one from
-        their start unless ended, or with ``include_ended``), then its pending
-        turns, then everything live. Per session, seqs arrive in order with no
-        gap and no duplicate. With ``terse`` it carries only what asks the
-        caller to act or ends its work: its turns, invites naming it,
-        questions and their withdrawals, and the ends of its sessions (a hub
-        older than the option delivers everything). With ``view`` (a view
-        name as :meth:`view` takes, ``window`` for ``"windowed"``) every
-        ``your_turn`` delivery carries the caller's view of its session as
-        the notice left the hub (``Delivery.view``), so answering a turn
-        needs no :meth:`view` call; without it none does."""
-        req = _common.subscribe_request(cursors, include_ended, terse, view, window)
-        return Stream("subscribe", self._stub.Subscribe(req, metadata=self._md, timeout=timeout))
-
-    def watch(self, session_id: str, from_seq: int = 0, *, timeout: Optional[float] = None) -> Stream:
-        """The envelopes of one session from ``from_seq`` (0 or 1: all), live,
-        for dashboards, transcripts and audits: for a participant every
-        envelope it may read, for an operator all of them."""
-        req = pb.WatchRequest(session_id=session_id, from_seq=from_seq)
-        return Stream("watch", self._stub.Watch(req, metadata=self._md, timeout=timeout))
+    subscribe = streaming(aio.Client.subscribe, "subscribe")
+    watch = streaming(aio.Client.watch, "watch")
 
     def follow(
         self,
@@ -721,228 +257,10 @@ class Client:
                     print(hubd.sender(e), hubd.text_of(e))
             print("closed:", hubd.close_reason(e))
         """
-        nxt = max(from_seq, 1)
-        attempt = 0
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            call = self._stub.Watch(
-                pb.WatchRequest(session_id=session_id, from_seq=nxt),
-                metadata=self._md,
-                wait_for_ready=True,
-                timeout=left,
-            )
-            unwatch = _cancel_on(stop, call)
-            try:
-                for d in call:
-                    e = d.envelope
-                    if e.seq < nxt:
-                        continue
-                    nxt = e.seq + 1
-                    attempt = 0
-                    yield e
-                    if ends(e):
-                        return
-                err: errors.HubError = errors.Unavailable("the watch ended", reason="", op="watch")
-            except grpc.RpcError as rpc_err:
-                if stop is not None and stop.is_set():
-                    raise errors.Canceled("the follow was stopped", op="watch") from None
-                err = errors.from_rpc_error("watch", rpc_err)
-                if not err.retryable:
-                    raise err from rpc_err
-            finally:
-                unwatch()
-                call.cancel()
-            attempt += 1
-            self.log.info("hubd: follow %s: %s; watching again from seq %d", session_id, err, nxt)
-            delay = _common.backoff_delay(attempt, 0.05, 2.0)
-            if stop is not None:
-                if stop.wait(delay):
-                    raise errors.Canceled("the follow was stopped", op="watch")
-            else:
-                time.sleep(delay)
+        agen = self._core.follow(session_id, from_seq, timeout=timeout)
+        return self._loop.iterate(agen, stop, op="watch", why="the follow was stopped")
 
-    # Delegation, questions and the call tree (docs/DELEGATION.md).
-
-    def _retry_unavailable(self, op: str, method: Callable[..., _T], req: Any, timeout: Optional[float]) -> _T:
-        """Call an idempotent RPC (one with a client message id), retrying
-        while the hub is unavailable, up to send_attempts."""
-        attempt = 1
-        while True:
-            try:
-                return self._call(op, method, req, timeout)
-            except errors.Unavailable as e:
-                if attempt >= self._attempts:
-                    raise
-                self.log.info("hubd: %s: %s; retrying (%d/%d)", op, e, attempt, self._attempts)
-                time.sleep(_common.backoff_delay(attempt, 0.05, 1.0))
-                attempt += 1
-
-    def delegate(
-        self,
-        session_id: str,
-        children: Sequence[pb.OpenRequest],
-        *,
-        mode: str = MODE_BLOCKING,
-        await_: str = "",
-        notify: str = "",
-        client_msg_id: Optional[str] = None,
-        timeout: Optional[float] = None,
-    ) -> List[Task]:
-        """Open children of a session on the caller's turn there (the
-        delegation logged in the parent in the same write) and return a
-        :class:`hubd.Task` per child, in order. Each child is a
-        :func:`hubd.open_request` (its ``task`` is the child's first input;
-        the caller becomes its creator and the hub sets its parent).
-
-        A blocking delegation (``mode=MODE_BLOCKING``) holds the caller's
-        turn until the children are done (``await_``: ``AWAIT_ALL``, the
-        default, or ``AWAIT_ANY``); wait with :func:`hubd.await_all` or
-        :func:`hubd.await_any`; the hub then appends their results to the
-        parent and gives the caller its turn back. A background one
-        (``MODE_BACKGROUND``) leaves the turn as it is; with
-        ``notify=NOTIFY_TURN`` a result gives the caller a turn. A serve
-        handler uses :meth:`hubd.Turn.delegate`, ``delegate_all``,
-        ``delegate_any`` or ``spawn`` instead.
-
-        ``client_msg_id`` (generated when not given) makes it idempotent: a
-        retry returns the first delegation's tasks.
-
-        Raises:
-            hubd.OutOfTurn, hubd.TurnHeld, hubd.SessionClosed,
-            hubd.DepthExceeded, hubd.DelegateNotAllowed, hubd.Malformed.
-        """
-        req = _calls.delegate_request(session_id, children, mode, await_, notify, client_msg_id or new_msg_id())
-        resp = self._retry_unavailable("delegate", self._stub.Delegate, req, timeout)
-        return [
-            Task(
-                self,
-                ch.meta.session_id,
-                session_id,
-                ch.meta.delegation_id,
-                mode or MODE_BLOCKING,
-                resp.delegation.seq,
-            )
-            for ch in resp.children
-        ]
-
-    def task(self, session_id: str, *, timeout: Optional[float] = None) -> Task:
-        """The :class:`hubd.Task` of a delegated child session (the caller
-        must take part in it, as its delegator does), e.g. after a restart.
-
-        Raises:
-            hubd.Malformed: the session was not delegated.
-        """
-        m = self.get_session(session_id, timeout=timeout).meta
-        if not m.parent_session_id or not m.delegation_id:
-            raise errors.Malformed(f"session {session_id} was not delegated", op="task")
-        return Task(self, session_id, m.parent_session_id, m.delegation_id, MODE_BACKGROUND, 1)
-
-    def answer_question(
-        self,
-        session_id: str,
-        question_id: str = "",
-        *,
-        option_ids: Sequence[str] = (),
-        text: str = "",
-        answer: Optional[pb.Answer] = None,
-        client_msg_id: Optional[str] = None,
-        timeout: Optional[float] = None,
-    ) -> Ack:
-        """Answer a pending question of a session, as its answerer or as an
-        operator on someone's behalf: with ``option_ids`` (a question with
-        options) or ``text`` (free text, checked against the question's
-        schema), or a whole ``answer`` message. The asker is told its turn
-        with the answer as trigger.
-
-        Raises:
-            hubd.BadAnswer: no such pending question, not the answerer, an
-                unknown option, several for a single choice, text that does
-                not meet the schema (the message names what would be
-                valid).
-        """
-        req = pb.AnswerRequest(
-            session_id=session_id,
-            answer=_calls.answer_of(question_id, option_ids, text, answer),
-            client_msg_id=client_msg_id or new_msg_id(),
-        )
-        resp = self._retry_unavailable("answer", self._stub.Answer, req, timeout)
-        return Ack.from_proto(resp, req.client_msg_id)
-
-    def list_questions(
-        self, answerer: str = "", root: str = "", *, timeout: Optional[float] = None
-    ) -> List[pb.PendingQuestion]:
-        """The pending questions the caller must answer (an operator:
-        everyone's, or ``answerer``'s), oldest first; with ``root``, only
-        those of that session's tree. Each has ``session_id``, ``asker`` and
-        the question ``envelope``."""
-        req = pb.ListQuestionsRequest(answerer=answerer, root_session_id=root)
-        return list(self._call("list questions", self._stub.ListQuestions, req, timeout).questions)
-
-    def tree(self, session_id: str, *, timeout: Optional[float] = None) -> pb.TreeNode:
-        """A session's call tree from it down: per node its session (state,
-        close reason), turns, usage, duration and children, oldest first."""
-        node: pb.TreeNode = self._call("tree", self._stub.GetTree, pb.GetTreeRequest(session_id=session_id), timeout)
-        return node
-
-    def replay(self, session_id: str, *, timeout: Optional[float] = None) -> pb.ReplayResponse:
-        """Re-fold a session from its log with no agent called and say
-        whether the result equals the live state (``equal``; operators)."""
-        resp: pb.ReplayResponse = self._call(
-            "replay", self._stub.Replay, pb.ReplayRequest(session_id=session_id), timeout
-        )
-        return resp
-
-    def follow_tree(
-        self,
-        root_id: str,
-        *,
-        verbose: bool = False,
-        from_seq: int = 1,
-        timeout: Optional[float] = None,
-    ) -> Iterator[pb.Envelope]:
-        """Every envelope of a root session and its descendants (each
-        labelled with its session and depth in ``envelope.call``), each once
-        and in seq order per session, until the root has ended and
-        everything written with its end (the descendants it closed) has been
-        yielded. Not ``verbose``: only the root's own envelopes plus the
-        descendants' questions, answers, delegations and results. A watch
-        that breaks is resumed from the last seq seen per session. The
-        caller must be an operator or take part in the sessions it reads (a
-        descendant it may not read is left out). ``timeout`` bounds the whole
-        follow."""
-        nxt: Dict[str, int] = {root_id: max(from_seq, 1)}
-        attempt = 0
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            req = _calls.tree_request(root_id, verbose, nxt)
-            call = self._stub.Watch(req, metadata=self._md, wait_for_ready=True, timeout=left)
-            end = None
-            try:
-                for d in call:
-                    e = d.envelope
-                    if e.seq < nxt.get(e.session_id, 0):
-                        continue
-                    nxt[e.session_id] = e.seq + 1
-                    attempt = 0
-                    yield e
-                    if e.session_id == root_id and ends(e):
-                        end = e
-                if end is not None:
-                    return  # the hub ends a tree watch after the root's end
-                err: errors.HubError = errors.Unavailable("the watch ended", reason="", op="watch")
-            except grpc.RpcError as rpc_err:
-                if end is not None:
-                    return
-                err = errors.from_rpc_error("watch", rpc_err)
-                if not err.retryable:
-                    raise err from rpc_err
-            finally:
-                call.cancel()
-            attempt += 1
-            self.log.info("hubd: follow tree %s: %s; watching again", root_id, err)
-            time.sleep(_common.backoff_delay(attempt, 0.05, 2.0))
+    follow_tree = _sync.iterating(aio.Client.follow_tree, "watch")
 
     # Serving.
 
@@ -1018,15 +336,15 @@ class Client:
             window: for ``"windowed"``, how many recent items.
             backoff: the reconnect backoff, (base, max) in seconds.
             observer: called with every delivery of the agent's stream, in
-                order, before serve acts on it (on the reader thread: while
-                it blocks, nothing is read, over the agent stream the
+                order, before serve acts on it (in serve's hook thread:
+                while it blocks, nothing is read, over the agent stream the
                 acknowledgements of the replies neither). With it, the
                 stream carries every envelope addressed to the agent;
                 without it, only what serve acts on.
             on_session_end: called with the envelope that ended each of the
                 agent's sessions (``session_closed`` or ``session_expired``)
                 when the stream delivers it, before serve cancels that
-                session's running turn; on the reader thread, as
+                session's running turn; in the hook thread, as
                 ``observer``. It keeps the stream terse: an agent that opens
                 sessions and waits for their ends needs no observer.
             on_reconnect: called with the error that broke the stream each
@@ -1043,7 +361,7 @@ class Client:
             hubd.HubError: an error reconnecting cannot cure
                 (:class:`hubd.Unauthenticated`, ...).
         """
-        Serving(
+        _sync.serve(
             self,
             handler,
             invites=invites,
@@ -1057,24 +375,11 @@ class Client:
             stop=stop,
             handle_signals=handle_signals,
             max_workers=max_workers,
-        ).run()
+        )
 
 
-def _cancel_on(stop: Optional[threading.Event], call: Any) -> Callable[[], None]:
-    """Cancel a gRPC call once stop is set; returns what ends the
-    watching."""
-    if stop is None:
-        return lambda: None
-    done, ev = threading.Event(), stop
-
-    def watch() -> None:
-        while not done.is_set():
-            if ev.wait(0.05):
-                call.cancel()
-                return
-
-    threading.Thread(target=watch, name="hubd-follow-stop", daemon=True).start()
-    return done.set
+async def _nothing() -> None:
+    pass
 
 
 def connect(target: str = "127.0.0.1:7420", **kwargs: Any) -> Client:

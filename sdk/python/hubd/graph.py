@@ -21,18 +21,19 @@ After each turn the hub evaluates the transitions in priority order, lowest
 first, ties in list order; the first whose condition holds (and whose
 target resolves) decides, otherwise the default target does (none:
 terminate with ``after_work``). :meth:`Graph.to_json` writes the hub's JSON
-form byte for byte as the Go SDK (``agentsdk``) writes it; the hub validates
-the graph at open (:class:`hubd.InvalidGraph` names the offending node).
+form, the same value as the Go SDK (``agentsdk``) writes (the hub keeps a
+graph in its canonical form, so spelling does not matter); the hub
+validates the graph at open (:class:`hubd.InvalidGraph` names the offending
+node).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 from google.protobuf import json_format, struct_pb2
-
-from . import _gojson
 
 __all__ = [
     "Condition",
@@ -85,7 +86,7 @@ class Condition:
 
     def to_dict(self) -> Dict[str, Any]:
         """The condition as ``{"name": ..., "args": {...}}``."""
-        return _gojson.Struct(name=self.name, args=_plain(self.args))
+        return {"name": self.name, "args": _plain(self.args)}
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ class Target:
 
     def to_dict(self) -> Dict[str, Any]:
         """The target as ``{"name": ..., "args": {...}}``."""
-        return _gojson.Struct(name=self.name, args=_plain(self.args))
+        return {"name": self.name, "args": _plain(self.args)}
 
 
 @dataclass(frozen=True)
@@ -161,28 +162,25 @@ class Graph:
         return self
 
     def to_dict(self) -> Dict[str, Any]:
-        """The graph as plain Python values, in the hub's shape and field
-        order."""
+        """The graph as plain Python values, in the hub's shape."""
         default = self.default or Target("terminate", {"reason": "after_work"})
-        # Struct keeps the hub's field order; args are maps, written sorted.
-        out = _gojson.Struct(
-            version=GRAPH_VERSION,
-            initial_speaker=self.initial_speaker,
-            transitions=[
-                _gojson.Struct(when=t.when.to_dict(), then=t.then.to_dict(), priority=t.priority)
-                for t in self.transitions
+        out: Dict[str, Any] = {
+            "version": GRAPH_VERSION,
+            "initial_speaker": self.initial_speaker,
+            "transitions": [
+                {"when": t.when.to_dict(), "then": t.then.to_dict(), "priority": t.priority} for t in self.transitions
             ],
-            default_target=default.to_dict(),
-            max_turns=self.max_turns if self.max_turns > 0 else None,
-        )
+            "default_target": default.to_dict(),
+            "max_turns": self.max_turns if self.max_turns > 0 else None,
+        }
         if self.supervisor:  # omitted when empty, as the hub writes it
             out["supervisor"] = self.supervisor
         return out
 
     def to_json(self) -> str:
-        """The graph's JSON, as the hub and ``hubd graph validate`` read it:
-        the same bytes as the Go SDK's ``Graph.JSON``."""
-        return _gojson.dumps(self.to_dict())
+        """The graph's JSON, as the hub and ``hubd graph validate`` read it
+        (compact; a number that is not finite raises ValueError)."""
+        return json.dumps(self.to_dict(), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
     def to_struct(self) -> struct_pb2.Struct:
         """The graph as sent to the hub (``OpenRequest.graph``)."""
@@ -190,13 +188,11 @@ class Graph:
 
     @classmethod
     def from_json(cls, text: Union[str, bytes]) -> "Graph":
-        """Decode a graph from its JSON. Numbers are kept as written and the
-        nested conditions of ``not``, ``all_of`` and ``any_of`` become
-        :class:`Condition` values, so the graph encodes back to the same
-        bytes; the hub checks names and args at open."""
-        if isinstance(text, bytes):
-            text = text.decode("utf-8")
-        return cls.from_dict(_gojson.loads(text))
+        """Decode a graph from its JSON. The nested conditions of ``not``,
+        ``all_of`` and ``any_of`` become :class:`Condition` values, so the
+        graph encodes back to the same JSON value; the hub checks names and
+        args at open."""
+        return cls.from_dict(json.loads(text, parse_constant=_not_a_number))
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Graph":
@@ -220,12 +216,16 @@ class Graph:
         return g
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Graph) and self.to_json() == other.to_json()
+        return isinstance(other, Graph) and self.to_dict() == other.to_dict()
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return f"Graph({self.to_json()})"
+
+
+def _not_a_number(name: str) -> Any:
+    raise ValueError(f"graph: {name} is not a JSON number")
 
 
 def _node(d: Any) -> "tuple[str, Dict[str, Any]]":
@@ -377,8 +377,7 @@ def custom_target(name: str, args: Optional[Mapping[str, Any]] = None) -> Target
     return Target(name, dict(args or {}))
 
 
-# Factories: the same graphs as the hub's own and the Go SDK's, so that a
-# graph built here encodes to the same bytes.
+# Factories: the same graphs as the hub's own and the Go SDK's.
 
 
 def sequence(*steps: str) -> Graph:

@@ -296,7 +296,7 @@ def test_terse(hub: Hub, names: Names, transport: str, observe: bool, want: List
     wire = Received()
 
     async def main() -> None:
-        with wire.dialing_aio():
+        with wire.dialing():
             bob = hubd.aio.Client(hub.addr, name=B, transport=transport)
         async with hubd.aio.Client(hub.addr, name=A) as alice, hubd.aio.Client(hub.addr, name=C) as carol, bob:
             ended: "asyncio.Queue[pb.Envelope]" = asyncio.Queue()
@@ -432,3 +432,35 @@ def test_serve_session_filter(hub: Hub, names: Names) -> None:
 
     run(main())
 
+
+
+def test_serve_coroutine_hooks(hub: Hub, names: Names) -> None:
+    """observer, on_session_end and on_reconnect may be coroutine
+    functions: serve awaits each, in order, before it reads on."""
+    A, B = names("alice"), names("bob")
+
+    async def main() -> None:
+        async with hubd.aio.Client(hub.addr, name=A) as alice, hubd.aio.Client(hub.addr, name=B) as bob:
+            observed: List[str] = []
+            ended: "asyncio.Queue[str]" = asyncio.Queue()
+
+            async def observe(d: pb.Delivery) -> None:
+                await asyncio.sleep(0)
+                observed.append(d.envelope.type)
+
+            async def end(e: pb.Envelope) -> None:
+                await asyncio.sleep(0)
+                ended.put_nowait(e.session_id)
+
+            stop = asyncio.Event()
+            server = asyncio.ensure_future(
+                bob.serve(lambda t: "from bob", observer=observe, on_session_end=end, stop=stop, handle_signals=False)
+            )
+            s = await alice.open(graph=hubd.sequence(A, B), participants=hubd.auto_accepted(B))
+            await alice.send_text(s.id, "go")
+            assert await asyncio.wait_for(ended.get(), 20) == s.id
+            stop.set()
+            await server
+            assert observed == ["session_invite", "session_opened", "text", "session_closed"], observed
+
+    run(main())

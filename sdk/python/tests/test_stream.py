@@ -416,12 +416,12 @@ def test_opens_go_over_the_stream(mhub: MetricsHub, clients: Callable[..., hubd.
     assert delta(before, mhub.requests()) == {("agent_stream", "Open", "OK"): 12}
     # A request over 1 MiB is an Open call (which refuses it alone), as an
     # envelope over 1 MiB is a Send call; the stream lives on.
-    st = alice._stream
+    st = alice._core._stream
     before = mhub.requests()
     with pytest.raises(hubd.TooLarge):
         alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(B), task="x" * (3 << 19))
     alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(B))
-    assert alice._stream is st
+    assert alice._core._stream is st
     assert delta(before, mhub.requests()) == {("grpc", "Open", "ResourceExhausted"): 1, ("agent_stream", "Open", "OK"): 1}
 
 
@@ -431,7 +431,7 @@ def test_a_refused_open_on_the_stream(mhub: MetricsHub, clients: Callable[..., h
     A = names("alice")
     stream, unary = clients(A), clients(A, transport="unary")
     s = stream.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(names("bob")))
-    st = stream._stream
+    st = stream._core._stream
     assert st is not None and st.opens
     before = mhub.requests()
     got = [refusal(lambda: c.open("nosuch@1")) for c in (stream, unary)]
@@ -444,7 +444,7 @@ def test_a_refused_open_on_the_stream(mhub: MetricsHub, clients: Callable[..., h
     }
     before = mhub.requests()
     stream.send_text(s.id, "still here")
-    assert stream._stream is st and not st.done.is_set()
+    assert stream._core._stream is st and not st.done.is_set()
     assert delta(before, mhub.requests()) == {("agent_stream", "Send", "OK"): 1}
 
 
@@ -502,21 +502,22 @@ def test_an_open_in_flight_when_the_stream_breaks(hub: Hub, older_hub: OlderHub,
     from hubd import _stream
 
     proxy, addr = older_hub(hub.addr, connect=True)
-    alice = hubd.Client(addr, name=names("alice"))
-    try:
-        st = _stream.AgentStream(alice._raw, alice._md, alice.log)
-        st.wait_ready(10)
-        assert not st.opens
-        st.opens = True  # wrongly
-        req = hubd.open_request(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(names("bob")))
-        with pytest.raises(hubd.Unavailable) as e:
-            st.open(req, 10)
-        assert e.value.op == "open" and "agent stream: " in str(e.value), repr(e.value)
-        assert st.done.wait(10)
-        with pytest.raises(hubd.Unavailable):  # a broken stream takes no more
-            st.open(req, 10)
-    finally:
-        alice.close()
+
+    async def main() -> None:
+        async with hubd.aio.Client(addr, name=names("alice")) as alice:
+            st = _stream.AgentStream(alice.raw, alice.metadata, alice.log)
+            await st.start(None, 10)
+            assert not st.opens
+            st.opens = True  # wrongly
+            req = hubd.open_request(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(names("bob")))
+            with pytest.raises(hubd.Unavailable) as e:
+                await st.open(req, 10)
+            assert e.value.op == "open" and "agent stream: " in str(e.value), repr(e.value)
+            await asyncio.wait_for(st.done.wait(), 10)
+            with pytest.raises(hubd.Unavailable):  # a broken stream takes no more
+                await st.open(req, 10)
+
+    asyncio.run(main())
     assert proxy.frames == ["open"]
 
 
@@ -598,17 +599,21 @@ def test_the_hub_ending_the_stream_says_why(hub_factory: HubFactory) -> None:
     from hubd import _stream
 
     h = hub_factory()
-    alice = hubd.Client(h.addr, name="alice")
-    try:
-        st = _stream.AgentStream(alice._raw, alice._md, alice.log, subscribe=pb.SubscribeRequest())
-        st.wait_ready(10)
-        assert h.stop() == 0
-        assert st.done.wait(10), "the stream did not end with the hub"
-        err = st.error
-        assert isinstance(err, hubd.Unavailable), repr(err)
-        assert err.reason == "DRAINING", repr(err)
-    finally:
-        alice.close()
+
+    async def main() -> None:
+        async with hubd.aio.Client(h.addr, name="alice") as alice:
+            st = _stream.AgentStream(alice.raw, alice.metadata, alice.log)
+            await st.start(pb.SubscribeRequest(), 10)
+            assert await asyncio.to_thread(h.stop) == 0
+            try:
+                await asyncio.wait_for(st.done.wait(), 10)
+            except asyncio.TimeoutError:
+                raise AssertionError("the stream did not end with the hub") from None
+            err = st.error
+            assert isinstance(err, hubd.Unavailable), repr(err)
+            assert err.reason == "DRAINING", repr(err)
+
+    asyncio.run(main())
 
 
 class ClosingHub(grpc.GenericRpcHandler):  # type: ignore[misc]
@@ -650,16 +655,17 @@ def test_a_send_after_the_closing_frame() -> None:
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     alice = hubd.Client(f"127.0.0.1:{port}", name="alice")
+    run = alice._loop.run  # the sync client's stream is its core's, on its loop
     try:
-        st = alice._main_stream(5, False)
+        st = run(alice._core._main_stream(5, False))
         assert st is not None
         assert hub.half_closed.wait(5), "the agent did not close its side after the closing frame"
         env = pb.Envelope(type="text", text=pb.Text(text="late"), client_msg_id="late-1")
         with pytest.raises(hubd.Unavailable, match="the hub is closing") as raised:
-            st.send("0194d1a0-0000-7000-8000-0000000000aa", env, 1)
+            run(st.send("0194d1a0-0000-7000-8000-0000000000aa", env, 1))
         assert raised.value.op == "send"
         with pytest.raises(hubd.Unavailable, match="the hub is closing"):
-            st.open(pb.OpenRequest(type="conversation@1"), 1)
+            run(st.open(pb.OpenRequest(type="conversation@1"), 1))
     finally:
         hub.release.set()
         alice.close()

@@ -286,19 +286,26 @@ def test_stream_callback_that_raises_is_logged_and_the_stream_reads_on(
         seen.put(hubd.text_of(d.envelope))
         raise RuntimeError("the callback failed")
 
+    async def start() -> "_stream.AgentStream":
+        st = _stream.AgentStream(bob._core.raw, bob.metadata, bob.log, on_delivery=on_delivery)
+        await st.start(pb.SubscribeRequest(terse=True), 10)
+        return st
+
+    async def close(st: "_stream.AgentStream") -> None:
+        st.close()
+
+    run = bob._loop.run  # the stream of bob's core, on its loop
     with caplog.at_level("WARNING", logger="hubd"):
-        st = _stream.AgentStream(
-            bob.raw, bob.metadata, bob.log, subscribe=pb.SubscribeRequest(terse=True), on_delivery=on_delivery
-        )
+        st = run(start())
         try:
-            st.wait_ready(10)
             s = alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(B))
             for text in ("one", "two"):
                 alice.send_text(s.id, text)
                 while (got := seen.get(timeout=10)) != text:
                     assert got == "", got  # the invite, the open
-            assert st.send(s.id, pb.Envelope(type="text", text=pb.Text(text="back"), client_msg_id="m-back"), 10).seq
+            back = pb.Envelope(type="text", text=pb.Text(text="back"), client_msg_id="m-back")
+            assert run(st.send(s.id, back, 10)).seq
             assert not st.done.is_set() and st.fatal is None
         finally:
-            st.close()
+            run(close(st))
     assert caplog.text.count("the callback failed") >= 2

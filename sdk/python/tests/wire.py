@@ -1,8 +1,8 @@
 """What a client's streams bring over the wire: gRPC client interceptors,
 put on the channels of the clients made inside :meth:`Received.dialing`
-(sync) or :meth:`Received.dialing_aio` (asyncio), record each delivery
-that a stream (agent-stream frames and Subscribe messages alike) receives, as
-``"type"`` or ``"type [your turn]"``."""
+(sync or asyncio: the sync client speaks through its asyncio core), record
+each delivery that a stream (agent-stream frames and Subscribe messages
+alike) receives, as ``"type"`` or ``"type [your turn]"``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from contextlib import contextmanager
 from typing import Any, AsyncIterator, Callable, Iterator, List, Optional
 from unittest import mock
 
-import grpc
 import grpc.aio
 
 from hubd import pb
@@ -40,18 +39,7 @@ class Received:
 
     @contextmanager
     def dialing(self) -> Iterator[None]:
-        """Sync clients made inside record what their streams receive."""
-        real = grpc.insecure_channel
-
-        def dial(target: str, options: Any = None, compression: Any = None) -> grpc.Channel:
-            return grpc.intercept_channel(real(target, options, compression), _Interceptor(self))
-
-        with mock.patch.object(grpc, "insecure_channel", dial):
-            yield
-
-    @contextmanager
-    def dialing_aio(self) -> Iterator[None]:
-        """asyncio clients made inside record what their streams receive."""
+        """Clients made inside record what their streams receive."""
         real = grpc.aio.insecure_channel
 
         def dial(target: str, options: Any = None, compression: Any = None) -> grpc.aio.Channel:
@@ -60,36 +48,6 @@ class Received:
 
         with mock.patch.object(grpc.aio, "insecure_channel", dial):
             yield
-
-
-class _Recording:
-    """A streaming call whose responses are recorded as they are read."""
-
-    def __init__(self, call: Any, r: Received) -> None:
-        self._call = call
-        self._r = r
-
-    def __iter__(self) -> "_Recording":
-        return self
-
-    def __next__(self) -> Any:
-        m = next(self._call)
-        self._r.record(m)
-        return m
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._call, name)
-
-
-class _Interceptor(grpc.UnaryStreamClientInterceptor, grpc.StreamStreamClientInterceptor):
-    def __init__(self, r: Received) -> None:
-        self._r = r
-
-    def intercept_unary_stream(self, continuation: Callable[..., Any], details: Any, request: Any) -> Any:
-        return _Recording(continuation(details, request), self._r)
-
-    def intercept_stream_stream(self, continuation: Callable[..., Any], details: Any, requests: Any) -> Any:
-        return _Recording(continuation(details, requests), self._r)
 
 
 async def _recorded(call: Any, r: Received) -> AsyncIterator[Any]:

@@ -1,7 +1,6 @@
 // Workflow graphs: the builders of the Go SDK (agentsdk/graph.go), writing
-// the same JSON byte for byte (sdk/testdata/graphs is the contract).
-
-import { goJSON, parseJSON, plain, quote } from "./gojson.js";
+// the same JSON values (sdk/testdata/graphs is the contract, on meaning: the
+// hub keeps a graph in its canonical form, however it is spelled).
 
 /** The version of the graph JSON format this SDK writes. */
 const graphVersion = 1;
@@ -21,14 +20,9 @@ abstract class Node {
     readonly args?: Args,
   ) {}
 
-  /** The node's JSON: {"name": ..., "args": {...}}. */
-  goJSON(): string {
-    return '{"name":' + quote(this.name) + ',"args":' + goJSON(this.args ?? {}) + "}";
-  }
-
-  /** The node as plain JSON values. */
-  toJSON(): unknown {
-    return plain(parseJSON(this.goJSON()));
+  /** The node in its JSON form, {"name": ..., "args": {...}} (JSON.stringify writes it). */
+  toJSON(): { name: string; args: Args } {
+    return { name: this.name, args: this.args ?? {} };
   }
 }
 
@@ -115,41 +109,36 @@ export class Graph {
     return this;
   }
 
-  /** The graph's JSON, byte for byte what the Go SDK writes; `hubd graph validate` reads it. */
+  /**
+   * The graph's JSON (compact), the same value as the Go SDK writes; `hubd
+   * graph validate` reads it. A number that is not finite throws.
+   */
   json(): string {
-    const transitions = this.transitions.map(
-      (t) => '{"when":' + t.when.goJSON() + ',"then":' + t.then.goJSON() + ',"priority":' + goJSON(t.priority) + "}",
-    );
     const def = this.defaultTarget ?? new Target("terminate", { reason: "after_work" });
-    return (
-      '{"version":' +
-      graphVersion +
-      ',"initial_speaker":' +
-      quote(this.initialSpeaker) +
-      ',"transitions":[' +
-      transitions.join(",") +
-      '],"default_target":' +
-      def.goJSON() +
-      ',"max_turns":' +
-      (this.maxTurns > 0 ? goJSON(this.maxTurns) : "null") +
-      (this.supervisor !== "" ? ',"supervisor":' + quote(this.supervisor) : "") +
-      "}"
-    );
+    const g = {
+      version: graphVersion,
+      initial_speaker: this.initialSpeaker,
+      transitions: this.transitions.map((t) => ({ when: t.when, then: t.then, priority: t.priority })),
+      default_target: def,
+      max_turns: this.maxTurns > 0 ? this.maxTurns : null,
+      ...(this.supervisor !== "" ? { supervisor: this.supervisor } : {}),
+    };
+    return JSON.stringify(g, finite);
   }
 
   /** The graph as plain JSON values: what an OpenRequest carries as its graph. */
   toJSON(): Record<string, unknown> {
-    return plain(parseJSON(this.json())) as Record<string, unknown>;
+    return JSON.parse(this.json()) as Record<string, unknown>;
   }
 
   /**
    * Reads a graph from its JSON text (or from JSON already parsed). Args are
-   * kept as read (numbers with their text, the nested conditions of not,
-   * all_of and any_of as Conditions), so the graph writes back the same
-   * JSON; the hub checks names and args at open.
+   * kept as read (the nested conditions of not, all_of and any_of as
+   * Conditions), so the graph writes back the same JSON value; the hub
+   * checks names and args at open.
    */
   static fromJSON(json: string | object): Graph {
-    const v = typeof json === "string" ? parseJSON(json) : json;
+    const v: unknown = typeof json === "string" ? JSON.parse(json) : json;
     if (!isObject(v)) {
       throw new SyntaxError("graph: not a JSON object");
     }
@@ -179,6 +168,14 @@ export class Graph {
     }
     return g;
   }
+}
+
+/** A JSON.stringify replacer that refuses what JSON cannot hold (it would write null). */
+function finite(key: string, v: unknown): unknown {
+  if (typeof v === "number" && !Number.isFinite(v)) {
+    throw new TypeError(`graph: ${key || "a value"}: ${v} is not a JSON number`);
+  }
+  return v;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

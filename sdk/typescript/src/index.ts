@@ -105,7 +105,6 @@ export {
   type SupervisorSpec,
   type Transition,
 } from "./graph.js";
-export { JSONNumber } from "./gojson.js";
 export { withTraceContext, type TraceContext } from "./trace.js";
 export { DeliveryStream } from "./stream.js";
 export {
