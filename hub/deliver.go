@@ -26,8 +26,9 @@ func (h *Hub) deliver(s *sess, all []*hubpb.Envelope, newTurn bool) {
 		}
 	}
 	var expected []string
+	var trigger *hubpb.Envelope
 	if newTurn {
-		expected = s.m.Expected()
+		expected, trigger = s.expectedNow()
 	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
@@ -44,7 +45,7 @@ func (h *Hub) deliver(s *sess, all []*hubpb.Envelope, newTurn bool) {
 			if !session.Addressed(e, name) {
 				continue
 			}
-			d := &hubpb.Delivery{Envelope: e, YourTurn: turn && e == s.trigger}
+			d := &hubpb.Delivery{Envelope: e, YourTurn: turn && e == trigger}
 			told = told || d.YourTurn
 			for _, sub := range subs {
 				if !sub.terse || acts(d, name) {
@@ -52,8 +53,8 @@ func (h *Hub) deliver(s *sess, all []*hubpb.Envelope, newTurn bool) {
 				}
 			}
 		}
-		if turn && !told && s.trigger != nil {
-			d := &hubpb.Delivery{Envelope: visibleTo(s.trigger, name), YourTurn: true}
+		if turn && !told {
+			d := &hubpb.Delivery{Envelope: visibleTo(trigger, name), YourTurn: true}
 			for _, sub := range subs {
 				sub.push(d)
 			}
@@ -166,20 +167,19 @@ func (h *Hub) Subscribe(ctx context.Context, agent string, opts SubscribeOptions
 	}
 	h.mu.Unlock()
 	slices.SortFunc(mine, func(a, b *sess) int { return compareIDs(a.id, b.id) })
+	// What each session published is read after the subscription is
+	// registered: a commit published before is in it, one after is
+	// delivered live as well (and handed out once, see filter).
 	take := func(s *sess) error {
 		cur, has := opts.Cursors[s.id]
-		if err := s.acquire(ctx); err != nil {
-			return err
-		}
-		last, ended := s.m.Seq, s.m.Lifecycle.State.Ended()
-		if slices.Contains(s.m.Expected(), agent) && s.trigger != nil {
-			sub.turns = append(sub.turns, &hubpb.Delivery{Envelope: visibleTo(s.trigger, agent), YourTurn: true})
+		last, ended := s.lastSeq.Load(), session.State(s.state.Load()).Ended()
+		if exp, trigger := s.expectedNow(); slices.Contains(exp, agent) {
+			sub.turns = append(sub.turns, &hubpb.Delivery{Envelope: visibleTo(trigger, agent), YourTurn: true})
 			if sub.turnAt == nil {
 				sub.turnAt = map[string]uint64{}
 			}
-			sub.turnAt[s.meta.GetSessionId()] = s.trigger.GetSeq()
+			sub.turnAt[s.meta.GetSessionId()] = trigger.GetSeq()
 		}
-		s.release()
 		sub.sent = setSeq(sub.sent, s.meta.GetSessionId(), cur)
 		if cur < last && (has || !ended || opts.Ended) {
 			sub.spans = append(sub.spans, spanOf(s, cur+1, last))
@@ -244,13 +244,9 @@ func (h *Hub) retellQuestions(ctx context.Context, sub *Subscription, agent stri
 		if session.IsParticipant(s.meta, agent) {
 			continue
 		}
-		if err := s.acquire(ctx); err != nil {
-			return err
-		}
-		for _, q := range pendingOf(s, agent) {
+		for _, q := range s.pendingFor(agent) {
 			sub.turns = append(sub.turns, &hubpb.Delivery{Envelope: q.GetEnvelope()})
 		}
-		s.release()
 	}
 	return nil
 }
@@ -389,13 +385,9 @@ func (h *Hub) PendingTurns(ctx context.Context, agent string) ([]*hubpb.Delivery
 		if session.State(s.state.Load()) != session.StateOpen {
 			continue
 		}
-		if err := s.acquire(ctx); err != nil {
-			return nil, err
+		if exp, trigger := s.expectedNow(); slices.Contains(exp, agent) {
+			out = append(out, &hubpb.Delivery{Envelope: visibleTo(trigger, agent), YourTurn: true})
 		}
-		if slices.Contains(s.m.Expected(), agent) && s.trigger != nil {
-			out = append(out, &hubpb.Delivery{Envelope: visibleTo(s.trigger, agent), YourTurn: true})
-		}
-		s.release()
 	}
 	return out, nil
 }

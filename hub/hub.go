@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -102,11 +103,14 @@ type sess struct {
 
 	views *viewCache // what views need, kept by the fold; its own lock
 
-	// Readable without the lock, for listings.
-	state   atomic.Uint32 // session.State
-	lastSeq atomic.Uint64
-	reason  atomic.Pointer[string] // set when the session ends
-	gone    atomic.Bool            // unloaded (its partition moved): never scheduled again
+	// Readable without the lock: what the session's last commit
+	// published (see publish), for listings and deliveries.
+	state     atomic.Uint32 // session.State
+	lastSeq   atomic.Uint64
+	reason    atomic.Pointer[string]                   // set when the session ends
+	turn      atomic.Pointer[turnNote]                 // who is expected to speak, and what began the turn; nil: nobody
+	questions atomic.Pointer[[]*hubpb.PendingQuestion] // its pending questions; nil: none
+	gone      atomic.Bool                              // unloaded (its partition moved): never scheduled again
 
 	// Guarded by the scheduler's mutex.
 	due     time.Time
@@ -122,7 +126,18 @@ func newSess(id session.ID, m *adapters.Machine) *sess {
 	return &sess{id: id, meta: m.Meta, m: m, call: call, heapIdx: -1, views: newViewCache(session.Names(m.Meta))}
 }
 
-// publish copies what listings read without the lock; the caller holds it.
+// turnNote is a session's current turn as published: the envelope that
+// began it and who is expected to speak.
+type turnNote struct {
+	trigger  *hubpb.Envelope
+	expected []string
+}
+
+// publish copies what readers read without the lock (listings, and a
+// subscription's catch-up: the state, the last seq, the turn, the pending
+// questions); the caller holds it. It runs before the commit's envelopes
+// are delivered, so a reader that registers for deliveries and then reads
+// what is published misses nothing.
 func (s *sess) publish() {
 	s.state.Store(uint32(s.m.Lifecycle.State))
 	s.lastSeq.Store(s.m.Seq)
@@ -130,6 +145,44 @@ func (s *sess) publish() {
 		r := s.m.Lifecycle.Reason
 		s.reason.Store(&r)
 	}
+	if exp := s.m.Expected(); len(exp) > 0 && s.trigger != nil {
+		if t := s.turn.Load(); t == nil || t.trigger != s.trigger || !slices.Equal(t.expected, exp) {
+			s.turn.Store(&turnNote{trigger: s.trigger, expected: exp})
+		}
+	} else if s.turn.Load() != nil {
+		s.turn.Store(nil)
+	}
+	if len(s.m.Calls.Questions) > 0 {
+		qs := pendingOf(s, "")
+		s.questions.Store(&qs)
+	} else if s.questions.Load() != nil {
+		s.questions.Store(nil)
+	}
+}
+
+// expectedNow returns who the published turn expects to speak, and the
+// envelope that began the turn.
+func (s *sess) expectedNow() ([]string, *hubpb.Envelope) {
+	if t := s.turn.Load(); t != nil {
+		return t.expected, t.trigger
+	}
+	return nil, nil
+}
+
+// pendingFor returns the published pending questions for answerer ("":
+// all).
+func (s *sess) pendingFor(answerer string) []*hubpb.PendingQuestion {
+	p := s.questions.Load()
+	if p == nil {
+		return nil
+	}
+	var out []*hubpb.PendingQuestion
+	for _, q := range *p {
+		if answerer == "" || q.GetEnvelope().GetQuestion().GetAnswerer() == answerer {
+			out = append(out, q)
+		}
+	}
+	return out
 }
 
 // acquire takes the session's tree, waiting at most until ctx is done.

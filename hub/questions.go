@@ -103,11 +103,7 @@ func (h *Hub) ListQuestions(ctx context.Context, agent string, operator bool, an
 		if !root.IsZero() && s.tree.root != root {
 			continue
 		}
-		if err := s.acquire(ctx); err != nil {
-			return nil, err
-		}
-		out = append(out, pendingOf(s, answerer)...)
-		s.release()
+		out = append(out, s.pendingFor(answerer)...)
 	}
 	slices.SortStableFunc(out, func(a, b *hubpb.PendingQuestion) int {
 		return a.GetEnvelope().GetAcceptedAt().AsTime().Compare(b.GetEnvelope().GetAcceptedAt().AsTime())
