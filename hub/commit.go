@@ -32,7 +32,7 @@ type plan struct {
 
 // part is one session's share of a plan.
 type part struct {
-	s       *sess
+	s       *Session
 	meta    []byte // a new session's metadata
 	isNew   bool
 	before  session.State // the session's state before the plan
@@ -41,12 +41,12 @@ type part struct {
 	trigger *hubpb.Envelope // the last envelope that began a turn
 }
 
-func (h *Hub) newPlan(ctx context.Context, s *sess) *plan {
+func (h *Hub) newPlan(ctx context.Context, s *Session) *plan {
 	return &plan{now: &hubpb.Envelope{AcceptedAt: session.Stamp(h.stamp(s))}, trace: traceparentOf(ctx), first: true}
 }
 
 // part returns s's part of the plan, adding one.
-func (p *plan) part(s *sess) *part {
+func (p *plan) part(s *Session) *part {
 	for _, x := range p.parts {
 		if x.s == s {
 			return x
@@ -61,7 +61,7 @@ func (p *plan) part(s *sess) *part {
 // in order, with the follow-ups each decides; it stops at the session's
 // end. The first envelope of the plan is checked against the size limit
 // before anything is applied.
-func (h *Hub) apply(p *plan, s *sess, envs ...*hubpb.Envelope) error {
+func (h *Hub) apply(p *plan, s *Session, envs ...*hubpb.Envelope) error {
 	x := p.part(s)
 	for _, e := range envs {
 		if s.m.Lifecycle.State.Ended() {
@@ -104,7 +104,7 @@ func (h *Hub) apply(p *plan, s *sess, envs ...*hubpb.Envelope) error {
 
 // stampEnvelope sets what the hub assigns and stores: session, seq, time,
 // id. The call is the session's, stamped after encoding (see encode).
-func (h *Hub) stampEnvelope(p *plan, s *sess, e *hubpb.Envelope) {
+func (h *Hub) stampEnvelope(p *plan, s *Session, e *hubpb.Envelope) {
 	e.SessionId, e.Seq, e.AcceptedAt, e.Call = s.meta.GetSessionId(), s.m.Seq+1, p.now.GetAcceptedAt(), nil
 	if e.GetId() == "" {
 		e.Id = h.newID().String()
@@ -116,7 +116,7 @@ func (h *Hub) stampEnvelope(p *plan, s *sess, e *hubpb.Envelope) {
 
 // encode returns the stored form of e without its call: a session's call
 // ids derive from its metadata, so they are stored once there and stamped
-// on every envelope the hub hands out (see sess.decode).
+// on every envelope the hub hands out (see Session.decode).
 func encode(e *hubpb.Envelope) ([]byte, error) {
 	c := e.Call
 	e.Call = nil
@@ -144,7 +144,7 @@ func mustEncode(e *hubpb.Envelope) []byte {
 }
 
 // decode reads one of s's stored envelopes, with its call stamped.
-func (s *sess) decode(data []byte) (*hubpb.Envelope, error) {
+func (s *Session) decode(data []byte) (*hubpb.Envelope, error) {
 	e, err := session.UnmarshalEnvelope(data)
 	if err == nil {
 		e.Call = s.call
@@ -156,7 +156,7 @@ func (s *sess) decode(data []byte) (*hubpb.Envelope, error) {
 // first records, settles what they decide across the tree, appends it all
 // in one write and runs the post-commit work. It returns s's envelopes
 // written, follow-ups included.
-func (h *Hub) commit(ctx context.Context, s *sess, envs []*hubpb.Envelope, meta []byte) ([]*hubpb.Envelope, error) {
+func (h *Hub) commit(ctx context.Context, s *Session, envs []*hubpb.Envelope, meta []byte) ([]*hubpb.Envelope, error) {
 	p := h.newPlan(ctx, s)
 	if meta != nil {
 		x := p.part(s)
@@ -239,10 +239,7 @@ func (h *Hub) finish(ctx context.Context, p *plan) error {
 	}
 	wait.End()
 	_, deliver := h.startSpan(ctx, spanDeliver, session.ID{})
-	for _, x := range p.parts {
-		h.committed(x.s, x.envs, x.before, x.trigger)
-	}
-	h.deliverTree(p)
+	h.committed(p)
 	deliver.End()
 	return nil
 }
@@ -271,7 +268,7 @@ var errPlanAbandoned = errors.New("a write across sessions was refused after it 
 // stamp returns the acceptance time of the next change: the clock, never
 // earlier than the session's last acceptance, in UTC without a monotonic
 // reading (the log keeps nanoseconds).
-func (h *Hub) stamp(s *sess) time.Time {
+func (h *Hub) stamp(s *Session) time.Time {
 	now := h.clock.Now().UTC().Round(0)
 	if now.Before(s.lastAt) {
 		now = s.lastAt
@@ -282,7 +279,7 @@ func (h *Hub) stamp(s *sess) time.Time {
 // fail marks s failed after a write the log did not take: its in-memory
 // state may be ahead of the log, so it is rebuilt from the log before the
 // next change (see ready).
-func (h *Hub) fail(s *sess, err error) {
+func (h *Hub) fail(s *Session, err error) {
 	s.failed = err
 	h.logger.Error().Err(err).Str("session", s.id.String()).Uint64("seq", s.m.Seq).Msg("write-ahead log append failed; session fails until reloaded")
 	if f := h.cfg.Hooks.SessionFailed; f != nil {
@@ -297,14 +294,14 @@ func (h *Hub) fail(s *sess, err error) {
 // the next speaker is told its turn and watchers see every seq. Every
 // failed session of the tree is reloaded with it: one write may span
 // several of them.
-func (h *Hub) ready(ctx context.Context, s *sess) error {
+func (h *Hub) ready(ctx context.Context, s *Session) error {
 	if s.dropped {
 		return notWritten(s)
 	}
 	if s.failed == nil {
 		return nil
 	}
-	var failed []*sess
+	var failed []*Session
 	for _, x := range treeOf(s) {
 		if x.failed != nil {
 			failed = append(failed, x)
@@ -326,17 +323,17 @@ func (h *Hub) ready(ctx context.Context, s *sess) error {
 var errNotWritten = errors.New("its open was not written")
 
 // notWritten is the error of a call that reaches a forgotten session.
-func notWritten(s *sess) error {
+func notWritten(s *Session) error {
 	return fmt.Errorf("no session %v: %w: %w", s.id, errNotWritten, ErrUnknownSession)
 }
 
 // treeOf returns every session of s's tree held in memory, s's root first.
-func treeOf(s *sess) []*sess {
+func treeOf(s *Session) []*Session {
 	root := s
 	for root.parent != nil {
 		root = root.parent
 	}
-	all := []*sess{root}
+	all := []*Session{root}
 	for i := 0; i < len(all); i++ {
 		all = append(all, all[i].kids...)
 	}
@@ -345,7 +342,7 @@ func treeOf(s *sess) []*sess {
 
 // reload rebuilds a failed session from its log and delivers what the log
 // took beyond the last seq delivered; the caller holds the tree's lock.
-func (h *Hub) reload(ctx context.Context, s *sess) error {
+func (h *Hub) reload(ctx context.Context, s *Session) error {
 	fresh, err := h.load(ctx, s.id, s.meta)
 	if err != nil {
 		return fmt.Errorf("session %v failed (%v) and could not be reloaded: %v: %w", s.id, s.failed, err, ErrSessionFailed)
@@ -357,7 +354,7 @@ func (h *Hub) reload(ctx context.Context, s *sess) error {
 	}
 	var landed []*hubpb.Envelope
 	if fresh.m.Seq > delivered {
-		if landed, err = h.readFrom(ctx, s, delivered+1); err != nil {
+		if landed, err = h.readFrom(ctx, s, delivered+1, 0); err != nil {
 			return fmt.Errorf("session %v failed (%v) and its log could not be read: %v: %w", s.id, s.failed, err, ErrSessionFailed)
 		}
 	}
@@ -367,7 +364,9 @@ func (h *Hub) reload(ctx context.Context, s *sess) error {
 			Msg("session reloaded from the write-ahead log")
 	}
 	s.m, s.dedup, s.trigger, s.turnKids, s.lastAt, s.failed = fresh.m, fresh.dedup, fresh.trigger, fresh.turnKids, fresh.lastAt, nil
-	s.views.replace(fresh.views)
+	if t := fresh.Tail(); t != nil {
+		s.tail.Store(t)
+	}
 	if len(landed) == 0 || s.gone.Load() || storageFailed {
 		// Unloaded (its partition moved): what landed is its new owner's
 		// to tell, from the log it reads. Or the storage failed: what
@@ -384,27 +383,34 @@ func (h *Hub) reload(ctx context.Context, s *sess) error {
 			s.trigger = e // the envelope delivered is the one told as the turn's
 		}
 	}
-	h.took(s, landed, before, newTurn)
-	h.deliverTree(&plan{parts: []*part{{s: s, envs: landed}}})
+	x := h.took(s, landed, before, newTurn)
+	h.feed.Committed(&Commit{Parts: []Part{x.Part}})
+	if x.ended {
+		h.retire(s)
+	}
 	return nil
 }
 
 // forget drops a new session whose first write failed and did not land
 // (its reload found nothing in the log): it leaves the hub's indexes and
 // its parent; the caller holds its tree's lock.
-func (h *Hub) forget(s *sess) {
+func (h *Hub) forget(s *Session) {
 	h.unreserve(s, s.meta.GetOpenKey())
 	s.failed, s.dropped = nil, true
 	s.gone.Store(true)
 	if p := s.parent; p != nil {
-		p.kids = slices.DeleteFunc(p.kids, func(k *sess) bool { return k == s })
+		p.kids = slices.DeleteFunc(p.kids, func(k *Session) bool { return k == s })
 	}
 }
 
-// readFrom reads session s's envelopes from seq on.
-func (h *Hub) readFrom(ctx context.Context, s *sess, seq uint64) ([]*hubpb.Envelope, error) {
+// readFrom reads session s's envelopes from seq on, at most n of them (0:
+// all).
+func (h *Hub) readFrom(ctx context.Context, s *Session, seq uint64, n int) ([]*hubpb.Envelope, error) {
 	var out []*hubpb.Envelope
 	err := h.wal.Scan(ctx, s.id, seq, func(_ uint64, data []byte) error {
+		if n > 0 && len(out) == n {
+			return errStop
+		}
 		e, err := s.decode(data)
 		if err != nil {
 			return err
@@ -412,13 +418,16 @@ func (h *Hub) readFrom(ctx context.Context, s *sess, seq uint64) ([]*hubpb.Envel
 		out = append(out, e)
 		return nil
 	})
+	if errors.Is(err, errStop) {
+		err = nil
+	}
 	return out, err
 }
 
 // observe records what the hub derives from each envelope besides the
 // machine: idempotency answers, the current turn's trigger (begins: e
 // began a turn), the last time.
-func (s *sess) observe(e *hubpb.Envelope, begins bool) {
+func (s *Session) observe(e *hubpb.Envelope, begins bool) {
 	if k := e.GetClientMsgId(); k != "" {
 		if from := dedupSender(e); from != "" {
 			if s.dedup == nil {
@@ -433,7 +442,9 @@ func (s *sess) observe(e *hubpb.Envelope, begins bool) {
 	if d := e.GetDelegation(); d != nil {
 		s.turnKids += len(d.GetChildSessionIds())
 	}
-	s.views.add(e)
+	if t := s.Tail(); t != nil {
+		t.Add(e)
+	}
 	if at := session.Time(e.GetAcceptedAt()); at.After(s.lastAt) {
 		s.lastAt = at
 	}
@@ -454,20 +465,39 @@ func dedupSender(e *hubpb.Envelope) string {
 	return ""
 }
 
-// committed runs after a successful append: derived state, indexes, hooks,
-// timers and delivery.
-func (h *Hub) committed(s *sess, all []*hubpb.Envelope, before session.State, trigger *hubpb.Envelope) {
-	for _, e := range all {
-		s.observe(e, e == trigger)
+// committed runs after a successful append: each session's derived
+// state, indexes, hooks and timers, then the commit is published to the
+// consumer (delivery), then the sessions it ended leave the live indexes.
+func (h *Hub) committed(p *plan) {
+	c := &Commit{Parts: make([]Part, len(p.parts))}
+	var ended []*Session
+	for i, x := range p.parts {
+		for _, e := range x.envs {
+			x.s.observe(e, e == x.trigger)
+		}
+		t := h.took(x.s, x.envs, x.before, x.trigger != nil)
+		if t.ended {
+			ended = append(ended, x.s)
+		}
+		c.Parts[i] = t.Part
 	}
-	h.took(s, all, before, trigger != nil)
+	h.feed.Committed(c)
+	for _, s := range ended {
+		h.retire(s)
+	}
+}
+
+// share is a session's share of a commit, as published.
+type share struct {
+	Part
+	ended bool // the commit ended the session
 }
 
 // took runs what follows envelopes the log took, once the session's state
-// has observed them: hooks, timers and delivery to its subscribers and
-// watchers (its tree's watchers are the caller's). newTurn: they began a
-// turn.
-func (h *Hub) took(s *sess, all []*hubpb.Envelope, before session.State, newTurn bool) {
+// has observed them: hooks, what the session publishes, the index of
+// sessions asking, the open count and timers. newTurn: they began a turn.
+// It returns the session's part of the commit to publish.
+func (h *Hub) took(s *Session, all []*hubpb.Envelope, before session.State, newTurn bool) share {
 	if f := h.cfg.Hooks.Accepted; f != nil {
 		for _, e := range all {
 			f(e)
@@ -476,7 +506,8 @@ func (h *Hub) took(s *sess, all []*hubpb.Envelope, before session.State, newTurn
 	after := s.m.Lifecycle.State
 	s.publish()
 	h.noteAsking(s)
-	if after.Ended() && !before.Ended() {
+	ended := after.Ended() && !before.Ended()
+	if ended {
 		h.mu.Lock()
 		h.openCount[s.meta.GetCreator()]--
 		h.mu.Unlock()
@@ -486,8 +517,9 @@ func (h *Hub) took(s *sess, all []*hubpb.Envelope, before session.State, newTurn
 		}
 	}
 	h.sched.update(s)
-	h.deliver(s, all, newTurn)
-	if after.Ended() && !before.Ended() {
-		h.retire(s)
+	x := share{Part: Part{Session: s, Envelopes: all}, ended: ended}
+	if newTurn {
+		x.Turn = s.turn.Load()
 	}
+	return x
 }

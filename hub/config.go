@@ -133,6 +133,11 @@ type Config struct {
 	NewID    func() uuid.UUID   // default: uuid.NewV7
 	Logger   zerolog.Logger     // default: zerolog.Nop()
 	Hooks    Hooks
+	// Feed, if set, makes the hub's reader as New begins, before the
+	// sessions are loaded: the consumer of what the hub publishes (see
+	// publish.go), which delivers and reads (package hub/feed's New). It
+	// must not call the hub before New returns.
+	Feed func(*Hub) Consumer
 	// Tracer starts the spans of the send path (see trace.go), children of
 	// the caller's span; default: a no-op (nothing recorded; envelopes
 	// still carry the caller's traceparent).
@@ -141,7 +146,6 @@ type Config struct {
 	InviteTimeout    time.Duration // default 5m: how long invitees have to ack
 	MaxDepth         int           // default 8: the deepest a child session may be
 	MaxEnvelopeBytes int           // default 1 MiB: an envelope's stored size
-	SubscriberBuffer int           // default 4096: deliveries buffered per subscriber before it is cut off
 
 	// Limits on fan-out: past one, an open or a delegation is refused with
 	// LIMIT_REACHED (a *LimitError naming it) and nothing is written.
@@ -189,23 +193,6 @@ type Config struct {
 	// or the next session of a thread is deduplicated or linked wherever
 	// it is asked. An error refuses the open.
 	NewRootID func(key string) (uuid.UUID, error)
-	// SubscriberBufferBytes bounds the bytes (encoded envelopes) buffered
-	// per subscriber before it is cut off too; default
-	// DefaultSubscriberBufferBytes.
-	SubscriberBufferBytes int
-	// AgentBufferBytes bounds the bytes buffered unread over all the
-	// streams of one agent (every connection); the delivery that would
-	// pass it cuts off the stream it is for. Default
-	// DefaultAgentBufferBytes; negative: no bound.
-	AgentBufferBytes int
-	// TotalBufferBytes bounds the bytes buffered unread over every stream
-	// of the hub, as AgentBufferBytes does an agent's. Default
-	// DefaultTotalBufferBytes; negative: no bound.
-	TotalBufferBytes int
-	// MaxStreamsPerAgent bounds the streams one agent holds at once over
-	// all its connections: agent streams (TakeStream), subscriptions
-	// and watches (LIMIT_REACHED past it); default 256.
-	MaxStreamsPerAgent int
 	// RequireConsent honours a creator's auto_accept of another agent only
 	// when Consent allows it (otherwise that agent is invited and must
 	// acknowledge). Off (the zero value), anyone may auto-add anyone: the
@@ -235,9 +222,9 @@ func (c *Config) Validate() error {
 	if c.Adapters == nil {
 		errs = append(errs, errors.New("hub: Config.Adapters is required"))
 	}
-	if c.InviteTimeout < 0 || c.MaxDepth < 0 || c.MaxEnvelopeBytes < 0 || c.SubscriberBuffer < 0 ||
+	if c.InviteTimeout < 0 || c.MaxDepth < 0 || c.MaxEnvelopeBytes < 0 ||
 		c.MaxLabels < 0 || c.MaxMetaBytes < 0 || c.MaxLabelBytes < 0 || c.MaxKnobBytes < 0 || c.MaxGraphBytes < 0 || c.MaxParticipants < 0 ||
-		c.MaxExpectations < 0 || c.MinExpectation < 0 || c.MaxTTL < 0 || c.EndedCache < 0 || c.SubscriberBufferBytes < 0 || c.MaxStreamsPerAgent < 0 {
+		c.MaxExpectations < 0 || c.MinExpectation < 0 || c.MaxTTL < 0 || c.EndedCache < 0 {
 		errs = append(errs, fmt.Errorf("hub: negative limit in config"))
 	}
 	if c.MaxTTL > session.MaxDuration {
@@ -269,9 +256,6 @@ func (c Config) withDefaults() Config {
 	if c.MaxEnvelopeBytes == 0 {
 		c.MaxEnvelopeBytes = 1 << 20
 	}
-	if c.SubscriberBuffer == 0 {
-		c.SubscriberBuffer = 4096
-	}
 	def := func(v *int, d int) {
 		if *v == 0 {
 			*v = d
@@ -292,12 +276,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxTTL == 0 {
 		c.MaxTTL = DefaultMaxTTL
-	}
-	def(&c.SubscriberBufferBytes, DefaultSubscriberBufferBytes)
-	def(&c.AgentBufferBytes, DefaultAgentBufferBytes)
-	def(&c.TotalBufferBytes, DefaultTotalBufferBytes)
-	if c.MaxStreamsPerAgent == 0 {
-		c.MaxStreamsPerAgent = 256
 	}
 	if c.EndedCache == 0 {
 		c.EndedCache = 256

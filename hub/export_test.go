@@ -24,9 +24,3 @@ func (h *Hub) ResidentIDs() []session.ID {
 // hub's clock, as the default does from the wall clock (for tests of the
 // live snapshot, which only such ids use).
 func NewTimedIDs(ctx context.Context, cfg Config) (*Hub, error) { return newHub(ctx, cfg, true) }
-
-// Scanned returns o with the view read from the log, not the view cache.
-func Scanned(o ViewOptions) ViewOptions {
-	o.scan = true
-	return o
-}

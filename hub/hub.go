@@ -26,24 +26,20 @@ type Hub struct {
 	logger zerolog.Logger
 
 	mu          sync.RWMutex
-	sessions    map[session.ID]*sess
-	byAgent     map[string]map[session.ID]*sess // participant → sessions
-	openKeys    map[string]session.ID           // creator + open key → session
-	threads     map[string]*sess                // creator + thread key → the thread's latest session
-	askers      map[session.ID]*sess            // sessions with pending questions
-	openCount   map[string]int                  // creator → pending or open sessions
-	subs        map[string][]*Subscription      // agent → live subscriptions
+	sessions    map[session.ID]*Session
+	byAgent     map[string]map[session.ID]*Session // participant → sessions
+	openKeys    map[string]session.ID              // creator + open key → session
+	threads     map[string]*Session                // creator + thread key → the thread's latest session
+	askers      map[session.ID]*Session            // sessions with pending questions
+	openCount   map[string]int                     // creator → pending or open sessions
 	quarantined map[session.ID]error
 	// quarantinedMeta is the stored metadata of the quarantined sessions
 	// whose metadata decodes: who takes part, for listings and answers.
 	quarantinedMeta map[session.ID]*hubpb.SessionMeta
-	watches         map[*Subscription]struct{} // live watches, ended by Close
-	streams         map[string]int             // agent → streams it holds (AgentStream, Subscribe, Watch)
-	bufs            map[string]*agentBuf       // agent → what its streams hold unread
-	buffered        atomic.Int64               // bytes every stream holds unread (TotalBufferBytes)
-	cache           *endedCache                // ended sessions reads loaded
+	cache           *endedCache // ended sessions reads loaded
 
 	interned  interner // knob values shared between sessions
+	feed      Consumer // reads the commits: the hub's feed (Config.Feed), or none
 	sched     scheduler
 	inflight  sync.WaitGroup
 	closed    atomic.Bool
@@ -70,16 +66,14 @@ type tree struct {
 	// live counts the tree's sessions pending or open (MaxTreeSessions);
 	// changed with the hub's indexes, read under the tree's lock.
 	live atomic.Int64
-
-	// Guarded by lock.
-	watchers []*Subscription // watches of a session and its descendants
 }
 
 func newTree(root session.ID) *tree { return &tree{lock: make(chan struct{}, 1), root: root} }
 
-// sess is one session: its machine and what is derived from it, guarded by
-// its tree's lock.
-type sess struct {
+// Session is one session the hub serves: its machine and what is derived
+// from it, guarded by its tree's lock, and what it publishes for readers
+// (see publish.go), which they read without the lock.
+type Session struct {
 	id   session.ID
 	meta *hubpb.SessionMeta // immutable
 	call *hubpb.Call        // its place in the call tree, stamped on every envelope
@@ -91,24 +85,23 @@ type sess struct {
 	dedup   map[string]uint64 // sender \x00 client message id → seq
 	trigger *hubpb.Envelope   // the envelope that began the current turn
 	lastAt  time.Time
-	watch   []*Subscription
-	parent  *sess   // nil for a root (or a child whose parent is not served)
-	kids    []*sess // every child, oldest first
-	task    string  // a child's task until its open is written (Delegate)
+	parent  *Session   // nil for a root (or a child whose parent is not served)
+	kids    []*Session // every child, oldest first
+	task    string     // a child's task until its open is written (Delegate)
 	// turnKids counts the children delegations opened since the current
 	// turn began (MaxChildrenPerTurn), folded from the log with the turn.
 	turnKids int
 	asking   bool // noteAsking last put it in Hub.askers
 	dropped  bool // a new session whose open did not land (see forget)
 
-	views *viewCache // what views need, kept by the fold; its own lock
+	tail atomic.Value // the consumer's Tail, told every envelope folded; its own lock
 
 	// Readable without the lock: what the session's last commit
 	// published (see publish), for listings and deliveries.
 	state     atomic.Uint32 // session.State
 	lastSeq   atomic.Uint64
 	reason    atomic.Pointer[string]                   // set when the session ends
-	turn      atomic.Pointer[turnNote]                 // who is expected to speak, and what began the turn; nil: nobody
+	turn      atomic.Pointer[Turn]                     // who is expected to speak, and what began the turn; nil: nobody
 	questions atomic.Pointer[[]*hubpb.PendingQuestion] // its pending questions; nil: none
 	gone      atomic.Bool                              // unloaded (its partition moved): never scheduled again
 
@@ -117,76 +110,49 @@ type sess struct {
 	heapIdx int
 }
 
-func newSess(id session.ID, m *adapters.Machine) *sess {
+// newSession makes a session of machine m, with the consumer's tail.
+func (h *Hub) newSession(id session.ID, m *adapters.Machine) *Session {
 	root := m.Meta.GetRootSessionId()
 	if root == "" {
 		root = id.String()
 	}
 	call := &hubpb.Call{Id: id.String(), Parent: m.Meta.GetParentSessionId(), Root: root, Depth: m.Meta.GetDepth()}
-	return &sess{id: id, meta: m.Meta, m: m, call: call, heapIdx: -1, views: newViewCache(session.Names(m.Meta))}
-}
-
-// turnNote is a session's current turn as published: the envelope that
-// began it and who is expected to speak.
-type turnNote struct {
-	trigger  *hubpb.Envelope
-	expected []string
+	s := &Session{id: id, meta: m.Meta, m: m, call: call, heapIdx: -1}
+	if t := h.feed.Tail(m.Meta); t != nil {
+		s.tail.Store(t)
+	}
+	return s
 }
 
 // publish copies what readers read without the lock (listings, and a
 // subscription's catch-up: the state, the last seq, the turn, the pending
-// questions); the caller holds it. It runs before the commit's envelopes
-// are delivered, so a reader that registers for deliveries and then reads
+// questions); the caller holds it. It runs before the commit is handed to
+// the consumer, so a reader that registers for deliveries and then reads
 // what is published misses nothing.
-func (s *sess) publish() {
-	s.state.Store(uint32(s.m.Lifecycle.State))
-	s.lastSeq.Store(s.m.Seq)
+func (s *Session) publish() {
+	s.lastSeq.Store(s.m.Seq) // before the state: an end comes with its last seq (and its reason)
 	if s.m.Lifecycle.State.Ended() && s.reason.Load() == nil {
 		r := s.m.Lifecycle.Reason
 		s.reason.Store(&r)
 	}
+	s.state.Store(uint32(s.m.Lifecycle.State))
 	if exp := s.m.Expected(); len(exp) > 0 && s.trigger != nil {
-		if t := s.turn.Load(); t == nil || t.trigger != s.trigger || !slices.Equal(t.expected, exp) {
-			s.turn.Store(&turnNote{trigger: s.trigger, expected: exp})
+		if t := s.turn.Load(); t == nil || t.Trigger != s.trigger || !slices.Equal(t.Expected, exp) {
+			s.turn.Store(&Turn{Trigger: s.trigger, Expected: exp})
 		}
 	} else if s.turn.Load() != nil {
 		s.turn.Store(nil)
 	}
 	if len(s.m.Calls.Questions) > 0 {
-		qs := pendingOf(s, "")
+		qs := pendingOf(s)
 		s.questions.Store(&qs)
 	} else if s.questions.Load() != nil {
 		s.questions.Store(nil)
 	}
 }
 
-// expectedNow returns who the published turn expects to speak, and the
-// envelope that began the turn.
-func (s *sess) expectedNow() ([]string, *hubpb.Envelope) {
-	if t := s.turn.Load(); t != nil {
-		return t.expected, t.trigger
-	}
-	return nil, nil
-}
-
-// pendingFor returns the published pending questions for answerer ("":
-// all).
-func (s *sess) pendingFor(answerer string) []*hubpb.PendingQuestion {
-	p := s.questions.Load()
-	if p == nil {
-		return nil
-	}
-	var out []*hubpb.PendingQuestion
-	for _, q := range *p {
-		if answerer == "" || q.GetEnvelope().GetQuestion().GetAnswerer() == answerer {
-			out = append(out, q)
-		}
-	}
-	return out
-}
-
 // acquire takes the session's tree, waiting at most until ctx is done.
-func (s *sess) acquire(ctx context.Context) error {
+func (s *Session) acquire(ctx context.Context) error {
 	select {
 	case s.tree.lock <- struct{}{}:
 		return nil
@@ -196,9 +162,9 @@ func (s *sess) acquire(ctx context.Context) error {
 }
 
 // hold takes the session's tree, waiting as long as it takes.
-func (s *sess) hold() { s.tree.lock <- struct{}{} }
+func (s *Session) hold() { s.tree.lock <- struct{}{} }
 
-func (s *sess) release() { <-s.tree.lock }
+func (s *Session) release() { <-s.tree.lock }
 
 // New builds a hub and hydrates it: every live (open or pending) session
 // in the log is re-folded and its timers re-armed before New returns;
@@ -215,10 +181,15 @@ func newHub(ctx context.Context, cfg Config, v7IDs bool) (*Hub, error) {
 	cfg = cfg.withDefaults()
 	h := &Hub{v7IDs: v7IDs,
 		cfg: cfg, wal: cfg.Log, clock: cfg.Clock, logger: cfg.Logger,
-		sessions: map[session.ID]*sess{}, byAgent: map[string]map[session.ID]*sess{},
-		openKeys: map[string]session.ID{}, threads: map[string]*sess{}, askers: map[session.ID]*sess{}, openCount: map[string]int{}, subs: map[string][]*Subscription{},
+		sessions: map[session.ID]*Session{}, byAgent: map[string]map[session.ID]*Session{},
+		openKeys: map[string]session.ID{}, threads: map[string]*Session{}, askers: map[session.ID]*Session{}, openCount: map[string]int{},
 		quarantined: map[session.ID]error{}, quarantinedMeta: map[session.ID]*hubpb.SessionMeta{},
-		watches: map[*Subscription]struct{}{}, streams: map[string]int{}, bufs: map[string]*agentBuf{}, cache: newEndedCache(cfg.EndedCache),
+		cache: newEndedCache(cfg.EndedCache), feed: noConsumer{},
+	}
+	if cfg.Feed != nil {
+		if c := cfg.Feed(h); c != nil {
+			h.feed = c
+		}
 	}
 	_, noTracer := cfg.Tracer.(noop.Tracer)
 	h.recording = !noTracer
@@ -266,36 +237,7 @@ func (h *Hub) Close() error {
 		}
 		cancel()
 	}
-	h.mu.Lock()
-	subs := h.subs
-	h.subs = map[string][]*Subscription{}
-	watches := h.watches
-	h.watches = map[*Subscription]struct{}{}
-	all := make([]*sess, 0, len(h.sessions))
-	for _, s := range h.sessions {
-		all = append(all, s)
-	}
-	h.mu.Unlock()
-	for _, list := range subs {
-		for _, sub := range list {
-			sub.fail(ErrClosed)
-		}
-	}
-	for w := range watches { //hubd:orderless each ends alike
-		w.fail(ErrClosed)
-	}
-	for _, s := range all {
-		s.hold()
-		for _, w := range s.watch {
-			w.fail(ErrClosed)
-		}
-		s.watch = nil
-		for _, w := range s.tree.watchers {
-			w.fail(ErrClosed)
-		}
-		s.tree.watchers = nil
-		s.release()
-	}
+	h.feed.Closed()
 	return nil
 }
 
@@ -323,7 +265,7 @@ func (h *Hub) newID() uuid.UUID {
 
 // lookup returns a session: a live one, or an ended one from the cache or
 // the log; else ErrUnknownSession (or the reason it is quarantined).
-func (h *Hub) lookup(ctx context.Context, id session.ID) (*sess, error) {
+func (h *Hub) lookup(ctx context.Context, id session.ID) (*Session, error) {
 	h.mu.RLock()
 	s, ok := h.sessions[id]
 	q := h.quarantined[id]
@@ -343,7 +285,7 @@ func (h *Hub) lookup(ctx context.Context, id session.ID) (*sess, error) {
 // lookupFor is lookup for agent: a quarantined session's participants (by
 // its stored metadata, when that decodes) and operators also get what was
 // found wrong with it; others only that it is quarantined.
-func (h *Hub) lookupFor(ctx context.Context, id session.ID, agent string, operator bool) (*sess, error) {
+func (h *Hub) lookupFor(ctx context.Context, id session.ID, agent string, operator bool) (*Session, error) {
 	s, err := h.lookup(ctx, id)
 	if err == nil || !errors.Is(err, ErrQuarantined) {
 		return s, err
@@ -358,12 +300,12 @@ func (h *Hub) lookupFor(ctx context.Context, id session.ID, agent string, operat
 }
 
 // index adds a session to the hub's indexes.
-func (h *Hub) index(s *sess) {
+func (h *Hub) index(s *Session) {
 	h.sessions[s.id] = s
 	for _, p := range s.meta.GetParticipants() {
 		m := h.byAgent[p.GetName()]
 		if m == nil {
-			m = map[session.ID]*sess{}
+			m = map[session.ID]*Session{}
 			h.byAgent[p.GetName()] = m
 		}
 		m[s.id] = s
@@ -383,3 +325,12 @@ func (h *Hub) index(s *sess) {
 func openKey(creator, key string) string { return creator + "\x00" + key }
 
 func dedupKey(from, id string) string { return from + "\x00" + id }
+
+// noConsumer is the consumer of a hub without a feed: it keeps nothing
+// and delivers nothing.
+type noConsumer struct{}
+
+func (noConsumer) Tail(*hubpb.SessionMeta) Tail      { return nil }
+func (noConsumer) Committed(*Commit)                 {}
+func (noConsumer) Moved([]string, []*Session, error) {}
+func (noConsumer) Closed()                           {}

@@ -31,7 +31,7 @@ func (h *Hub) Quarantined() map[session.ID]error {
 // loading is a session being rebuilt by hydrate.
 type loading struct {
 	meta []byte // its stored metadata, until its machine starts
-	s    *sess
+	s    *Session
 	err  error // why it is quarantined
 }
 
@@ -283,7 +283,7 @@ func (h *Hub) foldRange(ctx context.Context, ids []session.ID, all map[session.I
 }
 
 // start decodes a session's metadata and starts its machine.
-func (h *Hub) start(metaBytes []byte, id session.ID) (*sess, error) {
+func (h *Hub) start(metaBytes []byte, id session.ID) (*Session, error) {
 	meta, err := session.UnmarshalMeta(metaBytes)
 	if err != nil {
 		return nil, err
@@ -294,7 +294,7 @@ func (h *Hub) start(metaBytes []byte, id session.ID) (*sess, error) {
 	return h.startMeta(meta, id)
 }
 
-func (h *Hub) startMeta(meta *hubpb.SessionMeta, id session.ID) (*sess, error) {
+func (h *Hub) startMeta(meta *hubpb.SessionMeta, id session.ID) (*Session, error) {
 	if got, err := session.ParseID(meta.GetSessionId()); err != nil || got != id {
 		return nil, fmt.Errorf("metadata names session %q: %w", meta.GetSessionId(), session.ErrCorrupt)
 	}
@@ -310,11 +310,11 @@ func (h *Hub) startMeta(meta *hubpb.SessionMeta, id session.ID) (*sess, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metadata no longer starts a %v session: %w", typ, err)
 	}
-	return newSess(id, m), nil
+	return h.newSession(id, m), nil
 }
 
 // replay folds one logged record into s.
-func replay(s *sess, seq uint64, data []byte) (err error) {
+func replay(s *Session, seq uint64, data []byte) (err error) {
 	e, err := s.decode(data)
 	if err != nil {
 		return fmt.Errorf("seq %d: %w", seq, err)
@@ -333,7 +333,7 @@ func replay(s *sess, seq uint64, data []byte) (err error) {
 }
 
 // scanRest folds the records of s after its last folded seq.
-func (h *Hub) scanRest(ctx context.Context, s *sess) error {
+func (h *Hub) scanRest(ctx context.Context, s *Session) error {
 	return h.wal.Scan(ctx, s.id, s.m.Seq+1, func(seq uint64, data []byte) error {
 		return replay(s, seq, data)
 	})
@@ -390,7 +390,7 @@ func (h *Hub) installLocked(order []session.ID, all map[session.ID]*loading) int
 // plant puts a rebuilt session into its tree, under its parent when the
 // parent serves (ids are time-ordered, so a parent comes before its
 // children).
-func (h *Hub) plant(s *sess, trees map[string]*tree, all map[session.ID]*loading) {
+func (h *Hub) plant(s *Session, trees map[string]*tree, all map[session.ID]*loading) {
 	t := trees[s.call.GetRoot()]
 	if t == nil {
 		t = newTree(session.MustParseID(s.call.GetRoot()))
@@ -406,7 +406,7 @@ func (h *Hub) plant(s *sess, trees map[string]*tree, all map[session.ID]*loading
 }
 
 // load rebuilds one session from its log.
-func (h *Hub) load(ctx context.Context, id session.ID, meta *hubpb.SessionMeta) (*sess, error) {
+func (h *Hub) load(ctx context.Context, id session.ID, meta *hubpb.SessionMeta) (*Session, error) {
 	s, err := h.startMeta(meta, id)
 	if err != nil {
 		return nil, err

@@ -162,13 +162,6 @@ const (
 	DefaultMaxChildrenPerTurn = 256
 )
 
-// Defaults of the bounds on deliveries buffered unread (see Config).
-const (
-	DefaultSubscriberBufferBytes = 4 << 20
-	DefaultAgentBufferBytes      = 64 << 20
-	DefaultTotalBufferBytes      = 512 << 20
-)
-
 // LimitError is a refusal at one of the hub's limits: what was refused,
 // the limit's value and the flag of hubd serve that sets it. It wraps
 // ErrLimit (counts), ErrTooLarge (sizes) or ErrSlowSubscriber (a stream

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"bytes"
 	"container/list"
 	"context"
 	"crypto/sha256"
@@ -78,7 +79,7 @@ const maxPlainKey = 256
 // createIndex is the index of a new session: its members, its place under
 // its parent, its keys, and (unless it ended in its first write) its live
 // mark.
-func createIndex(s *sess) []IndexEntry {
+func createIndex(s *Session) []IndexEntry {
 	var out []IndexEntry
 	if !s.m.Lifecycle.State.Ended() {
 		out = append(out, IndexEntry{Key: liveKey(s.id)})
@@ -111,7 +112,7 @@ func indexedID(b []byte) (session.ID, bool) {
 type endedCache struct {
 	mu  sync.Mutex
 	max int
-	ll  *list.List // of *sess, most recently used first
+	ll  *list.List // of *Session, most recently used first
 	m   map[session.ID]*list.Element
 }
 
@@ -119,7 +120,7 @@ func newEndedCache(n int) *endedCache {
 	return &endedCache{max: n, ll: list.New(), m: map[session.ID]*list.Element{}}
 }
 
-func (c *endedCache) get(id session.ID) (*sess, bool) {
+func (c *endedCache) get(id session.ID) (*Session, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.m[id]
@@ -127,33 +128,33 @@ func (c *endedCache) get(id session.ID) (*sess, bool) {
 		return nil, false
 	}
 	c.ll.MoveToFront(e)
-	return e.Value.(*sess), true
+	return e.Value.(*Session), true
 }
 
 // peek is get without making it recent.
-func (c *endedCache) peek(id session.ID) (*sess, bool) {
+func (c *endedCache) peek(id session.ID) (*Session, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.m[id]
 	if !ok {
 		return nil, false
 	}
-	return e.Value.(*sess), true
+	return e.Value.(*Session), true
 }
 
 // put adds s, or returns the copy already there.
-func (c *endedCache) put(s *sess) *sess {
+func (c *endedCache) put(s *Session) *Session {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.m[s.id]; ok {
 		c.ll.MoveToFront(e)
-		return e.Value.(*sess)
+		return e.Value.(*Session)
 	}
 	c.m[s.id] = c.ll.PushFront(s)
 	for c.ll.Len() > c.max {
 		last := c.ll.Back()
 		c.ll.Remove(last)
-		delete(c.m, last.Value.(*sess).id)
+		delete(c.m, last.Value.(*Session).id)
 	}
 	return s
 }
@@ -177,7 +178,7 @@ func (h *Hub) Resident() (live, cached int) {
 // loadEnded returns an ended session, from the cache or loaded from the
 // log; ErrUnknownSession when the log has none with id. A session that
 // does not load is quarantined.
-func (h *Hub) loadEnded(ctx context.Context, id session.ID) (*sess, error) {
+func (h *Hub) loadEnded(ctx context.Context, id session.ID) (*Session, error) {
 	if s, ok := h.cache.get(id); ok {
 		return s, nil
 	}
@@ -238,7 +239,7 @@ func (h *Hub) quarantine(id session.ID, err error, meta []byte) {
 // cache of ended sessions; the caller holds its tree's lock. A live parent
 // keeps only live children; one that ended with it keeps it (its tree
 // usage counts the children it has no result from).
-func (h *Hub) retire(s *sess) {
+func (h *Hub) retire(s *Session) {
 	if h.cfg.Partitioned {
 		return // a cluster node keeps its partitions' sessions (see partition.go)
 	}
@@ -263,12 +264,12 @@ func (h *Hub) retire(s *sess) {
 	h.mu.Unlock()
 	h.sched.remove(s)
 	if p := s.parent; p != nil && !p.m.Lifecycle.State.Ended() {
-		p.kids = slices.DeleteFunc(p.kids, func(k *sess) bool { return k == s })
+		p.kids = slices.DeleteFunc(p.kids, func(k *Session) bool { return k == s })
 	}
 }
 
 // live returns the live session with id, if it is one.
-func (h *Hub) live(id session.ID) (*sess, bool) {
+func (h *Hub) live(id session.ID) (*Session, bool) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	s, ok := h.sessions[id]
@@ -300,12 +301,12 @@ func (h *Hub) childIDs(ctx context.Context, parent session.ID) ([]session.ID, er
 
 // allKids returns every child of s, live and ended, oldest first. A child
 // that is quarantined is left out.
-func (h *Hub) allKids(ctx context.Context, s *sess) ([]*sess, error) {
+func (h *Hub) allKids(ctx context.Context, s *Session) ([]*Session, error) {
 	ids, err := h.childIDs(ctx, s.id)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*sess, 0, len(ids))
+	out := make([]*Session, 0, len(ids))
 	for _, id := range ids {
 		k, err := h.lookup(ctx, id)
 		if err != nil {
@@ -374,3 +375,5 @@ func (h *Hub) residentOf(agent string, after session.ID, fn func(id session.ID) 
 	}
 	return nil
 }
+
+func compareIDs(a, b session.ID) int { return bytes.Compare(a[:], b[:]) }

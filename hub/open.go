@@ -115,7 +115,7 @@ func (h *Hub) openChild(ctx context.Context, creator string, req *hubpb.OpenRequ
 // thread returns the id of the latest session creator opened with thread
 // key, and that session when it is still live; zero without a key or such
 // a session.
-func (h *Hub) thread(ctx context.Context, creator, key string) (session.ID, *sess, error) {
+func (h *Hub) thread(ctx context.Context, creator, key string) (session.ID, *Session, error) {
 	if key == "" {
 		return session.ID{}, nil, nil
 	}
@@ -134,7 +134,7 @@ func (h *Hub) thread(ctx context.Context, creator, key string) (session.ID, *ses
 
 // create logs a new session's metadata, invite (and open) and task, and
 // indexes it.
-func (h *Hub) create(ctx context.Context, m *adapters.Machine, task string) (*sess, error) {
+func (h *Hub) create(ctx context.Context, m *adapters.Machine, task string) (*Session, error) {
 	encMeta, err := h.interned.marshalMeta(m.Meta)
 	if err != nil {
 		return nil, fmt.Errorf("encoding metadata: %v: %w", err, session.ErrMalformed)
@@ -143,7 +143,7 @@ func (h *Hub) create(ctx context.Context, m *adapters.Machine, task string) (*se
 		return nil, fmt.Errorf("the session's metadata is %d bytes stored, the limit is %d (MaxMetaBytes): %w", len(encMeta), h.cfg.MaxMetaBytes, ErrTooLarge)
 	}
 	id, _ := session.ParseID(m.Meta.GetSessionId())
-	s := newSess(id, m)
+	s := h.newSession(id, m)
 	s.tree = newTree(id)
 	s.hold() // nobody else knows s yet
 	defer s.release()
@@ -174,7 +174,7 @@ func (h *Hub) create(ctx context.Context, m *adapters.Machine, task string) (*se
 }
 
 // openResponse answers creator's open with the session's state.
-func (h *Hub) openResponse(ctx context.Context, s *sess, creator string, existing bool) (*hubpb.OpenResponse, error) {
+func (h *Hub) openResponse(ctx context.Context, s *Session, creator string, existing bool) (*hubpb.OpenResponse, error) {
 	info, err := h.info(ctx, s, creator, false)
 	if err != nil {
 		return nil, err
@@ -300,7 +300,7 @@ func taskOf(m *adapters.Machine, task string) *hubpb.Envelope {
 
 // applyOpen applies a new session's invite (and open), then its task, to
 // plan p.
-func (h *Hub) applyOpen(p *plan, s *sess, task string) error {
+func (h *Hub) applyOpen(p *plan, s *Session, task string) error {
 	if err := h.apply(p, s, inviteOf(s.m)); err != nil || task == "" {
 		return err
 	}
@@ -361,7 +361,7 @@ func (h *Hub) placeChild(ctx context.Context, parent string, meta *hubpb.Session
 // existing returns the session an earlier open with this key made: a
 // live one from memory, an ended one through the index in the log (open
 // keys are kept for good).
-func (h *Hub) existing(ctx context.Context, creator, key string) (*sess, bool, error) {
+func (h *Hub) existing(ctx context.Context, creator, key string) (*Session, bool, error) {
 	h.mu.RLock()
 	id, ok := h.openKeys[openKey(creator, key)]
 	s := h.sessions[id]
@@ -379,7 +379,7 @@ func (h *Hub) existing(ctx context.Context, creator, key string) (*sess, bool, e
 
 // reserve indexes a new session before its first write, checking the
 // creator's limit and the open key.
-func (h *Hub) reserve(s *sess, key string) error {
+func (h *Hub) reserve(s *Session, key string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	creator := s.meta.GetCreator()
@@ -397,7 +397,7 @@ func (h *Hub) reserve(s *sess, key string) error {
 }
 
 // unreserve removes a session whose first write failed.
-func (h *Hub) unreserve(s *sess, key string) {
+func (h *Hub) unreserve(s *Session, key string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.sessions, s.id)

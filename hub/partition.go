@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -140,14 +141,11 @@ func (h *Hub) LoadSessions(ctx context.Context, load Loader) (int, error) {
 	// The agents' subscriptions end in the same critical section as the
 	// sessions appear: none of them is handed a loaded session's envelope
 	// without the catch-up a new subscription does first.
+	why := &NotOwnerError{Partition: -1, Why: "sessions of yours were loaded on this node: resubscribe from your cursors"}
 	h.mu.Lock()
 	n := h.installLocked(order, all)
-	subs := h.takeSubscriptions(agentsOf(order, all))
+	h.feed.Moved(agentsOf(order, all), nil, why)
 	h.mu.Unlock()
-	why := &NotOwnerError{Partition: -1, Why: "sessions of yours were loaded on this node: resubscribe from your cursors"}
-	for _, sub := range subs {
-		sub.fail(why)
-	}
 	return n, nil
 }
 
@@ -165,7 +163,7 @@ func (h *Hub) UnloadSessions(drop func(root session.ID) bool, why error) int {
 		why = ErrNotOwner
 	}
 	h.mu.Lock()
-	var gone []*sess
+	var gone []*Session
 	for id, s := range h.sessions {
 		root, err := session.ParseID(s.call.GetRoot())
 		if err != nil || !drop(root) {
@@ -219,28 +217,12 @@ func (h *Hub) UnloadSessions(drop func(root session.ID) bool, why error) int {
 			agents[p.GetName()] = true
 		}
 	}
-	h.endSubscriptions(agents, why)
-	// Watches end under their tree's lock, which a call in flight may hold
-	// until the log answers it: not on the caller's time.
-	for _, s := range gone {
-		go func() {
-			s.hold()
-			defer s.release()
-			for _, w := range s.watch {
-				w.fail(why)
-			}
-			s.watch = nil
-			for _, w := range s.tree.watchers {
-				w.fail(why)
-			}
-			s.tree.watchers = nil
-		}()
-	}
+	h.feed.Moved(slices.Sorted(maps.Keys(agents)), gone, why)
 	return len(gone)
 }
 
 // agentsOf returns the participants of the sessions that loaded.
-func agentsOf(order []session.ID, all map[session.ID]*loading) map[string]bool {
+func agentsOf(order []session.ID, all map[session.ID]*loading) []string {
 	agents := map[string]bool{}
 	for _, id := range order {
 		if l := all[id]; l.err == nil && l.s != nil {
@@ -249,28 +231,7 @@ func agentsOf(order []session.ID, all map[session.ID]*loading) map[string]bool {
 			}
 		}
 	}
-	return agents
-}
-
-// endSubscriptions ends the agents' subscriptions with why.
-func (h *Hub) endSubscriptions(agents map[string]bool, why error) {
-	h.mu.Lock()
-	subs := h.takeSubscriptions(agents)
-	h.mu.Unlock()
-	for _, sub := range subs {
-		sub.fail(why)
-	}
-}
-
-// takeSubscriptions removes the agents' subscriptions from delivery and
-// returns them; the caller holds the hub's mutex.
-func (h *Hub) takeSubscriptions(agents map[string]bool) []*Subscription {
-	var subs []*Subscription
-	for a := range agents { //hubd:orderless each agent's subscriptions are taken alike
-		subs = append(subs, h.subs[a]...)
-		delete(h.subs, a)
-	}
-	return subs
+	return slices.Sorted(maps.Keys(agents))
 }
 
 // Holds reports whether the hub holds session id in memory: in a cluster,

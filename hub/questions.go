@@ -14,7 +14,7 @@ import (
 
 // rootCreator is who answers a session's questions by default: the
 // creator of its tree's root.
-func rootCreator(s *sess) string {
+func rootCreator(s *Session) string {
 	if c := s.meta.GetRootCreator(); c != "" {
 		return c
 	}
@@ -87,37 +87,10 @@ func answerEnvelope(m *adapters.Machine, agent string, operator bool, req *hubpb
 	return env, nil
 }
 
-// ListQuestions returns the pending questions agent must answer (all of
-// them for an operator who names no answerer), oldest first; with
-// answerer, only that answerer's (an operator's choice, or the caller's
-// own); with root, only those of root's tree.
-func (h *Hub) ListQuestions(ctx context.Context, agent string, operator bool, answerer string, root session.ID) ([]*hubpb.PendingQuestion, error) {
-	if answerer == "" && !operator {
-		answerer = agent
-	}
-	if answerer != agent && !operator {
-		return nil, fmt.Errorf("%q may list only its own questions, not %q's: %w", agent, answerer, ErrPermissionDenied)
-	}
-	var out []*hubpb.PendingQuestion
-	for _, s := range h.asking() {
-		if !root.IsZero() && s.tree.root != root {
-			continue
-		}
-		out = append(out, s.pendingFor(answerer)...)
-	}
-	slices.SortStableFunc(out, func(a, b *hubpb.PendingQuestion) int {
-		return a.GetEnvelope().GetAcceptedAt().AsTime().Compare(b.GetEnvelope().GetAcceptedAt().AsTime())
-	})
-	return out, nil
-}
-
-// pendingOf returns s's pending questions for answerer ("": all).
-func pendingOf(s *sess, answerer string) []*hubpb.PendingQuestion {
+// pendingOf returns s's pending questions, as published (see publish).
+func pendingOf(s *Session) []*hubpb.PendingQuestion {
 	var out []*hubpb.PendingQuestion
 	for _, p := range s.m.Calls.Questions {
-		if answerer != "" && p.Question.GetAnswerer() != answerer {
-			continue
-		}
 		e := &hubpb.Envelope{SessionId: s.meta.GetSessionId(), Seq: p.Seq, Id: p.Envelope, From: p.Asker,
 			Type: session.EventQuestion, AcceptedAt: session.Stamp(p.Asked), Call: s.call,
 			Payload: &hubpb.Envelope_Question{Question: p.Question}}
@@ -126,15 +99,16 @@ func pendingOf(s *sess, answerer string) []*hubpb.PendingQuestion {
 	return out
 }
 
-// asking returns the sessions with pending questions, in id order.
-func (h *Hub) asking() []*sess {
+// Asking returns the sessions with pending questions, in id order (each
+// says which: Session.Questions).
+func (h *Hub) Asking() []*Session {
 	h.mu.RLock()
-	out := make([]*sess, 0, len(h.askers))
+	out := make([]*Session, 0, len(h.askers))
 	for _, s := range h.askers { // sorted below
 		out = append(out, s)
 	}
 	h.mu.RUnlock()
-	slices.SortFunc(out, func(a, b *sess) int { return compareIDs(a.id, b.id) })
+	slices.SortFunc(out, func(a, b *Session) int { return compareIDs(a.id, b.id) })
 	return out
 }
 
@@ -142,7 +116,7 @@ func (h *Hub) asking() []*sess {
 // caller holds s's lock. The hub's lock is taken only when s joins or
 // leaves the index: every commit calls this, and a write lock of the
 // hub's taken on each was most of the hub's lock contention.
-func (h *Hub) noteAsking(s *sess) {
+func (h *Hub) noteAsking(s *Session) {
 	asking := len(s.m.Calls.Questions) > 0
 	if asking == s.asking {
 		return

@@ -99,7 +99,7 @@ func ackOf(all []*hubpb.Envelope) *hubpb.SendResponse {
 }
 
 // duplicate answers a retry with the original envelope's seq, id and time.
-func (h *Hub) duplicate(ctx context.Context, s *sess, seq uint64) (*hubpb.SendResponse, error) {
+func (h *Hub) duplicate(ctx context.Context, s *Session, seq uint64) (*hubpb.SendResponse, error) {
 	a := &hubpb.SendResponse{Seq: seq, Duplicate: true}
 	err := h.wal.Scan(ctx, s.id, seq, func(got uint64, data []byte) error {
 		e, err := s.decode(data)

@@ -46,10 +46,10 @@ func (sc *scheduler) stop() {
 }
 
 // add schedules a session (its lock held or not yet shared).
-func (sc *scheduler) add(s *sess) { sc.update(s) }
+func (sc *scheduler) add(s *Session) { sc.update(s) }
 
 // update recomputes a session's next deadline; the caller holds its lock.
-func (sc *scheduler) update(s *sess) {
+func (sc *scheduler) update(s *Session) {
 	at, ok := s.m.Next()
 	if s.gone.Load() {
 		ok = false // unloaded: its new owner runs its timers
@@ -72,7 +72,7 @@ func (sc *scheduler) update(s *sess) {
 // retry schedules a session's timers again at at, after a write the log
 // did not take (a full disk, a failed append: a failed session is reloaded
 // then); the caller holds its lock.
-func (sc *scheduler) retry(s *sess, at time.Time) {
+func (sc *scheduler) retry(s *Session, at time.Time) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if s.gone.Load() {
@@ -90,7 +90,7 @@ func (sc *scheduler) retry(s *sess, at time.Time) {
 // timerRetry is how long a firing the log refused waits to be tried again.
 const timerRetry = time.Second
 
-func (sc *scheduler) remove(s *sess) {
+func (sc *scheduler) remove(s *Session) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if s.heapIdx >= 0 {
@@ -124,9 +124,9 @@ func (sc *scheduler) fire() {
 	now := sc.h.clock.Now()
 	sc.mu.Lock()
 	sc.stopT = nil
-	var due []*sess
+	var due []*Session
 	for len(sc.q) > 0 && !sc.q[0].due.After(now) && !sc.stopped {
-		due = append(due, heap.Pop(&sc.q).(*sess))
+		due = append(due, heap.Pop(&sc.q).(*Session))
 	}
 	sc.mu.Unlock()
 	var wg sync.WaitGroup
@@ -147,7 +147,7 @@ func (sc *scheduler) fire() {
 
 // runTimers writes what a session's due timers decide, through the commit
 // path, and reschedules it.
-func (h *Hub) runTimers(s *sess) {
+func (h *Hub) runTimers(s *Session) {
 	if h.enter() != nil {
 		return
 	}
@@ -208,7 +208,7 @@ func (h *Hub) runTimers(s *sess) {
 const maxTimerWrite = 256
 
 // dueHeap orders sessions by next deadline.
-type dueHeap []*sess
+type dueHeap []*Session
 
 func (q dueHeap) Len() int           { return len(q) }
 func (q dueHeap) Less(i, j int) bool { return q[i].due.Before(q[j].due) }
@@ -217,7 +217,7 @@ func (q dueHeap) Swap(i, j int) {
 	q[i].heapIdx, q[j].heapIdx = i, j
 }
 func (q *dueHeap) Push(x any) {
-	s := x.(*sess)
+	s := x.(*Session)
 	s.heapIdx = len(*q)
 	*q = append(*q, s)
 }

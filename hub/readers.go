@@ -1,0 +1,148 @@
+package hub
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	"github.com/hubd/hubd/adapters"
+	"github.com/hubd/hubd/hubpb"
+	"github.com/hubd/hubd/session"
+)
+
+// The hub's answers to its readers (the feed): sessions found by id, by
+// agent or under a parent, and copies of a session's state. None of them
+// hands out a map or a machine of the hub's; those that read a machine
+// take its session's lock, and the reader never does.
+
+// Lookup returns session id: a live one, or an ended one from the cache
+// or the log. Else ErrUnknownSession, ErrQuarantined (without what was
+// found wrong), or in a cluster the *NotOwnerError naming its owner.
+func (h *Hub) Lookup(ctx context.Context, id session.ID) (*Session, error) { return h.lookup(ctx, id) }
+
+// LookupFor is Lookup for agent: a quarantined session's participants (by
+// its stored metadata, when that decodes) and operators also get what was
+// found wrong with it.
+func (h *Hub) LookupFor(ctx context.Context, id session.ID, agent string, operator bool) (*Session, error) {
+	return h.lookupFor(ctx, id, agent, operator)
+}
+
+// Live returns the live session with id, if it is one (on a cluster node,
+// any session of its partitions).
+func (h *Hub) Live(id session.ID) (*Session, bool) { return h.live(id) }
+
+// Ended returns an ended session, from the cache or loaded from the log
+// (one that does not load is quarantined: ErrQuarantined).
+func (h *Hub) Ended(ctx context.Context, id session.ID) (*Session, error) {
+	return h.loadEnded(ctx, id)
+}
+
+// Sessions returns the live sessions agent takes part in, every live one
+// for "", in id order.
+func (h *Hub) Sessions(agent string) []*Session {
+	h.mu.RLock()
+	pool := h.sessions
+	if agent != "" {
+		pool = h.byAgent[agent]
+	}
+	out := make([]*Session, 0, len(pool))
+	for _, s := range pool { // sorted below
+		out = append(out, s)
+	}
+	h.mu.RUnlock()
+	slices.SortFunc(out, func(a, b *Session) int { return compareIDs(a.id, b.id) })
+	return out
+}
+
+// MemberOf calls fn with the id of every session agent takes part in
+// whose id is greater than after (zero: all), in id order, live and
+// ended, until fn returns an error, which it returns.
+func (h *Hub) MemberOf(ctx context.Context, agent string, after session.ID, fn func(id session.ID) error) error {
+	return h.memberOf(ctx, agent, after, fn)
+}
+
+// ChildIDs returns the ids of every child session of parent, oldest
+// first.
+func (h *Hub) ChildIDs(ctx context.Context, parent session.ID) ([]session.ID, error) {
+	if !h.cfg.Partitioned {
+		return h.childIDs(ctx, parent)
+	}
+	p, ok := h.live(parent)
+	if !ok {
+		return nil, nil
+	}
+	kids, err := h.Children(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]session.ID, len(kids))
+	for i, k := range kids {
+		out[i] = k.id
+	}
+	return out, nil
+}
+
+// Children returns every child of s, live and ended, oldest first (a
+// quarantined one left out). A child whose open was published is among
+// them: a reader that registers for a tree's commits and then asks
+// misses none.
+func (h *Hub) Children(ctx context.Context, s *Session) ([]*Session, error) {
+	if h.cfg.Partitioned {
+		// A node's children are its sessions' own lists, which a
+		// delegation extends under the tree's lock once it is written.
+		if err := s.acquire(ctx); err != nil {
+			return nil, err
+		}
+		kids := slices.Clone(s.kids)
+		s.release()
+		return kids, nil
+	}
+	return h.allKids(ctx, s)
+}
+
+// Quarantine returns the stored metadata of quarantined session id, and
+// whether it is quarantined (the metadata is nil when it does not
+// decode).
+func (h *Hub) Quarantine(id session.ID) (*hubpb.SessionMeta, bool) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	_, ok := h.quarantined[id]
+	return h.quarantinedMeta[id], ok
+}
+
+// QuarantinedMetas returns the stored metadata of every quarantined
+// session whose metadata decodes.
+func (h *Hub) QuarantinedMetas() map[session.ID]*hubpb.SessionMeta {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return maps.Clone(h.quarantinedMeta)
+}
+
+// Info returns s's metadata and state as agent may read them (all of it
+// for an operator): the turn, who is expected, the context it may read,
+// holds, usage and open children. It takes the session's lock (reloading
+// it first after a failed write).
+func (h *Hub) Info(ctx context.Context, s *Session, agent string, operator bool) (*hubpb.SessionInfo, error) {
+	return h.info(ctx, s, agent, operator)
+}
+
+// Timers returns s's pending deadlines, earliest first: those the hub's
+// timers act on. It takes the session's lock.
+func (h *Hub) Timers(ctx context.Context, s *Session) ([]adapters.Deadline, error) {
+	if err := s.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer s.release()
+	if err := h.ready(ctx, s); err != nil {
+		return nil, err
+	}
+	return s.m.Deadlines(), nil
+}
+
+// Log returns the hub's log, which readers read (never write).
+func (h *Hub) Log() Log { return h.wal }
+
+// Partitioned reports whether the hub is a cluster node's
+// (Config.Partitioned): it keeps every session of its partitions in
+// memory, ended ones too, and its index in the log is not kept.
+func (h *Hub) Partitioned() bool { return h.cfg.Partitioned }
