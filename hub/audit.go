@@ -22,7 +22,7 @@ func (h *Hub) Tree(ctx context.Context, s *Session) (*hubpb.TreeNode, error) {
 		return nil, err
 	}
 	defer s.release()
-	return h.node(ctx, s, h.clock.Now())
+	return h.node(ctx, s, h.cfg.Clock.Now())
 }
 
 // node is the tree of s, its ended descendants loaded from the log; the
@@ -64,7 +64,7 @@ func (h *Hub) Replay(ctx context.Context, id session.ID) (*hubpb.ReplayResponse,
 		return nil, err
 	}
 	resp := &hubpb.ReplayResponse{Equal: true}
-	err = h.wal.Scan(ctx, id, 1, func(seq uint64, data []byte) error {
+	err = h.cfg.Log.Scan(ctx, id, 1, func(seq uint64, data []byte) error {
 		e, err := s.decode(data)
 		if err != nil {
 			return fmt.Errorf("seq %d: %w", seq, err)

@@ -162,7 +162,7 @@ func (h *Hub) commit(ctx context.Context, s *Session, envs []*hubpb.Envelope, me
 		x := p.part(s)
 		x.meta, x.isNew = meta, true
 	}
-	_, fold := h.startSpan(ctx, spanFold, s.id)
+	_, fold := h.spans.start(ctx, spanFold, s.id)
 	if err := h.apply(p, s, envs...); err != nil {
 		h.abandon(p)
 		return nil, endSpan(fold, err)
@@ -178,7 +178,7 @@ func (h *Hub) commit(ctx context.Context, s *Session, envs []*hubpb.Envelope, me
 // failed append every session of the plan is marked failed (rebuilt from
 // the log before its next change) and nothing is acknowledged.
 func (h *Hub) finish(ctx context.Context, p *plan) error {
-	_, settle := h.startSpan(ctx, spanSettle, session.ID{})
+	_, settle := h.spans.start(ctx, spanSettle, session.ID{})
 	if err := h.settle(context.WithoutCancel(ctx), p); err != nil {
 		h.abandon(p)
 		return endSpan(settle, err)
@@ -201,8 +201,8 @@ func (h *Hub) finish(ctx context.Context, p *plan) error {
 	}
 	// The folds have run: from here the outcome must not depend on the
 	// caller giving up, or memory would run ahead of the log.
-	_, wait := h.startSpan(ctx, spanCommitWait, session.ID{}, trace.WithAttributes(attribute.Int("hubd.sessions", len(writes))))
-	if err := h.wal.Append(context.WithoutCancel(ctx), writes...); err != nil {
+	_, wait := h.spans.start(ctx, spanCommitWait, session.ID{}, trace.WithAttributes(attribute.Int("hubd.sessions", len(writes))))
+	if err := h.cfg.Log.Append(context.WithoutCancel(ctx), writes...); err != nil {
 		if errors.Is(err, ErrDiskFull) {
 			// Nothing was written: the machines ran ahead of the log and
 			// are rebuilt quietly; the caller may retry once space returns.
@@ -227,7 +227,7 @@ func (h *Hub) finish(ctx context.Context, p *plan) error {
 			if !x.isNew {
 				// The write may have landed: reload soon, whether or not
 				// its sender retries, so that whoever it concerns is told.
-				h.sched.retry(x.s, h.clock.Now().Add(timerRetry))
+				h.sched.retry(x.s, h.cfg.Clock.Now().Add(timerRetry))
 			}
 		}
 		if errors.Is(err, ErrNotOwner) {
@@ -238,7 +238,7 @@ func (h *Hub) finish(ctx context.Context, p *plan) error {
 		return endSpan(wait, fmt.Errorf("session %v: the write-ahead log did not take seq %d: %v: %w", p.parts[0].s.id, firstSeq(p), err, ErrSessionFailed))
 	}
 	wait.End()
-	_, deliver := h.startSpan(ctx, spanDeliver, session.ID{})
+	_, deliver := h.spans.start(ctx, spanDeliver, session.ID{})
 	h.committed(p)
 	deliver.End()
 	return nil
@@ -269,7 +269,7 @@ var errPlanAbandoned = errors.New("a write across sessions was refused after it 
 // earlier than the session's last acceptance, in UTC without a monotonic
 // reading (the log keeps nanoseconds).
 func (h *Hub) stamp(s *Session) time.Time {
-	now := h.clock.Now().UTC().Round(0)
+	now := h.cfg.Clock.Now().UTC().Round(0)
 	if now.Before(s.lastAt) {
 		now = s.lastAt
 	}
@@ -281,7 +281,7 @@ func (h *Hub) stamp(s *Session) time.Time {
 // next change (see ready).
 func (h *Hub) fail(s *Session, err error) {
 	s.failed = err
-	h.logger.Error().Err(err).Str("session", s.id.String()).Uint64("seq", s.m.Seq).Msg("write-ahead log append failed; session fails until reloaded")
+	h.cfg.Logger.Error().Err(err).Str("session", s.id.String()).Uint64("seq", s.m.Seq).Msg("write-ahead log append failed; session fails until reloaded")
 	if f := h.cfg.Hooks.SessionFailed; f != nil {
 		f(s.id, err)
 	}
@@ -360,7 +360,7 @@ func (h *Hub) reload(ctx context.Context, s *Session) error {
 	}
 	storageFailed := errors.Is(s.failed, ErrStorageFailed)
 	if !errors.Is(s.failed, errPlanAbandoned) && !storageFailed {
-		h.logger.Info().Str("session", s.id.String()).Uint64("seq", fresh.m.Seq).Int("landed", len(landed)).
+		h.cfg.Logger.Info().Str("session", s.id.String()).Uint64("seq", fresh.m.Seq).Int("landed", len(landed)).
 			Msg("session reloaded from the write-ahead log")
 	}
 	s.m, s.dedup, s.trigger, s.turnKids, s.lastAt, s.failed = fresh.m, fresh.dedup, fresh.trigger, fresh.turnKids, fresh.lastAt, nil
@@ -407,7 +407,7 @@ func (h *Hub) forget(s *Session) {
 // all).
 func (h *Hub) readFrom(ctx context.Context, s *Session, seq uint64, n int) ([]*hubpb.Envelope, error) {
 	var out []*hubpb.Envelope
-	err := h.wal.Scan(ctx, s.id, seq, func(_ uint64, data []byte) error {
+	err := h.cfg.Log.Scan(ctx, s.id, seq, func(_ uint64, data []byte) error {
 		if n > 0 && len(out) == n {
 			return errStop
 		}
@@ -508,9 +508,9 @@ func (h *Hub) took(s *Session, all []*hubpb.Envelope, before session.State, newT
 	h.noteAsking(s)
 	ended := after.Ended() && !before.Ended()
 	if ended {
-		h.mu.Lock()
-		h.openCount[s.meta.GetCreator()]--
-		h.mu.Unlock()
+		h.reg.mu.Lock()
+		h.reg.openCount[s.meta.GetCreator()]--
+		h.reg.mu.Unlock()
 		s.tree.live.Add(-1)
 		if f := h.cfg.Hooks.Closed; f != nil {
 			f(s.id, after, s.m.Lifecycle.Reason)

@@ -31,10 +31,10 @@ const MaxChildren = 64
 // (DELEGATE_NOT_ALLOWED). A retry with the same client message id answers
 // with the first delegation.
 func (h *Hub) Delegate(ctx context.Context, delegator string, req *hubpb.DelegateRequest) (*hubpb.DelegateResponse, error) {
-	if err := h.enter(); err != nil {
+	if err := h.gate.enter(); err != nil {
 		return nil, err
 	}
-	defer h.leave()
+	defer h.gate.leave()
 	return h.delegateReq(ctx, delegator, req)
 }
 

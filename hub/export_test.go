@@ -10,10 +10,10 @@ import (
 // ResidentIDs returns the ids of the sessions in memory as live, in order
 // (for tests).
 func (h *Hub) ResidentIDs() []session.ID {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	ids := make([]session.ID, 0, len(h.sessions))
-	for id := range h.sessions {
+	h.reg.mu.RLock()
+	defer h.reg.mu.RUnlock()
+	ids := make([]session.ID, 0, len(h.reg.sessions))
+	for id := range h.reg.sessions {
 		ids = append(ids, id)
 	}
 	slices.SortFunc(ids, compareIDs)

@@ -154,7 +154,6 @@ func newEnv(t *testing.T, tweak func(*hub.Config)) *env {
 	return newEnvWith(t, false, tweak, nil)
 }
 
-
 // newTimedEnv is newEnv with ids that are UUIDv7s of the fake clock's time
 // (ms), increasing, as the default ids are of the wall clock's.
 func newTimedEnv(t *testing.T, tweak func(*hub.Config)) *env {

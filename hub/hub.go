@@ -10,48 +10,24 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/rs/zerolog"
-	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/hubd/hubd/adapters"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
 
-// Hub serves sessions. Create it with New; it is safe for concurrent use.
+// Hub serves sessions: the write side of hubd. Create it with New; it is
+// safe for concurrent use. Its fields are few on purpose, each a room of
+// its own with its own lock (see doc.go):
 type Hub struct {
-	cfg    Config
-	wal    Log
-	clock  Clock
-	logger zerolog.Logger
-
-	mu          sync.RWMutex
-	sessions    map[session.ID]*Session
-	byAgent     map[string]map[session.ID]*Session // participant → sessions
-	openKeys    map[string]session.ID              // creator + open key → session
-	threads     map[string]*Session                // creator + thread key → the thread's latest session
-	askers      map[session.ID]*Session            // sessions with pending questions
-	openCount   map[string]int                     // creator → pending or open sessions
-	quarantined map[session.ID]error
-	// quarantinedMeta is the stored metadata of the quarantined sessions
-	// whose metadata decodes: who takes part, for listings and answers.
-	quarantinedMeta map[session.ID]*hubpb.SessionMeta
-	cache           *endedCache // ended sessions reads loaded
-
-	interned  interner // knob values shared between sessions
-	feed      Consumer // reads the commits: the hub's feed (Config.Feed), or none
-	sched     scheduler
-	inflight  sync.WaitGroup
-	closed    atomic.Bool
-	recording bool               // Config.Tracer records spans (not the no-op one)
-	life      context.Context    // cancelled when Close begins
-	end       context.CancelFunc // cancels life
-	gate      sync.RWMutex       // enter's read side, Close's write side
-
-	// v7IDs: ids are the default Config.NewID's UUIDv7s (livesnap.go).
-	v7IDs  bool
-	idMu   sync.Mutex
-	newest session.ID // the newest id made or held live, for the live snapshot
+	cfg      Config    // with its defaults; Log, Clock and Logger are the hub's
+	reg      registry  // the sessions by id, agent and key; the quarantined; the ended cache (registry.go)
+	ids      idSource  // new ids above every id held, for the live snapshot (ids.go)
+	interned interner  // knob values shared between sessions (intern.go)
+	sched    scheduler // every session's next deadline, one clock timer (scheduler.go)
+	feed     Consumer  // reads what the hub publishes: its feed (Config.Feed), or none (publish.go)
+	gate     gate      // calls in flight and Close (life.go)
+	spans    tracing   // the send path's spans (trace.go)
 }
 
 // tree is a delegation tree: a root session and its descendants. Its lock
@@ -179,25 +155,17 @@ func newHub(ctx context.Context, cfg Config, v7IDs bool) (*Hub, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	h := &Hub{v7IDs: v7IDs,
-		cfg: cfg, wal: cfg.Log, clock: cfg.Clock, logger: cfg.Logger,
-		sessions: map[session.ID]*Session{}, byAgent: map[string]map[session.ID]*Session{},
-		openKeys: map[string]session.ID{}, threads: map[string]*Session{}, askers: map[session.ID]*Session{}, openCount: map[string]int{},
-		quarantined: map[session.ID]error{}, quarantinedMeta: map[session.ID]*hubpb.SessionMeta{},
-		cache: newEndedCache(cfg.EndedCache), feed: noConsumer{},
-	}
+	h := &Hub{cfg: cfg, reg: newRegistry(cfg.EndedCache), ids: idSource{v7: v7IDs}, feed: noConsumer{}, spans: newTracing(cfg.Tracer)}
 	if cfg.Feed != nil {
 		if c := cfg.Feed(h); c != nil {
 			h.feed = c
 		}
 	}
-	_, noTracer := cfg.Tracer.(noop.Tracer)
-	h.recording = !noTracer
-	h.life, h.end = context.WithCancel(context.Background())
-	h.sched.init(h)
+	h.gate.open()
+	h.sched.init(cfg.Clock, h.runTimers)
 	if !cfg.Partitioned {
 		if err := h.hydrate(ctx); err != nil {
-			h.end()
+			h.gate.end()
 			return nil, err
 		}
 	}
@@ -209,31 +177,26 @@ func newHub(ctx context.Context, cfg Config, v7IDs bool) (*Hub, error) {
 
 // Done is closed when Close begins: a stream that holds no subscription
 // ends then too.
-func (h *Hub) Done() <-chan struct{} { return h.life.Done() }
+func (h *Hub) Done() <-chan struct{} { return h.gate.life.Done() }
 
 // Lifetime returns a context cancelled when Close begins, for
 // context.AfterFunc: a stream can end with the hub without a goroutine
 // waiting on Done.
-func (h *Hub) Lifetime() context.Context { return h.life }
+func (h *Hub) Lifetime() context.Context { return h.gate.life }
 
 // Close stops the hub: new calls fail with ErrClosed, in-flight changes
 // finish, timers stop and every subscription ends with ErrClosed. It does
 // not close the log; its owner closes it after the hub.
 func (h *Hub) Close() error {
-	h.gate.Lock()
-	already := h.closed.Swap(true)
-	h.gate.Unlock()
-	if already {
-		return nil
+	if !h.gate.close() {
+		return nil // closed already
 	}
-	h.end()
-	h.inflight.Wait()
 	h.sched.stop()
 	if h.snapshotEligible() {
 		// Nothing writes any more: the live set is final.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		if err := h.writeSnapshot(ctx); err != nil {
-			h.logger.Warn().Err(err).Msg("live snapshot not written: the next start scans the index")
+			h.cfg.Logger.Warn().Err(err).Msg("live snapshot not written: the next start scans the index")
 		}
 		cancel()
 	}
@@ -241,24 +204,52 @@ func (h *Hub) Close() error {
 	return nil
 }
 
+// gate is a hub's life: the calls in flight, and whether Close has
+// begun. Every change enters it and leaves it; Close waits for those in
+// flight, and no change enters after.
+type gate struct {
+	mu       sync.RWMutex // enter's read side, close's write side
+	closed   atomic.Bool
+	inflight sync.WaitGroup
+	life     context.Context    // cancelled when Close begins
+	end      context.CancelFunc // cancels life
+}
+
+// open starts the hub's life.
+func (g *gate) open() { g.life, g.end = context.WithCancel(context.Background()) }
+
 // enter registers an in-flight call, or fails once the hub is closing.
-// The gate orders every Add before Close's Wait (a WaitGroup's Add at
+// The lock orders every Add before close's Wait (a WaitGroup's Add at
 // zero must not race its Wait).
-func (h *Hub) enter() error {
-	h.gate.RLock()
-	defer h.gate.RUnlock()
-	if h.closed.Load() {
+func (g *gate) enter() error {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if g.closed.Load() {
 		return ErrClosed
 	}
-	h.inflight.Add(1)
+	g.inflight.Add(1)
 	return nil
 }
 
-func (h *Hub) leave() { h.inflight.Done() }
+func (g *gate) leave() { g.inflight.Done() }
+
+// close ends the hub's life and waits for the calls in flight; it
+// reports false when Close had begun already.
+func (g *gate) close() bool {
+	g.mu.Lock()
+	already := g.closed.Swap(true)
+	g.mu.Unlock()
+	if already {
+		return false
+	}
+	g.end()
+	g.inflight.Wait()
+	return true
+}
 
 func (h *Hub) newID() uuid.UUID {
-	if h.v7IDs {
-		return h.nextID()
+	if h.ids.v7 {
+		return h.ids.next(h.cfg.NewID())
 	}
 	return h.cfg.NewID()
 }
@@ -266,10 +257,10 @@ func (h *Hub) newID() uuid.UUID {
 // lookup returns a session: a live one, or an ended one from the cache or
 // the log; else ErrUnknownSession (or the reason it is quarantined).
 func (h *Hub) lookup(ctx context.Context, id session.ID) (*Session, error) {
-	h.mu.RLock()
-	s, ok := h.sessions[id]
-	q := h.quarantined[id]
-	h.mu.RUnlock()
+	h.reg.mu.RLock()
+	s, ok := h.reg.sessions[id]
+	q := h.reg.quarantined[id]
+	h.reg.mu.RUnlock()
 	if ok {
 		return s, nil
 	}
@@ -290,9 +281,9 @@ func (h *Hub) lookupFor(ctx context.Context, id session.ID, agent string, operat
 	if err == nil || !errors.Is(err, ErrQuarantined) {
 		return s, err
 	}
-	h.mu.RLock()
-	q, meta := h.quarantined[id], h.quarantinedMeta[id]
-	h.mu.RUnlock()
+	h.reg.mu.RLock()
+	q, meta := h.reg.quarantined[id], h.reg.quarantinedMeta[id]
+	h.reg.mu.RUnlock()
 	if operator || (meta != nil && session.IsParticipant(meta, agent)) {
 		return nil, fmt.Errorf("session %v is quarantined (%v): it serves nothing until an operator restores it: %w", id, q, ErrQuarantined)
 	}
@@ -301,23 +292,23 @@ func (h *Hub) lookupFor(ctx context.Context, id session.ID, agent string, operat
 
 // index adds a session to the hub's indexes.
 func (h *Hub) index(s *Session) {
-	h.sessions[s.id] = s
+	h.reg.sessions[s.id] = s
 	for _, p := range s.meta.GetParticipants() {
-		m := h.byAgent[p.GetName()]
+		m := h.reg.byAgent[p.GetName()]
 		if m == nil {
 			m = map[session.ID]*Session{}
-			h.byAgent[p.GetName()] = m
+			h.reg.byAgent[p.GetName()] = m
 		}
 		m[s.id] = s
 	}
 	if k := s.meta.GetOpenKey(); k != "" {
-		h.openKeys[openKey(s.meta.GetCreator(), k)] = s.id
+		h.reg.openKeys[openKey(s.meta.GetCreator(), k)] = s.id
 	}
 	if k := s.meta.GetThreadKey(); k != "" {
-		h.threads[openKey(s.meta.GetCreator(), k)] = s // ids are time-ordered: the latest indexed is the latest
+		h.reg.threads[openKey(s.meta.GetCreator(), k)] = s // ids are time-ordered: the latest indexed is the latest
 	}
 	if !session.State(s.state.Load()).Ended() {
-		h.openCount[s.meta.GetCreator()]++
+		h.reg.openCount[s.meta.GetCreator()]++
 		s.tree.live.Add(1)
 	}
 }

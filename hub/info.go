@@ -116,11 +116,11 @@ func (h *Hub) Snapshot(ctx context.Context, id session.ID) (json.RawMessage, err
 // takes no session's lock, so a hook may call it (the metrics label what
 // the hooks report with it).
 func (h *Hub) TypeOf(id session.ID) (string, bool) {
-	h.mu.RLock()
-	s, ok := h.sessions[id]
-	h.mu.RUnlock()
+	h.reg.mu.RLock()
+	s, ok := h.reg.sessions[id]
+	h.reg.mu.RUnlock()
 	if !ok {
-		if s, ok = h.cache.peek(id); !ok {
+		if s, ok = h.reg.cache.peek(id); !ok {
 			return "", false
 		}
 	}
@@ -137,11 +137,11 @@ func (h *Hub) CountSessions(f func(typ string, state session.State, n int)) {
 		state session.State
 	}
 	counts := map[key]int{}
-	h.mu.RLock()
-	for _, s := range h.sessions { //hubd:orderless counting
+	h.reg.mu.RLock()
+	for _, s := range h.reg.sessions { //hubd:orderless counting
 		counts[key{s.meta.GetType(), session.State(s.state.Load())}]++
 	}
-	h.mu.RUnlock()
+	h.reg.mu.RUnlock()
 	for k, n := range counts { //hubd:orderless the caller does not depend on the order
 		f(k.typ, k.state, n)
 	}

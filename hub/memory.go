@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"github.com/hubd/hubd/hubpb"
 	"maps"
 	"slices"
 	"sync"
@@ -169,20 +170,20 @@ func (c *endedCache) len() int {
 // ones (open or pending: always) and the ended ones cached after a read
 // (at most Config.EndedCache).
 func (h *Hub) Resident() (live, cached int) {
-	h.mu.RLock()
-	live = len(h.sessions)
-	h.mu.RUnlock()
-	return live, h.cache.len()
+	h.reg.mu.RLock()
+	live = len(h.reg.sessions)
+	h.reg.mu.RUnlock()
+	return live, h.reg.cache.len()
 }
 
 // loadEnded returns an ended session, from the cache or loaded from the
 // log; ErrUnknownSession when the log has none with id. A session that
 // does not load is quarantined.
 func (h *Hub) loadEnded(ctx context.Context, id session.ID) (*Session, error) {
-	if s, ok := h.cache.get(id); ok {
+	if s, ok := h.reg.cache.get(id); ok {
 		return s, nil
 	}
-	meta, err := h.wal.Meta(ctx, id)
+	meta, err := h.cfg.Log.Meta(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("reading session %v: %v: %w", id, err, ErrSessionFailed)
 	}
@@ -216,20 +217,20 @@ func (h *Hub) loadEnded(ctx context.Context, id session.ID) (*Session, error) {
 			s.kids = append(s.kids, k)
 		}
 	}
-	return h.cache.put(s), nil
+	return h.reg.cache.put(s), nil
 }
 
 // quarantine records a session that cannot be rebuilt from its log, with
 // its stored metadata when that decodes (who may see what was found).
 func (h *Hub) quarantine(id session.ID, err error, meta []byte) {
 	m, merr := session.UnmarshalMeta(meta)
-	h.mu.Lock()
-	h.quarantined[id] = err
+	h.reg.mu.Lock()
+	h.reg.quarantined[id] = err
 	if merr == nil && meta != nil {
-		h.quarantinedMeta[id] = m
+		h.reg.quarantinedMeta[id] = m
 	}
-	h.mu.Unlock()
-	h.logger.Error().Err(err).Str("session", id.String()).Msg("session quarantined")
+	h.reg.mu.Unlock()
+	h.cfg.Logger.Error().Err(err).Str("session", id.String()).Msg("session quarantined")
 	if f := h.cfg.Hooks.SessionFailed; f != nil {
 		f(id, err)
 	}
@@ -243,25 +244,25 @@ func (h *Hub) retire(s *Session) {
 	if h.cfg.Partitioned {
 		return // a cluster node keeps its partitions' sessions (see partition.go)
 	}
-	h.cache.put(s)
-	h.mu.Lock()
-	delete(h.sessions, s.id)
+	h.reg.cache.put(s)
+	h.reg.mu.Lock()
+	delete(h.reg.sessions, s.id)
 	for _, p := range s.meta.GetParticipants() {
-		if m := h.byAgent[p.GetName()]; m != nil {
+		if m := h.reg.byAgent[p.GetName()]; m != nil {
 			delete(m, s.id)
 			if len(m) == 0 {
-				delete(h.byAgent, p.GetName())
+				delete(h.reg.byAgent, p.GetName())
 			}
 		}
 	}
-	if k := s.meta.GetOpenKey(); k != "" && h.openKeys[openKey(s.meta.GetCreator(), k)] == s.id {
-		delete(h.openKeys, openKey(s.meta.GetCreator(), k))
+	if k := s.meta.GetOpenKey(); k != "" && h.reg.openKeys[openKey(s.meta.GetCreator(), k)] == s.id {
+		delete(h.reg.openKeys, openKey(s.meta.GetCreator(), k))
 	}
-	if k := s.meta.GetThreadKey(); k != "" && h.threads[openKey(s.meta.GetCreator(), k)] == s {
-		delete(h.threads, openKey(s.meta.GetCreator(), k))
+	if k := s.meta.GetThreadKey(); k != "" && h.reg.threads[openKey(s.meta.GetCreator(), k)] == s {
+		delete(h.reg.threads, openKey(s.meta.GetCreator(), k))
 	}
-	delete(h.askers, s.id)
-	h.mu.Unlock()
+	delete(h.reg.askers, s.id)
+	h.reg.mu.Unlock()
 	h.sched.remove(s)
 	if p := s.parent; p != nil && !p.m.Lifecycle.State.Ended() {
 		p.kids = slices.DeleteFunc(p.kids, func(k *Session) bool { return k == s })
@@ -270,9 +271,9 @@ func (h *Hub) retire(s *Session) {
 
 // live returns the live session with id, if it is one.
 func (h *Hub) live(id session.ID) (*Session, bool) {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	s, ok := h.sessions[id]
+	h.reg.mu.RLock()
+	defer h.reg.mu.RUnlock()
+	s, ok := h.reg.sessions[id]
 	return s, ok
 }
 
@@ -287,7 +288,7 @@ func (h *Hub) childIDs(ctx context.Context, parent session.ID) ([]session.ID, er
 		}
 		return out, nil
 	}
-	err := h.wal.IndexScan(ctx, append([]byte{ixChild}, parent[:]...), nil, func(k, _ []byte) error {
+	err := h.cfg.Log.IndexScan(ctx, append([]byte{ixChild}, parent[:]...), nil, func(k, _ []byte) error {
 		if id, ok := indexedID(k); ok {
 			out = append(out, id)
 		}
@@ -332,7 +333,7 @@ func (h *Hub) memberOf(ctx context.Context, agent string, after session.ID, fn f
 	if !after.IsZero() {
 		from = append(slices.Clone(prefix), after[:]...)
 	}
-	err := h.wal.IndexScan(ctx, prefix, from, func(k, _ []byte) error {
+	err := h.cfg.Log.IndexScan(ctx, prefix, from, func(k, _ []byte) error {
 		id, ok := indexedID(k)
 		if !ok || len(k) != len(prefix)+16 {
 			return nil
@@ -348,7 +349,7 @@ func (h *Hub) memberOf(ctx context.Context, agent string, after session.ID, fn f
 // keyed returns the session the index keeps under a creator's key (an
 // open key or a thread key).
 func (h *Hub) keyed(ctx context.Context, kind byte, creator, key string) (session.ID, bool, error) {
-	v, ok, err := h.wal.IndexGet(ctx, keyKey(kind, creator, key))
+	v, ok, err := h.cfg.Log.IndexGet(ctx, keyKey(kind, creator, key))
 	if err != nil || !ok {
 		return session.ID{}, false, err
 	}
@@ -359,9 +360,9 @@ func (h *Hub) keyed(ctx context.Context, kind byte, creator, key string) (sessio
 // residentOf is memberOf for a cluster node's hub, which keeps every
 // session of its partitions in memory.
 func (h *Hub) residentOf(agent string, after session.ID, fn func(id session.ID) error) error {
-	h.mu.RLock()
-	ids := slices.SortedFunc(maps.Keys(h.byAgent[agent]), compareIDs)
-	h.mu.RUnlock()
+	h.reg.mu.RLock()
+	ids := slices.SortedFunc(maps.Keys(h.reg.byAgent[agent]), compareIDs)
+	h.reg.mu.RUnlock()
 	for _, id := range ids {
 		if compareIDs(id, after) <= 0 {
 			continue
@@ -377,3 +378,30 @@ func (h *Hub) residentOf(agent string, after session.ID, fn func(id session.ID) 
 }
 
 func compareIDs(a, b session.ID) int { return bytes.Compare(a[:], b[:]) }
+
+// registry is what the hub finds its sessions by, guarded by mu: the live
+// sessions by id, by participant and by their creators' keys, the open
+// count of each creator, the sessions asking questions, the quarantined
+// ones, and the cache of ended sessions reads loaded. A session's own
+// state is guarded by its tree's lock, not by mu.
+type registry struct {
+	mu        sync.RWMutex
+	sessions  map[session.ID]*Session
+	byAgent   map[string]map[session.ID]*Session // participant → sessions
+	openKeys  map[string]session.ID              // creator + open key → session
+	threads   map[string]*Session                // creator + thread key → the thread's latest session
+	askers    map[session.ID]*Session            // sessions with pending questions
+	openCount map[string]int                     // creator → pending or open sessions
+	// quarantined are the sessions that could not be rebuilt from the
+	// log, with why; quarantinedMeta the stored metadata of those whose
+	// metadata decodes (who takes part, for listings and answers).
+	quarantined     map[session.ID]error
+	quarantinedMeta map[session.ID]*hubpb.SessionMeta
+	cache           *endedCache // ended sessions reads loaded; its own lock
+}
+
+func newRegistry(ended int) registry {
+	return registry{sessions: map[session.ID]*Session{}, byAgent: map[string]map[session.ID]*Session{},
+		openKeys: map[string]session.ID{}, threads: map[string]*Session{}, askers: map[session.ID]*Session{}, openCount: map[string]int{},
+		quarantined: map[session.ID]error{}, quarantinedMeta: map[session.ID]*hubpb.SessionMeta{}, cache: newEndedCache(ended)}
+}

@@ -30,10 +30,10 @@ import (
 // child on the creator's turn in the parent (see Delegate). req is not
 // modified.
 func (h *Hub) Open(ctx context.Context, creator string, req *hubpb.OpenRequest) (*hubpb.OpenResponse, error) {
-	if err := h.enter(); err != nil {
+	if err := h.gate.enter(); err != nil {
 		return nil, err
 	}
-	defer h.leave()
+	defer h.gate.leave()
 	if err := session.CheckName(creator); err != nil {
 		return nil, err
 	}
@@ -119,9 +119,9 @@ func (h *Hub) thread(ctx context.Context, creator, key string) (session.ID, *Ses
 	if key == "" {
 		return session.ID{}, nil, nil
 	}
-	h.mu.RLock()
-	s := h.threads[openKey(creator, key)]
-	h.mu.RUnlock()
+	h.reg.mu.RLock()
+	s := h.reg.threads[openKey(creator, key)]
+	h.reg.mu.RUnlock()
 	if s != nil {
 		if !session.State(s.state.Load()).Ended() {
 			return s.id, s, nil
@@ -164,7 +164,7 @@ func (h *Hub) create(ctx context.Context, m *adapters.Machine, task string) (*Se
 			// It may have landed: it stays, failed, until a reload (a
 			// retry of the open, or the scheduler in a second) keeps it
 			// or forgets it as the log says.
-			h.sched.retry(s, h.clock.Now().Add(timerRetry))
+			h.sched.retry(s, h.cfg.Clock.Now().Add(timerRetry))
 			return nil, err
 		}
 		h.unreserve(s, key)
@@ -201,7 +201,7 @@ func (h *Hub) buildMeta(ctx context.Context, creator string, req *hubpb.OpenRequ
 		return nil, typ, err
 	}
 	meta.SessionId, meta.Type, meta.Creator, meta.OpenKey = id.String(), typ.String(), creator, req.GetIdempotencyKey()
-	meta.CreatedAt = session.Stamp(h.clock.Now().UTC().Round(0))
+	meta.CreatedAt = session.Stamp(h.cfg.Clock.Now().UTC().Round(0))
 	if meta.InviteTimeout == nil {
 		meta.InviteTimeout = durationpb.New(h.cfg.InviteTimeout)
 	}
@@ -362,10 +362,10 @@ func (h *Hub) placeChild(ctx context.Context, parent string, meta *hubpb.Session
 // live one from memory, an ended one through the index in the log (open
 // keys are kept for good).
 func (h *Hub) existing(ctx context.Context, creator, key string) (*Session, bool, error) {
-	h.mu.RLock()
-	id, ok := h.openKeys[openKey(creator, key)]
-	s := h.sessions[id]
-	h.mu.RUnlock()
+	h.reg.mu.RLock()
+	id, ok := h.reg.openKeys[openKey(creator, key)]
+	s := h.reg.sessions[id]
+	h.reg.mu.RUnlock()
 	if ok && s != nil {
 		return s, true, nil
 	}
@@ -380,16 +380,16 @@ func (h *Hub) existing(ctx context.Context, creator, key string) (*Session, bool
 // reserve indexes a new session before its first write, checking the
 // creator's limit and the open key.
 func (h *Hub) reserve(s *Session, key string) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.reg.mu.Lock()
+	defer h.reg.mu.Unlock()
 	creator := s.meta.GetCreator()
 	if key != "" {
-		if _, dup := h.openKeys[openKey(creator, key)]; dup {
+		if _, dup := h.reg.openKeys[openKey(creator, key)]; dup {
 			return fmt.Errorf("an open with key %q is in progress: %w", key, ErrLimit)
 		}
 	}
-	if max := h.cfg.MaxOpenPerAgent; max > 0 && h.openCount[creator] >= max {
-		return h.limitErr("--max-open-per-agent", max, ErrLimit, "%q has %d sessions pending or open (children it delegated included)", creator, h.openCount[creator])
+	if max := h.cfg.MaxOpenPerAgent; max > 0 && h.reg.openCount[creator] >= max {
+		return h.limitErr("--max-open-per-agent", max, ErrLimit, "%q has %d sessions pending or open (children it delegated included)", creator, h.reg.openCount[creator])
 	}
 	s.state.Store(uint32(session.StatePending))
 	h.index(s)
@@ -398,19 +398,19 @@ func (h *Hub) reserve(s *Session, key string) error {
 
 // unreserve removes a session whose first write failed.
 func (h *Hub) unreserve(s *Session, key string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.sessions, s.id)
+	h.reg.mu.Lock()
+	defer h.reg.mu.Unlock()
+	delete(h.reg.sessions, s.id)
 	for _, p := range s.meta.GetParticipants() {
-		delete(h.byAgent[p.GetName()], s.id)
+		delete(h.reg.byAgent[p.GetName()], s.id)
 	}
 	if key != "" {
-		delete(h.openKeys, openKey(s.meta.GetCreator(), key))
+		delete(h.reg.openKeys, openKey(s.meta.GetCreator(), key))
 	}
-	if k := openKey(s.meta.GetCreator(), s.meta.GetThreadKey()); h.threads[k] == s {
-		delete(h.threads, k) // the thread's latest is again the one before, in the log's index
+	if k := openKey(s.meta.GetCreator(), s.meta.GetThreadKey()); h.reg.threads[k] == s {
+		delete(h.reg.threads, k) // the thread's latest is again the one before, in the log's index
 	}
-	h.openCount[s.meta.GetCreator()]--
+	h.reg.openCount[s.meta.GetCreator()]--
 	s.tree.live.Add(-1)
 	h.sched.remove(s)
 }

@@ -31,10 +31,10 @@ func rootCreator(s *Session) string {
 // releases the asker's turn, with the answer as its trigger. A retry with
 // the same client message id answers with the first.
 func (h *Hub) Answer(ctx context.Context, agent string, operator bool, req *hubpb.AnswerRequest) (*hubpb.SendResponse, error) {
-	if err := h.enter(); err != nil {
+	if err := h.gate.enter(); err != nil {
 		return nil, err
 	}
-	defer h.leave()
+	defer h.gate.leave()
 	id, err := session.ParseIDOf("session_id", req.GetSessionId())
 	if err != nil {
 		return nil, err
@@ -102,12 +102,12 @@ func pendingOf(s *Session) []*hubpb.PendingQuestion {
 // Asking returns the sessions with pending questions, in id order (each
 // says which: Session.Questions).
 func (h *Hub) Asking() []*Session {
-	h.mu.RLock()
-	out := make([]*Session, 0, len(h.askers))
-	for _, s := range h.askers { // sorted below
+	h.reg.mu.RLock()
+	out := make([]*Session, 0, len(h.reg.askers))
+	for _, s := range h.reg.askers { // sorted below
 		out = append(out, s)
 	}
-	h.mu.RUnlock()
+	h.reg.mu.RUnlock()
 	slices.SortFunc(out, func(a, b *Session) int { return compareIDs(a.id, b.id) })
 	return out
 }
@@ -122,11 +122,11 @@ func (h *Hub) noteAsking(s *Session) {
 		return
 	}
 	s.asking = asking
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.reg.mu.Lock()
+	defer h.reg.mu.Unlock()
 	if asking {
-		h.askers[s.id] = s
+		h.reg.askers[s.id] = s
 	} else {
-		delete(h.askers, s.id)
+		delete(h.reg.askers, s.id)
 	}
 }

@@ -40,16 +40,16 @@ func (h *Hub) Ended(ctx context.Context, id session.ID) (*Session, error) {
 // Sessions returns the live sessions agent takes part in, every live one
 // for "", in id order.
 func (h *Hub) Sessions(agent string) []*Session {
-	h.mu.RLock()
-	pool := h.sessions
+	h.reg.mu.RLock()
+	pool := h.reg.sessions
 	if agent != "" {
-		pool = h.byAgent[agent]
+		pool = h.reg.byAgent[agent]
 	}
 	out := make([]*Session, 0, len(pool))
 	for _, s := range pool { // sorted below
 		out = append(out, s)
 	}
-	h.mu.RUnlock()
+	h.reg.mu.RUnlock()
 	slices.SortFunc(out, func(a, b *Session) int { return compareIDs(a.id, b.id) })
 	return out
 }
@@ -104,18 +104,18 @@ func (h *Hub) Children(ctx context.Context, s *Session) ([]*Session, error) {
 // whether it is quarantined (the metadata is nil when it does not
 // decode).
 func (h *Hub) Quarantine(id session.ID) (*hubpb.SessionMeta, bool) {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	_, ok := h.quarantined[id]
-	return h.quarantinedMeta[id], ok
+	h.reg.mu.RLock()
+	defer h.reg.mu.RUnlock()
+	_, ok := h.reg.quarantined[id]
+	return h.reg.quarantinedMeta[id], ok
 }
 
 // QuarantinedMetas returns the stored metadata of every quarantined
 // session whose metadata decodes.
 func (h *Hub) QuarantinedMetas() map[session.ID]*hubpb.SessionMeta {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	return maps.Clone(h.quarantinedMeta)
+	h.reg.mu.RLock()
+	defer h.reg.mu.RUnlock()
+	return maps.Clone(h.reg.quarantinedMeta)
 }
 
 // Info returns s's metadata and state as agent may read them (all of it
@@ -140,7 +140,7 @@ func (h *Hub) Timers(ctx context.Context, s *Session) ([]adapters.Deadline, erro
 }
 
 // Log returns the hub's log, which readers read (never write).
-func (h *Hub) Log() Log { return h.wal }
+func (h *Hub) Log() Log { return h.cfg.Log }
 
 // Partitioned reports whether the hub is a cluster node's
 // (Config.Partitioned): it keeps every session of its partitions in

@@ -14,7 +14,8 @@ import (
 // timer armed for the earliest. Idle sessions cost a heap slot, no
 // goroutine.
 type scheduler struct {
-	h       *Hub
+	clock   Clock
+	run     func(*Session) // writes a session's due timers (Hub.runTimers)
 	mu      sync.Mutex
 	q       dueHeap
 	stopT   func() bool
@@ -26,7 +27,7 @@ type scheduler struct {
 // fireParallelism bounds how many sessions' timers are written at once.
 const fireParallelism = 64
 
-func (sc *scheduler) init(h *Hub) { sc.h = h }
+func (sc *scheduler) init(clock Clock, run func(*Session)) { sc.clock, sc.run = clock, run }
 
 func (sc *scheduler) start() {
 	sc.mu.Lock()
@@ -110,18 +111,18 @@ func (sc *scheduler) arm() {
 	if sc.stopT != nil {
 		sc.stopT()
 	}
-	d := next.Sub(sc.h.clock.Now())
+	d := next.Sub(sc.clock.Now())
 	if d < 0 {
 		d = 0
 	}
 	sc.armedAt = next
-	sc.stopT = sc.h.clock.AfterFunc(d, sc.fire)
+	sc.stopT = sc.clock.AfterFunc(d, sc.fire)
 }
 
 // fire runs the timers of every session due now, in parallel up to
 // fireParallelism, and returns when they are written.
 func (sc *scheduler) fire() {
-	now := sc.h.clock.Now()
+	now := sc.clock.Now()
 	sc.mu.Lock()
 	sc.stopT = nil
 	var due []*Session
@@ -136,7 +137,7 @@ func (sc *scheduler) fire() {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			sc.h.runTimers(s)
+			sc.run(s)
 		}()
 	}
 	wg.Wait()
@@ -148,10 +149,10 @@ func (sc *scheduler) fire() {
 // runTimers writes what a session's due timers decide, through the commit
 // path, and reschedules it.
 func (h *Hub) runTimers(s *Session) {
-	if h.enter() != nil {
+	if h.gate.enter() != nil {
 		return
 	}
-	defer h.leave()
+	defer h.gate.leave()
 	ctx := context.Background()
 	s.hold()
 	defer s.release()
@@ -161,12 +162,12 @@ func (h *Hub) runTimers(s *Session) {
 	if err := h.ready(ctx, s); errors.Is(err, errNotWritten) {
 		return // a new session whose first write did not land: forgotten
 	} else if err != nil {
-		h.logger.Error().Err(err).Str("session", s.id.String()).Msg("session not reloaded; retrying")
-		h.sched.retry(s, h.clock.Now().Add(timerRetry))
+		h.cfg.Logger.Error().Err(err).Str("session", s.id.String()).Msg("session not reloaded; retrying")
+		h.sched.retry(s, h.cfg.Clock.Now().Add(timerRetry))
 		return
 	}
 	// A timer's envelopes belong to the trace of the turn they time.
-	ctx, span := h.startSpan(continueTrace(ctx, s.trigger), spanTimers, s.id)
+	ctx, span := h.spans.start(continueTrace(ctx, s.trigger), spanTimers, s.id)
 	defer span.End()
 	for {
 		envs := s.m.Due(h.stamp(s))
@@ -185,8 +186,8 @@ func (h *Hub) runTimers(s *Session) {
 		}
 		if err != nil {
 			// Nothing was written: the deadlines are still due; try again.
-			h.logger.Error().Err(err).Str("session", s.id.String()).Msg("timer envelopes not written; retrying")
-			h.sched.retry(s, h.clock.Now().Add(timerRetry))
+			h.cfg.Logger.Error().Err(err).Str("session", s.id.String()).Msg("timer envelopes not written; retrying")
+			h.sched.retry(s, h.cfg.Clock.Now().Add(timerRetry))
 			return
 		}
 		if f := h.cfg.Hooks.TimerFired; f != nil {
