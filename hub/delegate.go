@@ -3,12 +3,10 @@ package hub
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/hubd/hubd/adapters"
 	"github.com/hubd/hubd/hubpb"
@@ -186,31 +184,6 @@ func responder(meta *hubpb.SessionMeta, delegator string) string {
 	return delegator
 }
 
-// machine starts the machine of new metadata, with the type's default
-// expectations when the request gave none.
-func (h *Hub) machine(meta *hubpb.SessionMeta, typ session.Type, defaults bool) (*adapters.Machine, error) {
-	a, err := h.cfg.Adapters.Lookup(typ)
-	if err != nil {
-		return nil, err
-	}
-	if defaults {
-		meta.Expectations = a.Expectations()
-	}
-	if d, ok := a.(adapters.KnobDefaulter); ok {
-		if add := d.DefaultKnobs(meta); len(add) > 0 {
-			knobs := maps.Clone(meta.Knobs) // the interner's map is shared
-			if knobs == nil {
-				knobs = map[string]*structpb.Value{}
-			}
-			for k, v := range add { //hubd:orderless a set
-				knobs[k] = v
-			}
-			meta.Knobs = knobs
-		}
-	}
-	return adapters.NewMachine(a, meta)
-}
-
 // delegate writes the delegation and the children's opens in one write.
 func (h *Hub) delegate(ctx context.Context, p *Session, env *hubpb.Envelope, kids []*Session) (*hubpb.DelegateResponse, error) {
 	var reserved []*Session
@@ -272,13 +245,6 @@ func (h *Hub) delegate(ctx context.Context, p *Session, env *hubpb.Envelope, kid
 		resp.Children = append(resp.Children, h.infoLocked(k, env.GetFrom(), false))
 	}
 	return resp, nil
-}
-
-// inviteOf is a new session's first record: every participant gets it;
-// invitees says who must acknowledge.
-func inviteOf(m *adapters.Machine) *hubpb.Envelope {
-	return &hubpb.Envelope{Type: session.EventInvite,
-		Payload: &hubpb.Envelope_Invite{Invite: &hubpb.Invite{Invitees: session.Invitees(m.Meta)}}}
 }
 
 // delegated answers a retried delegation with the one made first.

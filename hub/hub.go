@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/hubd/hubd/adapters"
 	"github.com/hubd/hubd/hubpb"
@@ -26,182 +28,287 @@ type Hub struct {
 	interned interner  // knob values shared between sessions (intern.go)
 	sched    scheduler // every session's next deadline, one clock timer (scheduler.go)
 	feed     Consumer  // reads what the hub publishes: its feed (Config.Feed), or none (publish.go)
-	gate     gate      // calls in flight and Close (life.go)
+	gate     gate      // calls in flight and Close (below)
 	spans    tracing   // the send path's spans (trace.go)
 }
 
-// tree is a delegation tree: a root session and its descendants. Its lock
-// is a one-slot semaphore held for a whole change (validate → commit →
-// deliver) of any session of the tree, so a change that spans sessions (a
-// child's open and its parent's record, a child's end and its parent's
-// result, a budget closing a whole tree) sees and writes them all at once.
-// Sessions of different trees never wait for each other.
-type tree struct {
-	lock chan struct{}
-	root session.ID
-	// live counts the tree's sessions pending or open (MaxTreeSessions);
-	// changed with the hub's indexes, read under the tree's lock.
-	live atomic.Int64
+// Config configures a hub. The zero value of every optional field means its
+// default.
+type Config struct {
+	Log      Log                // required
+	Adapters *adapters.Registry // required: the session types served
+	Clock    Clock              // default: the system clock
+	NewID    func() uuid.UUID   // default: uuid.NewV7
+	Logger   zerolog.Logger     // default: zerolog.Nop()
+	Hooks    Hooks
+	// Feed, if set, makes the hub's reader as New begins, before the
+	// sessions are loaded: the consumer of what the hub publishes (see
+	// publish.go), which delivers and reads (package hub/feed's New). It
+	// must not call the hub before New returns.
+	Feed func(*Hub) Consumer
+	// Tracer starts the spans of the send path (see trace.go), children of
+	// the caller's span; default: a no-op (nothing recorded; envelopes
+	// still carry the caller's traceparent).
+	Tracer trace.Tracer
+
+	InviteTimeout    time.Duration // default 5m: how long invitees have to ack
+	MaxDepth         int           // default 8: the deepest a child session may be
+	MaxEnvelopeBytes int           // default 1 MiB: an envelope's stored size
+
+	// Limits on fan-out: past one, an open or a delegation is refused with
+	// LIMIT_REACHED (a *LimitError naming it) and nothing is written.
+	// Zero means the default, a negative value no limit.
+	//
+	// MaxOpenPerAgent bounds the sessions pending or open that one agent
+	// created (children it delegated included); default
+	// DefaultMaxOpenPerAgent.
+	MaxOpenPerAgent int
+	// MaxTreeSessions bounds the sessions pending or open in one tree (its
+	// root and every descendant); default DefaultMaxTreeSessions.
+	MaxTreeSessions int
+	// MaxChildrenPerTurn bounds the children delegations open in one
+	// session on one turn (from the envelope that began the turn on),
+	// background ones included; default DefaultMaxChildrenPerTurn.
+	MaxChildrenPerTurn int
+
+	// Limits on what an open (or a delegated child) carries; over one the
+	// open is refused with TOO_LARGE (a duration: MALFORMED), the message
+	// naming the limit and the value sent. docs/OPERATIONS.md lists them.
+	MaxMetaBytes    int           // default 512 KiB: a session's stored metadata, all of it
+	MaxLabels       int           // default 64: labels per session
+	MaxLabelBytes   int           // default 16 KiB: the labels' keys and values together
+	MaxKnobBytes    int           // default 64 KiB: the knobs' JSON (the graph aside)
+	MaxGraphBytes   int           // default 256 KiB: the workflow graph's JSON
+	MaxParticipants int           // default 256: participants per session
+	MaxExpectations int           // default 32: expectations per session
+	MinExpectation  time.Duration // default 1s: the least expectation threshold
+	MaxTTL          time.Duration // default 10 years (session.MaxDuration, also the most): the longest ttl
+	// Partitioned makes a cluster node's hub: New hydrates nothing, and
+	// the hub serves only the sessions LoadSessions gives it (see
+	// partition.go).
+	Partitioned bool
+	// Route, if set, is asked about a session the hub does not hold: nil
+	// means no node serves it (UNKNOWN_SESSION), else the error to answer
+	// (a *NotOwnerError naming the owner).
+	Route func(ctx context.Context, id session.ID) error
+	// NewRootID, if set, makes the id of a new root session (default
+	// NewID): a cluster node picks a UUIDv7 whose tree lands in a
+	// partition it serves. key is "" for an open with neither an
+	// idempotency key nor a thread key; otherwise it is the same for
+	// every open whose keys must be looked up together (see routeKey), and
+	// all of them must land in one partition, or the owner of that
+	// partition be named in the error (a *NotOwnerError), so that a retry
+	// or the next session of a thread is deduplicated or linked wherever
+	// it is asked. An error refuses the open.
+	NewRootID func(key string) (uuid.UUID, error)
+	// RequireConsent honours a creator's auto_accept of another agent only
+	// when Consent allows it (otherwise that agent is invited and must
+	// acknowledge). Off (the zero value), anyone may auto-add anyone: the
+	// development mode's default, so examples stay one command; a hub
+	// with tokens or certificates turns it on.
+	RequireConsent bool
+	Consent        Consent
+	// FoldAll makes New fold every session of the log, ended ones too,
+	// and write nothing (not even the index of a log written before it):
+	// for checks that replay a whole log, such as hubd log verify, on a
+	// log opened read-only. The ended sessions still leave memory.
+	FoldAll bool
+	// EndedCache bounds the ended sessions kept in memory after a read
+	// loaded them from the log (least recently used first out); default
+	// 256. Open and pending sessions are always in memory; ended ones
+	// only in this cache.
+	EndedCache int
 }
 
-func newTree(root session.ID) *tree { return &tree{lock: make(chan struct{}, 1), root: root} }
-
-// Session is one session the hub serves: its machine and what is derived
-// from it, guarded by its tree's lock, and what it publishes for readers
-// (see publish.go), which they read without the lock.
-type Session struct {
-	id   session.ID
-	meta *hubpb.SessionMeta // immutable
-	call *hubpb.Call        // its place in the call tree, stamped on every envelope
-	tree *tree
-
-	// Guarded by the tree's lock.
-	m       *adapters.Machine
-	failed  error
-	dedup   map[string]uint64 // sender \x00 client message id → seq
-	trigger *hubpb.Envelope   // the envelope that began the current turn
-	lastAt  time.Time
-	parent  *Session   // nil for a root (or a child whose parent is not served)
-	kids    []*Session // every child, oldest first
-	task    string     // a child's task until its open is written (Delegate)
-	// turnKids counts the children delegations opened since the current
-	// turn began (MaxChildrenPerTurn), folded from the log with the turn.
-	turnKids int
-	asking   bool // noteAsking last put it in Hub.askers
-	dropped  bool // a new session whose open did not land (see forget)
-
-	tail atomic.Value // the consumer's Tail, told every envelope folded; its own lock
-
-	// Readable without the lock: what the session's last commit
-	// published (see publish), for listings and deliveries.
-	state     atomic.Uint32 // session.State
-	lastSeq   atomic.Uint64
-	reason    atomic.Pointer[string]                   // set when the session ends
-	turn      atomic.Pointer[Turn]                     // who is expected to speak, and what began the turn; nil: nobody
-	questions atomic.Pointer[[]*hubpb.PendingQuestion] // its pending questions; nil: none
-	gone      atomic.Bool                              // unloaded (its partition moved): never scheduled again
-
-	// Guarded by the scheduler's mutex.
-	due     time.Time
-	heapIdx int
+// Validate reports a missing required field or a negative limit (the
+// fan-out limits aside, where negative means none).
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Log == nil {
+		errs = append(errs, errors.New("hub: Config.Log is required"))
+	}
+	if c.Adapters == nil {
+		errs = append(errs, errors.New("hub: Config.Adapters is required"))
+	}
+	if c.InviteTimeout < 0 || c.MaxDepth < 0 || c.MaxEnvelopeBytes < 0 ||
+		c.MaxLabels < 0 || c.MaxMetaBytes < 0 || c.MaxLabelBytes < 0 || c.MaxKnobBytes < 0 || c.MaxGraphBytes < 0 || c.MaxParticipants < 0 ||
+		c.MaxExpectations < 0 || c.MinExpectation < 0 || c.MaxTTL < 0 || c.EndedCache < 0 {
+		errs = append(errs, fmt.Errorf("hub: negative limit in config"))
+	}
+	if c.MaxTTL > session.MaxDuration {
+		errs = append(errs, fmt.Errorf("hub: Config.MaxTTL %v is over the most, %v", c.MaxTTL, session.MaxDuration))
+	}
+	return errors.Join(errs...)
 }
 
-// newSession makes a session of machine m, with the consumer's tail.
-func (h *Hub) newSession(id session.ID, m *adapters.Machine) *Session {
-	root := m.Meta.GetRootSessionId()
-	if root == "" {
-		root = id.String()
-	}
-	call := &hubpb.Call{Id: id.String(), Parent: m.Meta.GetParentSessionId(), Root: root, Depth: m.Meta.GetDepth()}
-	s := &Session{id: id, meta: m.Meta, m: m, call: call, heapIdx: -1}
-	if t := h.feed.Tail(m.Meta); t != nil {
-		s.tail.Store(t)
-	}
-	return s
-}
+// WithDefaults returns c with the default of every zero optional field
+// filled in: the limits the hub applies.
+func (c Config) WithDefaults() Config { return c.withDefaults() }
 
-// publish copies what readers read without the lock (listings, and a
-// subscription's catch-up: the state, the last seq, the turn, the pending
-// questions); the caller holds it. It runs before the commit is handed to
-// the consumer, so a reader that registers for deliveries and then reads
-// what is published misses nothing.
-func (s *Session) publish() {
-	s.lastSeq.Store(s.m.Seq) // before the state: an end comes with its last seq (and its reason)
-	if s.m.Lifecycle.State.Ended() && s.reason.Load() == nil {
-		r := s.m.Lifecycle.Reason
-		s.reason.Store(&r)
+func (c Config) withDefaults() Config {
+	if c.Clock == nil {
+		c.Clock = systemClock{}
 	}
-	s.state.Store(uint32(s.m.Lifecycle.State))
-	if exp := s.m.Expected(); len(exp) > 0 && s.trigger != nil {
-		if t := s.turn.Load(); t == nil || t.Trigger != s.trigger || !slices.Equal(t.Expected, exp) {
-			s.turn.Store(&Turn{Trigger: s.trigger, Expected: exp})
-		}
-	} else if s.turn.Load() != nil {
-		s.turn.Store(nil)
+	if c.Tracer == nil {
+		c.Tracer = noop.NewTracerProvider().Tracer("")
 	}
-	if len(s.m.Calls.Questions) > 0 {
-		qs := pendingOf(s)
-		s.questions.Store(&qs)
-	} else if s.questions.Load() != nil {
-		s.questions.Store(nil)
+	if c.NewID == nil {
+		c.NewID = func() uuid.UUID { return uuid.Must(uuid.NewV7()) }
 	}
-}
-
-// acquire takes the session's tree, waiting at most until ctx is done.
-func (s *Session) acquire(ctx context.Context) error {
-	select {
-	case s.tree.lock <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	if c.InviteTimeout == 0 {
+		c.InviteTimeout = 5 * time.Minute
 	}
-}
-
-// hold takes the session's tree, waiting as long as it takes.
-func (s *Session) hold() { s.tree.lock <- struct{}{} }
-
-func (s *Session) release() { <-s.tree.lock }
-
-// New builds a hub and hydrates it: every live (open or pending) session
-// in the log is re-folded and its timers re-armed before New returns;
-// ended sessions stay in the log until a read loads them (see memory.go).
-func New(ctx context.Context, cfg Config) (*Hub, error) {
-	return newHub(ctx, cfg, cfg.NewID == nil)
-}
-
-// newHub is New; v7IDs says the ids are UUIDv7s made from the wall clock.
-func newHub(ctx context.Context, cfg Config, v7IDs bool) (*Hub, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
+	if c.MaxDepth == 0 {
+		c.MaxDepth = 8
 	}
-	cfg = cfg.withDefaults()
-	h := &Hub{cfg: cfg, reg: newRegistry(cfg.EndedCache), ids: idSource{v7: v7IDs}, feed: noConsumer{}, spans: newTracing(cfg.Tracer)}
-	if cfg.Feed != nil {
-		if c := cfg.Feed(h); c != nil {
-			h.feed = c
-		}
+	if c.MaxEnvelopeBytes == 0 {
+		c.MaxEnvelopeBytes = 1 << 20
 	}
-	h.gate.open()
-	h.sched.init(cfg.Clock, h.runTimers)
-	if !cfg.Partitioned {
-		if err := h.hydrate(ctx); err != nil {
-			h.gate.end()
-			return nil, err
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
 		}
 	}
-	if !cfg.FoldAll { // a check of the log: nothing may be written, no timer fires
-		h.sched.start()
+	def(&c.MaxMetaBytes, DefaultMaxMetaBytes)
+	def(&c.MaxOpenPerAgent, DefaultMaxOpenPerAgent)
+	def(&c.MaxTreeSessions, DefaultMaxTreeSessions)
+	def(&c.MaxChildrenPerTurn, DefaultMaxChildrenPerTurn)
+	def(&c.MaxLabels, DefaultMaxLabels)
+	def(&c.MaxLabelBytes, DefaultMaxLabelBytes)
+	def(&c.MaxKnobBytes, DefaultMaxKnobBytes)
+	def(&c.MaxGraphBytes, DefaultMaxGraphBytes)
+	def(&c.MaxParticipants, DefaultMaxParticipants)
+	def(&c.MaxExpectations, DefaultMaxExpectations)
+	if c.MinExpectation == 0 {
+		c.MinExpectation = DefaultMinExpectation
 	}
-	return h, nil
+	if c.MaxTTL == 0 {
+		c.MaxTTL = DefaultMaxTTL
+	}
+	if c.EndedCache == 0 {
+		c.EndedCache = 256
+	}
+	return c
 }
 
-// Done is closed when Close begins: a stream that holds no subscription
-// ends then too.
-func (h *Hub) Done() <-chan struct{} { return h.gate.life.Done() }
+// Defaults of the limits on what an open may carry (see Config; each is
+// documented in docs/OPERATIONS.md).
+const (
+	DefaultMaxMetaBytes    = 512 << 10
+	DefaultMaxLabels       = 64
+	DefaultMaxLabelBytes   = 16 << 10
+	DefaultMaxKnobBytes    = 64 << 10
+	DefaultMaxGraphBytes   = 256 << 10
+	DefaultMaxParticipants = 256
+	DefaultMaxExpectations = 32
+	DefaultMinExpectation  = session.MinThreshold
+	DefaultMaxTTL          = session.MaxDuration
+)
 
-// Lifetime returns a context cancelled when Close begins, for
-// context.AfterFunc: a stream can end with the hub without a goroutine
-// waiting on Done.
-func (h *Hub) Lifetime() context.Context { return h.gate.life }
+// Defaults of the fan-out limits (see Config; docs/OPERATIONS.md says why
+// each).
+const (
+	DefaultMaxOpenPerAgent    = 10_000
+	DefaultMaxTreeSessions    = 1_000
+	DefaultMaxChildrenPerTurn = 256
+)
 
-// Close stops the hub: new calls fail with ErrClosed, in-flight changes
-// finish, timers stop and every subscription ends with ErrClosed. It does
-// not close the log; its owner closes it after the hub.
-func (h *Hub) Close() error {
-	if !h.gate.close() {
-		return nil // closed already
+// Hooks let observers (metrics, tracing, audit logs) attach to the hub
+// without the hub importing them. Each is optional; they are called after
+// the fact, outside any session's critical path where possible, and must
+// not block.
+type Hooks struct {
+	// Accepted sees every envelope written, follow-ups included, after
+	// the commit. It must not change env.
+	Accepted func(env *hubpb.Envelope)
+	// Rejected sees every refused change: the session, the sender, the
+	// event type and why.
+	Rejected func(id session.ID, from, eventType string, err error)
+	// Opened sees every session created (pending until its invitees ack).
+	Opened func(meta *hubpb.SessionMeta)
+	// Closed sees every session that ends, with its final state and reason.
+	Closed func(id session.ID, state session.State, reason string)
+	// TimerFired sees every envelope a timer wrote (violations and ends).
+	TimerFired func(id session.ID, env *hubpb.Envelope)
+	// SessionFailed sees a session whose log could not be written or read.
+	SessionFailed func(id session.ID, err error)
+	// Limited sees every refusal at one of the hub's limits and every
+	// stream cut off at a buffer bound, by the limit's name
+	// (LimitError.Limit: "max-open-per-agent").
+	Limited func(limit string)
+}
+
+// Log is the write-ahead log the hub needs. The badger log of package wal
+// implements it through a thin adapter in the binary; tests inject logs that
+// fail. Records are opaque to the log; the hub encodes them.
+type Log interface {
+	// Append writes all writes atomically and returns once they are durable
+	// (the commit point). An error means nothing of the call may be trusted
+	// to be written.
+	Append(ctx context.Context, writes ...LogWrite) error
+	// Scan calls fn for one session's records with seq >= from, in order.
+	Scan(ctx context.Context, session [16]byte, from uint64, fn func(seq uint64, data []byte) error) error
+	// Metas calls fn for every session's metadata.
+	Metas(ctx context.Context, fn func(session [16]byte, meta []byte) error) error
+	// ScanRange calls fn for every record of the sessions whose ids (raw
+	// bytes) lie between first and last included, session by session in
+	// that order, seq ascending. Hydrate calls it on several ranges at
+	// once.
+	ScanRange(ctx context.Context, first, last [16]byte, fn func(session [16]byte, seq uint64, data []byte) error) error
+	// Meta returns one session's metadata; nil (and no error) when the
+	// log has no such session.
+	Meta(ctx context.Context, session [16]byte) ([]byte, error)
+	// MetasFrom calls fn for the metadata of every session whose id (raw
+	// bytes) is greater than after, in id order, until fn returns an
+	// error (returned as is).
+	MetasFrom(ctx context.Context, after [16]byte, fn func(session [16]byte, meta []byte) error) error
+	// IndexGet returns the value of the hub's index key, and whether it
+	// is there. The index is written with the records (LogWrite.Index).
+	IndexGet(ctx context.Context, key []byte) ([]byte, bool, error)
+	// IndexScan calls fn for every index key with prefix that is greater
+	// than after (nil: all), in key order.
+	IndexScan(ctx context.Context, prefix, after []byte, fn func(key, value []byte) error) error
+	// PutIndex writes index entries outside an append (building the index
+	// of a log written before the hub kept one).
+	PutIndex(ctx context.Context, entries []IndexEntry) error
+}
+
+// BackScanner is a Log that also reads one session's records newest
+// first (the badger log does): with it a view reads only the records it
+// keeps, and counts the older ones from what the fold kept, rather than
+// reading the session from its start.
+type BackScanner interface {
+	// ScanBack calls fn for one session's records with seq <= to (0: all),
+	// newest first, until fn returns an error (returned as is).
+	ScanBack(ctx context.Context, session [16]byte, to uint64, fn func(seq uint64, data []byte) error) error
+}
+
+// IndexEntry is one key of the hub's index in the log (see index.go).
+type IndexEntry struct {
+	Key    []byte
+	Value  []byte
+	Delete bool
+}
+
+// LogWrite is one session's part of an append.
+type LogWrite struct {
+	Session [16]byte
+	Meta    []byte // with the session's first record only
+	Records []LogRecord
+	Index   []IndexEntry // the hub's index entries, written with the records
+}
+
+// LogRecord is one encoded envelope.
+type LogRecord struct {
+	Seq  uint64
+	Data []byte
+}
+
+func (h *Hub) newID() uuid.UUID {
+	if h.ids.v7 {
+		return h.ids.next(h.cfg.NewID())
 	}
-	h.sched.stop()
-	if h.snapshotEligible() {
-		// Nothing writes any more: the live set is final.
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if err := h.writeSnapshot(ctx); err != nil {
-			h.cfg.Logger.Warn().Err(err).Msg("live snapshot not written: the next start scans the index")
-		}
-		cancel()
-	}
-	h.feed.Closed()
-	return nil
+	return h.cfg.NewID()
 }
 
 // gate is a hub's life: the calls in flight, and whether Close has
@@ -246,82 +353,3 @@ func (g *gate) close() bool {
 	g.inflight.Wait()
 	return true
 }
-
-func (h *Hub) newID() uuid.UUID {
-	if h.ids.v7 {
-		return h.ids.next(h.cfg.NewID())
-	}
-	return h.cfg.NewID()
-}
-
-// lookup returns a session: a live one, or an ended one from the cache or
-// the log; else ErrUnknownSession (or the reason it is quarantined).
-func (h *Hub) lookup(ctx context.Context, id session.ID) (*Session, error) {
-	h.reg.mu.RLock()
-	s, ok := h.reg.sessions[id]
-	q := h.reg.quarantined[id]
-	h.reg.mu.RUnlock()
-	if ok {
-		return s, nil
-	}
-	if q != nil {
-		return nil, fmt.Errorf("session %v is quarantined: its log is damaged, and it serves nothing until an operator restores it: %w", id, ErrQuarantined)
-	}
-	if err := h.route(id); err != nil {
-		return nil, err
-	}
-	return h.loadEnded(ctx, id)
-}
-
-// lookupFor is lookup for agent: a quarantined session's participants (by
-// its stored metadata, when that decodes) and operators also get what was
-// found wrong with it; others only that it is quarantined.
-func (h *Hub) lookupFor(ctx context.Context, id session.ID, agent string, operator bool) (*Session, error) {
-	s, err := h.lookup(ctx, id)
-	if err == nil || !errors.Is(err, ErrQuarantined) {
-		return s, err
-	}
-	h.reg.mu.RLock()
-	q, meta := h.reg.quarantined[id], h.reg.quarantinedMeta[id]
-	h.reg.mu.RUnlock()
-	if operator || (meta != nil && session.IsParticipant(meta, agent)) {
-		return nil, fmt.Errorf("session %v is quarantined (%v): it serves nothing until an operator restores it: %w", id, q, ErrQuarantined)
-	}
-	return nil, err
-}
-
-// index adds a session to the hub's indexes.
-func (h *Hub) index(s *Session) {
-	h.reg.sessions[s.id] = s
-	for _, p := range s.meta.GetParticipants() {
-		m := h.reg.byAgent[p.GetName()]
-		if m == nil {
-			m = map[session.ID]*Session{}
-			h.reg.byAgent[p.GetName()] = m
-		}
-		m[s.id] = s
-	}
-	if k := s.meta.GetOpenKey(); k != "" {
-		h.reg.openKeys[openKey(s.meta.GetCreator(), k)] = s.id
-	}
-	if k := s.meta.GetThreadKey(); k != "" {
-		h.reg.threads[openKey(s.meta.GetCreator(), k)] = s // ids are time-ordered: the latest indexed is the latest
-	}
-	if !session.State(s.state.Load()).Ended() {
-		h.reg.openCount[s.meta.GetCreator()]++
-		s.tree.live.Add(1)
-	}
-}
-
-func openKey(creator, key string) string { return creator + "\x00" + key }
-
-func dedupKey(from, id string) string { return from + "\x00" + id }
-
-// noConsumer is the consumer of a hub without a feed: it keeps nothing
-// and delivers nothing.
-type noConsumer struct{}
-
-func (noConsumer) Tail(*hubpb.SessionMeta) Tail      { return nil }
-func (noConsumer) Committed(*Commit)                 {}
-func (noConsumer) Moved([]string, []*Session, error) {}
-func (noConsumer) Closed()                           {}

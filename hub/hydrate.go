@@ -3,9 +3,7 @@ package hub
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"maps"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -13,20 +11,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/hubd/hubd/adapters"
-	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
-
-// errStop ends a log scan early.
-var errStop = errors.New("stop")
-
-// Quarantined returns the sessions hydrate could not rebuild, with why.
-func (h *Hub) Quarantined() map[session.ID]error {
-	h.reg.mu.RLock()
-	defer h.reg.mu.RUnlock()
-	return maps.Clone(h.reg.quarantined)
-}
 
 // loading is a session being rebuilt by hydrate.
 type loading struct {
@@ -124,21 +110,6 @@ func (h *Hub) quarantineMarked(ctx context.Context) {
 		}
 		h.quarantine(id, fmt.Errorf("the log marks it damaged: %s: %w", cause, session.ErrCorrupt), meta)
 	})
-}
-
-// liveIDs returns the ids the index marks live, in id order.
-func (h *Hub) liveIDs(ctx context.Context) ([]session.ID, error) {
-	var out []session.ID
-	err := h.cfg.Log.IndexScan(ctx, []byte{ixLive}, nil, func(k, _ []byte) error {
-		if id, ok := indexedID(k); ok && len(k) == 17 {
-			out = append(out, id)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("hub: hydrate: listing the live sessions: %w", err)
-	}
-	return out, nil
 }
 
 // foldEach rebuilds the sessions in order, each from its metadata and its
@@ -282,63 +253,6 @@ func (h *Hub) foldRange(ctx context.Context, ids []session.ID, all map[session.I
 	return n
 }
 
-// start decodes a session's metadata and starts its machine.
-func (h *Hub) start(metaBytes []byte, id session.ID) (*Session, error) {
-	meta, err := session.UnmarshalMeta(metaBytes)
-	if err != nil {
-		return nil, err
-	}
-	if meta.Knobs, err = h.interned.knobs(meta.GetKnobs(), nil); err != nil {
-		return nil, fmt.Errorf("metadata: %v: %w", err, session.ErrCorrupt)
-	}
-	return h.startMeta(meta, id)
-}
-
-func (h *Hub) startMeta(meta *hubpb.SessionMeta, id session.ID) (*Session, error) {
-	if got, err := session.ParseID(meta.GetSessionId()); err != nil || got != id {
-		return nil, fmt.Errorf("metadata names session %q: %w", meta.GetSessionId(), session.ErrCorrupt)
-	}
-	typ, err := session.ParseType(meta.GetType())
-	if err != nil {
-		return nil, fmt.Errorf("metadata: %v: %w", err, session.ErrCorrupt)
-	}
-	a, err := h.cfg.Adapters.Lookup(typ)
-	if err != nil {
-		return nil, err
-	}
-	m, err := adapters.NewMachine(a, meta)
-	if err != nil {
-		return nil, fmt.Errorf("metadata no longer starts a %v session: %w", typ, err)
-	}
-	return h.newSession(id, m), nil
-}
-
-// replay folds one logged record into s.
-func replay(s *Session, seq uint64, data []byte) (err error) {
-	e, err := s.decode(data)
-	if err != nil {
-		return fmt.Errorf("seq %d: %w", seq, err)
-	}
-	if e.GetSeq() != seq || seq != s.m.Seq+1 || e.GetSessionId() != s.meta.GetSessionId() {
-		return fmt.Errorf("record at seq %d holds seq %d of session %q after seq %d: %w", seq, e.GetSeq(), e.GetSessionId(), s.m.Seq, session.ErrCorrupt)
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("seq %d does not fold: %v: %w", seq, r, session.ErrCorrupt)
-		}
-	}()
-	out := s.m.Fold(e)
-	s.observe(e, out.Begins)
-	return nil
-}
-
-// scanRest folds the records of s after its last folded seq.
-func (h *Hub) scanRest(ctx context.Context, s *Session) error {
-	return h.cfg.Log.Scan(ctx, s.id, s.m.Seq+1, func(seq uint64, data []byte) error {
-		return replay(s, seq, data)
-	})
-}
-
 // install indexes the rebuilt sessions and arms their timers; the others
 // are quarantined. It returns how many serve.
 func (h *Hub) install(order []session.ID, all map[session.ID]*loading) int {
@@ -403,16 +317,4 @@ func (h *Hub) plant(s *Session, trees map[string]*tree, all map[session.ID]*load
 			p.s.kids = append(p.s.kids, s)
 		}
 	}
-}
-
-// load rebuilds one session from its log.
-func (h *Hub) load(ctx context.Context, id session.ID, meta *hubpb.SessionMeta) (*Session, error) {
-	s, err := h.startMeta(meta, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := h.scanRest(ctx, s); err != nil {
-		return nil, err
-	}
-	return s, nil
 }

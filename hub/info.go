@@ -2,7 +2,6 @@ package hub
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -82,67 +81,4 @@ func holdsOf(hs []*adapters.Hold) []*hubpb.Hold {
 			Await: x.Await, Done: x.Done, QuestionId: x.Question, Answerer: x.Answerer, Since: session.Stamp(x.Since)})
 	}
 	return out
-}
-
-// listing returns what a listing says of s: metadata, state, last seq and
-// close reason. It needs no lock.
-func listing(s *Session) *hubpb.SessionInfo {
-	info := &hubpb.SessionInfo{Meta: s.meta, State: session.State(s.state.Load()).String(), Seq: s.lastSeq.Load()}
-	if r := s.reason.Load(); r != nil {
-		info.CloseReason = *r
-	}
-	return info
-}
-
-// Snapshot returns a session's whole folded state as deterministic JSON
-// (adapters.Machine.MarshalJSON), for audits and for checking that a replay
-// of its log gives the live state. Only an operator may read it.
-func (h *Hub) Snapshot(ctx context.Context, id session.ID) (json.RawMessage, error) {
-	s, err := h.lookup(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.acquire(ctx); err != nil {
-		return nil, err
-	}
-	defer s.release()
-	if err := h.ready(ctx, s); err != nil {
-		return nil, err
-	}
-	return json.Marshal(s.m)
-}
-
-// TypeOf returns the type of session id ("workflow@1"), for observers: it
-// takes no session's lock, so a hook may call it (the metrics label what
-// the hooks report with it).
-func (h *Hub) TypeOf(id session.ID) (string, bool) {
-	h.reg.mu.RLock()
-	s, ok := h.reg.sessions[id]
-	h.reg.mu.RUnlock()
-	if !ok {
-		if s, ok = h.reg.cache.peek(id); !ok {
-			return "", false
-		}
-	}
-	return s.meta.GetType(), true
-}
-
-// CountSessions calls f once for each session type and state the hub
-// holds live sessions in (open or pending: ended sessions are in the log,
-// not in memory), with how many, in no particular order (for metrics).
-// It takes no session's lock.
-func (h *Hub) CountSessions(f func(typ string, state session.State, n int)) {
-	type key struct {
-		typ   string
-		state session.State
-	}
-	counts := map[key]int{}
-	h.reg.mu.RLock()
-	for _, s := range h.reg.sessions { //hubd:orderless counting
-		counts[key{s.meta.GetType(), session.State(s.state.Load())}]++
-	}
-	h.reg.mu.RUnlock()
-	for k, n := range counts { //hubd:orderless the caller does not depend on the order
-		f(k.typ, k.state, n)
-	}
 }

@@ -2,7 +2,6 @@ package hub
 
 import (
 	"github.com/hubd/hubd/hubpb"
-	"github.com/hubd/hubd/session"
 )
 
 // What the write side publishes. The hub owns every session's state and
@@ -44,13 +43,6 @@ type Consumer interface {
 	Closed()
 }
 
-// Tail is what a consumer keeps beside one session (the feed: the tail of
-// its view items), built by folding the session's envelopes.
-type Tail interface {
-	// Add folds the session's next envelope.
-	Add(e *hubpb.Envelope)
-}
-
 // Commit is one durable write as the hub publishes it: the envelopes of
 // each session of one tree the write touched, session by session in the
 // order it applied them.
@@ -70,72 +62,14 @@ type Part struct {
 	Turn *Turn
 }
 
-// Turn is a session's current turn: the envelope that began it and who is
-// expected to speak.
-type Turn struct {
-	Trigger  *hubpb.Envelope
-	Expected []string
-}
+// noConsumer is the consumer of a hub without a feed: it keeps nothing
+// and delivers nothing.
+type noConsumer struct{}
 
-// ID returns the session's id.
-func (s *Session) ID() session.ID { return s.id }
+func (noConsumer) Tail(*hubpb.SessionMeta) Tail { return nil }
 
-// Meta returns the session's metadata; it never changes and must not be
-// changed.
-func (s *Session) Meta() *hubpb.SessionMeta { return s.meta }
+func (noConsumer) Committed(*Commit) {}
 
-// Call returns the session's place in its call tree, as stamped on its
-// envelopes; it never changes and must not be changed.
-func (s *Session) Call() *hubpb.Call { return s.call }
+func (noConsumer) Moved([]string, []*Session, error) {}
 
-// Root returns the id of the root of the session's tree.
-func (s *Session) Root() session.ID { return s.tree.root }
-
-// Parent returns the session's parent as this hub serves it: nil for a
-// root, or for a child whose parent this hub does not hold with it (one
-// loaded from the log after it ended). It never changes once the session
-// is served.
-func (s *Session) Parent() *Session { return s.parent }
-
-// State returns the session's lifecycle state as of its last commit. Read
-// before LastSeq, an ended state comes with the seq of the end.
-func (s *Session) State() session.State { return session.State(s.state.Load()) }
-
-// LastSeq returns the seq of the session's last commit (0 while its open
-// is being written).
-func (s *Session) LastSeq() uint64 { return s.lastSeq.Load() }
-
-// Listing returns what a listing says of the session: metadata, state,
-// last seq and close reason.
-func (s *Session) Listing() *hubpb.SessionInfo { return listing(s) }
-
-// Turn returns the session's current turn as of its last commit, nil
-// when nobody is expected to speak.
-func (s *Session) Turn() *Turn { return s.turn.Load() }
-
-// Questions returns the session's pending questions for answerer ("":
-// all), as of its last commit.
-func (s *Session) Questions(answerer string) []*hubpb.PendingQuestion {
-	p := s.questions.Load()
-	if p == nil {
-		return nil
-	}
-	var out []*hubpb.PendingQuestion
-	for _, q := range *p {
-		if answerer == "" || q.GetEnvelope().GetQuestion().GetAnswerer() == answerer {
-			out = append(out, q)
-		}
-	}
-	return out
-}
-
-// Tail returns the consumer's tail beside the session (nil without one).
-// A session reloaded from its log after a failed write gets a new one.
-func (s *Session) Tail() Tail {
-	t, _ := s.tail.Load().(Tail)
-	return t
-}
-
-// Decode reads one of the session's stored envelopes (a record of the
-// log), with its call stamped.
-func (s *Session) Decode(data []byte) (*hubpb.Envelope, error) { return s.decode(data) }
+func (noConsumer) Closed() {}

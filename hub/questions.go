@@ -3,7 +3,6 @@ package hub
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"google.golang.org/protobuf/proto"
 
@@ -11,15 +10,6 @@ import (
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
-
-// rootCreator is who answers a session's questions by default: the
-// creator of its tree's root.
-func rootCreator(s *Session) string {
-	if c := s.meta.GetRootCreator(); c != "" {
-		return c
-	}
-	return s.meta.GetCreator()
-}
 
 // Answer answers a pending question of session id. The caller must be the
 // question's answerer (a participant or not) or an operator, whose answer
@@ -85,48 +75,4 @@ func answerEnvelope(m *adapters.Machine, agent string, operator bool, req *hubpb
 		env.From, a.By = "", agent
 	}
 	return env, nil
-}
-
-// pendingOf returns s's pending questions, as published (see publish).
-func pendingOf(s *Session) []*hubpb.PendingQuestion {
-	var out []*hubpb.PendingQuestion
-	for _, p := range s.m.Calls.Questions {
-		e := &hubpb.Envelope{SessionId: s.meta.GetSessionId(), Seq: p.Seq, Id: p.Envelope, From: p.Asker,
-			Type: session.EventQuestion, AcceptedAt: session.Stamp(p.Asked), Call: s.call,
-			Payload: &hubpb.Envelope_Question{Question: p.Question}}
-		out = append(out, &hubpb.PendingQuestion{SessionId: s.meta.GetSessionId(), Asker: p.Asker, Envelope: e})
-	}
-	return out
-}
-
-// Asking returns the sessions with pending questions, in id order (each
-// says which: Session.Questions).
-func (h *Hub) Asking() []*Session {
-	h.reg.mu.RLock()
-	out := make([]*Session, 0, len(h.reg.askers))
-	for _, s := range h.reg.askers { // sorted below
-		out = append(out, s)
-	}
-	h.reg.mu.RUnlock()
-	slices.SortFunc(out, func(a, b *Session) int { return compareIDs(a.id, b.id) })
-	return out
-}
-
-// noteAsking keeps the index of sessions with pending questions; the
-// caller holds s's lock. The hub's lock is taken only when s joins or
-// leaves the index: every commit calls this, and a write lock of the
-// hub's taken on each was most of the hub's lock contention.
-func (h *Hub) noteAsking(s *Session) {
-	asking := len(s.m.Calls.Questions) > 0
-	if asking == s.asking {
-		return
-	}
-	s.asking = asking
-	h.reg.mu.Lock()
-	defer h.reg.mu.Unlock()
-	if asking {
-		h.reg.askers[s.id] = s
-	} else {
-		delete(h.reg.askers, s.id)
-	}
 }

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
 	"slices"
 
@@ -9,11 +10,6 @@ import (
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
-
-// The hub's answers to its readers (the feed): sessions found by id, by
-// agent or under a parent, and copies of a session's state. None of them
-// hands out a map or a machine of the hub's; those that read a machine
-// take its session's lock, and the reader never does.
 
 // Lookup returns session id: a live one, or an ended one from the cache
 // or the log. Else ErrUnknownSession, ErrQuarantined (without what was
@@ -100,6 +96,19 @@ func (h *Hub) Children(ctx context.Context, s *Session) ([]*Session, error) {
 	return h.allKids(ctx, s)
 }
 
+// Asking returns the sessions with pending questions, in id order (each
+// says which: Session.Questions).
+func (h *Hub) Asking() []*Session {
+	h.reg.mu.RLock()
+	out := make([]*Session, 0, len(h.reg.askers))
+	for _, s := range h.reg.askers { // sorted below
+		out = append(out, s)
+	}
+	h.reg.mu.RUnlock()
+	slices.SortFunc(out, func(a, b *Session) int { return compareIDs(a.id, b.id) })
+	return out
+}
+
 // Quarantine returns the stored metadata of quarantined session id, and
 // whether it is quarantined (the metadata is nil when it does not
 // decode).
@@ -116,6 +125,13 @@ func (h *Hub) QuarantinedMetas() map[session.ID]*hubpb.SessionMeta {
 	h.reg.mu.RLock()
 	defer h.reg.mu.RUnlock()
 	return maps.Clone(h.reg.quarantinedMeta)
+}
+
+// Quarantined returns the sessions hydrate could not rebuild, with why.
+func (h *Hub) Quarantined() map[session.ID]error {
+	h.reg.mu.RLock()
+	defer h.reg.mu.RUnlock()
+	return maps.Clone(h.reg.quarantined)
 }
 
 // Info returns s's metadata and state as agent may read them (all of it
@@ -139,6 +155,24 @@ func (h *Hub) Timers(ctx context.Context, s *Session) ([]adapters.Deadline, erro
 	return s.m.Deadlines(), nil
 }
 
+// Snapshot returns a session's whole folded state as deterministic JSON
+// (adapters.Machine.MarshalJSON), for audits and for checking that a replay
+// of its log gives the live state. Only an operator may read it.
+func (h *Hub) Snapshot(ctx context.Context, id session.ID) (json.RawMessage, error) {
+	s, err := h.lookup(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer s.release()
+	if err := h.ready(ctx, s); err != nil {
+		return nil, err
+	}
+	return json.Marshal(s.m)
+}
+
 // Log returns the hub's log, which readers read (never write).
 func (h *Hub) Log() Log { return h.cfg.Log }
 
@@ -146,3 +180,53 @@ func (h *Hub) Log() Log { return h.cfg.Log }
 // (Config.Partitioned): it keeps every session of its partitions in
 // memory, ended ones too, and its index in the log is not kept.
 func (h *Hub) Partitioned() bool { return h.cfg.Partitioned }
+
+// Resident returns how many sessions the hub holds in memory: the live
+// ones (open or pending: always) and the ended ones cached after a read
+// (at most Config.EndedCache).
+func (h *Hub) Resident() (live, cached int) {
+	h.reg.mu.RLock()
+	live = len(h.reg.sessions)
+	h.reg.mu.RUnlock()
+	return live, h.reg.cache.len()
+}
+
+// TypeOf returns the type of session id ("workflow@1"), for observers: it
+// takes no session's lock, so a hook may call it (the metrics label what
+// the hooks report with it).
+func (h *Hub) TypeOf(id session.ID) (string, bool) {
+	h.reg.mu.RLock()
+	s, ok := h.reg.sessions[id]
+	h.reg.mu.RUnlock()
+	if !ok {
+		if s, ok = h.reg.cache.peek(id); !ok {
+			return "", false
+		}
+	}
+	return s.meta.GetType(), true
+}
+
+// CountSessions calls f once for each session type and state the hub
+// holds live sessions in (open or pending: ended sessions are in the log,
+// not in memory), with how many, in no particular order (for metrics).
+// It takes no session's lock.
+func (h *Hub) CountSessions(f func(typ string, state session.State, n int)) {
+	type key struct {
+		typ   string
+		state session.State
+	}
+	counts := map[key]int{}
+	h.reg.mu.RLock()
+	for _, s := range h.reg.sessions { //hubd:orderless counting
+		counts[key{s.meta.GetType(), session.State(s.state.Load())}]++
+	}
+	h.reg.mu.RUnlock()
+	for k, n := range counts { //hubd:orderless the caller does not depend on the order
+		f(k.typ, k.state, n)
+	}
+}
+
+// The hub's answers to its readers (the feed): sessions found by id, by
+// agent or under a parent, and copies of a session's state. None of them
+// hands out a map or a machine of the hub's; those that read a machine
+// take its session's lock, and the reader never does.

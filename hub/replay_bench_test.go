@@ -4,12 +4,13 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/structpb"
+
 	"github.com/hubd/hubd/adapters"
 	"github.com/hubd/hubd/adapters/workflow"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 	"github.com/hubd/hubd/transition"
-	"google.golang.org/protobuf/types/known/structpb"
 )
 
 func BenchmarkReplayRecord(b *testing.B) {

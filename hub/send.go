@@ -87,17 +87,6 @@ func checkHeader(env *hubpb.Envelope, from string, id session.ID) error {
 	return nil
 }
 
-// ackOf acknowledges a commit: the first envelope's seq, id and time, and
-// whether the commit ended the session.
-func ackOf(all []*hubpb.Envelope) *hubpb.SendResponse {
-	first, last := all[0], all[len(all)-1]
-	a := &hubpb.SendResponse{Seq: first.GetSeq(), Id: first.GetId(), AcceptedAt: first.GetAcceptedAt()}
-	if session.Ends(last.GetType()) {
-		a.Closed, a.CloseReason = true, last.GetEnded().GetReason()
-	}
-	return a
-}
-
 // duplicate answers a retry with the original envelope's seq, id and time.
 func (h *Hub) duplicate(ctx context.Context, s *Session, seq uint64) (*hubpb.SendResponse, error) {
 	a := &hubpb.SendResponse{Seq: seq, Duplicate: true}

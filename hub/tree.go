@@ -75,16 +75,6 @@ func (h *Hub) ended(ctx context.Context, p *plan, s *Session) error {
 	return h.apply(p, par, h.result(s))
 }
 
-// kid returns the child of s with id, nil when it does not serve.
-func (s *Session) kid(id string) *Session {
-	for _, k := range s.kids {
-		if k.meta.GetSessionId() == id {
-			return k
-		}
-	}
-	return nil
-}
-
 // result is the delegation_result an ended child posts to its parent,
 // addressed to its delegator.
 func (h *Hub) result(c *Session) *hubpb.Envelope {
@@ -108,16 +98,6 @@ func treeUsage(s *Session) *hubpb.Usage {
 		}
 	}
 	return u
-}
-
-// root returns the root of s's tree as served (s itself for a root, or the
-// highest ancestor that serves).
-func (s *Session) root() *Session {
-	r := s
-	for r.parent != nil {
-		r = r.parent
-	}
-	return r
 }
 
 // checkBudget closes the tree's root when the plan's turns took the tree
