@@ -3,12 +3,13 @@ package feed
 import (
 	"slices"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/hubd/hubd/hub"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
+
+// Tail implements hub.Consumer: a session's view cache.
+func (f *Feed) Tail(meta *hubpb.SessionMeta) hub.Tail { return newViewCache(session.Names(meta)) }
 
 // Committed implements hub.Consumer: it hands a commit's envelopes to the
 // watchers of its sessions and to the subscriptions of every participant
@@ -111,35 +112,6 @@ func under(s *hub.Session, top session.ID) bool {
 	return false
 }
 
-// acts reports whether a terse subscription of agent hands out d: what
-// asks the agent to act (its turn, an invite naming it, a question or its
-// withdrawal) or ends its work in a session.
-func acts(d *hubpb.Delivery, agent string) bool {
-	if d.GetYourTurn() {
-		return true
-	}
-	e := d.GetEnvelope()
-	switch t := e.GetType(); t {
-	case session.EventInvite:
-		return slices.Contains(e.GetInvite().GetInvitees(), agent)
-	case session.EventQuestion, session.EventQuestionClosed:
-		return true
-	default:
-		return session.Ends(t)
-	}
-}
-
-// visibleTo returns e, or a copy without its payload when name may not see
-// it.
-func visibleTo(e *hubpb.Envelope, name string) *hubpb.Envelope {
-	if session.Visible(e, name) {
-		return e
-	}
-	c := proto.CloneOf(e)
-	c.Payload = nil
-	return c
-}
-
 // deliverQuestions hands a question to its answerer's subscriptions when
 // the answerer is not a participant (a person's agent asked from a child
 // session); participants get it with the rest. f.mu is held.
@@ -152,5 +124,48 @@ func (f *Feed) deliverQuestions(s *hub.Session, all []*hubpb.Envelope) {
 		for _, sub := range f.subs[a] {
 			sub.push(&hubpb.Delivery{Envelope: e})
 		}
+	}
+}
+
+// Moved implements hub.Consumer: it ends, with why, the subscriptions of
+// agents and the watches of the sessions gone and of their trees.
+func (f *Feed) Moved(agents []string, gone []*hub.Session, why error) {
+	f.mu.Lock()
+	var ended []*Subscription
+	for _, a := range agents {
+		ended = append(ended, f.subs[a]...)
+		delete(f.subs, a)
+	}
+	for _, s := range gone {
+		ended = append(ended, f.watches[s.ID()]...)
+		delete(f.watches, s.ID())
+		ended = append(ended, f.trees[s.Root()]...)
+		delete(f.trees, s.Root())
+	}
+	f.mu.Unlock()
+	for _, sub := range ended {
+		sub.fail(why)
+	}
+}
+
+// Closed implements hub.Consumer: every subscription and watch ends with
+// hub.ErrClosed, and none is taken any more.
+func (f *Feed) Closed() {
+	f.mu.Lock()
+	f.closed = true
+	var ended []*Subscription
+	for _, list := range f.subs { //hubd:orderless each ends alike
+		ended = append(ended, list...)
+	}
+	for _, list := range f.watches { //hubd:orderless each ends alike
+		ended = append(ended, list...)
+	}
+	for _, list := range f.trees { //hubd:orderless each ends alike
+		ended = append(ended, list...)
+	}
+	f.subs, f.watches, f.trees = map[string][]*Subscription{}, map[session.ID][]*Subscription{}, map[session.ID][]*Subscription{}
+	f.mu.Unlock()
+	for _, sub := range ended {
+		sub.fail(hub.ErrClosed)
 	}
 }

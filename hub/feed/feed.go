@@ -1,6 +1,7 @@
 package feed
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -31,6 +32,88 @@ type Feed struct {
 	closed  bool                           // the hub closed: every subscription has ended
 
 	buffered atomic.Int64 // bytes every stream holds unread (TotalBufferBytes)
+}
+
+// Subscription is a stream of deliveries for one agent (Subscribe) or one
+// session (Watch). Senders append to its bounded queue and never wait; a
+// subscriber that falls further behind than the feed's SubscriberBuffer
+// or SubscriberBufferBytes, or whose delivery would take its agent's
+// streams past AgentBufferBytes or the hub's past TotalBufferBytes, is cut
+// off with hub.ErrSlowSubscriber (a *hub.LimitError naming the bound) and
+// resumes from its cursors.
+type Subscription struct {
+	f       *Feed
+	agent   string     // the subscribing agent; "" for a watch
+	watch   session.ID // the watched session
+	root    session.ID // the root of its tree, for a tree watch
+	tree    bool       // a watch of the session and its descendants
+	verbose bool       // a tree watch sees every envelope of the descendants
+	over    bool       // a tree watch handed out its root's end
+	viewer  string     // whose audience filters what a watch sees; "" sees all (operators)
+	// turnView, when set, is the view each your_turn delivery carries.
+	turnView *ViewOptions
+	terse    bool        // hand out only what asks the agent to act (SubscribeOptions.Terse)
+	holder   string      // the agent whose stream this is, counted in Feed.streams
+	counted  atomic.Bool // counted in Feed.streams (not riding on a StreamPlace)
+	buf      *agentBuf   // the holder's unread bytes, shared by its streams
+	attached atomic.Bool // counted in buf.streams
+	// cursors are the descendant cursors a tree watch honoured
+	// (WatchOptions.Cursors naming a descendant it watches); set by Watch.
+	cursors map[string]uint64
+
+	// Owned by the reader (Next).
+	spans  []span            // catch-up still to read from the log
+	batch  []*hubpb.Delivery // catch-up read, not yet returned
+	turns  []*hubpb.Delivery // pending turns to re-tell after catch-up
+	turnAt map[string]uint64 // session id → seq of its pending turn's trigger, for catch-up
+	sent   map[string]uint64 // highest seq handed out per session id (nil until the first)
+	told   map[string]uint64 // highest turn trigger handed out per session id (nil until the first)
+
+	mu     sync.Mutex
+	queue  []*hubpb.Delivery
+	sizes  []int // the encoded size of each queued delivery's envelope
+	queued int   // their sum
+	wake   chan struct{}
+	err    error
+	// ready, when set (OnReady), is called whenever push or an end wakes
+	// the subscription, outside sub.mu.
+	ready func()
+}
+
+// span is a range of one session's log still to catch up on. It keeps
+// the session's id and call, not the session: a subscription that catches
+// up on many ended sessions does not hold them in memory.
+type span struct {
+	id       session.ID
+	call     *hubpb.Call
+	from, to uint64
+}
+
+func spanOf(s *hub.Session, from, to uint64) span {
+	return span{id: s.ID(), call: s.Call(), from: from, to: to}
+}
+
+func newSubscription(f *Feed, agent string, watch session.ID) *Subscription {
+	return &Subscription{f: f, agent: agent, watch: watch, wake: make(chan struct{}, 1)}
+}
+
+// agentBuf is what one agent's streams hold unread, in bytes, against
+// AgentBufferBytes.
+type agentBuf struct {
+	bytes   atomic.Int64
+	streams int // the streams counting in it; guarded by the feed's mu
+}
+
+// ViewOptions choose a view.
+type ViewOptions struct {
+	Name   string // one of the View* names; "" is ViewDefault
+	Window int    // for ViewWindowed; default 10
+	// History puts earlier sessions' items first: HistoryThread (the
+	// thread's previous sessions) or HistoryDelegate (a child's earlier
+	// siblings with the same delegator and delegate); "": none.
+	History string
+
+	scan bool // read the log even when the view cache could answer (tests)
 }
 
 // Config configures a feed. The zero value of every field means its
@@ -94,6 +177,18 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
+// The caps of one read: a ReadLog answers at most MaxReadItems envelopes
+// and, past its first, no more than MaxReadBytes of them (their stored
+// size), after reading at most maxReadScan records (those the caller may
+// not see count too); it says where the next page begins. A view holds at
+// most MaxReadItems items and MaxReadBytes of text: older ones are counted,
+// as a window's are.
+const (
+	MaxReadItems = 1000
+	MaxReadBytes = 2 << 20
+	maxReadScan  = 16 * MaxReadItems
+)
+
 // Open builds a hub (hub.New with hc) and its feed, which reads every
 // commit of it from the first.
 func Open(ctx context.Context, hc hub.Config, cfg Config) (*hub.Hub, *Feed, error) {
@@ -122,52 +217,6 @@ func New(h *hub.Hub, cfg Config) *Feed {
 
 // Hub returns the hub the feed reads.
 func (f *Feed) Hub() *hub.Hub { return f.h }
-
-// Tail implements hub.Consumer: a session's view cache.
-func (f *Feed) Tail(meta *hubpb.SessionMeta) hub.Tail { return newViewCache(session.Names(meta)) }
-
-// Moved implements hub.Consumer: it ends, with why, the subscriptions of
-// agents and the watches of the sessions gone and of their trees.
-func (f *Feed) Moved(agents []string, gone []*hub.Session, why error) {
-	f.mu.Lock()
-	var ended []*Subscription
-	for _, a := range agents {
-		ended = append(ended, f.subs[a]...)
-		delete(f.subs, a)
-	}
-	for _, s := range gone {
-		ended = append(ended, f.watches[s.ID()]...)
-		delete(f.watches, s.ID())
-		ended = append(ended, f.trees[s.Root()]...)
-		delete(f.trees, s.Root())
-	}
-	f.mu.Unlock()
-	for _, sub := range ended {
-		sub.fail(why)
-	}
-}
-
-// Closed implements hub.Consumer: every subscription and watch ends with
-// hub.ErrClosed, and none is taken any more.
-func (f *Feed) Closed() {
-	f.mu.Lock()
-	f.closed = true
-	var ended []*Subscription
-	for _, list := range f.subs { //hubd:orderless each ends alike
-		ended = append(ended, list...)
-	}
-	for _, list := range f.watches { //hubd:orderless each ends alike
-		ended = append(ended, list...)
-	}
-	for _, list := range f.trees { //hubd:orderless each ends alike
-		ended = append(ended, list...)
-	}
-	f.subs, f.watches, f.trees = map[string][]*Subscription{}, map[session.ID][]*Subscription{}, map[session.ID][]*Subscription{}
-	f.mu.Unlock()
-	for _, sub := range ended {
-		sub.fail(hub.ErrClosed)
-	}
-}
 
 // add registers a subscription or a watch for deliveries: from now on
 // every commit published for it is queued. After Close it refuses with
@@ -234,3 +283,8 @@ func (f *Feed) readable(ctx context.Context, agent string, operator bool, id ses
 	}
 	return s, nil
 }
+
+// errStop ends a walk or a log scan early.
+var errStop = errors.New("stop")
+
+func compareIDs(a, b session.ID) int { return bytes.Compare(a[:], b[:]) }

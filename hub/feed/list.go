@@ -28,9 +28,6 @@ type Filter struct {
 // StateQuarantined is the state a listing gives a quarantined session.
 const StateQuarantined = "QUARANTINED"
 
-// errStop ends a walk or a log scan early.
-var errStop = errors.New("stop")
-
 // List returns the sessions matching flt that agent may see (those it
 // takes part in, or all for an operator), oldest first, and the id to pass
 // as After for the next page (zero when there is none). Each has the

@@ -57,18 +57,6 @@ func (f *Feed) ListQuestions(ctx context.Context, agent string, operator bool, a
 	return out, nil
 }
 
-// The caps of one read: a ReadLog answers at most MaxReadItems envelopes
-// and, past its first, no more than MaxReadBytes of them (their stored
-// size), after reading at most maxReadScan records (those the caller may
-// not see count too); it says where the next page begins. A view holds at
-// most MaxReadItems items and MaxReadBytes of text: older ones are counted,
-// as a window's are.
-const (
-	MaxReadItems = 1000
-	MaxReadBytes = 2 << 20
-	maxReadScan  = 16 * MaxReadItems
-)
-
 // ReadLog returns up to limit envelopes of a session from seq from (what
 // agent may see of them; everything for an operator), within the read
 // caps, and the seq to read from next: 0 when the page reached the end of

@@ -99,13 +99,6 @@ func (p *StreamPlace) Release() {
 	}
 }
 
-// agentBuf is what one agent's streams hold unread, in bytes, against
-// AgentBufferBytes.
-type agentBuf struct {
-	bytes   atomic.Int64
-	streams int // the streams counting in it; guarded by the feed's mu
-}
-
 // reserve counts n more bytes unread against the agent's and the hub's
 // bounds, or returns the bound it would pass (and counts nothing).
 func (sub *Subscription) reserve(n int) error {

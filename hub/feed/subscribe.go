@@ -1,7 +1,6 @@
 package feed
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -249,5 +248,3 @@ func (f *Feed) PendingTurns(ctx context.Context, agent string) ([]*hubpb.Deliver
 	}
 	return out, nil
 }
-
-func compareIDs(a, b session.ID) int { return bytes.Compare(a[:], b[:]) }

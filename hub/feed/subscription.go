@@ -6,82 +6,20 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"sync"
-	"sync/atomic"
+	"slices"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/hubd/hubd/hub"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
 
-// Subscription is a stream of deliveries for one agent (Subscribe) or one
-// session (Watch). Senders append to its bounded queue and never wait; a
-// subscriber that falls further behind than the feed's SubscriberBuffer
-// or SubscriberBufferBytes, or whose delivery would take its agent's
-// streams past AgentBufferBytes or the hub's past TotalBufferBytes, is cut
-// off with hub.ErrSlowSubscriber (a *hub.LimitError naming the bound) and
-// resumes from its cursors.
-type Subscription struct {
-	f       *Feed
-	agent   string     // the subscribing agent; "" for a watch
-	watch   session.ID // the watched session
-	root    session.ID // the root of its tree, for a tree watch
-	tree    bool       // a watch of the session and its descendants
-	verbose bool       // a tree watch sees every envelope of the descendants
-	over    bool       // a tree watch handed out its root's end
-	viewer  string     // whose audience filters what a watch sees; "" sees all (operators)
-	// turnView, when set, is the view each your_turn delivery carries.
-	turnView *ViewOptions
-	terse    bool        // hand out only what asks the agent to act (SubscribeOptions.Terse)
-	holder   string      // the agent whose stream this is, counted in Feed.streams
-	counted  atomic.Bool // counted in Feed.streams (not riding on a StreamPlace)
-	buf      *agentBuf   // the holder's unread bytes, shared by its streams
-	attached atomic.Bool // counted in buf.streams
-	// cursors are the descendant cursors a tree watch honoured
-	// (WatchOptions.Cursors naming a descendant it watches); set by Watch.
-	cursors map[string]uint64
-
-	// Owned by the reader (Next).
-	spans  []span            // catch-up still to read from the log
-	batch  []*hubpb.Delivery // catch-up read, not yet returned
-	turns  []*hubpb.Delivery // pending turns to re-tell after catch-up
-	turnAt map[string]uint64 // session id → seq of its pending turn's trigger, for catch-up
-	sent   map[string]uint64 // highest seq handed out per session id (nil until the first)
-	told   map[string]uint64 // highest turn trigger handed out per session id (nil until the first)
-
-	mu     sync.Mutex
-	queue  []*hubpb.Delivery
-	sizes  []int // the encoded size of each queued delivery's envelope
-	queued int   // their sum
-	wake   chan struct{}
-	err    error
-	// ready, when set (OnReady), is called whenever push or an end wakes
-	// the subscription, outside sub.mu.
-	ready func()
-}
-
 // Cursors returns the cursors of WatchOptions.Cursors a tree watch
 // honoured: those naming a descendant it watches (for a participant, one
 // it takes part in). The others name nothing the watch hands out, and
 // were dropped.
 func (sub *Subscription) Cursors() map[string]uint64 { return maps.Clone(sub.cursors) }
-
-// span is a range of one session's log still to catch up on. It keeps
-// the session's id and call, not the session: a subscription that catches
-// up on many ended sessions does not hold them in memory.
-type span struct {
-	id       session.ID
-	call     *hubpb.Call
-	from, to uint64
-}
-
-func spanOf(s *hub.Session, from, to uint64) span {
-	return span{id: s.ID(), call: s.Call(), from: from, to: to}
-}
-
-func newSubscription(f *Feed, agent string, watch session.ID) *Subscription {
-	return &Subscription{f: f, agent: agent, watch: watch, wake: make(chan struct{}, 1)}
-}
 
 // sees reports whether the subscriber may see e: an agent what is
 // addressed to it, a participant's watch what the participant may read
@@ -417,4 +355,33 @@ func (sub *Subscription) readSpan(ctx context.Context) error {
 		sub.spans = sub.spans[1:]
 	}
 	return nil
+}
+
+// acts reports whether a terse subscription of agent hands out d: what
+// asks the agent to act (its turn, an invite naming it, a question or its
+// withdrawal) or ends its work in a session.
+func acts(d *hubpb.Delivery, agent string) bool {
+	if d.GetYourTurn() {
+		return true
+	}
+	e := d.GetEnvelope()
+	switch t := e.GetType(); t {
+	case session.EventInvite:
+		return slices.Contains(e.GetInvite().GetInvitees(), agent)
+	case session.EventQuestion, session.EventQuestionClosed:
+		return true
+	default:
+		return session.Ends(t)
+	}
+}
+
+// visibleTo returns e, or a copy without its payload when name may not see
+// it.
+func visibleTo(e *hubpb.Envelope, name string) *hubpb.Envelope {
+	if session.Visible(e, name) {
+		return e
+	}
+	c := proto.CloneOf(e)
+	c.Payload = nil
+	return c
 }

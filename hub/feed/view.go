@@ -26,18 +26,6 @@ const (
 	ViewLast = "last"
 )
 
-// ViewOptions choose a view.
-type ViewOptions struct {
-	Name   string // one of the View* names; "" is ViewDefault
-	Window int    // for ViewWindowed; default 10
-	// History puts earlier sessions' items first: HistoryThread (the
-	// thread's previous sessions) or HistoryDelegate (a child's earlier
-	// siblings with the same delegator and delegate); "": none.
-	History string
-
-	scan bool // read the log even when the view cache could answer (tests)
-}
-
 // The histories a view may include.
 const (
 	HistoryThread   = "thread"
@@ -94,31 +82,6 @@ func (f *Feed) scanView(ctx context.Context, agent string, ss []*hub.Session, b 
 		}
 	}
 	return nil
-}
-
-// viewBuf keeps the newest items of a view, at most keep of them and
-// MaxReadBytes of their text (the newest always), and counts the older
-// ones per speaker as it drops them: a view's memory is bounded whatever
-// the length of the log.
-type viewBuf struct {
-	items []*hubpb.ViewItem
-	keep  int
-	bytes int
-	older map[string]int32
-	total int32
-}
-
-func (b *viewBuf) add(it *hubpb.ViewItem) {
-	b.items = append(b.items, it)
-	b.bytes += len(it.GetText())
-	for len(b.items) > b.keep || (len(b.items) > 1 && b.bytes > MaxReadBytes) {
-		old := b.items[0]
-		b.items[0] = nil
-		b.items = b.items[1:]
-		b.bytes -= len(old.GetText())
-		b.older[old.GetFrom()]++
-		b.total++
-	}
 }
 
 // scanViewBack fills b from the newest item of sessions ss (oldest
@@ -277,34 +240,4 @@ func resolveView(meta *hubpb.SessionMeta, opts ViewOptions) (string, int, error)
 		return ViewDefault, 0, nil
 	}
 	return "", 0, fmt.Errorf("unknown view %q (known: full, windowed, default, last): %w", opts.Name, session.ErrMalformed)
-}
-
-// viewItem returns the view entry of e for agent, if e is one it may see.
-func viewItem(e *hubpb.Envelope, agent string) (*hubpb.ViewItem, bool) {
-	if !session.Visible(e, agent) {
-		return nil, false
-	}
-	return itemOf(e)
-}
-
-// itemOf returns the view entry of e, if e is one a view shows.
-func itemOf(e *hubpb.Envelope) (*hubpb.ViewItem, bool) {
-	it := &hubpb.ViewItem{Seq: e.GetSeq(), From: e.GetFrom(), Type: e.GetType(), At: e.GetAcceptedAt()}
-	switch p := e.GetPayload().(type) {
-	case *hubpb.Envelope_Text:
-		it.Text = p.Text.GetText()
-	case *hubpb.Envelope_Packet:
-		it.Text = p.Packet.GetBody()
-	case *hubpb.Envelope_Question:
-		it.Text = p.Question.GetText()
-	case *hubpb.Envelope_Answer:
-		it.Text = p.Answer.GetText()
-	case *hubpb.Envelope_DelegationResult:
-		it.Text = p.DelegationResult.GetSummary()
-	case *hubpb.Envelope_Message:
-		it.Text = p.Message.GetText()
-	default:
-		return nil, false
-	}
-	return it, true
 }

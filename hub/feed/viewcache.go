@@ -130,3 +130,58 @@ func cacheOf(s *hub.Session) *viewCache {
 	c, _ := s.Tail().(*viewCache)
 	return c
 }
+
+// viewBuf keeps the newest items of a view, at most keep of them and
+// MaxReadBytes of their text (the newest always), and counts the older
+// ones per speaker as it drops them: a view's memory is bounded whatever
+// the length of the log.
+type viewBuf struct {
+	items []*hubpb.ViewItem
+	keep  int
+	bytes int
+	older map[string]int32
+	total int32
+}
+
+func (b *viewBuf) add(it *hubpb.ViewItem) {
+	b.items = append(b.items, it)
+	b.bytes += len(it.GetText())
+	for len(b.items) > b.keep || (len(b.items) > 1 && b.bytes > MaxReadBytes) {
+		old := b.items[0]
+		b.items[0] = nil
+		b.items = b.items[1:]
+		b.bytes -= len(old.GetText())
+		b.older[old.GetFrom()]++
+		b.total++
+	}
+}
+
+// viewItem returns the view entry of e for agent, if e is one it may see.
+func viewItem(e *hubpb.Envelope, agent string) (*hubpb.ViewItem, bool) {
+	if !session.Visible(e, agent) {
+		return nil, false
+	}
+	return itemOf(e)
+}
+
+// itemOf returns the view entry of e, if e is one a view shows.
+func itemOf(e *hubpb.Envelope) (*hubpb.ViewItem, bool) {
+	it := &hubpb.ViewItem{Seq: e.GetSeq(), From: e.GetFrom(), Type: e.GetType(), At: e.GetAcceptedAt()}
+	switch p := e.GetPayload().(type) {
+	case *hubpb.Envelope_Text:
+		it.Text = p.Text.GetText()
+	case *hubpb.Envelope_Packet:
+		it.Text = p.Packet.GetBody()
+	case *hubpb.Envelope_Question:
+		it.Text = p.Question.GetText()
+	case *hubpb.Envelope_Answer:
+		it.Text = p.Answer.GetText()
+	case *hubpb.Envelope_DelegationResult:
+		it.Text = p.DelegationResult.GetSummary()
+	case *hubpb.Envelope_Message:
+		it.Text = p.Message.GetText()
+	default:
+		return nil, false
+	}
+	return it, true
+}
