@@ -91,7 +91,11 @@ func newEnvWith(t *testing.T, tweak func(*hub.Config), tweakFeed func(*feed.Conf
 	return e
 }
 
-func (e *env) open() {
+func (e *env) open() { e.openWith(nil) }
+
+// openWith opens the hub and its log; wrap, if set, is the hub's log
+// around the badger log (which it reads and writes through).
+func (e *env) openWith(wrap interface{ wrapLog(hub.Log) hub.Log }) {
 	e.t.Helper()
 	l, err := wal.Open(wal.Options{Dir: e.dir, NoSync: true})
 	if err != nil {
@@ -100,6 +104,9 @@ func (e *env) open() {
 	e.wal = l
 	cfg := e.cfg
 	cfg.Log = server.WALLog(l)
+	if wrap != nil {
+		cfg.Log = wrap.wrapLog(cfg.Log)
+	}
 	h, f, err := feed.Open(context.Background(), cfg, e.feedCfg)
 	if err != nil {
 		e.t.Fatal(err)
