@@ -232,9 +232,10 @@ type Hooks struct {
 	TimerFired func(id session.ID, env *hubpb.Envelope)
 	// SessionFailed sees a session whose log could not be written or read.
 	SessionFailed func(id session.ID, err error)
-	// Limited sees every refusal at one of the hub's limits and every
-	// stream cut off at a buffer bound, by the limit's name
-	// (LimitError.Limit: "max-open-per-agent").
+	// Limited sees every refusal at one of the hub's limits, by the
+	// limit's name (LimitError.Limit: "max-open-per-agent"). A stream
+	// refused or cut off at one of its feed's bounds goes to the feed's
+	// Config.Limited (the server sends both to the same metrics).
 	Limited func(limit string)
 }
 
