@@ -14,25 +14,20 @@ import (
 	"github.com/hubd/hubd/session"
 )
 
-// GetTree returns the tree of session id from that session down: each
-// node's listing, turns, own usage, duration (creation to end, or to now)
-// and children, oldest first. Its participants (or an operator) may read
-// it.
-func (h *Hub) GetTree(ctx context.Context, agent string, operator bool, id session.ID) (*hubpb.TreeNode, error) {
-	s, err := h.readable(ctx, agent, operator, id)
-	if err != nil {
-		return nil, err
-	}
+// Tree returns the tree of s from s down: each node's listing, turns, own
+// usage, duration (creation to end, or to now) and children, oldest
+// first. It takes the tree's lock.
+func (h *Hub) Tree(ctx context.Context, s *Session) (*hubpb.TreeNode, error) {
 	if err := s.acquire(ctx); err != nil {
 		return nil, err
 	}
 	defer s.release()
-	return h.node(ctx, s, h.clock.Now())
+	return h.node(ctx, s, h.cfg.Clock.Now())
 }
 
 // node is the tree of s, its ended descendants loaded from the log; the
 // caller holds the tree's lock.
-func (h *Hub) node(ctx context.Context, s *sess, now time.Time) (*hubpb.TreeNode, error) {
+func (h *Hub) node(ctx context.Context, s *Session, now time.Time) (*hubpb.TreeNode, error) {
 	life := s.m.Lifecycle
 	end := life.Ended
 	if end.IsZero() {
@@ -69,7 +64,7 @@ func (h *Hub) Replay(ctx context.Context, id session.ID) (*hubpb.ReplayResponse,
 		return nil, err
 	}
 	resp := &hubpb.ReplayResponse{Equal: true}
-	err = h.wal.Scan(ctx, id, 1, func(seq uint64, data []byte) error {
+	err = h.cfg.Log.Scan(ctx, id, 1, func(seq uint64, data []byte) error {
 		e, err := s.decode(data)
 		if err != nil {
 			return fmt.Errorf("seq %d: %w", seq, err)
@@ -92,7 +87,7 @@ func (h *Hub) Replay(ctx context.Context, id session.ID) (*hubpb.ReplayResponse,
 }
 
 // replayStep folds one logged envelope into the fresh session.
-func replayStep(fresh *sess, e *hubpb.Envelope) (step *hubpb.ReplayStep, err error) {
+func replayStep(fresh *Session, e *hubpb.Envelope) (step *hubpb.ReplayStep, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("seq %d does not fold: %v: %w", e.GetSeq(), r, session.ErrCorrupt)
@@ -106,7 +101,7 @@ func replayStep(fresh *sess, e *hubpb.Envelope) (step *hubpb.ReplayStep, err err
 // compareLive compares the replayed machine with the live one; the live
 // session may have moved on since the scan, so only its state at the same
 // seq is compared (a later seq is said to be so).
-func (h *Hub) compareLive(ctx context.Context, s *sess, fresh *sess, resp *hubpb.ReplayResponse) (*hubpb.ReplayResponse, error) {
+func (h *Hub) compareLive(ctx context.Context, s *Session, fresh *Session, resp *hubpb.ReplayResponse) (*hubpb.ReplayResponse, error) {
 	if err := s.acquire(ctx); err != nil {
 		return nil, err
 	}

@@ -20,9 +20,9 @@ type backuper interface {
 
 // BackupFormat names what Backup writes, or fails with ErrNoBackup.
 func (h *Hub) BackupFormat() (string, error) {
-	b, ok := h.wal.(backuper)
+	b, ok := h.cfg.Log.(backuper)
 	if !ok {
-		return "", fmt.Errorf("%w (its log is %T)", ErrNoBackup, h.wal)
+		return "", fmt.Errorf("%w (its log is %T)", ErrNoBackup, h.cfg.Log)
 	}
 	return b.BackupFormat(), nil
 }
@@ -32,13 +32,13 @@ func (h *Hub) BackupFormat() (string, error) {
 // acknowledged before the call among them, in the log's backup format
 // (wal.BackupFormat). The caller checks that an operator asked.
 func (h *Hub) Backup(ctx context.Context, w io.Writer) error {
-	if err := h.enter(); err != nil {
+	if err := h.gate.enter(); err != nil {
 		return err
 	}
-	defer h.leave()
-	b, ok := h.wal.(backuper)
+	defer h.gate.leave()
+	b, ok := h.cfg.Log.(backuper)
 	if !ok {
-		return fmt.Errorf("%w (its log is %T)", ErrNoBackup, h.wal)
+		return fmt.Errorf("%w (its log is %T)", ErrNoBackup, h.cfg.Log)
 	}
 	return b.Backup(ctx, w)
 }

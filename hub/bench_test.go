@@ -59,7 +59,7 @@ func BenchmarkAccept(b *testing.B) {
 		b.Run(fmt.Sprintf("sessions=%d", sessions), func(b *testing.B) {
 			l := openWAL(b, b.TempDir(), true)
 			defer l.Close()
-			h, err := hub.New(context.Background(), hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil)})
+			h, err := openServed(context.Background(), hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil)})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -112,7 +112,7 @@ func BenchmarkHydrate(b *testing.B) {
 	buildLog(b, l, sessions, perSession)
 	// The log was written without the hub's index: a first start writes
 	// it; the ones measured read it, as every start after that does.
-	h, err := hub.New(context.Background(), hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil)})
+	h, err := openServed(context.Background(), hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func BenchmarkHydrate(b *testing.B) {
 		raw := rawScan(b, dir, records)
 		l := openWAL(b, dir, false)
 		start := time.Now()
-		h, err := hub.New(context.Background(), hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil)})
+		h, err := openServed(context.Background(), hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -247,7 +247,7 @@ func BenchmarkIdleSessions(b *testing.B) {
 	const n = 100_000
 	for range b.N {
 		// One agent opens them all: its limit is off.
-		h, err := hub.New(context.Background(), hub.Config{Log: discardLog{}, Adapters: server.Adapters(nil), MaxOpenPerAgent: -1})
+		h, err := openServed(context.Background(), hub.Config{Log: discardLog{}, Adapters: server.Adapters(nil), MaxOpenPerAgent: -1})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/internal/server"
 	"github.com/hubd/hubd/session"
@@ -15,7 +16,7 @@ import (
 
 // conversationWith opens a conversation as creator with other auto-accepted
 // and returns its id.
-func conversationWith(tb testing.TB, h *hub.Hub, creator, other string) session.ID {
+func conversationWith(tb testing.TB, h *served, creator, other string) session.ID {
 	tb.Helper()
 	resp, err := h.Open(context.Background(), creator, &hubpb.OpenRequest{Type: "conversation@1",
 		Participants: []*hubpb.Participant{{Name: other, AutoAccept: true}}})
@@ -27,7 +28,7 @@ func conversationWith(tb testing.TB, h *hub.Hub, creator, other string) session.
 
 // delegate opens n conversation children of parent as delegator (each
 // with worker auto-accepted) in one delegation and returns their ids.
-func delegate(tb testing.TB, h *hub.Hub, delegator string, parent session.ID, mode string, n int, worker string) []session.ID {
+func delegate(tb testing.TB, h *served, delegator string, parent session.ID, mode string, n int, worker string) []session.ID {
 	tb.Helper()
 	req := &hubpb.DelegateRequest{SessionId: parent.String(), Mode: mode}
 	for range n {
@@ -58,7 +59,7 @@ func mustID(tb testing.TB, s string) session.ID {
 // with main, which delegates (blocking) to a child, which delegates to a
 // grandchild, which delegates to a great-grandchild; every turn above the
 // last is held, waiting.
-func idleTree(tb testing.TB, h *hub.Hub) {
+func idleTree(tb testing.TB, h *served) {
 	root := conversationWith(tb, h, "user", "main")
 	if _, err := h.Send(context.Background(), "user", root, textEnv("go")); err != nil {
 		tb.Fatal(err)
@@ -77,7 +78,7 @@ func BenchmarkIdleTrees(b *testing.B) {
 	const trees, perTree = 10_000, 4
 	for range b.N {
 		// main delegates every child: its limit is off.
-		h, err := hub.New(context.Background(), hub.Config{Log: discardLog{}, Adapters: server.Adapters(nil), MaxOpenPerAgent: -1})
+		h, err := openServed(context.Background(), hub.Config{Log: discardLog{}, Adapters: server.Adapters(nil), MaxOpenPerAgent: -1})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -100,7 +101,7 @@ func BenchmarkIdleTrees(b *testing.B) {
 // bigTree opens a root conversation and kids-1 background children of it
 // (kids sessions in all), each child with one text of main's; it returns the root and how many envelopes the
 // whole tree holds.
-func bigTree(tb testing.TB, h *hub.Hub, kids int) (session.ID, int) {
+func bigTree(tb testing.TB, h *served, kids int) (session.ID, int) {
 	root := conversationWith(tb, h, "user", "main")
 	ctx := context.Background()
 	if _, err := h.Send(ctx, "user", root, textEnv("go")); err != nil {
@@ -134,7 +135,7 @@ func BenchmarkTreeWatch(b *testing.B) {
 	l := openWAL(b, b.TempDir(), true)
 	defer l.Close()
 	// The tree's 999 children are opened on one turn.
-	h, err := hub.New(context.Background(), hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil), MaxChildrenPerTurn: -1})
+	h, err := openServed(context.Background(), hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil), MaxChildrenPerTurn: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func BenchmarkTreeWatch(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		t0 := time.Now()
-		sub, err := h.Watch(ctx, "", true, root, hub.WatchOptions{Tree: true, Verbose: true})
+		sub, err := h.Watch(ctx, "", true, root, feed.WatchOptions{Tree: true, Verbose: true})
 		if err != nil {
 			b.Fatal(err)
 		}

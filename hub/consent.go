@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
 
@@ -63,20 +62,4 @@ func ParseConsent(r io.Reader) (Consent, error) {
 		return nil, fmt.Errorf("consent: %w", err)
 	}
 	return c, nil
-}
-
-// applyConsent drops the auto_accept of the participants of meta that have
-// not consented to be added by creator, and returns their names.
-func (h *Hub) applyConsent(creator string, meta *hubpb.SessionMeta) []string {
-	if !h.cfg.RequireConsent {
-		return nil
-	}
-	var dropped []string
-	for _, p := range meta.GetParticipants() {
-		if p.GetAutoAccept() && !h.cfg.Consent.Allows(creator, p.GetName()) {
-			p.AutoAccept = false
-			dropped = append(dropped, p.GetName())
-		}
-	}
-	return dropped
 }

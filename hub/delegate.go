@@ -3,12 +3,10 @@ package hub
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/hubd/hubd/adapters"
 	"github.com/hubd/hubd/hubpb"
@@ -31,10 +29,10 @@ const MaxChildren = 64
 // (DELEGATE_NOT_ALLOWED). A retry with the same client message id answers
 // with the first delegation.
 func (h *Hub) Delegate(ctx context.Context, delegator string, req *hubpb.DelegateRequest) (*hubpb.DelegateResponse, error) {
-	if err := h.enter(); err != nil {
+	if err := h.gate.enter(); err != nil {
 		return nil, err
 	}
-	defer h.leave()
+	defer h.gate.leave()
 	return h.delegateReq(ctx, delegator, req)
 }
 
@@ -89,7 +87,7 @@ func (h *Hub) delegateReq(ctx context.Context, delegator string, req *hubpb.Dele
 // mayDelegate checks, in this order, that the delegator takes part in the
 // parent, that a child would not be too deep, and that it is the
 // delegator's turn (the parent open, no turn held).
-func (h *Hub) mayDelegate(p *sess, delegator string) error {
+func (h *Hub) mayDelegate(p *Session, delegator string) error {
 	if !session.IsParticipant(p.meta, delegator) {
 		return adapters.NotParticipant(delegator, p.meta.GetSessionId())
 	}
@@ -102,7 +100,7 @@ func (h *Hub) mayDelegate(p *sess, delegator string) error {
 // checkFanOut refuses a delegation of n children past the children a
 // turn may open or the sessions its tree may hold; the caller holds the
 // tree's lock.
-func (h *Hub) checkFanOut(p *sess, n int) error {
+func (h *Hub) checkFanOut(p *Session, n int) error {
 	if max := h.cfg.MaxChildrenPerTurn; max > 0 && p.turnKids+n > max {
 		return h.limitErr("--max-children-per-turn", max, ErrLimit,
 			"session %v opened %d children on this turn and this delegation asks for %d more (a new turn, such as another participant's text, opens more)",
@@ -132,8 +130,8 @@ func delegationMode(req *hubpb.DelegateRequest) (mode, await, notify string, err
 }
 
 // children makes the machines of the children a delegation opens.
-func (h *Hub) children(ctx context.Context, p *sess, delegator, delegation string, reqs []*hubpb.OpenRequest) ([]*sess, error) {
-	var out []*sess
+func (h *Hub) children(ctx context.Context, p *Session, delegator, delegation string, reqs []*hubpb.OpenRequest) ([]*Session, error) {
+	var out []*Session
 	for i, r := range reqs {
 		if r.GetParentSessionId() != "" && r.GetParentSessionId() != p.meta.GetSessionId() {
 			return nil, fmt.Errorf("children[%d].parent_session_id names another session than the delegation's: %w", i, session.ErrMalformed)
@@ -153,7 +151,7 @@ func (h *Hub) children(ctx context.Context, p *sess, delegator, delegation strin
 			return nil, fmt.Errorf("children[%d]: %w", i, err)
 		}
 		id, _ := session.ParseID(meta.GetSessionId())
-		k := newSess(id, m)
+		k := h.newSession(id, m)
 		k.tree, k.parent, k.task = p.tree, p, r.GetTask()
 		out = append(out, k)
 	}
@@ -186,34 +184,9 @@ func responder(meta *hubpb.SessionMeta, delegator string) string {
 	return delegator
 }
 
-// machine starts the machine of new metadata, with the type's default
-// expectations when the request gave none.
-func (h *Hub) machine(meta *hubpb.SessionMeta, typ session.Type, defaults bool) (*adapters.Machine, error) {
-	a, err := h.cfg.Adapters.Lookup(typ)
-	if err != nil {
-		return nil, err
-	}
-	if defaults {
-		meta.Expectations = a.Expectations()
-	}
-	if d, ok := a.(adapters.KnobDefaulter); ok {
-		if add := d.DefaultKnobs(meta); len(add) > 0 {
-			knobs := maps.Clone(meta.Knobs) // the interner's map is shared
-			if knobs == nil {
-				knobs = map[string]*structpb.Value{}
-			}
-			for k, v := range add { //hubd:orderless a set
-				knobs[k] = v
-			}
-			meta.Knobs = knobs
-		}
-	}
-	return adapters.NewMachine(a, meta)
-}
-
 // delegate writes the delegation and the children's opens in one write.
-func (h *Hub) delegate(ctx context.Context, p *sess, env *hubpb.Envelope, kids []*sess) (*hubpb.DelegateResponse, error) {
-	var reserved []*sess
+func (h *Hub) delegate(ctx context.Context, p *Session, env *hubpb.Envelope, kids []*Session) (*hubpb.DelegateResponse, error) {
+	var reserved []*Session
 	undo := func() {
 		for _, k := range reserved {
 			h.unreserve(k, "")
@@ -274,16 +247,9 @@ func (h *Hub) delegate(ctx context.Context, p *sess, env *hubpb.Envelope, kids [
 	return resp, nil
 }
 
-// inviteOf is a new session's first record: every participant gets it;
-// invitees says who must acknowledge.
-func inviteOf(m *adapters.Machine) *hubpb.Envelope {
-	return &hubpb.Envelope{Type: session.EventInvite,
-		Payload: &hubpb.Envelope_Invite{Invite: &hubpb.Invite{Invitees: session.Invitees(m.Meta)}}}
-}
-
 // delegated answers a retried delegation with the one made first.
-func (h *Hub) delegated(ctx context.Context, p *sess, seq uint64) (*hubpb.DelegateResponse, error) {
-	es, _, err := h.ReadLog(ctx, "", true, p.id, seq, 1)
+func (h *Hub) delegated(ctx context.Context, p *Session, seq uint64) (*hubpb.DelegateResponse, error) {
+	es, err := h.readFrom(ctx, p, seq, 1)
 	if err != nil || len(es) == 0 || es[0].GetDelegation() == nil {
 		return nil, fmt.Errorf("reading the delegation at seq %d of session %v: %v: %w", seq, p.id, err, ErrSessionFailed)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
@@ -21,7 +22,7 @@ import (
 // is retried once after a failure (with the same client message id: a
 // retry of a delegation whose answer was lost must answer as a
 // duplicate).
-func delegationFlow(ctx context.Context, h *hub.Hub, parent session.ID, retry bool) []error {
+func delegationFlow(ctx context.Context, h *served, parent session.ID, retry bool) []error {
 	var errs []error
 	try := func(what string, f func() error) {
 		err := f()
@@ -87,7 +88,7 @@ func delegationFlow(ctx context.Context, h *hub.Hub, parent session.ID, retry bo
 // checkChildren checks that every session the hub lists with a parent is
 // named by a delegation record in its parent's log, serves (not
 // quarantined) and, once ended, has its result in the parent.
-func checkChildren(t *testing.T, h *hub.Hub, parent session.ID, when string) {
+func checkChildren(t *testing.T, h *served, parent session.ID, when string) {
 	t.Helper()
 	ctx := context.Background()
 	es, _, err := h.ReadLog(ctx, "", true, parent, 1, 1000)
@@ -103,7 +104,7 @@ func checkChildren(t *testing.T, h *hub.Hub, parent session.ID, when string) {
 			results[r.GetChildSessionId()]++
 		}
 	}
-	list, _, err := h.List(ctx, "operator", true, hub.Filter{})
+	list, _, err := h.List(ctx, "operator", true, feed.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func checkChildren(t *testing.T, h *hub.Hub, parent session.ID, when string) {
 			continue
 		}
 		kids = append(kids, id)
-		if info.GetState() == hub.StateQuarantined {
+		if info.GetState() == feed.StateQuarantined {
 			t.Errorf("%s: child %s is quarantined", when, id)
 		}
 		if delegated[id] != 1 {
@@ -233,7 +234,7 @@ func TestOpenLostAnswer(t *testing.T) {
 				if _, err := e.hub.Send(ctx, "a", id, textEnv("hello")); err != nil {
 					t.Errorf("%s: send: %v", when, err)
 				}
-				list, _, err := e.hub.List(ctx, "a", false, hub.Filter{})
+				list, _, err := e.hub.List(ctx, "a", false, feed.Filter{})
 				if err != nil || len(list) != 1 || list[0].GetState() != "OPEN" {
 					t.Errorf("%s: a lists %v (%v), want the one session open", when, list, err)
 				}
@@ -253,7 +254,7 @@ func TestOpenLostAnswerUntouched(t *testing.T) {
 	for _, mode := range []string{"fail", "lose"} {
 		t.Run(mode, func(t *testing.T) {
 			e := newEnv(t, nil)
-			sub, err := e.hub.Subscribe(ctx, "b", hub.SubscribeOptions{})
+			sub, err := e.hub.Subscribe(ctx, "b", feed.SubscribeOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,11 @@
 package hub
 
 import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
@@ -55,3 +60,46 @@ var (
 	// off; it resumes from its cursors.
 	ErrSlowSubscriber = session.NewError(hubpb.Reason_SLOW_SUBSCRIBER, "hub: subscriber too slow")
 )
+
+// errStop ends a log scan early.
+var errStop = errors.New("stop")
+
+// errPlanAbandoned marks a session whose machine ran ahead of a write that
+// was then refused; it is rebuilt from the log, silently.
+var errPlanAbandoned = errors.New("a write across sessions was refused after it was applied")
+
+// LimitError is a refusal at one of the hub's limits: what was refused,
+// the limit's value and the flag of hubd serve that sets it. It wraps
+// ErrLimit (counts), ErrTooLarge (sizes) or ErrSlowSubscriber (a stream
+// cut off at a buffer bound); its ErrorInfo metadata names the limit
+// ("limit": the flag without its dashes, "value").
+type LimitError struct {
+	// What is what was refused and why: `"alice" has 10000 sessions
+	// pending or open`.
+	What string
+	// Flag is the hubd serve flag that sets the limit:
+	// "--max-open-per-agent".
+	Flag string
+	// Value is the limit's value.
+	Value int64
+	// Err is ErrLimit, ErrTooLarge or ErrSlowSubscriber.
+	Err error
+}
+
+// Error implements error: "WHAT, the limit is N (--flag): SENTINEL".
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("%s, the limit is %d (%s): %v", e.What, e.Value, e.Flag, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *LimitError) Unwrap() error { return e.Err }
+
+// Limit is the limit's name in metrics and ErrorInfo: the flag without its
+// dashes.
+func (e *LimitError) Limit() string { return strings.TrimLeft(e.Flag, "-") }
+
+// ErrorMetadata is the ErrorInfo metadata of the refusal: the limit's
+// name and value.
+func (e *LimitError) ErrorMetadata() map[string]string {
+	return map[string]string{"limit": e.Limit(), "value": strconv.FormatInt(e.Value, 10)}
+}

@@ -10,10 +10,10 @@ import (
 // ResidentIDs returns the ids of the sessions in memory as live, in order
 // (for tests).
 func (h *Hub) ResidentIDs() []session.ID {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	ids := make([]session.ID, 0, len(h.sessions))
-	for id := range h.sessions {
+	h.reg.mu.RLock()
+	defer h.reg.mu.RUnlock()
+	ids := make([]session.ID, 0, len(h.reg.sessions))
+	for id := range h.reg.sessions {
 		ids = append(ids, id)
 	}
 	slices.SortFunc(ids, compareIDs)
@@ -24,9 +24,3 @@ func (h *Hub) ResidentIDs() []session.ID {
 // hub's clock, as the default does from the wall clock (for tests of the
 // live snapshot, which only such ids use).
 func NewTimedIDs(ctx context.Context, cfg Config) (*Hub, error) { return newHub(ctx, cfg, true) }
-
-// Scanned returns o with the view read from the log, not the view cache.
-func Scanned(o ViewOptions) ViewOptions {
-	o.scan = true
-	return o
-}

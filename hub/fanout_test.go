@@ -14,7 +14,7 @@ import (
 
 // backgroundKids delegates n conversation children of parent in the
 // background, as a, each with c.
-func backgroundKids(ctx context.Context, h *hub.Hub, a string, parent session.ID, n int) (*hubpb.DelegateResponse, error) {
+func backgroundKids(ctx context.Context, h *served, a string, parent session.ID, n int) (*hubpb.DelegateResponse, error) {
 	kids := make([]*hubpb.OpenRequest, n)
 	for i := range kids {
 		kids[i] = &hubpb.OpenRequest{Type: "conversation@1", Participants: []*hubpb.Participant{{Name: "c", AutoAccept: true}}}
@@ -70,7 +70,7 @@ func TestChildrenPerTurnByDefault(t *testing.T) {
 }
 
 // seqOf is a session's last seq.
-func seqOf(t *testing.T, h *hub.Hub, id session.ID) uint64 {
+func seqOf(t *testing.T, h *served, id session.ID) uint64 {
 	t.Helper()
 	info, err := h.Get(context.Background(), "", true, id)
 	if err != nil {

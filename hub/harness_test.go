@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/internal/fakeclock"
 	"github.com/hubd/hubd/internal/server"
@@ -105,34 +106,62 @@ func (f *faultyLog) loseNth(n int) {
 	f.mu.Unlock()
 }
 
+// served is a hub with its feed, as the server wires them: a test calls
+// the write side (Send, Open, ...) and the reads (Subscribe, Get, ...) on
+// one value.
+type served struct {
+	*hub.Hub
+	*feed.Feed
+}
+
+// openServed is hub.New with a feed.
+func openServed(ctx context.Context, cfg hub.Config) (*served, error) {
+	return openServedWith(ctx, hub.New, cfg, feed.Config{})
+}
+
+// openServedWith makes a hub with newHub and its feed with fc.
+func openServedWith(ctx context.Context, newHub func(context.Context, hub.Config) (*hub.Hub, error), cfg hub.Config, fc feed.Config) (*served, error) {
+	var f *feed.Feed
+	cfg.Feed = func(h *hub.Hub) hub.Consumer {
+		f = feed.New(h, fc)
+		return f
+	}
+	h, err := newHub(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &served{h, f}, nil
+}
+
 // env is a hub on a real badger log in a temp dir, with a fake clock and
 // deterministic ids, that a test can restart.
 type env struct {
-	t     *testing.T
-	dir   string
-	wal   *wal.Log
-	log   *faultyLog
-	clock *fakeclock.Clock
-	hub   *hub.Hub
-	newID func() uuid.UUID
-	cfg   hub.Config
+	t       *testing.T
+	dir     string
+	wal     *wal.Log
+	log     *faultyLog
+	clock   *fakeclock.Clock
+	hub     *served
+	newID   func() uuid.UUID
+	cfg     hub.Config
+	feedCfg feed.Config
 	// timedIDs: the ids are UUIDv7s of the fake clock's time (newTimedEnv).
 	timedIDs bool
 }
 
 func newEnv(t *testing.T, tweak func(*hub.Config)) *env {
 	t.Helper()
-	return newEnvWith(t, false, tweak)
+	return newEnvWith(t, false, tweak, nil)
 }
 
 // newTimedEnv is newEnv with ids that are UUIDv7s of the fake clock's time
 // (ms), increasing, as the default ids are of the wall clock's.
 func newTimedEnv(t *testing.T, tweak func(*hub.Config)) *env {
 	t.Helper()
-	return newEnvWith(t, true, tweak)
+	return newEnvWith(t, true, tweak, nil)
 }
 
-func newEnvWith(t *testing.T, timed bool, tweak func(*hub.Config)) *env {
+func newEnvWith(t *testing.T, timed bool, tweak func(*hub.Config), tweakFeed func(*feed.Config)) *env {
 	t.Helper()
 	e := &env{t: t, dir: t.TempDir(), clock: fakeclock.New(epoch), newID: ids(), timedIDs: timed}
 	if timed {
@@ -150,6 +179,9 @@ func newEnvWith(t *testing.T, timed bool, tweak func(*hub.Config)) *env {
 	e.cfg = hub.Config{Adapters: server.Adapters(nil), Clock: e.clock, NewID: e.newID}
 	if tweak != nil {
 		tweak(&e.cfg)
+	}
+	if tweakFeed != nil {
+		tweakFeed(&e.feedCfg)
 	}
 	e.open()
 	t.Cleanup(e.shutdown)
@@ -170,7 +202,7 @@ func (e *env) open() {
 	if e.timedIDs {
 		newHub = hub.NewTimedIDs
 	}
-	h, err := newHub(context.Background(), cfg)
+	h, err := openServedWith(context.Background(), newHub, cfg, e.feedCfg)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -202,7 +234,7 @@ func textEnv(text string) *hubpb.Envelope {
 // openConversation opens a conversation of creator with other (who
 // auto-accepts), with these expectations (none: no timers), and returns
 // its id.
-func openConversation(t testing.TB, h *hub.Hub, creator, other string, exp ...*hubpb.Expectation) session.ID {
+func openConversation(t testing.TB, h *served, creator, other string, exp ...*hubpb.Expectation) session.ID {
 	t.Helper()
 	o, err := h.Open(context.Background(), creator, &hubpb.OpenRequest{Type: "conversation@1",
 		Participants: []*hubpb.Participant{{Name: other, AutoAccept: true}},

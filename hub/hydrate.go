@@ -3,9 +3,7 @@ package hub
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"maps"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -13,25 +11,13 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/hubd/hubd/adapters"
-	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
-
-// errStop ends a log scan early.
-var errStop = errors.New("stop")
-
-// Quarantined returns the sessions hydrate could not rebuild, with why.
-func (h *Hub) Quarantined() map[session.ID]error {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	return maps.Clone(h.quarantined)
-}
 
 // loading is a session being rebuilt by hydrate.
 type loading struct {
 	meta []byte // its stored metadata, until its machine starts
-	s    *sess
+	s    *Session
 	err  error // why it is quarantined
 }
 
@@ -43,7 +29,7 @@ type loading struct {
 // session that fails is quarantined; the rest serve.
 func (h *Hub) hydrate(ctx context.Context) error {
 	start := time.Now() // for the log line only
-	_, indexed, err := h.wal.IndexGet(ctx, versionKey())
+	_, indexed, err := h.cfg.Log.IndexGet(ctx, versionKey())
 	if err != nil {
 		return fmt.Errorf("hub: hydrate: reading the index: %w", err)
 	}
@@ -61,15 +47,15 @@ func (h *Hub) hydrate(ctx context.Context) error {
 				return err
 			}
 		}
-		if n := len(order); n > 0 && h.v7IDs {
-			h.noteID(uuid.UUID(order[n-1]))
+		if n := len(order); n > 0 && h.ids.v7 {
+			h.ids.note(uuid.UUID(order[n-1]))
 		}
 		for _, id := range order {
 			all[id] = &loading{}
 		}
 		records = h.foldEach(ctx, order, all)
 	} else {
-		err = h.wal.Metas(ctx, func(raw [16]byte, metaBytes []byte) error {
+		err = h.cfg.Log.Metas(ctx, func(raw [16]byte, metaBytes []byte) error {
 			id := session.ID(raw)
 			order = append(order, id)
 			all[id] = &loading{meta: bytes.Clone(metaBytes)}
@@ -87,7 +73,7 @@ func (h *Hub) hydrate(ctx context.Context) error {
 	}
 	n := h.install(order, all)
 	h.quarantineMarked(ctx)
-	h.logger.Info().Int("sessions", n).Int("quarantined", len(h.quarantined)).Int64("records", records).Bool("indexed", indexed).Bool("snapshot", snapshot).
+	h.cfg.Logger.Info().Int("sessions", n).Int("quarantined", len(h.reg.quarantined)).Int64("records", records).Bool("indexed", indexed).Bool("snapshot", snapshot).
 		Str("took", time.Since(start).Round(time.Millisecond).String()).Msg("hydrated")
 	return nil
 }
@@ -105,40 +91,25 @@ type DamageMarks interface {
 // quarantineMarked quarantines the sessions the log marks damaged that
 // hydrate did not (ended ones: it does not read them).
 func (h *Hub) quarantineMarked(ctx context.Context) {
-	dm, ok := h.wal.(DamageMarks)
+	dm, ok := h.cfg.Log.(DamageMarks)
 	if !ok || h.cfg.Partitioned {
 		return
 	}
 	dm.DamageMarks(func(raw [16]byte, cause string) {
 		id := session.ID(raw)
-		h.mu.RLock()
-		_, done := h.quarantined[id]
-		_, live := h.sessions[id]
-		h.mu.RUnlock()
+		h.reg.mu.RLock()
+		_, done := h.reg.quarantined[id]
+		_, live := h.reg.sessions[id]
+		h.reg.mu.RUnlock()
 		if done || live {
 			return
 		}
-		meta, err := h.wal.Meta(ctx, id)
+		meta, err := h.cfg.Log.Meta(ctx, id)
 		if err != nil {
 			meta = nil
 		}
 		h.quarantine(id, fmt.Errorf("the log marks it damaged: %s: %w", cause, session.ErrCorrupt), meta)
 	})
-}
-
-// liveIDs returns the ids the index marks live, in id order.
-func (h *Hub) liveIDs(ctx context.Context) ([]session.ID, error) {
-	var out []session.ID
-	err := h.wal.IndexScan(ctx, []byte{ixLive}, nil, func(k, _ []byte) error {
-		if id, ok := indexedID(k); ok && len(k) == 17 {
-			out = append(out, id)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("hub: hydrate: listing the live sessions: %w", err)
-	}
-	return out, nil
 }
 
 // foldEach rebuilds the sessions in order, each from its metadata and its
@@ -152,7 +123,7 @@ func (h *Hub) foldEach(ctx context.Context, order []session.ID, all map[session.
 			defer wg.Done()
 			for _, id := range part {
 				l := all[id]
-				meta, err := h.wal.Meta(ctx, id)
+				meta, err := h.cfg.Log.Meta(ctx, id)
 				switch {
 				case err != nil:
 					l.err = err
@@ -205,15 +176,15 @@ func (h *Hub) buildIndex(ctx context.Context, order []session.ID, all map[sessio
 	if !write {
 		return keep, nil
 	}
-	err := h.wal.PutIndex(ctx, entries)
+	err := h.cfg.Log.PutIndex(ctx, entries)
 	if err == nil { // the version last: an index cut short is built again
-		err = h.wal.PutIndex(ctx, []IndexEntry{{Key: versionKey(), Value: []byte(indexVersion)}})
+		err = h.cfg.Log.PutIndex(ctx, []IndexEntry{{Key: versionKey(), Value: []byte(indexVersion)}})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("hub: hydrate: writing the index of %d sessions: %w", len(order), err)
 	}
 	if len(order) > 0 {
-		h.logger.Info().Int("sessions", len(order)).Int("live", len(keep)).Msg("indexed a log written before the index")
+		h.cfg.Logger.Info().Int("sessions", len(order)).Int("live", len(keep)).Msg("indexed a log written before the index")
 	}
 	return keep, nil
 }
@@ -261,7 +232,7 @@ func (h *Hub) foldRange(ctx context.Context, ids []session.ID, all map[session.I
 	var n int64
 	var lastID session.ID
 	var last *loading
-	err := h.wal.ScanRange(ctx, ids[0], ids[len(ids)-1], func(raw [16]byte, seq uint64, data []byte) error {
+	err := h.cfg.Log.ScanRange(ctx, ids[0], ids[len(ids)-1], func(raw [16]byte, seq uint64, data []byte) error {
 		n++
 		if id := session.ID(raw); last == nil || id != lastID {
 			lastID, last = id, all[id] // a session's records are contiguous
@@ -272,7 +243,7 @@ func (h *Hub) foldRange(ctx context.Context, ids []session.ID, all map[session.I
 		return nil
 	})
 	if err != nil {
-		h.logger.Warn().Err(err).Msg("hydrate: bulk scan failed; rebuilding session by session")
+		h.cfg.Logger.Warn().Err(err).Msg("hydrate: bulk scan failed; rebuilding session by session")
 		for _, id := range ids {
 			if l := all[id]; l.err == nil {
 				l.err = h.scanRest(ctx, l.s)
@@ -282,68 +253,11 @@ func (h *Hub) foldRange(ctx context.Context, ids []session.ID, all map[session.I
 	return n
 }
 
-// start decodes a session's metadata and starts its machine.
-func (h *Hub) start(metaBytes []byte, id session.ID) (*sess, error) {
-	meta, err := session.UnmarshalMeta(metaBytes)
-	if err != nil {
-		return nil, err
-	}
-	if meta.Knobs, err = h.interned.knobs(meta.GetKnobs(), nil); err != nil {
-		return nil, fmt.Errorf("metadata: %v: %w", err, session.ErrCorrupt)
-	}
-	return h.startMeta(meta, id)
-}
-
-func (h *Hub) startMeta(meta *hubpb.SessionMeta, id session.ID) (*sess, error) {
-	if got, err := session.ParseID(meta.GetSessionId()); err != nil || got != id {
-		return nil, fmt.Errorf("metadata names session %q: %w", meta.GetSessionId(), session.ErrCorrupt)
-	}
-	typ, err := session.ParseType(meta.GetType())
-	if err != nil {
-		return nil, fmt.Errorf("metadata: %v: %w", err, session.ErrCorrupt)
-	}
-	a, err := h.cfg.Adapters.Lookup(typ)
-	if err != nil {
-		return nil, err
-	}
-	m, err := adapters.NewMachine(a, meta)
-	if err != nil {
-		return nil, fmt.Errorf("metadata no longer starts a %v session: %w", typ, err)
-	}
-	return newSess(id, m), nil
-}
-
-// replay folds one logged record into s.
-func replay(s *sess, seq uint64, data []byte) (err error) {
-	e, err := s.decode(data)
-	if err != nil {
-		return fmt.Errorf("seq %d: %w", seq, err)
-	}
-	if e.GetSeq() != seq || seq != s.m.Seq+1 || e.GetSessionId() != s.meta.GetSessionId() {
-		return fmt.Errorf("record at seq %d holds seq %d of session %q after seq %d: %w", seq, e.GetSeq(), e.GetSessionId(), s.m.Seq, session.ErrCorrupt)
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("seq %d does not fold: %v: %w", seq, r, session.ErrCorrupt)
-		}
-	}()
-	out := s.m.Fold(e)
-	s.observe(e, out.Begins)
-	return nil
-}
-
-// scanRest folds the records of s after its last folded seq.
-func (h *Hub) scanRest(ctx context.Context, s *sess) error {
-	return h.wal.Scan(ctx, s.id, s.m.Seq+1, func(seq uint64, data []byte) error {
-		return replay(s, seq, data)
-	})
-}
-
 // install indexes the rebuilt sessions and arms their timers; the others
 // are quarantined. It returns how many serve.
 func (h *Hub) install(order []session.ID, all map[session.ID]*loading) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.reg.mu.Lock()
+	defer h.reg.mu.Unlock()
 	return h.installLocked(order, all)
 }
 
@@ -360,25 +274,25 @@ func (h *Hub) installLocked(order []session.ID, all map[session.ID]*loading) int
 			continue // marked live by an earlier start that quarantined it (a cluster node keeps ended ones)
 		}
 		if l.err != nil {
-			h.quarantined[id] = l.err
+			h.reg.quarantined[id] = l.err
 			if l.s != nil && l.s.meta != nil {
-				h.quarantinedMeta[id] = l.s.meta
+				h.reg.quarantinedMeta[id] = l.s.meta
 			} else if m, err := session.UnmarshalMeta(l.meta); err == nil && m.GetSessionId() != "" {
-				h.quarantinedMeta[id] = m
+				h.reg.quarantinedMeta[id] = m
 			}
-			h.logger.Error().Err(l.err).Str("session", id.String()).Msg("hydrate: session quarantined")
+			h.cfg.Logger.Error().Err(l.err).Str("session", id.String()).Msg("hydrate: session quarantined")
 			if f := h.cfg.Hooks.SessionFailed; f != nil {
 				f(id, l.err)
 			}
 			continue
 		}
-		delete(h.quarantined, id) // quarantined by an earlier load of its partition
-		delete(h.quarantinedMeta, id)
+		delete(h.reg.quarantined, id) // quarantined by an earlier load of its partition
+		delete(h.reg.quarantinedMeta, id)
 		h.plant(l.s, trees, all)
 		l.s.publish()
 		h.index(l.s)
 		if len(l.s.m.Calls.Questions) > 0 {
-			h.askers[id] = l.s
+			h.reg.askers[id] = l.s
 			l.s.asking = true
 		}
 		h.sched.add(l.s)
@@ -390,7 +304,7 @@ func (h *Hub) installLocked(order []session.ID, all map[session.ID]*loading) int
 // plant puts a rebuilt session into its tree, under its parent when the
 // parent serves (ids are time-ordered, so a parent comes before its
 // children).
-func (h *Hub) plant(s *sess, trees map[string]*tree, all map[session.ID]*loading) {
+func (h *Hub) plant(s *Session, trees map[string]*tree, all map[session.ID]*loading) {
 	t := trees[s.call.GetRoot()]
 	if t == nil {
 		t = newTree(session.MustParseID(s.call.GetRoot()))
@@ -403,16 +317,4 @@ func (h *Hub) plant(s *sess, trees map[string]*tree, all map[session.ID]*loading
 			p.s.kids = append(p.s.kids, s)
 		}
 	}
-}
-
-// load rebuilds one session from its log.
-func (h *Hub) load(ctx context.Context, id session.ID, meta *hubpb.SessionMeta) (*sess, error) {
-	s, err := h.startMeta(meta, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := h.scanRest(ctx, s); err != nil {
-		return nil, err
-	}
-	return s, nil
 }

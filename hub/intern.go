@@ -184,3 +184,15 @@ func firstBadKnob(knobs map[string]*structpb.Value) error {
 	}
 	return fmt.Errorf("knobs: a value has no JSON: %w", session.ErrMalformed) // not reached
 }
+
+// knobJSON is the canonical JSON of an open's knob values by name, the
+// graph as "graph" (see knobs): computed once by the size check and used
+// again as the values' interning keys. A value without one (see
+// session.ValueJSON) has its error instead.
+type knobJSON map[string]rawValue
+
+// rawValue is a value's canonical JSON, or why it has none.
+type rawValue struct {
+	raw json.RawMessage
+	err error
+}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/internal/server"
 	"github.com/hubd/hubd/session"
@@ -108,7 +109,7 @@ func verifyCallsAfterKill(t *testing.T, dir string, acks []callAck) string {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	h, err := hub.New(ctx, hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil)})
+	h, err := openServed(ctx, hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func verifyCallsAfterKill(t *testing.T, dir string, acks []callAck) string {
 	// Every child of every root the log holds, not only the acknowledged
 	// ones: a delegation written but not acknowledged is a child too.
 	var infos []*hubpb.SessionInfo
-	for f := (hub.Filter{Limit: 1000}); ; {
+	for f := (feed.Filter{Limit: 1000}); ; {
 		page, next, err := h.List(context.Background(), "", true, f)
 		if err != nil {
 			t.Fatal(err)
@@ -205,7 +206,7 @@ func verifyCallsAfterKill(t *testing.T, dir string, acks []callAck) string {
 }
 
 // state returns a session's lifecycle state.
-func state(t *testing.T, h *hub.Hub, id string) session.State {
+func state(t *testing.T, h *served, id string) session.State {
 	t.Helper()
 	s, err := h.Get(context.Background(), "", true, session.MustParseID(id))
 	if err != nil {
@@ -216,7 +217,7 @@ func state(t *testing.T, h *hub.Hub, id string) session.State {
 }
 
 // results counts the delegation results of child in parent's log.
-func results(t *testing.T, h *hub.Hub, parent, child string) int {
+func results(t *testing.T, h *served, parent, child string) int {
 	t.Helper()
 	es, _, err := h.ReadLog(context.Background(), "", true, session.MustParseID(parent), 1, 0)
 	if err != nil {
@@ -278,7 +279,7 @@ func TestKillCallsHelper(t *testing.T) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	h, err := hub.New(context.Background(), hub.Config{Log: crashLog{server.WALLog(l), mode}, Adapters: server.Adapters(nil)})
+	h, err := openServed(context.Background(), hub.Config{Log: crashLog{server.WALLog(l), mode}, Adapters: server.Adapters(nil)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -310,7 +311,7 @@ func TestKillCallsHelper(t *testing.T) {
 // callsLoad runs conversations of a and b in which a delegates blocking
 // to c, asks p questions, and answers itself; with pending, the first
 // question is left unanswered. It runs until the process is killed.
-func callsLoad(h *hub.Hub, round string, g int, pending bool, report func(kind, a, b string)) {
+func callsLoad(h *served, round string, g int, pending bool, report func(kind, a, b string)) {
 	ctx := context.Background()
 	die := func(what string, err error) {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", what, err)

@@ -86,7 +86,7 @@ func verifyAfterKill(t *testing.T, dir string, acks []ackRecord) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	h, err := hub.New(context.Background(), hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil)})
+	h, err := openServed(context.Background(), hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestKillHelper(t *testing.T) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	h, err := hub.New(context.Background(), hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil)})
+	h, err := openServed(context.Background(), hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -151,7 +151,7 @@ func TestKillHelper(t *testing.T) {
 
 // killLoad opens conversations and sends into them until killed; about one
 // send in 20 finishes its session.
-func killLoad(h *hub.Hub, round string, g int, report func(session.ID, *hubpb.SendResponse, string)) {
+func killLoad(h *served, round string, g int, report func(session.ID, *hubpb.SendResponse, string)) {
 	ctx := context.Background()
 	for n := 0; ; n++ {
 		o, err := h.Open(ctx, "a", &hubpb.OpenRequest{Type: "conversation@1",

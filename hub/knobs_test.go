@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
@@ -69,7 +70,7 @@ func TestOpenKnobRefusals(t *testing.T) {
 			}
 		})
 	}
-	if list, _, _ := e.hub.List(ctx, "operator", true, hub.Filter{}); len(list) != 0 {
+	if list, _, _ := e.hub.List(ctx, "operator", true, feed.Filter{}); len(list) != 0 {
 		t.Errorf("%d sessions after refused opens", len(list))
 	}
 }

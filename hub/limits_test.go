@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
@@ -89,7 +90,7 @@ func TestOpenLimits(t *testing.T) {
 			}
 		})
 	}
-	if list, _, _ := e.hub.List(context.Background(), "operator", true, hub.Filter{}); len(list) != 0 {
+	if list, _, _ := e.hub.List(context.Background(), "operator", true, feed.Filter{}); len(list) != 0 {
 		n := len(list)
 		t.Errorf("%d sessions after refused opens", n)
 	}

@@ -3,7 +3,6 @@ package hub
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -77,36 +76,24 @@ func snapCutoff(id session.ID) []byte {
 	return liveKey(id)
 }
 
-// noteID records an id the hub holds, for the snapshot's cutoff and so
-// that the ids it makes stay above it.
-func (h *Hub) noteID(id uuid.UUID) {
-	h.idMu.Lock()
-	if bytes.Compare(id[:], h.newest[:]) > 0 {
-		h.newest = session.ID(id)
-	}
-	h.idMu.Unlock()
-}
-
-// nextID returns a new UUIDv7 above every id the hub made or holds: one
-// that is not (the wall clock was set back since they were made) gets the
-// newest one's time plus 1 ms.
-func (h *Hub) nextID() uuid.UUID {
-	id := h.cfg.NewID()
-	h.idMu.Lock()
-	defer h.idMu.Unlock()
-	if bytes.Compare(id[:], h.newest[:]) <= 0 {
-		var ms [8]byte
-		copy(ms[2:], h.newest[:6])
-		binary.BigEndian.PutUint64(ms[:], binary.BigEndian.Uint64(ms[:])+1)
-		copy(id[:6], ms[2:])
-	}
-	h.newest = session.ID(id)
-	return id
-}
-
 // snapshotEligible says whether this hub writes and reads the snapshot.
 func (h *Hub) snapshotEligible() bool {
-	return h.v7IDs && !h.cfg.FoldAll && !h.cfg.Partitioned
+	return h.ids.v7 && !h.cfg.FoldAll && !h.cfg.Partitioned
+}
+
+// liveIDs returns the ids the index marks live, in id order.
+func (h *Hub) liveIDs(ctx context.Context) ([]session.ID, error) {
+	var out []session.ID
+	err := h.cfg.Log.IndexScan(ctx, []byte{ixLive}, nil, func(k, _ []byte) error {
+		if id, ok := indexedID(k); ok && len(k) == 17 {
+			out = append(out, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("hub: hydrate: listing the live sessions: %w", err)
+	}
+	return out, nil
 }
 
 // liveFromSnapshot returns the live ids from the snapshot, checked, or
@@ -115,23 +102,23 @@ func (h *Hub) liveFromSnapshot(ctx context.Context) (ids []session.ID, ok bool, 
 	if !h.snapshotEligible() {
 		return nil, false, nil
 	}
-	raw, found, err := h.wal.IndexGet(ctx, snapshotKey())
+	raw, found, err := h.cfg.Log.IndexGet(ctx, snapshotKey())
 	if err != nil || !found {
 		return nil, false, err
 	}
 	cutoff, snap, err := decodeLiveSnap(raw)
 	if err != nil {
-		h.logger.Warn().Err(err).Msg("live snapshot ignored: scanning the index")
+		h.cfg.Logger.Warn().Err(err).Msg("live snapshot ignored: scanning the index")
 		return nil, false, nil
 	}
-	h.noteID(uuid.UUID(cutoff)) // the next snapshot's cutoff is no older
+	h.ids.note(uuid.UUID(cutoff)) // the next snapshot's cutoff is no older
 	from := snapCutoff(cutoff)
 	seen := map[session.ID]bool{}
 	for _, id := range snap {
 		if bytes.Compare(liveKey(id), from) > 0 {
 			continue // the tail scan finds it, if it is still live
 		}
-		_, live, err := h.wal.IndexGet(ctx, liveKey(id))
+		_, live, err := h.cfg.Log.IndexGet(ctx, liveKey(id))
 		if err != nil {
 			return nil, false, err
 		}
@@ -140,7 +127,7 @@ func (h *Hub) liveFromSnapshot(ctx context.Context) (ids []session.ID, ok bool, 
 			ids = append(ids, id)
 		}
 	}
-	err = h.wal.IndexScan(ctx, []byte{ixLive}, from, func(k, _ []byte) error {
+	err = h.cfg.Log.IndexScan(ctx, []byte{ixLive}, from, func(k, _ []byte) error {
 		if id, ok := indexedID(k); ok && len(k) == 17 && !seen[id] {
 			seen[id] = true
 			ids = append(ids, id)
@@ -162,13 +149,11 @@ func (h *Hub) writeSnapshot(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	h.idMu.Lock()
-	cutoff := h.newest
-	h.idMu.Unlock()
+	cutoff := h.ids.cutoff()
 	if n := len(ids); n > 0 && compareIDs(ids[n-1], cutoff) > 0 {
 		cutoff = ids[n-1]
 	}
-	if err := h.wal.PutIndex(ctx, []IndexEntry{{Key: snapshotKey(), Value: encodeLiveSnap(cutoff, ids)}}); err != nil {
+	if err := h.cfg.Log.PutIndex(ctx, []IndexEntry{{Key: snapshotKey(), Value: encodeLiveSnap(cutoff, ids)}}); err != nil {
 		return fmt.Errorf("hub: writing the live snapshot: %w", err)
 	}
 	return nil

@@ -62,9 +62,9 @@ func TestNextIDAfterClockStep(t *testing.T) {
 		copy(u[:6], ms[2:])
 		return u
 	}
-	h := &Hub{v7IDs: true, cfg: Config{NewID: func() uuid.UUID { return v7at(now.Add(-24 * time.Hour)) }}}
+	h := &Hub{ids: idSource{v7: true}, cfg: Config{NewID: func() uuid.UUID { return v7at(now.Add(-24 * time.Hour)) }}}
 	held := v7at(now)
-	h.noteID(held)
+	h.ids.note(held)
 	prev := held
 	for range 5 {
 		id := h.newID()
@@ -77,8 +77,8 @@ func TestNextIDAfterClockStep(t *testing.T) {
 		prev = id
 	}
 	// A clock that has not been set back is left alone.
-	h = &Hub{v7IDs: true, cfg: Config{NewID: func() uuid.UUID { return v7at(now.Add(time.Minute)) }}}
-	h.noteID(held)
+	h = &Hub{ids: idSource{v7: true}, cfg: Config{NewID: func() uuid.UUID { return v7at(now.Add(time.Minute)) }}}
+	h.ids.note(held)
 	if id, want := h.newID(), v7at(now.Add(time.Minute)); !bytes.Equal(id[:6], want[:6]) {
 		t.Fatalf("newID moved an id already above the newest: %v", id)
 	}

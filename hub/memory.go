@@ -1,187 +1,67 @@
 package hub
 
 import (
-	"container/list"
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 
 	"github.com/hubd/hubd/session"
 )
 
-// The hub keeps in memory only what is live: open and pending sessions
-// (their machines, timers, idempotency answers), plus a bounded cache of
-// ended sessions a read loaded from the log. Everything else it finds
-// through an index it keeps in the log itself (Log.IndexScan), written in
-// the same atomic append as the records it describes, so that it is
-// exactly as durable as they are:
-//
-//	'V'                          → "1": the index is complete (a log written before it is indexed at start)
-//	'L' | session                → "": the session is live (written with its open, deleted with its end)
-//	'P' | len | agent | session  → "": agent takes part in the session
-//	'C' | parent | child         → "": child is a child session of parent
-//	'K' | len | creator | key    → session: the session opened with idempotency key
-//	'T' | len | creator | key    → session: the latest session of the creator's thread
-//
-// (len is the name's length, 2 bytes big-endian, so that a prefix of one
-// name never matches another.) Start-up folds only the live sessions;
-// listings, trees and subscriptions find ended ones through the index and
-// load each on demand: start-up time and memory grow with the live
-// sessions, not with the length of the log.
-const (
-	ixVersion byte = 'V'
-	ixLive    byte = 'L'
-	ixMember  byte = 'P'
-	ixChild   byte = 'C'
-	ixOpenKey byte = 'K'
-	ixThread  byte = 'T'
-)
-
-// indexVersion is the value of the 'V' key.
-const indexVersion = "1"
-
-func versionKey() []byte { return []byte{ixVersion} }
-
-func liveKey(id session.ID) []byte { return append([]byte{ixLive}, id[:]...) }
-
-// nameKey is kind | len(name) | name, the prefix of an agent's keys.
-func nameKey(kind byte, name string) []byte {
-	b := binary.BigEndian.AppendUint16([]byte{kind}, uint16(len(name)))
-	return append(b, name...)
+// lookup returns a session: a live one, or an ended one from the cache or
+// the log; else ErrUnknownSession (or the reason it is quarantined).
+func (h *Hub) lookup(ctx context.Context, id session.ID) (*Session, error) {
+	h.reg.mu.RLock()
+	s, ok := h.reg.sessions[id]
+	q := h.reg.quarantined[id]
+	h.reg.mu.RUnlock()
+	if ok {
+		return s, nil
+	}
+	if q != nil {
+		return nil, fmt.Errorf("session %v is quarantined: its log is damaged, and it serves nothing until an operator restores it: %w", id, ErrQuarantined)
+	}
+	if err := h.route(id); err != nil {
+		return nil, err
+	}
+	return h.loadEnded(ctx, id)
 }
 
-func memberKey(agent string, id session.ID) []byte { return append(nameKey(ixMember, agent), id[:]...) }
-
-func childKey(parent, child session.ID) []byte {
-	return append(append([]byte{ixChild}, parent[:]...), child[:]...)
+// lookupFor is lookup for agent: a quarantined session's participants (by
+// its stored metadata, when that decodes) and operators also get what was
+// found wrong with it; others only that it is quarantined.
+func (h *Hub) lookupFor(ctx context.Context, id session.ID, agent string, operator bool) (*Session, error) {
+	s, err := h.lookup(ctx, id)
+	if err == nil || !errors.Is(err, ErrQuarantined) {
+		return s, err
+	}
+	h.reg.mu.RLock()
+	q, meta := h.reg.quarantined[id], h.reg.quarantinedMeta[id]
+	h.reg.mu.RUnlock()
+	if operator || (meta != nil && session.IsParticipant(meta, agent)) {
+		return nil, fmt.Errorf("session %v is quarantined (%v): it serves nothing until an operator restores it: %w", id, q, ErrQuarantined)
+	}
+	return nil, err
 }
 
-// keyKey is the index key of a creator's open or thread key: the key
-// itself, or past maxPlainKey bytes its SHA-256 (after a 0xff byte, which
-// no UTF-8 text holds), so that any key fits the log's index.
-func keyKey(kind byte, creator, key string) []byte {
-	b := nameKey(kind, creator)
-	if len(key) <= maxPlainKey {
-		return append(b, key...)
-	}
-	sum := sha256.Sum256([]byte(key))
-	return append(append(b, 0xff), sum[:]...)
-}
-
-// maxPlainKey is the longest open or thread key indexed as it is.
-const maxPlainKey = 256
-
-// createIndex is the index of a new session: its members, its place under
-// its parent, its keys, and (unless it ended in its first write) its live
-// mark.
-func createIndex(s *sess) []IndexEntry {
-	var out []IndexEntry
-	if !s.m.Lifecycle.State.Ended() {
-		out = append(out, IndexEntry{Key: liveKey(s.id)})
-	}
-	for _, p := range s.meta.GetParticipants() {
-		out = append(out, IndexEntry{Key: memberKey(p.GetName(), s.id)})
-	}
-	if pid, err := session.ParseID(s.meta.GetParentSessionId()); err == nil {
-		out = append(out, IndexEntry{Key: childKey(pid, s.id)})
-	}
-	if k := s.meta.GetOpenKey(); k != "" {
-		out = append(out, IndexEntry{Key: keyKey(ixOpenKey, s.meta.GetCreator(), k), Value: s.id[:]})
-	}
-	if k := s.meta.GetThreadKey(); k != "" {
-		out = append(out, IndexEntry{Key: keyKey(ixThread, s.meta.GetCreator(), k), Value: s.id[:]})
-	}
-	return out
-}
-
-// indexedID reads a session id stored as an index value or key suffix.
-func indexedID(b []byte) (session.ID, bool) {
-	if len(b) < 16 {
-		return session.ID{}, false
-	}
-	return session.ID(b[len(b)-16:]), true
-}
-
-// endedCache holds the ended sessions reads loaded, least recently used
-// out first. Safe for concurrent use.
-type endedCache struct {
-	mu  sync.Mutex
-	max int
-	ll  *list.List // of *sess, most recently used first
-	m   map[session.ID]*list.Element
-}
-
-func newEndedCache(n int) *endedCache {
-	return &endedCache{max: n, ll: list.New(), m: map[session.ID]*list.Element{}}
-}
-
-func (c *endedCache) get(id session.ID) (*sess, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[id]
-	if !ok {
-		return nil, false
-	}
-	c.ll.MoveToFront(e)
-	return e.Value.(*sess), true
-}
-
-// peek is get without making it recent.
-func (c *endedCache) peek(id session.ID) (*sess, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[id]
-	if !ok {
-		return nil, false
-	}
-	return e.Value.(*sess), true
-}
-
-// put adds s, or returns the copy already there.
-func (c *endedCache) put(s *sess) *sess {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.m[s.id]; ok {
-		c.ll.MoveToFront(e)
-		return e.Value.(*sess)
-	}
-	c.m[s.id] = c.ll.PushFront(s)
-	for c.ll.Len() > c.max {
-		last := c.ll.Back()
-		c.ll.Remove(last)
-		delete(c.m, last.Value.(*sess).id)
-	}
-	return s
-}
-
-func (c *endedCache) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ll.Len()
-}
-
-// Resident returns how many sessions the hub holds in memory: the live
-// ones (open or pending: always) and the ended ones cached after a read
-// (at most Config.EndedCache).
-func (h *Hub) Resident() (live, cached int) {
-	h.mu.RLock()
-	live = len(h.sessions)
-	h.mu.RUnlock()
-	return live, h.cache.len()
+// live returns the live session with id, if it is one.
+func (h *Hub) live(id session.ID) (*Session, bool) {
+	h.reg.mu.RLock()
+	defer h.reg.mu.RUnlock()
+	s, ok := h.reg.sessions[id]
+	return s, ok
 }
 
 // loadEnded returns an ended session, from the cache or loaded from the
 // log; ErrUnknownSession when the log has none with id. A session that
 // does not load is quarantined.
-func (h *Hub) loadEnded(ctx context.Context, id session.ID) (*sess, error) {
-	if s, ok := h.cache.get(id); ok {
+func (h *Hub) loadEnded(ctx context.Context, id session.ID) (*Session, error) {
+	if s, ok := h.reg.cache.get(id); ok {
 		return s, nil
 	}
-	meta, err := h.wal.Meta(ctx, id)
+	meta, err := h.cfg.Log.Meta(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("reading session %v: %v: %w", id, err, ErrSessionFailed)
 	}
@@ -215,64 +95,117 @@ func (h *Hub) loadEnded(ctx context.Context, id session.ID) (*sess, error) {
 			s.kids = append(s.kids, k)
 		}
 	}
-	return h.cache.put(s), nil
+	return h.reg.cache.put(s), nil
 }
 
 // quarantine records a session that cannot be rebuilt from its log, with
 // its stored metadata when that decodes (who may see what was found).
 func (h *Hub) quarantine(id session.ID, err error, meta []byte) {
 	m, merr := session.UnmarshalMeta(meta)
-	h.mu.Lock()
-	h.quarantined[id] = err
+	h.reg.mu.Lock()
+	h.reg.quarantined[id] = err
 	if merr == nil && meta != nil {
-		h.quarantinedMeta[id] = m
+		h.reg.quarantinedMeta[id] = m
 	}
-	h.mu.Unlock()
-	h.logger.Error().Err(err).Str("session", id.String()).Msg("session quarantined")
+	h.reg.mu.Unlock()
+	h.cfg.Logger.Error().Err(err).Str("session", id.String()).Msg("session quarantined")
 	if f := h.cfg.Hooks.SessionFailed; f != nil {
 		f(id, err)
 	}
+}
+
+// index adds a session to the hub's indexes.
+func (h *Hub) index(s *Session) {
+	h.reg.sessions[s.id] = s
+	for _, p := range s.meta.GetParticipants() {
+		m := h.reg.byAgent[p.GetName()]
+		if m == nil {
+			m = map[session.ID]*Session{}
+			h.reg.byAgent[p.GetName()] = m
+		}
+		m[s.id] = s
+	}
+	if k := s.meta.GetOpenKey(); k != "" {
+		h.reg.openKeys[openKey(s.meta.GetCreator(), k)] = s.id
+	}
+	if k := s.meta.GetThreadKey(); k != "" {
+		h.reg.threads[openKey(s.meta.GetCreator(), k)] = s // ids are time-ordered: the latest indexed is the latest
+	}
+	if !session.State(s.state.Load()).Ended() {
+		h.reg.openCount[s.meta.GetCreator()]++
+		s.tree.live.Add(1)
+	}
+}
+
+// reserve indexes a new session before its first write, checking the
+// creator's limit and the open key.
+func (h *Hub) reserve(s *Session, key string) error {
+	h.reg.mu.Lock()
+	defer h.reg.mu.Unlock()
+	creator := s.meta.GetCreator()
+	if key != "" {
+		if _, dup := h.reg.openKeys[openKey(creator, key)]; dup {
+			return fmt.Errorf("an open with key %q is in progress: %w", key, ErrLimit)
+		}
+	}
+	if max := h.cfg.MaxOpenPerAgent; max > 0 && h.reg.openCount[creator] >= max {
+		return h.limitErr("--max-open-per-agent", max, ErrLimit, "%q has %d sessions pending or open (children it delegated included)", creator, h.reg.openCount[creator])
+	}
+	s.state.Store(uint32(session.StatePending))
+	h.index(s)
+	return nil
+}
+
+// unreserve removes a session whose first write failed.
+func (h *Hub) unreserve(s *Session, key string) {
+	h.reg.mu.Lock()
+	defer h.reg.mu.Unlock()
+	delete(h.reg.sessions, s.id)
+	for _, p := range s.meta.GetParticipants() {
+		delete(h.reg.byAgent[p.GetName()], s.id)
+	}
+	if key != "" {
+		delete(h.reg.openKeys, openKey(s.meta.GetCreator(), key))
+	}
+	if k := openKey(s.meta.GetCreator(), s.meta.GetThreadKey()); h.reg.threads[k] == s {
+		delete(h.reg.threads, k) // the thread's latest is again the one before, in the log's index
+	}
+	h.reg.openCount[s.meta.GetCreator()]--
+	s.tree.live.Add(-1)
+	h.sched.remove(s)
 }
 
 // retire moves a session that just ended out of the live indexes, into the
 // cache of ended sessions; the caller holds its tree's lock. A live parent
 // keeps only live children; one that ended with it keeps it (its tree
 // usage counts the children it has no result from).
-func (h *Hub) retire(s *sess) {
+func (h *Hub) retire(s *Session) {
 	if h.cfg.Partitioned {
 		return // a cluster node keeps its partitions' sessions (see partition.go)
 	}
-	h.cache.put(s)
-	h.mu.Lock()
-	delete(h.sessions, s.id)
+	h.reg.cache.put(s)
+	h.reg.mu.Lock()
+	delete(h.reg.sessions, s.id)
 	for _, p := range s.meta.GetParticipants() {
-		if m := h.byAgent[p.GetName()]; m != nil {
+		if m := h.reg.byAgent[p.GetName()]; m != nil {
 			delete(m, s.id)
 			if len(m) == 0 {
-				delete(h.byAgent, p.GetName())
+				delete(h.reg.byAgent, p.GetName())
 			}
 		}
 	}
-	if k := s.meta.GetOpenKey(); k != "" && h.openKeys[openKey(s.meta.GetCreator(), k)] == s.id {
-		delete(h.openKeys, openKey(s.meta.GetCreator(), k))
+	if k := s.meta.GetOpenKey(); k != "" && h.reg.openKeys[openKey(s.meta.GetCreator(), k)] == s.id {
+		delete(h.reg.openKeys, openKey(s.meta.GetCreator(), k))
 	}
-	if k := s.meta.GetThreadKey(); k != "" && h.threads[openKey(s.meta.GetCreator(), k)] == s {
-		delete(h.threads, openKey(s.meta.GetCreator(), k))
+	if k := s.meta.GetThreadKey(); k != "" && h.reg.threads[openKey(s.meta.GetCreator(), k)] == s {
+		delete(h.reg.threads, openKey(s.meta.GetCreator(), k))
 	}
-	delete(h.askers, s.id)
-	h.mu.Unlock()
+	delete(h.reg.askers, s.id)
+	h.reg.mu.Unlock()
 	h.sched.remove(s)
 	if p := s.parent; p != nil && !p.m.Lifecycle.State.Ended() {
-		p.kids = slices.DeleteFunc(p.kids, func(k *sess) bool { return k == s })
+		p.kids = slices.DeleteFunc(p.kids, func(k *Session) bool { return k == s })
 	}
-}
-
-// live returns the live session with id, if it is one.
-func (h *Hub) live(id session.ID) (*sess, bool) {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	s, ok := h.sessions[id]
-	return s, ok
 }
 
 // childIDs returns the ids of every child session of parent, oldest first.
@@ -286,7 +219,7 @@ func (h *Hub) childIDs(ctx context.Context, parent session.ID) ([]session.ID, er
 		}
 		return out, nil
 	}
-	err := h.wal.IndexScan(ctx, append([]byte{ixChild}, parent[:]...), nil, func(k, _ []byte) error {
+	err := h.cfg.Log.IndexScan(ctx, append([]byte{ixChild}, parent[:]...), nil, func(k, _ []byte) error {
 		if id, ok := indexedID(k); ok {
 			out = append(out, id)
 		}
@@ -300,12 +233,12 @@ func (h *Hub) childIDs(ctx context.Context, parent session.ID) ([]session.ID, er
 
 // allKids returns every child of s, live and ended, oldest first. A child
 // that is quarantined is left out.
-func (h *Hub) allKids(ctx context.Context, s *sess) ([]*sess, error) {
+func (h *Hub) allKids(ctx context.Context, s *Session) ([]*Session, error) {
 	ids, err := h.childIDs(ctx, s.id)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*sess, 0, len(ids))
+	out := make([]*Session, 0, len(ids))
 	for _, id := range ids {
 		k, err := h.lookup(ctx, id)
 		if err != nil {
@@ -331,7 +264,7 @@ func (h *Hub) memberOf(ctx context.Context, agent string, after session.ID, fn f
 	if !after.IsZero() {
 		from = append(slices.Clone(prefix), after[:]...)
 	}
-	err := h.wal.IndexScan(ctx, prefix, from, func(k, _ []byte) error {
+	err := h.cfg.Log.IndexScan(ctx, prefix, from, func(k, _ []byte) error {
 		id, ok := indexedID(k)
 		if !ok || len(k) != len(prefix)+16 {
 			return nil
@@ -344,23 +277,12 @@ func (h *Hub) memberOf(ctx context.Context, agent string, after session.ID, fn f
 	return err
 }
 
-// keyed returns the session the index keeps under a creator's key (an
-// open key or a thread key).
-func (h *Hub) keyed(ctx context.Context, kind byte, creator, key string) (session.ID, bool, error) {
-	v, ok, err := h.wal.IndexGet(ctx, keyKey(kind, creator, key))
-	if err != nil || !ok {
-		return session.ID{}, false, err
-	}
-	id, ok := indexedID(v)
-	return id, ok, nil
-}
-
 // residentOf is memberOf for a cluster node's hub, which keeps every
 // session of its partitions in memory.
 func (h *Hub) residentOf(agent string, after session.ID, fn func(id session.ID) error) error {
-	h.mu.RLock()
-	ids := slices.SortedFunc(maps.Keys(h.byAgent[agent]), compareIDs)
-	h.mu.RUnlock()
+	h.reg.mu.RLock()
+	ids := slices.SortedFunc(maps.Keys(h.reg.byAgent[agent]), compareIDs)
+	h.reg.mu.RUnlock()
 	for _, id := range ids {
 		if compareIDs(id, after) <= 0 {
 			continue
@@ -373,4 +295,15 @@ func (h *Hub) residentOf(agent string, after session.ID, fn func(id session.ID) 
 		}
 	}
 	return nil
+}
+
+// keyed returns the session the index keeps under a creator's key (an
+// open key or a thread key).
+func (h *Hub) keyed(ctx context.Context, kind byte, creator, key string) (session.ID, bool, error) {
+	v, ok, err := h.cfg.Log.IndexGet(ctx, keyKey(kind, creator, key))
+	if err != nil || !ok {
+		return session.ID{}, false, err
+	}
+	id, ok := indexedID(v)
+	return id, ok, nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/internal/server"
 	"github.com/hubd/hubd/session"
@@ -30,7 +31,7 @@ func benchEnded(def int) int {
 // benchHub is a hub on a real badger log in dir.
 type benchHub struct {
 	l *wal.Log
-	h *hub.Hub
+	h *served
 }
 
 func openBenchHub(tb testing.TB, dir string) benchHub {
@@ -39,7 +40,7 @@ func openBenchHub(tb testing.TB, dir string) benchHub {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	h, err := hub.New(context.Background(), hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil)})
+	h, err := openServed(context.Background(), hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil)})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func (x benchHub) close() {
 
 // fillEnded opens, talks in and closes n conversations, and leaves live
 // more open.
-func fillEnded(tb testing.TB, h *hub.Hub, n, live int) {
+func fillEnded(tb testing.TB, h *served, n, live int) {
 	tb.Helper()
 	ctx := context.Background()
 	req := &hubpb.OpenRequest{Type: "conversation@1", Participants: []*hubpb.Participant{{Name: "b", AutoAccept: true}}}
@@ -166,7 +167,7 @@ func BenchmarkStartupEnded(b *testing.B) {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
-		h, err := hub.New(context.Background(), hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil)})
+		h, err := openServed(context.Background(), hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -202,7 +203,7 @@ func BenchmarkStartupEnded(b *testing.B) {
 //	go test ./hub -run '^$' -bench BenchmarkSubscribeCatchUp -benchtime 5x
 func BenchmarkSubscribeCatchUp(b *testing.B) {
 	ctx := context.Background()
-	setup := func(n int) (*hub.Hub, map[session.ID]uint64) {
+	setup := func(n int) (*served, map[session.ID]uint64) {
 		x := openBenchHub(b, b.TempDir())
 		b.Cleanup(x.close)
 		cursors := map[session.ID]uint64{}
@@ -221,9 +222,9 @@ func BenchmarkSubscribeCatchUp(b *testing.B) {
 		}
 		return x.h, cursors
 	}
-	catchUp := func(h *hub.Hub, cursors map[session.ID]uint64) time.Duration {
+	catchUp := func(h *served, cursors map[session.ID]uint64) time.Duration {
 		t0 := time.Now()
-		sub, err := h.Subscribe(ctx, "b", hub.SubscribeOptions{Cursors: cursors})
+		sub, err := h.Subscribe(ctx, "b", feed.SubscribeOptions{Cursors: cursors})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
@@ -34,7 +35,7 @@ func (c *countingLog) ScanRange(ctx context.Context, first, last [16]byte, fn fu
 
 // snapshotReads returns what every read of a session answers, as bytes:
 // Get, the whole log, the operator's listing entry, the view and the tree.
-func snapshotReads(t *testing.T, h *hub.Hub, id session.ID, agent string) []byte {
+func snapshotReads(t *testing.T, h *served, id session.ID, agent string) []byte {
 	t.Helper()
 	ctx := context.Background()
 	var out []byte
@@ -57,7 +58,7 @@ func snapshotReads(t *testing.T, h *hub.Hub, id session.ID, agent string) []byte
 	for _, e := range envs {
 		add(e)
 	}
-	v, err := h.View(ctx, agent, id, hub.ViewOptions{Name: hub.ViewFull})
+	v, err := h.View(ctx, agent, id, feed.ViewOptions{Name: feed.ViewFull})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func snapshotReads(t *testing.T, h *hub.Hub, id session.ID, agent string) []byte
 }
 
 // listAll pages through a listing.
-func listAll(t *testing.T, h *hub.Hub, agent string, operator bool, f hub.Filter) []*hubpb.SessionInfo {
+func listAll(t *testing.T, h *served, agent string, operator bool, f feed.Filter) []*hubpb.SessionInfo {
 	t.Helper()
 	var all []*hubpb.SessionInfo
 	for {
@@ -122,7 +123,7 @@ func TestEndedSessionsLeaveMemory(t *testing.T) {
 	if _, cached := e.hub.Resident(); cached > cache {
 		t.Fatalf("cached %d ended sessions after reading them all, the bound is %d", cached, cache)
 	}
-	listed := listAll(t, e.hub, "", true, hub.Filter{Limit: 7})
+	listed := listAll(t, e.hub, "", true, feed.Filter{Limit: 7})
 
 	e.shutdown()
 	cl := &countingLog{}
@@ -130,7 +131,7 @@ func TestEndedSessionsLeaveMemory(t *testing.T) {
 	e.open()
 	cl.Log = e.log
 	e.hub.Close()
-	h, err := hub.New(ctx, withLog(e.cfg, cl))
+	h, err := openServed(ctx, withLog(e.cfg, cl))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,17 +150,17 @@ func TestEndedSessionsLeaveMemory(t *testing.T) {
 	if live, cached := h.Resident(); live != open || cached > cache {
 		t.Fatalf("resident after reading every session: live %d, cached %d (cache %d)", live, cached, cache)
 	}
-	again := listAll(t, h, "", true, hub.Filter{Limit: 7})
+	again := listAll(t, h, "", true, feed.Filter{Limit: 7})
 	if len(again) != total || !slices.EqualFunc(listed, again, func(a, b *hubpb.SessionInfo) bool { return proto.Equal(a, b) }) {
 		t.Fatalf("operator listing after restart: %d sessions, want the %d listed before, equal", len(again), len(listed))
 	}
-	if got := listAll(t, h, "b", false, hub.Filter{State: session.StateClosed}); len(got) != total-open {
+	if got := listAll(t, h, "b", false, feed.Filter{State: session.StateClosed}); len(got) != total-open {
 		t.Fatalf("b lists %d closed sessions, want %d", len(got), total-open)
 	}
-	if got := listAll(t, h, "b", false, hub.Filter{State: session.StateOpen}); len(got) != open {
+	if got := listAll(t, h, "b", false, feed.Filter{State: session.StateOpen}); len(got) != open {
 		t.Fatalf("b lists %d open sessions, want %d", len(got), open)
 	}
-	if got := listAll(t, h, "c", false, hub.Filter{}); len(got) != 0 {
+	if got := listAll(t, h, "c", false, feed.Filter{}); len(got) != 0 {
 		t.Fatalf("c, in no session, lists %d", len(got))
 	}
 
@@ -268,7 +269,7 @@ func TestEndedChildrenOfLiveParent(t *testing.T) {
 	if !slices.Equal(kids, want) || len(treeBefore.GetChildren()) != 3 {
 		t.Fatalf("children after restart: %v, want %v", kids, want)
 	}
-	v, err := e.hub.View(ctx, "c", k3, hub.ViewOptions{Name: hub.ViewFull, History: hub.HistoryDelegate})
+	v, err := e.hub.View(ctx, "c", k3, feed.ViewOptions{Name: feed.ViewFull, History: feed.HistoryDelegate})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +296,7 @@ func TestEndedChildrenOfLiveParent(t *testing.T) {
 		tree.GetChildren()[3].GetSession().GetCloseReason() != hub.ReasonParentClosed {
 		t.Fatalf("the ended tree after restart: %v", tree)
 	}
-	w, err := e.hub.Watch(ctx, "", true, root, hub.WatchOptions{Tree: true, Verbose: true})
+	w, err := e.hub.Watch(ctx, "", true, root, feed.WatchOptions{Tree: true, Verbose: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +371,7 @@ func TestLogWithoutIndex(t *testing.T) {
 	if got := snapshotReads(t, e.hub, ended, "b"); !bytes.Equal(got, before) {
 		t.Fatal("the ended session reads differently after indexing")
 	}
-	if got := listAll(t, e.hub, "b", false, hub.Filter{}); len(got) != 2 {
+	if got := listAll(t, e.hub, "b", false, feed.Filter{}); len(got) != 2 {
 		t.Fatalf("b lists %d sessions", len(got))
 	}
 	e.restart()
@@ -395,7 +396,7 @@ func TestSubscribeEnded(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.restart()
-	for _, opts := range []hub.SubscribeOptions{{Cursors: map[session.ID]uint64{id: 2}}, {Ended: true}} {
+	for _, opts := range []feed.SubscribeOptions{{Cursors: map[session.ID]uint64{id: 2}}, {Ended: true}} {
 		sub, err := e.hub.Subscribe(ctx, "b", opts)
 		if err != nil {
 			t.Fatal(err)

@@ -44,7 +44,7 @@ func BenchmarkOpen(b *testing.B) {
 	l := openWAL(b, b.TempDir(), false)
 	defer l.Close()
 	// One agent opens every session, all left open: its limit is off.
-	h, err := hub.New(context.Background(), hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil), MaxOpenPerAgent: -1})
+	h, err := openServed(context.Background(), hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil), MaxOpenPerAgent: -1})
 	if err != nil {
 		b.Fatal(err)
 	}

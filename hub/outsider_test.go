@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/hubd/hubd/adapters"
-	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
@@ -20,7 +20,7 @@ var secrets = []string{"alice", "bob", "carol", "q-secret", "launch code", "pend
 
 // outsiderCalls are every call an agent that takes no part in session id
 // can make about it.
-func outsiderCalls(h *hub.Hub, id session.ID) map[string]func(ctx context.Context, who string) error {
+func outsiderCalls(h *served, id session.ID) map[string]func(ctx context.Context, who string) error {
 	answer := func(qid string) func(ctx context.Context, who string) error {
 		return func(ctx context.Context, who string) error {
 			_, err := h.Answer(ctx, who, false, &hubpb.AnswerRequest{SessionId: id.String(), Answer: &hubpb.Answer{QuestionId: qid, OptionIds: []string{"y"}}})
@@ -48,7 +48,7 @@ func outsiderCalls(h *hub.Hub, id session.ID) map[string]func(ctx context.Contex
 		"reject the invite":        func(ctx context.Context, who string) error { _, err := h.RejectInvite(ctx, who, id, ""); return err },
 		"get":                      func(ctx context.Context, who string) error { _, err := h.Get(ctx, who, false, id); return err },
 		"view": func(ctx context.Context, who string) error {
-			_, err := h.View(ctx, who, id, hub.ViewOptions{})
+			_, err := h.View(ctx, who, id, feed.ViewOptions{})
 			return err
 		},
 		"read the log": func(ctx context.Context, who string) error {
@@ -56,7 +56,7 @@ func outsiderCalls(h *hub.Hub, id session.ID) map[string]func(ctx context.Contex
 			return err
 		},
 		"watch": func(ctx context.Context, who string) error {
-			sub, err := h.Watch(ctx, who, false, id, hub.WatchOptions{})
+			sub, err := h.Watch(ctx, who, false, id, feed.WatchOptions{})
 			if err == nil {
 				sub.Close()
 			}

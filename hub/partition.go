@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -87,16 +88,16 @@ const routeTimeout = 5 * time.Second
 // (NOT_OWNER): they resubscribe from their cursors and catch up on it. It
 // returns how many sessions now serve.
 func (h *Hub) LoadSessions(ctx context.Context, load Loader) (int, error) {
-	if err := h.enter(); err != nil {
+	if err := h.gate.enter(); err != nil {
 		return 0, err
 	}
-	defer h.leave()
+	defer h.gate.leave()
 	all := map[session.ID]*loading{}
 	var order []session.ID
 	served := func(id session.ID) bool {
-		h.mu.RLock()
-		defer h.mu.RUnlock()
-		_, ok := h.sessions[id]
+		h.reg.mu.RLock()
+		defer h.reg.mu.RUnlock()
+		_, ok := h.reg.sessions[id]
 		return ok
 	}
 	err := load(func(raw [16]byte, meta []byte) error {
@@ -140,14 +141,11 @@ func (h *Hub) LoadSessions(ctx context.Context, load Loader) (int, error) {
 	// The agents' subscriptions end in the same critical section as the
 	// sessions appear: none of them is handed a loaded session's envelope
 	// without the catch-up a new subscription does first.
-	h.mu.Lock()
-	n := h.installLocked(order, all)
-	subs := h.takeSubscriptions(agentsOf(order, all))
-	h.mu.Unlock()
 	why := &NotOwnerError{Partition: -1, Why: "sessions of yours were loaded on this node: resubscribe from your cursors"}
-	for _, sub := range subs {
-		sub.fail(why)
-	}
+	h.reg.mu.Lock()
+	n := h.installLocked(order, all)
+	h.feed.Moved(agentsOf(order, all), nil, why)
+	h.reg.mu.Unlock()
 	return n, nil
 }
 
@@ -164,34 +162,34 @@ func (h *Hub) UnloadSessions(drop func(root session.ID) bool, why error) int {
 	if why == nil {
 		why = ErrNotOwner
 	}
-	h.mu.Lock()
-	var gone []*sess
-	for id, s := range h.sessions {
+	h.reg.mu.Lock()
+	var gone []*Session
+	for id, s := range h.reg.sessions {
 		root, err := session.ParseID(s.call.GetRoot())
 		if err != nil || !drop(root) {
 			continue
 		}
 		gone = append(gone, s)
 		s.gone.Store(true)
-		delete(h.sessions, id)
+		delete(h.reg.sessions, id)
 		for _, p := range s.meta.GetParticipants() {
-			if m := h.byAgent[p.GetName()]; m != nil {
+			if m := h.reg.byAgent[p.GetName()]; m != nil {
 				delete(m, id)
 				if len(m) == 0 {
-					delete(h.byAgent, p.GetName())
+					delete(h.reg.byAgent, p.GetName())
 				}
 			}
 		}
-		if k := s.meta.GetOpenKey(); k != "" && h.openKeys[openKey(s.meta.GetCreator(), k)] == id {
-			delete(h.openKeys, openKey(s.meta.GetCreator(), k))
+		if k := s.meta.GetOpenKey(); k != "" && h.reg.openKeys[openKey(s.meta.GetCreator(), k)] == id {
+			delete(h.reg.openKeys, openKey(s.meta.GetCreator(), k))
 		}
-		if k := s.meta.GetThreadKey(); k != "" && h.threads[openKey(s.meta.GetCreator(), k)] == s {
-			delete(h.threads, openKey(s.meta.GetCreator(), k))
+		if k := s.meta.GetThreadKey(); k != "" && h.reg.threads[openKey(s.meta.GetCreator(), k)] == s {
+			delete(h.reg.threads, openKey(s.meta.GetCreator(), k))
 		}
-		delete(h.askers, id)
+		delete(h.reg.askers, id)
 		if !session.State(s.state.Load()).Ended() {
-			if h.openCount[s.meta.GetCreator()]--; h.openCount[s.meta.GetCreator()] <= 0 {
-				delete(h.openCount, s.meta.GetCreator())
+			if h.reg.openCount[s.meta.GetCreator()]--; h.reg.openCount[s.meta.GetCreator()] <= 0 {
+				delete(h.reg.openCount, s.meta.GetCreator())
 			}
 			s.tree.live.Add(-1)
 		}
@@ -200,47 +198,31 @@ func (h *Hub) UnloadSessions(drop func(root session.ID) bool, why error) int {
 	// The quarantined sessions of those trees are the new owner's to
 	// answer for; one whose metadata never decoded is taken as its own
 	// root.
-	for id := range h.quarantined { //hubd:orderless each is dropped alike
+	for id := range h.reg.quarantined { //hubd:orderless each is dropped alike
 		root := id
-		if m := h.quarantinedMeta[id]; m != nil {
+		if m := h.reg.quarantinedMeta[id]; m != nil {
 			if r, err := session.ParseID(m.GetRootSessionId()); err == nil {
 				root = r
 			}
 		}
 		if drop(root) {
-			delete(h.quarantined, id)
-			delete(h.quarantinedMeta, id)
+			delete(h.reg.quarantined, id)
+			delete(h.reg.quarantinedMeta, id)
 		}
 	}
-	h.mu.Unlock()
+	h.reg.mu.Unlock()
 	agents := map[string]bool{}
 	for _, s := range gone {
 		for _, p := range s.meta.GetParticipants() {
 			agents[p.GetName()] = true
 		}
 	}
-	h.endSubscriptions(agents, why)
-	// Watches end under their tree's lock, which a call in flight may hold
-	// until the log answers it: not on the caller's time.
-	for _, s := range gone {
-		go func() {
-			s.hold()
-			defer s.release()
-			for _, w := range s.watch {
-				w.fail(why)
-			}
-			s.watch = nil
-			for _, w := range s.tree.watchers {
-				w.fail(why)
-			}
-			s.tree.watchers = nil
-		}()
-	}
+	h.feed.Moved(slices.Sorted(maps.Keys(agents)), gone, why)
 	return len(gone)
 }
 
 // agentsOf returns the participants of the sessions that loaded.
-func agentsOf(order []session.ID, all map[session.ID]*loading) map[string]bool {
+func agentsOf(order []session.ID, all map[session.ID]*loading) []string {
 	agents := map[string]bool{}
 	for _, id := range order {
 		if l := all[id]; l.err == nil && l.s != nil {
@@ -249,28 +231,7 @@ func agentsOf(order []session.ID, all map[session.ID]*loading) map[string]bool {
 			}
 		}
 	}
-	return agents
-}
-
-// endSubscriptions ends the agents' subscriptions with why.
-func (h *Hub) endSubscriptions(agents map[string]bool, why error) {
-	h.mu.Lock()
-	subs := h.takeSubscriptions(agents)
-	h.mu.Unlock()
-	for _, sub := range subs {
-		sub.fail(why)
-	}
-}
-
-// takeSubscriptions removes the agents' subscriptions from delivery and
-// returns them; the caller holds the hub's mutex.
-func (h *Hub) takeSubscriptions(agents map[string]bool) []*Subscription {
-	var subs []*Subscription
-	for a := range agents { //hubd:orderless each agent's subscriptions are taken alike
-		subs = append(subs, h.subs[a]...)
-		delete(h.subs, a)
-	}
-	return subs
+	return slices.Sorted(maps.Keys(agents))
 }
 
 // Holds reports whether the hub holds session id in memory: in a cluster,

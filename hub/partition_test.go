@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
@@ -45,7 +46,7 @@ func TestPartitionLoadUnload(t *testing.T) {
 	cfg := e.cfg
 	cfg.Log, cfg.Partitioned = e.log, true
 	cfg.Route = func(context.Context, session.ID) error { return notOwner }
-	b, err := hub.New(ctx, cfg)
+	b, err := openServed(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func TestPartitionLoadUnload(t *testing.T) {
 	if r, _ := session.ReasonOf(err); r != hubpb.Reason_NOT_OWNER {
 		t.Fatalf("Get before loading: reason %v, want NOT_OWNER", r)
 	}
-	sub, err := b.Subscribe(ctx, "bob", hub.SubscribeOptions{})
+	sub, err := b.Subscribe(ctx, "bob", feed.SubscribeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func TestPartitionLoadUnload(t *testing.T) {
 		t.Fatalf("the expired session has %d envelopes after the load, want 3 (invite, open, expired)", len(lg))
 	}
 
-	w, err := b.Watch(ctx, "alice", false, late, hub.WatchOptions{})
+	w, err := b.Watch(ctx, "alice", false, late, feed.WatchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestPartitionLoadUnload(t *testing.T) {
 	}
 }
 
-func stateOf(t *testing.T, h *hub.Hub, id session.ID) string {
+func stateOf(t *testing.T, h *served, id session.ID) string {
 	t.Helper()
 	info, err := h.Get(context.Background(), "alice", false, id)
 	if err != nil {
@@ -129,7 +130,7 @@ func stateOf(t *testing.T, h *hub.Hub, id session.ID) string {
 	return info.GetState()
 }
 
-func readAll(t *testing.T, h *hub.Hub, id session.ID) []*hubpb.Envelope {
+func readAll(t *testing.T, h *served, id session.ID) []*hubpb.Envelope {
 	t.Helper()
 	lg, _, err := h.ReadLog(context.Background(), "alice", false, id, 1, 0)
 	if err != nil {
@@ -168,7 +169,7 @@ func TestPartitionLoadQuarantines(t *testing.T) {
 	cfg.Route = func(context.Context, session.ID) error {
 		return &hub.NotOwnerError{Partition: 3, Node: "n2", Addr: "10.0.0.2:7420"}
 	}
-	b, err := hub.New(ctx, cfg)
+	b, err := openServed(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

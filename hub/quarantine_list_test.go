@@ -11,6 +11,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/internal/server"
 	"github.com/hubd/hubd/session"
@@ -18,7 +19,7 @@ import (
 )
 
 // listStates lists as agent with f and returns each session's state.
-func listStates(t *testing.T, h *hub.Hub, agent string, operator bool, f hub.Filter) map[session.ID]string {
+func listStates(t *testing.T, h *served, agent string, operator bool, f feed.Filter) map[session.ID]string {
 	t.Helper()
 	list, _, err := h.List(context.Background(), agent, operator, f)
 	if err != nil {
@@ -54,31 +55,31 @@ func TestQuarantineFoundByListing(t *testing.T) {
 	if q := e.hub.Quarantined(); len(q) != 0 {
 		t.Fatalf("quarantined at start: %v (a closed session is not read at start)", q)
 	}
-	if got := listStates(t, e.hub, "operator", true, hub.Filter{Quarantined: true}); len(got) != 0 {
+	if got := listStates(t, e.hub, "operator", true, feed.Filter{Quarantined: true}); len(got) != 0 {
 		t.Fatalf("quarantined listing before any read: %v", got)
 	}
 	for _, who := range []struct {
 		agent    string
 		operator bool
 	}{{"b", false}, {"operator", true}, {"a", false}} {
-		got := listStates(t, e.hub, who.agent, who.operator, hub.Filter{})
-		if len(got) != 2 || got[damaged] != hub.StateQuarantined || got[healthy] != "OPEN" {
+		got := listStates(t, e.hub, who.agent, who.operator, feed.Filter{})
+		if len(got) != 2 || got[damaged] != feed.StateQuarantined || got[healthy] != "OPEN" {
 			t.Errorf("%s lists %v, want the damaged session QUARANTINED and the healthy one OPEN", who.agent, got)
 		}
 	}
-	if got := listStates(t, e.hub, "mallory", false, hub.Filter{}); len(got) != 0 {
+	if got := listStates(t, e.hub, "mallory", false, feed.Filter{}); len(got) != 0 {
 		t.Errorf("an outsider lists %v", got)
 	}
 	for _, who := range []string{"operator", "a"} {
-		got := listStates(t, e.hub, who, who == "operator", hub.Filter{Quarantined: true})
-		if len(got) != 1 || got[damaged] != hub.StateQuarantined {
+		got := listStates(t, e.hub, who, who == "operator", feed.Filter{Quarantined: true})
+		if len(got) != 1 || got[damaged] != feed.StateQuarantined {
 			t.Errorf("%s lists %v as quarantined, want the damaged session", who, got)
 		}
 	}
-	if got := listStates(t, e.hub, "mallory", false, hub.Filter{Quarantined: true}); len(got) != 0 {
+	if got := listStates(t, e.hub, "mallory", false, feed.Filter{Quarantined: true}); len(got) != 0 {
 		t.Errorf("an outsider lists %v as quarantined", got)
 	}
-	if got := listStates(t, e.hub, "operator", true, hub.Filter{State: session.StateClosed}); len(got) != 0 {
+	if got := listStates(t, e.hub, "operator", true, feed.Filter{State: session.StateClosed}); len(got) != 0 {
 		t.Errorf("a filter on CLOSED lists %v", got)
 	}
 }
@@ -95,7 +96,7 @@ func TestQuarantineMarkedAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := hub.New(ctx, hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil)})
+	h, err := openServed(ctx, hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func TestQuarantineMarkedAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	h, err = hub.New(ctx, hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil)})
+	h, err = openServed(ctx, hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,8 +137,8 @@ func TestQuarantineMarkedAtStart(t *testing.T) {
 		t.Fatalf("quarantined at start: %v, want the child", q)
 	}
 	for _, who := range []string{"operator", "c"} {
-		got := listStates(t, h, who, who == "operator", hub.Filter{Quarantined: true})
-		if len(got) != 1 || got[child] != hub.StateQuarantined {
+		got := listStates(t, h, who, who == "operator", feed.Filter{Quarantined: true})
+		if len(got) != 1 || got[child] != feed.StateQuarantined {
 			t.Errorf("%s lists %v as quarantined, want the child", who, got)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/hubd/hubd/adapters"
 	"github.com/hubd/hubd/adapters/conversation"
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
@@ -38,7 +39,7 @@ func TestQuarantine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := hub.New(ctx, hub.Config{Log: e.log, Adapters: reg, Clock: e.clock})
+	h, err := openServed(ctx, hub.Config{Log: e.log, Adapters: reg, Clock: e.clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestQuarantine(t *testing.T) {
 		operator bool
 		want     int
 	}{{"operator", true, 3}, {"a", false, 3}, {"b", false, 3}, {"mallory", false, 0}} {
-		list, _, err := h.List(context.Background(), who.agent, who.operator, hub.Filter{})
+		list, _, err := h.List(context.Background(), who.agent, who.operator, feed.Filter{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,11 +88,11 @@ func TestQuarantine(t *testing.T) {
 		for _, info := range list {
 			states[info.GetMeta().GetSessionId()] = info.GetState()
 		}
-		if len(list) != who.want || (who.want > 0 && (states[corrupt.String()] != hub.StateQuarantined || states[gone.String()] != hub.StateQuarantined || states[healthy.String()] != "OPEN")) {
+		if len(list) != who.want || (who.want > 0 && (states[corrupt.String()] != feed.StateQuarantined || states[gone.String()] != feed.StateQuarantined || states[healthy.String()] != "OPEN")) {
 			t.Errorf("%s lists %v", who.agent, states)
 		}
 	}
-	if list, _, _ := h.List(context.Background(), "operator", true, hub.Filter{State: session.StateOpen}); len(list) != 1 {
+	if list, _, _ := h.List(context.Background(), "operator", true, feed.Filter{State: session.StateOpen}); len(list) != 1 {
 		t.Errorf("a filter on OPEN lists %d sessions, want the healthy one", len(list))
 	}
 }

@@ -3,7 +3,6 @@ package hub
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"google.golang.org/protobuf/proto"
 
@@ -11,15 +10,6 @@ import (
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
-
-// rootCreator is who answers a session's questions by default: the
-// creator of its tree's root.
-func rootCreator(s *sess) string {
-	if c := s.meta.GetRootCreator(); c != "" {
-		return c
-	}
-	return s.meta.GetCreator()
-}
 
 // Answer answers a pending question of session id. The caller must be the
 // question's answerer (a participant or not) or an operator, whose answer
@@ -31,10 +21,10 @@ func rootCreator(s *sess) string {
 // releases the asker's turn, with the answer as its trigger. A retry with
 // the same client message id answers with the first.
 func (h *Hub) Answer(ctx context.Context, agent string, operator bool, req *hubpb.AnswerRequest) (*hubpb.SendResponse, error) {
-	if err := h.enter(); err != nil {
+	if err := h.gate.enter(); err != nil {
 		return nil, err
 	}
-	defer h.leave()
+	defer h.gate.leave()
 	id, err := session.ParseIDOf("session_id", req.GetSessionId())
 	if err != nil {
 		return nil, err
@@ -85,78 +75,4 @@ func answerEnvelope(m *adapters.Machine, agent string, operator bool, req *hubpb
 		env.From, a.By = "", agent
 	}
 	return env, nil
-}
-
-// ListQuestions returns the pending questions agent must answer (all of
-// them for an operator who names no answerer), oldest first; with
-// answerer, only that answerer's (an operator's choice, or the caller's
-// own); with root, only those of root's tree.
-func (h *Hub) ListQuestions(ctx context.Context, agent string, operator bool, answerer string, root session.ID) ([]*hubpb.PendingQuestion, error) {
-	if answerer == "" && !operator {
-		answerer = agent
-	}
-	if answerer != agent && !operator {
-		return nil, fmt.Errorf("%q may list only its own questions, not %q's: %w", agent, answerer, ErrPermissionDenied)
-	}
-	var out []*hubpb.PendingQuestion
-	for _, s := range h.asking() {
-		if !root.IsZero() && s.tree.root != root {
-			continue
-		}
-		if err := s.acquire(ctx); err != nil {
-			return nil, err
-		}
-		out = append(out, pendingOf(s, answerer)...)
-		s.release()
-	}
-	slices.SortStableFunc(out, func(a, b *hubpb.PendingQuestion) int {
-		return a.GetEnvelope().GetAcceptedAt().AsTime().Compare(b.GetEnvelope().GetAcceptedAt().AsTime())
-	})
-	return out, nil
-}
-
-// pendingOf returns s's pending questions for answerer ("": all).
-func pendingOf(s *sess, answerer string) []*hubpb.PendingQuestion {
-	var out []*hubpb.PendingQuestion
-	for _, p := range s.m.Calls.Questions {
-		if answerer != "" && p.Question.GetAnswerer() != answerer {
-			continue
-		}
-		e := &hubpb.Envelope{SessionId: s.meta.GetSessionId(), Seq: p.Seq, Id: p.Envelope, From: p.Asker,
-			Type: session.EventQuestion, AcceptedAt: session.Stamp(p.Asked), Call: s.call,
-			Payload: &hubpb.Envelope_Question{Question: p.Question}}
-		out = append(out, &hubpb.PendingQuestion{SessionId: s.meta.GetSessionId(), Asker: p.Asker, Envelope: e})
-	}
-	return out
-}
-
-// asking returns the sessions with pending questions, in id order.
-func (h *Hub) asking() []*sess {
-	h.mu.RLock()
-	out := make([]*sess, 0, len(h.askers))
-	for _, s := range h.askers { // sorted below
-		out = append(out, s)
-	}
-	h.mu.RUnlock()
-	slices.SortFunc(out, func(a, b *sess) int { return compareIDs(a.id, b.id) })
-	return out
-}
-
-// noteAsking keeps the index of sessions with pending questions; the
-// caller holds s's lock. The hub's lock is taken only when s joins or
-// leaves the index: every commit calls this, and a write lock of the
-// hub's taken on each was most of the hub's lock contention.
-func (h *Hub) noteAsking(s *sess) {
-	asking := len(s.m.Calls.Questions) > 0
-	if asking == s.asking {
-		return
-	}
-	s.asking = asking
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if asking {
-		h.askers[s.id] = s
-	} else {
-		delete(h.askers, s.id)
-	}
 }

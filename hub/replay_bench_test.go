@@ -4,12 +4,13 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/structpb"
+
 	"github.com/hubd/hubd/adapters"
 	"github.com/hubd/hubd/adapters/workflow"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 	"github.com/hubd/hubd/transition"
-	"google.golang.org/protobuf/types/known/structpb"
 )
 
 func BenchmarkReplayRecord(b *testing.B) {
@@ -24,7 +25,7 @@ func BenchmarkReplayRecord(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := newSess(session.MustParseID(meta.SessionId), m)
+	s := (&Hub{feed: noConsumer{}}).newSession(session.MustParseID(meta.SessionId), m)
 	at := session.Stamp(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	enc := func(e *hubpb.Envelope) []byte {
 		e.SessionId, e.Seq, e.AcceptedAt, e.Id = meta.SessionId, m.Seq+1, at, "019ab0c4-9a10-7c1e-8f00-2b840c467ac4"

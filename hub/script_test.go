@@ -15,7 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/internal/fakeclock"
 	"github.com/hubd/hubd/session"
@@ -51,7 +51,7 @@ import (
 //	stop | start | restart | fail-append N | lose-ack N
 func TestScripts(t *testing.T) {
 	datadriven.Walk(t, "testdata/scripts", func(t *testing.T, path string) {
-		r := &runner{names: map[string]session.ID{}, subs: map[string]*hub.Subscription{}}
+		r := &runner{names: map[string]session.ID{}, subs: map[string]*feed.Subscription{}}
 		r.env = newEnv(t, nil)
 		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
 			return r.run(t, td)
@@ -64,7 +64,7 @@ type runner struct {
 	env   *env
 	names map[string]session.ID // s1, s2, ... in open order
 	order []string
-	subs  map[string]*hub.Subscription
+	subs  map[string]*feed.Subscription
 }
 
 // id returns the session a script names; an unknown name is an unknown
@@ -216,9 +216,9 @@ func (r *runner) run(t *testing.T, td *datadriven.TestData) string {
 
 // config restarts the hub with new limits; unset ones are defaults.
 func (r *runner) config(t *testing.T, td *datadriven.TestData) string {
-	c := &r.env.cfg
-	c.SubscriberBuffer, c.MaxOpenPerAgent, c.MaxDepth, c.MaxEnvelopeBytes, c.InviteTimeout = 0, 0, 0, 0, 0
-	td.MaybeScanArgs(t, "subscriber_buffer", &c.SubscriberBuffer)
+	c, fc := &r.env.cfg, &r.env.feedCfg
+	fc.SubscriberBuffer, c.MaxOpenPerAgent, c.MaxDepth, c.MaxEnvelopeBytes, c.InviteTimeout = 0, 0, 0, 0, 0
+	td.MaybeScanArgs(t, "subscriber_buffer", &fc.SubscriberBuffer)
 	td.MaybeScanArgs(t, "max_open_per_agent", &c.MaxOpenPerAgent)
 	td.MaybeScanArgs(t, "max_depth", &c.MaxDepth)
 	td.MaybeScanArgs(t, "max_envelope_bytes", &c.MaxEnvelopeBytes)
@@ -319,7 +319,7 @@ func ackLine(a *hubpb.SendResponse, err error) string {
 }
 
 func (r *runner) subscribe(td *datadriven.TestData, agent string) string {
-	opts := hub.SubscribeOptions{Cursors: map[session.ID]uint64{}}
+	opts := feed.SubscribeOptions{Cursors: map[session.ID]uint64{}}
 	for _, a := range td.CmdArgs {
 		switch {
 		case a.Key == "ended":
@@ -343,7 +343,7 @@ func (r *runner) subscribe(td *datadriven.TestData, agent string) string {
 }
 
 func (r *runner) watch(args []string) string {
-	opts := hub.WatchOptions{From: 1}
+	opts := feed.WatchOptions{From: 1}
 	for _, a := range args[2:] {
 		switch a {
 		case "tree":
@@ -481,7 +481,7 @@ func (r *runner) pending(agent string) string {
 }
 
 func (r *runner) view(td *datadriven.TestData, args []string) string {
-	opts := hub.ViewOptions{}
+	opts := feed.ViewOptions{}
 	if v := arg(td, "history"); len(v) == 1 {
 		opts.History = v[0]
 	}
@@ -511,7 +511,7 @@ func (r *runner) view(td *datadriven.TestData, args []string) string {
 }
 
 func (r *runner) list(td *datadriven.TestData, agent string) string {
-	f := hub.Filter{}
+	f := feed.Filter{}
 	if v := arg(td, "state"); len(v) == 1 {
 		st, err := session.ParseState(v[0])
 		if err != nil {
@@ -548,7 +548,7 @@ func (r *runner) checkReplay(t *testing.T) {
 	cfg := e.cfg
 	cfg.Log = e.log.Log
 	cfg.Clock = fakeclock.New(e.clock.Now()) // never advanced: no timer fires
-	fresh, err := hub.New(context.Background(), cfg)
+	fresh, err := openServed(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,10 +19,10 @@ import (
 // session and adapters, or ErrUnknownSession / ErrTooLarge /
 // ErrSessionFailed.
 func (h *Hub) Send(ctx context.Context, from string, id session.ID, env *hubpb.Envelope) (*hubpb.SendResponse, error) {
-	if err := h.enter(); err != nil {
+	if err := h.gate.enter(); err != nil {
 		return nil, err
 	}
-	defer h.leave()
+	defer h.gate.leave()
 	if err := session.CheckName(from); err != nil {
 		return nil, fmt.Errorf("sender: %w", err) // "" would be the hub itself
 	}
@@ -36,7 +36,7 @@ func (h *Hub) Send(ctx context.Context, from string, id session.ID, env *hubpb.E
 	if err := checkHeader(env, from, id); err != nil {
 		return nil, err
 	}
-	actx, admit := h.startSpan(ctx, spanAdmit, id)
+	actx, admit := h.spans.start(ctx, spanAdmit, id)
 	s, err := h.lookupFor(ctx, id, from, false)
 	if err != nil {
 		return nil, endSpan(admit, err)
@@ -87,21 +87,10 @@ func checkHeader(env *hubpb.Envelope, from string, id session.ID) error {
 	return nil
 }
 
-// ackOf acknowledges a commit: the first envelope's seq, id and time, and
-// whether the commit ended the session.
-func ackOf(all []*hubpb.Envelope) *hubpb.SendResponse {
-	first, last := all[0], all[len(all)-1]
-	a := &hubpb.SendResponse{Seq: first.GetSeq(), Id: first.GetId(), AcceptedAt: first.GetAcceptedAt()}
-	if session.Ends(last.GetType()) {
-		a.Closed, a.CloseReason = true, last.GetEnded().GetReason()
-	}
-	return a
-}
-
 // duplicate answers a retry with the original envelope's seq, id and time.
-func (h *Hub) duplicate(ctx context.Context, s *sess, seq uint64) (*hubpb.SendResponse, error) {
+func (h *Hub) duplicate(ctx context.Context, s *Session, seq uint64) (*hubpb.SendResponse, error) {
 	a := &hubpb.SendResponse{Seq: seq, Duplicate: true}
-	err := h.wal.Scan(ctx, s.id, seq, func(got uint64, data []byte) error {
+	err := h.cfg.Log.Scan(ctx, s.id, seq, func(got uint64, data []byte) error {
 		e, err := s.decode(data)
 		if err != nil {
 			return err
@@ -139,10 +128,10 @@ func (h *Hub) RejectInvite(ctx context.Context, agent string, id session.ID, rea
 // CloseSession closes session id on behalf of agent, who must be its
 // creator unless operator is true. reason defaults to "explicit_close".
 func (h *Hub) CloseSession(ctx context.Context, agent string, operator bool, id session.ID, reason string) (*hubpb.SendResponse, error) {
-	if err := h.enter(); err != nil {
+	if err := h.gate.enter(); err != nil {
 		return nil, err
 	}
-	defer h.leave()
+	defer h.gate.leave()
 	s, err := h.lookup(ctx, id)
 	if err != nil {
 		return nil, err

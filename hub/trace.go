@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
@@ -52,13 +53,24 @@ func continueTrace(ctx context.Context, e *hubpb.Envelope) context.Context {
 	return ctx
 }
 
-// startSpan starts the span name of the send path, naming session id
+// tracing starts the spans of the send path with Config.Tracer.
+type tracing struct {
+	tracer    trace.Tracer
+	recording bool // tracer records spans (not the no-op one)
+}
+
+func newTracing(t trace.Tracer) tracing {
+	_, noop := t.(noop.Tracer)
+	return tracing{tracer: t, recording: !noop}
+}
+
+// start starts the span name of the send path, naming session id
 // unless zero. With the no-op tracer (Config.Tracer unset) it starts
 // none and builds no attribute: ctx keeps its span context, which is what
 // the envelopes' traceparents are taken from, and the span returned is
 // ctx's own, not recording.
-func (h *Hub) startSpan(ctx context.Context, name string, id session.ID, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
-	if !h.recording {
+func (t tracing) start(ctx context.Context, name string, id session.ID, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	if !t.recording {
 		if span := trace.SpanFromContext(ctx); !span.IsRecording() {
 			return ctx, span
 		}
@@ -66,7 +78,7 @@ func (h *Hub) startSpan(ctx context.Context, name string, id session.ID, opts ..
 	if !id.IsZero() {
 		opts = append(opts, sessionAttr(id))
 	}
-	return h.cfg.Tracer.Start(ctx, name, opts...)
+	return t.tracer.Start(ctx, name, opts...)
 }
 
 // sessionAttr names a session on a span.

@@ -19,7 +19,7 @@ const ReasonParentClosed = "parent_closed"
 // crosses the tree's budget closes the root. Everything lands in the same
 // atomic write as its cause.
 func (h *Hub) settle(ctx context.Context, p *plan) error {
-	done := map[*sess]bool{}
+	done := map[*Session]bool{}
 	budgetChecked := false
 	for progress := true; progress; {
 		progress = false
@@ -48,7 +48,7 @@ func (h *Hub) settle(ctx context.Context, p *plan) error {
 
 // ended closes the open children of s, which ended in this plan, and posts
 // its result to its parent.
-func (h *Hub) ended(ctx context.Context, p *plan, s *sess) error {
+func (h *Hub) ended(ctx context.Context, p *plan, s *Session) error {
 	reason := ReasonParentClosed
 	if s.m.Lifecycle.Reason == session.ReasonBudgetExceeded {
 		reason = session.ReasonBudgetExceeded
@@ -75,19 +75,9 @@ func (h *Hub) ended(ctx context.Context, p *plan, s *sess) error {
 	return h.apply(p, par, h.result(s))
 }
 
-// kid returns the child of s with id, nil when it does not serve.
-func (s *sess) kid(id string) *sess {
-	for _, k := range s.kids {
-		if k.meta.GetSessionId() == id {
-			return k
-		}
-	}
-	return nil
-}
-
 // result is the delegation_result an ended child posts to its parent,
 // addressed to its delegator.
-func (h *Hub) result(c *sess) *hubpb.Envelope {
+func (h *Hub) result(c *Session) *hubpb.Envelope {
 	st := "CLOSED"
 	if c.m.Lifecycle.State == session.StateExpired {
 		st = "EXPIRED"
@@ -100,7 +90,7 @@ func (h *Hub) result(c *sess) *hubpb.Envelope {
 
 // treeUsage sums the usage of s's tree: its own, what its children's
 // results reported, and the trees of the children it has no result from.
-func treeUsage(s *sess) *hubpb.Usage {
+func treeUsage(s *Session) *hubpb.Usage {
 	u := s.m.Usage()
 	for _, c := range s.m.Calls.Children {
 		if k := s.kid(c.ID); k != nil {
@@ -108,16 +98,6 @@ func treeUsage(s *sess) *hubpb.Usage {
 		}
 	}
 	return u
-}
-
-// root returns the root of s's tree as served (s itself for a root, or the
-// highest ancestor that serves).
-func (s *sess) root() *sess {
-	r := s
-	for r.parent != nil {
-		r = r.parent
-	}
-	return r
 }
 
 // checkBudget closes the tree's root when the plan's turns took the tree

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/hubpb/hubsvc"
 	"github.com/hubd/hubd/internal/server"
@@ -133,17 +134,17 @@ func TestServeLimitFlags(t *testing.T) {
 		return f.config(zerolog.Nop())
 	}
 	cfg, err := parse()
-	d := hub.Config{}.WithDefaults()
+	d, fd := hub.Config{}.WithDefaults(), feed.Config{}.WithDefaults()
 	if err != nil || cfg.Hub.MaxOpenPerAgent != d.MaxOpenPerAgent || cfg.Hub.MaxTreeSessions != d.MaxTreeSessions ||
-		cfg.Hub.MaxChildrenPerTurn != d.MaxChildrenPerTurn || cfg.Hub.SubscriberBufferBytes != d.SubscriberBufferBytes ||
-		cfg.Hub.AgentBufferBytes != d.AgentBufferBytes || cfg.Hub.TotalBufferBytes != d.TotalBufferBytes || cfg.MaxMsgBytes != 0 {
-		t.Fatalf("defaults: %+v, request %d, %v", cfg.Hub, cfg.MaxMsgBytes, err)
+		cfg.Hub.MaxChildrenPerTurn != d.MaxChildrenPerTurn || cfg.Feed.SubscriberBufferBytes != fd.SubscriberBufferBytes ||
+		cfg.Feed.AgentBufferBytes != fd.AgentBufferBytes || cfg.Feed.TotalBufferBytes != fd.TotalBufferBytes || cfg.MaxMsgBytes != 0 {
+		t.Fatalf("defaults: %+v %+v, request %d, %v", cfg.Hub, cfg.Feed, cfg.MaxMsgBytes, err)
 	}
 	cfg, err = parse("--max-open-per-agent", "0", "--max-tree-sessions", "5", "--max-children-per-turn", "7",
 		"--agent-buffer-bytes", "0", "--total-buffer-bytes", "1000000", "--max-request-bytes", "2000000")
 	if err != nil || cfg.Hub.MaxOpenPerAgent != -1 || cfg.Hub.MaxTreeSessions != 5 || cfg.Hub.MaxChildrenPerTurn != 7 ||
-		cfg.Hub.AgentBufferBytes != -1 || cfg.Hub.TotalBufferBytes != 1000000 || cfg.MaxMsgBytes != 2000000 {
-		t.Fatalf("set: %+v, request %d, %v", cfg.Hub, cfg.MaxMsgBytes, err)
+		cfg.Feed.AgentBufferBytes != -1 || cfg.Feed.TotalBufferBytes != 1000000 || cfg.MaxMsgBytes != 2000000 {
+		t.Fatalf("set: %+v %+v, request %d, %v", cfg.Hub, cfg.Feed, cfg.MaxMsgBytes, err)
 	}
 	for _, args := range [][]string{{"--max-tree-sessions", "-1"}, {"--agent-buffer-bytes", "-5"}, {"--max-request-bytes", "1000"}} {
 		if _, err := parse(args...); err == nil || !strings.Contains(err.Error(), args[0]) {

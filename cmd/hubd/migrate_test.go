@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/internal/exitcode"
 	"github.com/hubd/hubd/internal/fakeclock"
@@ -86,12 +87,12 @@ func TestMigrateLogV1(t *testing.T) {
 	}
 
 	srv := startDataV1(t, dir)
-	checkDataV1Sessions(t, srv.Hub())
+	checkDataV1Sessions(t, srv.Feed())
 	want, err := os.ReadFile(dataV1Export)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := exportAll(t, srv.Hub()); !bytes.Equal(got, want) {
+	if got := exportAll(t, srv.Feed()); !bytes.Equal(got, want) {
 		t.Fatalf("the migrated log exports\n%s\nwant (%s)\n%s", got, dataV1Export, want)
 	}
 	checkDataV1Live(t, srv, dir)
@@ -112,9 +113,9 @@ func startDataV1(t *testing.T, dir string) *server.Server {
 
 // checkDataV1Sessions checks that every session of dataV1 hydrated, in
 // the state the version-1 release left it.
-func checkDataV1Sessions(t *testing.T, h *hub.Hub) {
+func checkDataV1Sessions(t *testing.T, h *feed.Feed) {
 	t.Helper()
-	if q := h.Quarantined(); len(q) != 0 {
+	if q := h.Hub().Quarantined(); len(q) != 0 {
 		t.Fatalf("quarantined: %v", q)
 	}
 	want := []string{
@@ -125,7 +126,7 @@ func checkDataV1Sessions(t *testing.T, h *hub.Hub) {
 		`01a207d6-fcdc-7ca9-ae5f-649624a148c3 consulting@1 CLOSED "explicit_close" 4`,
 		`01a207d6-fcde-753d-b7f4-fe25d03bebb7 conversation@1 OPEN "" 2`,
 	}
-	infos, _, err := h.List(context.Background(), server.DevOperator, true, hub.Filter{})
+	infos, _, err := h.List(context.Background(), server.DevOperator, true, feed.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,10 +142,10 @@ func checkDataV1Sessions(t *testing.T, h *hub.Hub) {
 
 // exportAll returns every envelope of every session, as an operator reads
 // them, one hubpb.MarshalJSON line each, sessions in id order.
-func exportAll(t *testing.T, h *hub.Hub) []byte {
+func exportAll(t *testing.T, h *feed.Feed) []byte {
 	t.Helper()
 	ctx := context.Background()
-	infos, _, err := h.List(context.Background(), server.DevOperator, true, hub.Filter{})
+	infos, _, err := h.List(context.Background(), server.DevOperator, true, feed.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/hub/hubgrpc"
 	"github.com/hubd/hubd/hub/hubhttp"
 	"github.com/hubd/hubd/internal/exitcode"
@@ -68,9 +69,9 @@ func (f *serveFlags) define(fs *flag.FlagSet) {
 	fs.IntVar(&f.treeSessions, "max-tree-sessions", hub.DefaultMaxTreeSessions, "most sessions pending or open in one delegation tree, its root included (0: no limit)")
 	fs.IntVar(&f.childrenPerTurn, "max-children-per-turn", hub.DefaultMaxChildrenPerTurn, "most children delegations open in one session on one turn, background ones included (0: no limit)")
 	fs.IntVar(&f.subscriberBuffer, "subscriber-buffer", 4096, "deliveries buffered per subscriber before it is cut off")
-	fs.IntVar(&f.subscriberBytes, "subscriber-buffer-bytes", hub.DefaultSubscriberBufferBytes, "bytes of envelopes buffered per subscriber before it is cut off")
-	fs.IntVar(&f.agentBytes, "agent-buffer-bytes", hub.DefaultAgentBufferBytes, "bytes of envelopes buffered unread over all of one agent's streams (every connection) before the stream a delivery is for is cut off (0: no bound)")
-	fs.IntVar(&f.totalBytes, "total-buffer-bytes", hub.DefaultTotalBufferBytes, "bytes of envelopes buffered unread over every stream of the hub before the stream a delivery is for is cut off (0: no bound)")
+	fs.IntVar(&f.subscriberBytes, "subscriber-buffer-bytes", feed.DefaultSubscriberBufferBytes, "bytes of envelopes buffered per subscriber before it is cut off")
+	fs.IntVar(&f.agentBytes, "agent-buffer-bytes", feed.DefaultAgentBufferBytes, "bytes of envelopes buffered unread over all of one agent's streams (every connection) before the stream a delivery is for is cut off (0: no bound)")
+	fs.IntVar(&f.totalBytes, "total-buffer-bytes", feed.DefaultTotalBufferBytes, "bytes of envelopes buffered unread over every stream of the hub before the stream a delivery is for is cut off (0: no bound)")
 	fs.IntVar(&f.streamsPerConn, "max-streams-per-conn", hubgrpc.DefaultMaxStreamsPerConn, "most AgentStream, Subscribe and Watch streams one connection holds at once")
 	fs.IntVar(&f.streamsPerAgent, "max-streams-per-agent", 256, "most AgentStream, Subscribe and Watch streams one agent holds at once over all its connections")
 	fs.StringVar(&f.autoAcceptFrom, "auto-accept-from", "", "consent `file`: lines \"invitee creator...\" (\"*\": anyone) saying who may add an agent to a session without its acknowledgement (auto_accept); with --tokens or --client-ca, an auto_accept not listed there is an invite the agent must acknowledge (development mode lets anyone)")
@@ -156,8 +157,8 @@ func (f *serveFlags) config(lg zerolog.Logger) (server.Config, error) {
 	cfg := server.Config{Listen: f.listen, DataDir: f.data, NoSync: !f.fsync, TLSCert: f.tlsCert, TLSKey: f.tlsKey,
 		ClientCA: f.clientCA, Operators: splitNames(f.operators), Logger: lg}
 	cfg.Hub.InviteTimeout, cfg.Hub.MaxEnvelopeBytes = f.inviteTimeout, f.maxEnvelope
-	cfg.Hub.SubscriberBuffer, cfg.Hub.MaxDepth = f.subscriberBuffer, f.maxDepth
-	if err := f.fanOut(&cfg.Hub); err != nil {
+	cfg.Feed.SubscriberBuffer, cfg.Hub.MaxDepth = f.subscriberBuffer, f.maxDepth
+	if err := f.fanOut(&cfg.Hub, &cfg.Feed); err != nil {
 		return cfg, err
 	}
 	if f.maxEnvelope < 1 {
@@ -170,7 +171,7 @@ func (f *serveFlags) config(lg zerolog.Logger) (server.Config, error) {
 	if _, err := server.LogBatchBytes(cfg.Hub); err != nil {
 		return cfg, exitcode.Usage("serve: --max-envelope-bytes %d: %v", f.maxEnvelope, err)
 	}
-	cfg.Hub.SubscriberBufferBytes, cfg.Hub.MaxStreamsPerAgent, cfg.MaxStreamsPerConn = f.subscriberBytes, f.streamsPerAgent, f.streamsPerConn
+	cfg.Feed.SubscriberBufferBytes, cfg.Feed.MaxStreamsPerAgent, cfg.MaxStreamsPerConn = f.subscriberBytes, f.streamsPerAgent, f.streamsPerConn
 	if f.subscriberBytes < 1 || f.streamsPerAgent < 1 || f.streamsPerConn < 1 {
 		return cfg, exitcode.Usage("serve: --subscriber-buffer-bytes, --max-streams-per-agent and --max-streams-per-conn must be at least 1")
 	}
@@ -238,16 +239,16 @@ func (f *serveFlags) config(lg zerolog.Logger) (server.Config, error) {
 }
 
 // fanOut sets the hub's fan-out limits and the agents' and the hub's
-// buffer bounds from their flags, where 0 means none (the hub's
-// negative).
-func (f *serveFlags) fanOut(hc *hub.Config) error {
+// buffer bounds (its feed's) from their flags, where 0 means none (the
+// configs' negative).
+func (f *serveFlags) fanOut(hc *hub.Config, fc *feed.Config) error {
 	for _, l := range []struct {
 		flag string
 		v    int
 		to   *int
 	}{{"--max-open-per-agent", f.maxOpen, &hc.MaxOpenPerAgent}, {"--max-tree-sessions", f.treeSessions, &hc.MaxTreeSessions},
 		{"--max-children-per-turn", f.childrenPerTurn, &hc.MaxChildrenPerTurn},
-		{"--agent-buffer-bytes", f.agentBytes, &hc.AgentBufferBytes}, {"--total-buffer-bytes", f.totalBytes, &hc.TotalBufferBytes}} {
+		{"--agent-buffer-bytes", f.agentBytes, &fc.AgentBufferBytes}, {"--total-buffer-bytes", f.totalBytes, &fc.TotalBufferBytes}} {
 		switch {
 		case l.v < 0:
 			return exitcode.Usage("serve: %s %d: want a positive limit, or 0 for none", l.flag, l.v)

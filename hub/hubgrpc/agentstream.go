@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/tap"
 
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
@@ -52,7 +53,7 @@ func (s *Service) AgentStream(stream grpc.BidiStreamingServer[hubpb.AgentFrame, 
 	defer done()
 	// The stream is one of the agent's over all its connections, whether it
 	// subscribes or only sends.
-	place, err := s.h.TakeStream(id.Agent)
+	place, err := s.f.TakeStream(id.Agent)
 	if err != nil {
 		return statusOf(s.lg, "AgentStream", err)
 	}
@@ -83,9 +84,9 @@ type agentConn struct {
 	svc    *Service
 	id     Identity
 	stream grpc.BidiStreamingServer[hubpb.AgentFrame, hubpb.HubFrame]
-	place  *hub.StreamPlace // the stream's place among the agent's; its subscription's too
-	slots  chan struct{}    // one per send in flight
-	wmu    sync.Mutex       // serialises stream.Send
+	place  *feed.StreamPlace // the stream's place among the agent's; its subscription's too
+	slots  chan struct{}     // one per send in flight
+	wmu    sync.Mutex        // serialises stream.Send
 	wg     sync.WaitGroup
 
 	mu       sync.Mutex
@@ -104,7 +105,7 @@ type agentConn struct {
 
 	dmu      sync.Mutex
 	ctx      context.Context // the handler's, for the drainer
-	sub      *hub.Subscription
+	sub      *feed.Subscription
 	draining bool          // a drainer runs
 	pending  bool          // something was queued while it ran
 	closed   bool          // the handler is returning: no new drainer
@@ -248,7 +249,7 @@ func (c *agentConn) subscribe(ctx context.Context, req *hubpb.SubscribeRequest) 
 		return err
 	}
 	opts.Place = c.place
-	sub, err := c.svc.h.Subscribe(ctx, c.id.Agent, opts)
+	sub, err := c.svc.f.Subscribe(ctx, c.id.Agent, opts)
 	if err != nil {
 		return err
 	}
@@ -316,7 +317,7 @@ func (c *agentConn) kick() {
 // drain writes the subscription's deliveries until none is ready and
 // none comes within linger, then exits; a subscription that ends ends the
 // stream.
-func (c *agentConn) drain(ctx context.Context, sub *hub.Subscription) {
+func (c *agentConn) drain(ctx context.Context, sub *feed.Subscription) {
 	defer c.wg.Done()
 	var t *time.Timer
 	defer func() {
@@ -610,10 +611,10 @@ func StreamError(err error) *hubpb.StreamError {
 
 // subscribeOptions reads a SubscribeRequest (of Subscribe or of an agent
 // stream).
-func subscribeOptions(req *hubpb.SubscribeRequest) (hub.SubscribeOptions, error) {
-	opts := hub.SubscribeOptions{Cursors: map[session.ID]uint64{}, Ended: req.GetIncludeEnded(), Terse: req.GetTerse()}
+func subscribeOptions(req *hubpb.SubscribeRequest) (feed.SubscribeOptions, error) {
+	opts := feed.SubscribeOptions{Cursors: map[session.ID]uint64{}, Ended: req.GetIncludeEnded(), Terse: req.GetTerse()}
 	if v := req.GetTurnView(); v != nil {
-		opts.TurnView = &hub.ViewOptions{Name: v.GetName(), Window: int(v.GetWindow()), History: v.GetHistory()}
+		opts.TurnView = &feed.ViewOptions{Name: v.GetName(), Window: int(v.GetWindow()), History: v.GetHistory()}
 	}
 	for _, k := range slices.Sorted(maps.Keys(req.GetCursors())) { // the first bad key named is always the same
 		sid, err := parseID("cursors key", k)

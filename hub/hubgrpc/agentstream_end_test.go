@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/hub/hubgrpc"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/internal/server"
@@ -27,12 +28,12 @@ func bareServer(t *testing.T, tap bool, grace time.Duration) (*fixture, *hub.Hub
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	h, err := hub.New(context.Background(), hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil)})
+	h, fd, err := feed.Open(context.Background(), hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil)}, feed.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Close() })
-	svc := hubgrpc.New(h, hubgrpc.Config{Auth: hubgrpc.Authenticator{Dev: true}, CloseGrace: grace})
+	svc := hubgrpc.New(h, fd, hubgrpc.Config{Auth: hubgrpc.Authenticator{Dev: true}, CloseGrace: grace})
 	opts := []grpc.ServerOption{grpc.ChainUnaryInterceptor(svc.UnaryInterceptor), grpc.ChainStreamInterceptor(svc.StreamInterceptor)}
 	if tap {
 		opts = append(opts, grpc.InTapHandle(hubgrpc.StreamTap))

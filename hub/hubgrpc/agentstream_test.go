@@ -179,7 +179,7 @@ func TestConnectSends(t *testing.T) {
 	if k.GetError() != nil {
 		t.Fatal(k)
 	}
-	stored, _, err := f.srv.Hub().ReadLog(ctx, "", true, session.MustParseID(id), k.GetResponse().GetSeq(), 1)
+	stored, _, err := f.srv.Feed().ReadLog(ctx, "", true, session.MustParseID(id), k.GetResponse().GetSeq(), 1)
 	if err != nil || len(stored) != 1 {
 		t.Fatalf("%v %v", stored, err)
 	}
@@ -368,7 +368,7 @@ func TestConnectRefused(t *testing.T) {
 	})
 	t.Run("per agent", func(t *testing.T) {
 		cfg := server.Config{}
-		cfg.Hub.MaxStreamsPerAgent = 2
+		cfg.Feed.MaxStreamsPerAgent = 2
 		f := startWith(t, cfg)
 		openConversation(t, f.agent("alice"))
 		// A subscribed stream takes one place: its subscription rides on it.

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/hub/hubgrpc"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/internal/server"
@@ -77,13 +78,13 @@ func TestInternalNotLeaked(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	h, err := hub.New(context.Background(), hub.Config{Log: brokenReads{server.WALLog(l)}, Adapters: server.Adapters(nil)})
+	h, fd, err := feed.Open(context.Background(), hub.Config{Log: brokenReads{server.WALLog(l)}, Adapters: server.Adapters(nil)}, feed.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Close() })
 	var logged syncBuffer
-	svc := hubgrpc.New(h, hubgrpc.Config{Auth: hubgrpc.Authenticator{Dev: true}, Logger: zerolog.New(&logged)})
+	svc := hubgrpc.New(h, fd, hubgrpc.Config{Auth: hubgrpc.Authenticator{Dev: true}, Logger: zerolog.New(&logged)})
 	g := grpc.NewServer(grpc.ChainUnaryInterceptor(svc.UnaryInterceptor), grpc.ChainStreamInterceptor(svc.StreamInterceptor))
 	svc.Register(g)
 	lis := bufconn.Listen(1 << 20)

@@ -80,7 +80,7 @@ func checkStored(t *testing.T, fx *fixture, req *hubpb.SendRequest, a *hubpb.Sen
 	if a.GetDuplicate() {
 		return
 	}
-	es, _, err := fx.srv.Hub().ReadLog(context.Background(), "", true, session.MustParseID(req.GetSessionId()), a.GetSeq(), 1)
+	es, _, err := fx.srv.Feed().ReadLog(context.Background(), "", true, session.MustParseID(req.GetSessionId()), a.GetSeq(), 1)
 	if err != nil || len(es) != 1 {
 		t.Fatalf("accepted seq %d is not in the log: %v %v", a.GetSeq(), es, err)
 	}

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/hubpb/hubsvc"
 	"github.com/hubd/hubd/session"
@@ -58,10 +59,12 @@ type Config struct {
 	OnLimit func(limit string)
 }
 
-// Service implements hubsvc.HubServer over a hub.
+// Service implements hubsvc.HubServer over a hub (writes) and its feed
+// (deliveries and reads).
 type Service struct {
 	hubsvc.UnimplementedHubServer
 	h    *hub.Hub
+	f    *feed.Feed
 	auth Authenticator
 	lg   zerolog.Logger
 
@@ -77,8 +80,8 @@ type Service struct {
 	conns map[*agentConn]struct{} // the agent streams, ended when the hub closes
 }
 
-// New returns the service over h.
-func New(h *hub.Hub, cfg Config) *Service {
+// New returns the service over h and its feed f.
+func New(h *hub.Hub, f *feed.Feed, cfg Config) *Service {
 	if cfg.MaxStreamsPerConn <= 0 {
 		cfg.MaxStreamsPerConn = DefaultMaxStreamsPerConn
 	}
@@ -91,7 +94,7 @@ func New(h *hub.Hub, cfg Config) *Service {
 	if cfg.Tracer == nil {
 		cfg.Tracer = noop.NewTracerProvider()
 	}
-	s := &Service{h: h, auth: cfg.Auth, lg: cfg.Logger, maxConnStreams: cfg.MaxStreamsPerConn, maxInFlight: cfg.MaxInFlight,
+	s := &Service{h: h, f: f, auth: cfg.Auth, lg: cfg.Logger, maxConnStreams: cfg.MaxStreamsPerConn, maxInFlight: cfg.MaxInFlight,
 		tracer: cfg.Tracer.Tracer(TracerName), recording: Recording(cfg.Tracer), onCall: cfg.OnCall, onLimit: cfg.OnLimit, closeGrace: cfg.CloseGrace, conns: map[*agentConn]struct{}{}}
 	context.AfterFunc(h.Lifetime(), s.endStreams)
 	return s
@@ -217,14 +220,14 @@ func (s *Service) GetSession(ctx context.Context, req *hubpb.GetSessionRequest) 
 		if err != nil {
 			return nil, err
 		}
-		return s.h.Get(ctx, id.Agent, id.Operator, sid)
+		return s.f.Get(ctx, id.Agent, id.Operator, sid)
 	})
 }
 
 // ListSessions implements hubsvc.HubServer.
 func (s *Service) ListSessions(ctx context.Context, req *hubpb.ListSessionsRequest) (*hubpb.ListSessionsResponse, error) {
 	return unary(s, ctx, "ListSessions", func(id Identity) (*hubpb.ListSessionsResponse, error) {
-		f := hub.Filter{Creator: req.GetCreator(), Participant: req.GetParticipant(), Labels: req.GetLabels(), Limit: int(req.GetPageSize())}
+		f := feed.Filter{Creator: req.GetCreator(), Participant: req.GetParticipant(), Labels: req.GetLabels(), Limit: int(req.GetPageSize())}
 		var err error
 		if f.State, f.Quarantined, err = listState(req.GetState()); err != nil {
 			return nil, err
@@ -234,7 +237,7 @@ func (s *Service) ListSessions(ctx context.Context, req *hubpb.ListSessionsReque
 				return nil, err
 			}
 		}
-		infos, next, err := s.h.List(ctx, id.Agent, id.Operator, f)
+		infos, next, err := s.f.List(ctx, id.Agent, id.Operator, f)
 		if err != nil {
 			return nil, err
 		}
@@ -248,7 +251,7 @@ func listState(s string) (session.State, bool, error) {
 	switch {
 	case s == "":
 		return 0, false, nil
-	case strings.EqualFold(s, hub.StateQuarantined):
+	case strings.EqualFold(s, feed.StateQuarantined):
 		return 0, true, nil
 	}
 	st, err := session.ParseState(s)
@@ -265,7 +268,7 @@ func (s *Service) ReadLog(ctx context.Context, req *hubpb.ReadLogRequest) (*hubp
 		if err != nil {
 			return nil, err
 		}
-		es, next, err := s.h.ReadLog(ctx, id.Agent, id.Operator, sid, req.GetFromSeq(), int(req.GetLimit()))
+		es, next, err := s.f.ReadLog(ctx, id.Agent, id.Operator, sid, req.GetFromSeq(), int(req.GetLimit()))
 		if err != nil {
 			return nil, err
 		}
@@ -276,7 +279,7 @@ func (s *Service) ReadLog(ctx context.Context, req *hubpb.ReadLogRequest) (*hubp
 // PendingTurns implements hubsvc.HubServer.
 func (s *Service) PendingTurns(ctx context.Context, _ *hubpb.PendingTurnsRequest) (*hubpb.PendingTurnsResponse, error) {
 	return unary(s, ctx, "PendingTurns", func(id Identity) (*hubpb.PendingTurnsResponse, error) {
-		ds, err := s.h.PendingTurns(ctx, id.Agent)
+		ds, err := s.f.PendingTurns(ctx, id.Agent)
 		if err != nil {
 			return nil, err
 		}
@@ -291,7 +294,7 @@ func (s *Service) GetView(ctx context.Context, req *hubpb.GetViewRequest) (*hubp
 		if err != nil {
 			return nil, err
 		}
-		return s.h.View(ctx, id.Agent, sid, hub.ViewOptions{Name: req.GetName(), Window: int(req.GetWindow()), History: req.GetHistory()})
+		return s.f.View(ctx, id.Agent, sid, feed.ViewOptions{Name: req.GetName(), Window: int(req.GetWindow()), History: req.GetHistory()})
 	})
 }
 
@@ -319,7 +322,7 @@ func (s *Service) ListQuestions(ctx context.Context, req *hubpb.ListQuestionsReq
 				return nil, err
 			}
 		}
-		qs, err := s.h.ListQuestions(ctx, id.Agent, id.Operator, req.GetAnswerer(), root)
+		qs, err := s.f.ListQuestions(ctx, id.Agent, id.Operator, req.GetAnswerer(), root)
 		if err != nil {
 			return nil, err
 		}
@@ -334,7 +337,7 @@ func (s *Service) GetTree(ctx context.Context, req *hubpb.GetTreeRequest) (*hubp
 		if err != nil {
 			return nil, err
 		}
-		return s.h.GetTree(ctx, id.Agent, id.Operator, sid)
+		return s.f.GetTree(ctx, id.Agent, id.Operator, sid)
 	})
 }
 
@@ -368,7 +371,7 @@ func (s *Service) Subscribe(req *hubpb.SubscribeRequest, stream grpc.ServerStrea
 		return statusOf(s.lg, "Subscribe", err)
 	}
 	defer done()
-	sub, err := s.h.Subscribe(ctx, id.Agent, opts)
+	sub, err := s.f.Subscribe(ctx, id.Agent, opts)
 	if err != nil {
 		return statusOf(s.lg, "Subscribe", err)
 	}
@@ -395,7 +398,7 @@ func (s *Service) Watch(req *hubpb.WatchRequest, stream grpc.ServerStreamingServ
 	if err != nil {
 		return statusOf(s.lg, "Watch", err)
 	}
-	sub, err := s.h.Watch(ctx, id.Agent, id.Operator, sid, hub.WatchOptions{From: req.GetFromSeq(), Tree: req.GetTree(),
+	sub, err := s.f.Watch(ctx, id.Agent, id.Operator, sid, feed.WatchOptions{From: req.GetFromSeq(), Tree: req.GetTree(),
 		Verbose: req.GetVerbose(), Cursors: cursors})
 	if err != nil {
 		return statusOf(s.lg, "Watch", err)
@@ -425,7 +428,7 @@ func treeCursors(in map[string]uint64) (map[string]uint64, error) {
 //
 // The response headers go out at once, so a client knows its subscription
 // is registered before any delivery arrives.
-func (s *Service) pump(ctx context.Context, method string, sub *hub.Subscription, stream grpc.ServerStreamingServer[hubpb.Delivery]) error {
+func (s *Service) pump(ctx context.Context, method string, sub *feed.Subscription, stream grpc.ServerStreamingServer[hubpb.Delivery]) error {
 	defer sub.Close()
 	if err := stream.SendHeader(metadata.MD{}); err != nil {
 		return err

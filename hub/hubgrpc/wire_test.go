@@ -184,7 +184,7 @@ func compareWithHub(t *testing.T, f *fixture, ops hubsvc.HubClient, id string) [
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	want, _, err := f.srv.Hub().ReadLog(ctx, "", true, session.MustParseID(id), 1, 0)
+	want, _, err := f.srv.Feed().ReadLog(ctx, "", true, session.MustParseID(id), 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestUnknownFieldsDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored, _, err := f.srv.Hub().ReadLog(ctx, "", true, session.MustParseID(id), a.GetSeq(), 1)
+	stored, _, err := f.srv.Feed().ReadLog(ctx, "", true, session.MustParseID(id), a.GetSeq(), 1)
 	if err != nil || len(stored) != 1 {
 		t.Fatalf("%v %v", stored, err)
 	}
@@ -282,7 +282,7 @@ func TestUnknownFieldsDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := f.srv.Hub().Get(ctx, "", true, session.MustParseID(o.GetSession().GetMeta().GetSessionId()))
+	info, err := f.srv.Feed().Get(ctx, "", true, session.MustParseID(o.GetSession().GetMeta().GetSessionId()))
 	if err != nil {
 		t.Fatal(err)
 	}

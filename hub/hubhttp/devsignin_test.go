@@ -87,8 +87,8 @@ func TestDevSignInNotWithTokens(t *testing.T) {
 // machine does not make its callers local either.
 func TestDevOnlyFromThisMachine(t *testing.T) {
 	srv := start(t, false)
-	svc := hubgrpc.New(srv.Hub(), hubgrpc.Config{Auth: hubgrpc.Authenticator{Dev: true, Operators: []string{"operator"}}})
-	api, err := hubhttp.New(hubhttp.Config{Hub: srv.Hub(), Service: svc, Authenticate: svc.UnaryInterceptor,
+	svc := hubgrpc.New(srv.Hub(), srv.Feed(), hubgrpc.Config{Auth: hubgrpc.Authenticator{Dev: true, Operators: []string{"operator"}}})
+	api, err := hubhttp.New(hubhttp.Config{Feed: srv.Feed(), Service: svc, Authenticate: svc.UnaryInterceptor,
 		Interceptors: []grpc.UnaryServerInterceptor{svc.UnaryInterceptor}, Dev: true, DevOperator: "operator"})
 	if err != nil {
 		t.Fatal(err)

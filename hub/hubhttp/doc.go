@@ -48,7 +48,7 @@
 //
 // GET /v1/sessions/{session_id}/events streams the session's envelopes
 // (all of them for an operator, those the caller may read for a
-// participant) as text/event-stream, through hub.Watch: each is an event
+// participant) as text/event-stream, through feed.Feed.Watch: each is an event
 // "envelope" whose id is its seq and whose data is its one JSON form. The
 // stream starts at ?from=SEQ (default 1), or after the Last-Event-ID a
 // reconnecting client sends, so a resumed stream has no gap and no

@@ -14,7 +14,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
-	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/hubpb/hubsvc"
 	"github.com/hubd/hubd/session"
@@ -63,7 +63,7 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	sub, err := a.cfg.Hub.Watch(ctx, id.Agent, id.Operator, q.sid, hub.WatchOptions{From: q.from, Tree: q.tree, Verbose: q.verbose, Cursors: q.cursors})
+	sub, err := a.cfg.Feed.Watch(ctx, id.Agent, id.Operator, q.sid, feed.WatchOptions{From: q.from, Tree: q.tree, Verbose: q.verbose, Cursors: q.cursors})
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -72,7 +72,7 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 	if q.tree {
 		q.cursors = sub.Cursors() // only the tree's: the others name nothing this stream hands out
 	}
-	info, err := a.cfg.Hub.Get(ctx, id.Agent, id.Operator, q.sid)
+	info, err := a.cfg.Feed.Get(ctx, id.Agent, id.Operator, q.sid)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -272,7 +272,7 @@ type next struct {
 	err error
 }
 
-// watch is what pump reads deliveries from (a *hub.Subscription).
+// watch is what pump reads deliveries from (a *feed.Subscription).
 type watch interface {
 	Next(ctx context.Context) (*hubpb.Delivery, error)
 }

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/hub/hubgrpc"
 	"github.com/hubd/hubd/hub/hubhttp/gateway"
 	"github.com/hubd/hubd/hubpb/hubsvc"
@@ -26,11 +27,11 @@ const DefaultHeartbeat = 15 * time.Second
 // default envelope limit and room for the rest of a request.
 const DefaultMaxBodyBytes = 1<<20 + 64<<10
 
-// Config configures the HTTP side. Hub, Service and Authenticate are
+// Config configures the HTTP side. Feed, Service and Authenticate are
 // required; the zero value of every other field means its default.
 type Config struct {
-	// Hub serves the event streams (hub.Watch).
-	Hub *hub.Hub
+	// Feed serves the event streams (feed.Feed.Watch).
+	Feed *feed.Feed
 	// Service is the gRPC service the JSON API calls (hubgrpc.Service).
 	Service hubsvc.HubServer
 	// Authenticate is the gRPC service's authentication
@@ -99,8 +100,8 @@ type Config struct {
 // Validate reports a missing required field.
 func (c *Config) Validate() error {
 	var errs []error
-	if c.Hub == nil {
-		errs = append(errs, errors.New("hubhttp: Config.Hub is required"))
+	if c.Feed == nil {
+		errs = append(errs, errors.New("hubhttp: Config.Feed is required"))
 	}
 	if c.Service == nil {
 		errs = append(errs, errors.New("hubhttp: Config.Service is required"))

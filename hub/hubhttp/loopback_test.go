@@ -16,8 +16,8 @@ import (
 // and sign-in by name count only from a loopback address.
 func TestDevNameOnlyFromLoopback(t *testing.T) {
 	srv := start(t, false)
-	svc := hubgrpc.New(srv.Hub(), hubgrpc.Config{Auth: hubgrpc.Authenticator{Dev: true, Operators: []string{"operator"}}})
-	api, err := hubhttp.New(hubhttp.Config{Hub: srv.Hub(), Service: svc, Authenticate: svc.UnaryInterceptor,
+	svc := hubgrpc.New(srv.Hub(), srv.Feed(), hubgrpc.Config{Auth: hubgrpc.Authenticator{Dev: true, Operators: []string{"operator"}}})
+	api, err := hubhttp.New(hubhttp.Config{Feed: srv.Feed(), Service: svc, Authenticate: svc.UnaryInterceptor,
 		Interceptors: []grpc.UnaryServerInterceptor{svc.UnaryInterceptor}, Dev: true})
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/internal/server"
 )
 
@@ -37,6 +38,9 @@ type Options struct {
 	// Hub sets limits and the clock (hub.Config's Log and Adapters are
 	// filled in).
 	Hub hub.Config
+	// Feed bounds what subscribers leave unread and the streams an agent
+	// holds.
+	Feed feed.Config
 	// Logger receives the hub's log; default none.
 	Logger zerolog.Logger
 }
@@ -54,7 +58,7 @@ func Start(ctx context.Context, opts Options) (*Hub, error) {
 		addr = "127.0.0.1:0"
 	}
 	srv, err := server.Start(ctx, server.Config{Listen: addr, DataDir: opts.DataDir, InMemory: opts.DataDir == "",
-		Hub: opts.Hub, Logger: opts.Logger})
+		Hub: opts.Hub, Feed: opts.Feed, Logger: opts.Logger})
 	if err != nil {
 		return nil, err
 	}
@@ -86,6 +90,10 @@ func (h *Hub) Addr() string { return h.srv.Addr() }
 
 // Hub returns the hub itself, for tests that look inside.
 func (h *Hub) Hub() *hub.Hub { return h.srv.Hub() }
+
+// Feed returns the hub's feed (its deliveries and reads), for tests that
+// look inside.
+func (h *Hub) Feed() *feed.Feed { return h.srv.Feed() }
 
 // Close stops the hub: streams end, in-flight sends finish, the log
 // closes. It waits at most 10 seconds for calls to drain.

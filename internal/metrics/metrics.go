@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 	"github.com/hubd/hubd/wal"
@@ -19,14 +19,15 @@ import (
 // Label values used when a session's type is not known.
 const unknownType = "unknown"
 
-// Hub is what the gauges read from the hub at each scrape. *hub.Hub
-// implements it. A hub that also has CountSessions(func(typ string, state
+// Hub is what the gauges read from the hub at each scrape: its
+// quarantined sessions (*hub.Hub) and its listings (*feed.Feed). A hub
+// that also has CountSessions(func(typ string, state
 // session.State, n int)) and TypeOf(session.ID) (string, bool) is asked
 // those directly; otherwise the counts come from listings and the types
 // from an index of the sessions seen (see typeIndex).
 type Hub interface {
 	Quarantined() map[session.ID]error
-	List(ctx context.Context, agent string, operator bool, f hub.Filter) ([]*hubpb.SessionInfo, session.ID, error)
+	List(ctx context.Context, agent string, operator bool, f feed.Filter) ([]*hubpb.SessionInfo, session.ID, error)
 }
 
 // censusHub is a hub that counts its sessions itself.

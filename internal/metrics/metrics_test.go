@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 	"github.com/hubd/hubd/wal"
@@ -25,7 +26,7 @@ func (f *fakeHub) Quarantined() map[session.ID]error {
 	return map[session.ID]error{{1}: errors.New("bad")}
 }
 
-func (f *fakeHub) List(_ context.Context, _ string, _ bool, flt hub.Filter) ([]*hubpb.SessionInfo, session.ID, error) {
+func (f *fakeHub) List(_ context.Context, _ string, _ bool, flt feed.Filter) ([]*hubpb.SessionInfo, session.ID, error) {
 	var out []*hubpb.SessionInfo
 	for _, info := range f.infos {
 		if id := session.MustParseID(info.GetMeta().GetSessionId()); compare(id, flt.After) > 0 {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/session"
 )
 
@@ -111,7 +111,7 @@ func (x *typeIndex) fill(h Hub) {
 func eachSession(h Hub, f func(id session.ID, typ string, state session.State)) {
 	var after session.ID
 	for {
-		infos, next, err := h.List(context.Background(), "", true, hub.Filter{After: after, Limit: 1000})
+		infos, next, err := h.List(context.Background(), "", true, feed.Filter{After: after, Limit: 1000})
 		if err != nil {
 			return
 		}

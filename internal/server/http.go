@@ -47,7 +47,7 @@ func listenHTTP(cfg Config, dev bool, tlsCfg *tls.Config) (net.Listener, error) 
 func (s *Server) serveHTTP(auth hubgrpc.Authenticator, lis net.Listener, tlsCfg *tls.Config) error {
 	ui, lend := s.cfg.UI, &uiAuth{}
 	if ui == nil {
-		w, err := webui.New(webui.Config{Hub: s.hub, Auth: lend})
+		w, err := webui.New(webui.Config{Feed: s.feed, Auth: lend})
 		if err != nil {
 			return err
 		}
@@ -58,7 +58,7 @@ func (s *Server) serveHTTP(auth hubgrpc.Authenticator, lis net.Listener, tlsCfg 
 		now = c.Now // sign-ins expire by the hub's clock
 	}
 	api, err := hubhttp.New(hubhttp.Config{
-		Hub: s.hub, Service: s.svc, Authenticate: s.svc.UnaryInterceptor,
+		Feed: s.feed, Service: s.svc, Authenticate: s.svc.UnaryInterceptor,
 		Interceptors: unaryChain(s.cfg, s.metrics, s.svc, s.node, "http"),
 		Dev:          auth.Dev, DevOperator: devOperator(auth), Heartbeat: s.cfg.Heartbeat, MaxBodyBytes: int64(s.maxMsg),
 		MaxEnvelopeBytes: s.cfg.Hub.WithDefaults().MaxEnvelopeBytes,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hubd/hubd/agentsdk"
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/session"
 )
 
@@ -17,7 +18,7 @@ import (
 // whichever side refused it: the hub (an open, a subscriber), the gRPC
 // codec (a request too large) or the HTTP side (a body too large).
 func TestLimitMetrics(t *testing.T) {
-	srv := startHTTP(t, Config{Hub: hub.Config{MaxOpenPerAgent: 1, SubscriberBuffer: 2}, MaxMsgBytes: 2 << 20})
+	srv := startHTTP(t, Config{Hub: hub.Config{MaxOpenPerAgent: 1}, Feed: feed.Config{SubscriberBuffer: 2}, MaxMsgBytes: 2 << 20})
 	ctx := context.Background()
 	alice := dial(t, srv.Addr(), "alice")
 	s, err := alice.Open(ctx, agentsdk.OpenOptions{Type: agentsdk.TypeConversation, Participants: agentsdk.AutoAccepted("bob")})
@@ -27,7 +28,7 @@ func TestLimitMetrics(t *testing.T) {
 	if _, err := alice.Open(ctx, agentsdk.OpenOptions{Type: agentsdk.TypeConversation, Participants: agentsdk.AutoAccepted("bob")}); !errors.Is(err, agentsdk.ErrLimit) {
 		t.Fatalf("a second open: %v", err)
 	}
-	sub, err := srv.Hub().Subscribe(ctx, "bob", hub.SubscribeOptions{Cursors: map[session.ID]uint64{session.MustParseID(s.ID()): 2}})
+	sub, err := srv.Feed().Subscribe(ctx, "bob", feed.SubscribeOptions{Cursors: map[session.ID]uint64{session.MustParseID(s.ID()): 2}})
 	if err != nil {
 		t.Fatal(err)
 	}

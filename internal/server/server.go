@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/hub/hubgrpc"
 	"github.com/hubd/hubd/internal/metrics"
 	"github.com/hubd/hubd/wal"
@@ -48,6 +49,11 @@ type Config struct {
 	ClientCA  string // require client certificates signed by this CA (mTLS)
 
 	Hub hub.Config // limits, clock, hooks; Log, Adapters and Logger are filled in, and its Hooks run after the server's logging and metrics (see logHooks)
+	// Feed bounds what subscribers may leave unread and the streams an
+	// agent holds; its Logger is filled in, and a stream refused or cut
+	// off at one of its bounds goes to Hub.Hooks.Limited (after the
+	// metrics) as the hub's own refusals do, then to its Limited.
+	Feed feed.Config
 	// MaxMsgBytes is the largest request the hub reads (gRPC message or
 	// HTTP body); default 4 × the envelope limit, at least 4 MiB, + 64
 	// KiB. Up to twice it a larger one is refused with TOO_LARGE naming
@@ -98,6 +104,7 @@ type Server struct {
 	wal     *wal.Log // nil in a cluster
 	node    *node    // nil on a single node
 	hub     *hub.Hub
+	feed    *feed.Feed
 	grpc    *grpc.Server
 	health  *health.Server
 	writes  *writeHealth // whether the log takes writes (single node)
@@ -233,7 +240,9 @@ func start(ctx context.Context, cfg Config, auth hubgrpc.Authenticator, tlsCfg *
 		hc.Tracer = cfg.Tracer.Tracer("github.com/hubd/hubd/hub")
 	}
 	began := time.Now()
-	h, err := hub.New(ctx, hc)
+	fc := cfg.Feed
+	fc.Logger, fc.Limited = cfg.Logger, limitedHook(hc.Hooks.Limited, fc.Limited)
+	h, f, err := feed.Open(ctx, hc, fc)
 	if err != nil {
 		closeLog()
 		return nil, err
@@ -246,8 +255,8 @@ func start(ctx context.Context, cfg Config, auth hubgrpc.Authenticator, tlsCfg *
 		}
 	}
 	m.Hydrated(time.Since(began))
-	m.Attach(h)
-	svc := hubgrpc.New(h, hubgrpc.Config{Auth: auth, Logger: cfg.Logger, MaxStreamsPerConn: cfg.MaxStreamsPerConn, Tracer: cfg.Tracer,
+	m.Attach(readings{h, f})
+	svc := hubgrpc.New(h, f, hubgrpc.Config{Auth: auth, Logger: cfg.Logger, MaxStreamsPerConn: cfg.MaxStreamsPerConn, Tracer: cfg.Tracer,
 		OnCall: m.StreamCall, OnLimit: m.Limited})
 	if n != nil {
 		if err := n.serveCalls(svc, cfg.Tracer); err != nil {
@@ -263,7 +272,7 @@ func start(ctx context.Context, cfg Config, auth hubgrpc.Authenticator, tlsCfg *
 	svc.Register(g)
 	healthpb.RegisterHealthServer(g, hs)
 	reflection.Register(g)
-	s := &Server{cfg: cfg, wal: l, node: n, hub: h, svc: svc, grpc: g, health: hs, writes: writes, lis: lis, metrics: m,
+	s := &Server{cfg: cfg, wal: l, node: n, hub: h, feed: f, svc: svc, grpc: g, health: hs, writes: writes, lis: lis, metrics: m,
 		maxMsg: maxMsgBytes(cfg, hc), served: make(chan error, 1)}
 	go func() { s.served <- g.Serve(lis) }()
 	return s, nil
@@ -447,6 +456,31 @@ func (s *Server) Addr() string { return s.lis.Addr().String() }
 
 // Hub returns the server's hub.
 func (s *Server) Hub() *hub.Hub { return s.hub }
+
+// Feed returns the server's feed: the hub's deliveries and reads.
+func (s *Server) Feed() *feed.Feed { return s.feed }
+
+// readings is what the metrics read at each scrape: the hub's counts and
+// quarantined sessions, and its feed's listings.
+type readings struct {
+	*hub.Hub
+	*feed.Feed
+}
+
+// limitedHook calls first, then next (if any), with every limit a
+// stream is refused or cut off at.
+func limitedHook(first, next func(string)) func(string) {
+	switch {
+	case first == nil:
+		return next
+	case next == nil:
+		return first
+	}
+	return func(limit string) {
+		first(limit)
+		next(limit)
+	}
+}
 
 // Metrics returns the server's metrics.
 func (s *Server) Metrics() *metrics.Metrics { return s.metrics }

@@ -355,7 +355,7 @@ func (w *cutoffWatch) Write(p []byte) (int, error) {
 func TestServeSlowSubscriber(t *testing.T) {
 	watch := &cutoffWatch{cut: make(chan struct{})}
 	o := hubtest.Options{Logger: zerolog.New(watch)}
-	o.Hub.SubscriberBuffer = 1
+	o.Feed.SubscriberBuffer = 1
 	h := hubtest.New(t, o)
 	ctx := testCtx(t)
 	alice := dial(t, h.Addr(), "alice")

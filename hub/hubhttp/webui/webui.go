@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/hub/hubgrpc"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
@@ -27,8 +28,8 @@ type Auth interface {
 
 // Config configures the web view; both fields are required.
 type Config struct {
-	// Hub answers the graph, deadlines and views routes.
-	Hub *hub.Hub
+	// Feed answers the graph, deadlines and views routes.
+	Feed *feed.Feed
 	// Auth authenticates them.
 	Auth Auth
 }
@@ -41,8 +42,8 @@ type UI struct {
 
 // New returns the web view.
 func New(cfg Config) (*UI, error) {
-	if cfg.Hub == nil || cfg.Auth == nil {
-		return nil, fmt.Errorf("webui: Config.Hub and Config.Auth are required")
+	if cfg.Feed == nil || cfg.Auth == nil {
+		return nil, fmt.Errorf("webui: Config.Feed and Config.Auth are required")
 	}
 	static, err := fs.Sub(assets, "assets")
 	if err != nil {
@@ -99,7 +100,7 @@ func (u *UI) graph(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	info, err := u.cfg.Hub.Get(r.Context(), id.Agent, id.Operator, sid)
+	info, err := u.cfg.Feed.Get(r.Context(), id.Agent, id.Operator, sid)
 	if err != nil {
 		u.cfg.Auth.Fail(w, r, err)
 		return
@@ -116,7 +117,7 @@ func (u *UI) deadlines(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ds, err := u.cfg.Hub.Deadlines(r.Context(), id.Agent, id.Operator, sid)
+	ds, err := u.cfg.Feed.Deadlines(r.Context(), id.Agent, id.Operator, sid)
 	if err != nil {
 		u.cfg.Auth.Fail(w, r, err)
 		return
@@ -124,7 +125,7 @@ func (u *UI) deadlines(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	json.NewEncoder(w).Encode(struct {
-		Deadlines []hub.Deadline `json:"deadlines"`
+		Deadlines []feed.Deadline `json:"deadlines"`
 	}{ds})
 }
 
@@ -143,7 +144,7 @@ func (u *UI) views(w http.ResponseWriter, r *http.Request) {
 		u.cfg.Auth.Fail(w, r, fmt.Errorf("%q may see its own view only; other participants' views are for operators: %w", id.Agent, hub.ErrPermissionDenied))
 		return
 	}
-	v, err := u.cfg.Hub.View(r.Context(), as, sid, hub.ViewOptions{Name: r.URL.Query().Get("name")})
+	v, err := u.cfg.Feed.View(r.Context(), as, sid, feed.ViewOptions{Name: r.URL.Query().Get("name")})
 	if err != nil {
 		u.cfg.Auth.Fail(w, r, err)
 		return

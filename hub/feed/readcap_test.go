@@ -1,4 +1,4 @@
-package hub_test
+package feed_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 )
 
 // TestReadCaps: ReadLog answers at most MaxReadItems envelopes and
@@ -26,7 +26,7 @@ func TestReadCaps(t *testing.T) {
 	}
 	last := uint64(n + 2) // invite and opened first
 	es, next, err := e.hub.ReadLog(ctx, "", true, id, 1, math.MaxInt32)
-	if err != nil || len(es) != hub.MaxReadItems || next != uint64(hub.MaxReadItems)+1 {
+	if err != nil || len(es) != feed.MaxReadItems || next != uint64(feed.MaxReadItems)+1 {
 		t.Fatalf("a read of the whole log: %d envelopes, next %d, %v", len(es), next, err)
 	}
 	seen, from := 0, uint64(1)
@@ -46,8 +46,8 @@ func TestReadCaps(t *testing.T) {
 	if seen != int(last) {
 		t.Fatalf("paging read %d envelopes, the log holds %d", seen, last)
 	}
-	v, err := e.hub.View(ctx, "b", id, hub.ViewOptions{Name: hub.ViewFull})
-	if err != nil || len(v.GetItems()) != hub.MaxReadItems || int(v.GetOlderTotal()) != n-hub.MaxReadItems ||
+	v, err := e.hub.View(ctx, "b", id, feed.ViewOptions{Name: feed.ViewFull})
+	if err != nil || len(v.GetItems()) != feed.MaxReadItems || int(v.GetOlderTotal()) != n-feed.MaxReadItems ||
 		v.GetItems()[len(v.GetItems())-1].GetSeq() != last {
 		t.Fatalf("full view of %d items: %d items, %d older, %v", n, len(v.GetItems()), v.GetOlderTotal(), err)
 	}
@@ -64,7 +64,7 @@ func TestReadCaps(t *testing.T) {
 	if err != nil || len(es) != 2 || next != 5 {
 		t.Fatalf("a page of 900 KiB envelopes: %d envelopes, next %d, %v", len(es), next, err)
 	}
-	v, err = e.hub.View(ctx, "b", big, hub.ViewOptions{Name: hub.ViewFull})
+	v, err = e.hub.View(ctx, "b", big, feed.ViewOptions{Name: feed.ViewFull})
 	if err != nil || len(v.GetItems()) != 2 || v.GetOlderTotal() != 3 {
 		t.Fatalf("full view of 5 texts of 900 KiB: %d items, %d older, %v", len(v.GetItems()), v.GetOlderTotal(), err)
 	}

@@ -1,4 +1,4 @@
-package hub_test
+package feed_test
 
 import (
 	"context"
@@ -6,12 +6,13 @@ import (
 	"testing"
 
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/session"
 )
 
 // drainSeqs reads sub until it has handed out every seq of session id up
 // to last, and returns them in order.
-func drainSeqs(t *testing.T, sub *hub.Subscription, id session.ID, last uint64) []uint64 {
+func drainSeqs(t *testing.T, sub *feed.Subscription, id session.ID, last uint64) []uint64 {
 	t.Helper()
 	var seqs []uint64
 	for len(seqs) == 0 || seqs[len(seqs)-1] < last {
@@ -33,21 +34,21 @@ func drainSeqs(t *testing.T, sub *hub.Subscription, id session.ID, last uint64) 
 // resumes from its cursors with nothing lost, and other agents' streams
 // go on.
 func TestAgentBufferBytes(t *testing.T) {
-	e := newEnv(t, func(c *hub.Config) { c.SubscriberBufferBytes, c.AgentBufferBytes = 64<<10, 100<<10 })
+	e := newFeedEnv(t, func(c *feed.Config) { c.SubscriberBufferBytes, c.AgentBufferBytes = 64<<10, 100<<10 })
 	ctx := context.Background()
 	id := openConversation(t, e.hub, "a", "b")
 	from := map[session.ID]uint64{id: 2}
-	s1, err := e.hub.Subscribe(ctx, "b", hub.SubscribeOptions{Cursors: from})
+	s1, err := e.hub.Subscribe(ctx, "b", feed.SubscribeOptions{Cursors: from})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s1.Close()
-	w, err := e.hub.Watch(ctx, "b", false, id, hub.WatchOptions{From: 3})
+	w, err := e.hub.Watch(ctx, "b", false, id, feed.WatchOptions{From: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	other, err := e.hub.Watch(ctx, "a", false, id, hub.WatchOptions{From: 3})
+	other, err := e.hub.Watch(ctx, "a", false, id, feed.WatchOptions{From: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestAgentBufferBytes(t *testing.T) {
 	if n, err := drainErr(other); err != nil || n != 3 {
 		t.Fatalf("another agent's stream: %d deliveries, %v", n, err)
 	}
-	again, err := e.hub.Subscribe(ctx, "b", hub.SubscribeOptions{Cursors: from})
+	again, err := e.hub.Subscribe(ctx, "b", feed.SubscribeOptions{Cursors: from})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestAgentBufferBytes(t *testing.T) {
 
 // drainErr reads what sub holds without waiting: how many deliveries, and
 // the error that ended it, if any.
-func drainErr(sub *hub.Subscription) (int, error) {
+func drainErr(sub *feed.Subscription) (int, error) {
 	n := 0
 	for {
 		_, ok, err := sub.TryNext(context.Background())
@@ -103,15 +104,15 @@ func drainErr(sub *hub.Subscription) (int, error) {
 // bounded too (TotalBufferBytes); the delivery that would pass it cuts
 // off its stream, naming the limit.
 func TestTotalBufferBytes(t *testing.T) {
-	e := newEnv(t, func(c *hub.Config) { c.SubscriberBufferBytes, c.TotalBufferBytes = 64<<10, 100<<10 })
+	e := newFeedEnv(t, func(c *feed.Config) { c.SubscriberBufferBytes, c.TotalBufferBytes = 64<<10, 100<<10 })
 	ctx := context.Background()
 	id := openConversation(t, e.hub, "a", "b")
 	from := map[session.ID]uint64{id: 2}
-	var subs []*hub.Subscription
+	var subs []*feed.Subscription
 	for _, agent := range []string{"a", "a", "b"} { // a watches (its own texts), b subscribes
-		s, err := e.hub.Watch(ctx, agent, false, id, hub.WatchOptions{From: 3})
+		s, err := e.hub.Watch(ctx, agent, false, id, feed.WatchOptions{From: 3})
 		if agent == "b" {
-			s, err = e.hub.Subscribe(ctx, agent, hub.SubscribeOptions{Cursors: from})
+			s, err = e.hub.Subscribe(ctx, agent, feed.SubscribeOptions{Cursors: from})
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -137,7 +138,7 @@ func TestTotalBufferBytes(t *testing.T) {
 	}
 	// What was handed out or dropped no longer counts: new streams fill
 	// again up to the bound.
-	s, err := e.hub.Subscribe(ctx, "b", hub.SubscribeOptions{Cursors: map[session.ID]uint64{id: 4}})
+	s, err := e.hub.Subscribe(ctx, "b", feed.SubscribeOptions{Cursors: map[session.ID]uint64{id: 4}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,10 +154,10 @@ func TestTotalBufferBytes(t *testing.T) {
 // TestSubscriberBufferReasons: the bounds of one subscriber are named too
 // when they cut it off.
 func TestSubscriberBufferReasons(t *testing.T) {
-	e := newEnv(t, func(c *hub.Config) { c.SubscriberBuffer = 2 })
+	e := newFeedEnv(t, func(c *feed.Config) { c.SubscriberBuffer = 2 })
 	ctx := context.Background()
 	id := openConversation(t, e.hub, "a", "b")
-	sub, err := e.hub.Subscribe(ctx, "b", hub.SubscribeOptions{Cursors: map[session.ID]uint64{id: 2}})
+	sub, err := e.hub.Subscribe(ctx, "b", feed.SubscribeOptions{Cursors: map[session.ID]uint64{id: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,8 +169,8 @@ func TestSubscriberBufferReasons(t *testing.T) {
 	}
 	_, err = drainErr(sub)
 	wantLimit(t, err, hub.ErrSlowSubscriber, "--subscriber-buffer", 2)
-	if d := (hub.Config{}).WithDefaults(); d.SubscriberBufferBytes != hub.DefaultSubscriberBufferBytes ||
-		d.AgentBufferBytes != hub.DefaultAgentBufferBytes || d.TotalBufferBytes != hub.DefaultTotalBufferBytes {
+	if d := (feed.Config{}).WithDefaults(); d.SubscriberBufferBytes != feed.DefaultSubscriberBufferBytes ||
+		d.AgentBufferBytes != feed.DefaultAgentBufferBytes || d.TotalBufferBytes != feed.DefaultTotalBufferBytes {
 		t.Fatalf("defaults %d, %d, %d", d.SubscriberBufferBytes, d.AgentBufferBytes, d.TotalBufferBytes)
 	}
 }

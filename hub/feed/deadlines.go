@@ -1,10 +1,11 @@
-package hub
+package feed
 
 import (
 	"context"
 	"time"
 
 	"github.com/hubd/hubd/adapters"
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
 
@@ -30,26 +31,22 @@ type Deadline struct {
 // Deadlines returns a session's pending timers, earliest first: the same
 // deadlines the hub's timers act on. Only its participants (or an
 // operator) may read them.
-func (h *Hub) Deadlines(ctx context.Context, agent string, operator bool, id session.ID) ([]Deadline, error) {
-	s, err := h.readable(ctx, agent, operator, id)
+func (f *Feed) Deadlines(ctx context.Context, agent string, operator bool, id session.ID) ([]Deadline, error) {
+	s, err := f.readable(ctx, agent, operator, id)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.acquire(ctx); err != nil {
+	ds, err := f.h.Timers(ctx, s)
+	if err != nil {
 		return nil, err
 	}
-	defer s.release()
-	if err := h.ready(ctx, s); err != nil {
-		return nil, err
-	}
-	return deadlinesOf(s.m), nil
+	return deadlinesOf(ds, s.Meta().GetExpectations()), nil
 }
 
-// deadlinesOf returns the machine's deadlines in their dashboard form.
-func deadlinesOf(m *adapters.Machine) []Deadline {
-	ds := m.Deadlines()
+// deadlinesOf returns a session's deadlines in their dashboard form; exps
+// are its expectations.
+func deadlinesOf(ds []adapters.Deadline, exps []*hubpb.Expectation) []Deadline {
 	out := make([]Deadline, 0, len(ds))
-	exps := m.Meta.GetExpectations()
 	for _, d := range ds {
 		x := Deadline{At: d.At, Since: d.Since, Violators: d.Violators}
 		switch {

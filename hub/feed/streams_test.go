@@ -1,4 +1,4 @@
-package hub_test
+package feed_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/session"
 )
 
@@ -14,30 +15,30 @@ import (
 // subscriptions and watches at once (LIMIT_REACHED past it); ending one,
 // or being cut off as a slow subscriber, frees its place, once.
 func TestStreamsPerAgent(t *testing.T) {
-	e := newEnv(t, func(c *hub.Config) { c.MaxStreamsPerAgent = 3; c.SubscriberBuffer = 2 })
+	e := newFeedEnv(t, func(c *feed.Config) { c.MaxStreamsPerAgent = 3; c.SubscriberBuffer = 2 })
 	ctx := context.Background()
 	id := openConversation(t, e.hub, "a", "b")
-	s1, err := e.hub.Subscribe(ctx, "b", hub.SubscribeOptions{})
+	s1, err := e.hub.Subscribe(ctx, "b", feed.SubscribeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w1, err := e.hub.Watch(ctx, "b", false, id, hub.WatchOptions{})
+	w1, err := e.hub.Watch(ctx, "b", false, id, feed.WatchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s2, err := e.hub.Subscribe(ctx, "b", hub.SubscribeOptions{})
+	s2, err := e.hub.Subscribe(ctx, "b", feed.SubscribeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.hub.Watch(ctx, "b", false, id, hub.WatchOptions{}); !errors.Is(err, hub.ErrLimit) {
+	if _, err := e.hub.Watch(ctx, "b", false, id, feed.WatchOptions{}); !errors.Is(err, hub.ErrLimit) {
 		t.Fatalf("a fourth stream: %v", err)
 	}
-	if _, err := e.hub.Subscribe(ctx, "a", hub.SubscribeOptions{}); err != nil {
+	if _, err := e.hub.Subscribe(ctx, "a", feed.SubscribeOptions{}); err != nil {
 		t.Fatalf("another agent's stream: %v", err)
 	}
 	w1.Close()
 	w1.Close()
-	w2, err := e.hub.Watch(ctx, "b", false, id, hub.WatchOptions{})
+	w2, err := e.hub.Watch(ctx, "b", false, id, feed.WatchOptions{})
 	if err != nil {
 		t.Fatalf("a stream after one ended: %v", err)
 	}
@@ -53,15 +54,15 @@ func TestStreamsPerAgent(t *testing.T) {
 	s1.Close()
 	s2.Close()
 	w2.Close()
-	var subs []*hub.Subscription
+	var subs []*feed.Subscription
 	for range 3 {
-		s, err := e.hub.Subscribe(ctx, "b", hub.SubscribeOptions{})
+		s, err := e.hub.Subscribe(ctx, "b", feed.SubscribeOptions{})
 		if err != nil {
 			t.Fatalf("after every stream ended: %v", err)
 		}
 		subs = append(subs, s)
 	}
-	if _, err := e.hub.Subscribe(ctx, "b", hub.SubscribeOptions{}); !errors.Is(err, hub.ErrLimit) {
+	if _, err := e.hub.Subscribe(ctx, "b", feed.SubscribeOptions{}); !errors.Is(err, hub.ErrLimit) {
 		t.Fatalf("a fourth stream again: %v", err)
 	}
 	for _, s := range subs {
@@ -72,10 +73,10 @@ func TestStreamsPerAgent(t *testing.T) {
 // TestSlowSubscriberBytes: a subscriber is cut off when the bytes it has
 // not read pass SubscriberBufferBytes, however few deliveries they are.
 func TestSlowSubscriberBytes(t *testing.T) {
-	e := newEnv(t, func(c *hub.Config) { c.SubscriberBufferBytes = 64 << 10 })
+	e := newFeedEnv(t, func(c *feed.Config) { c.SubscriberBufferBytes = 64 << 10 })
 	ctx := context.Background()
 	id := openConversation(t, e.hub, "a", "b")
-	sub, err := e.hub.Subscribe(ctx, "b", hub.SubscribeOptions{Cursors: map[session.ID]uint64{id: 2}})
+	sub, err := e.hub.Subscribe(ctx, "b", feed.SubscribeOptions{Cursors: map[session.ID]uint64{id: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func TestSlowSubscriberBytes(t *testing.T) {
 		t.Fatalf("4 × 20 KiB unread under a 64 KiB buffer: %v", err)
 	}
 	// A reader that keeps up is never cut off.
-	fast, err := e.hub.Subscribe(ctx, "b", hub.SubscribeOptions{Cursors: map[session.ID]uint64{id: 6}})
+	fast, err := e.hub.Subscribe(ctx, "b", feed.SubscribeOptions{Cursors: map[session.ID]uint64{id: 6}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package hub_test
+package feed_test
 
 import (
 	"context"
@@ -8,13 +8,13 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
 
 // nextTurn reads sub until a your_turn delivery.
-func nextTurn(t *testing.T, sub *hub.Subscription) *hubpb.Delivery {
+func nextTurn(t *testing.T, sub *feed.Subscription) *hubpb.Delivery {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -39,12 +39,12 @@ func TestTurnViewInTheNotice(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
 	id := openConversation(t, e.hub, "a", "b")
-	with, err := e.hub.Subscribe(ctx, "b", hub.SubscribeOptions{TurnView: &hub.ViewOptions{Name: hub.ViewWindowed, Window: 1}})
+	with, err := e.hub.Subscribe(ctx, "b", feed.SubscribeOptions{TurnView: &feed.ViewOptions{Name: feed.ViewWindowed, Window: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer with.Close()
-	without, err := e.hub.Subscribe(ctx, "b", hub.SubscribeOptions{})
+	without, err := e.hub.Subscribe(ctx, "b", feed.SubscribeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestTurnViewInTheNotice(t *testing.T) {
 			t.Fatal(err)
 		}
 		d := nextTurn(t, with)
-		want, err := e.hub.View(ctx, "b", id, hub.ViewOptions{Name: hub.ViewWindowed, Window: 1})
+		want, err := e.hub.View(ctx, "b", id, feed.ViewOptions{Name: feed.ViewWindowed, Window: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,11 +68,11 @@ func TestTurnViewInTheNotice(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, err = e.hub.Subscribe(ctx, "b", hub.SubscribeOptions{TurnView: &hub.ViewOptions{Name: "everything"}})
+	_, err = e.hub.Subscribe(ctx, "b", feed.SubscribeOptions{TurnView: &feed.ViewOptions{Name: "everything"}})
 	if !errors.Is(err, session.ErrMalformed) {
 		t.Errorf("an unknown turn view: %v, want ErrMalformed", err)
 	}
-	_, err = e.hub.Subscribe(ctx, "b", hub.SubscribeOptions{TurnView: &hub.ViewOptions{History: "cousins"}})
+	_, err = e.hub.Subscribe(ctx, "b", feed.SubscribeOptions{TurnView: &feed.ViewOptions{History: "cousins"}})
 	if !errors.Is(err, session.ErrMalformed) {
 		t.Errorf("an unknown turn view history: %v, want ErrMalformed", err)
 	}

@@ -1,4 +1,4 @@
-package hub
+package feed
 
 import (
 	"context"
@@ -7,212 +7,19 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"sync"
-	"sync/atomic"
 
+	"google.golang.org/protobuf/proto"
+
+	"github.com/hubd/hubd/hub"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
-
-// Subscription is a stream of deliveries for one agent (Subscribe) or one
-// session (Watch). Senders append to its bounded queue and never wait; a
-// subscriber that falls further behind than the hub's SubscriberBuffer or
-// SubscriberBufferBytes, or whose delivery would take its agent's streams
-// past AgentBufferBytes or the hub's past TotalBufferBytes, is cut off
-// with ErrSlowSubscriber (a *LimitError naming the bound) and resumes from
-// its cursors.
-type Subscription struct {
-	h       *Hub
-	agent   string     // the subscribing agent; "" for a watch
-	watch   session.ID // the watched session
-	top     *sess      // the watched session, for a tree watch
-	ws      *sess      // the watched session, whose lists hold a watch
-	tree    bool       // a watch of the session and its descendants
-	verbose bool       // a tree watch sees every envelope of the descendants
-	over    bool       // a tree watch handed out its root's end
-	viewer  string     // whose audience filters what a watch sees; "" sees all (operators)
-	// turnView, when set, is the view each your_turn delivery carries.
-	turnView *ViewOptions
-	terse    bool        // hand out only what asks the agent to act (SubscribeOptions.Terse)
-	holder   string      // the agent whose stream this is, counted in Hub.streams
-	counted  atomic.Bool // counted in Hub.streams (not riding on a StreamPlace)
-	buf      *agentBuf   // the holder's unread bytes, shared by its streams
-	attached atomic.Bool // counted in buf.streams
-	// cursors are the descendant cursors a tree watch honoured
-	// (WatchOptions.Cursors naming a descendant it watches); set by Watch.
-	cursors map[string]uint64
-
-	// Owned by the reader (Next).
-	spans  []span            // catch-up still to read from the log
-	batch  []*hubpb.Delivery // catch-up read, not yet returned
-	turns  []*hubpb.Delivery // pending turns to re-tell after catch-up
-	turnAt map[string]uint64 // session id → seq of its pending turn's trigger, for catch-up
-	sent   map[string]uint64 // highest seq handed out per session id (nil until the first)
-	told   map[string]uint64 // highest turn trigger handed out per session id (nil until the first)
-
-	mu     sync.Mutex
-	queue  []*hubpb.Delivery
-	sizes  []int // the encoded size of each queued delivery's envelope
-	queued int   // their sum
-	wake   chan struct{}
-	err    error
-	// ready, when set (OnReady), is called whenever push or an end wakes
-	// the subscription, outside sub.mu.
-	ready func()
-}
 
 // Cursors returns the cursors of WatchOptions.Cursors a tree watch
 // honoured: those naming a descendant it watches (for a participant, one
 // it takes part in). The others name nothing the watch hands out, and
 // were dropped.
 func (sub *Subscription) Cursors() map[string]uint64 { return maps.Clone(sub.cursors) }
-
-// takeStream counts a new stream of agent's, or refuses it past the
-// hub's MaxStreamsPerAgent, unless it rides on place (the agent stream
-// it is delivered on, counted already); either way its unread bytes count
-// against agent's AgentBufferBytes.
-func (h *Hub) takeStream(sub *Subscription, agent string, place *StreamPlace) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if place == nil {
-		if err := h.countStream(agent); err != nil {
-			return err
-		}
-		sub.counted.Store(true)
-	}
-	sub.holder = agent
-	b := h.bufs[agent]
-	if b == nil {
-		b = &agentBuf{}
-		h.bufs[agent] = b
-	}
-	b.streams++
-	sub.buf = b
-	sub.attached.Store(true)
-	return nil
-}
-
-// countStream counts a stream of agent's, or refuses it past
-// MaxStreamsPerAgent; h.mu is held.
-func (h *Hub) countStream(agent string) error {
-	if n := h.streams[agent]; n >= h.cfg.MaxStreamsPerAgent {
-		return h.limitErr("--max-streams-per-agent", h.cfg.MaxStreamsPerAgent, ErrLimit,
-			"%q holds %d streams (AgentStream, Subscribe and Watch) over all its connections", agent, n)
-	}
-	h.streams[agent]++
-	return nil
-}
-
-// uncountStream frees a place counted by countStream; h.mu is held.
-func (h *Hub) uncountStream(agent string) {
-	if h.streams[agent]--; h.streams[agent] <= 0 {
-		delete(h.streams, agent)
-	}
-}
-
-// releaseStream uncounts a stream (once). The flags are changed under the
-// hub's mutex with the counts, so a Close racing the cut-off's own
-// release returns only once the place is free.
-func (h *Hub) releaseStream(sub *Subscription) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if sub.counted.CompareAndSwap(true, false) {
-		h.uncountStream(sub.holder)
-	}
-	if sub.attached.CompareAndSwap(true, false) {
-		if sub.buf.streams--; sub.buf.streams <= 0 && h.bufs[sub.holder] == sub.buf {
-			delete(h.bufs, sub.holder)
-		}
-	}
-}
-
-// StreamPlace is one of an agent's places among its streams
-// (MaxStreamsPerAgent) held by a stream that is not a subscription or a
-// watch of the hub's: an agent's stream, which may carry one
-// subscription (SubscribeOptions.Place) and sends. Release it when the
-// stream ends.
-type StreamPlace struct {
-	h     *Hub
-	agent string
-	held  atomic.Bool
-}
-
-// TakeStream takes a place among agent's streams, or refuses it with
-// LIMIT_REACHED past MaxStreamsPerAgent: a stream that only sends counts
-// as one that subscribes does, over all the agent's connections.
-func (h *Hub) TakeStream(agent string) (*StreamPlace, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if err := h.countStream(agent); err != nil {
-		return nil, err
-	}
-	p := &StreamPlace{h: h, agent: agent}
-	p.held.Store(true)
-	return p, nil
-}
-
-// Release frees the place (once).
-func (p *StreamPlace) Release() {
-	p.h.mu.Lock()
-	defer p.h.mu.Unlock()
-	if p.held.CompareAndSwap(true, false) {
-		p.h.uncountStream(p.agent)
-	}
-}
-
-// agentBuf is what one agent's streams hold unread, in bytes, against
-// AgentBufferBytes.
-type agentBuf struct {
-	bytes   atomic.Int64
-	streams int // the streams counting in it; guarded by the hub's mu
-}
-
-// reserve counts n more bytes unread against the agent's and the hub's
-// bounds, or returns the bound it would pass (and counts nothing).
-func (sub *Subscription) reserve(n int) error {
-	h, b := sub.h, sub.buf
-	if b != nil && h.cfg.AgentBufferBytes > 0 {
-		if v := b.bytes.Add(int64(n)); v > int64(h.cfg.AgentBufferBytes) {
-			b.bytes.Add(-int64(n))
-			return h.limitErr("--agent-buffer-bytes", h.cfg.AgentBufferBytes, ErrSlowSubscriber,
-				"%q's streams hold %d bytes unread over all its connections, and this delivery is %d more", sub.holder, v-int64(n), n)
-		}
-	} else if b != nil {
-		b.bytes.Add(int64(n))
-	}
-	if v := h.buffered.Add(int64(n)); h.cfg.TotalBufferBytes > 0 && v > int64(h.cfg.TotalBufferBytes) {
-		sub.unreserve(n)
-		return h.limitErr("--total-buffer-bytes", h.cfg.TotalBufferBytes, ErrSlowSubscriber,
-			"the hub's streams hold %d bytes unread, and this delivery is %d more", v-int64(n), n)
-	}
-	return nil
-}
-
-// unreserve uncounts n bytes handed out or dropped.
-func (sub *Subscription) unreserve(n int) {
-	if n == 0 {
-		return
-	}
-	if b := sub.buf; b != nil {
-		b.bytes.Add(-int64(n))
-	}
-	sub.h.buffered.Add(-int64(n))
-}
-
-// span is a range of one session's log still to catch up on. It keeps
-// the session's id and call, not the session: a subscription that catches
-// up on many ended sessions does not hold them in memory.
-type span struct {
-	id       session.ID
-	call     *hubpb.Call
-	from, to uint64
-}
-
-func spanOf(s *sess, from, to uint64) span { return span{id: s.id, call: s.call, from: from, to: to} }
-
-func newSubscription(h *Hub, agent string, watch session.ID) *Subscription {
-	return &Subscription{h: h, agent: agent, watch: watch, wake: make(chan struct{}, 1)}
-}
 
 // sees reports whether the subscriber may see e: an agent what is
 // addressed to it, a participant's watch what the participant may read
@@ -278,13 +85,13 @@ func (sub *Subscription) pushLocked(ds []*hubpb.Delivery) bool {
 		sizes = append(sizes, sz)
 		n += sz
 	}
-	cfg := &sub.h.cfg
+	cfg := &sub.f.cfg
 	switch {
 	case len(sub.queue)+len(ds) > cfg.SubscriberBuffer:
-		sub.cut(sub.h.limitErr("--subscriber-buffer", cfg.SubscriberBuffer, ErrSlowSubscriber,
+		sub.cut(sub.f.limitErr("--subscriber-buffer", cfg.SubscriberBuffer, hub.ErrSlowSubscriber,
 			"the subscriber's buffer of deliveries is full (%d unread, %d more to queue)", len(sub.queue), len(ds)))
 	case len(sub.queue) > 0 && sub.queued+n > cfg.SubscriberBufferBytes:
-		sub.cut(sub.h.limitErr("--subscriber-buffer-bytes", cfg.SubscriberBufferBytes, ErrSlowSubscriber,
+		sub.cut(sub.f.limitErr("--subscriber-buffer-bytes", cfg.SubscriberBufferBytes, hub.ErrSlowSubscriber,
 			"the subscriber's buffer of bytes is full (%d deliveries, %d bytes unread, %d more to queue)", len(sub.queue), sub.queued, n))
 	default:
 		if err := sub.reserve(n); err != nil {
@@ -303,7 +110,7 @@ func (sub *Subscription) cut(err error) {
 	sub.err = err
 	sub.unreserve(sub.queued)
 	sub.queue, sub.sizes, sub.queued = nil, nil, 0
-	sub.h.logger.Warn().Str("agent", sub.holder).Str("session", sub.watch.String()).Err(err).Msg("slow subscriber cut off")
+	sub.f.cfg.Logger.Warn().Str("agent", sub.holder).Str("session", sub.watch.String()).Err(err).Msg("slow subscriber cut off")
 	go sub.unregister()
 }
 
@@ -319,36 +126,17 @@ func (sub *Subscription) fail(err error) {
 	sub.wakeUp()
 }
 
-// Close ends the subscription; Next then returns ErrClosed.
+// Close ends the subscription; Next then returns hub.ErrClosed.
 func (sub *Subscription) Close() {
-	sub.fail(ErrClosed)
+	sub.fail(hub.ErrClosed)
 	sub.unregister()
 }
 
-// unregister removes the subscription from the hub's delivery lists.
+// unregister removes the subscription from delivery and frees its place
+// among its agent's streams.
 func (sub *Subscription) unregister() {
-	h := sub.h
-	h.releaseStream(sub)
-	if sub.agent != "" {
-		h.mu.Lock()
-		h.subs[sub.agent] = slices.DeleteFunc(h.subs[sub.agent], func(x *Subscription) bool { return x == sub })
-		if len(h.subs[sub.agent]) == 0 {
-			delete(h.subs, sub.agent)
-		}
-		h.mu.Unlock()
-		return
-	}
-	h.mu.Lock()
-	delete(h.watches, sub)
-	h.mu.Unlock()
-	s := sub.ws
-	if s == nil {
-		return
-	}
-	s.hold()
-	s.watch = slices.DeleteFunc(s.watch, func(x *Subscription) bool { return x == sub })
-	s.tree.watchers = slices.DeleteFunc(s.tree.watchers, func(x *Subscription) bool { return x == sub })
-	s.release()
+	sub.f.releaseStream(sub)
+	sub.f.remove(sub)
 }
 
 // Next returns the next delivery, waiting until there is one or ctx is
@@ -404,7 +192,7 @@ func (sub *Subscription) withView(ctx context.Context, d *hubpb.Delivery) *hubpb
 	if err != nil {
 		return d
 	}
-	v, err := sub.h.View(ctx, sub.agent, id, *sub.turnView)
+	v, err := sub.f.View(ctx, sub.agent, id, *sub.turnView)
 	if err != nil {
 		return d
 	}
@@ -544,7 +332,7 @@ func (sub *Subscription) readSpan(ctx context.Context) error {
 	sp := &sub.spans[0]
 	n, size := 0, 0
 	// A chunk is short; reading it does not depend on the caller giving up.
-	err := sub.h.wal.Scan(context.WithoutCancel(ctx), sp.id, sp.from, func(seq uint64, data []byte) error {
+	err := sub.f.h.Log().Scan(context.WithoutCancel(ctx), sp.id, sp.from, func(seq uint64, data []byte) error {
 		if seq > sp.to || n >= catchupChunk || (n > 0 && size+len(data) > MaxReadBytes) {
 			return errStop
 		}
@@ -567,4 +355,33 @@ func (sub *Subscription) readSpan(ctx context.Context) error {
 		sub.spans = sub.spans[1:]
 	}
 	return nil
+}
+
+// acts reports whether a terse subscription of agent hands out d: what
+// asks the agent to act (its turn, an invite naming it, a question or its
+// withdrawal) or ends its work in a session.
+func acts(d *hubpb.Delivery, agent string) bool {
+	if d.GetYourTurn() {
+		return true
+	}
+	e := d.GetEnvelope()
+	switch t := e.GetType(); t {
+	case session.EventInvite:
+		return slices.Contains(e.GetInvite().GetInvitees(), agent)
+	case session.EventQuestion, session.EventQuestionClosed:
+		return true
+	default:
+		return session.Ends(t)
+	}
+}
+
+// visibleTo returns e, or a copy without its payload when name may not see
+// it.
+func visibleTo(e *hubpb.Envelope, name string) *hubpb.Envelope {
+	if session.Visible(e, name) {
+		return e
+	}
+	c := proto.CloneOf(e)
+	c.Payload = nil
+	return c
 }

@@ -1,4 +1,4 @@
-package hub_test
+package feed_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/session"
 )
 
@@ -21,7 +21,7 @@ func allocated(f func()) uint64 {
 }
 
 // TestViewBoundedAsBuilt: a participant's full view of a session of 100
-// texts of 200 KiB holds the newest that fit in hub.MaxReadBytes and
+// texts of 200 KiB holds the newest that fit in feed.MaxReadBytes and
 // counts the rest, and building it reads and decodes about what it keeps,
 // not the 20 MB of the session (which a view read from the start decoded,
 // all of it, to drop the older ones).
@@ -37,7 +37,7 @@ func TestViewBoundedAsBuilt(t *testing.T) {
 	}
 	var items, older int
 	got := allocated(func() {
-		v, err := e.hub.View(ctx, "b", id, hub.Scanned(hub.ViewOptions{Name: hub.ViewFull}))
+		v, err := e.hub.View(ctx, "b", id, feed.Scanned(feed.ViewOptions{Name: feed.ViewFull}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,17 +46,17 @@ func TestViewBoundedAsBuilt(t *testing.T) {
 			t.Errorf("the newest item is seq %d, want 102", last)
 		}
 	})
-	if fit := hub.MaxReadBytes / (200 << 10); items != fit || older != 100-fit {
+	if fit := feed.MaxReadBytes / (200 << 10); items != fit || older != 100-fit {
 		t.Errorf("full view: %d items, %d older; want %d and %d", items, older, fit, 100-fit)
 	}
-	if got > 4*hub.MaxReadBytes {
+	if got > 4*feed.MaxReadBytes {
 		t.Errorf("building the view allocated %d bytes, the session holds 20 MB", got)
 	}
 	t.Logf("a full view of 100 × 200 KiB: %d bytes allocated", got)
 }
 
 // TestCatchUpBoundedAsBuilt: a subscription catching up on a session of
-// large envelopes reads it a page of hub.MaxReadBytes at a time, not 256
+// large envelopes reads it a page of feed.MaxReadBytes at a time, not 256
 // envelopes at once.
 func TestCatchUpBoundedAsBuilt(t *testing.T) {
 	e := newEnv(t, nil)
@@ -68,7 +68,7 @@ func TestCatchUpBoundedAsBuilt(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sub, err := e.hub.Subscribe(ctx, "b", hub.SubscribeOptions{Cursors: map[session.ID]uint64{id: 2}})
+	sub, err := e.hub.Subscribe(ctx, "b", feed.SubscribeOptions{Cursors: map[session.ID]uint64{id: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestCatchUpBoundedAsBuilt(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if got > 3*hub.MaxReadBytes {
+	if got > 3*feed.MaxReadBytes {
 		t.Errorf("the first delivery of a catch-up over 20 MB allocated %d bytes", got)
 	}
 	t.Logf("the first delivery of a catch-up over 40 × 500 KiB: %d bytes allocated", got)

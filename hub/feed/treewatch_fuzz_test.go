@@ -1,4 +1,4 @@
-package hub_test
+package feed_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/internal/server"
 	"github.com/hubd/hubd/session"
@@ -17,9 +18,9 @@ import (
 // treeWatcher is an operator's verbose watch of a tree, resumed from its
 // cursors as a client would after a broken stream.
 type treeWatcher struct {
-	h       *hub.Hub
+	h       *served
 	root    session.ID
-	sub     *hub.Subscription
+	sub     *feed.Subscription
 	last    map[string]uint64 // last seq read, per session
 	started bool
 }
@@ -29,7 +30,7 @@ func (w *treeWatcher) resume(t *testing.T) {
 	if w.sub != nil {
 		w.sub.Close()
 	}
-	opts := hub.WatchOptions{Tree: true, Verbose: true, From: w.last[w.root.String()] + 1, Cursors: map[string]uint64{}}
+	opts := feed.WatchOptions{Tree: true, Verbose: true, From: w.last[w.root.String()] + 1, Cursors: map[string]uint64{}}
 	for id, seq := range w.last {
 		opts.Cursors[id] = seq
 	}
@@ -71,7 +72,7 @@ func FuzzTreeWatch(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { l.Close() })
-	h, err := hub.New(context.Background(), hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil)})
+	h, err := openServed(context.Background(), hub.Config{Log: server.WALLog(l), Adapters: server.Adapters(nil)})
 	if err != nil {
 		f.Fatal(err)
 	}

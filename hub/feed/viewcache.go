@@ -1,9 +1,10 @@
-package hub
+package feed
 
 import (
 	"maps"
 	"sync"
 
+	"github.com/hubd/hubd/hub"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
@@ -15,11 +16,12 @@ const (
 	viewTailBytes = 64 << 10
 )
 
-// viewCache is what the fold keeps of a session for its views (Hub.View,
+// viewCache is what the feed keeps of a session for its views (Feed.View,
 // and so every turn notice of a subscription with a turn view): the
 // newest view items, and per participant how many items of each speaker
-// it may see in the whole session. It is updated with every envelope
-// folded (sess.observe) and read by View outside the session's lock.
+// it may see in the whole session. It is the session's hub.Tail: the hub
+// tells it every envelope the session folds (from the log at load, or at
+// commit), and View reads it outside the session's lock.
 type viewCache struct {
 	mu       sync.Mutex
 	tail     []viewEntry // the newest view items, oldest first
@@ -39,8 +41,8 @@ type viewEntry struct {
 
 func newViewCache(names []string) *viewCache { return &viewCache{complete: true, names: names} }
 
-// add folds one envelope of the session.
-func (c *viewCache) add(e *hubpb.Envelope) {
+// Add implements hub.Tail: it folds the session's next envelope.
+func (c *viewCache) Add(e *hubpb.Envelope) {
 	it, ok := itemOf(e)
 	if !ok {
 		return
@@ -69,16 +71,6 @@ func (c *viewCache) add(e *hubpb.Envelope) {
 		c.tail = c.tail[1:]
 		c.complete = false
 	}
-}
-
-// replace takes the contents of fresh (a session reloaded from its log).
-func (c *viewCache) replace(fresh *viewCache) {
-	fresh.mu.Lock()
-	tail, bytes, complete, seen, last := fresh.tail, fresh.bytes, fresh.complete, fresh.seen, fresh.last
-	fresh.mu.Unlock()
-	c.mu.Lock()
-	c.tail, c.bytes, c.complete, c.seen, c.last = tail, bytes, complete, seen, last
-	c.mu.Unlock()
 }
 
 // view fills b as viewItems over the whole session would (agent's items,
@@ -130,4 +122,66 @@ func (c *viewCache) counts(agent string) (uint64, map[string]int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.last, maps.Clone(c.seen[agent])
+}
+
+// cacheOf returns the view cache beside s, nil when it has none (a
+// session of a hub without this feed).
+func cacheOf(s *hub.Session) *viewCache {
+	c, _ := s.Tail().(*viewCache)
+	return c
+}
+
+// viewBuf keeps the newest items of a view, at most keep of them and
+// MaxReadBytes of their text (the newest always), and counts the older
+// ones per speaker as it drops them: a view's memory is bounded whatever
+// the length of the log.
+type viewBuf struct {
+	items []*hubpb.ViewItem
+	keep  int
+	bytes int
+	older map[string]int32
+	total int32
+}
+
+func (b *viewBuf) add(it *hubpb.ViewItem) {
+	b.items = append(b.items, it)
+	b.bytes += len(it.GetText())
+	for len(b.items) > b.keep || (len(b.items) > 1 && b.bytes > MaxReadBytes) {
+		old := b.items[0]
+		b.items[0] = nil
+		b.items = b.items[1:]
+		b.bytes -= len(old.GetText())
+		b.older[old.GetFrom()]++
+		b.total++
+	}
+}
+
+// viewItem returns the view entry of e for agent, if e is one it may see.
+func viewItem(e *hubpb.Envelope, agent string) (*hubpb.ViewItem, bool) {
+	if !session.Visible(e, agent) {
+		return nil, false
+	}
+	return itemOf(e)
+}
+
+// itemOf returns the view entry of e, if e is one a view shows.
+func itemOf(e *hubpb.Envelope) (*hubpb.ViewItem, bool) {
+	it := &hubpb.ViewItem{Seq: e.GetSeq(), From: e.GetFrom(), Type: e.GetType(), At: e.GetAcceptedAt()}
+	switch p := e.GetPayload().(type) {
+	case *hubpb.Envelope_Text:
+		it.Text = p.Text.GetText()
+	case *hubpb.Envelope_Packet:
+		it.Text = p.Packet.GetBody()
+	case *hubpb.Envelope_Question:
+		it.Text = p.Question.GetText()
+	case *hubpb.Envelope_Answer:
+		it.Text = p.Answer.GetText()
+	case *hubpb.Envelope_DelegationResult:
+		it.Text = p.DelegationResult.GetSummary()
+	case *hubpb.Envelope_Message:
+		it.Text = p.Message.GetText()
+	default:
+		return nil, false
+	}
+	return it, true
 }

@@ -1,4 +1,4 @@
-package hub_test
+package feed_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package hub
+package feed
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/hubd/hubd/hub"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/session"
 )
@@ -25,18 +26,6 @@ const (
 	ViewLast = "last"
 )
 
-// ViewOptions choose a view.
-type ViewOptions struct {
-	Name   string // one of the View* names; "" is ViewDefault
-	Window int    // for ViewWindowed; default 10
-	// History puts earlier sessions' items first: HistoryThread (the
-	// thread's previous sessions) or HistoryDelegate (a child's earlier
-	// siblings with the same delegator and delegate); "": none.
-	History string
-
-	scan bool // read the log even when the view cache could answer (tests)
-}
-
 // The histories a view may include.
 const (
 	HistoryThread   = "thread"
@@ -47,16 +36,16 @@ const (
 const maxHistory = 16
 
 // View returns agent's view of a session.
-func (h *Hub) View(ctx context.Context, agent string, id session.ID, opts ViewOptions) (*hubpb.View, error) {
-	s, err := h.readable(ctx, agent, false, id)
+func (f *Feed) View(ctx context.Context, agent string, id session.ID, opts ViewOptions) (*hubpb.View, error) {
+	s, err := f.readable(ctx, agent, false, id)
 	if err != nil {
 		return nil, err
 	}
-	name, window, err := resolveView(s.meta, opts)
+	name, window, err := resolveView(s.Meta(), opts)
 	if err != nil {
 		return nil, err
 	}
-	earlier, err := h.history(ctx, agent, s, opts.History)
+	earlier, err := f.history(ctx, agent, s, opts.History)
 	if err != nil {
 		return nil, err
 	}
@@ -65,14 +54,14 @@ func (h *Hub) View(ctx context.Context, agent string, id session.ID, opts ViewOp
 		keep = min(window, MaxReadItems)
 	}
 	buf := viewBuf{keep: keep, older: map[string]int32{}}
-	if len(earlier) > 0 || opts.scan || !s.views.view(agent, s.meta.GetSessionId(), &buf) {
+	if c := cacheOf(s); len(earlier) > 0 || opts.scan || c == nil || !c.view(agent, s.Meta().GetSessionId(), &buf) {
 		buf = viewBuf{keep: keep, older: map[string]int32{}}
-		if err := h.scanView(ctx, agent, append(earlier, s), &buf); err != nil {
+		if err := f.scanView(ctx, agent, append(earlier, s), &buf); err != nil {
 			return nil, err
 		}
 	}
-	v := &hubpb.View{SessionId: s.meta.GetSessionId(), Name: name, Items: buf.items, OlderTotal: buf.total}
-	for _, n := range session.Names(s.meta) {
+	v := &hubpb.View{SessionId: s.Meta().GetSessionId(), Name: name, Items: buf.items, OlderTotal: buf.total}
+	for _, n := range session.Names(s.Meta()) {
 		if c := buf.older[n]; c > 0 {
 			v.Older = append(v.Older, &hubpb.SpeakerCount{Speaker: n, Count: c})
 		}
@@ -83,41 +72,16 @@ func (h *Hub) View(ctx context.Context, agent string, id session.ID, opts ViewOp
 // scanView reads agent's items of sessions ss, in order, into b: from
 // the newest back, stopping once b is full, when the log reads newest
 // first; otherwise from the start, b keeping the newest.
-func (h *Hub) scanView(ctx context.Context, agent string, ss []*sess, b *viewBuf) error {
-	if back, ok := h.wal.(BackScanner); ok {
-		return h.scanViewBack(ctx, back, agent, ss, b)
+func (f *Feed) scanView(ctx context.Context, agent string, ss []*hub.Session, b *viewBuf) error {
+	if back, ok := f.h.Log().(hub.BackScanner); ok && !slices.ContainsFunc(ss, func(s *hub.Session) bool { return cacheOf(s) == nil }) {
+		return f.scanViewBack(ctx, back, agent, ss, b)
 	}
 	for _, e := range ss {
-		if err := h.viewItems(ctx, agent, e, b); err != nil {
+		if err := f.viewItems(ctx, agent, e, b); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// viewBuf keeps the newest items of a view, at most keep of them and
-// MaxReadBytes of their text (the newest always), and counts the older
-// ones per speaker as it drops them: a view's memory is bounded whatever
-// the length of the log.
-type viewBuf struct {
-	items []*hubpb.ViewItem
-	keep  int
-	bytes int
-	older map[string]int32
-	total int32
-}
-
-func (b *viewBuf) add(it *hubpb.ViewItem) {
-	b.items = append(b.items, it)
-	b.bytes += len(it.GetText())
-	for len(b.items) > b.keep || (len(b.items) > 1 && b.bytes > MaxReadBytes) {
-		old := b.items[0]
-		b.items[0] = nil
-		b.items = b.items[1:]
-		b.bytes -= len(old.GetText())
-		b.older[old.GetFrom()]++
-		b.total++
-	}
 }
 
 // scanViewBack fills b from the newest item of sessions ss (oldest
@@ -125,12 +89,12 @@ func (b *viewBuf) add(it *hubpb.ViewItem) {
 // the first item that does not fit b: no more is read or built than b
 // keeps (and the first item that does not fit). The older items are
 // counted per speaker from each session's view cache.
-func (h *Hub) scanViewBack(ctx context.Context, back BackScanner, agent string, ss []*sess, b *viewBuf) error {
+func (f *Feed) scanViewBack(ctx context.Context, back hub.BackScanner, agent string, ss []*hub.Session, b *viewBuf) error {
 	var newest []*hubpb.ViewItem // newest first
 	full := false
 	for i := len(ss) - 1; i >= 0; i-- {
 		x := ss[i]
-		last, seen := x.views.counts(agent)
+		last, seen := cacheOf(x).counts(agent)
 		taken := map[string]int32{}
 		if !full && last > 0 {
 			var err error
@@ -153,11 +117,11 @@ func (h *Hub) scanViewBack(ctx context.Context, back BackScanner, agent string, 
 // backItems adds agent's items of session x up to seq last, newest first,
 // to newest (counting them per speaker in taken) while they fit b; full
 // says one did not.
-func backItems(ctx context.Context, back BackScanner, agent string, x *sess, last uint64, b *viewBuf,
+func backItems(ctx context.Context, back hub.BackScanner, agent string, x *hub.Session, last uint64, b *viewBuf,
 	newest []*hubpb.ViewItem, taken map[string]int32) ([]*hubpb.ViewItem, bool, error) {
 	full := false
-	err := back.ScanBack(ctx, x.id, last, func(_ uint64, data []byte) error {
-		e, err := x.decode(data)
+	err := back.ScanBack(ctx, x.ID(), last, func(_ uint64, data []byte) error {
+		e, err := x.Decode(data)
 		if err != nil {
 			return err
 		}
@@ -169,86 +133,86 @@ func backItems(ctx context.Context, back BackScanner, agent string, x *sess, las
 			full = true
 			return errStop
 		}
-		it.SessionId = x.meta.GetSessionId()
+		it.SessionId = x.Meta().GetSessionId()
 		newest, b.bytes = append(newest, it), b.bytes+len(it.GetText())
 		taken[it.GetFrom()]++
 		return nil
 	})
 	if err != nil && !errors.Is(err, errStop) {
-		return nil, false, fmt.Errorf("reading session %v: %w", x.id, err)
+		return nil, false, fmt.Errorf("reading session %v: %w", x.ID(), err)
 	}
 	return newest, full, nil
 }
 
 // viewItems adds agent's items of session s to b.
-func (h *Hub) viewItems(ctx context.Context, agent string, s *sess, b *viewBuf) error {
-	err := h.wal.Scan(ctx, s.id, 1, func(seq uint64, data []byte) error {
-		e, err := s.decode(data)
+func (f *Feed) viewItems(ctx context.Context, agent string, s *hub.Session, b *viewBuf) error {
+	err := f.h.Log().Scan(ctx, s.ID(), 1, func(seq uint64, data []byte) error {
+		e, err := s.Decode(data)
 		if err != nil {
 			return err
 		}
 		if it, ok := viewItem(e, agent); ok {
-			it.SessionId = s.meta.GetSessionId()
+			it.SessionId = s.Meta().GetSessionId()
 			b.add(it)
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("reading session %v: %w", s.id, err)
+		return fmt.Errorf("reading session %v: %w", s.ID(), err)
 	}
 	return nil
 }
 
 // history returns the earlier sessions a view of s includes, oldest first:
 // those agent may read.
-func (h *Hub) history(ctx context.Context, agent string, s *sess, which string) ([]*sess, error) {
-	var out []*sess
+func (f *Feed) history(ctx context.Context, agent string, s *hub.Session, which string) ([]*hub.Session, error) {
+	var out []*hub.Session
 	switch which {
 	case "":
 	case HistoryThread:
-		for p := s.meta.GetPreviousSessionId(); p != "" && len(out) < maxHistory; {
+		for p := s.Meta().GetPreviousSessionId(); p != "" && len(out) < maxHistory; {
 			id, err := session.ParseID(p)
-			prev, _ := h.lookup(ctx, id)
+			prev, _ := f.h.Lookup(ctx, id)
 			if err != nil || prev == nil {
 				break
 			}
 			out = append(out, prev)
-			p = prev.meta.GetPreviousSessionId()
+			p = prev.Meta().GetPreviousSessionId()
 		}
 		slices.Reverse(out)
 	case HistoryDelegate:
 		var err error
-		if out, err = h.siblings(ctx, s); err != nil {
+		if out, err = f.siblings(ctx, s); err != nil {
 			return nil, err
 		}
 	default:
 		return nil, fmt.Errorf("unknown view history %q (known: thread, delegate): %w", which, session.ErrMalformed)
 	}
-	return slices.DeleteFunc(out, func(x *sess) bool { return !session.IsParticipant(x.meta, agent) }), nil
+	return slices.DeleteFunc(out, func(x *hub.Session) bool { return !session.IsParticipant(x.Meta(), agent) }), nil
 }
 
 // siblings returns s's earlier siblings with its delegator and delegate,
 // live or ended, oldest first, at most maxHistory (each ended one loaded
 // from the log).
-func (h *Hub) siblings(ctx context.Context, s *sess) ([]*sess, error) {
-	pid, err := session.ParseID(s.meta.GetParentSessionId())
+func (f *Feed) siblings(ctx context.Context, s *hub.Session) ([]*hub.Session, error) {
+	pid, err := session.ParseID(s.Meta().GetParentSessionId())
 	if err != nil {
 		return nil, nil
 	}
-	ids, err := h.childIDs(ctx, pid)
+	ids, err := f.h.ChildIDs(ctx, pid)
 	if err != nil {
 		return nil, err
 	}
-	var out []*sess
+	var out []*hub.Session
 	for i := len(ids) - 1; i >= 0 && len(out) < maxHistory; i-- {
-		if compareIDs(ids[i], s.id) >= 0 {
+		if compareIDs(ids[i], s.ID()) >= 0 {
 			continue
 		}
-		k, err := h.lookup(ctx, ids[i])
+		k, err := f.h.Lookup(ctx, ids[i])
 		if err != nil {
 			continue
 		}
-		if k.meta.GetCreator() == s.meta.GetCreator() && k.meta.GetResponder() == s.meta.GetResponder() {
+		if k.Meta().GetCreator() == s.Meta().GetCreator() && k.Meta().GetResponder() == s.Meta().GetResponder() {
 			out = append(out, k)
 		}
 	}
@@ -276,34 +240,4 @@ func resolveView(meta *hubpb.SessionMeta, opts ViewOptions) (string, int, error)
 		return ViewDefault, 0, nil
 	}
 	return "", 0, fmt.Errorf("unknown view %q (known: full, windowed, default, last): %w", opts.Name, session.ErrMalformed)
-}
-
-// viewItem returns the view entry of e for agent, if e is one it may see.
-func viewItem(e *hubpb.Envelope, agent string) (*hubpb.ViewItem, bool) {
-	if !session.Visible(e, agent) {
-		return nil, false
-	}
-	return itemOf(e)
-}
-
-// itemOf returns the view entry of e, if e is one a view shows.
-func itemOf(e *hubpb.Envelope) (*hubpb.ViewItem, bool) {
-	it := &hubpb.ViewItem{Seq: e.GetSeq(), From: e.GetFrom(), Type: e.GetType(), At: e.GetAcceptedAt()}
-	switch p := e.GetPayload().(type) {
-	case *hubpb.Envelope_Text:
-		it.Text = p.Text.GetText()
-	case *hubpb.Envelope_Packet:
-		it.Text = p.Packet.GetBody()
-	case *hubpb.Envelope_Question:
-		it.Text = p.Question.GetText()
-	case *hubpb.Envelope_Answer:
-		it.Text = p.Answer.GetText()
-	case *hubpb.Envelope_DelegationResult:
-		it.Text = p.DelegationResult.GetSummary()
-	case *hubpb.Envelope_Message:
-		it.Text = p.Message.GetText()
-	default:
-		return nil, false
-	}
-	return it, true
 }

@@ -1,4 +1,4 @@
-package hub_test
+package feed_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/hubd/hubd/hub"
+	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/hubpb"
 )
 
@@ -23,8 +23,8 @@ func TestViewCacheIsTheLog(t *testing.T) {
 	ctx := context.Background()
 	id := openConversation(t, e.hub, "a", "b")
 	r := rand.New(rand.NewPCG(1, 2))
-	views := []hub.ViewOptions{{}, {Name: hub.ViewFull}, {Name: hub.ViewLast}, {Name: hub.ViewWindowed, Window: 1},
-		{Name: hub.ViewWindowed, Window: 3}, {Name: hub.ViewWindowed}, {Name: hub.ViewWindowed, Window: 100}}
+	views := []feed.ViewOptions{{}, {Name: feed.ViewFull}, {Name: feed.ViewLast}, {Name: feed.ViewWindowed, Window: 1},
+		{Name: feed.ViewWindowed, Window: 3}, {Name: feed.ViewWindowed}, {Name: feed.ViewWindowed, Window: 100}}
 	check := func(step int) {
 		t.Helper()
 		for _, agent := range []string{"a", "b"} {
@@ -33,7 +33,7 @@ func TestViewCacheIsTheLog(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want, err := e.hub.View(ctx, agent, id, hub.Scanned(o))
+				want, err := e.hub.View(ctx, agent, id, feed.Scanned(o))
 				if err != nil {
 					t.Fatal(err)
 				}

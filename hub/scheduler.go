@@ -2,19 +2,33 @@ package hub
 
 import (
 	"container/heap"
-	"context"
-	"errors"
 	"sync"
 	"time"
-
-	"github.com/hubd/hubd/session"
 )
+
+// Clock is the hub's source of time. Deadlines are computed from logged
+// timestamps and Now; AfterFunc arms the one timer the scheduler needs.
+type Clock interface {
+	Now() time.Time
+	// AfterFunc calls f once d has passed (in its own goroutine or, for a
+	// test clock, when the test advances time) and returns a function that
+	// stops it.
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
+}
+
+// systemClock is the wall clock, the default.
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+func (systemClock) AfterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 
 // scheduler keeps every session's next deadline in a min-heap and one clock
 // timer armed for the earliest. Idle sessions cost a heap slot, no
 // goroutine.
 type scheduler struct {
-	h       *Hub
+	clock   Clock
+	run     func(*Session) // writes a session's due timers (Hub.runTimers)
 	mu      sync.Mutex
 	q       dueHeap
 	stopT   func() bool
@@ -26,7 +40,7 @@ type scheduler struct {
 // fireParallelism bounds how many sessions' timers are written at once.
 const fireParallelism = 64
 
-func (sc *scheduler) init(h *Hub) { sc.h = h }
+func (sc *scheduler) init(clock Clock, run func(*Session)) { sc.clock, sc.run = clock, run }
 
 func (sc *scheduler) start() {
 	sc.mu.Lock()
@@ -46,10 +60,10 @@ func (sc *scheduler) stop() {
 }
 
 // add schedules a session (its lock held or not yet shared).
-func (sc *scheduler) add(s *sess) { sc.update(s) }
+func (sc *scheduler) add(s *Session) { sc.update(s) }
 
 // update recomputes a session's next deadline; the caller holds its lock.
-func (sc *scheduler) update(s *sess) {
+func (sc *scheduler) update(s *Session) {
 	at, ok := s.m.Next()
 	if s.gone.Load() {
 		ok = false // unloaded: its new owner runs its timers
@@ -72,7 +86,7 @@ func (sc *scheduler) update(s *sess) {
 // retry schedules a session's timers again at at, after a write the log
 // did not take (a full disk, a failed append: a failed session is reloaded
 // then); the caller holds its lock.
-func (sc *scheduler) retry(s *sess, at time.Time) {
+func (sc *scheduler) retry(s *Session, at time.Time) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if s.gone.Load() {
@@ -90,7 +104,7 @@ func (sc *scheduler) retry(s *sess, at time.Time) {
 // timerRetry is how long a firing the log refused waits to be tried again.
 const timerRetry = time.Second
 
-func (sc *scheduler) remove(s *sess) {
+func (sc *scheduler) remove(s *Session) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if s.heapIdx >= 0 {
@@ -110,23 +124,23 @@ func (sc *scheduler) arm() {
 	if sc.stopT != nil {
 		sc.stopT()
 	}
-	d := next.Sub(sc.h.clock.Now())
+	d := next.Sub(sc.clock.Now())
 	if d < 0 {
 		d = 0
 	}
 	sc.armedAt = next
-	sc.stopT = sc.h.clock.AfterFunc(d, sc.fire)
+	sc.stopT = sc.clock.AfterFunc(d, sc.fire)
 }
 
 // fire runs the timers of every session due now, in parallel up to
 // fireParallelism, and returns when they are written.
 func (sc *scheduler) fire() {
-	now := sc.h.clock.Now()
+	now := sc.clock.Now()
 	sc.mu.Lock()
 	sc.stopT = nil
-	var due []*sess
+	var due []*Session
 	for len(sc.q) > 0 && !sc.q[0].due.After(now) && !sc.stopped {
-		due = append(due, heap.Pop(&sc.q).(*sess))
+		due = append(due, heap.Pop(&sc.q).(*Session))
 	}
 	sc.mu.Unlock()
 	var wg sync.WaitGroup
@@ -136,7 +150,7 @@ func (sc *scheduler) fire() {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			sc.h.runTimers(s)
+			sc.run(s)
 		}()
 	}
 	wg.Wait()
@@ -145,82 +159,24 @@ func (sc *scheduler) fire() {
 	sc.mu.Unlock()
 }
 
-// runTimers writes what a session's due timers decide, through the commit
-// path, and reschedules it.
-func (h *Hub) runTimers(s *sess) {
-	if h.enter() != nil {
-		return
-	}
-	defer h.leave()
-	ctx := context.Background()
-	s.hold()
-	defer s.release()
-	if s.gone.Load() {
-		return // unloaded while due: its new owner runs its timers
-	}
-	if err := h.ready(ctx, s); errors.Is(err, errNotWritten) {
-		return // a new session whose first write did not land: forgotten
-	} else if err != nil {
-		h.logger.Error().Err(err).Str("session", s.id.String()).Msg("session not reloaded; retrying")
-		h.sched.retry(s, h.clock.Now().Add(timerRetry))
-		return
-	}
-	// A timer's envelopes belong to the trace of the turn they time.
-	ctx, span := h.startSpan(continueTrace(ctx, s.trigger), spanTimers, s.id)
-	defer span.End()
-	for {
-		envs := s.m.Due(h.stamp(s))
-		if len(envs) == 0 {
-			h.sched.update(s)
-			return
-		}
-		// Many firings at once (a session with many expectations or
-		// question deadlines) are written a bounded number per write, so
-		// that each write fits the log's; the rest are due again at once.
-		more := len(envs) > maxTimerWrite
-		envs = envs[:min(len(envs), maxTimerWrite)]
-		all, err := h.commit(ctx, s, envs, nil)
-		if errors.Is(err, ErrStorageFailed) {
-			return // nothing is written until a restart, which fires them
-		}
-		if err != nil {
-			// Nothing was written: the deadlines are still due; try again.
-			h.logger.Error().Err(err).Str("session", s.id.String()).Msg("timer envelopes not written; retrying")
-			h.sched.retry(s, h.clock.Now().Add(timerRetry))
-			return
-		}
-		if f := h.cfg.Hooks.TimerFired; f != nil {
-			for _, e := range all {
-				if e.GetFrom() == "" && (e.GetType() == session.EventViolation || session.Ends(e.GetType())) {
-					f(s.id, e)
-				}
-			}
-		}
-		if !more {
-			return
-		}
-	}
-}
-
-// maxTimerWrite bounds the timer envelopes of one session written at once:
-// 256 violations, each well under 1 KiB stored, stay far below the log's
-// smallest batch.
-const maxTimerWrite = 256
-
 // dueHeap orders sessions by next deadline.
-type dueHeap []*sess
+type dueHeap []*Session
 
-func (q dueHeap) Len() int           { return len(q) }
+func (q dueHeap) Len() int { return len(q) }
+
 func (q dueHeap) Less(i, j int) bool { return q[i].due.Before(q[j].due) }
+
 func (q dueHeap) Swap(i, j int) {
 	q[i], q[j] = q[j], q[i]
 	q[i].heapIdx, q[j].heapIdx = i, j
 }
+
 func (q *dueHeap) Push(x any) {
-	s := x.(*sess)
+	s := x.(*Session)
 	s.heapIdx = len(*q)
 	*q = append(*q, s)
 }
+
 func (q *dueHeap) Pop() any {
 	old := *q
 	s := old[len(old)-1]
