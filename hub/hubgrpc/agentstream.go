@@ -18,6 +18,7 @@ import (
 
 	"github.com/hubd/hubd/hub"
 	"github.com/hubd/hubd/hubpb"
+	"github.com/hubd/hubd/hubpb/hubsvc"
 	"github.com/hubd/hubd/session"
 )
 
@@ -104,7 +105,7 @@ type agentConn struct {
 
 	dmu      sync.Mutex
 	ctx      context.Context // the handler's, for the drainer
-	sub      *hub.Subscription
+	sub      Feed
 	draining bool          // a drainer runs
 	pending  bool          // something was queued while it ran
 	closed   bool          // the handler is returning: no new drainer
@@ -243,12 +244,10 @@ func (c *agentConn) endedBy(ctx context.Context) error {
 
 // subscribe starts the stream's deliveries.
 func (c *agentConn) subscribe(ctx context.Context, req *hubpb.SubscribeRequest) error {
-	opts, err := subscribeOptions(req)
-	if err != nil {
+	if _, err := subscribeOptions(req); err != nil {
 		return err
 	}
-	opts.Place = c.place
-	sub, err := c.svc.h.Subscribe(ctx, c.id.Agent, opts)
+	sub, err := c.svc.subscribe(ctx, c.id, req, c.place)
 	if err != nil {
 		return err
 	}
@@ -316,7 +315,7 @@ func (c *agentConn) kick() {
 // drain writes the subscription's deliveries until none is ready and
 // none comes within linger, then exits; a subscription that ends ends the
 // stream.
-func (c *agentConn) drain(ctx context.Context, sub *hub.Subscription) {
+func (c *agentConn) drain(ctx context.Context, sub Feed) {
 	defer c.wg.Done()
 	var t *time.Timer
 	defer func() {
@@ -565,7 +564,13 @@ func (c *agentConn) send(ctx context.Context, f *hubpb.StreamSend) (*hubpb.SendR
 	if err != nil {
 		return nil, err
 	}
-	return c.svc.h.Send(ctx, c.id.Agent, sid, f.GetEnvelope()) // unknown fields: dropped by the codec
+	if c.svc.router == nil {
+		return c.svc.h.Send(ctx, c.id.Agent, sid, f.GetEnvelope()) // unknown fields: dropped by the codec
+	}
+	req := &hubpb.SendRequest{SessionId: f.GetSessionId(), Envelope: f.GetEnvelope()}
+	return routed[*hubpb.SendResponse](c, ctx, hubsvc.Hub_Send_FullMethodName, req, func(ctx context.Context) (*hubpb.SendResponse, error) {
+		return c.svc.h.Send(ctx, c.id.Agent, sid, f.GetEnvelope())
+	})
 }
 
 // open is Open on the stream: the creator is the stream's agent.
@@ -573,7 +578,34 @@ func (c *agentConn) open(ctx context.Context, f *hubpb.StreamOpen) (*hubpb.OpenR
 	if f.GetRequest() == nil {
 		return nil, fmt.Errorf("StreamOpen.request is required: %w", session.ErrMalformed)
 	}
-	return c.svc.h.Open(ctx, c.id.Agent, f.GetRequest())
+	if c.svc.router == nil {
+		return c.svc.h.Open(ctx, c.id.Agent, f.GetRequest())
+	}
+	return routed[*hubpb.OpenResponse](c, ctx, hubsvc.Hub_Open_FullMethodName, f.GetRequest(), func(ctx context.Context) (*hubpb.OpenResponse, error) {
+		return c.svc.h.Open(ctx, c.id.Agent, f.GetRequest())
+	})
+}
+
+// routed runs a send or open of the stream through the Router, as the
+// call method with request req; run runs it on the hub.
+func routed[T any](c *agentConn, ctx context.Context, method string, req any, run func(context.Context) (T, error)) (T, error) {
+	var zero T
+	resp, err := c.svc.router.Unary(WithIdentity(ctx, c.id), req, &grpc.UnaryServerInfo{Server: c.svc, FullMethod: method},
+		func(ctx context.Context, _ any) (any, error) {
+			resp, err := run(ctx)
+			if err != nil {
+				return nil, statusOf(c.svc.lg, method, err)
+			}
+			return resp, nil
+		})
+	if err != nil {
+		return zero, err
+	}
+	out, ok := resp.(T)
+	if !ok {
+		return zero, fmt.Errorf("routed %s answered a %T", method, resp)
+	}
+	return out, nil
 }
 
 // answer writes ack, or err as the status of a Send or Open call carries
