@@ -1,4 +1,4 @@
-package server
+package cluster_test
 
 import (
 	"fmt"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/hubpb/hubsvc"
+	"github.com/hubd/hubd/internal/cluster"
 	"github.com/hubd/hubd/internal/natstest"
 	"github.com/hubd/hubd/session"
 )
@@ -31,7 +32,7 @@ func TestClusterRouting(t *testing.T) {
 	c := natstest.RunServer(t)
 	a := startClusterNode(t, c, "a")
 	b := startClusterNode(t, c, "b")
-	g := startClusterNode(t, c, "g", func(cc *ClusterConfig) { cc.Gateway = true })
+	g := startClusterNode(t, c, "g", func(cc *cluster.Config) { cc.Gateway = true })
 	waitUntil(t, "two partitions each", 15*time.Second, func() bool { return len(a.Served()) == 2 && len(b.Served()) == 2 })
 	ca, cb, cg := rawClient(t, a.Addr()), rawClient(t, b.Addr()), rawClient(t, g.Addr())
 	clients := map[string]hubsvc.HubClient{"a": ca, "b": cb, "g": cg}
@@ -201,12 +202,11 @@ func TestClusterRouting(t *testing.T) {
 		t.Fatalf("the forwarded send's envelope: %v, %v; want trace 4bf92f35...", lg, err)
 	}
 
-	// Large calls and answers travel in parts: an envelope near the
-	// log's limit sent through the node that does not serve its session
-	// (a request over NATS's 1 MiB max_payload less the headers' room),
-	// and a log of 1.6 MB read back through it.
+	// Large calls and answers: an envelope near the log's limit sent
+	// through the node that does not serve its session, and a log of
+	// 1.6 MB read back through it.
 	big := owners["a"][2]
-	sizes := []int{600_000, a.node.log.MaxRecordBytes() - 2048}
+	sizes := []int{600_000, a.Node().MaxRecordBytes() - 2048}
 	for i, n := range sizes {
 		if _, err := cb.Send(as("alice"), &hubpb.SendRequest{SessionId: big, Envelope: &hubpb.Envelope{Type: session.EventText,
 			Payload: &hubpb.Envelope_Text{Text: &hubpb.Text{Text: strings.Repeat(string(rune('x'+i)), n)}}}}); err != nil {
@@ -235,7 +235,7 @@ func TestClusterRouting(t *testing.T) {
 
 	// b stops answering calls: listings fail rather than answer partly,
 	// and a call for b's sessions says to retry shortly.
-	b.node.calls.Close()
+	b.Node().StopCalls()
 	for name, cl := range map[string]hubsvc.HubClient{"a": ca, "g": cg} {
 		_, err := cl.ListSessions(as("alice"), &hubpb.ListSessionsRequest{})
 		info := errorInfo(t, err)

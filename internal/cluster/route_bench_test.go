@@ -1,4 +1,4 @@
-package server
+package cluster_test
 
 import (
 	"fmt"
