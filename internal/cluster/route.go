@@ -83,10 +83,13 @@ func hubMethods() (methods, error) {
 // node (gather.go); any other call runs here and, refused with NOT_OWNER
 // naming another node, is forwarded to that node, which runs it on the
 // caller's behalf (the same request, the caller's identity) and whose
-// reply or status goes back unchanged. An owner that does not answer
-// (gone, or not within forwardTimeout) makes NOT_OWNER with no owner
-// address: retry shortly, with the same client message id (a send that
-// reached the owner is not written twice).
+// reply or status goes back unchanged. While the session's partition has
+// no owner (it changes hands: a lease expiring, a hydrate), or its owner
+// cannot be reached, the call is tried again, for up to retryFor within
+// the caller's deadline; then NOT_OWNER with no owner address says to
+// retry shortly. A forwarded call not answered within forwardTimeout is
+// answered so at once (it may have run: a send retried with the same
+// client message id is not written twice).
 func (n *Node) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	m, ok := req.(proto.Message)
 	if _, hub := n.methods[info.FullMethod]; !ok || !hub || n.calls == nil {
@@ -102,27 +105,57 @@ func (n *Node) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h
 	if !n.holds(m) {
 		orig = proto.Clone(m)
 	}
+	deadline := time.Now().Add(retryFor)
+	if d, ok := ctx.Deadline(); ok && d.Add(-retryMargin).Before(deadline) {
+		deadline = d.Add(-retryMargin) // the caller gets NOT_OWNER, not its deadline
+	}
+	for try := 0; ; try++ {
+		resp, again, err := n.route1(ctx, info.FullMethod, req, orig, handler)
+		wait := reopenWait(try)
+		if !again || time.Now().Add(wait).After(deadline) || !sleep(ctx, wait) {
+			return resp, err
+		}
+		req = proto.Clone(orig)
+	}
+}
+
+// retryFor bounds how long a call waits for its session's partition to
+// have an owner that answers: a lease's expiry and a hydrate. The wait
+// ends retryMargin before the caller's deadline.
+const (
+	retryFor    = 20 * time.Second
+	retryMargin = 250 * time.Millisecond
+)
+
+// route1 runs a call once: here, then on the owner its refusal names
+// (following at most maxHops owners). again says the call did not run
+// and may be tried again shortly: the partition has no owner at the
+// moment, or its owner could not be reached.
+func (n *Node) route1(ctx context.Context, method string, req any, orig proto.Message, handler grpc.UnaryHandler) (any, bool, error) {
 	resp, err := handler(ctx, req)
 	if err == nil || orig == nil {
-		return resp, err
+		return resp, false, err
 	}
 	owner := ownerIn(err)
 	if owner == "" || owner == n.cfg.NodeID {
-		return resp, err
+		return resp, isReason(err, hubpb.Reason_NOT_OWNER), err // no owner, or being loaded here
 	}
 	for hop := 1; ; hop++ {
-		resp, ferr := n.forward(ctx, owner, info.FullMethod, orig)
+		resp, reached, ferr := n.forward(ctx, owner, method, orig)
 		if ferr == nil {
-			return resp, nil
+			return resp, false, nil
 		}
 		next := ownerIn(ferr)
 		switch {
+		case !reached:
+			return nil, true, ferr
 		case next == "" || next == owner || hop == maxHops:
-			return nil, ferr
+			return nil, isReason(ferr, hubpb.Reason_NOT_OWNER) && next == "", ferr
 		case next == n.cfg.NodeID:
 			// The partition came here meanwhile: run the request as the
 			// client sent it (the first run may have changed req).
-			return handler(ctx, proto.Clone(orig))
+			resp, err := handler(ctx, proto.Clone(orig))
+			return resp, isReason(err, hubpb.Reason_NOT_OWNER) && ownerIn(err) == "", err
 		}
 		owner = next
 	}
@@ -213,9 +246,12 @@ func outgoingAs(ctx, from context.Context, id hubgrpc.Identity) context.Context 
 }
 
 // forward has node owner run the call and returns its reply, or its
-// status as it is; a node that does not answer makes NOT_OWNER with no
-// owner address (retry shortly).
-func (n *Node) forward(ctx context.Context, owner, method string, req proto.Message) (any, error) {
+// status as it is; reached is false when the owner could not be called
+// (its address unknown, or no connection to it), and the status then
+// NOT_OWNER with no owner address: retry shortly. An owner that does not
+// answer within forwardTimeout makes the same status, reached (the call
+// may have run).
+func (n *Node) forward(ctx context.Context, owner, method string, req proto.Message) (resp any, reached bool, err error) {
 	fctx, cancel := context.WithTimeout(ctx, forwardTimeout)
 	defer cancel()
 	reply := n.methods[method].reply.New().Interface()
@@ -223,19 +259,22 @@ func (n *Node) forward(ctx context.Context, owner, method string, req proto.Mess
 	if err == nil {
 		err = cc.Invoke(outgoing(fctx, ctx), method, req, reply)
 		if err == nil {
-			return reply, nil
+			return reply, true, nil
 		}
 		if hubInfo(err) != nil {
-			return nil, err // the owner's answer
+			return nil, true, err // the owner's answer
 		}
 	}
 	if ctx.Err() != nil {
-		return nil, hubgrpc.Status(n.logger, method, ctx.Err())
+		return nil, true, hubgrpc.Status(n.logger, method, ctx.Err())
 	}
 	why := fmt.Sprintf("node %s, which serves the session, did not answer the call forwarded to it (%v); retry shortly (a send with the same client_msg_id is not written twice)", owner, err)
-	if errors.Is(err, ErrUnreachable) || status.Code(err) == codes.Unavailable {
+	reached = !errors.Is(err, ErrUnreachable) && status.Code(err) != codes.Unavailable
+	if reached {
+		n.logger.Warn().Err(err).Str("method", method).Str("owner", owner).Msg("forwarded call not answered")
+	} else {
 		why = fmt.Sprintf("node %s, which serves the session, is not reachable at the moment (%v); retry shortly", owner, err)
+		n.logger.Debug().Err(err).Str("method", method).Str("owner", owner).Msg("forwarded call: the owner is not reachable")
 	}
-	n.logger.Warn().Err(err).Str("method", method).Str("owner", owner).Msg("forwarded call not answered")
-	return nil, hubgrpc.Status(n.logger, method, &hub.NotOwnerError{Partition: -1, Why: why})
+	return nil, reached, hubgrpc.Status(n.logger, method, &hub.NotOwnerError{Partition: -1, Why: why})
 }

@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -243,9 +244,16 @@ func TestClusterRouting(t *testing.T) {
 			t.Fatalf("ListSessions on %s with b silent: %v %v", name, err, info)
 		}
 	}
-	_, err = cg.GetSession(as("alice"), &hubpb.GetSessionRequest{SessionId: owners["b"][1]})
+	// A call waits for b within its deadline, then says to retry.
+	ctx, cancel := context.WithTimeout(as("alice"), 2*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err = cg.GetSession(ctx, &hubpb.GetSessionRequest{SessionId: owners["b"][1]})
 	if info := errorInfo(t, err); status.Code(err) != codes.Unavailable || info.GetReason() != "NOT_OWNER" || info.GetMetadata()["owner_addr"] != "" {
 		t.Fatalf("GetSession through the gateway with b silent: %v %v", err, info)
+	}
+	if took := time.Since(start); took < time.Second || took > 2*time.Second {
+		t.Fatalf("GetSession through the gateway with b silent answered after %v, want after retrying within its 2s deadline", took)
 	}
 }
 
