@@ -97,7 +97,7 @@ const DevOperator = "operator"
 // when configured.
 type Server struct {
 	cfg     Config
-	wal     *wal.Log // nil in a cluster
+	wal     *wal.Log      // nil in a cluster
 	node    *cluster.Node // nil on a single node
 	hub     *hub.Hub
 	grpc    *grpc.Server
