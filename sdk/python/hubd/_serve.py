@@ -135,15 +135,11 @@ class Serving:
         with self.lock:
             if self.halt.is_set():
                 return False, None
-            # With peers, the client's stub merges every node's stream.
             self.call = self.c._stub.Subscribe(req, metadata=self.c.metadata, wait_for_ready=True)
-            cluster = self.c._peers is not None
         call = self.call
         got = False
         try:
-            # (In a cluster each node's stream tells its pending turns: a
-            # node answers PendingTurns for the sessions it serves only.)
-            for d in [] if cluster else self._pending_turns():
+            for d in self._pending_turns():
                 self._dispatch(d)
             for d in call:
                 got = True

@@ -40,7 +40,7 @@ from typing import (
 import grpc
 import grpc.aio
 
-from . import _calls, _cluster, _common, _stream, _trace, errors
+from . import _calls, _common, _stream, _trace, errors
 from ._aiostream import AioAgentStream
 from ._aiocalls import Task, Turn, await_all, await_any
 from ._calls import TaskStatus
@@ -173,14 +173,10 @@ class Client:
         connect_timeout: Optional[float] = 10.0,
         channel_options: Sequence[Tuple[str, Any]] = (),
         logger: Optional[logging.Logger] = None,
-        peers: Sequence[str] = (),
-        follow_for: float = 30.0,
         transport: str = _stream.TRANSPORT_STREAM,
     ) -> None:
         _common.check(target, name, token, tls, insecure)
         _stream.check_transport(transport)
-        for p in peers:
-            _common.check(p, name, token, tls, insecure)
         options = _common.channel_options(tls, channel_options)
 
         def dial(addr: str) -> grpc.aio.Channel:
@@ -194,23 +190,12 @@ class Client:
         self._md = _common.metadata(name, token)
         self._raw = pb_grpc.HubStub(self._channel)  # type: ignore[no-untyped-call]
         self._stub: Any = self._raw
-        self._peers: Optional[_cluster.Peers] = None
-        self._peer_channels: List[grpc.aio.Channel] = []
-        if peers:
-
-            def new_stub(addr: str) -> Any:
-                ch = dial(addr)
-                self._peer_channels.append(ch)
-                return _cluster.new_stub(ch)
-
-            self._peers = _cluster.Peers(target, list(peers), self._raw, new_stub, follow_for, logger or _common.LOG)
-            self._stub = _cluster.AioFollowingStub(self._peers)
         self._attempts = max(1, send_attempts)
         self._budget = retry_budget
         self._connect_timeout = connect_timeout
         self.log = logger or _common.LOG
-        # No agent stream: asked for, a cluster, or a hub without it.
-        self._unary = transport == _stream.TRANSPORT_UNARY or bool(peers)
+        # No agent stream: asked for, or a hub without it.
+        self._unary = transport == _stream.TRANSPORT_UNARY
         self._stream: Optional[AioAgentStream] = None
         self._stream_lock: Optional[asyncio.Lock] = None  # made in the loop
 
@@ -238,7 +223,7 @@ class Client:
     @property
     def raw(self) -> pb_grpc.HubStub:
         """The generated gRPC stub on the same channel; pass
-        :attr:`metadata` with each call. It does not follow ``NOT_OWNER``."""
+        :attr:`metadata` with each call."""
         return self._raw
 
     @property
@@ -254,7 +239,7 @@ class Client:
     @property
     def transport(self) -> str:
         """How the client sends now: ``"stream"``, or ``"unary"`` (asked
-        for, with ``peers``, or against a hub without the agent stream)."""
+        for, or against a hub without the agent stream)."""
         return _stream.TRANSPORT_UNARY if self._unary else _stream.TRANSPORT_STREAM
 
     async def close(self) -> None:
@@ -263,8 +248,6 @@ class Client:
         if st is not None:
             st.close()
         await self._channel.close()
-        for ch in self._peer_channels:
-            await ch.close()
 
     async def __aenter__(self) -> "Client":
         if self._connect_timeout is not None:
@@ -419,13 +402,7 @@ class Client:
                 except errors.HubError:
                     st = None
             if st is not None and st.opens:
-                try:
-                    return await st.open(req, timeout)
-                except errors.NotOwner:
-                    # In a cluster, another node serves the session's partition (a
-                    # child's parent's): the stream is to one node, while an Open call
-                    # is forwarded to the owner. The refusal wrote nothing.
-                    pass
+                return await st.open(req, timeout)
         resp = await self._call("open", self._stub.Open, req, timeout)
         return Session(resp.session, resp.existing)
 
@@ -1029,14 +1006,11 @@ class _AsyncServing:
             if res is not None:
                 return res
         await self.c.channel.channel_ready()
-        # With peers, the client's stub merges every node's stream.
         call = self.c._stub.Subscribe(self._request(), metadata=self.c.metadata, wait_for_ready=True)
         got = False
         try:
             try:
-                # In a cluster each node's stream tells its pending turns (a
-                # node answers PendingTurns for the sessions it serves only).
-                turns = [] if self.c._peers is not None else await self.c.pending_turns()
+                turns = await self.c.pending_turns()
             except errors.HubError as e:
                 self.log.info("hubd: serve: pending turns: %s", e)
                 turns = []
