@@ -368,3 +368,58 @@ func TestClusterOpenOnStreamRouted(t *testing.T) {
 		t.Fatalf("the child on its owner: %v %v", got, err)
 	}
 }
+
+// TestClusterSubscribeFollowsNewNodes: a subscription through a node
+// that serves every partition goes on delivering once another node joins
+// and takes partitions over: a session the new node serves reaches the
+// subscriber, through the node it subscribed to, without a resubscribe.
+func TestClusterSubscribeFollowsNewNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a NATS server and two nodes")
+	}
+	c := natstest.RunServer(t)
+	a := startClusterNode(t, c, "a")
+	waitUntil(t, "a serves every partition", 10*time.Second, func() bool { return len(a.Served()) == 4 })
+	ctx, cancel := context.WithCancel(as("bob"))
+	defer cancel()
+	stream, err := rawClient(t, a.Addr()).Subscribe(ctx, &hubpb.SubscribeRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := startClusterNode(t, c, "b")
+	waitUntil(t, "two partitions each", 10*time.Second, func() bool { return len(a.Served()) == 2 && len(b.Served()) == 2 })
+	resp, err := rawClient(t, b.Addr()).Open(as("alice"), &hubpb.OpenRequest{Type: "conversation@1",
+		Participants: []*hubpb.Participant{{Name: "alice"}, {Name: "bob", AutoAccept: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := resp.GetSession().GetMeta().GetSessionId()
+	if k := b.PartitionOf(session.MustParseID(id)); !slices.Contains(b.Served(), k) {
+		t.Fatalf("session %s opened through b lies in partition %d, b serves %v", id, k, b.Served())
+	}
+	if _, err := sendText(t, rawClient(t, b.Addr()), "alice", id, "hello bob"); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 1)
+	go func() {
+		for {
+			d, err := stream.Recv()
+			if err != nil {
+				got <- err.Error()
+				return
+			}
+			if d.GetEnvelope().GetSessionId() == id && d.GetEnvelope().GetText().GetText() == "hello bob" {
+				got <- "delivered"
+				return
+			}
+		}
+	}()
+	select {
+	case r := <-got:
+		if r != "delivered" {
+			t.Fatalf("bob's stream through a: %s", r)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("bob's stream through a did not deliver a session b serves")
+	}
+}
