@@ -568,8 +568,8 @@ func (c *agentConn) send(ctx context.Context, f *hubpb.StreamSend) (*hubpb.SendR
 		return c.svc.h.Send(ctx, c.id.Agent, sid, f.GetEnvelope()) // unknown fields: dropped by the codec
 	}
 	req := &hubpb.SendRequest{SessionId: f.GetSessionId(), Envelope: f.GetEnvelope()}
-	return routed[*hubpb.SendResponse](c, ctx, hubsvc.Hub_Send_FullMethodName, req, func(ctx context.Context) (*hubpb.SendResponse, error) {
-		return c.svc.h.Send(ctx, c.id.Agent, sid, f.GetEnvelope())
+	return routed(c, ctx, hubsvc.Hub_Send_FullMethodName, req, func(ctx context.Context, r *hubpb.SendRequest) (*hubpb.SendResponse, error) {
+		return c.svc.h.Send(ctx, c.id.Agent, sid, r.GetEnvelope())
 	})
 }
 
@@ -581,18 +581,23 @@ func (c *agentConn) open(ctx context.Context, f *hubpb.StreamOpen) (*hubpb.OpenR
 	if c.svc.router == nil {
 		return c.svc.h.Open(ctx, c.id.Agent, f.GetRequest())
 	}
-	return routed[*hubpb.OpenResponse](c, ctx, hubsvc.Hub_Open_FullMethodName, f.GetRequest(), func(ctx context.Context) (*hubpb.OpenResponse, error) {
-		return c.svc.h.Open(ctx, c.id.Agent, f.GetRequest())
+	return routed(c, ctx, hubsvc.Hub_Open_FullMethodName, f.GetRequest(), func(ctx context.Context, r *hubpb.OpenRequest) (*hubpb.OpenResponse, error) {
+		return c.svc.h.Open(ctx, c.id.Agent, r)
 	})
 }
 
 // routed runs a send or open of the stream through the Router, as the
-// call method with request req; run runs it on the hub.
-func routed[T any](c *agentConn, ctx context.Context, method string, req any, run func(context.Context) (T, error)) (T, error) {
+// call method with request req; run runs a request on the hub (req, or
+// the copy the Router tries again).
+func routed[R any, T any](c *agentConn, ctx context.Context, method string, req R, run func(context.Context, R) (T, error)) (T, error) {
 	var zero T
 	resp, err := c.svc.router.Unary(WithIdentity(ctx, c.id), req, &grpc.UnaryServerInfo{Server: c.svc, FullMethod: method},
-		func(ctx context.Context, _ any) (any, error) {
-			resp, err := run(ctx)
+		func(ctx context.Context, r any) (any, error) {
+			in, ok := r.(R)
+			if !ok {
+				return nil, statusOf(c.svc.lg, method, fmt.Errorf("routed %s was given a %T", method, r))
+			}
+			resp, err := run(ctx, in)
 			if err != nil {
 				return nil, statusOf(c.svc.lg, method, err)
 			}
