@@ -61,20 +61,17 @@ type Options struct {
 	// send once. Default DefaultRetryBudget; negative: no retries.
 	RetryBudget time.Duration
 	// Peers are the gRPC addresses of the other nodes of a hubd cluster
-	// (docs/SCALING.md). With them the Client follows NOT_OWNER to the
-	// node that serves a session, moves on from a dead node, and
-	// Subscribe merges a stream from every node (see cluster.go). Nodes
-	// named by NOT_OWNER answers are added as they come.
+	// (docs/SCALING.md), for failover: the Client's one connection goes
+	// to the first of target and Peers that answers, and moves to the
+	// next when its node stops answering (gRPC's pick_first over every
+	// address). Any node runs any call and stream for any session, so
+	// nothing else changes: streams cut by a node's end are resumed from
+	// the cursors as after any disconnect.
 	Peers []string
-	// FollowFor bounds how long a call is followed from node to node in a
-	// cluster (a partition changing hands takes up to its lease TTL and a
-	// hydrate); default 30s.
-	FollowFor time.Duration
 	// Transport is how the Client sends: TransportStream (the default:
 	// one agent stream carries its sends, and Serve's deliveries) or
 	// TransportUnary (a Send call per envelope, a Subscribe stream for
-	// Serve). A hub without the stream, and a cluster (Peers), get unary
-	// calls.
+	// Serve). A hub without the stream gets unary calls.
 	Transport string
 	// Logf, when set, receives the client's diagnostics (reconnects,
 	// stale turns, ignored errors), one line per call.
@@ -90,12 +87,11 @@ type Client struct {
 	attempts int
 	budget   time.Duration
 	logf     func(format string, args ...any)
-	peers    *peers // nil outside a cluster
 
 	life   context.Context // the Client's streams live in it; Close cancels it
 	closed context.CancelFunc
 	smu    sync.Mutex
-	unary  bool         // no agent stream: Options, a cluster, or an older hub
+	unary  bool         // no agent stream: Options, or an older hub
 	stream *AgentStream // the Client's own stream for its sends
 }
 
@@ -114,14 +110,20 @@ func Dial(ctx context.Context, target string, opts Options) (*Client, error) {
 	if opts.Transport != "" && opts.Transport != TransportStream && opts.Transport != TransportUnary {
 		return nil, fmt.Errorf("agentsdk: Options.Transport %q: want %q or %q", opts.Transport, TransportStream, TransportUnary)
 	}
-	if opts.Token != "" && opts.TLS == nil && !opts.Insecure && !isLoopback(target) {
-		return nil, fmt.Errorf("agentsdk: refusing to send a token over plaintext to %s: set Options.TLS (or Options.Insecure on a trusted network)", target)
+	for _, a := range append([]string{target}, opts.Peers...) {
+		if opts.Token != "" && opts.TLS == nil && !opts.Insecure && !isLoopback(a) {
+			return nil, fmt.Errorf("agentsdk: refusing to send a token over plaintext to %s: set Options.TLS (or Options.Insecure on a trusted network)", a)
+		}
 	}
-	var p *peers
+	dialTarget, do := target, dialOptions(opts)
 	if len(opts.Peers) > 0 {
-		p = newPeers(target, opts)
+		dt, r, err := failover(target, opts.Peers)
+		if err != nil {
+			return nil, fmt.Errorf("agentsdk: dial %s: %w", target, err)
+		}
+		dialTarget, do = dt, append([]grpc.DialOption{r}, do...)
 	}
-	conn, err := grpc.NewClient(target, dialOptions(opts, p)...)
+	conn, err := grpc.NewClient(dialTarget, do...)
 	if err != nil {
 		return nil, fmt.Errorf("agentsdk: dial %s: %w", target, err)
 	}
@@ -129,8 +131,8 @@ func Dial(ctx context.Context, target string, opts Options) (*Client, error) {
 		conn.Close()
 		return nil, fmt.Errorf("agentsdk: dial %s: %w", target, err)
 	}
-	c := &Client{conn: conn, rpc: hubsvc.NewHubClient(conn), name: opts.Name, attempts: opts.SendAttempts, budget: opts.RetryBudget, logf: opts.Logf, peers: p,
-		unary: opts.Transport == TransportUnary || p != nil}
+	c := &Client{conn: conn, rpc: hubsvc.NewHubClient(conn), name: opts.Name, attempts: opts.SendAttempts, budget: opts.RetryBudget, logf: opts.Logf,
+		unary: opts.Transport == TransportUnary}
 	c.life, c.closed = context.WithCancel(context.Background())
 	if c.attempts < 0 {
 		c.attempts = 0
@@ -153,7 +155,7 @@ const (
 	connWindow   = 4 << 20
 )
 
-func dialOptions(opts Options, p *peers) []grpc.DialOption {
+func dialOptions(opts Options) []grpc.DialOption {
 	var do []grpc.DialOption
 	if opts.TLS != nil {
 		do = append(do, grpc.WithTransportCredentials(credentials.NewTLS(opts.TLS)))
@@ -174,9 +176,6 @@ func dialOptions(opts Options, p *peers) []grpc.DialOption {
 		grpc.WithChainUnaryInterceptor(traceMetadata),
 		grpc.WithStaticStreamWindowSize(streamWindow), grpc.WithStaticConnWindowSize(connWindow),
 		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(hubsvc.ClientCodec())))
-	if p != nil {
-		do = append(do, grpc.WithChainUnaryInterceptor(p.unary))
-	}
 	return append(do, opts.DialOptions...)
 }
 
@@ -246,9 +245,6 @@ func (devName) RequireTransportSecurity() bool { return false }
 // Close closes the connection. Streams and calls in flight fail.
 func (c *Client) Close() error {
 	c.closed()
-	if c.peers != nil {
-		c.peers.close()
-	}
 	return c.conn.Close()
 }
 

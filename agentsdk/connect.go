@@ -20,11 +20,10 @@ const (
 	// TransportStream sends over the agent's stream (one
 	// bidirectional stream per Client carries its sends and their acks,
 	// and Serve's deliveries), falling back to TransportUnary against a
-	// hub without it. The default, except with Options.Peers.
+	// hub without it. The default.
 	TransportStream = "stream"
 	// TransportUnary sends with one Send call per envelope, and Serve
-	// reads a Subscribe stream. Always used with Options.Peers (a
-	// cluster's calls are followed node to node; the stream is to one).
+	// reads a Subscribe stream.
 	TransportUnary = "unary"
 )
 
@@ -81,8 +80,8 @@ type AgentStream struct {
 // at most until ctx is done for the hub to answer; the stream lives until
 // Close, ctx's end, or a failure. Against a hub without the stream it
 // fails with an [*Error] of code codes.Unimplemented: use unary calls. In
-// a cluster the stream is to the Client's own node (it does not follow
-// NOT_OWNER, which comes back per send).
+// a cluster the node the stream is to runs each send and open where its
+// session is served, and delivers from every node.
 func (c *Client) Connect(ctx context.Context, opts ConnectOptions, callOpts ...grpc.CallOption) (*AgentStream, error) {
 	st, err := c.connect(ctx, ctx, opts, callOpts...)
 	if errors.Is(err, errNoStream) {

@@ -89,13 +89,11 @@
 //
 // # A cluster
 //
-// Several hubd nodes may serve one session space (docs/SCALING.md): each
-// session is served by one node, and the others refuse it with NOT_OWNER
-// and the owner's address. Give the other nodes in Options.Peers and the
-// Client follows by itself: calls go to the owner with the same client
-// message id, a dead node is passed over, and Subscribe (so Serve) merges
-// a stream from every node, reopened from the Client's cursors when a
-// node's partitions move. See cluster.go.
+// Several hubd nodes may serve one session space (docs/SCALING.md): any
+// node runs any call and stream for any session, on the node that serves
+// it, so a Client of one node needs nothing more. Give the other nodes in
+// Options.Peers for failover: the connection moves to another node when
+// its own stops answering.
 //
 // # Testing
 //

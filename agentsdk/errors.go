@@ -99,10 +99,11 @@ var (
 	// ErrQuarantined: the session's log is damaged; it serves nothing
 	// until an operator restores it (QUARANTINED). Not retryable.
 	ErrQuarantined = errors.New("agentsdk: session quarantined")
-	// ErrNotOwner: in a cluster, another node serves the session's
-	// partition, or a stream's partition moved (NOT_OWNER). The Client
-	// follows it by itself (see Options.Cluster); it surfaces only when
-	// following failed. [Error.Metadata] "owner_addr" names the owner.
+	// ErrNotOwner: in a cluster, the node that serves the session's
+	// partition could not be reached at the moment: the partition changes
+	// hands, or its node died (NOT_OWNER). Retry shortly, with the same
+	// client message id; the Client's sends do. [Error.Metadata]
+	// "owner_addr" names the owner when one is known.
 	ErrNotOwner = errors.New("agentsdk: not the owner of the session")
 	// ErrWithdrawn: a question was withdrawn before it was answered, its
 	// session having ended (a question_closed envelope; the SDK's own,

@@ -2,7 +2,6 @@ package agentsdk
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"time"
@@ -169,13 +168,7 @@ func (c *Client) Open(ctx context.Context, opts OpenOptions) (*Session, error) {
 		return nil, err
 	}
 	if st, err := c.mainStream(ctx); err == nil && st != nil {
-		s, err := st.open(ctx, req)
-		if !errors.Is(err, ErrNotOwner) {
-			return s, err
-		}
-		// In a cluster, another node serves the session's partition (a
-		// child's parent's): the stream is to one node, while an Open call
-		// is forwarded to the owner. The refusal wrote nothing.
+		return st.open(ctx, req)
 	}
 	return c.openCall(ctx, req) // unary, or the stream would not open: the call says why
 }

@@ -18,8 +18,6 @@ import (
 type Stream struct {
 	op     string
 	s      grpc.ServerStreamingClient[hubpb.Delivery]
-	merged *clusterStream // a cluster's Subscribe, instead of s
-	watch  *clusterWatch  // a cluster's Watch, instead of s
 	cancel context.CancelFunc
 }
 
@@ -27,12 +25,6 @@ type Stream struct {
 // hub ended the stream cleanly, and an [*Error] when it was cut off: match
 // [ErrSlowSubscriber] or [ErrUnavailable] to resubscribe from your cursors.
 func (s *Stream) Recv() (*hubpb.Delivery, error) {
-	if s.merged != nil {
-		return s.merged.recv()
-	}
-	if s.watch != nil {
-		return s.watch.recv()
-	}
 	d, err := s.s.Recv()
 	if err != nil {
 		if errors.Is(err, io.EOF) {
@@ -90,9 +82,6 @@ func (c *Client) Subscribe(ctx context.Context, opts SubscribeOptions) (*Stream,
 }
 
 func (c *Client) subscribe(ctx context.Context, opts SubscribeOptions, callOpts ...grpc.CallOption) (*Stream, error) {
-	if c.peers != nil {
-		return c.subscribeCluster(ctx, opts, callOpts...)
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	s, err := c.rpc.Subscribe(ctx, subscribeRequest(opts), callOpts...)
 	if err != nil {
@@ -115,12 +104,8 @@ func (c *Client) watch(ctx context.Context, sessionID string, fromSeq uint64, ca
 	return c.openWatch(ctx, &hubpb.WatchRequest{SessionId: sessionID, FromSeq: fromSeq}, callOpts...)
 }
 
-// openWatch opens a Watch; in a cluster, one that follows its session's
-// partition (watchCluster).
+// openWatch opens a Watch.
 func (c *Client) openWatch(ctx context.Context, req *hubpb.WatchRequest, callOpts ...grpc.CallOption) (*Stream, error) {
-	if c.peers != nil {
-		return c.watchCluster(ctx, req, callOpts...)
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	s, err := c.rpc.Watch(ctx, req, callOpts...)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -12,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
-	"github.com/hubd/hubd/internal/cluster"
+	"github.com/hubd/hubd/internal/cluster/bus"
 	"github.com/hubd/hubd/internal/exitcode"
 )
 
@@ -29,7 +30,7 @@ func (b *busFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&b.tlsCert, "nats-tls-cert", "", "this node's certificate (PEM `file`) for the embedded NATS server's clients and routes, good for server and client authentication")
 	fs.StringVar(&b.tlsKey, "nats-tls-key", "", "the key of --nats-tls-cert (PEM `file`)")
 	fs.StringVar(&b.tlsCA, "nats-tls-ca", "", "the CA (PEM `file`) that signed every node's --nats-tls-cert, or an external NATS cluster's certificates; required with TLS")
-	fs.BoolVar(&b.insecure, "insecure-nats", false, "allow a cluster bus without --nats-creds (off loopback, or with --tokens or --client-ca) or without TLS off loopback: whoever reaches the NATS ports can then act as any agent and rewrite the log, and reads it in cleartext (a trusted network only)")
+	fs.BoolVar(&b.insecure, "insecure-nats", false, "allow a cluster bus without --nats-creds (off loopback, or with --tokens or --client-ca) or without TLS off loopback: whoever reaches the NATS ports or a node service can then act as any agent and rewrite the log, and reads it in cleartext (a trusted network only)")
 }
 
 // addrs are the cluster bus's addresses: the embedded server's client and
@@ -49,6 +50,19 @@ func (f *clusterFlags) addrs() [][2]string {
 		out = append(out, [2]string{"--cluster", u})
 	}
 	return out
+}
+
+// nodeService is the node service's address (--node-listen, by default
+// the host of --listen).
+func (f *clusterFlags) nodeService() string {
+	if f.nodeListen != "" {
+		return f.nodeListen
+	}
+	host, _, err := net.SplitHostPort(f.listen)
+	if err != nil {
+		return f.listen
+	}
+	return net.JoinHostPort(host, "0")
 }
 
 // hostPort returns the host:port of a bus address: a URL's, or the
@@ -107,9 +121,17 @@ func (f *clusterFlags) checkBus(authed bool) error {
 			break
 		}
 	}
+	// Without credentials the node service asks for no certificate; with
+	// them it is mutual TLS whatever the bus's TLS.
+	var nodeOff string
+	if node := f.nodeService(); !loopbackAddr(node) {
+		nodeOff = node
+	}
 	switch {
 	case b.creds == "" && off != "":
 		return exitcode.Usage("serve: the cluster bus on %s would accept clients with no credentials, who could act as any agent or as operator and rewrite the log: give --nats-creds (the nodes' shared credentials: hubd cluster creds FILE) with --nats-tls-cert, --nats-tls-key and --nats-tls-ca, or accept the risk with --insecure-nats", off)
+	case b.creds == "" && nodeOff != "":
+		return exitcode.Usage("serve: the node service on %s (--node-listen, by default the host of --listen) would take calls from anyone as any agent or as operator: give --nats-creds (hubd cluster creds FILE: the nodes' CA of its mutual TLS is derived from it), or accept the risk with --insecure-nats", nodeOff)
 	case b.creds == "" && authed:
 		return exitcode.Usage("serve: --tokens or --client-ca protect the gRPC address, but the cluster bus (%s) would let any local process act as any agent: give --nats-creds (hubd cluster creds FILE), or accept the risk with --insecure-nats", f.addrs()[0][1])
 	case off != "" && !f.tlsOn():
@@ -119,17 +141,17 @@ func (f *clusterFlags) checkBus(authed bool) error {
 }
 
 // load reads the credentials and TLS files; nil for those not given.
-func (b *busFlags) load() (*cluster.Creds, *cluster.TLS, error) {
-	var creds *cluster.Creds
-	var tls *cluster.TLS
+func (b *busFlags) load() (*bus.Creds, *bus.TLS, error) {
+	var creds *bus.Creds
+	var tls *bus.TLS
 	var err error
 	if b.creds != "" {
-		if creds, err = cluster.LoadCreds(b.creds); err != nil {
+		if creds, err = bus.LoadCreds(b.creds); err != nil {
 			return nil, nil, exitcode.Usage("%v", err)
 		}
 	}
 	if b.tlsCA != "" {
-		if tls, err = cluster.LoadTLS(b.tlsCert, b.tlsKey, b.tlsCA); err != nil {
+		if tls, err = bus.LoadTLS(b.tlsCert, b.tlsKey, b.tlsCA); err != nil {
 			return nil, nil, exitcode.Usage("%v", err)
 		}
 	}
@@ -185,7 +207,7 @@ func runCreds(args []string, stdout io.Writer) error {
 	if fs.NArg() != 1 {
 		return exitcode.Usage("cluster creds: want one FILE")
 	}
-	b, creds, err := cluster.NewCreds()
+	b, creds, err := bus.NewCreds()
 	if err != nil {
 		return err
 	}
@@ -205,6 +227,6 @@ func runCreds(args []string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s (public key %s)\n\nFor a NATS cluster of your own (--cluster), give hubd this account in every server's\n`accounts { ... }` block (with `jetstream { sync_interval: always }`):\n\n%s",
-		path, creds.PublicKey(), cluster.NATSAccount("HUBD", creds.PublicKey()))
+		path, creds.PublicKey(), bus.NATSAccount("HUBD", creds.PublicKey()))
 	return nil
 }

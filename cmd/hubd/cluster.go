@@ -19,17 +19,19 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hubd/hubd/internal/cluster"
+	"github.com/hubd/hubd/internal/cluster/bus"
 	"github.com/hubd/hubd/internal/exitcode"
-	"github.com/hubd/hubd/internal/server"
 )
 
 // clusterFlags are serve's cluster flags.
 type clusterFlags struct {
 	natsURLs, nodeID, advertise, natsListen, natsRouteListen, natsRoutes string
-	embed, gateway, forward                                              bool
+	nodeListen, nodeAdvertise                                            string
+	embed, gateway                                                       bool
 	partitions, replicas                                                 int
 	leaseTTL                                                             time.Duration
 	bus                                                                  busFlags
+	listen                                                               string // serve's --listen, for the node service's default
 }
 
 func (f *clusterFlags) register(fs *flag.FlagSet) {
@@ -42,8 +44,9 @@ func (f *clusterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.natsRoutes, "nats-routes", "", "comma-separated route `addresses` (host:port) of every embedded NATS server of the cluster, this one's included")
 	fs.IntVar(&f.partitions, "partitions", cluster.DefaultPartitions, "number of partitions (`P`), the same on every node and fixed once the streams exist: choose it high (16-64)")
 	fs.IntVar(&f.replicas, "replicas", 0, "replicas of the partition streams and lease buckets (default 3, or the number of NATS servers when fewer)")
-	fs.BoolVar(&f.gateway, "gateway", false, "join the cluster without serving any partition: every call for a session goes to its owner (see --forward)")
-	fs.BoolVar(&f.forward, "forward", true, "run a call for a session another node serves on that node, on the caller's behalf; with --forward=false answer it NOT_OWNER with the owner's address instead (for clients that follow it)")
+	fs.StringVar(&f.nodeListen, "node-listen", "", "`address` of the node service, which the other nodes call (mutual TLS with a certificate the nodes' credentials make); default the host of --listen, any free port: give a fixed one when a firewall sits between the nodes")
+	fs.StringVar(&f.nodeAdvertise, "node-advertise", "", "the node service's `address` as the other nodes reach it (default the host of --advertise with the port of --node-listen)")
+	fs.BoolVar(&f.gateway, "gateway", false, "join the cluster without serving any partition: every call and stream for a session goes to the node that serves it")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", cluster.DefaultTTL, "partition lease: how long a dead node's partitions wait before another node takes them")
 	f.bus.register(fs)
 }
@@ -52,7 +55,7 @@ func (f *clusterFlags) register(fs *flag.FlagSet) {
 func (f *clusterFlags) on() bool { return f.natsURLs != "" || f.embed }
 
 // config makes the server's cluster configuration; data is --data.
-func (f *clusterFlags) config(data string) (*server.ClusterConfig, error) {
+func (f *clusterFlags) config(data string) (*cluster.Config, error) {
 	if !f.on() {
 		if f.nodeID != "" {
 			return nil, exitcode.Usage("serve: --node-id needs --cluster or --embed-nats")
@@ -72,8 +75,9 @@ func (f *clusterFlags) config(data string) (*server.ClusterConfig, error) {
 	if err != nil {
 		return nil, err
 	}
-	cc := &server.ClusterConfig{NATS: splitList(f.natsURLs), NodeID: f.nodeID, Advertise: f.advertise,
-		Partitions: f.partitions, LeaseTTL: f.leaseTTL, Replicas: f.replicas, Gateway: f.gateway, NoForward: !f.forward,
+	cc := &cluster.Config{NATS: splitList(f.natsURLs), NodeID: f.nodeID, Advertise: f.advertise,
+		NodeListen: f.nodeListen, NodeAdvertise: f.nodeAdvertise,
+		Partitions: f.partitions, LeaseTTL: f.leaseTTL, Replicas: f.replicas, Gateway: f.gateway,
 		Creds: creds, TLS: tls}
 	servers := len(cc.NATS)
 	if f.embed {
@@ -81,7 +85,7 @@ func (f *clusterFlags) config(data string) (*server.ClusterConfig, error) {
 		if err != nil {
 			return nil, exitcode.Usage("serve: --nats-listen %q: %v", f.natsListen, err)
 		}
-		ec := &cluster.NATSConfig{Name: f.nodeID, StoreDir: filepath.Join(data, "nats"), Host: host, Port: port, Creds: creds}
+		ec := &bus.NATSConfig{Name: f.nodeID, StoreDir: filepath.Join(data, "nats"), Host: host, Port: port, Creds: creds}
 		if f.bus.tlsCert != "" {
 			ec.TLS = tls
 		}
@@ -170,8 +174,8 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 // clusterState is what `hubd cluster status` shows.
 type clusterState struct {
-	Nodes      []cluster.Node `json:"nodes"`
-	Partitions []partStatus   `json:"partitions"`
+	Nodes      []cluster.Member `json:"nodes"`
+	Partitions []partStatus     `json:"partitions"`
 }
 
 type partStatus struct {
@@ -213,7 +217,7 @@ func clusterStatus(ctx context.Context, urls string, opts ...nats.Option) (*clus
 	if nodes, err := js.KeyValue(ctx, cluster.DefaultNodesBucket); err == nil {
 		for _, k := range keys(ctx, nodes) {
 			if e, err := nodes.Get(ctx, k); err == nil {
-				var n cluster.Node
+				var n cluster.Member
 				if json.Unmarshal(e.Value(), &n) == nil {
 					st.Nodes = append(st.Nodes, n)
 				}

@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/hubd/hubd/hubpb"
-	"github.com/hubd/hubd/internal/cluster"
+	"github.com/hubd/hubd/internal/cluster/bus"
 	"github.com/hubd/hubd/internal/natstest"
 )
 
@@ -118,17 +118,17 @@ func TestE2EClusterSecureBus(t *testing.T) {
 		t.Fatalf("ListSessions: %v, %v", list, err)
 	}
 
-	creds, err := cluster.LoadCreds(c.bus[1])
+	creds, err := bus.LoadCreds(c.bus[1])
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, other := natstest.WriteCreds(t, dir, "other.creds")
-	bus := files.Load(t)
+	busTLS := files.Load(t)
 	port := strings.TrimPrefix(c.nats[0], "tls://")
 	for name, opts := range map[string][]nats.Option{
 		"no TLS":            {creds.Option()},
-		"no credentials":    {nats.Secure(bus.ClientConfig())},
-		"other credentials": {nats.Secure(bus.ClientConfig()), other.Option()},
+		"no credentials":    {nats.Secure(busTLS.ClientConfig())},
+		"other credentials": {nats.Secure(busTLS.ClientConfig()), other.Option()},
 	} {
 		nc, err := nats.Connect("nats://"+port, append(opts, nats.Timeout(5*time.Second))...)
 		if err == nil {
@@ -142,7 +142,7 @@ func TestE2EClusterSecureBus(t *testing.T) {
 	if code, _, errs := hubd(t, "cluster", "status", "--nats", c.nats[0], "--nats-tls-ca", files.CA); code != 1 || !strings.Contains(errs, "give --nats-creds") {
 		t.Errorf("cluster status without the credentials: exit %d, %s", code, errs)
 	}
-	nc, err := nats.Connect(c.nats[0], creds.Option(), nats.Secure(bus.ClientConfig()), nats.Timeout(5*time.Second))
+	nc, err := nats.Connect(c.nats[0], creds.Option(), nats.Secure(busTLS.ClientConfig()), nats.Timeout(5*time.Second))
 	if err != nil {
 		t.Fatalf("a client with the nodes' credentials and TLS: %v", err)
 	}

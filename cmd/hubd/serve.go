@@ -205,6 +205,7 @@ func (f *serveFlags) config(lg zerolog.Logger) (server.Config, error) {
 	if err := f.checkSafety(); err != nil {
 		return cfg, err
 	}
+	f.cluster.listen = f.listen
 	if err := f.cluster.checkBus(f.tokens != "" || f.clientCA != ""); err != nil {
 		return cfg, err
 	}

@@ -27,10 +27,10 @@
 // and prints the ratios docs/PERFORMANCE.md publishes.
 //
 // Against a cluster of hubd nodes (docs/SCALING.md), give every node:
-// --hub h1:7420,h2:7420,h3:7420. Connection i goes to node i mod N and
-// knows the others (agentsdk.Options.Peers): calls follow NOT_OWNER to
-// the node that serves the session, and each agent's stream merges a
-// stream from every node. --verify and --check work across the nodes.
+// --hub h1:7420,h2:7420,h3:7420. Connection i goes to node i mod N, which
+// runs its calls and streams where their sessions are served, and moves
+// to another node when its own stops answering (agentsdk.Options.Peers).
+// --verify and --check work across the nodes.
 //
 // Each agent has its own gRPC connection (an agentsdk.Client), as
 // separate agent processes would; --conns N makes all agents share N

@@ -19,6 +19,7 @@ import (
 	"github.com/hubd/hubd/hub"
 	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/hubpb"
+	"github.com/hubd/hubd/hubpb/hubsvc"
 	"github.com/hubd/hubd/session"
 )
 
@@ -105,7 +106,7 @@ type agentConn struct {
 
 	dmu      sync.Mutex
 	ctx      context.Context // the handler's, for the drainer
-	sub      *feed.Subscription
+	sub      Deliveries
 	draining bool          // a drainer runs
 	pending  bool          // something was queued while it ran
 	closed   bool          // the handler is returning: no new drainer
@@ -244,12 +245,10 @@ func (c *agentConn) endedBy(ctx context.Context) error {
 
 // subscribe starts the stream's deliveries.
 func (c *agentConn) subscribe(ctx context.Context, req *hubpb.SubscribeRequest) error {
-	opts, err := subscribeOptions(req)
-	if err != nil {
+	if _, err := subscribeOptions(req); err != nil {
 		return err
 	}
-	opts.Place = c.place
-	sub, err := c.svc.f.Subscribe(ctx, c.id.Agent, opts)
+	sub, err := c.svc.subscribe(ctx, c.id, req, c.place)
 	if err != nil {
 		return err
 	}
@@ -317,7 +316,7 @@ func (c *agentConn) kick() {
 // drain writes the subscription's deliveries until none is ready and
 // none comes within linger, then exits; a subscription that ends ends the
 // stream.
-func (c *agentConn) drain(ctx context.Context, sub *feed.Subscription) {
+func (c *agentConn) drain(ctx context.Context, sub Deliveries) {
 	defer c.wg.Done()
 	var t *time.Timer
 	defer func() {
@@ -566,7 +565,13 @@ func (c *agentConn) send(ctx context.Context, f *hubpb.StreamSend) (*hubpb.SendR
 	if err != nil {
 		return nil, err
 	}
-	return c.svc.h.Send(ctx, c.id.Agent, sid, f.GetEnvelope()) // unknown fields: dropped by the codec
+	if c.svc.router == nil {
+		return c.svc.h.Send(ctx, c.id.Agent, sid, f.GetEnvelope()) // unknown fields: dropped by the codec
+	}
+	req := &hubpb.SendRequest{SessionId: f.GetSessionId(), Envelope: f.GetEnvelope()}
+	return routed(c, ctx, hubsvc.Hub_Send_FullMethodName, req, func(ctx context.Context, r *hubpb.SendRequest) (*hubpb.SendResponse, error) {
+		return c.svc.h.Send(ctx, c.id.Agent, sid, r.GetEnvelope())
+	})
 }
 
 // open is Open on the stream: the creator is the stream's agent.
@@ -574,7 +579,39 @@ func (c *agentConn) open(ctx context.Context, f *hubpb.StreamOpen) (*hubpb.OpenR
 	if f.GetRequest() == nil {
 		return nil, fmt.Errorf("StreamOpen.request is required: %w", session.ErrMalformed)
 	}
-	return c.svc.h.Open(ctx, c.id.Agent, f.GetRequest())
+	if c.svc.router == nil {
+		return c.svc.h.Open(ctx, c.id.Agent, f.GetRequest())
+	}
+	return routed(c, ctx, hubsvc.Hub_Open_FullMethodName, f.GetRequest(), func(ctx context.Context, r *hubpb.OpenRequest) (*hubpb.OpenResponse, error) {
+		return c.svc.h.Open(ctx, c.id.Agent, r)
+	})
+}
+
+// routed runs a send or open of the stream through the Router, as the
+// call method with request req; run runs a request on the hub (req, or
+// the copy the Router tries again).
+func routed[R any, T any](c *agentConn, ctx context.Context, method string, req R, run func(context.Context, R) (T, error)) (T, error) {
+	var zero T
+	resp, err := c.svc.router.Unary(WithIdentity(ctx, c.id), req, &grpc.UnaryServerInfo{Server: c.svc, FullMethod: method},
+		func(ctx context.Context, r any) (any, error) {
+			in, ok := r.(R)
+			if !ok {
+				return nil, statusOf(c.svc.lg, method, fmt.Errorf("routed %s was given a %T", method, r))
+			}
+			resp, err := run(ctx, in)
+			if err != nil {
+				return nil, statusOf(c.svc.lg, method, err)
+			}
+			return resp, nil
+		})
+	if err != nil {
+		return zero, err
+	}
+	out, ok := resp.(T)
+	if !ok {
+		return zero, fmt.Errorf("routed %s answered a %T", method, resp)
+	}
+	return out, nil
 }
 
 // answer writes ack, or err as the status of a Send or Open call carries

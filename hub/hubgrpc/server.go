@@ -57,6 +57,9 @@ type Config struct {
 	// connection's streams), by the limit's name (hub.LimitError.Limit);
 	// the hub's own refusals go to its Limited hook.
 	OnLimit func(limit string)
+	// Router, when set, routes the streams and the agent streams' sends
+	// and opens (a cluster node's); nil runs them on the hub.
+	Router Router
 }
 
 // Service implements hubsvc.HubServer over a hub (writes) and its feed
@@ -75,6 +78,7 @@ type Service struct {
 	onCall         func(string, error, time.Duration)
 	onLimit        func(string)
 	closeGrace     time.Duration
+	router         Router
 
 	cmu   sync.Mutex
 	conns map[*agentConn]struct{} // the agent streams, ended when the hub closes
@@ -94,8 +98,8 @@ func New(h *hub.Hub, f *feed.Feed, cfg Config) *Service {
 	if cfg.Tracer == nil {
 		cfg.Tracer = noop.NewTracerProvider()
 	}
-	s := &Service{h: h, f: f, auth: cfg.Auth, lg: cfg.Logger, maxConnStreams: cfg.MaxStreamsPerConn, maxInFlight: cfg.MaxInFlight,
-		tracer: cfg.Tracer.Tracer(TracerName), recording: Recording(cfg.Tracer), onCall: cfg.OnCall, onLimit: cfg.OnLimit, closeGrace: cfg.CloseGrace, conns: map[*agentConn]struct{}{}}
+	s := &Service{h: h, auth: cfg.Auth, lg: cfg.Logger, maxConnStreams: cfg.MaxStreamsPerConn, maxInFlight: cfg.MaxInFlight,
+		tracer: cfg.Tracer.Tracer(TracerName), recording: Recording(cfg.Tracer), onCall: cfg.OnCall, onLimit: cfg.OnLimit, closeGrace: cfg.CloseGrace, router: cfg.Router, conns: map[*agentConn]struct{}{}}
 	context.AfterFunc(h.Lifetime(), s.endStreams)
 	return s
 }
@@ -362,8 +366,7 @@ func (s *Service) Subscribe(req *hubpb.SubscribeRequest, stream grpc.ServerStrea
 	if err != nil {
 		return statusOf(s.lg, "Subscribe", err)
 	}
-	opts, err := subscribeOptions(req)
-	if err != nil {
+	if _, err := subscribeOptions(req); err != nil {
 		return statusOf(s.lg, "Subscribe", err)
 	}
 	done, err := s.takeConnStream(ctx)
@@ -371,11 +374,32 @@ func (s *Service) Subscribe(req *hubpb.SubscribeRequest, stream grpc.ServerStrea
 		return statusOf(s.lg, "Subscribe", err)
 	}
 	defer done()
-	sub, err := s.f.Subscribe(ctx, id.Agent, opts)
+	sub, err := s.subscribe(ctx, id, req, nil)
 	if err != nil {
 		return statusOf(s.lg, "Subscribe", err)
 	}
 	return s.pump(ctx, "Subscribe", sub, stream)
+}
+
+// subscribe opens the deliveries of a Subscribe call or of an agent
+// stream (riding on place): the hub's subscription, or the Router's feed.
+func (s *Service) subscribe(ctx context.Context, id Identity, req *hubpb.SubscribeRequest, place *feed.StreamPlace) (Deliveries, error) {
+	local := func(ctx context.Context, req *hubpb.SubscribeRequest) (Deliveries, error) {
+		opts, err := subscribeOptions(req)
+		if err != nil {
+			return nil, statusOf(s.lg, "Subscribe", err)
+		}
+		opts.Place = place
+		sub, err := s.f.Subscribe(ctx, id.Agent, opts)
+		if err != nil {
+			return nil, statusOf(s.lg, "Subscribe", err)
+		}
+		return sub, nil
+	}
+	if s.router == nil {
+		return local(ctx, req)
+	}
+	return s.router.Subscribe(ctx, id, req, local)
 }
 
 // Watch implements hubsvc.HubServer.
@@ -385,8 +409,7 @@ func (s *Service) Watch(req *hubpb.WatchRequest, stream grpc.ServerStreamingServ
 	if err != nil {
 		return statusOf(s.lg, "Watch", err)
 	}
-	sid, err := parseID("session_id", req.GetSessionId())
-	if err != nil {
+	if _, err := parseID("session_id", req.GetSessionId()); err != nil {
 		return statusOf(s.lg, "Watch", err)
 	}
 	done, err := s.takeConnStream(ctx)
@@ -394,12 +417,31 @@ func (s *Service) Watch(req *hubpb.WatchRequest, stream grpc.ServerStreamingServ
 		return statusOf(s.lg, "Watch", err)
 	}
 	defer done()
-	cursors, err := treeCursors(req.GetCursors())
-	if err != nil {
+	if _, err := treeCursors(req.GetCursors()); err != nil {
 		return statusOf(s.lg, "Watch", err)
 	}
-	sub, err := s.f.Watch(ctx, id.Agent, id.Operator, sid, feed.WatchOptions{From: req.GetFromSeq(), Tree: req.GetTree(),
-		Verbose: req.GetVerbose(), Cursors: cursors})
+	local := func(ctx context.Context, req *hubpb.WatchRequest) (Deliveries, error) {
+		sid, err := parseID("session_id", req.GetSessionId())
+		if err != nil {
+			return nil, statusOf(s.lg, "Watch", err)
+		}
+		cursors, err := treeCursors(req.GetCursors())
+		if err != nil {
+			return nil, statusOf(s.lg, "Watch", err)
+		}
+		sub, err := s.f.Watch(ctx, id.Agent, id.Operator, sid, feed.WatchOptions{From: req.GetFromSeq(), Tree: req.GetTree(),
+			Verbose: req.GetVerbose(), Cursors: cursors})
+		if err != nil {
+			return nil, statusOf(s.lg, "Watch", err)
+		}
+		return sub, nil
+	}
+	var sub Deliveries
+	if s.router == nil {
+		sub, err = local(ctx, req)
+	} else {
+		sub, err = s.router.Watch(ctx, id, req, local)
+	}
 	if err != nil {
 		return statusOf(s.lg, "Watch", err)
 	}
@@ -428,7 +470,7 @@ func treeCursors(in map[string]uint64) (map[string]uint64, error) {
 //
 // The response headers go out at once, so a client knows its subscription
 // is registered before any delivery arrives.
-func (s *Service) pump(ctx context.Context, method string, sub *feed.Subscription, stream grpc.ServerStreamingServer[hubpb.Delivery]) error {
+func (s *Service) pump(ctx context.Context, method string, sub Deliveries, stream grpc.ServerStreamingServer[hubpb.Delivery]) error {
 	defer sub.Close()
 	if err := stream.SendHeader(metadata.MD{}); err != nil {
 		return err

@@ -1,13 +1,19 @@
 // Package cluster is what lets several hubd nodes share one session space
-// on NATS JetStream: partition leases, the table of who owns what, and an
-// embedded NATS server so a deployment needs nothing but hubd.
+// on NATS JetStream, in one room: the partition leases, the placement of
+// sessions, the routing of every call and stream to the node that serves
+// its session, and the calls between nodes. The log itself is
+// wal/jetstream; the NATS bus the nodes share (an embedded server, its
+// credentials and TLS) is cluster/bus. A hubd server (internal/server)
+// becomes a node with Open, HubConfig and Serve, and routes with the
+// node's Unary interceptor and its hubgrpc.Router methods.
 //
 // # Leases
 //
 // Sessions are hashed by tree into P partitions (wal/jetstream). A node
 // serves partition k only while it holds k's lease: key p<k> in the KV
 // bucket hub_owners (R3, file storage, TTL = the lease, history 1), whose
-// value is {node_id, grpc_addr, epoch}.
+// value is {node_id, grpc_addr, node_addr, epoch}: who holds it, where
+// clients reach that node, where the other nodes call it.
 //
 //   - Acquire: kv.Create(p<k>), which succeeds only if the key does not
 //     exist (never written, deleted, or expired). The creating revision is
@@ -38,7 +44,7 @@
 // did not notice. Leases are what make the writer usually right; the fence
 // is what makes a wrong one harmless.
 //
-// # Spread
+// # Placement
 //
 // Every live node keeps a membership key in hub_nodes (same settings),
 // refreshed every TTL/3, so N is known from a watch. Each node aims at
@@ -47,80 +53,88 @@
 // preference being rendezvous hashing of (node, partition). A free
 // partition whose preferred live node is another is left to that node for
 // one renewal period, so a cold start places partitions without churn and
-// a dead node's partitions go to their next preferred nodes.
+// a dead node's partitions go to their next preferred nodes. A gateway
+// (Config.Gateway, a LeaseConfig.Observer) keeps no membership key and
+// acquires nothing: it only watches the leases, and routes.
 //
-// An observer (Config.Observer) keeps no membership key and acquires
-// nothing: it only watches the leases, for a node that routes calls
-// without serving any partition.
-//
-// # Callbacks
+// A tree lives in the partition of its root. A new root session is drawn
+// where it is asked for (a UUIDv7 drawn until it lands in a partition the
+// node serves); an open with an idempotency or thread key lands in the
+// key's own partition, so that its retries and its thread's next sessions
+// are found by the one node that serves it (place.go).
 //
 // Each partition's callbacks run in order in its own goroutine: OnAcquire
-// may hydrate for as long as it needs while leases are renewed, and
-// OnLose runs after it (its context already done). OnLose must return
-// promptly: until it does, a released partition is not handed back.
+// hydrates the partition (its sessions folded with no effects, their
+// timers re-armed from the log) for as long as it needs while leases are
+// renewed, and OnLose, after it, drops the partition's sessions from the
+// hub at once and waits for the appends in flight to settle (node.go).
+//
+// # Routing: the node asked routes, clients follow nothing
+//
+// Any node takes any call and stream for any session, and runs it on the
+// node that serves the session:
+//
+//   - A unary call (gRPC or JSON) runs on the node asked; refused with
+//     NOT_OWNER naming another node, it is forwarded there, which runs it
+//     on the caller's behalf (the same request, the caller's identity) and
+//     whose reply or status goes back unchanged (route.go). A call whose
+//     partition has no owner at the moment, or whose owner cannot be
+//     reached, waits for one within its deadline (up to 20 s) before
+//     NOT_OWNER with no owner address says to retry shortly.
+//   - A listing (ListSessions, ListQuestions, PendingTurns) is gathered
+//     from every node holding a lease, complete or refused (gather.go).
+//   - Subscribe, and an agent stream's subscription, deliver from every
+//     node: the node asked subscribes its own hub and every other node's
+//     node service for the client, merges the streams per session, and
+//     reopens a node's part from the merged cursors when its partitions
+//     move (feed.go).
+//   - Watch runs where its session is served and follows it when it moves
+//     (watch.go).
+//   - An agent stream's sends and opens run as the Send and Open calls
+//     they are, forwarded like any unary call.
+//
+// Why the nodes route rather than the clients: every client in every
+// language stays as simple as a client of one hub (the three SDKs hold no
+// cluster code, and grpcurl, curl on the JSON API or a browser work
+// through any node), the lease table the routing needs is already on
+// every node, and one place decides where a call runs. Before, routing was
+// done twice (nodes forwarded unary calls, the SDKs followed NOT_OWNER for
+// streams), and a plain client saw only the sessions of its own node on
+// its streams. The cost is a hop between nodes for a call whose session
+// another node serves, measured in docs/SCALING.md: a small part of a
+// send, which waits for a quorum write anyway. NOT_OWNER remains the
+// answer where it is meaningful: a node service asked for a session its
+// node does not serve (the asking node follows it), and "retry shortly"
+// once a partition has had no owner that answers for a call's deadline.
 //
 // # Calls between nodes
 //
-// ServeCalls answers the calls other nodes send this one on NATS core
-// request/reply, subject <prefix>.<node id> ("hubd.node.n1"), and Call
-// sends one: a gRPC method, the client's identity as the asking node
-// authenticated it, the request's bytes; the answer is the reply's bytes
-// or a google.rpc.Status, with the partitions the answering node served
-// throughout (what a gathered listing covers). A call or answer over the
-// server's max_payload goes in parts, in order. A node nobody serves
-// answers at once (NATS "no responders": ErrUnreachable); one that does
-// not answer in time is the caller's context's error. The identity a call
-// carries is believed once the call proves it comes from a node (below);
-// internal/server/route.go says what the calls are for.
+// Each node serves the Hub service a second time on a listener of its own
+// (Config.NodeListen; its address, advertised in the lease and membership
+// records, is node_addr), apart from its clients' (calls.go). What that
+// node service runs, it runs on its own hub: never gathered, forwarded or
+// merged again. The caller's identity travels in the metadata
+// hubd-node-agent and hubd-node-operator, which only the node service
+// reads: on the clients' address they are nobody's.
 //
-// # The bus is for nodes only
+// The node service believes that metadata because only a node can call
+// it: with the cluster's credentials it speaks mutual TLS 1.3 only, and a
+// caller must present a certificate signed by the nodes' CA (nodetls.go).
+// That CA is derived from the credentials file every node holds (an
+// Ed25519 key from bus.Creds.Derive, a self-signed certificate made the
+// same on every node); each node signs a certificate for a key of its own,
+// drawn at start, naming its node id, and checks the certificate of the
+// node it calls names the node it meant. The trust model is the bus's:
+// holding the credentials file is what makes a node. Whoever holds it can
+// already read and write the log and take the leases, so a node
+// certificate from an operator's CA would make the calls no safer than
+// the log they write to, while tying node addresses to certificate names;
+// one secret to hand out and rotate is the model. An agent, holding a
+// token or a client certificate of the hub's own CA, reaches only the
+// clients' address.
 //
-// Whoever may publish on the cluster's subjects could otherwise call any
-// node as any agent or as operator, read and write every partition
-// stream, and take the leases. Three layers keep them out:
-//
-//   - Credentials (Creds): one NATS user nkey, in a file every node holds
-//     (`hubd serve --nats-creds`, made by `hubd cluster creds`). An
-//     embedded server accepts that user alone; a client with none or
-//     with others is refused at connect. Its routes are authenticated
-//     with a password derived from the same seed. The user's
-//     NodePermissions allow what a node publishes and subscribes to and
-//     nothing else; on a NATS cluster of your own, hubd gets an account of
-//     its own (NATSAccount), so other users reach none of its subjects.
-//   - TLS (TLS): off loopback, the embedded server's clients use TLS and
-//     its routes mutual TLS, verified against the nodes' CA. A node
-//     connects to its own embedded server in-process (InProcess).
-//   - A proof on every call between nodes and on its answer (NodeProof):
-//     an HMAC-SHA256, keyed by a secret derived from the credentials, over
-//     the subject, the reply subject, every header that names the caller
-//     or the call, a digest of the body, a time and a nonce. A call
-//     without a valid one, outside a 60 s window of the receiver's clock,
-//     or replayed, is answered refused and never runs.
-//
-// Why a signature rather than node-to-node gRPC over mutual TLS: the
-// calls already travel on NATS (node subjects, parts, "no responders"
-// for a node that is gone, all measured in docs/SCALING.md), and the
-// secret is one the nodes must share anyway; gRPC between nodes would add
-// a second transport, its ports, and certificates naming every node's
-// gRPC address, even for a development cluster on loopback. The proof
-// does not depend on how NATS is configured: a NATS account given by
-// mistake to someone else still cannot make a node believe an identity.
-// It costs a few microseconds a message (BenchmarkNodeProof). It is all
-// Calls know of authentication (sign and check), so node-to-node mutual
-// TLS can replace it without touching the rest. It does not hide the
-// calls: that is TLS's part. Whoever holds the credentials is a node.
-//
-// Without credentials (a development cluster, every NATS address on
-// loopback and the hub's clients unauthenticated; or `--insecure-nats`),
-// none of this applies: whoever reaches NATS acts as a node.
-//
-// # Embedded NATS
-//
-// StartNATS runs a NATS server with JetStream inside the process, routes
-// to the other nodes' servers, and `sync_interval: always` semantics
-// (server.Options.SyncAlways): every acknowledged write is fsynced. For an
-// external NATS cluster, set `jetstream { sync_interval: always }` in every
-// server's configuration: with the two-minute default an acknowledged
-// write can be lost when machines lose power together.
+// Without credentials (a development cluster, every address on loopback
+// and the hub's clients unauthenticated; or `--insecure-nats`), the node
+// service speaks plain gRPC and takes any call: whoever reaches it acts
+// as any agent, as whoever reaches the bus does.
 package cluster

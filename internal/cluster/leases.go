@@ -13,32 +13,37 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+
+	"github.com/hubd/hubd/internal/cluster/bus"
 )
 
-// Defaults of Config.
+// Defaults of LeaseConfig.
 const (
 	DefaultPartitions  = 32
 	DefaultTTL         = 10 * time.Second
 	DefaultReplicas    = 3
-	DefaultBucket      = "hub_owners"
-	DefaultNodesBucket = "hub_nodes"
+	DefaultBucket      = bus.LeaseBucket
+	DefaultNodesBucket = bus.NodesBucket
 )
 
-// ErrConfig reports an invalid Config.
+// ErrConfig reports an invalid LeaseConfig or Config.
 var ErrConfig = errors.New("cluster: invalid config")
 
 // ErrClosed is returned by Close after the first call.
 var ErrClosed = errors.New("cluster: leases closed")
 
-// Config configures Start.
-type Config struct {
+// LeaseConfig configures StartLeases.
+type LeaseConfig struct {
 	// Conn is the NATS connection (required). Leases do not close it.
 	Conn *nats.Conn
 	// NodeID names this node (required): letters, digits, '-', '_', '='.
 	NodeID string
-	// Addr is the address peers reach this node's gRPC at, written into
-	// every lease it holds for routing.
+	// Addr is the address clients reach this node's gRPC at, written
+	// into every lease it holds (NOT_OWNER hands it out).
 	Addr string
+	// NodeAddr is the address of this node's node service (calls.go),
+	// written beside Addr: where the other nodes call it.
+	NodeAddr string
 	// Partitions is P (default 32), as the log's.
 	Partitions int
 	// TTL is the lease (default 10s; 1-2s in tests): a lease not renewed
@@ -75,7 +80,7 @@ type Config struct {
 var nodeIDRE = regexp.MustCompile(`^[A-Za-z0-9_=-]+$`)
 
 // Validate reports a missing or invalid field.
-func (c Config) Validate() error {
+func (c LeaseConfig) Validate() error {
 	var errs []error
 	if c.Conn == nil {
 		errs = append(errs, fmt.Errorf("%w: Conn is required", ErrConfig))
@@ -92,7 +97,7 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-func (c Config) withDefaults() Config {
+func (c LeaseConfig) withDefaults() LeaseConfig {
 	if c.Partitions == 0 {
 		c.Partitions = DefaultPartitions
 	}
@@ -119,9 +124,10 @@ func (c Config) withDefaults() Config {
 
 // Owner is the value of a lease: who holds partition p<k>.
 type Owner struct {
-	NodeID string `json:"node_id"`
-	Addr   string `json:"grpc_addr"`
-	Epoch  uint64 `json:"epoch"`
+	NodeID   string `json:"node_id"`
+	Addr     string `json:"grpc_addr"`
+	NodeAddr string `json:"node_addr,omitempty"`
+	Epoch    uint64 `json:"epoch"`
 	// Revision is the lease's KV revision; Updated the server's time of
 	// its last renewal.
 	Revision uint64    `json:"-"`
@@ -129,17 +135,18 @@ type Owner struct {
 	seen     time.Time // when this node's watch delivered it
 }
 
-// Node is a live node's membership value.
-type Node struct {
-	NodeID string `json:"node_id"`
-	Addr   string `json:"grpc_addr"`
+// Member is a live node's membership value.
+type Member struct {
+	NodeID   string `json:"node_id"`
+	Addr     string `json:"grpc_addr"`
+	NodeAddr string `json:"node_addr,omitempty"`
 }
 
 // Leases holds this node's share of the partitions: it acquires, renews
 // and releases leases in the KV bucket, keeps a table of every lease and
 // every live node from watches, and calls OnAcquire and OnLose.
 type Leases struct {
-	cfg    Config
+	cfg    LeaseConfig
 	owners jetstream.KeyValue
 	nodes  jetstream.KeyValue
 	logger zerolog.Logger
@@ -147,10 +154,11 @@ type Leases struct {
 
 	mu       sync.Mutex
 	table    map[int]Owner // every lease, from the watch
-	live     map[string]Node
+	live     map[string]Member
 	liveSeen map[string]time.Time // when the watch last delivered each live node's key
 	joined   time.Time            // this node's last successful membership refresh
 	freeFrom map[int]time.Time    // when a partition was first seen free
+	changed  chan struct{}        // closed when an owner changes (Changed)
 
 	kick    chan struct{}
 	stop    context.CancelFunc
@@ -159,11 +167,11 @@ type Leases struct {
 	closed  bool
 }
 
-// Start creates the buckets if needed (retrying in short attempts: a
+// StartLeases creates the buckets if needed (retrying in short attempts: a
 // cluster answers once it has a meta leader), registers the node, starts
 // the watches and the renew loop, and returns. Partitions are acquired in
 // the background: OnAcquire says when.
-func Start(ctx context.Context, cfg Config) (*Leases, error) {
+func StartLeases(ctx context.Context, cfg LeaseConfig) (*Leases, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -174,8 +182,8 @@ func Start(ctx context.Context, cfg Config) (*Leases, error) {
 	}
 	l := &Leases{
 		cfg: c, logger: c.Logger.With().Str("node", c.NodeID).Logger(),
-		table: map[int]Owner{}, live: map[string]Node{}, liveSeen: map[string]time.Time{}, freeFrom: map[int]time.Time{},
-		kick: make(chan struct{}, 1),
+		table: map[int]Owner{}, live: map[string]Member{}, liveSeen: map[string]time.Time{}, freeFrom: map[int]time.Time{},
+		kick: make(chan struct{}, 1), changed: make(chan struct{}),
 	}
 	// On disk, so that the buckets outlive a restart of the whole NATS
 	// cluster and the leases' revisions, the epochs, keep growing.
@@ -209,7 +217,7 @@ func Start(ctx context.Context, cfg Config) (*Leases, error) {
 }
 
 // bucket creates or binds a KV bucket with the lease TTL, retrying.
-func bucket(ctx context.Context, js jetstream.JetStream, c Config, name, desc string) (jetstream.KeyValue, error) {
+func bucket(ctx context.Context, js jetstream.JetStream, c LeaseConfig, name, desc string) (jetstream.KeyValue, error) {
 	cfg := jetstream.KeyValueConfig{
 		Bucket: name, Description: desc, History: 1, TTL: c.TTL, Replicas: c.Replicas,
 		Storage: jetstream.FileStorage, LimitMarkerTTL: c.TTL,
@@ -234,7 +242,7 @@ func bucket(ctx context.Context, js jetstream.JetStream, c Config, name, desc st
 
 // register writes (or refreshes) this node's membership key.
 func (l *Leases) register(ctx context.Context) error {
-	v, _ := json.Marshal(Node{NodeID: l.cfg.NodeID, Addr: l.cfg.Addr})
+	v, _ := json.Marshal(Member{NodeID: l.cfg.NodeID, Addr: l.cfg.Addr, NodeAddr: l.cfg.NodeAddr})
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.TTL/3)
 	defer cancel()
 	if _, err := l.nodes.Put(ctx, l.cfg.NodeID, v); err != nil {
@@ -291,12 +299,21 @@ func (l *Leases) Owners() map[int]Owner {
 	return out
 }
 
-// Nodes returns the live nodes (their membership keys have not expired),
-// sorted by id.
-func (l *Leases) Nodes() []Node {
+// Changed returns a channel closed once a partition's owner changes (its
+// lease taken by another node, expired or handed back), for whoever
+// follows the set of serving nodes; renewals change nothing.
+func (l *Leases) Changed() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make([]Node, 0, len(l.live))
+	return l.changed
+}
+
+// Nodes returns the live nodes (their membership keys have not expired),
+// sorted by id.
+func (l *Leases) Nodes() []Member {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]Member, 0, len(l.live))
 	for _, n := range l.live {
 		out = append(out, n)
 	}

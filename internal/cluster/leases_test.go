@@ -31,7 +31,7 @@ type node struct {
 func startNode(t *testing.T, nc *nats.Conn, id string, p, replicas int) *node {
 	t.Helper()
 	n := &node{id: id, nc: nc, serves: map[int]uint64{}, lost: map[int]time.Time{}}
-	l, err := cluster.Start(context.Background(), cluster.Config{
+	l, err := cluster.StartLeases(context.Background(), cluster.LeaseConfig{
 		Conn: nc, NodeID: id, Addr: id + ":7000", Partitions: p, TTL: ttl, Replicas: replicas,
 		OnAcquire: func(ctx context.Context, k int, epoch uint64) {
 			n.mu.Lock()

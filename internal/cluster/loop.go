@@ -99,7 +99,7 @@ func (l *Leases) validFrom(start time.Time) time.Time {
 
 // value is the lease value this node writes.
 func (l *Leases) value(epoch uint64) []byte {
-	v, _ := json.Marshal(Owner{NodeID: l.cfg.NodeID, Addr: l.cfg.Addr, Epoch: epoch})
+	v, _ := json.Marshal(Owner{NodeID: l.cfg.NodeID, Addr: l.cfg.Addr, NodeAddr: l.cfg.NodeAddr, Epoch: epoch})
 	return v
 }
 
@@ -339,11 +339,16 @@ func (l *Leases) applyLease(e jetstream.KeyValueEntry) {
 	put := e.Operation() == jetstream.KeyValuePut && json.Unmarshal(e.Value(), &o) == nil
 	o.Revision, o.Updated, o.seen = e.Revision(), e.Created(), time.Now()
 	l.mu.Lock()
+	was, had := l.table[k]
 	if put {
 		l.table[k] = o
 		delete(l.freeFrom, k)
 	} else {
 		delete(l.table, k)
+	}
+	if had != put || was.NodeID != o.NodeID || was.NodeAddr != o.NodeAddr {
+		close(l.changed)
+		l.changed = make(chan struct{})
 	}
 	l.mu.Unlock()
 	p := l.parts[k]
@@ -362,7 +367,7 @@ func (l *Leases) applyLease(e jetstream.KeyValueEntry) {
 
 // applyNode updates the live nodes from a watched entry.
 func (l *Leases) applyNode(e jetstream.KeyValueEntry) {
-	var n Node
+	var n Member
 	l.mu.Lock()
 	if e.Operation() == jetstream.KeyValuePut && json.Unmarshal(e.Value(), &n) == nil {
 		l.live[e.Key()] = n

@@ -34,7 +34,7 @@ func newPartition(k int) *partition {
 }
 
 // run calls the callbacks in the order the lease changed.
-func (p *partition) run(c Config) {
+func (p *partition) run(c LeaseConfig) {
 	for ev := range p.events {
 		if ev.acquire {
 			c.OnAcquire(ev.ctx, p.k, ev.epoch)

@@ -24,7 +24,7 @@ func TestUnexpired(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := newPartition(0)
-			go p.run(Config{}.withDefaults())
+			go p.run(LeaseConfig{}.withDefaults())
 			defer p.close()
 			p.acquired(7, time.Now().Add(tt.valid))
 			if tt.drop != "" {

@@ -37,7 +37,7 @@ func startLogNode(t *testing.T, c *natstest.Cluster, id string, p int) *logNode 
 	t.Cleanup(func() { l.Close() })
 	n.log = l
 	n.lconn = c.Connect(t)
-	n.leases, err = cluster.Start(context.Background(), cluster.Config{
+	n.leases, err = cluster.StartLeases(context.Background(), cluster.LeaseConfig{
 		Conn: n.lconn, NodeID: id, Partitions: p, TTL: time.Second, Replicas: 1,
 		OnAcquire: func(ctx context.Context, k int, epoch uint64) {
 			_, err := l.Hydrate(ctx, k, jetstream.Visitor{Record: func(s [16]byte, seq uint64, _ []byte) error {

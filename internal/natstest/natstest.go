@@ -16,7 +16,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
-	"github.com/hubd/hubd/internal/cluster"
+	"github.com/hubd/hubd/internal/cluster/bus"
 )
 
 // Cluster is a set of embedded NATS servers routed to each other (or one
@@ -24,23 +24,23 @@ import (
 type Cluster struct {
 	t       testing.TB
 	mu      sync.Mutex
-	configs []cluster.NATSConfig
-	edit    func(cluster.NATSConfig, *server.Options) error
+	configs []bus.NATSConfig
+	edit    func(bus.NATSConfig, *server.Options) error
 	servers []*server.Server // nil for a server shut down
 }
 
 // An Option changes every server's configuration.
-type Option func(*cluster.NATSConfig)
+type Option func(*bus.NATSConfig)
 
 // WithCreds makes the servers accept the nodes' user of creds alone (and
 // Connect connect as it).
-func WithCreds(creds *cluster.Creds) Option {
-	return func(c *cluster.NATSConfig) { c.Creds = creds }
+func WithCreds(creds *bus.Creds) Option {
+	return func(c *bus.NATSConfig) { c.Creds = creds }
 }
 
 // WithTLS makes the servers' clients and routes use TLS (and Connect too).
-func WithTLS(tls *cluster.TLS) Option {
-	return func(c *cluster.NATSConfig) { c.TLS = tls }
+func WithTLS(tls *bus.TLS) Option {
+	return func(c *bus.NATSConfig) { c.TLS = tls }
 }
 
 // RunServer starts one JetStream server with no routes: streams on it must
@@ -49,12 +49,12 @@ func RunServer(t testing.TB, opts ...Option) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t}
 	dir := tempDir(t)
-	c.startAll(func() []cluster.NATSConfig {
-		cfg := cluster.NATSConfig{Name: "n0", StoreDir: filepath.Join(dir, "n0"), Port: FreePorts(t, 1)[0]}
+	c.startAll(func() []bus.NATSConfig {
+		cfg := bus.NATSConfig{Name: "n0", StoreDir: filepath.Join(dir, "n0"), Port: FreePorts(t, 1)[0]}
 		for _, o := range opts {
 			o(&cfg)
 		}
-		return []cluster.NATSConfig{cfg}
+		return []bus.NATSConfig{cfg}
 	}, nil)
 	return c
 }
@@ -70,9 +70,9 @@ func RunServerConf(t testing.TB, conf string) *Cluster {
 	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
 		t.Fatalf("natstest: %v", err)
 	}
-	c.startAll(func() []cluster.NATSConfig {
-		return []cluster.NATSConfig{{Name: "n0", StoreDir: filepath.Join(dir, "n0"), Port: FreePorts(t, 1)[0]}}
-	}, func(cfg cluster.NATSConfig, o *server.Options) error {
+	c.startAll(func() []bus.NATSConfig {
+		return []bus.NATSConfig{{Name: "n0", StoreDir: filepath.Join(dir, "n0"), Port: FreePorts(t, 1)[0]}}
+	}, func(cfg bus.NATSConfig, o *server.Options) error {
 		parsed, err := server.ProcessConfigFile(file)
 		if err != nil {
 			return err
@@ -89,16 +89,16 @@ func RunCluster(t testing.TB, n int, opts ...Option) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t}
 	dir := tempDir(t)
-	c.startAll(func() []cluster.NATSConfig {
+	c.startAll(func() []bus.NATSConfig {
 		ports := FreePorts(t, 2*n) // client ports, then route ports
 		routes := make([]string, n)
 		for i := range n {
-			routes[i] = cluster.RouteURL("127.0.0.1", ports[n+i])
+			routes[i] = bus.RouteURL("127.0.0.1", ports[n+i])
 		}
-		cfgs := make([]cluster.NATSConfig, n)
+		cfgs := make([]bus.NATSConfig, n)
 		for i := range n {
 			name := fmt.Sprintf("n%d", i)
-			cfgs[i] = cluster.NATSConfig{
+			cfgs[i] = bus.NATSConfig{
 				Name:        name,
 				StoreDir:    filepath.Join(dir, name),
 				Port:        ports[i],
@@ -128,7 +128,7 @@ const startAttempts = 5
 // shutdown. A port taken between its pick and the server's listen (by
 // another test process) fails that server at once: the servers started
 // are stopped and all start again on new ports.
-func (c *Cluster) startAll(configs func() []cluster.NATSConfig, edit func(cluster.NATSConfig, *server.Options) error) {
+func (c *Cluster) startAll(configs func() []bus.NATSConfig, edit func(bus.NATSConfig, *server.Options) error) {
 	c.t.Helper()
 	for attempt := 1; ; attempt++ {
 		cfgs := configs()
@@ -158,7 +158,7 @@ func (c *Cluster) startAll(configs func() []cluster.NATSConfig, edit func(cluste
 			s.Shutdown()
 			s.WaitForShutdown()
 		}
-		if !errors.Is(err, cluster.ErrNATSStart) || attempt == startAttempts {
+		if !errors.Is(err, bus.ErrNATSStart) || attempt == startAttempts {
 			c.t.Fatalf("natstest: %v", err)
 		}
 		c.t.Logf("natstest: %v; starting again on new ports", err)
@@ -172,9 +172,9 @@ func (c *Cluster) startAll(configs func() []cluster.NATSConfig, edit func(cluste
 }
 
 // start starts one server, its options changed by edit if set.
-func start(cfg cluster.NATSConfig, edit func(cluster.NATSConfig, *server.Options) error) (*server.Server, error) {
+func start(cfg bus.NATSConfig, edit func(bus.NATSConfig, *server.Options) error) (*server.Server, error) {
 	if edit == nil {
-		return cluster.StartNATS(cfg)
+		return bus.StartNATS(cfg)
 	}
 	o, err := cfg.Options()
 	if err != nil {
@@ -321,7 +321,7 @@ func (c *Cluster) Restart(i int) {
 	var err error
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		s, err = start(c.configs[i], c.edit)
-		if err == nil || !errors.Is(err, cluster.ErrNATSStart) || time.Now().After(deadline) {
+		if err == nil || !errors.Is(err, bus.ErrNATSStart) || time.Now().After(deadline) {
 			break
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/hubd/hubd/internal/cluster"
+	"github.com/hubd/hubd/internal/cluster/bus"
 )
 
 // TestStartAllNewPorts: a port taken between its pick and the server's
@@ -22,13 +22,13 @@ func TestStartAllNewPorts(t *testing.T) {
 	c := &Cluster{t: t}
 	dir := tempDir(t)
 	attempts := 0
-	c.startAll(func() []cluster.NATSConfig {
+	c.startAll(func() []bus.NATSConfig {
 		attempts++
 		port := busy
 		if attempts > 1 {
 			port = FreePorts(t, 1)[0]
 		}
-		return []cluster.NATSConfig{{Name: "n0", StoreDir: filepath.Join(dir, "n0"), Port: port}}
+		return []bus.NATSConfig{{Name: "n0", StoreDir: filepath.Join(dir, "n0"), Port: port}}
 	}, nil)
 	if attempts != 2 {
 		t.Fatalf("started after %d attempts, want 2", attempts)

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hubd/hubd/internal/cluster"
+	"github.com/hubd/hubd/internal/cluster/bus"
 )
 
 // TLSFiles are PEM files of a throwaway CA and of one certificate it
@@ -67,9 +67,9 @@ func WriteTLS(t testing.TB, dir string) TLSFiles {
 }
 
 // Load reads the files as a node does.
-func (f TLSFiles) Load(t testing.TB) *cluster.TLS {
+func (f TLSFiles) Load(t testing.TB) *bus.TLS {
 	t.Helper()
-	tls, err := cluster.LoadTLS(f.Cert, f.Key, f.CA)
+	tls, err := bus.LoadTLS(f.Cert, f.Key, f.CA)
 	if err != nil {
 		t.Fatalf("natstest: %v", err)
 	}
@@ -78,9 +78,9 @@ func (f TLSFiles) Load(t testing.TB) *cluster.TLS {
 
 // WriteCreds writes new node credentials into dir (mode 0600) and returns
 // the file's path and the credentials.
-func WriteCreds(t testing.TB, dir, name string) (string, *cluster.Creds) {
+func WriteCreds(t testing.TB, dir, name string) (string, *bus.Creds) {
 	t.Helper()
-	b, creds, err := cluster.NewCreds()
+	b, creds, err := bus.NewCreds()
 	if err != nil {
 		t.Fatalf("natstest: %v", err)
 	}

@@ -23,7 +23,9 @@ import (
 	"github.com/hubd/hubd/hub"
 	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/hub/hubgrpc"
+	"github.com/hubd/hubd/internal/cluster"
 	"github.com/hubd/hubd/internal/metrics"
+	"github.com/hubd/hubd/session"
 	"github.com/hubd/hubd/wal"
 )
 
@@ -89,8 +91,8 @@ type Config struct {
 	Tracer trace.TracerProvider
 	// Cluster, when set, makes the server a node of a cluster on NATS
 	// JetStream (DataDir, InMemory, NoSync, OnDamage and MinFreeBytes do
-	// not apply): see cluster.go.
-	Cluster *ClusterConfig
+	// not apply): internal/cluster.
+	Cluster *cluster.Config
 }
 
 // DevOperator is the agent name with operator rights in development mode
@@ -101,8 +103,8 @@ const DevOperator = "operator"
 // when configured.
 type Server struct {
 	cfg     Config
-	wal     *wal.Log // nil in a cluster
-	node    *node    // nil on a single node
+	wal     *wal.Log      // nil in a cluster
+	node    *cluster.Node // nil on a single node
 	hub     *hub.Hub
 	feed    *feed.Feed
 	grpc    *grpc.Server
@@ -195,18 +197,18 @@ func start(ctx context.Context, cfg Config, auth hubgrpc.Authenticator, tlsCfg *
 	writes := &writeHealth{hs: hs, lg: cfg.Logger}
 	var (
 		l  *wal.Log
-		n  *node
+		n  *cluster.Node
 		m  *metrics.Metrics
 		hc = cfg.Hub
 	)
 	if cfg.Cluster != nil {
 		var err error
-		if n, err = startNode(ctx, *cfg.Cluster, lis.Addr().String(), cfg.Logger); err != nil {
+		if n, err = cluster.Open(ctx, *cfg.Cluster, lis.Addr().String(), cfg.Logger); err != nil {
 			return nil, err
 		}
 		m = metrics.New(nil)
-		m.Registry().MustRegister(n.foreign)
-		hc = n.hubConfig(hc)
+		m.Registry().MustRegister(n.Foreign())
+		hc = n.HubConfig(hc)
 	} else {
 		batch, err := LogBatchBytes(cfg.Hub)
 		if err != nil {
@@ -228,7 +230,7 @@ func start(ctx context.Context, cfg Config, auth hubgrpc.Authenticator, tlsCfg *
 			l.Close()
 		}
 		if n != nil {
-			n.close()
+			n.Close()
 		}
 	}
 	hc.Adapters, hc.Logger = Adapters(nil), cfg.Logger
@@ -247,25 +249,23 @@ func start(ctx context.Context, cfg Config, auth hubgrpc.Authenticator, tlsCfg *
 		closeLog()
 		return nil, err
 	}
-	if n != nil {
-		if err := n.startLeases(ctx, h); err != nil {
-			h.Close()
-			closeLog()
-			return nil, err
-		}
-	}
 	m.Hydrated(time.Since(began))
 	m.Attach(readings{h, f})
-	svc := hubgrpc.New(h, f, hubgrpc.Config{Auth: auth, Logger: cfg.Logger, MaxStreamsPerConn: cfg.MaxStreamsPerConn, Tracer: cfg.Tracer,
-		OnCall: m.StreamCall, OnLimit: m.Limited})
+	sc := hubgrpc.Config{Auth: auth, Logger: cfg.Logger, MaxStreamsPerConn: cfg.MaxStreamsPerConn, Tracer: cfg.Tracer,
+		OnCall: m.StreamCall, OnLimit: m.Limited}
 	if n != nil {
-		if err := n.serveCalls(svc, cfg.Tracer); err != nil {
-			n.handBack(ctx)
+		// The node service runs what the other nodes route here, on this
+		// hub (a service with no Router); the clients' service routes.
+		local := cluster.Local{Hub: h, Service: hubgrpc.New(h, f, hubgrpc.Config{Logger: cfg.Logger, Tracer: cfg.Tracer}),
+			Options: commonOptions(cfg, hc), Tracer: cfg.Tracer}
+		if err := n.Serve(ctx, local); err != nil {
 			h.Close()
 			closeLog()
 			return nil, err
 		}
+		sc.Router = n
 	}
+	svc := hubgrpc.New(h, f, sc)
 	g := grpc.NewServer(append(serverOptions(cfg, hc, tlsCfg),
 		grpc.ChainUnaryInterceptor(unaryChain(cfg, m, svc, n, "grpc")...),
 		grpc.ChainStreamInterceptor(m.StreamInterceptor, svc.StreamInterceptor))...)
@@ -282,11 +282,11 @@ func start(ctx context.Context, cfg Config, auth hubgrpc.Authenticator, tlsCfg *
 // metrics (refusals count too), authentication, then tracing (an
 // unauthenticated call starts no span), and in a cluster (n not nil)
 // routing last: listings gathered from every node, calls forwarded to
-// their session's owner (route.go).
-func unaryChain(cfg Config, m *metrics.Metrics, svc *hubgrpc.Service, n *node, transport string) []grpc.UnaryServerInterceptor {
+// their session's owner (internal/cluster).
+func unaryChain(cfg Config, m *metrics.Metrics, svc *hubgrpc.Service, n *cluster.Node, transport string) []grpc.UnaryServerInterceptor {
 	chain := []grpc.UnaryServerInterceptor{m.UnaryInterceptor(transport), svc.UnaryInterceptor, hubgrpc.TraceInterceptor(cfg.Tracer)}
 	if n != nil {
-		chain = append(chain, n.unary)
+		chain = append(chain, n.Unary)
 	}
 	return chain
 }
@@ -406,9 +406,22 @@ const (
 )
 
 func serverOptions(cfg Config, hc hub.Config, tlsCfg *tls.Config) []grpc.ServerOption {
-	opts := []grpc.ServerOption{
+	opts := append([]grpc.ServerOption{
 		grpc.StatsHandler(hubgrpc.ConnStats()), // for the per-connection stream limit
 		grpc.InTapHandle(hubgrpc.StreamTap),    // an idle agent stream holds one goroutine
+	}, commonOptions(cfg, hc)...)
+	if tlsCfg != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsCfg)))
+	}
+	return opts
+}
+
+// commonOptions are the options of the clients' gRPC server and of a
+// cluster node's node service: the request limits and codec, keepalives,
+// flow-control windows. (The node service carries every stream a node
+// routes to another on one connection: no per-connection stream limit.)
+func commonOptions(cfg Config, hc hub.Config) []grpc.ServerOption {
+	return []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(grpcRecvBytes(cfg, hc)),
 		grpc.ForceServerCodecV2(hubgrpc.CodecFor(hubgrpc.WireLimits{MaxRequestBytes: maxMsgBytes(cfg, hc),
 			MaxEnvelopeBytes: hc.WithDefaults().MaxEnvelopeBytes})),
@@ -417,10 +430,6 @@ func serverOptions(cfg Config, hc hub.Config, tlsCfg *tls.Config) []grpc.ServerO
 		grpc.StaticStreamWindowSize(streamWindow),
 		grpc.StaticConnWindowSize(connWindow),
 	}
-	if tlsCfg != nil {
-		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsCfg)))
-	}
-	return opts
 }
 
 // tlsConfig loads the server's certificate and the client CA, if any; nil
@@ -500,7 +509,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if s.node != nil {
 		// Hand the partitions back first: peers take them at once, and
 		// the streams of their sessions end with NOT_OWNER, not DRAINING.
-		handErr = s.node.handBack(ctx)
+		handErr = s.node.HandBack(ctx)
 	}
 	stopped := make(chan struct{})
 	go func() {
@@ -527,7 +536,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	}
 	if s.node != nil {
-		walErr = s.node.close()
+		walErr = s.node.Close()
 	}
 	s.cfg.Logger.Info().Msg("hubd stopped")
 	return errors.Join(handErr, hubErr, walErr)
@@ -548,3 +557,24 @@ func within(ctx context.Context, what string, f func() error) error {
 
 // Done yields the gRPC server's exit error once it stops serving.
 func (s *Server) Done() <-chan error { return s.served }
+
+// Served returns the partitions this node serves (hydrated, lease held),
+// ascending; nil on a single node.
+func (s *Server) Served() []int {
+	if s.node == nil {
+		return nil
+	}
+	return s.node.Served()
+}
+
+// PartitionOf returns the partition of a tree given its root session id,
+// -1 on a single node.
+func (s *Server) PartitionOf(root session.ID) int {
+	if s.node == nil {
+		return -1
+	}
+	return s.node.PartitionOf(root)
+}
+
+// Node returns the server's part in a cluster; nil on a single node.
+func (s *Server) Node() *cluster.Node { return s.node }

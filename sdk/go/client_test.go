@@ -15,6 +15,7 @@ import (
 	"github.com/hubd/hubd/hub/hubtest"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/internal/server"
+	"github.com/hubd/hubd/session"
 )
 
 const tokens = `
@@ -126,5 +127,51 @@ func TestRaw(t *testing.T) {
 	got, err := alice.Raw().GetSession(ctx, &hubpb.GetSessionRequest{SessionId: s.ID()})
 	if err != nil || got.GetMeta().GetCreator() != "alice" || got.GetState() != agentsdk.StateOpen {
 		t.Fatalf("%v %v", got, err)
+	}
+}
+
+// TestPeersFailover: a Client given peers connects to its target and,
+// once that stops answering, moves to a peer: its calls carry on there
+// (nodes of a cluster each serve every call; two hubs stand for them).
+func TestPeersFailover(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	first, err := hubtest.Start(ctx, hubtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := hubtest.New(t)
+	c, err := agentsdk.Dial(ctx, first.Addr(), agentsdk.Options{Name: "alice", Peers: []string{second.Addr()}, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	open := func() string {
+		t.Helper()
+		s, err := c.Open(ctx, agentsdk.OpenOptions{Type: agentsdk.TypeConversation, Participants: agentsdk.AutoAccepted("bob")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.ID()
+	}
+	one := open()
+	if _, err := first.Feed().Get(ctx, "alice", false, session.MustParseID(one)); err != nil {
+		t.Fatalf("the first open is not on the target: %v", err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var two string
+	for deadline := time.Now().Add(20 * time.Second); two == ""; {
+		s, err := c.Open(ctx, agentsdk.OpenOptions{Type: agentsdk.TypeConversation, Participants: agentsdk.AutoAccepted("bob")})
+		switch {
+		case err == nil:
+			two = s.ID()
+		case !errors.Is(err, agentsdk.ErrUnavailable) || time.Now().After(deadline):
+			t.Fatalf("open after the target stopped: %v", err)
+		}
+	}
+	if _, err := second.Feed().Get(ctx, "alice", false, session.MustParseID(two)); err != nil {
+		t.Fatalf("the open after the target stopped is not on the peer: %v", err)
 	}
 }

@@ -31,9 +31,9 @@ type pool struct {
 // uses connection i mod conns), each named after its first agent, and
 // waits up to readyTimeout for each connection to be ready. Sends are
 // tried once: hubload retries them itself. addr may list the nodes of a
-// cluster, comma-separated: connection i goes to node i mod N and knows
-// the others (agentsdk.Options.Peers), so calls follow NOT_OWNER and
-// streams merge every node's.
+// cluster, comma-separated: connection i goes to node i mod N (which runs
+// every call where its session is served) and fails over to the others
+// (agentsdk.Options.Peers).
 func dial(ctx context.Context, addr string, names []string, conns int) (*pool, error) {
 	return dialWith(ctx, addr, names, conns, agentsdk.TransportStream, nil)
 }

@@ -182,14 +182,11 @@ class Serving:
             if res is not None:
                 return res
         await self.c.channel.channel_ready()
-        # With peers, the client's stub merges every node's stream.
         call = self.c._stub.Subscribe(self._request(), metadata=self.c.metadata, wait_for_ready=True)
         got = False
         try:
             try:
-                # In a cluster each node's stream tells its pending turns (a
-                # node answers PendingTurns for the sessions it serves only).
-                turns = [] if self.c._peers is not None else await self.c.pending_turns()
+                turns = await self.c.pending_turns()
             except errors.HubError as e:
                 self.log.info("hubd: serve: pending turns: %s", e)
                 turns = []

@@ -41,7 +41,7 @@ from typing import (
 import grpc
 import grpc.aio
 
-from . import _calls, _cluster, _common, _serve, _stream, _trace, errors
+from . import _calls, _common, _serve, _stream, _trace, errors
 from ._calls import Task, TaskStatus, Turn, await_all, await_any
 from ._model import (
     MODE_BACKGROUND,
@@ -178,27 +178,15 @@ class Client:
         channel_options: gRPC channel options, after the SDK's own.
         logger: receives the client's diagnostics (reconnects, stale turns,
             ignored errors); default the ``"hubd"`` logger.
-        peers: the other nodes of a hubd cluster (``host:port`` each,
-            docs/SCALING.md). With them the client follows ``NOT_OWNER``
-            without its caller noticing: a call goes again, unchanged (the
-            same client message id), to the session's owner; ``subscribe``
-            and ``serve`` merge a stream from every node and reopen a node's
-            stream from the client's cursors when it ends (no gap, no
-            duplicate); ``watch``, ``follow`` and ``follow_tree`` follow
-            their session to its owner. Empty: one hub, nothing followed.
-        follow_for: seconds a call keeps following ``NOT_OWNER``, a node
-            that is down or draining, or a partition with no owner yet,
-            before it raises the last error (:class:`hubd.NotOwner`,
-            :class:`hubd.Unavailable`).
         transport: how the client sends. ``"stream"`` (the default): one
             agent stream per client carries its sends and opens and their
             acknowledgements, and :meth:`serve` reads its deliveries from
             (and posts its replies on) a stream of its own; a refused send
             or open raises exactly what a ``Send`` or ``Open`` call would.
             ``"unary"``: a ``Send`` call per envelope, an ``Open`` call per
-            open and a ``Subscribe`` stream for :meth:`serve`. With
-            ``peers``, for an envelope or open request over 1 MiB, and
-            against a hub without the agent stream (UNIMPLEMENTED), the
+            open and a ``Subscribe`` stream for :meth:`serve`. For an
+            envelope or open request over 1 MiB, and against a hub
+            without the agent stream (UNIMPLEMENTED), the
             client sends unary whatever this says; it opens with an
             ``Open`` call against a hub that does not take opens on the
             stream.
@@ -223,14 +211,10 @@ class Client:
         connect_timeout: Optional[float] = 10.0,
         channel_options: Sequence[Tuple[str, Any]] = (),
         logger: Optional[logging.Logger] = None,
-        peers: Sequence[str] = (),
-        follow_for: float = 30.0,
         transport: str = _stream.TRANSPORT_STREAM,
     ) -> None:
         _common.check(target, name, token, tls, insecure)
         _stream.check_transport(transport)
-        for p in peers:
-            _common.check(p, name, token, tls, insecure)
         options = _common.channel_options(tls, channel_options)
         self._tls, self._options = tls, options  # (the sync client dials its raw channel with them)
 
@@ -245,23 +229,12 @@ class Client:
         self._md = _common.metadata(name, token)
         self._raw = pb_grpc.HubStub(self._channel)  # type: ignore[no-untyped-call]
         self._stub: Any = self._raw
-        self._peers: Optional[_cluster.Peers] = None
-        self._peer_channels: List[grpc.aio.Channel] = []
-        if peers:
-
-            def new_stub(addr: str) -> Any:
-                ch = dial(addr)
-                self._peer_channels.append(ch)
-                return _cluster.new_stub(ch)
-
-            self._peers = _cluster.Peers(target, list(peers), self._raw, new_stub, follow_for, logger or _common.LOG)
-            self._stub = _cluster.AioFollowingStub(self._peers)
         self._attempts = max(1, send_attempts)
         self._budget = retry_budget
         self._connect_timeout = connect_timeout
         self.log = logger or _common.LOG
-        # No agent stream: asked for, a cluster, or a hub without it.
-        self._unary = transport == _stream.TRANSPORT_UNARY or bool(peers)
+        # No agent stream: asked for, or a hub without it.
+        self._unary = transport == _stream.TRANSPORT_UNARY
         self._stream: Optional[_stream.AgentStream] = None
         self._stream_lock: Optional[asyncio.Lock] = None  # made in the loop
 
@@ -289,7 +262,7 @@ class Client:
     @property
     def raw(self) -> pb_grpc.HubStub:
         """The generated gRPC stub on the same channel; pass
-        :attr:`metadata` with each call. It does not follow ``NOT_OWNER``."""
+        :attr:`metadata` with each call."""
         return self._raw
 
     @property
@@ -305,7 +278,7 @@ class Client:
     @property
     def transport(self) -> str:
         """How the client sends now: ``"stream"``, or ``"unary"`` (asked
-        for, with ``peers``, or against a hub without the agent stream)."""
+        for, or against a hub without the agent stream)."""
         return _stream.TRANSPORT_UNARY if self._unary else _stream.TRANSPORT_STREAM
 
     async def close(self) -> None:
@@ -314,8 +287,6 @@ class Client:
         if st is not None:
             st.close()
         await self._channel.close()
-        for ch in self._peer_channels:
-            await ch.close()
 
     async def __aenter__(self) -> "Client":
         if self._connect_timeout is not None:
@@ -485,13 +456,7 @@ class Client:
                 except errors.HubError:
                     st = None
             if st is not None and st.opens:
-                try:
-                    return await st.open(req, timeout)
-                except errors.NotOwner:
-                    # In a cluster, another node serves the session's partition (a
-                    # child's parent's): the stream is to one node, while an Open call
-                    # is forwarded to the owner. The refusal wrote nothing.
-                    pass
+                return await st.open(req, timeout)
         resp = await self._call("open", self._stub.Open, req, timeout)
         return Session(resp.session, resp.existing)
 

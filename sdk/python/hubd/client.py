@@ -162,8 +162,7 @@ class Client:
     def raw(self) -> pb_grpc.HubStub:
         """The generated gRPC stub (blocking calls) on a channel of the
         client's own settings, dialled on first use, for calls the SDK does
-        not wrap; pass :attr:`metadata` with each call. It does not follow
-        ``NOT_OWNER`` (the client's own calls do, with ``peers``)."""
+        not wrap; pass :attr:`metadata` with each call."""
         return pb_grpc.HubStub(self.channel)  # type: ignore[no-untyped-call]
 
     @property
@@ -188,7 +187,7 @@ class Client:
     @property
     def transport(self) -> str:
         """How the client sends now: ``"stream"``, or ``"unary"`` (asked
-        for, with ``peers``, or against a hub without the agent stream)."""
+        for, or against a hub without the agent stream)."""
         return self._core.transport
 
     def close(self) -> None:

@@ -356,11 +356,10 @@ class Quarantined(HubError):
     REASON = "QUARANTINED"
 
 class NotOwner(Unavailable):
-    """In a cluster, another node serves the session's partition (or a
-    stream's partition moved). The ErrorInfo metadata ``owner_addr`` names
-    the owner's gRPC address: call it there with the same client message
-    id, or resubscribe there from the cursors. A client given ``peers``
-    follows it by itself (raised only once ``follow_for`` has run out)."""
+    """In a cluster, the node that serves the session's partition could
+    not be reached at the moment: the partition changes hands, or its node
+    died. Retry shortly with the same client message id (the node asked
+    already waited for an owner, within the call's deadline)."""
 
     REASON = "NOT_OWNER"
 

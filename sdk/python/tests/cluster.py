@@ -4,15 +4,11 @@ the deployment of docs/SCALING.md. P = 8 partitions, a 2 s lease.
 
 Every node's arguments are built in one place (:meth:`Cluster.node_args`;
 a gateway's in :meth:`Cluster.gateway`).
-A hubd that forwards calls to the owner itself (a ``--forward`` flag) is
-started with ``--forward=false``, so that the nodes answer ``NOT_OWNER`` and
-the SDK's following is what the tests exercise.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import signal
 import socket
 import subprocess
@@ -105,15 +101,13 @@ class Cluster:
             "--nats-routes",
             ",".join(routes),
         ]
-        if self._forwards():
-            args.append("--forward=false")  # the SDK follows NOT_OWNER itself
         return args
 
     def gateway(self, node_id: str, timeout: float = 60.0) -> Node:
         """Start a node that serves no partition (``--gateway``), a client of
-        the nodes' NATS servers, forwarding every call to its session's owner
-        (hubd's default, unlike the nodes). The caller stops it; it is not
-        one of :attr:`nodes`."""
+        the nodes' NATS servers, which runs every call and stream on the
+        node that serves its session. The caller stops it; it is not one of
+        :attr:`nodes`."""
         addr = f"127.0.0.1:{_free_ports(1)[0]}"
         args = ["serve", "--listen", addr, "--http", "off", "--data", str(self.dir / node_id), "--log-format", "json"]
         args += ["--node-id", node_id, "--gateway", "--cluster", ",".join(n.nats for n in self.nodes)]
@@ -122,13 +116,6 @@ class Cluster:
         self._spawn(g)
         self._await_listen(g, timeout)
         return g
-
-    def _forwards(self) -> bool:
-        """Whether this hubd can forward calls to the owner (--forward)."""
-        if not hasattr(self, "_forward"):
-            out = subprocess.run([str(self.binary), "serve", "--help"], capture_output=True, text=True)
-            self._forward = re.search(r"^\s+--?forward\b", out.stdout + out.stderr, re.M) is not None
-        return self._forward
 
     @property
     def addrs(self) -> List[str]:

@@ -1,9 +1,10 @@
 """The SDK in a hubd cluster (docs/SCALING.md): three real hubd nodes on
-loopback, each with its embedded NATS server. A client given one node and
-its peers follows NOT_OWNER: calls go where their session is served, serve
-merges a stream from every node, a watch follows its session; a node then
-dies (SIGKILL) and the served agents carry on with no gap and no duplicate
-in what they saw. (The TypeScript SDK's test stops a node with SIGTERM.)"""
+loopback, each with its embedded NATS server. A client of one node, which
+knows nothing of the cluster, works with every session: the node runs its
+calls, its sends and opens where their sessions are served, delivers its
+stream from every node and follows a watched session; a node then dies
+(SIGKILL) and the served agents carry on with no gap and no duplicate in
+what they saw. (The TypeScript SDK's test stops a node with SIGTERM.)"""
 
 from __future__ import annotations
 
@@ -11,17 +12,17 @@ import asyncio
 import signal
 import threading
 import time
+import uuid
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Tuple
+from typing import Dict, Iterator, List, Tuple
 
-import grpc
 import pytest
 
 import hubd
 import hubd.aio
 
-from .cluster import Cluster
+from .cluster import PARTITIONS, Cluster
 from .conftest import Serving
 
 TURNS = 24  # per session
@@ -50,81 +51,55 @@ def _opened_on(c: Cluster, name: str) -> List[Tuple[hubd.Client, str]]:
     return out
 
 
-def _not_owner_at(addr: str, session_id: str) -> Dict[str, str]:
-    """The NOT_OWNER metadata a node answers for a session it does not
-    serve (a raw call, not followed)."""
-    with hubd.Client(addr, name="a") as raw:
-        with pytest.raises(hubd.NotOwner) as ei:
-            raw.get_session(session_id)
-    assert isinstance(ei.value.__cause__, grpc.RpcError)
-    _, md = hubd.errors.error_info(ei.value.__cause__.trailing_metadata())  # type: ignore[attr-defined]
-    return md
+def _partition(root: str) -> int:
+    """The partition of a tree, from its root's id (wal/jetstream.Partition:
+    FNV-1a of the id's 16 bytes, mod P)."""
+    h = 0x811C9DC5
+    for b in uuid.UUID(root).bytes:
+        h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
+    return h % PARTITIONS
 
 
-def test_not_owner_over_the_stream(cluster: Cluster) -> None:
-    """A client without peers sends over its agent stream to a node that
-    does not serve the session: NOT_OWNER comes back per send with the same
-    class, code, message and ErrorInfo metadata (owner_addr) as a Send
-    call's."""
-    n1 = cluster.nodes[0]
-    with hubd.Client(n1.addr, name="nos-a", peers=[n.addr for n in cluster.nodes[1:]]) as a:
-        sid = a.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted("nos-b")).id
-        owner = a.get_session(sid)  # followed to its owner
-    others = []
-    for n in cluster.nodes:
-        with hubd.Client(n.addr, name="nos-a") as raw:
-            try:
-                raw.get_session(sid)
-            except hubd.NotOwner:
-                others.append(n)
-    assert len(others) == len(cluster.nodes) - 1 and owner.id == sid
-    n2 = others[0]
-    owner_addr = _not_owner_at(n2.addr, sid)["owner_addr"]
-    got = []
+def test_stream_and_unary_through_any_node(cluster: Cluster) -> None:
+    """A client of a node that does not serve a session sends to it over
+    its agent stream and with a Send call: the node runs both on the
+    owner, and the same client message id is written once."""
+    n1, n2, _ = cluster.nodes
+    with hubd.Client(n2.addr, name="su-a") as opener:
+        sid = opener.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted("su-b")).id
+    acks = []
     for transport in ("stream", "unary"):
-        with hubd.Client(n2.addr, name="nos-a", transport=transport, send_attempts=1) as c:
+        with hubd.Client(n1.addr, name="su-a", transport=transport) as c:
             assert c.transport == transport
-            with pytest.raises(hubd.NotOwner) as ei:
-                c.send_event(sid, "app.x", client_msg_id="nos-1")
-            e = ei.value
-            assert isinstance(e.__cause__, grpc.RpcError)
-            info = hubd.errors.error_info(e.__cause__.trailing_metadata())  # type: ignore[attr-defined]
-            got.append((type(e), e.reason, e.code, e.detail, info))
-    assert got[0] == got[1]
-    assert got[0][4] == ("NOT_OWNER", _not_owner_at(n2.addr, sid)) and got[0][4][1]["owner_addr"] == owner_addr
+            acks.append(c.send_event(sid, "app.x", client_msg_id="su-1").seq)
+            assert c.get_session(sid).id == sid
+    assert acks[0] == acks[1]
+    with hubd.Client(n1.addr, name="su-a") as c:
+        assert [e.seq for e in c.read_log(sid) if e.client_msg_id == "su-1"] == [acks[0]]
 
 
-def test_open_child_over_the_stream_not_owner(cluster: Cluster) -> None:
-    """A client without peers opens on its agent stream, which is to one
-    node: a child of a session another node serves is refused NOT_OWNER
-    there, so the client opens it again with an Open call, which a node
-    forwards to the owner (a gateway here: the cluster's nodes answer
-    NOT_OWNER with --forward=false). Sync and asyncio."""
-    if not cluster._forwards():
-        pytest.skip("this hubd does not forward calls (--forward)")
+def test_open_child_over_the_stream(cluster: Cluster) -> None:
+    """A client opens on its agent stream a child of a session another
+    node serves: the node runs the open on the parent's owner. Sync and
+    asyncio."""
     with hubd.Client(cluster.nodes[0].addr, name="oc-a") as a:
         root = a.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted("oc-b")).id
-    gw = cluster.gateway("gw-oc")
-    try:
-        with hubd.Client(gw.addr, name="oc-a") as c:
+    via = cluster.nodes[1].addr
+    with hubd.Client(via, name="oc-a") as c:
+        assert c.transport == "stream"
+        child = c.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted("oc-b"), parent=root, timeout=30)
+        assert child.meta.parent_session_id == root
+
+    async def run() -> str:
+        async with hubd.aio.Client(via, name="oc-a") as c:
             assert c.transport == "stream"
-            child = c.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted("oc-b"), parent=root, timeout=30)
-            assert child.meta.parent_session_id == root
+            s = await c.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted("oc-b"), parent=root, timeout=30)
+            return s.meta.parent_session_id
 
-        async def run() -> str:
-            async with hubd.aio.Client(gw.addr, name="oc-a") as c:
-                assert c.transport == "stream"
-                s = await c.open(
-                    hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted("oc-b"), parent=root, timeout=30
-                )
-                return s.meta.parent_session_id
-
-        assert asyncio.run(asyncio.wait_for(run(), 60)) == root
-    finally:
-        gw.signal(signal.SIGKILL)
+    assert asyncio.run(asyncio.wait_for(run(), 60)) == root
 
 
-def test_aio_follows_and_serves_across_nodes(cluster: Cluster) -> None:
+def test_aio_serves_across_nodes(cluster: Cluster) -> None:
     c = cluster
     n1, n2, n3 = c.nodes
 
@@ -136,9 +111,8 @@ def test_aio_follows_and_serves_across_nodes(cluster: Cluster) -> None:
             handled[t.session_id].append(t.trigger.seq)
             return f"{t.client.name} at {t.trigger.seq}"
 
-        peers = [n2.addr, n3.addr]
-        a = await hubd.aio.connect(n1.addr, name="aio-a", peers=peers, follow_for=60)
-        b = await hubd.aio.connect(n1.addr, name="aio-b", peers=peers, follow_for=60)
+        a = await hubd.aio.connect(n1.addr, name="aio-a")
+        b = await hubd.aio.connect(n1.addr, name="aio-b")
         tasks = [asyncio.ensure_future(cl.serve(handler, stop=stop, handle_signals=False)) for cl in (a, b)]
         # Sessions served by n2 and n3 (a new root session lands in a
         # partition of the node asked), served by agents connected to n1.
@@ -164,14 +138,14 @@ def test_aio_follows_and_serves_across_nodes(cluster: Cluster) -> None:
 
 
 def test_merged_subscribe_carries_turn_view(cluster: Cluster) -> None:
-    """A client with peers subscribes on every node (merged): the turn
-    view reaches each node, so a turn of a session another node serves
-    carries the receiver's view of it."""
+    """A subscription through one node gathers every node's (merged): the
+    turn view reaches each node, so a turn of a session another node
+    serves carries the receiver's view of it."""
     n1, n2, n3 = cluster.nodes
     with hubd.Client(n2.addr, name="tv-a") as a:
         s = a.open(graph=hubd.sequence("tv-a", "tv-b"), participants=hubd.auto_accepted("tv-b"))
         a.send_text(s.id, "one")
-    with hubd.Client(n1.addr, name="tv-b", peers=[n2.addr, n3.addr]) as b:
+    with hubd.Client(n1.addr, name="tv-b") as b:
         with b.subscribe(view=hubd.VIEW_FULL, terse=True, timeout=30) as stream:
             for d in stream:
                 if d.your_turn and d.envelope.session_id == s.id:
@@ -179,7 +153,7 @@ def test_merged_subscribe_carries_turn_view(cluster: Cluster) -> None:
         assert d.view == b.view(s.id, hubd.VIEW_FULL) and [i.text for i in d.view.items] == ["one"]
 
 
-def test_serve_follows_sessions_across_nodes_kill_9(cluster: Cluster, serving: Serving) -> None:
+def test_serve_across_nodes_kill_9(cluster: Cluster, serving: Serving) -> None:
     """SIGKILL here; the TypeScript SDK's test stops a node with SIGTERM
     (voluntary hand-back), and cmd/hubd's for the Go SDK's watch."""
     c = cluster
@@ -206,32 +180,30 @@ def test_serve_follows_sessions_across_nodes_kill_9(cluster: Cluster, serving: S
                 return
             seen[sid].append(seq)
 
-    # Both agents are connected to n1 and know the two others.
-    peers = [n2.addr, n3.addr]
-    a = hubd.Client(n1.addr, name="a", peers=peers, follow_for=60)
-    b = hubd.Client(n1.addr, name="b", peers=peers, follow_for=60)
+    # Both agents are connected to n1 alone.
+    a = hubd.Client(n1.addr, name="a")
+    b = hubd.Client(n1.addr, name="b")
     serving.start(a, handler, backoff=(0.02, 0.5))
     serving.start(b, handler, backoff=(0.02, 0.5), observer=observe)
     opened = _opened_on(c, "a")
     ids = [sid for _, sid in opened]
-    # Each session is served by the node it was opened through; n1 does not
-    # serve the others, and says who does.
-    for n, sid in zip(c.nodes[1:], ids[1:]):
-        md = _not_owner_at(n1.addr, sid)
-        assert md["owner_addr"] == n.addr and md["owner_node"] == n.id, md
+    # Each session is served by the node it was opened through.
+    owners = c.owners(n1)
+    for n, sid in zip(c.nodes, ids):
+        assert owners[_partition(sid)] == n.id, (owners, sid)
 
-    # Unary calls through n1 follow to the owner, which answers them: a
+    # Unary calls through n1 run on the owner, which answers them: a
     # read, and a refusal only the owner can make.
     s2 = ids[1]
     assert a.get_session(s2).meta.session_id == s2
     assert len(a.read_log(s2)) >= 1
-    with hubd.Client(n1.addr, name="mallory", peers=peers) as mallory:
+    with hubd.Client(n1.addr, name="mallory") as mallory:
         with pytest.raises(hubd.NotParticipant):
             mallory.send_text(s2, "hi")
 
     # A watch through n1 of the session n2 serves, live across n2's end.
     watched: List[int] = []
-    w = hubd.Client(n1.addr, name="a", peers=peers, follow_for=60)
+    w = hubd.Client(n1.addr, name="a")
     watcher = threading.Thread(
         target=lambda: watched.extend(e.seq for e in w.follow(s2, timeout=120)), name="watch", daemon=True
     )
@@ -252,7 +224,7 @@ def test_serve_follows_sessions_across_nodes_kill_9(cluster: Cluster, serving: S
 
     for cl, sid in opened[:1] + opened[2:]:
         cl.close()
-    reader = hubd.Client(n3.addr, name="a", peers=[n1.addr], follow_for=60)
+    reader = hubd.Client(n3.addr, name="a")
     for sid in ids:
         end = None
         for e in reader.follow(sid, timeout=120):

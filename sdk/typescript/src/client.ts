@@ -8,7 +8,7 @@ import * as grpc from "@grpc/grpc-js";
 import { backoffDelay, sleep } from "./backoff.js";
 import { DelegateMode, Task, type DelegateOptions } from "./calls.js";
 import { AgentStream, MaxStreamEnvelope, NoStreamError, Transport, type ConnectOptions, type TransportName } from "./connect.js";
-import { CanceledError, DeadlineExceededError, hubError, LimitReachedError, MalformedError, NotOwnerError, retryable, UnavailableError } from "./errors.js";
+import { CanceledError, DeadlineExceededError, hubError, LimitReachedError, MalformedError, retryable, UnavailableError } from "./errors.js";
 import { contextUpdateProto, type ContextUpdate, ends, EventType, jsonValues, Packet } from "./envelope.js";
 import {
   AnswerRequest,
@@ -45,8 +45,7 @@ import { Graph } from "./graph.js";
 import { describe, guardLog } from "./report.js";
 import { currentTrace } from "./trace.js";
 import { serve, type Handler, type ServeOptions } from "./serve.js";
-import { DeliveryStream, type StreamSource } from "./stream.js";
-import { FollowedWatch, MergedSubscribe, Peers } from "./cluster.js";
+import { DeliveryStream } from "./stream.js";
 
 /** The metadata key that names the caller to a hub in development mode (no tokens, loopback only). */
 export const AgentHeader = "x-hubd-agent";
@@ -136,22 +135,6 @@ export interface ClientOptions {
   /** Aborts connect. */
   signal?: AbortSignal;
   /**
-   * The other nodes of a hubd cluster ("host:port" each; docs/SCALING.md).
-   * With them the client follows NOT_OWNER without its caller noticing: a
-   * call goes again, unchanged (the same client message id), to the
-   * session's owner; subscribe and serve merge a stream from every node and
-   * reopen a node's stream from the client's cursors when it ends (no gap,
-   * no duplicate); watch, follow and followTree follow their session to its
-   * owner. Unset or empty: one hub, nothing followed.
-   */
-  peers?: string[];
-  /**
-   * How long, in milliseconds, a call keeps following NOT_OWNER, a node that
-   * is down or draining, or a partition with no owner yet, before it rejects
-   * with the last error (NotOwnerError, UnavailableError). Default 30 s.
-   */
-  followForMs?: number;
-  /**
    * How the client sends: Transport.Stream ("stream", the default) sends
    * and opens over one agent stream per client (each send or open
    * acknowledged by its ref on the stream; serve reads its deliveries, with
@@ -159,10 +142,9 @@ export interface ClientOptions {
    * Transport.Unary ("unary") makes a Send call per envelope and an Open
    * call per open, and serve reads a Subscribe stream. Either way a refused
    * send or open rejects with the same HubError. Sends and opens go unary
-   * anyway with peers (a cluster's calls are followed node to node), for an
-   * envelope or open request over MaxStreamEnvelope (1 MiB), and against a
-   * hub that answers UNIMPLEMENTED for Connect (an older hub); opens also
-   * against a hub whose stream takes no opens.
+   * anyway for an envelope or open request over MaxStreamEnvelope (1 MiB),
+   * and against a hub that answers UNIMPLEMENTED for Connect (an older
+   * hub); opens also against a hub whose stream takes no opens.
    */
   transport?: TransportName;
 }
@@ -440,9 +422,8 @@ export class Client {
   private readonly attempts: number;
   private readonly budgetMs: number;
   private readonly log: (line: string) => void;
-  private readonly peers?: Peers;
   private readonly setupMs: number;
-  /** Sends unary: ClientOptions.transport, a cluster, or a hub without the agent stream. */
+  /** Sends unary: ClientOptions.transport, or a hub without the agent stream. */
   private unaryOnly: boolean;
   /** The client's own agent stream for its sends, once opened. */
   private main?: AgentStream;
@@ -458,15 +439,13 @@ export class Client {
     /** The agent's name as given in the options ("" when a token alone identifies the agent). */
     readonly name: string,
     opts: ClientOptions,
-    peers?: Peers,
   ) {
     this.raw = raw;
-    this.peers = peers;
     this.attempts = opts.sendAttempts && opts.sendAttempts > 0 ? opts.sendAttempts : 3;
     this.budgetMs = opts.retryBudgetMs ?? 10_000;
     this.log = guardLog(opts.log);
     this.setupMs = opts.timeoutMs ?? 10_000;
-    this.unaryOnly = opts.transport === Transport.Unary || peers !== undefined;
+    this.unaryOnly = opts.transport === Transport.Unary;
   }
 
   /**
@@ -509,11 +488,6 @@ export class Client {
       ...opts.channelOptions,
       interceptors: [...(opts.channelOptions?.interceptors ?? []), ...(auth ? [authInterceptor(auth[0], auth[1])] : [])],
     };
-    for (const p of opts.peers ?? []) {
-      if (opts.token && !secure && !opts.insecure && !isLoopback(p)) {
-        throw new Error(`hubd: refusing to send a token over plaintext to peer ${p}: set ClientOptions.tls (or insecure)`);
-      }
-    }
     const raw = new HubClient(target, creds, channelOptions);
     try {
       await waitReady(raw, opts.timeoutMs ?? 10_000, opts.signal);
@@ -521,22 +495,11 @@ export class Client {
       raw.close();
       throw err;
     }
-    let peers: Peers | undefined;
-    if (opts.peers && opts.peers.length > 0) {
-      peers = new Peers(
-        target,
-        raw,
-        opts.peers,
-        (addr) => new HubClient(addr, creds, channelOptions),
-        opts.followForMs && opts.followForMs > 0 ? opts.followForMs : 30_000,
-        guardLog(opts.log),
-      );
-    }
-    return new Client(raw, opts.name ?? "", opts, peers);
+    return new Client(raw, opts.name ?? "", opts);
   }
 
   /**
-   * Closes the connection (and those to the peers) and ends the client's
+   * Closes the connection and ends the client's
    * agent streams. Streams and calls in flight fail; a running serve
    * resolves.
    */
@@ -548,7 +511,6 @@ export class Client {
     this.streams.clear();
     this.main = undefined;
     this.raw.close();
-    this.peers?.close();
   }
 
   /** @internal Aborted once close is called. */
@@ -556,15 +518,15 @@ export class Client {
     return this.life.signal;
   }
 
-  /** @internal The transport sends take now: "unary" when chosen, in a cluster, or once the hub answered that it has no agent stream. */
+  /** @internal The transport sends take now: "unary" when chosen, or once the hub answered that it has no agent stream. */
   get transport(): TransportName {
     return this.unaryOnly ? Transport.Unary : Transport.Stream;
   }
 
   /**
    * @internal Opens an agent stream, kept until it ends or the client
-   * closes; undefined when the client sends unary (chosen, a cluster, or a
-   * hub that answers UNIMPLEMENTED, which switches the client to unary).
+   * closes; undefined when the client sends unary (chosen, or a hub that
+   * answers UNIMPLEMENTED, which switches the client to unary).
    */
   async connectStream(opts: ConnectOptions): Promise<AgentStream | undefined> {
     if (this.unaryOnly) {
@@ -619,11 +581,6 @@ export class Client {
     return this.opening;
   }
 
-  /** @internal Whether the client follows a cluster (ClientOptions.peers). */
-  get clustered(): boolean {
-    return this.peers !== undefined;
-  }
-
   // Sessions.
 
   /**
@@ -631,11 +588,9 @@ export class Client {
    * participant not marked autoAccept has acknowledged (at once when none
    * must), and the first speaker is then told it is its turn. With
    * Transport.Stream it goes over the client's agent stream, as its sends
-   * do; it is an Open call with Transport.Unary or peers, against a hub
-   * whose stream takes no opens, for a request over MaxStreamEnvelope, and
-   * when the stream cannot be opened (the call then says why), and again
-   * after the stream's node refused it NOT_OWNER (a cluster node forwards
-   * the call to the owner). It is not
+   * do; it is an Open call with Transport.Unary, against a hub whose
+   * stream takes no opens, for a request over MaxStreamEnvelope, and when
+   * the stream cannot be opened (the call then says why). It is not
    * retried: an UnavailableError (the stream broke with the open in flight,
    * its outcome unknown) may be retried with the same idempotencyKey.
    */
@@ -650,16 +605,7 @@ export class Client {
     });
     let resp: OpenResponse | undefined;
     if (st) {
-      try {
-        resp = await st.open(req, call());
-      } catch (err) {
-        if (!(err instanceof NotOwnerError)) {
-          throw err;
-        }
-        // In a cluster, another node serves the session's partition (a
-        // child's parent's): the stream is to one node, while an Open call
-        // is forwarded to the owner. The refusal wrote nothing.
-      }
+      resp = await st.open(req, call());
     }
     resp ??= await this.unary("open", this.raw.open, req, call());
     return new Session(resp.session ?? SessionInfo.fromPartial({}), resp.existing);
@@ -897,20 +843,6 @@ export class Client {
   subscribeStream(opts: SubscribeOptions, waitForReady: boolean, turnView?: GetViewRequest): DeliveryStream {
     const cursors = opts.cursors instanceof Map ? Object.fromEntries(opts.cursors) : { ...opts.cursors };
     const req = SubscribeRequest.fromPartial({ cursors, includeEnded: opts.includeEnded ?? false, turnView, terse: opts.terse ?? false });
-    if (this.peers) {
-      const deadline = opts.timeoutMs !== undefined ? Date.now() + opts.timeoutMs : undefined;
-      const merged = new MergedSubscribe(this.peers, req, (client, at) =>
-        this.stream(
-          "subscribe",
-          this.raw.subscribe,
-          at,
-          { timeoutMs: deadline !== undefined ? Math.max(deadline - Date.now(), 0) : undefined },
-          false,
-          client,
-        ),
-      );
-      return this.sourced("subscribe", merged, opts);
-    }
     return this.stream("subscribe", this.raw.subscribe, req, opts, waitForReady);
   }
 
@@ -928,33 +860,9 @@ export class Client {
     return this.watchCall(WatchRequest.fromPartial({ sessionId, fromSeq }), opts, waitForReady);
   }
 
-  /** A Watch call; in a cluster, one that follows its session's partition. */
+  /** A Watch call. */
   private watchCall(req: WatchRequest, opts: CallOptions, waitForReady: boolean): DeliveryStream {
-    if (!this.peers) {
-      return this.stream("watch", this.raw.watch, req, opts, waitForReady);
-    }
-    const deadline = opts.timeoutMs !== undefined ? Date.now() + opts.timeoutMs : undefined;
-    const followed = new FollowedWatch(this.peers, req, (client, at) =>
-      this.stream(
-        "watch",
-        this.raw.watch,
-        at,
-        { timeoutMs: deadline !== undefined ? Math.max(deadline - Date.now(), 0) : undefined },
-        false,
-        client,
-      ),
-    );
-    return this.sourced("watch", followed, opts);
-  }
-
-  /** A DeliveryStream of a cluster's merged or followed stream. */
-  private sourced(op: string, source: StreamSource, opts: CallOptions): DeliveryStream {
-    const deadline = opts.timeoutMs !== undefined ? Date.now() + opts.timeoutMs : undefined;
-    const s = new DeliveryStream(op, source, opts.signal, deadline);
-    if (opts.signal?.aborted) {
-      s.close();
-    }
-    return s;
+    return this.stream("watch", this.raw.watch, req, opts, waitForReady);
   }
 
   /**
@@ -1187,39 +1095,7 @@ export class Client {
   // Plumbing.
 
   private async unary<Req, Res>(op: string, method: UnaryMethod<Req, Res>, req: Req, opts: CallOptions): Promise<Res> {
-    const p = this.peers;
-    if (!p) {
-      return this.unaryOn(this.raw, op, method, req, opts);
-    }
-    // In a cluster: follow NOT_OWNER, a dead or draining node, a partition
-    // with no owner yet (cluster.ts), sending the request unchanged.
-    let at = p.self;
-    let err: unknown;
-    try {
-      return await this.unaryOn(this.raw, op, method, req, opts);
-    } catch (e) {
-      err = e;
-    }
-    const deadline = Date.now() + p.followForMs;
-    for (let attempt = 1; Date.now() < deadline; attempt++) {
-      const where = p.redirect(err, at, attempt);
-      if (!where || opts.signal?.aborted) {
-        break;
-      }
-      if (where.waitMs > 0 && !(await sleep(where.waitMs, opts.signal))) {
-        break;
-      }
-      if (where.next !== at) {
-        this.log(`hubd: ${op}: following to ${where.next} (${String(err)})`);
-      }
-      at = where.next;
-      try {
-        return await this.unaryOn(p.client(at), op, method, req, opts);
-      } catch (e) {
-        err = e;
-      }
-    }
-    throw err;
+    return this.unaryOn(this.raw, op, method, req, opts);
   }
 
   private unaryOn<Req, Res>(client: HubClient, op: string, method: UnaryMethod<Req, Res>, req: Req, opts: CallOptions): Promise<Res> {
@@ -1251,13 +1127,12 @@ export class Client {
     req: Req,
     opts: CallOptions,
     waitForReady: boolean,
-    client: HubClient = this.raw,
   ): DeliveryStream {
     const callOpts: Partial<grpc.CallOptions> = {};
     if (opts.timeoutMs !== undefined) {
       callOpts.deadline = Date.now() + opts.timeoutMs;
     }
-    const call = method.call(client, req, new grpc.Metadata({ waitForReady }), callOpts);
+    const call = method.call(this.raw, req, new grpc.Metadata({ waitForReady }), callOpts);
     const s = new DeliveryStream(op, call, opts.signal, callOpts.deadline as number | undefined);
     if (opts.signal?.aborted) {
       s.close();

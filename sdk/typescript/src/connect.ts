@@ -29,10 +29,10 @@ export const Transport = {
    * Client carries its sends and opens and their acks; serve's deliveries
    * and replies share a stream of its own), falling back to unary calls
    * against a hub without it (and to Open calls against a hub whose stream
-   * takes no opens). The default, except with ClientOptions.peers.
+   * takes no opens). The default.
    */
   Stream: "stream",
-  /** One Send call per envelope and an Open call per open; serve reads a Subscribe stream. Always used with ClientOptions.peers. */
+  /** One Send call per envelope and an Open call per open; serve reads a Subscribe stream. */
   Unary: "unary",
 } as const;
 

@@ -121,10 +121,9 @@ export class IdempotencyConflictError extends HubError {}
 /** The session's log is damaged; it serves nothing until an operator restores it (QUARANTINED). Not retried. */
 export class QuarantinedError extends HubError {}
 /**
- * In a cluster, another node serves the session's partition, or a stream's partition moved (NOT_OWNER).
- * ErrorInfo metadata owner_addr names the owner's gRPC address: retry there with the same client message id,
- * or resubscribe there from the cursors. A client given ClientOptions.peers follows it by itself (rejecting with it
- * only once followForMs has run out).
+ * In a cluster, the node that serves the session's partition could not be reached at the moment: the partition
+ * changes hands, or its node died (NOT_OWNER). Retry shortly with the same client message id (the node asked
+ * already waited for an owner, within the call's deadline).
  */
 export class NotOwnerError extends UnavailableError {}
 

@@ -223,8 +223,8 @@ interface Worker {
  *
  * serve reads its deliveries from an agent stream of its own and posts the
  * replies on it (one stream, no call per reply), or, with
- * ClientOptions.transport "unary", in a cluster or against a hub without
- * the stream, from a Subscribe stream with a Send call per reply. Closing
+ * ClientOptions.transport "unary" or against a hub without the stream,
+ * from a Subscribe stream with a Send call per reply. Closing
  * the client ends serve (it resolves).
  */
 export async function serve(c: Client, h: Handler, opts: ServeOptions, log: (line: string) => void): Promise<void> {
@@ -342,9 +342,7 @@ class Serving {
     try {
       let turns: Delivery[] = [];
       try {
-        // In a cluster each node's stream tells its pending turns (a node
-        // answers pendingTurns for the sessions it serves only).
-        turns = this.c.clustered ? [] : await this.c.pendingTurns({ signal: this.signal });
+        turns = await this.c.pendingTurns({ signal: this.signal });
       } catch (err) {
         this.log(`hubd: serve: pending turns: ${describe(err)}`);
       }

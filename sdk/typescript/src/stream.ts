@@ -7,19 +7,6 @@ import type { Delivery } from "./gen/hub.js";
 import { hubError } from "./errors.js";
 
 /**
- * @internal Deliveries from elsewhere than one gRPC call (a cluster's merged
- * or followed streams, cluster.ts): iterate throws HubErrors itself.
- */
-export interface StreamSource {
-  iterate(): AsyncGenerator<Delivery, void, undefined>;
-  cancel(): void;
-}
-
-function isSource(x: ClientReadableStream<Delivery> | StreamSource): x is StreamSource {
-  return typeof (x as StreamSource).iterate === "function";
-}
-
-/**
  * A stream of deliveries from Client.subscribe or Client.watch. Iterate it
  * with `for await`, or call recv(); close it when done (breaking out of a
  * `for await` closes it too). It ends without an error when the hub ends it
@@ -33,23 +20,16 @@ export class DeliveryStream implements AsyncIterable<Delivery> {
   private readonly status: Promise<void>;
   private iterator?: AsyncGenerator<Delivery, void, undefined>;
   private readonly onAbort = () => this.close();
-  private readonly call?: ClientReadableStream<Delivery>;
-  private readonly source?: StreamSource;
+  private readonly call: ClientReadableStream<Delivery>;
 
   /** @internal */
   constructor(
     private readonly op: string,
-    from: ClientReadableStream<Delivery> | StreamSource,
+    call: ClientReadableStream<Delivery>,
     private readonly signal?: AbortSignal,
     private readonly deadline?: number,
   ) {
     signal?.addEventListener("abort", this.onAbort, { once: true });
-    if (isSource(from)) {
-      this.source = from;
-      this.status = Promise.resolve();
-      return;
-    }
-    const call = from;
     this.call = call;
     // @grpc/grpc-js ends the stream (push(null)) before it emits the error
     // of a failed call, so a reader that comes late would see a clean end:
@@ -81,19 +61,10 @@ export class DeliveryStream implements AsyncIterable<Delivery> {
     }
     this.closed = true;
     this.signal?.removeEventListener("abort", this.onAbort);
-    this.call?.cancel();
-    this.source?.cancel();
+    this.call.cancel();
   }
 
   private async *iterate(): AsyncGenerator<Delivery, void, undefined> {
-    if (this.source) {
-      try {
-        yield* this.source.iterate();
-      } finally {
-        this.close();
-      }
-      return;
-    }
     try {
       try {
         for await (const d of this.call as AsyncIterable<Delivery>) {

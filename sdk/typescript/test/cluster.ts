@@ -45,23 +45,6 @@ export class Node {
   }
 }
 
-let forwards: boolean | undefined;
-
-/** Whether this hubd can forward calls to the owner (--forward). */
-function canForward(): boolean {
-  if (forwards === undefined) {
-    let help = "";
-    try {
-      help = execFileSync(hubdBinary(), ["serve", "--help"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
-    } catch (err) {
-      const e = err as { stdout?: string; stderr?: string };
-      help = `${e.stdout ?? ""}${e.stderr ?? ""}`;
-    }
-    forwards = /^\s+--?forward\b/m.test(help);
-  }
-  return forwards;
-}
-
 /** Three hubd nodes (n1, n2, n3) sharing one session space. */
 export class Cluster {
   readonly nodes: Node[] = [];
@@ -69,7 +52,7 @@ export class Cluster {
   private constructor(readonly dir: string) {}
 
   /** The one place a node's hubd arguments are made. */
-  static nodeArgs(dir: string, id: string, addr: string, nats: string, route: string, routes: string[], forward = false): string[] {
+  static nodeArgs(dir: string, id: string, addr: string, nats: string, route: string, routes: string[]): string[] {
     const args = [
       "serve",
       "--listen", addr,
@@ -84,14 +67,11 @@ export class Cluster {
       "--nats-route-listen", route,
       "--nats-routes", routes.join(","),
     ];
-    if (!forward && canForward()) {
-      args.push("--forward=false"); // the SDK follows NOT_OWNER itself
-    }
     return args;
   }
 
-  /** Starts n nodes (each waits for a NATS quorum before it listens) and resolves once all listen and the partitions are spread over them; forward: the nodes forward calls to the owner. */
-  static async start(n = 3, opts: { forward?: boolean } = {}): Promise<Cluster> {
+  /** Starts n nodes (each waits for a NATS quorum before it listens) and resolves once all listen and the partitions are spread over them. */
+  static async start(n = 3): Promise<Cluster> {
     const c = new Cluster(mkdtempSync(join(tmpdir(), "hubd-ts-cluster-")));
     const ports: number[] = [];
     while (ports.length < 3 * n) {
@@ -105,7 +85,7 @@ export class Cluster {
       const id = `n${i + 1}`;
       const addr = `127.0.0.1:${ports[i]}`;
       const nats = `127.0.0.1:${ports[n + i]}`;
-      c.nodes.push(new Node(id, addr, `nats://${nats}`, Cluster.nodeArgs(c.dir, id, addr, nats, routes[i], routes, opts.forward)));
+      c.nodes.push(new Node(id, addr, `nats://${nats}`, Cluster.nodeArgs(c.dir, id, addr, nats, routes[i], routes)));
     }
     try {
       c.nodes.forEach((node) => c.spawn(node));

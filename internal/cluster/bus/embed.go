@@ -1,4 +1,4 @@
-package cluster
+package bus
 
 import (
 	"errors"
@@ -61,7 +61,7 @@ type NATSConfig struct {
 }
 
 // ErrNATSConfig reports an invalid NATSConfig.
-var ErrNATSConfig = errors.New("cluster: invalid NATS config")
+var ErrNATSConfig = errors.New("bus: invalid NATS config")
 
 // Validate reports a missing required field or an unusable route.
 func (c NATSConfig) Validate() error {
@@ -173,7 +173,7 @@ func routeURLs(routes []string) ([]*url.URL, error) {
 // ErrNATSStart reports an embedded NATS server that failed as it started,
 // most often because a port it was given is taken; the error names the
 // server's own message.
-var ErrNATSStart = errors.New("cluster: nats server failed to start")
+var ErrNATSStart = errors.New("bus: nats server failed to start")
 
 // StartNATS starts an embedded NATS server with JetStream as c describes
 // and waits until it accepts connections. In a cluster JetStream is usable
@@ -195,7 +195,7 @@ func StartNATS(c NATSConfig) (*server.Server, error) {
 func (c NATSConfig) Start(o *server.Options) (*server.Server, error) {
 	s, err := server.NewServer(o)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: nats server %s: %w", c.Name, err)
+		return nil, fmt.Errorf("bus: nats server %s: %w", c.Name, err)
 	}
 	fatal := make(chan string, 1)
 	s.SetLoggerV2(natsLogger{l: c.Logger.With().Str("nats_server", c.Name).Logger(), fatal: fatal}, false, false, false)
@@ -218,7 +218,7 @@ func (c NATSConfig) Start(o *server.Options) (*server.Server, error) {
 		}
 		if time.Now().After(deadline) {
 			s.Shutdown()
-			return nil, fmt.Errorf("cluster: nats server %s not ready after %v", c.Name, wait)
+			return nil, fmt.Errorf("bus: nats server %s not ready after %v", c.Name, wait)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package cluster_test
 
 import (
 	"fmt"
@@ -8,63 +8,47 @@ import (
 
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/hubpb/hubsvc"
+	"github.com/hubd/hubd/internal/cluster"
 	"github.com/hubd/hubd/internal/natstest"
 	"github.com/hubd/hubd/session"
 )
 
 // TestClusterKeyedOpens: an open with an idempotency key, or a thread
 // key, lands in the key's partition whichever node is asked: a node that
-// does not serve it forwards the open to the one that does (or, with
-// forwarding off, answers NOT_OWNER naming it), and there the retry,
-// asked of either node, finds the first session instead of opening a
-// second.
+// does not serve it runs the open on the one that does, and there the
+// retry, asked of either node, finds the first session instead of
+// opening a second.
 func TestClusterKeyedOpens(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a NATS server and two nodes")
 	}
-	t.Run("forwarded", func(t *testing.T) { testKeyedOpens(t, true) })
-	t.Run("not-owner", func(t *testing.T) { testKeyedOpens(t, false) })
-}
-
-func testKeyedOpens(t *testing.T, forward bool) {
-	var opts []func(*ClusterConfig)
-	if !forward {
-		opts = append(opts, noForward)
-	}
 	c := natstest.RunServer(t)
-	a := startClusterNode(t, c, "a", opts...)
+	a := startClusterNode(t, c, "a")
 	waitUntil(t, "a serves every partition", 10*time.Second, func() bool { return len(a.Served()) == 4 })
-	b := startClusterNode(t, c, "b", opts...)
+	b := startClusterNode(t, c, "b")
 	waitUntil(t, "two partitions each", 10*time.Second, func() bool { return len(a.Served()) == 2 && len(b.Served()) == 2 })
 	clients := map[string]hubsvc.HubClient{a.Addr(): rawClient(t, a.Addr()), b.Addr(): rawClient(t, b.Addr())}
 
-	// open asks node first, following one NOT_OWNER, and says whether it
-	// was followed.
+	// open asks node first and says whether the open ran on the other
+	// node (where the key's partition is served).
 	open := func(first string, req *hubpb.OpenRequest) (*hubpb.OpenResponse, bool) {
 		t.Helper()
 		resp, err := clients[first].Open(as("alice"), req)
-		if err == nil {
-			return resp, false
-		}
-		if forward {
-			t.Fatalf("open on %s: %v, want it forwarded to the owner", first, err)
-		}
-		info := errorInfo(t, err)
-		owner := info.GetMetadata()["owner_addr"]
-		if info.GetReason() != "NOT_OWNER" || clients[owner] == nil || owner == first {
-			t.Fatalf("open on %s: %v (%v), want NOT_OWNER naming the other node", first, err, info.GetMetadata())
-		}
-		resp, err = clients[owner].Open(as("alice"), req)
 		if err != nil {
-			t.Fatalf("open on the owner %s: %v", owner, err)
+			t.Fatalf("open on %s: %v, want it run on the key's owner", first, err)
 		}
-		return resp, true
+		k := a.PartitionOf(session.MustParseID(resp.GetSession().GetMeta().GetSessionId()))
+		servedBy := b.Addr()
+		if slices.Contains(a.Served(), k) {
+			servedBy = a.Addr()
+		}
+		return resp, servedBy != first
 	}
 	parts := []*hubpb.Participant{{Name: "alice"}, {Name: "bob", AutoAccept: true}}
 	partitions, followed := map[int]bool{}, 0
 	for i := range 16 {
 		key := fmt.Sprintf("order-%d", i)
-		partitions[keyPartition("open\x00alice\x00"+key, 4)] = true
+		partitions[cluster.KeyPartition("open\x00alice\x00"+key, 4)] = true
 		req := &hubpb.OpenRequest{Type: "conversation@1", Participants: parts, IdempotencyKey: key}
 		first, f1 := open(a.Addr(), req)
 		again, f2 := open(b.Addr(), req)
@@ -76,17 +60,17 @@ func testKeyedOpens(t *testing.T, forward bool) {
 			t.Fatalf("key %s: first %s (existing %v), retry on the other node %s (existing %v): want one session",
 				key, id, first.GetExisting(), again.GetSession().GetMeta().GetSessionId(), again.GetExisting())
 		}
-		if !forward && f1 == f2 {
-			t.Fatalf("key %s: followed from a: %v, from b: %v; one of them serves it", key, f1, f2)
+		if f1 == f2 {
+			t.Fatalf("key %s: run elsewhere from a: %v, from b: %v; one of them serves it", key, f1, f2)
 		}
-		if k := keyPartition("open\x00alice\x00"+key, 4); !slices.Contains(a.Served(), k) && !slices.Contains(b.Served(), k) {
+		if k := cluster.KeyPartition("open\x00alice\x00"+key, 4); !slices.Contains(a.Served(), k) && !slices.Contains(b.Served(), k) {
 			t.Fatalf("key %s: partition %d served by neither", key, k)
 		} else if got := a.PartitionOf(session.MustParseID(id)); got != k {
 			t.Fatalf("key %s: session %s lies in partition %d, the key's is %d", key, id, got, k)
 		}
 	}
-	if len(partitions) < 3 || (!forward && (followed == 0 || followed == 16)) {
-		t.Fatalf("the 16 keys fell in partitions %v, %d of their opens on a were followed to b: the test shows nothing", partitions, followed)
+	if len(partitions) < 3 || followed == 0 || followed == 16 {
+		t.Fatalf("the 16 keys fell in partitions %v, %d of their opens on a were run on b: the test shows nothing", partitions, followed)
 	}
 
 	// A thread: the next session of a thread is linked to the previous

@@ -1,4 +1,4 @@
-package cluster_test
+package bus_test
 
 import (
 	"bufio"
@@ -12,7 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/hubd/hubd/internal/cluster"
+	"github.com/hubd/hubd/internal/cluster/bus"
 	"github.com/hubd/hubd/internal/natstest"
 	"github.com/hubd/hubd/wal/jetstream"
 )
@@ -29,12 +29,12 @@ func TestStartNATSSecure(t *testing.T) {
 	_, creds := natstest.WriteCreds(t, dir, "nats.creds")
 	_, other := natstest.WriteCreds(t, dir, "other.creds")
 	files := natstest.WriteTLS(t, dir)
-	bus := files.Load(t)
-	c := natstest.RunCluster(t, 2, natstest.WithCreds(creds), natstest.WithTLS(bus))
+	tlsFiles := files.Load(t)
+	c := natstest.RunCluster(t, 2, natstest.WithCreds(creds), natstest.WithTLS(tlsFiles))
 
 	// The nodes' messages cross the route.
 	nc0 := c.Connect(t, 0)
-	sub, err := nc0.SubscribeSync("hubd.node.a")
+	sub, err := nc0.SubscribeSync("_INBOX.route-test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestStartNATSSecure(t *testing.T) {
 	pub := c.Connect(t, 1)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if err := pub.Publish("hubd.node.a", []byte("hi")); err != nil {
+		if err := pub.Publish("_INBOX.route-test", []byte("hi")); err != nil {
 			t.Fatal(err)
 		}
 		if m, err := sub.NextMsg(200 * time.Millisecond); err == nil && string(m.Data) == "hi" {
@@ -55,9 +55,9 @@ func TestStartNATSSecure(t *testing.T) {
 
 	// Clients without the nodes' credentials, or without TLS, are refused.
 	for name, opts := range map[string][]nats.Option{
-		"no credentials":    {nats.Secure(bus.ClientConfig())},
-		"other credentials": {nats.Secure(bus.ClientConfig()), other.Option()},
-		"a password":        {nats.Secure(bus.ClientConfig()), nats.UserInfo("hubd-route", "guess")},
+		"no credentials":    {nats.Secure(tlsFiles.ClientConfig())},
+		"other credentials": {nats.Secure(tlsFiles.ClientConfig()), other.Option()},
+		"a password":        {nats.Secure(tlsFiles.ClientConfig()), nats.UserInfo("hubd-route", "guess")},
 		"no TLS":            {creds.Option()},
 	} {
 		nc, err := nats.Connect(strings.Replace(c.URL(0), "tls://", "nats://", 1), append(opts, nats.Timeout(5*time.Second))...)
@@ -77,7 +77,7 @@ func TestStartNATSSecure(t *testing.T) {
 
 	// The nodes' user publishes to the nodes' subjects only.
 	errs := make(chan error, 4)
-	nc := c.ConnectWith(t, []nats.Option{creds.Option(), nats.Secure(bus.ClientConfig()),
+	nc := c.ConnectWith(t, []nats.Option{creds.Option(), nats.Secure(tlsFiles.ClientConfig()),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { errs <- err })}, 0)
 	if err := nc.Publish("elsewhere", []byte("x")); err != nil {
 		t.Fatal(err)
@@ -97,7 +97,7 @@ func TestStartNATSSecure(t *testing.T) {
 	if err := routeHandshake(route, &tls.Config{InsecureSkipVerify: true}, ""); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Errorf("a route with no client certificate: %v, want a TLS refusal", err)
 	}
-	rc := bus.ClientConfig()
+	rc := tlsFiles.ClientConfig()
 	rc.ServerName = "127.0.0.1"
 	if err := routeHandshake(route, rc, `{"user":"hubd-route","pass":"guess","name":"intruder","cluster":"test"}`); err == nil ||
 		!strings.Contains(err.Error(), "Authorization Violation") {
@@ -142,7 +142,7 @@ func routeHandshake(addr string, cfg *tls.Config, connect string) error {
 // streams' subjects, whatever the log calls them.
 func TestNodePermissions(t *testing.T) {
 	want := jetstream.DefaultSubjectPrefix + ".>"
-	if p := cluster.NodePermissions(); !slices.Contains(p.Publish.Allow, want) {
+	if p := bus.NodePermissions(); !slices.Contains(p.Publish.Allow, want) {
 		t.Fatalf("the nodes may publish on %v, not on the log's %s", p.Publish.Allow, want)
 	}
 }

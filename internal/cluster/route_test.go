@@ -1,6 +1,7 @@
-package server
+package cluster_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/hubpb/hubsvc"
+	"github.com/hubd/hubd/internal/cluster"
 	"github.com/hubd/hubd/internal/natstest"
 	"github.com/hubd/hubd/session"
 )
@@ -31,7 +33,7 @@ func TestClusterRouting(t *testing.T) {
 	c := natstest.RunServer(t)
 	a := startClusterNode(t, c, "a")
 	b := startClusterNode(t, c, "b")
-	g := startClusterNode(t, c, "g", func(cc *ClusterConfig) { cc.Gateway = true })
+	g := startClusterNode(t, c, "g", func(cc *cluster.Config) { cc.Gateway = true })
 	waitUntil(t, "two partitions each", 15*time.Second, func() bool { return len(a.Served()) == 2 && len(b.Served()) == 2 })
 	ca, cb, cg := rawClient(t, a.Addr()), rawClient(t, b.Addr()), rawClient(t, g.Addr())
 	clients := map[string]hubsvc.HubClient{"a": ca, "b": cb, "g": cg}
@@ -201,12 +203,11 @@ func TestClusterRouting(t *testing.T) {
 		t.Fatalf("the forwarded send's envelope: %v, %v; want trace 4bf92f35...", lg, err)
 	}
 
-	// Large calls and answers travel in parts: an envelope near the
-	// log's limit sent through the node that does not serve its session
-	// (a request over NATS's 1 MiB max_payload less the headers' room),
-	// and a log of 1.6 MB read back through it.
+	// Large calls and answers: an envelope near the log's limit sent
+	// through the node that does not serve its session, and a log of
+	// 1.6 MB read back through it.
 	big := owners["a"][2]
-	sizes := []int{600_000, a.node.log.MaxRecordBytes() - 2048}
+	sizes := []int{600_000, a.Node().MaxRecordBytes() - 2048}
 	for i, n := range sizes {
 		if _, err := cb.Send(as("alice"), &hubpb.SendRequest{SessionId: big, Envelope: &hubpb.Envelope{Type: session.EventText,
 			Payload: &hubpb.Envelope_Text{Text: &hubpb.Text{Text: strings.Repeat(string(rune('x'+i)), n)}}}}); err != nil {
@@ -235,7 +236,7 @@ func TestClusterRouting(t *testing.T) {
 
 	// b stops answering calls: listings fail rather than answer partly,
 	// and a call for b's sessions says to retry shortly.
-	b.node.calls.Close()
+	b.Node().StopCalls()
 	for name, cl := range map[string]hubsvc.HubClient{"a": ca, "g": cg} {
 		_, err := cl.ListSessions(as("alice"), &hubpb.ListSessionsRequest{})
 		info := errorInfo(t, err)
@@ -243,9 +244,16 @@ func TestClusterRouting(t *testing.T) {
 			t.Fatalf("ListSessions on %s with b silent: %v %v", name, err, info)
 		}
 	}
-	_, err = cg.GetSession(as("alice"), &hubpb.GetSessionRequest{SessionId: owners["b"][1]})
+	// A call waits for b within its deadline, then says to retry.
+	ctx, cancel := context.WithTimeout(as("alice"), 2*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err = cg.GetSession(ctx, &hubpb.GetSessionRequest{SessionId: owners["b"][1]})
 	if info := errorInfo(t, err); status.Code(err) != codes.Unavailable || info.GetReason() != "NOT_OWNER" || info.GetMetadata()["owner_addr"] != "" {
 		t.Fatalf("GetSession through the gateway with b silent: %v %v", err, info)
+	}
+	if took := time.Since(start); took < time.Second || took > 2*time.Second {
+		t.Fatalf("GetSession through the gateway with b silent answered after %v, want after retrying within its 2s deadline", took)
 	}
 }
 

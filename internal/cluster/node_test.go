@@ -1,4 +1,4 @@
-package server
+package cluster_test
 
 import (
 	"context"
@@ -20,27 +20,35 @@ import (
 	"github.com/hubd/hubd/agentsdk"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/hubpb/hubsvc"
+	"github.com/hubd/hubd/internal/cluster"
+	"github.com/hubd/hubd/internal/cluster/bus"
 	"github.com/hubd/hubd/internal/natstest"
+	"github.com/hubd/hubd/internal/server"
 	"github.com/hubd/hubd/session"
 )
 
+// The tests of this file and its siblings run whole hubd servers
+// (internal/server) as the nodes of a cluster on an embedded NATS server:
+// what a node does is seen through the gRPC its clients and the other
+// nodes call.
+
 // startClusterNode starts a server as node id of a cluster on c, with P=4
 // and a one-second lease, its configuration changed by opts.
-func startClusterNode(t testing.TB, c *natstest.Cluster, id string, opts ...func(*ClusterConfig)) *Server {
+func startClusterNode(t testing.TB, c *natstest.Cluster, id string, opts ...func(*cluster.Config)) *server.Server {
 	t.Helper()
 	return startClusterNodeLogged(t, c, id, zerolog.Nop(), opts...)
 }
 
 // startClusterNodeLogged is startClusterNode logging to lg.
-func startClusterNodeLogged(t testing.TB, c *natstest.Cluster, id string, lg zerolog.Logger, opts ...func(*ClusterConfig)) *Server {
+func startClusterNodeLogged(t testing.TB, c *natstest.Cluster, id string, lg zerolog.Logger, opts ...func(*cluster.Config)) *server.Server {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cc := &ClusterConfig{NATS: []string{c.URL(0)}, NodeID: id, Partitions: 4, LeaseTTL: time.Second, Replicas: 1}
+	cc := &cluster.Config{NATS: []string{c.URL(0)}, NodeID: id, Partitions: 4, LeaseTTL: time.Second, Replicas: 1}
 	for _, o := range opts {
 		o(cc)
 	}
-	srv, err := Start(ctx, Config{Listen: "127.0.0.1:0", Logger: lg, Cluster: cc})
+	srv, err := server.Start(ctx, server.Config{Listen: "127.0.0.1:0", Logger: lg, Cluster: cc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +59,7 @@ func startClusterNodeLogged(t testing.TB, c *natstest.Cluster, id string, lg zer
 // twoNodes starts node a, waits until it serves every partition, then
 // node b (with bOpts), and waits until each serves two: a session opened
 // through one node is then placed on a partition only that node serves.
-func twoNodes(t *testing.T, c *natstest.Cluster, bOpts ...func(*ClusterConfig)) (a, b *Server) {
+func twoNodes(t *testing.T, c *natstest.Cluster, bOpts ...func(*cluster.Config)) (a, b *server.Server) {
 	t.Helper()
 	a = startClusterNode(t, c, "a")
 	waitUntil(t, "a serves every partition", 10*time.Second, func() bool { return len(a.Served()) == 4 })
@@ -105,19 +113,40 @@ func sendText(t *testing.T, c hubsvc.HubClient, from, id, text string) (*hubpb.S
 		ClientMsgId: text, Payload: &hubpb.Envelope_Text{Text: &hubpb.Text{Text: text}}}})
 }
 
-// noForward is a node that answers NOT_OWNER rather than forwarding.
-func noForward(cc *ClusterConfig) { cc.NoForward = true }
+// nodeClient is a client of srv's node service acting as a node of the
+// cluster of creds (nil: a cluster without credentials), as the nodes
+// call each other.
+func nodeClient(t testing.TB, srv *server.Server, creds *bus.Creds) hubsvc.HubClient {
+	t.Helper()
+	opts, err := cluster.NodeDialOptions(creds, "tester", srv.Node().ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient(srv.Node().NodeAddr(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return hubsvc.NewHubClient(conn)
+}
+
+// asNode is the context of a node's call on behalf of agent.
+func asNode(agent string) context.Context {
+	return metadata.AppendToOutgoingContext(context.Background(), "hubd-node-agent", agent)
+}
 
 // TestClusterOwnership: two nodes share the partitions; a root session
-// opens on a partition of the node asked; the other node (forwarding
-// off) answers NOT_OWNER with the owner's address; once the owner leaves,
-// the other loads the session (its timers too) and continues its log.
+// opens on a partition of the node asked; the other node runs calls for
+// it on its owner, and its node service (which runs what it is asked
+// where it is, as the owner does for the calls routed to it) answers
+// NOT_OWNER with the owner's address; once the owner leaves, the other
+// loads the session (its timers too) and continues its log.
 func TestClusterOwnership(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a NATS server and two nodes")
 	}
 	c := natstest.RunServer(t)
-	a, b := twoNodes(t, c, noForward)
+	a, b := twoNodes(t, c)
 
 	ca, cb := rawClient(t, a.Addr()), rawClient(t, b.Addr())
 	parts := []*hubpb.Participant{{Name: "alice"}, {Name: "bob", AutoAccept: true}}
@@ -146,17 +175,23 @@ func TestClusterOwnership(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// b does not serve it: NOT_OWNER, with a's address.
-	_, err := cb.GetSession(as("alice"), &hubpb.GetSessionRequest{SessionId: id})
+	// b does not serve it: it runs the call on a; b's node service
+	// answers NOT_OWNER, with a's address, and writes nothing.
+	if got, err := cb.GetSession(as("alice"), &hubpb.GetSessionRequest{SessionId: id}); err != nil || got.GetSeq() != 3 {
+		t.Fatalf("GetSession through b: %v, %v; want seq 3 from a", got, err)
+	}
+	nb := nodeClient(t, b, nil)
+	_, err := nb.GetSession(asNode("alice"), &hubpb.GetSessionRequest{SessionId: id})
 	if status.Code(err) != codes.Unavailable {
-		t.Fatalf("GetSession on b: %v, want UNAVAILABLE NOT_OWNER", err)
+		t.Fatalf("GetSession on b's node service: %v, want UNAVAILABLE NOT_OWNER", err)
 	}
 	info := errorInfo(t, err)
-	if info.GetReason() != "NOT_OWNER" || info.GetMetadata()["owner_addr"] != a.Addr() {
-		t.Fatalf("GetSession on b: ErrorInfo %v, want NOT_OWNER with owner_addr %s", info, a.Addr())
+	if info.GetReason() != "NOT_OWNER" || info.GetMetadata()["owner_addr"] != a.Addr() || info.GetMetadata()["owner_node"] != "a" {
+		t.Fatalf("GetSession on b's node service: ErrorInfo %v, want NOT_OWNER with owner_addr %s", info, a.Addr())
 	}
-	if _, err := sendText(t, cb, "bob", id, "two"); errorInfo(t, err).GetReason() != "NOT_OWNER" {
-		t.Fatalf("send on b: %v, want NOT_OWNER", err)
+	if _, err := nb.Send(asNode("bob"), &hubpb.SendRequest{SessionId: id, Envelope: &hubpb.Envelope{Type: session.EventText,
+		Payload: &hubpb.Envelope_Text{Text: &hubpb.Text{Text: "two"}}}}); errorInfo(t, err).GetReason() != "NOT_OWNER" {
+		t.Fatalf("send on b's node service: %v, want NOT_OWNER", err)
 	}
 
 	// a leaves (handing its partitions back): b serves them all, with the
@@ -201,12 +236,13 @@ func mustStruct(t *testing.T, m map[string]any) *structpb.Struct {
 	return s
 }
 
-// TestClusterSDKFollows: an agentsdk client that knows the cluster calls
-// any node: a send for a session another node serves is followed there
-// (same client message id), and its merged stream delivers that session
-// from its owner, then, once the owner leaves and the other node takes
-// the partition, from the new owner, every seq once and in order.
-func TestClusterSDKFollows(t *testing.T) {
+// TestClusterStreamsRouted: agentsdk clients of one node, which know
+// nothing of the cluster, send on their agent streams for a session the
+// other node serves (the node runs them there, with the same client
+// message id), and a subscription through that node delivers the session
+// from its owner, then, once the owner leaves and the node takes the
+// partition over, from itself, every seq once and in order.
+func TestClusterStreamsRouted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a NATS server and two nodes")
 	}
@@ -216,7 +252,7 @@ func TestClusterSDKFollows(t *testing.T) {
 	defer cancel()
 	dial := func(name string) *agentsdk.Client {
 		t.Helper()
-		cl, err := agentsdk.Dial(ctx, b.Addr(), agentsdk.Options{Name: name, Peers: []string{a.Addr()}, Logf: t.Logf})
+		cl, err := agentsdk.Dial(ctx, b.Addr(), agentsdk.Options{Name: name, Logf: t.Logf})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -294,12 +330,11 @@ func TestClusterSDKFollows(t *testing.T) {
 	t.Logf("bob's stream: seqs %v", seen)
 }
 
-// TestClusterOpenOnStreamNotOwner: an agentsdk client of one node without
-// Peers opens on its agent stream; a child whose parent lives on the
-// other node is refused NOT_OWNER there (the stream is to one node), so
-// the client opens it again with an Open call, which the node forwards to
-// the owner, as before opens went on the stream.
-func TestClusterOpenOnStreamNotOwner(t *testing.T) {
+// TestClusterOpenOnStreamRouted: an agentsdk client of one node opens
+// on its agent stream a root session (in that node's partitions) and a
+// child whose parent lives on the other node: the node runs that open on
+// the parent's owner, on the client's behalf.
+func TestClusterOpenOnStreamRouted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a NATS server and two nodes")
 	}
@@ -331,5 +366,60 @@ func TestClusterOpenOnStreamNotOwner(t *testing.T) {
 	}
 	if got, err := rawClient(t, a.Addr()).GetSession(as("alice"), &hubpb.GetSessionRequest{SessionId: child.ID()}); err != nil || got.GetMeta().GetParentSessionId() != parent {
 		t.Fatalf("the child on its owner: %v %v", got, err)
+	}
+}
+
+// TestClusterSubscribeFollowsNewNodes: a subscription through a node
+// that serves every partition goes on delivering once another node joins
+// and takes partitions over: a session the new node serves reaches the
+// subscriber, through the node it subscribed to, without a resubscribe.
+func TestClusterSubscribeFollowsNewNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a NATS server and two nodes")
+	}
+	c := natstest.RunServer(t)
+	a := startClusterNode(t, c, "a")
+	waitUntil(t, "a serves every partition", 10*time.Second, func() bool { return len(a.Served()) == 4 })
+	ctx, cancel := context.WithCancel(as("bob"))
+	defer cancel()
+	stream, err := rawClient(t, a.Addr()).Subscribe(ctx, &hubpb.SubscribeRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := startClusterNode(t, c, "b")
+	waitUntil(t, "two partitions each", 10*time.Second, func() bool { return len(a.Served()) == 2 && len(b.Served()) == 2 })
+	resp, err := rawClient(t, b.Addr()).Open(as("alice"), &hubpb.OpenRequest{Type: "conversation@1",
+		Participants: []*hubpb.Participant{{Name: "alice"}, {Name: "bob", AutoAccept: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := resp.GetSession().GetMeta().GetSessionId()
+	if k := b.PartitionOf(session.MustParseID(id)); !slices.Contains(b.Served(), k) {
+		t.Fatalf("session %s opened through b lies in partition %d, b serves %v", id, k, b.Served())
+	}
+	if _, err := sendText(t, rawClient(t, b.Addr()), "alice", id, "hello bob"); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 1)
+	go func() {
+		for {
+			d, err := stream.Recv()
+			if err != nil {
+				got <- err.Error()
+				return
+			}
+			if d.GetEnvelope().GetSessionId() == id && d.GetEnvelope().GetText().GetText() == "hello bob" {
+				got <- "delivered"
+				return
+			}
+		}
+	}()
+	select {
+	case r := <-got:
+		if r != "delivered" {
+			t.Fatalf("bob's stream through a: %s", r)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("bob's stream through a did not deliver a session b serves")
 	}
 }

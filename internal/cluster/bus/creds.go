@@ -1,4 +1,4 @@
-package cluster
+package bus
 
 import (
 	"crypto/hmac"
@@ -16,7 +16,7 @@ import (
 )
 
 // ErrCreds reports a credentials file that cannot be used.
-var ErrCreds = errors.New("cluster: unusable credentials")
+var ErrCreds = errors.New("bus: unusable credentials")
 
 // Creds are the credentials of the nodes of one cluster on its NATS bus:
 // one NATS user nkey that every node holds (the file `hubd serve
@@ -24,8 +24,9 @@ var ErrCreds = errors.New("cluster: unusable credentials")
 // as that user (the server knows only its public key and signs a nonce
 // challenge with it: the seed never crosses the wire); the embedded
 // servers accept that user alone, with NodePermissions, and authenticate
-// their routes with a password derived from the seed; and the calls
-// between nodes are signed with another key derived from it (NodeProof).
+// their routes with a password derived from the seed; and the nodes' CA,
+// which signs the certificates of the calls between nodes, is derived
+// from it too (Derive).
 type Creds struct {
 	kp   nkeys.KeyPair
 	pub  string
@@ -101,9 +102,10 @@ func (c *Creds) PublicKey() string { return c.pub }
 // user.
 func (c *Creds) Option() nats.Option { return nats.Nkey(c.pub, c.kp.Sign) }
 
-// derive returns a key for one use, derived from the seed: HMAC-SHA256
-// keyed by the seed over the use's label.
-func (c *Creds) derive(label string) []byte {
+// Derive returns a secret for one use, derived from the seed: HMAC-SHA256
+// keyed by the seed over the use's label. Every node holding the same
+// credentials derives the same secret; nobody else can.
+func (c *Creds) Derive(label string) []byte {
 	m := hmac.New(sha256.New, c.seed)
 	m.Write([]byte(label))
 	return m.Sum(nil)
@@ -112,16 +114,7 @@ func (c *Creds) derive(label string) []byte {
 // routeAuth is the user and password with which the embedded servers
 // authenticate each other's routes.
 func (c *Creds) routeAuth() (user, pass string) {
-	return "hubd-route", hex.EncodeToString(c.derive("hubd nats route v1"))
-}
-
-// Proof returns the NodeProof of the calls between the nodes holding c;
-// nil for nil credentials (none signed or checked).
-func (c *Creds) Proof() *NodeProof {
-	if c == nil {
-		return nil
-	}
-	return NewNodeProof(c.derive("hubd node call v1"))
+	return "hubd-route", hex.EncodeToString(c.Derive("hubd nats route v1"))
 }
 
 // logSubjects is the subject prefix of the partition streams,
@@ -129,15 +122,22 @@ func (c *Creds) Proof() *NodeProof {
 // run their servers through this package).
 const logSubjects = "hub"
 
+// The KV buckets of the leases (internal/cluster): who serves each
+// partition, and the live nodes.
+const (
+	LeaseBucket = "hub_owners"
+	NodesBucket = "hub_nodes"
+)
+
 // nodeSubjects are what a node publishes to, and what it subscribes to:
-// the calls between nodes (and their answers, on inboxes), the partition
-// streams' subjects, the JetStream API (streams, consumers, direct gets)
-// with its acknowledgements and flow control, and the two lease buckets.
+// the partition streams' subjects, the JetStream API (streams, consumers,
+// direct gets) with its acknowledgements and flow control, the two lease
+// buckets, and the inboxes its requests are answered on. The nodes call
+// each other over gRPC, not on the bus.
 func nodeSubjects() (publish, subscribe []string) {
-	calls := DefaultCallPrefix + ".*"
-	return []string{calls, logSubjects + ".>", "$JS.API.>", "$JS.ACK.>", "$JS.FC.>",
-			"$KV." + DefaultBucket + ".>", "$KV." + DefaultNodesBucket + ".>", "_INBOX.>"},
-		[]string{calls, "_INBOX.>"}
+	return []string{logSubjects + ".>", "$JS.API.>", "$JS.ACK.>", "$JS.FC.>",
+			"$KV." + LeaseBucket + ".>", "$KV." + NodesBucket + ".>", "_INBOX.>"},
+		[]string{"_INBOX.>"}
 }
 
 // NodePermissions are the NATS permissions of the nodes' user: what a

@@ -1,4 +1,4 @@
-package cluster
+package bus
 
 import (
 	"crypto/tls"
@@ -9,7 +9,7 @@ import (
 )
 
 // ErrTLS reports TLS files that cannot be used.
-var ErrTLS = errors.New("cluster: unusable TLS files")
+var ErrTLS = errors.New("bus: unusable TLS files")
 
 // TLS is the cluster bus's TLS: a node's certificate, which its embedded
 // server presents to clients and to routes (in both directions, so it

@@ -1,8 +1,12 @@
-package server
+package cluster_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,8 +18,39 @@ import (
 
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/internal/natstest"
+	"github.com/hubd/hubd/internal/server"
 	"github.com/hubd/hubd/session"
 )
+
+// logBuffer collects a logger's JSON lines.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// lines returns the log's JSON lines with the given message.
+func (l *logBuffer) lines(t *testing.T, msg string) []map[string]any {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(l.b.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if m["message"] == msg {
+			out = append(out, m)
+		}
+	}
+	return out
+}
 
 // TestClusterLoadQuarantinesDamaged: a partition stream holds a record
 // whose frame fails its checksum (one session's), a record of a session
@@ -116,7 +151,7 @@ func TestClusterLoadQuarantinesDamaged(t *testing.T) {
 }
 
 // counterValue reads a counter without labels from srv's metrics.
-func counterValue(t *testing.T, srv *Server, name string) float64 {
+func counterValue(t *testing.T, srv *server.Server, name string) float64 {
 	t.Helper()
 	mfs, err := srv.Metrics().Registry().Gather()
 	if err != nil {

@@ -1,4 +1,4 @@
-package server
+package cluster
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // Metas are the log's own (any node reads any partition).
 type jsLog struct {
 	*jetstream.Log
-	n *node
+	n *Node
 }
 
 func (j jsLog) Append(ctx context.Context, writes ...hub.LogWrite) error {
@@ -58,7 +58,7 @@ func rootOf(id [16]byte, meta []byte) ([16]byte, error) {
 // *hub.NotOwnerError naming the owner; ErrFenced while the lease is still
 // held (a deposed owner's write landed first) stays an error that makes
 // the hub reload the session from the log before its next change.
-func (n *node) appendErr(ctx context.Context, w hub.LogWrite, err error) error {
+func (n *Node) appendErr(ctx context.Context, w hub.LogWrite, err error) error {
 	fenced := errors.Is(err, jetstream.ErrFenced)
 	if !fenced && !errors.Is(err, jetstream.ErrNotOwner) {
 		return err
