@@ -98,7 +98,7 @@ func New(h *hub.Hub, f *feed.Feed, cfg Config) *Service {
 	if cfg.Tracer == nil {
 		cfg.Tracer = noop.NewTracerProvider()
 	}
-	s := &Service{h: h, auth: cfg.Auth, lg: cfg.Logger, maxConnStreams: cfg.MaxStreamsPerConn, maxInFlight: cfg.MaxInFlight,
+	s := &Service{h: h, f: f, auth: cfg.Auth, lg: cfg.Logger, maxConnStreams: cfg.MaxStreamsPerConn, maxInFlight: cfg.MaxInFlight,
 		tracer: cfg.Tracer.Tracer(TracerName), recording: Recording(cfg.Tracer), onCall: cfg.OnCall, onLimit: cfg.OnLimit, closeGrace: cfg.CloseGrace, router: cfg.Router, conns: map[*agentConn]struct{}{}}
 	context.AfterFunc(h.Lifetime(), s.endStreams)
 	return s
