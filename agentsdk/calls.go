@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/hubd/hubd/hubpb"
 )
@@ -107,36 +106,6 @@ func (c *Client) Delegate(ctx context.Context, sessionID string, o DelegateOptio
 			DelegationID: ch.GetMeta().GetDelegationId(), c: c, from: resp.GetDelegation().GetSeq()})
 	}
 	return tasks, nil
-}
-
-// retryUnavailable calls f, retrying while the hub is unavailable within
-// the client's retry budget; f must be idempotent (a client message id).
-func (c *Client) retryUnavailable(ctx context.Context, op string, f func() error) error {
-	return c.retry(ctx, op, c.attempts, func() error { return wrapErr(op, f()) })
-}
-
-// retry calls f (which returns wrapped errors) until it succeeds, fails
-// other than ErrUnavailable, ctx is done, attempts tries were made (0: no
-// cap) or the retry budget is spent. Between tries it backs off a little
-// and waits, within the budget, for the connection to be ready: gRPC
-// reconnects with its own backoff, and a try before it has only gets its
-// last "connection refused" again.
-func (c *Client) retry(ctx context.Context, op string, attempts int, f func() error) error {
-	deadline := time.Now().Add(max(c.budget, 0))
-	for attempt := 1; ; attempt++ {
-		err := f()
-		if err == nil || !errors.Is(err, ErrUnavailable) || ctx.Err() != nil ||
-			(attempts > 0 && attempt >= attempts) || !time.Now().Before(deadline) {
-			return err
-		}
-		c.logf("agentsdk: %s: %v; retrying (try %d, until %s)", op, err, attempt, deadline.Format(time.RFC3339))
-		wait, cancel := context.WithDeadline(ctx, deadline)
-		ok := sleep(wait, backoffDelay(attempt, 50*time.Millisecond, time.Second)) && waitReady(wait, c.conn) == nil
-		cancel()
-		if !ok {
-			return err
-		}
-	}
 }
 
 // Task is the handle of a delegated child session: its id, its parent and

@@ -554,8 +554,8 @@ func (c *agentConn) serve(ctx context.Context, f *hubpb.AgentFrame) {
 	err = c.answer(ack, err)
 	failed(span, err)
 	span.End()
-	if c.svc.onCall != nil {
-		c.svc.onCall(method, err, time.Since(began))
+	if c.svc.onStreamRequest != nil {
+		c.svc.onStreamRequest(method, err, time.Since(began))
 	}
 }
 

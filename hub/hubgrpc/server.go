@@ -43,11 +43,11 @@ type Config struct {
 	// TraceInterceptor does for calls; nil records none (the caller's
 	// traceparent still reaches the envelope).
 	Tracer trace.TracerProvider
-	// OnCall, when set, is called after each send or open of an agent
+	// OnStreamRequest, when set, is called after each send or open of an agent
 	// stream with its method ("Send" or "Open"), its status (nil when
 	// acknowledged) and how long it took (for metrics: a Send or Open call
 	// is counted by the interceptors).
-	OnCall func(method string, err error, took time.Duration)
+	OnStreamRequest func(method string, err error, took time.Duration)
 	// CloseGrace is how long an agent stream the hub ends waits for the
 	// agent to close its side after the closing frame before it is
 	// cancelled (with StreamTap installed); default DefaultCloseGrace.
@@ -71,14 +71,14 @@ type Service struct {
 	auth Authenticator
 	lg   zerolog.Logger
 
-	maxConnStreams int
-	maxInFlight    int
-	tracer         trace.Tracer
-	recording      bool // the tracer records spans (not the no-op one)
-	onCall         func(string, error, time.Duration)
-	onLimit        func(string)
-	closeGrace     time.Duration
-	router         Router
+	maxConnStreams  int
+	maxInFlight     int
+	tracer          trace.Tracer
+	recording       bool // the tracer records spans (not the no-op one)
+	onStreamRequest func(string, error, time.Duration)
+	onLimit         func(string)
+	closeGrace      time.Duration
+	router          Router
 
 	cmu   sync.Mutex
 	conns map[*agentConn]struct{} // the agent streams, ended when the hub closes
@@ -99,7 +99,7 @@ func New(h *hub.Hub, f *feed.Feed, cfg Config) *Service {
 		cfg.Tracer = noop.NewTracerProvider()
 	}
 	s := &Service{h: h, f: f, auth: cfg.Auth, lg: cfg.Logger, maxConnStreams: cfg.MaxStreamsPerConn, maxInFlight: cfg.MaxInFlight,
-		tracer: cfg.Tracer.Tracer(TracerName), recording: Recording(cfg.Tracer), onCall: cfg.OnCall, onLimit: cfg.OnLimit, closeGrace: cfg.CloseGrace, router: cfg.Router, conns: map[*agentConn]struct{}{}}
+		tracer: cfg.Tracer.Tracer(TracerName), recording: Recording(cfg.Tracer), onStreamRequest: cfg.OnStreamRequest, onLimit: cfg.OnLimit, closeGrace: cfg.CloseGrace, router: cfg.Router, conns: map[*agentConn]struct{}{}}
 	context.AfterFunc(h.Lifetime(), s.endStreams)
 	return s
 }

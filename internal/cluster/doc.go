@@ -111,7 +111,7 @@
 //
 // Each node serves the Hub service a second time on a listener of its own
 // (Config.NodeListen; its address, advertised in the lease and membership
-// records, is node_addr), apart from its clients' (calls.go). What that
+// records, is node_addr), apart from its clients' (nodeservice.go). What that
 // node service runs, it runs on its own hub: never gathered, forwarded or
 // merged again. The caller's identity travels in the metadata
 // hubd-node-agent and hubd-node-operator, which only the node service

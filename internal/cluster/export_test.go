@@ -8,7 +8,7 @@ import (
 
 // StopCalls stops n's node service alone: n keeps its leases but answers
 // no other node, as a node cut off from the others would.
-func (n *Node) StopCalls() { n.calls.close() }
+func (n *Node) StopCalls() { n.service.close() }
 
 // KeyPartition is keyPartition.
 var KeyPartition = keyPartition

@@ -56,7 +56,7 @@ type merged struct {
 // from every node. The hub's own part is opened first and its refusal is
 // the call's (credentials, limits), as on one node.
 func (n *Node) Subscribe(ctx context.Context, id hubgrpc.Identity, req *hubpb.SubscribeRequest, local hubgrpc.OpenLocal[*hubpb.SubscribeRequest]) (hubgrpc.Deliveries, error) {
-	if n.calls == nil {
+	if n.service == nil {
 		return local(ctx, req)
 	}
 	m := &merged{n: n, from: ctx, id: id, req: req, local: local, cursors: maps.Clone(req.GetCursors()), parts: map[string]bool{}}

@@ -41,7 +41,7 @@ type LeaseConfig struct {
 	// Addr is the address clients reach this node's gRPC at, written
 	// into every lease it holds (NOT_OWNER hands it out).
 	Addr string
-	// NodeAddr is the address of this node's node service (calls.go),
+	// NodeAddr is the address of this node's node service (nodeservice.go),
 	// written beside Addr: where the other nodes call it.
 	NodeAddr string
 	// Partitions is P (default 32), as the log's.

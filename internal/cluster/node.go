@@ -37,7 +37,7 @@ type Config struct {
 	// into its leases for NOT_OWNER answers; default the listen address.
 	Advertise string
 	// NodeListen is the address of the node service, which the other
-	// nodes call (calls.go); default the host of the listen address, any
+	// nodes call (nodeservice.go); default the host of the listen address, any
 	// free port.
 	NodeListen string
 	// NodeAdvertise is the node service's address as the other nodes
@@ -89,7 +89,7 @@ type Node struct {
 	fenced  atomic.Int64  // appends refused by the fence
 	foreign prometheus.Counter
 	tls     *nodeTLS     // the node calls' certificates; nil without credentials
-	calls   *nodeService // the node service; nil until Serve
+	service *nodeService // the node service; nil until Serve
 	peers   *peers       // connections to the other nodes' node services
 	methods methods      // the Hub service's unary methods
 }
@@ -179,21 +179,21 @@ func (n *Node) HubConfig(hc hub.Config) hub.Config {
 }
 
 // Serve starts serving: the node service, which the other nodes call
-// (calls.go), then the leases, which take this node's share of the
+// (nodeservice.go), then the leases, which take this node's share of the
 // partitions for the hub.
 func (n *Node) Serve(ctx context.Context, l Local) error {
 	n.hub = l.Hub
-	calls, err := n.serveCalls(l)
+	svc, err := n.serveNodeService(l)
 	if err != nil {
 		return err
 	}
-	n.calls = calls
-	n.leases, err = StartLeases(ctx, LeaseConfig{Conn: n.lc, NodeID: n.cfg.NodeID, Addr: n.cfg.Advertise, NodeAddr: calls.addr,
+	n.service = svc
+	n.leases, err = StartLeases(ctx, LeaseConfig{Conn: n.lc, NodeID: n.cfg.NodeID, Addr: n.cfg.Advertise, NodeAddr: svc.addr,
 		Partitions: n.cfg.Partitions, TTL: n.cfg.LeaseTTL, Replicas: n.cfg.Replicas,
 		OnAcquire: n.acquire, OnLose: n.lose, Logger: n.base, Observer: n.cfg.Gateway})
 	if err != nil {
-		calls.close()
-		n.calls = nil
+		svc.close()
+		n.service = nil
 		return fmt.Errorf("cluster: starting the leases: %w", err)
 	}
 	n.held.Store(n.leases)
@@ -302,8 +302,8 @@ func (n *Node) HandBack(ctx context.Context) error {
 // Close stops the node service, then closes the connections to the
 // other nodes, the log, the NATS connections and the embedded server.
 func (n *Node) Close() error {
-	if n.calls != nil {
-		n.calls.close()
+	if n.service != nil {
+		n.service.close()
 	}
 	n.peers.close()
 	var err error

@@ -92,7 +92,7 @@ func hubMethods() (methods, error) {
 // client message id is not written twice).
 func (n *Node) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	m, ok := req.(proto.Message)
-	if _, hub := n.methods[info.FullMethod]; !ok || !hub || n.calls == nil {
+	if _, hub := n.methods[info.FullMethod]; !ok || !hub || n.service == nil {
 		return handler(ctx, req) // health, reflection: this node's own
 	}
 	switch info.FullMethod {
@@ -211,7 +211,7 @@ func isReason(err error, r hubpb.Reason) bool { return hubInfo(err).GetReason() 
 
 // Metadata of the calls between nodes: the caller as the node asked
 // authenticated it. A node service believes them only from a node
-// (calls.go).
+// (nodeservice.go).
 const (
 	mdAgent    = "hubd-node-agent"
 	mdOperator = "hubd-node-operator"

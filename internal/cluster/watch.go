@@ -41,7 +41,7 @@ type followed struct {
 // served, and follows it there. The first attempt's refusal (an unknown
 // session, a caller who may not watch it) is the call's.
 func (n *Node) Watch(ctx context.Context, id hubgrpc.Identity, req *hubpb.WatchRequest, local hubgrpc.OpenLocal[*hubpb.WatchRequest]) (hubgrpc.Deliveries, error) {
-	if n.calls == nil {
+	if n.service == nil {
 		return local(ctx, req)
 	}
 	w := &followed{n: n, from: ctx, id: id, req: req, local: local, next: map[string]uint64{req.GetSessionId(): max(req.GetFromSeq(), 1)}}

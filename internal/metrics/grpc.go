@@ -28,10 +28,10 @@ func (m *Metrics) UnaryInterceptor(transport string) grpc.UnaryServerInterceptor
 	}
 }
 
-// StreamCall counts a send or open (method "Send", "Open") of an agent
+// StreamRequest counts a send or open (method "Send", "Open") of an agent
 // stream that took d and ended with err (a status, or nil), as a call of
-// that method with transport "agent_stream" (hubgrpc.Config.OnCall).
-func (m *Metrics) StreamCall(method string, err error, d time.Duration) {
+// that method with transport "agent_stream" (hubgrpc.Config.OnStreamRequest).
+func (m *Metrics) StreamRequest(method string, err error, d time.Duration) {
 	m.requests.WithLabelValues("agent_stream", method, status.Code(err).String()).Inc()
 	m.requestSeconds.WithLabelValues("agent_stream", method).Observe(d.Seconds())
 }

@@ -252,7 +252,7 @@ func start(ctx context.Context, cfg Config, auth hubgrpc.Authenticator, tlsCfg *
 	m.Hydrated(time.Since(began))
 	m.Attach(readings{h, f})
 	sc := hubgrpc.Config{Auth: auth, Logger: cfg.Logger, MaxStreamsPerConn: cfg.MaxStreamsPerConn, Tracer: cfg.Tracer,
-		OnCall: m.StreamCall, OnLimit: m.Limited}
+		OnStreamRequest: m.StreamRequest, OnLimit: m.Limited}
 	if n != nil {
 		// The node service runs what the other nodes route here, on this
 		// hub (a service with no Router); the clients' service routes.

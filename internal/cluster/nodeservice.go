@@ -56,11 +56,11 @@ type nodeService struct {
 	done chan struct{}
 }
 
-// serveCalls starts the node service. With the cluster's credentials it
+// serveNodeService starts the node service. With the cluster's credentials it
 // speaks mutual TLS only, and takes a call only from a certificate the
 // nodes' CA signed (nodeTLS); without, it takes any (a development
 // cluster, or --insecure-nats).
-func (n *Node) serveCalls(l Local) (*nodeService, error) {
+func (n *Node) serveNodeService(l Local) (*nodeService, error) {
 	lis, err := net.Listen("tcp", n.nodeListen())
 	if err != nil {
 		return nil, fmt.Errorf("cluster: the node service on %s: %w", n.nodeListen(), err)
@@ -302,10 +302,10 @@ func (n *Node) peer(node string) (*grpc.ClientConn, error) {
 // NodeAddr is the node service's address as the leases name it ("" before
 // Serve).
 func (n *Node) NodeAddr() string {
-	if n.calls == nil {
+	if n.service == nil {
 		return ""
 	}
-	return n.calls.addr
+	return n.service.addr
 }
 
 // ID is the node's id.
