@@ -22,6 +22,8 @@
 #                             and a tree watch (go test ./hub)
 #   shape                     the code's shape: references between hub's files,
 #                             Hub's fields, lines per package (go run ./bench/shape)
+#   walk [BENCHTIME]          the files, packages and goroutines a turn passes
+#                             through, from a profile (bench/walk.sh)
 #
 # A fresh hubd is the repository's, built into a temporary directory, in
 # development mode on free loopback ports, with its data directory (fsync
@@ -31,7 +33,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 [ $# -ge 1 ] || usage
 figure=$1
 shift
@@ -88,6 +90,9 @@ table)
   run "$tmp/table" --hub "$HUB" --hub-pid "$hub_pid" --hub-http "$HUB_HTTP" \
     --floor-dir "${BENCH_DATA:-${TMPDIR:-/tmp}}" --duration 4s "$@"
   stophub
+  ;;
+walk)
+  run bench/walk.sh "$@"
   ;;
 idle)
   freshhub
