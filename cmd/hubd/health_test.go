@@ -117,3 +117,99 @@ func TestE2EHealthEnv(t *testing.T) {
 		t.Errorf("health --hub over $HUBD_HUB: exit %d, want 3 (the flag's address)\n%s", code, errs)
 	}
 }
+
+// TestE2EHealthClientCert: a hub started with --client-ca takes no
+// connection without a client certificate of its CA; hubd health presents
+// one with --tls-cert and --tls-key.
+func TestE2EHealthClientCert(t *testing.T) {
+	dir := t.TempDir()
+	ca := newTestCA(t)
+	caFile := ca.write(t, dir, "ca", ca.cert, ca.key)
+	srvCert, srvKey := ca.issue(t, dir, "server", x509.ExtKeyUsageServerAuth)
+	probeCert, probeKey := ca.issue(t, dir, "probe", x509.ExtKeyUsageClientAuth)
+	d := startDaemon(t, t.TempDir(), "", "--tls-cert", srvCert, "--tls-key", srvKey, "--client-ca", caFile)
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"--tls-ca", caFile, "--tls-cert", probeCert, "--tls-key", probeKey}, 0},
+		{[]string{"--tls-cert", probeCert, "--tls-key", probeKey}, 0}, // the hub unverified, as --tls
+		{[]string{"--tls-ca", caFile}, 3},                             // no client certificate: refused at the handshake
+		{[]string{"--tls-ca", caFile, "--tls-cert", probeCert}, 2},    // a certificate without its key
+	} {
+		code, out, errs := hubd(t, append([]string{"health", "--hub", d.addr, "--timeout", "3s"}, tc.args...)...)
+		if code != tc.code {
+			t.Errorf("health %q of a hub with --client-ca: exit %d; want %d\n%s%s", tc.args, code, tc.code, out, errs)
+		}
+	}
+}
+
+// testCA is a certificate authority for tests of client certificates.
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+}
+
+func newTestCA(t *testing.T) *testCA {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "hubd test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testCA{cert: cert, key: k}
+}
+
+// issue writes a certificate for 127.0.0.1 named cn, for usage, signed by
+// the CA, and its key, into dir; it returns their paths.
+func (ca *testCA) issue(t *testing.T, dir, cn string, usage x509.ExtKeyUsage) (cert, key string) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:    x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &k.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca.write(t, dir, cn, c, k), filepath.Join(dir, cn+"-key.pem")
+}
+
+// write writes cert as dir/name.pem and key as dir/name-key.pem; it
+// returns the certificate's path.
+func (ca *testCA) write(t *testing.T, dir, name string, cert *x509.Certificate, key *ecdsa.PrivateKey) string {
+	t.Helper()
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, name+".pem")
+	for p, block := range map[string]*pem.Block{path: {Type: "CERTIFICATE", Bytes: cert.Raw}, filepath.Join(dir, name+"-key.pem"): {Type: "EC PRIVATE KEY", Bytes: kder}} {
+		if err := os.WriteFile(p, pem.EncodeToMemory(block), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return path
+}

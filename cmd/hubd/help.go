@@ -46,7 +46,7 @@ var commands = []command{
 	{"graph render", "FILE", "print a workflow graph as a Mermaid flowchart"},
 	{"graph simulate", "--graph FILE --participants a,b,c [--creator a] [--context JSON] [--max-handoffs N] < envelopes.jsonl",
 		"dry-run a workflow session: one JSON envelope per line on stdin, one JSON result per line on stdout"},
-	{"health", "[--hub ADDR] [--tls | --tls-ca FILE]", "exit 0 if the hub takes writes, 1 if not, 3 if unreachable (a container's health check)"},
+	{"health", "[--hub ADDR] [--tls | --tls-ca FILE] [--tls-cert FILE --tls-key FILE]", "exit 0 if the hub takes writes, 1 if not, 3 if unreachable (a container's health check)"},
 	{"completion", "bash|zsh|fish", "print the shell's completion script for hubd: source <(hubd completion bash)"},
 	{"version", "", "print the module version, the commit and the Go version"},
 	{"help", "[COMMAND]", "print this help, or a command's (the same as hubd COMMAND --help)"},
