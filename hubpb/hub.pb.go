@@ -277,6 +277,7 @@ type Envelope struct {
 	//	*Envelope_ToolCall
 	//	*Envelope_ToolResult
 	//	*Envelope_Message
+	//	*Envelope_Fork
 	Payload isEnvelope_Payload `protobuf_oneof:"payload"`
 	// The id of the envelope this one answers, if any.
 	CausationId string `protobuf:"bytes,30,opt,name=causation_id,json=causationId,proto3" json:"causation_id,omitempty"`
@@ -521,6 +522,15 @@ func (x *Envelope) GetMessage() *Text {
 	return nil
 }
 
+func (x *Envelope) GetFork() *Fork {
+	if x != nil {
+		if x, ok := x.Payload.(*Envelope_Fork); ok {
+			return x.Fork
+		}
+	}
+	return nil
+}
+
 func (x *Envelope) GetCausationId() string {
 	if x != nil {
 		return x.CausationId
@@ -648,6 +658,11 @@ type Envelope_Message struct {
 	Message *Text `protobuf:"bytes,25,opt,name=message,proto3,oneof"`
 }
 
+type Envelope_Fork struct {
+	// A "session_forked": the hub's first record of a fork.
+	Fork *Fork `protobuf:"bytes,26,opt,name=fork,proto3,oneof"`
+}
+
 func (*Envelope_Text) isEnvelope_Payload() {}
 
 func (*Envelope_Packet) isEnvelope_Payload() {}
@@ -679,6 +694,8 @@ func (*Envelope_ToolCall) isEnvelope_Payload() {}
 func (*Envelope_ToolResult) isEnvelope_Payload() {}
 
 func (*Envelope_Message) isEnvelope_Payload() {}
+
+func (*Envelope_Fork) isEnvelope_Payload() {}
 
 // Audience restricts delivery to the named participants.
 type Audience struct {
@@ -2262,7 +2279,9 @@ type SessionMeta struct {
 	// The previous session of the thread, if any.
 	PreviousSessionId string `protobuf:"bytes,20,opt,name=previous_session_id,json=previousSessionId,proto3" json:"previous_session_id,omitempty"`
 	// The creator of the root session (who answers questions by default).
-	RootCreator   string `protobuf:"bytes,21,opt,name=root_creator,json=rootCreator,proto3" json:"root_creator,omitempty"`
+	RootCreator string `protobuf:"bytes,21,opt,name=root_creator,json=rootCreator,proto3" json:"root_creator,omitempty"`
+	// For a fork: the session and seq its state starts from.
+	ForkedFrom    *ForkOrigin `protobuf:"bytes,22,opt,name=forked_from,json=forkedFrom,proto3" json:"forked_from,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2444,6 +2463,273 @@ func (x *SessionMeta) GetRootCreator() string {
 	return ""
 }
 
+func (x *SessionMeta) GetForkedFrom() *ForkOrigin {
+	if x != nil {
+		return x.ForkedFrom
+	}
+	return nil
+}
+
+// ForkOrigin names the session a fork was made from and the seq of the
+// last envelope of it the fork's state includes.
+type ForkOrigin struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The source session.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The source's last seq folded into the fork, from 1.
+	AtSeq         uint64 `protobuf:"varint,2,opt,name=at_seq,json=atSeq,proto3" json:"at_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForkOrigin) Reset() {
+	*x = ForkOrigin{}
+	mi := &file_hub_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForkOrigin) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForkOrigin) ProtoMessage() {}
+
+func (x *ForkOrigin) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForkOrigin.ProtoReflect.Descriptor instead.
+func (*ForkOrigin) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ForkOrigin) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ForkOrigin) GetAtSeq() uint64 {
+	if x != nil {
+		return x.AtSeq
+	}
+	return 0
+}
+
+// Fork is a fork's first record ("session_forked"): the source's state at
+// at_seq (folded from the source's log), then these edits.
+type Fork struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Where the state comes from.
+	Origin *ForkOrigin `protobuf:"bytes,1,opt,name=origin,proto3" json:"origin,omitempty"`
+	// Context variables deleted, then set, in the fork.
+	Context *ContextUpdate `protobuf:"bytes,2,opt,name=context,proto3" json:"context,omitempty"`
+	// The chosen next speaker; "" keeps the one the source expected.
+	NextSpeaker string `protobuf:"bytes,3,opt,name=next_speaker,json=nextSpeaker,proto3" json:"next_speaker,omitempty"`
+	// Who asked for the fork.
+	ForkedBy      string `protobuf:"bytes,4,opt,name=forked_by,json=forkedBy,proto3" json:"forked_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Fork) Reset() {
+	*x = Fork{}
+	mi := &file_hub_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Fork) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Fork) ProtoMessage() {}
+
+func (x *Fork) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Fork.ProtoReflect.Descriptor instead.
+func (*Fork) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *Fork) GetOrigin() *ForkOrigin {
+	if x != nil {
+		return x.Origin
+	}
+	return nil
+}
+
+func (x *Fork) GetContext() *ContextUpdate {
+	if x != nil {
+		return x.Context
+	}
+	return nil
+}
+
+func (x *Fork) GetNextSpeaker() string {
+	if x != nil {
+		return x.NextSpeaker
+	}
+	return ""
+}
+
+func (x *Fork) GetForkedBy() string {
+	if x != nil {
+		return x.ForkedBy
+	}
+	return ""
+}
+
+// ForkRequest asks for a new session continuing another from one of its
+// seqs, with optional edits.
+type ForkRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The source session.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The source's seq the fork starts from, 1 to its last seq.
+	AtSeq uint64 `protobuf:"varint,2,opt,name=at_seq,json=atSeq,proto3" json:"at_seq,omitempty"`
+	// Context variables to delete, then set, in the fork.
+	Context *ContextUpdate `protobuf:"bytes,3,opt,name=context,proto3" json:"context,omitempty"`
+	// The participant to speak next in the fork; "" keeps the source's.
+	NextSpeaker string `protobuf:"bytes,4,opt,name=next_speaker,json=nextSpeaker,proto3" json:"next_speaker,omitempty"`
+	// Labels of the fork, added to the source's ("forked_from" is set by
+	// the hub).
+	Labels        map[string]string `protobuf:"bytes,5,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForkRequest) Reset() {
+	*x = ForkRequest{}
+	mi := &file_hub_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForkRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForkRequest) ProtoMessage() {}
+
+func (x *ForkRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForkRequest.ProtoReflect.Descriptor instead.
+func (*ForkRequest) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ForkRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ForkRequest) GetAtSeq() uint64 {
+	if x != nil {
+		return x.AtSeq
+	}
+	return 0
+}
+
+func (x *ForkRequest) GetContext() *ContextUpdate {
+	if x != nil {
+		return x.Context
+	}
+	return nil
+}
+
+func (x *ForkRequest) GetNextSpeaker() string {
+	if x != nil {
+		return x.NextSpeaker
+	}
+	return ""
+}
+
+func (x *ForkRequest) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+// ForkResponse is the new session.
+type ForkResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The fork.
+	Session       *SessionInfo `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForkResponse) Reset() {
+	*x = ForkResponse{}
+	mi := &file_hub_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForkResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForkResponse) ProtoMessage() {}
+
+func (x *ForkResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForkResponse.ProtoReflect.Descriptor instead.
+func (*ForkResponse) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ForkResponse) GetSession() *SessionInfo {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
 // Budget bounds a tree's usage: the turn that crosses a bound is accepted
 // and the root closes with "budget_exceeded", every open descendant with
 // it, in one write.
@@ -2459,7 +2745,7 @@ type Budget struct {
 
 func (x *Budget) Reset() {
 	*x = Budget{}
-	mi := &file_hub_proto_msgTypes[24]
+	mi := &file_hub_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2471,7 +2757,7 @@ func (x *Budget) String() string {
 func (*Budget) ProtoMessage() {}
 
 func (x *Budget) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[24]
+	mi := &file_hub_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2484,7 +2770,7 @@ func (x *Budget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Budget.ProtoReflect.Descriptor instead.
 func (*Budget) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{24}
+	return file_hub_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Budget) GetMaxTokens() int64 {
@@ -2547,7 +2833,7 @@ type OpenRequest struct {
 
 func (x *OpenRequest) Reset() {
 	*x = OpenRequest{}
-	mi := &file_hub_proto_msgTypes[25]
+	mi := &file_hub_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2559,7 +2845,7 @@ func (x *OpenRequest) String() string {
 func (*OpenRequest) ProtoMessage() {}
 
 func (x *OpenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[25]
+	mi := &file_hub_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2572,7 +2858,7 @@ func (x *OpenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenRequest.ProtoReflect.Descriptor instead.
 func (*OpenRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{25}
+	return file_hub_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *OpenRequest) GetType() string {
@@ -2686,7 +2972,7 @@ type OpenResponse struct {
 
 func (x *OpenResponse) Reset() {
 	*x = OpenResponse{}
-	mi := &file_hub_proto_msgTypes[26]
+	mi := &file_hub_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2698,7 +2984,7 @@ func (x *OpenResponse) String() string {
 func (*OpenResponse) ProtoMessage() {}
 
 func (x *OpenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[26]
+	mi := &file_hub_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2711,7 +2997,7 @@ func (x *OpenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenResponse.ProtoReflect.Descriptor instead.
 func (*OpenResponse) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{26}
+	return file_hub_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *OpenResponse) GetSession() *SessionInfo {
@@ -2741,7 +3027,7 @@ type SendRequest struct {
 
 func (x *SendRequest) Reset() {
 	*x = SendRequest{}
-	mi := &file_hub_proto_msgTypes[27]
+	mi := &file_hub_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2753,7 +3039,7 @@ func (x *SendRequest) String() string {
 func (*SendRequest) ProtoMessage() {}
 
 func (x *SendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[27]
+	mi := &file_hub_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2766,7 +3052,7 @@ func (x *SendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendRequest.ProtoReflect.Descriptor instead.
 func (*SendRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{27}
+	return file_hub_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SendRequest) GetSessionId() string {
@@ -2804,7 +3090,7 @@ type SendResponse struct {
 
 func (x *SendResponse) Reset() {
 	*x = SendResponse{}
-	mi := &file_hub_proto_msgTypes[28]
+	mi := &file_hub_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2816,7 +3102,7 @@ func (x *SendResponse) String() string {
 func (*SendResponse) ProtoMessage() {}
 
 func (x *SendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[28]
+	mi := &file_hub_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2829,7 +3115,7 @@ func (x *SendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendResponse.ProtoReflect.Descriptor instead.
 func (*SendResponse) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{28}
+	return file_hub_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SendResponse) GetSeq() uint64 {
@@ -2887,7 +3173,7 @@ type InviteRequest struct {
 
 func (x *InviteRequest) Reset() {
 	*x = InviteRequest{}
-	mi := &file_hub_proto_msgTypes[29]
+	mi := &file_hub_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2899,7 +3185,7 @@ func (x *InviteRequest) String() string {
 func (*InviteRequest) ProtoMessage() {}
 
 func (x *InviteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[29]
+	mi := &file_hub_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2912,7 +3198,7 @@ func (x *InviteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InviteRequest.ProtoReflect.Descriptor instead.
 func (*InviteRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{29}
+	return file_hub_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *InviteRequest) GetSessionId() string {
@@ -2942,7 +3228,7 @@ type CloseRequest struct {
 
 func (x *CloseRequest) Reset() {
 	*x = CloseRequest{}
-	mi := &file_hub_proto_msgTypes[30]
+	mi := &file_hub_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2954,7 +3240,7 @@ func (x *CloseRequest) String() string {
 func (*CloseRequest) ProtoMessage() {}
 
 func (x *CloseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[30]
+	mi := &file_hub_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2967,7 +3253,7 @@ func (x *CloseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseRequest.ProtoReflect.Descriptor instead.
 func (*CloseRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{30}
+	return file_hub_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CloseRequest) GetSessionId() string {
@@ -2995,7 +3281,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_hub_proto_msgTypes[31]
+	mi := &file_hub_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3007,7 +3293,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[31]
+	mi := &file_hub_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3020,7 +3306,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{31}
+	return file_hub_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GetSessionRequest) GetSessionId() string {
@@ -3075,7 +3361,7 @@ type SessionInfo struct {
 
 func (x *SessionInfo) Reset() {
 	*x = SessionInfo{}
-	mi := &file_hub_proto_msgTypes[32]
+	mi := &file_hub_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3087,7 +3373,7 @@ func (x *SessionInfo) String() string {
 func (*SessionInfo) ProtoMessage() {}
 
 func (x *SessionInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[32]
+	mi := &file_hub_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3100,7 +3386,7 @@ func (x *SessionInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
 func (*SessionInfo) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{32}
+	return file_hub_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SessionInfo) GetMeta() *SessionMeta {
@@ -3243,7 +3529,7 @@ type Hold struct {
 
 func (x *Hold) Reset() {
 	*x = Hold{}
-	mi := &file_hub_proto_msgTypes[33]
+	mi := &file_hub_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3255,7 +3541,7 @@ func (x *Hold) String() string {
 func (*Hold) ProtoMessage() {}
 
 func (x *Hold) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[33]
+	mi := &file_hub_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3268,7 +3554,7 @@ func (x *Hold) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hold.ProtoReflect.Descriptor instead.
 func (*Hold) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{33}
+	return file_hub_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Hold) GetHolder() string {
@@ -3355,7 +3641,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_hub_proto_msgTypes[34]
+	mi := &file_hub_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3367,7 +3653,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[34]
+	mi := &file_hub_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3380,7 +3666,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{34}
+	return file_hub_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListSessionsRequest) GetState() string {
@@ -3440,7 +3726,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_hub_proto_msgTypes[35]
+	mi := &file_hub_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3452,7 +3738,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[35]
+	mi := &file_hub_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3465,7 +3751,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{35}
+	return file_hub_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*SessionInfo {
@@ -3497,7 +3783,7 @@ type ReadLogRequest struct {
 
 func (x *ReadLogRequest) Reset() {
 	*x = ReadLogRequest{}
-	mi := &file_hub_proto_msgTypes[36]
+	mi := &file_hub_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3509,7 +3795,7 @@ func (x *ReadLogRequest) String() string {
 func (*ReadLogRequest) ProtoMessage() {}
 
 func (x *ReadLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[36]
+	mi := &file_hub_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3522,7 +3808,7 @@ func (x *ReadLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadLogRequest.ProtoReflect.Descriptor instead.
 func (*ReadLogRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{36}
+	return file_hub_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ReadLogRequest) GetSessionId() string {
@@ -3563,7 +3849,7 @@ type ReadLogResponse struct {
 
 func (x *ReadLogResponse) Reset() {
 	*x = ReadLogResponse{}
-	mi := &file_hub_proto_msgTypes[37]
+	mi := &file_hub_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3575,7 +3861,7 @@ func (x *ReadLogResponse) String() string {
 func (*ReadLogResponse) ProtoMessage() {}
 
 func (x *ReadLogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[37]
+	mi := &file_hub_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3588,7 +3874,7 @@ func (x *ReadLogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadLogResponse.ProtoReflect.Descriptor instead.
 func (*ReadLogResponse) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{37}
+	return file_hub_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ReadLogResponse) GetEnvelopes() []*Envelope {
@@ -3614,7 +3900,7 @@ type PendingTurnsRequest struct {
 
 func (x *PendingTurnsRequest) Reset() {
 	*x = PendingTurnsRequest{}
-	mi := &file_hub_proto_msgTypes[38]
+	mi := &file_hub_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3626,7 +3912,7 @@ func (x *PendingTurnsRequest) String() string {
 func (*PendingTurnsRequest) ProtoMessage() {}
 
 func (x *PendingTurnsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[38]
+	mi := &file_hub_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3639,7 +3925,7 @@ func (x *PendingTurnsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingTurnsRequest.ProtoReflect.Descriptor instead.
 func (*PendingTurnsRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{38}
+	return file_hub_proto_rawDescGZIP(), []int{42}
 }
 
 // PendingTurnsResponse lists pending turns.
@@ -3654,7 +3940,7 @@ type PendingTurnsResponse struct {
 
 func (x *PendingTurnsResponse) Reset() {
 	*x = PendingTurnsResponse{}
-	mi := &file_hub_proto_msgTypes[39]
+	mi := &file_hub_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3666,7 +3952,7 @@ func (x *PendingTurnsResponse) String() string {
 func (*PendingTurnsResponse) ProtoMessage() {}
 
 func (x *PendingTurnsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[39]
+	mi := &file_hub_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3679,7 +3965,7 @@ func (x *PendingTurnsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingTurnsResponse.ProtoReflect.Descriptor instead.
 func (*PendingTurnsResponse) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{39}
+	return file_hub_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *PendingTurnsResponse) GetTurns() []*Delivery {
@@ -3708,7 +3994,7 @@ type GetViewRequest struct {
 
 func (x *GetViewRequest) Reset() {
 	*x = GetViewRequest{}
-	mi := &file_hub_proto_msgTypes[40]
+	mi := &file_hub_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3720,7 +4006,7 @@ func (x *GetViewRequest) String() string {
 func (*GetViewRequest) ProtoMessage() {}
 
 func (x *GetViewRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[40]
+	mi := &file_hub_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3733,7 +4019,7 @@ func (x *GetViewRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetViewRequest.ProtoReflect.Descriptor instead.
 func (*GetViewRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{40}
+	return file_hub_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *GetViewRequest) GetSessionId() string {
@@ -3783,7 +4069,7 @@ type View struct {
 
 func (x *View) Reset() {
 	*x = View{}
-	mi := &file_hub_proto_msgTypes[41]
+	mi := &file_hub_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3795,7 +4081,7 @@ func (x *View) String() string {
 func (*View) ProtoMessage() {}
 
 func (x *View) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[41]
+	mi := &file_hub_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3808,7 +4094,7 @@ func (x *View) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use View.ProtoReflect.Descriptor instead.
 func (*View) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{41}
+	return file_hub_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *View) GetSessionId() string {
@@ -3867,7 +4153,7 @@ type ViewItem struct {
 
 func (x *ViewItem) Reset() {
 	*x = ViewItem{}
-	mi := &file_hub_proto_msgTypes[42]
+	mi := &file_hub_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3879,7 +4165,7 @@ func (x *ViewItem) String() string {
 func (*ViewItem) ProtoMessage() {}
 
 func (x *ViewItem) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[42]
+	mi := &file_hub_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3892,7 +4178,7 @@ func (x *ViewItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ViewItem.ProtoReflect.Descriptor instead.
 func (*ViewItem) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{42}
+	return file_hub_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ViewItem) GetSessionId() string {
@@ -3950,7 +4236,7 @@ type SpeakerCount struct {
 
 func (x *SpeakerCount) Reset() {
 	*x = SpeakerCount{}
-	mi := &file_hub_proto_msgTypes[43]
+	mi := &file_hub_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3962,7 +4248,7 @@ func (x *SpeakerCount) String() string {
 func (*SpeakerCount) ProtoMessage() {}
 
 func (x *SpeakerCount) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[43]
+	mi := &file_hub_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3975,7 +4261,7 @@ func (x *SpeakerCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpeakerCount.ProtoReflect.Descriptor instead.
 func (*SpeakerCount) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{43}
+	return file_hub_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *SpeakerCount) GetSpeaker() string {
@@ -4021,7 +4307,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_hub_proto_msgTypes[44]
+	mi := &file_hub_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4033,7 +4319,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[44]
+	mi := &file_hub_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4046,7 +4332,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{44}
+	return file_hub_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *SubscribeRequest) GetCursors() map[string]uint64 {
@@ -4099,7 +4385,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_hub_proto_msgTypes[45]
+	mi := &file_hub_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4111,7 +4397,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[45]
+	mi := &file_hub_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4124,7 +4410,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{45}
+	return file_hub_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *WatchRequest) GetSessionId() string {
@@ -4179,7 +4465,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_hub_proto_msgTypes[46]
+	mi := &file_hub_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4191,7 +4477,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[46]
+	mi := &file_hub_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4204,7 +4490,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{46}
+	return file_hub_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Delivery) GetEnvelope() *Envelope {
@@ -4251,7 +4537,7 @@ type DelegateRequest struct {
 
 func (x *DelegateRequest) Reset() {
 	*x = DelegateRequest{}
-	mi := &file_hub_proto_msgTypes[47]
+	mi := &file_hub_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4263,7 +4549,7 @@ func (x *DelegateRequest) String() string {
 func (*DelegateRequest) ProtoMessage() {}
 
 func (x *DelegateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[47]
+	mi := &file_hub_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4276,7 +4562,7 @@ func (x *DelegateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DelegateRequest.ProtoReflect.Descriptor instead.
 func (*DelegateRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{47}
+	return file_hub_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *DelegateRequest) GetSessionId() string {
@@ -4336,7 +4622,7 @@ type DelegateResponse struct {
 
 func (x *DelegateResponse) Reset() {
 	*x = DelegateResponse{}
-	mi := &file_hub_proto_msgTypes[48]
+	mi := &file_hub_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4348,7 +4634,7 @@ func (x *DelegateResponse) String() string {
 func (*DelegateResponse) ProtoMessage() {}
 
 func (x *DelegateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[48]
+	mi := &file_hub_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4361,7 +4647,7 @@ func (x *DelegateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DelegateResponse.ProtoReflect.Descriptor instead.
 func (*DelegateResponse) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{48}
+	return file_hub_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *DelegateResponse) GetDelegation() *SendResponse {
@@ -4400,7 +4686,7 @@ type AnswerRequest struct {
 
 func (x *AnswerRequest) Reset() {
 	*x = AnswerRequest{}
-	mi := &file_hub_proto_msgTypes[49]
+	mi := &file_hub_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4412,7 +4698,7 @@ func (x *AnswerRequest) String() string {
 func (*AnswerRequest) ProtoMessage() {}
 
 func (x *AnswerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[49]
+	mi := &file_hub_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4425,7 +4711,7 @@ func (x *AnswerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerRequest.ProtoReflect.Descriptor instead.
 func (*AnswerRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{49}
+	return file_hub_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *AnswerRequest) GetSessionId() string {
@@ -4463,7 +4749,7 @@ type ListQuestionsRequest struct {
 
 func (x *ListQuestionsRequest) Reset() {
 	*x = ListQuestionsRequest{}
-	mi := &file_hub_proto_msgTypes[50]
+	mi := &file_hub_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4475,7 +4761,7 @@ func (x *ListQuestionsRequest) String() string {
 func (*ListQuestionsRequest) ProtoMessage() {}
 
 func (x *ListQuestionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[50]
+	mi := &file_hub_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4488,7 +4774,7 @@ func (x *ListQuestionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQuestionsRequest.ProtoReflect.Descriptor instead.
 func (*ListQuestionsRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{50}
+	return file_hub_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ListQuestionsRequest) GetAnswerer() string {
@@ -4520,7 +4806,7 @@ type PendingQuestion struct {
 
 func (x *PendingQuestion) Reset() {
 	*x = PendingQuestion{}
-	mi := &file_hub_proto_msgTypes[51]
+	mi := &file_hub_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4532,7 +4818,7 @@ func (x *PendingQuestion) String() string {
 func (*PendingQuestion) ProtoMessage() {}
 
 func (x *PendingQuestion) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[51]
+	mi := &file_hub_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4545,7 +4831,7 @@ func (x *PendingQuestion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingQuestion.ProtoReflect.Descriptor instead.
 func (*PendingQuestion) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{51}
+	return file_hub_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *PendingQuestion) GetSessionId() string {
@@ -4580,7 +4866,7 @@ type ListQuestionsResponse struct {
 
 func (x *ListQuestionsResponse) Reset() {
 	*x = ListQuestionsResponse{}
-	mi := &file_hub_proto_msgTypes[52]
+	mi := &file_hub_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4592,7 +4878,7 @@ func (x *ListQuestionsResponse) String() string {
 func (*ListQuestionsResponse) ProtoMessage() {}
 
 func (x *ListQuestionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[52]
+	mi := &file_hub_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4605,7 +4891,7 @@ func (x *ListQuestionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQuestionsResponse.ProtoReflect.Descriptor instead.
 func (*ListQuestionsResponse) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{52}
+	return file_hub_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ListQuestionsResponse) GetQuestions() []*PendingQuestion {
@@ -4626,7 +4912,7 @@ type GetTreeRequest struct {
 
 func (x *GetTreeRequest) Reset() {
 	*x = GetTreeRequest{}
-	mi := &file_hub_proto_msgTypes[53]
+	mi := &file_hub_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4638,7 +4924,7 @@ func (x *GetTreeRequest) String() string {
 func (*GetTreeRequest) ProtoMessage() {}
 
 func (x *GetTreeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[53]
+	mi := &file_hub_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4651,7 +4937,7 @@ func (x *GetTreeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTreeRequest.ProtoReflect.Descriptor instead.
 func (*GetTreeRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{53}
+	return file_hub_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *GetTreeRequest) GetSessionId() string {
@@ -4680,7 +4966,7 @@ type TreeNode struct {
 
 func (x *TreeNode) Reset() {
 	*x = TreeNode{}
-	mi := &file_hub_proto_msgTypes[54]
+	mi := &file_hub_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4692,7 +4978,7 @@ func (x *TreeNode) String() string {
 func (*TreeNode) ProtoMessage() {}
 
 func (x *TreeNode) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[54]
+	mi := &file_hub_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4705,7 +4991,7 @@ func (x *TreeNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TreeNode.ProtoReflect.Descriptor instead.
 func (*TreeNode) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{54}
+	return file_hub_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *TreeNode) GetSession() *SessionInfo {
@@ -4754,7 +5040,7 @@ type ReplayRequest struct {
 
 func (x *ReplayRequest) Reset() {
 	*x = ReplayRequest{}
-	mi := &file_hub_proto_msgTypes[55]
+	mi := &file_hub_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4766,7 +5052,7 @@ func (x *ReplayRequest) String() string {
 func (*ReplayRequest) ProtoMessage() {}
 
 func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[55]
+	mi := &file_hub_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4779,7 +5065,7 @@ func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRequest.ProtoReflect.Descriptor instead.
 func (*ReplayRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{55}
+	return file_hub_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ReplayRequest) GetSessionId() string {
@@ -4808,7 +5094,7 @@ type ReplayStep struct {
 
 func (x *ReplayStep) Reset() {
 	*x = ReplayStep{}
-	mi := &file_hub_proto_msgTypes[56]
+	mi := &file_hub_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4820,7 +5106,7 @@ func (x *ReplayStep) String() string {
 func (*ReplayStep) ProtoMessage() {}
 
 func (x *ReplayStep) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[56]
+	mi := &file_hub_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4833,7 +5119,7 @@ func (x *ReplayStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayStep.ProtoReflect.Descriptor instead.
 func (*ReplayStep) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{56}
+	return file_hub_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ReplayStep) GetEnvelope() *Envelope {
@@ -4890,7 +5176,7 @@ type ReplayResponse struct {
 
 func (x *ReplayResponse) Reset() {
 	*x = ReplayResponse{}
-	mi := &file_hub_proto_msgTypes[57]
+	mi := &file_hub_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4902,7 +5188,7 @@ func (x *ReplayResponse) String() string {
 func (*ReplayResponse) ProtoMessage() {}
 
 func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[57]
+	mi := &file_hub_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4915,7 +5201,7 @@ func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayResponse.ProtoReflect.Descriptor instead.
 func (*ReplayResponse) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{57}
+	return file_hub_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ReplayResponse) GetSteps() []*ReplayStep {
@@ -4955,7 +5241,7 @@ type BackupRequest struct {
 
 func (x *BackupRequest) Reset() {
 	*x = BackupRequest{}
-	mi := &file_hub_proto_msgTypes[58]
+	mi := &file_hub_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4967,7 +5253,7 @@ func (x *BackupRequest) String() string {
 func (*BackupRequest) ProtoMessage() {}
 
 func (x *BackupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[58]
+	mi := &file_hub_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4980,7 +5266,7 @@ func (x *BackupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupRequest.ProtoReflect.Descriptor instead.
 func (*BackupRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{58}
+	return file_hub_proto_rawDescGZIP(), []int{62}
 }
 
 // BackupChunk is one piece of a backup stream.
@@ -5001,7 +5287,7 @@ type BackupChunk struct {
 
 func (x *BackupChunk) Reset() {
 	*x = BackupChunk{}
-	mi := &file_hub_proto_msgTypes[59]
+	mi := &file_hub_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5013,7 +5299,7 @@ func (x *BackupChunk) String() string {
 func (*BackupChunk) ProtoMessage() {}
 
 func (x *BackupChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[59]
+	mi := &file_hub_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5026,7 +5312,7 @@ func (x *BackupChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupChunk.ProtoReflect.Descriptor instead.
 func (*BackupChunk) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{59}
+	return file_hub_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *BackupChunk) GetData() []byte {
@@ -5072,7 +5358,7 @@ type AgentFrame struct {
 
 func (x *AgentFrame) Reset() {
 	*x = AgentFrame{}
-	mi := &file_hub_proto_msgTypes[60]
+	mi := &file_hub_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5084,7 +5370,7 @@ func (x *AgentFrame) String() string {
 func (*AgentFrame) ProtoMessage() {}
 
 func (x *AgentFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[60]
+	mi := &file_hub_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5097,7 +5383,7 @@ func (x *AgentFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentFrame.ProtoReflect.Descriptor instead.
 func (*AgentFrame) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{60}
+	return file_hub_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *AgentFrame) GetFrame() isAgentFrame_Frame {
@@ -5181,7 +5467,7 @@ type StreamOpen struct {
 
 func (x *StreamOpen) Reset() {
 	*x = StreamOpen{}
-	mi := &file_hub_proto_msgTypes[61]
+	mi := &file_hub_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5193,7 +5479,7 @@ func (x *StreamOpen) String() string {
 func (*StreamOpen) ProtoMessage() {}
 
 func (x *StreamOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[61]
+	mi := &file_hub_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5206,7 +5492,7 @@ func (x *StreamOpen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamOpen.ProtoReflect.Descriptor instead.
 func (*StreamOpen) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{61}
+	return file_hub_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *StreamOpen) GetRef() uint64 {
@@ -5258,7 +5544,7 @@ type StreamSend struct {
 
 func (x *StreamSend) Reset() {
 	*x = StreamSend{}
-	mi := &file_hub_proto_msgTypes[62]
+	mi := &file_hub_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5270,7 +5556,7 @@ func (x *StreamSend) String() string {
 func (*StreamSend) ProtoMessage() {}
 
 func (x *StreamSend) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[62]
+	mi := &file_hub_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5283,7 +5569,7 @@ func (x *StreamSend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamSend.ProtoReflect.Descriptor instead.
 func (*StreamSend) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{62}
+	return file_hub_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *StreamSend) GetRef() uint64 {
@@ -5337,7 +5623,7 @@ type HubFrame struct {
 
 func (x *HubFrame) Reset() {
 	*x = HubFrame{}
-	mi := &file_hub_proto_msgTypes[63]
+	mi := &file_hub_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5349,7 +5635,7 @@ func (x *HubFrame) String() string {
 func (*HubFrame) ProtoMessage() {}
 
 func (x *HubFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[63]
+	mi := &file_hub_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5362,7 +5648,7 @@ func (x *HubFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HubFrame.ProtoReflect.Descriptor instead.
 func (*HubFrame) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{63}
+	return file_hub_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *HubFrame) GetFrame() isHubFrame_Frame {
@@ -5464,7 +5750,7 @@ type StreamReady struct {
 
 func (x *StreamReady) Reset() {
 	*x = StreamReady{}
-	mi := &file_hub_proto_msgTypes[64]
+	mi := &file_hub_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5476,7 +5762,7 @@ func (x *StreamReady) String() string {
 func (*StreamReady) ProtoMessage() {}
 
 func (x *StreamReady) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[64]
+	mi := &file_hub_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5489,7 +5775,7 @@ func (x *StreamReady) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamReady.ProtoReflect.Descriptor instead.
 func (*StreamReady) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{64}
+	return file_hub_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *StreamReady) GetAgent() string {
@@ -5531,7 +5817,7 @@ type StreamAck struct {
 
 func (x *StreamAck) Reset() {
 	*x = StreamAck{}
-	mi := &file_hub_proto_msgTypes[65]
+	mi := &file_hub_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5543,7 +5829,7 @@ func (x *StreamAck) String() string {
 func (*StreamAck) ProtoMessage() {}
 
 func (x *StreamAck) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[65]
+	mi := &file_hub_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5556,7 +5842,7 @@ func (x *StreamAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamAck.ProtoReflect.Descriptor instead.
 func (*StreamAck) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{65}
+	return file_hub_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *StreamAck) GetRef() uint64 {
@@ -5606,7 +5892,7 @@ type StreamError struct {
 
 func (x *StreamError) Reset() {
 	*x = StreamError{}
-	mi := &file_hub_proto_msgTypes[66]
+	mi := &file_hub_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5618,7 +5904,7 @@ func (x *StreamError) String() string {
 func (*StreamError) ProtoMessage() {}
 
 func (x *StreamError) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[66]
+	mi := &file_hub_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5631,7 +5917,7 @@ func (x *StreamError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamError.ProtoReflect.Descriptor instead.
 func (*StreamError) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{66}
+	return file_hub_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *StreamError) GetCode() int32 {
@@ -5666,7 +5952,7 @@ var File_hub_proto protoreflect.FileDescriptor
 
 const file_hub_proto_rawDesc = "" +
 	"\n" +
-	"\thub.proto\x12\ahubd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xaa\t\n" +
+	"\thub.proto\x12\ahubd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcf\t\n" +
 	"\bEnvelope\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
@@ -5695,7 +5981,8 @@ const file_hub_proto_rawDesc = "" +
 	"\ttool_call\x18\x17 \x01(\v2\x11.hubd.v1.ToolCallH\x00R\btoolCall\x126\n" +
 	"\vtool_result\x18\x18 \x01(\v2\x13.hubd.v1.ToolResultH\x00R\n" +
 	"toolResult\x12)\n" +
-	"\amessage\x18\x19 \x01(\v2\r.hubd.v1.TextH\x00R\amessage\x12!\n" +
+	"\amessage\x18\x19 \x01(\v2\r.hubd.v1.TextH\x00R\amessage\x12#\n" +
+	"\x04fork\x18\x1a \x01(\v2\r.hubd.v1.ForkH\x00R\x04fork\x12!\n" +
 	"\fcausation_id\x18\x1e \x01(\tR\vcausationId\x12\"\n" +
 	"\rclient_msg_id\x18\x1f \x01(\tR\vclientMsgId\x12!\n" +
 	"\x04call\x18  \x01(\v2\r.hubd.v1.CallR\x04call\x12 \n" +
@@ -5816,7 +6103,7 @@ const file_hub_proto_rawDesc = "" +
 	"\x06action\x18\x03 \x01(\tR\x06action\x121\n" +
 	"\x06within\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x06withinJ\x04\b\x02\x10\x03R\aseconds\":\n" +
 	"\fExpectations\x12*\n" +
-	"\x05items\x18\x01 \x03(\v2\x14.hubd.v1.ExpectationR\x05items\"\xf7\a\n" +
+	"\x05items\x18\x01 \x03(\v2\x14.hubd.v1.ExpectationR\x05items\"\xad\b\n" +
 	"\vSessionMeta\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
@@ -5842,7 +6129,9 @@ const file_hub_proto_rawDesc = "" +
 	"\n" +
 	"thread_key\x18\x13 \x01(\tR\tthreadKey\x12.\n" +
 	"\x13previous_session_id\x18\x14 \x01(\tR\x11previousSessionId\x12!\n" +
-	"\froot_creator\x18\x15 \x01(\tR\vrootCreator\x1aP\n" +
+	"\froot_creator\x18\x15 \x01(\tR\vrootCreator\x124\n" +
+	"\vforked_from\x18\x16 \x01(\v2\x13.hubd.v1.ForkOriginR\n" +
+	"forkedFrom\x1aP\n" +
 	"\n" +
 	"KnobsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12,\n" +
@@ -5850,6 +6139,28 @@ const file_hub_proto_rawDesc = "" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"B\n" +
+	"\n" +
+	"ForkOrigin\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x15\n" +
+	"\x06at_seq\x18\x02 \x01(\x04R\x05atSeq\"\xa5\x01\n" +
+	"\x04Fork\x12+\n" +
+	"\x06origin\x18\x01 \x01(\v2\x13.hubd.v1.ForkOriginR\x06origin\x120\n" +
+	"\acontext\x18\x02 \x01(\v2\x16.hubd.v1.ContextUpdateR\acontext\x12!\n" +
+	"\fnext_speaker\x18\x03 \x01(\tR\vnextSpeaker\x12\x1b\n" +
+	"\tforked_by\x18\x04 \x01(\tR\bforkedBy\"\x8d\x02\n" +
+	"\vForkRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x15\n" +
+	"\x06at_seq\x18\x02 \x01(\x04R\x05atSeq\x120\n" +
+	"\acontext\x18\x03 \x01(\v2\x16.hubd.v1.ContextUpdateR\acontext\x12!\n" +
+	"\fnext_speaker\x18\x04 \x01(\tR\vnextSpeaker\x128\n" +
+	"\x06labels\x18\x05 \x03(\v2 .hubd.v1.ForkRequest.LabelsEntryR\x06labels\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\">\n" +
+	"\fForkResponse\x12.\n" +
+	"\asession\x18\x01 \x01(\v2\x14.hubd.v1.SessionInfoR\asession\"B\n" +
 	"\x06Budget\x12\x1d\n" +
 	"\n" +
 	"max_tokens\x18\x01 \x01(\x03R\tmaxTokens\x12\x19\n" +
@@ -6169,7 +6480,7 @@ func file_hub_proto_rawDescGZIP() []byte {
 }
 
 var file_hub_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 77)
+var file_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 82)
 var file_hub_proto_goTypes = []any{
 	(Reason)(0),                   // 0: hubd.v1.Reason
 	(*Envelope)(nil),              // 1: hubd.v1.Envelope
@@ -6196,168 +6507,180 @@ var file_hub_proto_goTypes = []any{
 	(*Expectation)(nil),           // 22: hubd.v1.Expectation
 	(*Expectations)(nil),          // 23: hubd.v1.Expectations
 	(*SessionMeta)(nil),           // 24: hubd.v1.SessionMeta
-	(*Budget)(nil),                // 25: hubd.v1.Budget
-	(*OpenRequest)(nil),           // 26: hubd.v1.OpenRequest
-	(*OpenResponse)(nil),          // 27: hubd.v1.OpenResponse
-	(*SendRequest)(nil),           // 28: hubd.v1.SendRequest
-	(*SendResponse)(nil),          // 29: hubd.v1.SendResponse
-	(*InviteRequest)(nil),         // 30: hubd.v1.InviteRequest
-	(*CloseRequest)(nil),          // 31: hubd.v1.CloseRequest
-	(*GetSessionRequest)(nil),     // 32: hubd.v1.GetSessionRequest
-	(*SessionInfo)(nil),           // 33: hubd.v1.SessionInfo
-	(*Hold)(nil),                  // 34: hubd.v1.Hold
-	(*ListSessionsRequest)(nil),   // 35: hubd.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),  // 36: hubd.v1.ListSessionsResponse
-	(*ReadLogRequest)(nil),        // 37: hubd.v1.ReadLogRequest
-	(*ReadLogResponse)(nil),       // 38: hubd.v1.ReadLogResponse
-	(*PendingTurnsRequest)(nil),   // 39: hubd.v1.PendingTurnsRequest
-	(*PendingTurnsResponse)(nil),  // 40: hubd.v1.PendingTurnsResponse
-	(*GetViewRequest)(nil),        // 41: hubd.v1.GetViewRequest
-	(*View)(nil),                  // 42: hubd.v1.View
-	(*ViewItem)(nil),              // 43: hubd.v1.ViewItem
-	(*SpeakerCount)(nil),          // 44: hubd.v1.SpeakerCount
-	(*SubscribeRequest)(nil),      // 45: hubd.v1.SubscribeRequest
-	(*WatchRequest)(nil),          // 46: hubd.v1.WatchRequest
-	(*Delivery)(nil),              // 47: hubd.v1.Delivery
-	(*DelegateRequest)(nil),       // 48: hubd.v1.DelegateRequest
-	(*DelegateResponse)(nil),      // 49: hubd.v1.DelegateResponse
-	(*AnswerRequest)(nil),         // 50: hubd.v1.AnswerRequest
-	(*ListQuestionsRequest)(nil),  // 51: hubd.v1.ListQuestionsRequest
-	(*PendingQuestion)(nil),       // 52: hubd.v1.PendingQuestion
-	(*ListQuestionsResponse)(nil), // 53: hubd.v1.ListQuestionsResponse
-	(*GetTreeRequest)(nil),        // 54: hubd.v1.GetTreeRequest
-	(*TreeNode)(nil),              // 55: hubd.v1.TreeNode
-	(*ReplayRequest)(nil),         // 56: hubd.v1.ReplayRequest
-	(*ReplayStep)(nil),            // 57: hubd.v1.ReplayStep
-	(*ReplayResponse)(nil),        // 58: hubd.v1.ReplayResponse
-	(*BackupRequest)(nil),         // 59: hubd.v1.BackupRequest
-	(*BackupChunk)(nil),           // 60: hubd.v1.BackupChunk
-	(*AgentFrame)(nil),            // 61: hubd.v1.AgentFrame
-	(*StreamOpen)(nil),            // 62: hubd.v1.StreamOpen
-	(*StreamSend)(nil),            // 63: hubd.v1.StreamSend
-	(*HubFrame)(nil),              // 64: hubd.v1.HubFrame
-	(*StreamReady)(nil),           // 65: hubd.v1.StreamReady
-	(*StreamAck)(nil),             // 66: hubd.v1.StreamAck
-	(*StreamError)(nil),           // 67: hubd.v1.StreamError
-	nil,                           // 68: hubd.v1.ContextUpdate.SetEntry
-	nil,                           // 69: hubd.v1.SessionMeta.KnobsEntry
-	nil,                           // 70: hubd.v1.SessionMeta.LabelsEntry
-	nil,                           // 71: hubd.v1.OpenRequest.LabelsEntry
-	nil,                           // 72: hubd.v1.OpenRequest.KnobsEntry
-	nil,                           // 73: hubd.v1.SessionInfo.ContextEntry
-	nil,                           // 74: hubd.v1.ListSessionsRequest.LabelsEntry
-	nil,                           // 75: hubd.v1.SubscribeRequest.CursorsEntry
-	nil,                           // 76: hubd.v1.WatchRequest.CursorsEntry
-	nil,                           // 77: hubd.v1.StreamError.MetadataEntry
-	(*timestamppb.Timestamp)(nil), // 78: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),       // 79: google.protobuf.Struct
-	(*durationpb.Duration)(nil),   // 80: google.protobuf.Duration
-	(*structpb.Value)(nil),        // 81: google.protobuf.Value
+	(*ForkOrigin)(nil),            // 25: hubd.v1.ForkOrigin
+	(*Fork)(nil),                  // 26: hubd.v1.Fork
+	(*ForkRequest)(nil),           // 27: hubd.v1.ForkRequest
+	(*ForkResponse)(nil),          // 28: hubd.v1.ForkResponse
+	(*Budget)(nil),                // 29: hubd.v1.Budget
+	(*OpenRequest)(nil),           // 30: hubd.v1.OpenRequest
+	(*OpenResponse)(nil),          // 31: hubd.v1.OpenResponse
+	(*SendRequest)(nil),           // 32: hubd.v1.SendRequest
+	(*SendResponse)(nil),          // 33: hubd.v1.SendResponse
+	(*InviteRequest)(nil),         // 34: hubd.v1.InviteRequest
+	(*CloseRequest)(nil),          // 35: hubd.v1.CloseRequest
+	(*GetSessionRequest)(nil),     // 36: hubd.v1.GetSessionRequest
+	(*SessionInfo)(nil),           // 37: hubd.v1.SessionInfo
+	(*Hold)(nil),                  // 38: hubd.v1.Hold
+	(*ListSessionsRequest)(nil),   // 39: hubd.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),  // 40: hubd.v1.ListSessionsResponse
+	(*ReadLogRequest)(nil),        // 41: hubd.v1.ReadLogRequest
+	(*ReadLogResponse)(nil),       // 42: hubd.v1.ReadLogResponse
+	(*PendingTurnsRequest)(nil),   // 43: hubd.v1.PendingTurnsRequest
+	(*PendingTurnsResponse)(nil),  // 44: hubd.v1.PendingTurnsResponse
+	(*GetViewRequest)(nil),        // 45: hubd.v1.GetViewRequest
+	(*View)(nil),                  // 46: hubd.v1.View
+	(*ViewItem)(nil),              // 47: hubd.v1.ViewItem
+	(*SpeakerCount)(nil),          // 48: hubd.v1.SpeakerCount
+	(*SubscribeRequest)(nil),      // 49: hubd.v1.SubscribeRequest
+	(*WatchRequest)(nil),          // 50: hubd.v1.WatchRequest
+	(*Delivery)(nil),              // 51: hubd.v1.Delivery
+	(*DelegateRequest)(nil),       // 52: hubd.v1.DelegateRequest
+	(*DelegateResponse)(nil),      // 53: hubd.v1.DelegateResponse
+	(*AnswerRequest)(nil),         // 54: hubd.v1.AnswerRequest
+	(*ListQuestionsRequest)(nil),  // 55: hubd.v1.ListQuestionsRequest
+	(*PendingQuestion)(nil),       // 56: hubd.v1.PendingQuestion
+	(*ListQuestionsResponse)(nil), // 57: hubd.v1.ListQuestionsResponse
+	(*GetTreeRequest)(nil),        // 58: hubd.v1.GetTreeRequest
+	(*TreeNode)(nil),              // 59: hubd.v1.TreeNode
+	(*ReplayRequest)(nil),         // 60: hubd.v1.ReplayRequest
+	(*ReplayStep)(nil),            // 61: hubd.v1.ReplayStep
+	(*ReplayResponse)(nil),        // 62: hubd.v1.ReplayResponse
+	(*BackupRequest)(nil),         // 63: hubd.v1.BackupRequest
+	(*BackupChunk)(nil),           // 64: hubd.v1.BackupChunk
+	(*AgentFrame)(nil),            // 65: hubd.v1.AgentFrame
+	(*StreamOpen)(nil),            // 66: hubd.v1.StreamOpen
+	(*StreamSend)(nil),            // 67: hubd.v1.StreamSend
+	(*HubFrame)(nil),              // 68: hubd.v1.HubFrame
+	(*StreamReady)(nil),           // 69: hubd.v1.StreamReady
+	(*StreamAck)(nil),             // 70: hubd.v1.StreamAck
+	(*StreamError)(nil),           // 71: hubd.v1.StreamError
+	nil,                           // 72: hubd.v1.ContextUpdate.SetEntry
+	nil,                           // 73: hubd.v1.SessionMeta.KnobsEntry
+	nil,                           // 74: hubd.v1.SessionMeta.LabelsEntry
+	nil,                           // 75: hubd.v1.ForkRequest.LabelsEntry
+	nil,                           // 76: hubd.v1.OpenRequest.LabelsEntry
+	nil,                           // 77: hubd.v1.OpenRequest.KnobsEntry
+	nil,                           // 78: hubd.v1.SessionInfo.ContextEntry
+	nil,                           // 79: hubd.v1.ListSessionsRequest.LabelsEntry
+	nil,                           // 80: hubd.v1.SubscribeRequest.CursorsEntry
+	nil,                           // 81: hubd.v1.WatchRequest.CursorsEntry
+	nil,                           // 82: hubd.v1.StreamError.MetadataEntry
+	(*timestamppb.Timestamp)(nil), // 83: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),       // 84: google.protobuf.Struct
+	(*durationpb.Duration)(nil),   // 85: google.protobuf.Duration
+	(*structpb.Value)(nil),        // 86: google.protobuf.Value
 }
 var file_hub_proto_depIdxs = []int32{
-	2,  // 0: hubd.v1.Envelope.audience:type_name -> hubd.v1.Audience
-	3,  // 1: hubd.v1.Envelope.text:type_name -> hubd.v1.Text
-	4,  // 2: hubd.v1.Envelope.packet:type_name -> hubd.v1.Packet
-	6,  // 3: hubd.v1.Envelope.context_set:type_name -> hubd.v1.ContextUpdate
-	8,  // 4: hubd.v1.Envelope.invite:type_name -> hubd.v1.Invite
-	9,  // 5: hubd.v1.Envelope.ended:type_name -> hubd.v1.Ended
-	10, // 6: hubd.v1.Envelope.violation:type_name -> hubd.v1.Violation
-	11, // 7: hubd.v1.Envelope.question:type_name -> hubd.v1.Question
-	13, // 8: hubd.v1.Envelope.answer:type_name -> hubd.v1.Answer
-	18, // 9: hubd.v1.Envelope.delegation_result:type_name -> hubd.v1.DelegationResult
-	19, // 10: hubd.v1.Envelope.task_progress:type_name -> hubd.v1.TaskProgress
-	15, // 11: hubd.v1.Envelope.delegation:type_name -> hubd.v1.Delegation
-	14, // 12: hubd.v1.Envelope.question_closed:type_name -> hubd.v1.QuestionClosed
-	16, // 13: hubd.v1.Envelope.tool_call:type_name -> hubd.v1.ToolCall
-	17, // 14: hubd.v1.Envelope.tool_result:type_name -> hubd.v1.ToolResult
-	3,  // 15: hubd.v1.Envelope.message:type_name -> hubd.v1.Text
-	20, // 16: hubd.v1.Envelope.call:type_name -> hubd.v1.Call
-	78, // 17: hubd.v1.Envelope.accepted_at:type_name -> google.protobuf.Timestamp
-	5,  // 18: hubd.v1.Packet.routing:type_name -> hubd.v1.Routing
-	6,  // 19: hubd.v1.Packet.context_updates:type_name -> hubd.v1.ContextUpdate
-	7,  // 20: hubd.v1.Packet.usage:type_name -> hubd.v1.Usage
-	68, // 21: hubd.v1.ContextUpdate.set:type_name -> hubd.v1.ContextUpdate.SetEntry
-	78, // 22: hubd.v1.Violation.since:type_name -> google.protobuf.Timestamp
-	12, // 23: hubd.v1.Question.options:type_name -> hubd.v1.Option
-	79, // 24: hubd.v1.Question.schema:type_name -> google.protobuf.Struct
-	80, // 25: hubd.v1.Question.within:type_name -> google.protobuf.Duration
-	79, // 26: hubd.v1.ToolCall.arguments:type_name -> google.protobuf.Struct
-	81, // 27: hubd.v1.ToolResult.result:type_name -> google.protobuf.Value
-	7,  // 28: hubd.v1.DelegationResult.usage:type_name -> hubd.v1.Usage
-	80, // 29: hubd.v1.Expectation.within:type_name -> google.protobuf.Duration
-	22, // 30: hubd.v1.Expectations.items:type_name -> hubd.v1.Expectation
-	21, // 31: hubd.v1.SessionMeta.participants:type_name -> hubd.v1.Participant
-	69, // 32: hubd.v1.SessionMeta.knobs:type_name -> hubd.v1.SessionMeta.KnobsEntry
-	70, // 33: hubd.v1.SessionMeta.labels:type_name -> hubd.v1.SessionMeta.LabelsEntry
-	80, // 34: hubd.v1.SessionMeta.ttl:type_name -> google.protobuf.Duration
-	80, // 35: hubd.v1.SessionMeta.invite_timeout:type_name -> google.protobuf.Duration
-	22, // 36: hubd.v1.SessionMeta.expectations:type_name -> hubd.v1.Expectation
-	78, // 37: hubd.v1.SessionMeta.created_at:type_name -> google.protobuf.Timestamp
-	25, // 38: hubd.v1.SessionMeta.budget:type_name -> hubd.v1.Budget
-	21, // 39: hubd.v1.OpenRequest.participants:type_name -> hubd.v1.Participant
-	71, // 40: hubd.v1.OpenRequest.labels:type_name -> hubd.v1.OpenRequest.LabelsEntry
-	80, // 41: hubd.v1.OpenRequest.ttl:type_name -> google.protobuf.Duration
-	80, // 42: hubd.v1.OpenRequest.invite_timeout:type_name -> google.protobuf.Duration
-	23, // 43: hubd.v1.OpenRequest.expectations:type_name -> hubd.v1.Expectations
-	79, // 44: hubd.v1.OpenRequest.graph:type_name -> google.protobuf.Struct
-	72, // 45: hubd.v1.OpenRequest.knobs:type_name -> hubd.v1.OpenRequest.KnobsEntry
-	25, // 46: hubd.v1.OpenRequest.budget:type_name -> hubd.v1.Budget
-	33, // 47: hubd.v1.OpenResponse.session:type_name -> hubd.v1.SessionInfo
-	1,  // 48: hubd.v1.SendRequest.envelope:type_name -> hubd.v1.Envelope
-	78, // 49: hubd.v1.SendResponse.accepted_at:type_name -> google.protobuf.Timestamp
-	24, // 50: hubd.v1.SessionInfo.meta:type_name -> hubd.v1.SessionMeta
-	73, // 51: hubd.v1.SessionInfo.context:type_name -> hubd.v1.SessionInfo.ContextEntry
-	7,  // 52: hubd.v1.SessionInfo.usage:type_name -> hubd.v1.Usage
-	34, // 53: hubd.v1.SessionInfo.holds:type_name -> hubd.v1.Hold
-	7,  // 54: hubd.v1.SessionInfo.tree_usage:type_name -> hubd.v1.Usage
-	78, // 55: hubd.v1.Hold.since:type_name -> google.protobuf.Timestamp
-	74, // 56: hubd.v1.ListSessionsRequest.labels:type_name -> hubd.v1.ListSessionsRequest.LabelsEntry
-	33, // 57: hubd.v1.ListSessionsResponse.sessions:type_name -> hubd.v1.SessionInfo
-	1,  // 58: hubd.v1.ReadLogResponse.envelopes:type_name -> hubd.v1.Envelope
-	47, // 59: hubd.v1.PendingTurnsResponse.turns:type_name -> hubd.v1.Delivery
-	43, // 60: hubd.v1.View.items:type_name -> hubd.v1.ViewItem
-	44, // 61: hubd.v1.View.older:type_name -> hubd.v1.SpeakerCount
-	78, // 62: hubd.v1.ViewItem.at:type_name -> google.protobuf.Timestamp
-	75, // 63: hubd.v1.SubscribeRequest.cursors:type_name -> hubd.v1.SubscribeRequest.CursorsEntry
-	41, // 64: hubd.v1.SubscribeRequest.turn_view:type_name -> hubd.v1.GetViewRequest
-	76, // 65: hubd.v1.WatchRequest.cursors:type_name -> hubd.v1.WatchRequest.CursorsEntry
-	1,  // 66: hubd.v1.Delivery.envelope:type_name -> hubd.v1.Envelope
-	42, // 67: hubd.v1.Delivery.view:type_name -> hubd.v1.View
-	26, // 68: hubd.v1.DelegateRequest.children:type_name -> hubd.v1.OpenRequest
-	29, // 69: hubd.v1.DelegateResponse.delegation:type_name -> hubd.v1.SendResponse
-	33, // 70: hubd.v1.DelegateResponse.children:type_name -> hubd.v1.SessionInfo
-	13, // 71: hubd.v1.AnswerRequest.answer:type_name -> hubd.v1.Answer
-	1,  // 72: hubd.v1.PendingQuestion.envelope:type_name -> hubd.v1.Envelope
-	52, // 73: hubd.v1.ListQuestionsResponse.questions:type_name -> hubd.v1.PendingQuestion
-	33, // 74: hubd.v1.TreeNode.session:type_name -> hubd.v1.SessionInfo
-	7,  // 75: hubd.v1.TreeNode.usage:type_name -> hubd.v1.Usage
-	80, // 76: hubd.v1.TreeNode.duration:type_name -> google.protobuf.Duration
-	55, // 77: hubd.v1.TreeNode.children:type_name -> hubd.v1.TreeNode
-	1,  // 78: hubd.v1.ReplayStep.envelope:type_name -> hubd.v1.Envelope
-	57, // 79: hubd.v1.ReplayResponse.steps:type_name -> hubd.v1.ReplayStep
-	63, // 80: hubd.v1.AgentFrame.send:type_name -> hubd.v1.StreamSend
-	45, // 81: hubd.v1.AgentFrame.subscribe:type_name -> hubd.v1.SubscribeRequest
-	62, // 82: hubd.v1.AgentFrame.open:type_name -> hubd.v1.StreamOpen
-	26, // 83: hubd.v1.StreamOpen.request:type_name -> hubd.v1.OpenRequest
-	1,  // 84: hubd.v1.StreamSend.envelope:type_name -> hubd.v1.Envelope
-	65, // 85: hubd.v1.HubFrame.ready:type_name -> hubd.v1.StreamReady
-	66, // 86: hubd.v1.HubFrame.ack:type_name -> hubd.v1.StreamAck
-	47, // 87: hubd.v1.HubFrame.delivery:type_name -> hubd.v1.Delivery
-	67, // 88: hubd.v1.HubFrame.closing:type_name -> hubd.v1.StreamError
-	29, // 89: hubd.v1.StreamAck.response:type_name -> hubd.v1.SendResponse
-	67, // 90: hubd.v1.StreamAck.error:type_name -> hubd.v1.StreamError
-	27, // 91: hubd.v1.StreamAck.opened:type_name -> hubd.v1.OpenResponse
-	0,  // 92: hubd.v1.StreamError.reason:type_name -> hubd.v1.Reason
-	77, // 93: hubd.v1.StreamError.metadata:type_name -> hubd.v1.StreamError.MetadataEntry
-	81, // 94: hubd.v1.ContextUpdate.SetEntry.value:type_name -> google.protobuf.Value
-	81, // 95: hubd.v1.SessionMeta.KnobsEntry.value:type_name -> google.protobuf.Value
-	81, // 96: hubd.v1.OpenRequest.KnobsEntry.value:type_name -> google.protobuf.Value
-	81, // 97: hubd.v1.SessionInfo.ContextEntry.value:type_name -> google.protobuf.Value
-	98, // [98:98] is the sub-list for method output_type
-	98, // [98:98] is the sub-list for method input_type
-	98, // [98:98] is the sub-list for extension type_name
-	98, // [98:98] is the sub-list for extension extendee
-	0,  // [0:98] is the sub-list for field type_name
+	2,   // 0: hubd.v1.Envelope.audience:type_name -> hubd.v1.Audience
+	3,   // 1: hubd.v1.Envelope.text:type_name -> hubd.v1.Text
+	4,   // 2: hubd.v1.Envelope.packet:type_name -> hubd.v1.Packet
+	6,   // 3: hubd.v1.Envelope.context_set:type_name -> hubd.v1.ContextUpdate
+	8,   // 4: hubd.v1.Envelope.invite:type_name -> hubd.v1.Invite
+	9,   // 5: hubd.v1.Envelope.ended:type_name -> hubd.v1.Ended
+	10,  // 6: hubd.v1.Envelope.violation:type_name -> hubd.v1.Violation
+	11,  // 7: hubd.v1.Envelope.question:type_name -> hubd.v1.Question
+	13,  // 8: hubd.v1.Envelope.answer:type_name -> hubd.v1.Answer
+	18,  // 9: hubd.v1.Envelope.delegation_result:type_name -> hubd.v1.DelegationResult
+	19,  // 10: hubd.v1.Envelope.task_progress:type_name -> hubd.v1.TaskProgress
+	15,  // 11: hubd.v1.Envelope.delegation:type_name -> hubd.v1.Delegation
+	14,  // 12: hubd.v1.Envelope.question_closed:type_name -> hubd.v1.QuestionClosed
+	16,  // 13: hubd.v1.Envelope.tool_call:type_name -> hubd.v1.ToolCall
+	17,  // 14: hubd.v1.Envelope.tool_result:type_name -> hubd.v1.ToolResult
+	3,   // 15: hubd.v1.Envelope.message:type_name -> hubd.v1.Text
+	26,  // 16: hubd.v1.Envelope.fork:type_name -> hubd.v1.Fork
+	20,  // 17: hubd.v1.Envelope.call:type_name -> hubd.v1.Call
+	83,  // 18: hubd.v1.Envelope.accepted_at:type_name -> google.protobuf.Timestamp
+	5,   // 19: hubd.v1.Packet.routing:type_name -> hubd.v1.Routing
+	6,   // 20: hubd.v1.Packet.context_updates:type_name -> hubd.v1.ContextUpdate
+	7,   // 21: hubd.v1.Packet.usage:type_name -> hubd.v1.Usage
+	72,  // 22: hubd.v1.ContextUpdate.set:type_name -> hubd.v1.ContextUpdate.SetEntry
+	83,  // 23: hubd.v1.Violation.since:type_name -> google.protobuf.Timestamp
+	12,  // 24: hubd.v1.Question.options:type_name -> hubd.v1.Option
+	84,  // 25: hubd.v1.Question.schema:type_name -> google.protobuf.Struct
+	85,  // 26: hubd.v1.Question.within:type_name -> google.protobuf.Duration
+	84,  // 27: hubd.v1.ToolCall.arguments:type_name -> google.protobuf.Struct
+	86,  // 28: hubd.v1.ToolResult.result:type_name -> google.protobuf.Value
+	7,   // 29: hubd.v1.DelegationResult.usage:type_name -> hubd.v1.Usage
+	85,  // 30: hubd.v1.Expectation.within:type_name -> google.protobuf.Duration
+	22,  // 31: hubd.v1.Expectations.items:type_name -> hubd.v1.Expectation
+	21,  // 32: hubd.v1.SessionMeta.participants:type_name -> hubd.v1.Participant
+	73,  // 33: hubd.v1.SessionMeta.knobs:type_name -> hubd.v1.SessionMeta.KnobsEntry
+	74,  // 34: hubd.v1.SessionMeta.labels:type_name -> hubd.v1.SessionMeta.LabelsEntry
+	85,  // 35: hubd.v1.SessionMeta.ttl:type_name -> google.protobuf.Duration
+	85,  // 36: hubd.v1.SessionMeta.invite_timeout:type_name -> google.protobuf.Duration
+	22,  // 37: hubd.v1.SessionMeta.expectations:type_name -> hubd.v1.Expectation
+	83,  // 38: hubd.v1.SessionMeta.created_at:type_name -> google.protobuf.Timestamp
+	29,  // 39: hubd.v1.SessionMeta.budget:type_name -> hubd.v1.Budget
+	25,  // 40: hubd.v1.SessionMeta.forked_from:type_name -> hubd.v1.ForkOrigin
+	25,  // 41: hubd.v1.Fork.origin:type_name -> hubd.v1.ForkOrigin
+	6,   // 42: hubd.v1.Fork.context:type_name -> hubd.v1.ContextUpdate
+	6,   // 43: hubd.v1.ForkRequest.context:type_name -> hubd.v1.ContextUpdate
+	75,  // 44: hubd.v1.ForkRequest.labels:type_name -> hubd.v1.ForkRequest.LabelsEntry
+	37,  // 45: hubd.v1.ForkResponse.session:type_name -> hubd.v1.SessionInfo
+	21,  // 46: hubd.v1.OpenRequest.participants:type_name -> hubd.v1.Participant
+	76,  // 47: hubd.v1.OpenRequest.labels:type_name -> hubd.v1.OpenRequest.LabelsEntry
+	85,  // 48: hubd.v1.OpenRequest.ttl:type_name -> google.protobuf.Duration
+	85,  // 49: hubd.v1.OpenRequest.invite_timeout:type_name -> google.protobuf.Duration
+	23,  // 50: hubd.v1.OpenRequest.expectations:type_name -> hubd.v1.Expectations
+	84,  // 51: hubd.v1.OpenRequest.graph:type_name -> google.protobuf.Struct
+	77,  // 52: hubd.v1.OpenRequest.knobs:type_name -> hubd.v1.OpenRequest.KnobsEntry
+	29,  // 53: hubd.v1.OpenRequest.budget:type_name -> hubd.v1.Budget
+	37,  // 54: hubd.v1.OpenResponse.session:type_name -> hubd.v1.SessionInfo
+	1,   // 55: hubd.v1.SendRequest.envelope:type_name -> hubd.v1.Envelope
+	83,  // 56: hubd.v1.SendResponse.accepted_at:type_name -> google.protobuf.Timestamp
+	24,  // 57: hubd.v1.SessionInfo.meta:type_name -> hubd.v1.SessionMeta
+	78,  // 58: hubd.v1.SessionInfo.context:type_name -> hubd.v1.SessionInfo.ContextEntry
+	7,   // 59: hubd.v1.SessionInfo.usage:type_name -> hubd.v1.Usage
+	38,  // 60: hubd.v1.SessionInfo.holds:type_name -> hubd.v1.Hold
+	7,   // 61: hubd.v1.SessionInfo.tree_usage:type_name -> hubd.v1.Usage
+	83,  // 62: hubd.v1.Hold.since:type_name -> google.protobuf.Timestamp
+	79,  // 63: hubd.v1.ListSessionsRequest.labels:type_name -> hubd.v1.ListSessionsRequest.LabelsEntry
+	37,  // 64: hubd.v1.ListSessionsResponse.sessions:type_name -> hubd.v1.SessionInfo
+	1,   // 65: hubd.v1.ReadLogResponse.envelopes:type_name -> hubd.v1.Envelope
+	51,  // 66: hubd.v1.PendingTurnsResponse.turns:type_name -> hubd.v1.Delivery
+	47,  // 67: hubd.v1.View.items:type_name -> hubd.v1.ViewItem
+	48,  // 68: hubd.v1.View.older:type_name -> hubd.v1.SpeakerCount
+	83,  // 69: hubd.v1.ViewItem.at:type_name -> google.protobuf.Timestamp
+	80,  // 70: hubd.v1.SubscribeRequest.cursors:type_name -> hubd.v1.SubscribeRequest.CursorsEntry
+	45,  // 71: hubd.v1.SubscribeRequest.turn_view:type_name -> hubd.v1.GetViewRequest
+	81,  // 72: hubd.v1.WatchRequest.cursors:type_name -> hubd.v1.WatchRequest.CursorsEntry
+	1,   // 73: hubd.v1.Delivery.envelope:type_name -> hubd.v1.Envelope
+	46,  // 74: hubd.v1.Delivery.view:type_name -> hubd.v1.View
+	30,  // 75: hubd.v1.DelegateRequest.children:type_name -> hubd.v1.OpenRequest
+	33,  // 76: hubd.v1.DelegateResponse.delegation:type_name -> hubd.v1.SendResponse
+	37,  // 77: hubd.v1.DelegateResponse.children:type_name -> hubd.v1.SessionInfo
+	13,  // 78: hubd.v1.AnswerRequest.answer:type_name -> hubd.v1.Answer
+	1,   // 79: hubd.v1.PendingQuestion.envelope:type_name -> hubd.v1.Envelope
+	56,  // 80: hubd.v1.ListQuestionsResponse.questions:type_name -> hubd.v1.PendingQuestion
+	37,  // 81: hubd.v1.TreeNode.session:type_name -> hubd.v1.SessionInfo
+	7,   // 82: hubd.v1.TreeNode.usage:type_name -> hubd.v1.Usage
+	85,  // 83: hubd.v1.TreeNode.duration:type_name -> google.protobuf.Duration
+	59,  // 84: hubd.v1.TreeNode.children:type_name -> hubd.v1.TreeNode
+	1,   // 85: hubd.v1.ReplayStep.envelope:type_name -> hubd.v1.Envelope
+	61,  // 86: hubd.v1.ReplayResponse.steps:type_name -> hubd.v1.ReplayStep
+	67,  // 87: hubd.v1.AgentFrame.send:type_name -> hubd.v1.StreamSend
+	49,  // 88: hubd.v1.AgentFrame.subscribe:type_name -> hubd.v1.SubscribeRequest
+	66,  // 89: hubd.v1.AgentFrame.open:type_name -> hubd.v1.StreamOpen
+	30,  // 90: hubd.v1.StreamOpen.request:type_name -> hubd.v1.OpenRequest
+	1,   // 91: hubd.v1.StreamSend.envelope:type_name -> hubd.v1.Envelope
+	69,  // 92: hubd.v1.HubFrame.ready:type_name -> hubd.v1.StreamReady
+	70,  // 93: hubd.v1.HubFrame.ack:type_name -> hubd.v1.StreamAck
+	51,  // 94: hubd.v1.HubFrame.delivery:type_name -> hubd.v1.Delivery
+	71,  // 95: hubd.v1.HubFrame.closing:type_name -> hubd.v1.StreamError
+	33,  // 96: hubd.v1.StreamAck.response:type_name -> hubd.v1.SendResponse
+	71,  // 97: hubd.v1.StreamAck.error:type_name -> hubd.v1.StreamError
+	31,  // 98: hubd.v1.StreamAck.opened:type_name -> hubd.v1.OpenResponse
+	0,   // 99: hubd.v1.StreamError.reason:type_name -> hubd.v1.Reason
+	82,  // 100: hubd.v1.StreamError.metadata:type_name -> hubd.v1.StreamError.MetadataEntry
+	86,  // 101: hubd.v1.ContextUpdate.SetEntry.value:type_name -> google.protobuf.Value
+	86,  // 102: hubd.v1.SessionMeta.KnobsEntry.value:type_name -> google.protobuf.Value
+	86,  // 103: hubd.v1.OpenRequest.KnobsEntry.value:type_name -> google.protobuf.Value
+	86,  // 104: hubd.v1.SessionInfo.ContextEntry.value:type_name -> google.protobuf.Value
+	105, // [105:105] is the sub-list for method output_type
+	105, // [105:105] is the sub-list for method input_type
+	105, // [105:105] is the sub-list for extension type_name
+	105, // [105:105] is the sub-list for extension extendee
+	0,   // [0:105] is the sub-list for field type_name
 }
 
 func init() { file_hub_proto_init() }
@@ -6382,13 +6705,14 @@ func file_hub_proto_init() {
 		(*Envelope_ToolCall)(nil),
 		(*Envelope_ToolResult)(nil),
 		(*Envelope_Message)(nil),
+		(*Envelope_Fork)(nil),
 	}
-	file_hub_proto_msgTypes[60].OneofWrappers = []any{
+	file_hub_proto_msgTypes[64].OneofWrappers = []any{
 		(*AgentFrame_Send)(nil),
 		(*AgentFrame_Subscribe)(nil),
 		(*AgentFrame_Open)(nil),
 	}
-	file_hub_proto_msgTypes[63].OneofWrappers = []any{
+	file_hub_proto_msgTypes[67].OneofWrappers = []any{
 		(*HubFrame_Ready)(nil),
 		(*HubFrame_Ack)(nil),
 		(*HubFrame_Delivery)(nil),
@@ -6400,7 +6724,7 @@ func file_hub_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hub_proto_rawDesc), len(file_hub_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   77,
+			NumMessages:   82,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
