@@ -69,6 +69,8 @@ func (m *Machine) Admit(env *hubpb.Envelope) error {
 	switch {
 	case session.IsLifecycle(t):
 		return nil
+	case t == session.EventForked:
+		return m.admitFork(env)
 	case t == session.EventAnswer:
 		insider := env.GetFrom() == "" || session.IsParticipant(m.Meta, env.GetFrom())
 		return m.Calls.checkAnswer(env.GetFrom(), m.Meta.GetSessionId(), insider, env.GetAnswer())
@@ -191,6 +193,11 @@ func (m *Machine) Fold(env *hubpb.Envelope) Outcome {
 		panic(fmt.Sprintf("adapters: fold of seq %d after seq %d in session %s", env.GetSeq(), m.Seq, m.Meta.GetSessionId()))
 	}
 	m.Seq = env.GetSeq()
+	if env.GetType() == session.EventForked {
+		out := m.foldFork(env)
+		m.LastRule = out.Rule
+		return out
+	}
 	held := len(m.Calls.Holds)
 	begins := m.Calls.fold(env)
 	m.Clocks.fold(m, env, len(m.Calls.Holds) < held)

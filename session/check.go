@@ -58,6 +58,8 @@ func PayloadField(t string) string {
 		return "ended"
 	case EventViolation:
 		return "violation"
+	case EventForked:
+		return "fork"
 	case EventInviteAck, EventOpened:
 		return ""
 	}
@@ -101,6 +103,8 @@ func payloadName(e *hubpb.Envelope) string {
 		return "tool_result"
 	case *hubpb.Envelope_Message:
 		return "message"
+	case *hubpb.Envelope_Fork:
+		return "fork"
 	}
 	return "unknown"
 }
@@ -181,6 +185,8 @@ func checkPayload(t string, e *hubpb.Envelope) error {
 		}
 	case *hubpb.Envelope_Question:
 		return checkQuestion(p.Question)
+	case *hubpb.Envelope_Fork:
+		return checkFork(p.Fork)
 	case *hubpb.Envelope_Answer:
 		a := p.Answer
 		if a.GetQuestionId() == "" {
@@ -381,4 +387,20 @@ func CheckDelegationMode(mode, await, notify string) error {
 		return fmt.Errorf("delegation notify %q is not \"\" or turn: %w", notify, ErrMalformed)
 	}
 	return nil
+}
+
+// checkFork checks a fork record: its origin and its context edits.
+func checkFork(f *hubpb.Fork) error {
+	if err := CheckUUID("fork.origin.session_id", f.GetOrigin().GetSessionId()); err != nil {
+		return err
+	}
+	if f.GetOrigin().GetAtSeq() == 0 {
+		return fmt.Errorf("fork.origin.at_seq is 0; seqs start at 1: %w", ErrMalformed)
+	}
+	if n := f.GetNextSpeaker(); n != "" {
+		if err := CheckName(n); err != nil {
+			return fmt.Errorf("fork.next_speaker: %w", err)
+		}
+	}
+	return checkContext("fork.context", f.GetContext())
 }

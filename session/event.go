@@ -28,6 +28,10 @@ const (
 	EventExpired      = "session_expired"
 	EventViolation    = "expectation_violated"
 
+	// EventForked is a fork's first record, written by the hub: the
+	// session continues another from one of its seqs (hubpb.Fork).
+	EventForked = "session_forked"
+
 	// Orchestration events. A question holds its asker's turn until its
 	// answer (or its withdrawal, question_closed); a blocking delegation
 	// holds the delegator's turn until its children's delegation_results.
@@ -77,7 +81,7 @@ func ParseEventType(s string) (string, error) {
 func IsBuiltin(t string) bool {
 	switch t {
 	case EventText, EventPacket, EventContextSet, EventQuestion, EventAnswer, EventQuestionClosed, EventDelegation,
-		EventDelegationResult, EventTaskProgress, EventToolCall, EventToolResult, EventMessage:
+		EventDelegationResult, EventTaskProgress, EventToolCall, EventToolResult, EventMessage, EventForked:
 		return true
 	}
 	return IsLifecycle(t)
@@ -102,7 +106,7 @@ func IsLifecycle(t string) bool {
 func IsHubOnly(t string) bool {
 	switch t {
 	case EventInvite, EventOpened, EventClosed, EventExpired, EventViolation, EventDelegation, EventDelegationResult,
-		EventQuestionClosed:
+		EventQuestionClosed, EventForked:
 		return true
 	}
 	return false

@@ -121,7 +121,7 @@ func (l *Lifecycle) Admit(t, from string) error {
 			return fmt.Errorf("%q has no invite to answer (awaiting: %s): %w", from, strings.Join(l.Awaiting, ", "), ErrBadTransition)
 		}
 		return nil
-	case EventInvite:
+	case EventInvite, EventForked:
 		if l.State != 0 {
 			return fmt.Errorf("invite to a session that is %v: %w", l.State, ErrBadTransition)
 		}
@@ -151,6 +151,10 @@ func (l *Lifecycle) Fold(e *hubpb.Envelope) {
 		l.State = StateOpen
 		l.Awaiting = nil
 		l.Opened = Time(e.GetAcceptedAt())
+	case EventForked: // a fork is created open: its participants took part already
+		l.State = StateOpen
+		l.Created = Time(e.GetAcceptedAt())
+		l.Opened = l.Created
 	case EventClosed, EventExpired:
 		l.State = StateClosed
 		if e.GetType() == EventExpired {

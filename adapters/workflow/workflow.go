@@ -240,3 +240,25 @@ func (s *State) Validate(env *hubpb.Envelope) error {
 	}
 	return nil
 }
+
+// CheckNext implements adapters.Resumer: any participant may be chosen.
+func (s *State) CheckNext(next string) error {
+	if next != "" && !slices.Contains(s.Participants, next) {
+		return fmt.Errorf("next_speaker %q is not a participant (participants: %s): %w",
+			next, strings.Join(s.Participants, ", "), session.ErrMalformed)
+	}
+	return nil
+}
+
+// Resume implements adapters.Resumer: the chosen next speaker is expected;
+// without one, the speaker the state expected, or, when the source had
+// decided to end there, the active agent.
+func (s *State) Resume(next string) {
+	s.Base.Resume(next)
+	switch {
+	case next != "":
+		s.Expect = next
+	case s.Expect == "":
+		s.Expect = s.ActiveAgent()
+	}
+}
