@@ -59,7 +59,7 @@ func (h *Hub) Replay(ctx context.Context, id session.ID) (*hubpb.ReplayResponse,
 	if err != nil {
 		return nil, err
 	}
-	fresh, err := h.startMeta(s.meta, id)
+	fresh, err := h.startMeta(ctx, s.meta, id)
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ func (h *Hub) newSession(id session.ID, m *adapters.Machine) *Session {
 }
 
 // start decodes a session's metadata and starts its machine.
-func (h *Hub) start(metaBytes []byte, id session.ID) (*Session, error) {
+func (h *Hub) start(ctx context.Context, metaBytes []byte, id session.ID) (*Session, error) {
 	meta, err := session.UnmarshalMeta(metaBytes)
 	if err != nil {
 		return nil, err
@@ -32,10 +32,10 @@ func (h *Hub) start(metaBytes []byte, id session.ID) (*Session, error) {
 	if meta.Knobs, err = h.interned.knobs(meta.GetKnobs(), nil); err != nil {
 		return nil, fmt.Errorf("metadata: %v: %w", err, session.ErrCorrupt)
 	}
-	return h.startMeta(meta, id)
+	return h.startMeta(ctx, meta, id)
 }
 
-func (h *Hub) startMeta(meta *hubpb.SessionMeta, id session.ID) (*Session, error) {
+func (h *Hub) startMeta(ctx context.Context, meta *hubpb.SessionMeta, id session.ID) (*Session, error) {
 	if got, err := session.ParseID(meta.GetSessionId()); err != nil || got != id {
 		return nil, fmt.Errorf("metadata names session %q: %w", meta.GetSessionId(), session.ErrCorrupt)
 	}
@@ -50,6 +50,11 @@ func (h *Hub) startMeta(meta *hubpb.SessionMeta, id session.ID) (*Session, error
 	m, err := adapters.NewMachine(a, meta)
 	if err != nil {
 		return nil, fmt.Errorf("metadata no longer starts a %v session: %w", typ, err)
+	}
+	if o := meta.GetForkedFrom(); o != nil {
+		if m, err = h.forkBase(ctx, meta, o); err != nil {
+			return nil, err
+		}
 	}
 	return h.newSession(id, m), nil
 }
@@ -82,7 +87,7 @@ func (h *Hub) scanRest(ctx context.Context, s *Session) error {
 
 // load rebuilds one session from its log.
 func (h *Hub) load(ctx context.Context, id session.ID, meta *hubpb.SessionMeta) (*Session, error) {
-	s, err := h.startMeta(meta, id)
+	s, err := h.startMeta(ctx, meta, id)
 	if err != nil {
 		return nil, err
 	}

@@ -131,7 +131,7 @@ func (h *Hub) foldEach(ctx context.Context, order []session.ID, all map[session.
 					l.err = fmt.Errorf("the index marks it live but it has no metadata: %w", session.ErrCorrupt)
 				default:
 					l.meta = meta // a quarantined session is listed with it
-					l.s, l.err = h.start(meta, id)
+					l.s, l.err = h.start(ctx, meta, id)
 				}
 				if l.err == nil {
 					l.err = h.scanRest(ctx, l.s)
@@ -224,7 +224,7 @@ func split(ids []session.ID, n int) [][]session.ID {
 func (h *Hub) foldRange(ctx context.Context, ids []session.ID, all map[session.ID]*loading) int64 {
 	for _, id := range ids {
 		l := all[id]
-		l.s, l.err = h.start(l.meta, id)
+		l.s, l.err = h.start(ctx, l.meta, id)
 		if l.err == nil {
 			l.meta = nil // kept otherwise: a quarantined session is listed with it
 		}

@@ -68,7 +68,7 @@ func (h *Hub) loadEnded(ctx context.Context, id session.ID) (*Session, error) {
 	if meta == nil {
 		return nil, fmt.Errorf("no session %v: %w", id, ErrUnknownSession)
 	}
-	s, err := h.start(meta, id)
+	s, err := h.start(ctx, meta, id)
 	if err == nil {
 		err = h.scanRest(ctx, s)
 	}

@@ -132,6 +132,12 @@ func (h *Hub) thread(ctx context.Context, creator, key string) (session.ID, *Ses
 // create logs a new session's metadata, invite (and open) and task, and
 // indexes it.
 func (h *Hub) create(ctx context.Context, m *adapters.Machine, task string) (*Session, error) {
+	return h.createWith(ctx, m, func(p *plan, s *Session) error { return h.applyOpen(p, s, task) })
+}
+
+// createWith logs a new session's metadata and the first records first
+// applies to it, and indexes it.
+func (h *Hub) createWith(ctx context.Context, m *adapters.Machine, first func(p *plan, s *Session) error) (*Session, error) {
 	encMeta, err := h.interned.marshalMeta(m.Meta)
 	if err != nil {
 		return nil, fmt.Errorf("encoding metadata: %v: %w", err, session.ErrMalformed)
@@ -151,7 +157,7 @@ func (h *Hub) create(ctx context.Context, m *adapters.Machine, task string) (*Se
 	p := h.newPlan(ctx, s)
 	x := p.part(s)
 	x.meta, x.isNew = encMeta, true
-	if err := h.applyOpen(p, s, task); err != nil {
+	if err := first(p, s); err != nil {
 		h.abandon(p)
 		h.unreserve(s, key)
 		return nil, err

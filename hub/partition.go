@@ -106,7 +106,7 @@ func (h *Hub) LoadSessions(ctx context.Context, load Loader) (int, error) {
 			return nil
 		}
 		l := &loading{}
-		if l.s, l.err = h.start(meta, id); l.err != nil {
+		if l.s, l.err = h.start(ctx, meta, id); l.err != nil {
 			l.meta = bytes.Clone(meta) // a quarantined session's participants are told why
 		}
 		all[id] = l
