@@ -225,6 +225,8 @@ func sessionsCommand(name string, fs *flag.FlagSet, stdin io.Reader) *clientComm
 		return sendFlags(fs, stdin)
 	case "close":
 		return closeFlags(fs)
+	case "fork":
+		return forkFlags(fs)
 	}
 	return nil
 }

@@ -217,6 +217,14 @@ func (s *Service) Close(ctx context.Context, req *hubpb.CloseRequest) (*hubpb.Se
 	})
 }
 
+// Fork implements hubsvc.HubServer: a participant of the source (or an
+// operator) opens a session continuing it from one of its seqs.
+func (s *Service) Fork(ctx context.Context, req *hubpb.ForkRequest) (*hubpb.ForkResponse, error) {
+	return unary(s, ctx, "Fork", func(id Identity) (*hubpb.ForkResponse, error) {
+		return s.h.Fork(ctx, id.Agent, id.Operator, req)
+	})
+}
+
 // GetSession implements hubsvc.HubServer.
 func (s *Service) GetSession(ctx context.Context, req *hubpb.GetSessionRequest) (*hubpb.SessionInfo, error) {
 	return unary(s, ctx, "GetSession", func(id Identity) (*hubpb.SessionInfo, error) {
