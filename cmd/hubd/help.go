@@ -56,7 +56,7 @@ var commands = []command{
 
 // groups are the commands that have subcommands, with a sentence each.
 var groups = map[string]string{
-	"sessions":  "Read, open, send to and close the sessions of a running hub. These commands take the client flags below.",
+	"sessions":  "Read, open, send to, close and fork the sessions of a running hub. These commands take the client flags below.",
 	"questions": "List and answer the questions agents ask people. These commands take the client flags below.",
 	"tasks":     "Act on delegated tasks (child sessions) of a running hub. These commands take the client flags below.",
 	"log":       "Check, convert, back up and restore the write-ahead log: a directory offline, or a running hub through --hub.",
