@@ -3,7 +3,7 @@
 // read (hubd sessions list|show|tail|export|tree|replay, hubd questions
 // list: a table or words for people, and with --output json the one JSON
 // form of hub.proto for programs, output.go) and act (hubd sessions
-// open|send|close, hubd questions answer, hubd tasks cancel), offline work
+// open|send|close|fork, hubd questions answer, hubd tasks cancel), offline work
 // on a data directory (hubd log verify|migrate|restore) and backups of a
 // running hub (hubd log backup), workflow graph tools that need no hub
 // (hubd graph validate|render|simulate), shell completion scripts (hubd
