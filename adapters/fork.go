@@ -90,4 +90,3 @@ func forkRule(f *hubpb.Fork) string {
 	}
 	return r
 }
-
