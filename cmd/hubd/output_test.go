@@ -79,6 +79,9 @@ func TestEventLine(t *testing.T) {
 	result.Payload = &hubpb.Envelope_ToolResult{ToolResult: &hubpb.ToolResult{Name: "search", Result: structpb.NewStringValue("3 hits")}}
 	progress := logged(12, "a", agentsdk.EventTaskProgress)
 	progress.Payload = &hubpb.Envelope_TaskProgress{TaskProgress: &hubpb.TaskProgress{Task: "index", Percent: 50}}
+	forked := logged(1, "", agentsdk.EventForked)
+	forked.Payload = &hubpb.Envelope_Fork{Fork: &hubpb.Fork{Origin: &hubpb.ForkOrigin{SessionId: "s1", AtSeq: 3}, ForkedBy: "bob", NextSpeaker: "carol",
+		Context: &hubpb.ContextUpdate{Set: map[string]*structpb.Value{"n": structpb.NewNumberValue(2)}}}}
 	custom := logged(13, "a", "x.audit")
 	custom.Payload = &hubpb.Envelope_Custom{Custom: []byte("abc")}
 	for e, want := range map[*hubpb.Envelope]string{
@@ -95,6 +98,7 @@ func TestEventLine(t *testing.T) {
 		result:   "a: search → 3 hits",
 		progress: "a: progress index 50%",
 		custom:   "a: x.audit (3 bytes)",
+		forked:   "bob forks s1 at seq 3; carol speaks next; set n=2",
 	} {
 		if got := eventLine(e); got != want {
 			t.Errorf("%s: %q, want %q", e.GetType(), got, want)

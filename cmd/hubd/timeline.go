@@ -57,6 +57,8 @@ func eventLine(e *hubpb.Envelope) string {
 		return questionLine(e)
 	case agentsdk.EventDelegation, agentsdk.EventDelegationResult, agentsdk.EventTaskProgress:
 		return delegationLine(e)
+	case agentsdk.EventForked:
+		return forkLine(e.GetFork())
 	case agentsdk.EventToolCall:
 		c := e.GetToolCall()
 		return fmt.Sprintf("%s calls %s %s", from, c.GetName(), compactJSON(c.GetArguments(), "{}"))
@@ -239,4 +241,17 @@ func compactJSON(m proto.Message, none string) string {
 		return none
 	}
 	return string(b)
+}
+
+// forkLine is a fork's first record: "bob forks ID at seq 3; carol speaks
+// next; set n=2".
+func forkLine(f *hubpb.Fork) string {
+	line := fmt.Sprintf("%s forks %s at seq %d", cell(f.GetForkedBy()), f.GetOrigin().GetSessionId(), f.GetOrigin().GetAtSeq())
+	if n := f.GetNextSpeaker(); n != "" {
+		line += "; " + n + " speaks next"
+	}
+	if u := f.GetContext(); len(u.GetSet()) > 0 || len(u.GetDelete()) > 0 {
+		line += "; " + contextNotes(u)
+	}
+	return line
 }
