@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -58,7 +59,10 @@ const LabelForkedFrom = "forked_from"
 // participant nor an operator PERMISSION_DENIED; an at_seq outside 1 to
 // the source's last seq, context edits that are not valid, a next speaker
 // who is not a participant (or one given for a session type without a
-// speaker order) MALFORMED.
+// speaker order) MALFORMED; an at_seq where an invite still awaited its
+// answer, or where the source had ended without opening (a rejected
+// invite), BAD_LIFECYCLE_TRANSITION: the fork opens at once, and nobody
+// is in it who had not accepted.
 func (h *Hub) Fork(ctx context.Context, caller string, operator bool, req *hubpb.ForkRequest) (*hubpb.ForkResponse, error) {
 	if err := h.gate.enter(); err != nil {
 		return nil, err
@@ -72,10 +76,17 @@ func (h *Hub) Fork(ctx context.Context, caller string, operator bool, req *hubpb
 	if err != nil {
 		return nil, err
 	}
-	m, err := h.forkMachine(ctx, meta)
+	if err := h.checkMeta(meta); err != nil {
+		return nil, err
+	}
+	src0, err := h.sourceAt(ctx, meta.GetForkedFrom())
 	if err != nil {
 		return nil, err
 	}
+	if err := checkAccepted(src0, req); err != nil {
+		return nil, err
+	}
+	m := adapters.Fork(src0, meta)
 	rec := &hubpb.Envelope{Type: session.EventForked, Payload: &hubpb.Envelope_Fork{Fork: &hubpb.Fork{
 		Origin: proto.CloneOf(meta.GetForkedFrom()), Context: proto.CloneOf(req.GetContext()),
 		NextSpeaker: req.GetNextSpeaker(), ForkedBy: caller}}}
@@ -149,19 +160,42 @@ func (h *Hub) forkMeta(src *Session, req *hubpb.ForkRequest) (*hubpb.SessionMeta
 	return meta, err
 }
 
+// checkAccepted refuses a fork at a seq where the source had not opened
+// with every participant's consent: an invite still awaited an answer,
+// or it had ended before it opened (a rejected invite). The fork opens at
+// once, so nobody may be in it who had not accepted.
+func checkAccepted(src *adapters.Machine, req *hubpb.ForkRequest) error {
+	l := src.Lifecycle
+	switch {
+	case len(l.Awaiting) > 0:
+		return fmt.Errorf("at seq %d session %s still awaited invite acks from %s: fork at a seq after they accepted: %w",
+			req.GetAtSeq(), req.GetSessionId(), strings.Join(l.Awaiting, ", "), session.ErrBadTransition)
+	case l.Opened.IsZero() && l.State.Ended():
+		return fmt.Errorf("at seq %d session %s had ended (%s) without opening: there is nothing to continue: %w",
+			req.GetAtSeq(), req.GetSessionId(), l.Reason, session.ErrBadTransition)
+	}
+	return nil
+}
+
+// checkMeta checks a new session's metadata as a session of its type.
+func (h *Hub) checkMeta(meta *hubpb.SessionMeta) error {
+	typ, err := session.ParseType(meta.GetType())
+	if err != nil {
+		return err
+	}
+	a, err := h.cfg.Adapters.Lookup(typ)
+	if err != nil {
+		return err
+	}
+	_, err = adapters.NewMachine(a, meta)
+	return err
+}
+
 // forkMachine starts the machine of a fork's metadata: the metadata is
 // checked as any session's, then the state is the source's at the fork's
 // seq (forkBase).
 func (h *Hub) forkMachine(ctx context.Context, meta *hubpb.SessionMeta) (*adapters.Machine, error) {
-	typ, err := session.ParseType(meta.GetType())
-	if err != nil {
-		return nil, err
-	}
-	a, err := h.cfg.Adapters.Lookup(typ)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := adapters.NewMachine(a, meta); err != nil {
+	if err := h.checkMeta(meta); err != nil {
 		return nil, err
 	}
 	return h.forkBase(ctx, meta, meta.GetForkedFrom())
@@ -173,6 +207,16 @@ var errFolded = errors.New("hub: folded to the fork's seq")
 // forkBase returns a fork's machine before its first record: the source's
 // log folded up to the origin's seq (see Fork), under the fork's metadata.
 func (h *Hub) forkBase(ctx context.Context, meta *hubpb.SessionMeta, o *hubpb.ForkOrigin) (*adapters.Machine, error) {
+	src, err := h.sourceAt(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return adapters.Fork(src, meta), nil
+}
+
+// sourceAt returns the machine of a fork's source folded from its log up
+// to the origin's seq.
+func (h *Hub) sourceAt(ctx context.Context, o *hubpb.ForkOrigin) (*adapters.Machine, error) {
 	id, err := session.ParseID(o.GetSessionId())
 	if err != nil {
 		return nil, fmt.Errorf("fork origin: %v: %w", err, session.ErrCorrupt)
@@ -207,7 +251,7 @@ func (h *Hub) forkBase(ctx context.Context, meta *hubpb.SessionMeta, o *hubpb.Fo
 	if src.Seq != o.GetAtSeq() {
 		return nil, fmt.Errorf("the fork's source %v ends at seq %d, before the fork's seq %d: %w", id, src.Seq, o.GetAtSeq(), session.ErrCorrupt)
 	}
-	return adapters.Fork(src, meta), nil
+	return src, nil
 }
 
 // sourceMachine starts the machine of a fork's source, itself a fork's

@@ -393,3 +393,39 @@ func TestForkDropsHolds(t *testing.T) {
 	}
 	assertReplayed(t, e, []session.ID{src, f})
 }
+
+// TestForkNeedsAcceptedInvites: a fork opens at once, so a seq where an
+// invite still awaited its answer, or where the session ended without
+// opening, is refused; once everyone accepted, the seq may be forked.
+func TestForkNeedsAcceptedInvites(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	open := func() session.ID {
+		o, err := e.hub.Open(ctx, "alice", &hubpb.OpenRequest{Type: "conversation@1", Participants: []*hubpb.Participant{{Name: "bob"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return session.MustParseID(o.GetSession().GetMeta().GetSessionId())
+	}
+	refused := func(id session.ID, at uint64, says string) {
+		t.Helper()
+		_, err := e.hub.Fork(ctx, "alice", false, &hubpb.ForkRequest{SessionId: id.String(), AtSeq: at})
+		if r, _ := session.ReasonOf(err); r != hubpb.Reason_BAD_LIFECYCLE_TRANSITION || !strings.Contains(fmt.Sprint(err), says) {
+			t.Errorf("fork at %d: %v, want BAD_LIFECYCLE_TRANSITION saying %q", at, err, says)
+		}
+	}
+	accepted := open()
+	refused(accepted, 1, "awaited invite acks from bob")
+	if _, err := e.hub.AckInvite(ctx, "bob", accepted); err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []uint64{2, 3} { // the ack, the open
+		fork(t, e.hub, "alice", &hubpb.ForkRequest{SessionId: accepted.String(), AtSeq: at})
+	}
+	rejected := open()
+	if _, err := e.hub.RejectInvite(ctx, "bob", rejected, "busy"); err != nil {
+		t.Fatal(err)
+	}
+	refused(rejected, 2, "awaited invite acks from bob")
+	refused(rejected, 3, "ended (invite_rejected) without opening")
+}
