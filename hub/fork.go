@@ -52,7 +52,10 @@ const LabelForkedFrom = "forked_from"
 // form of every session type's state, versioned with its adapter, and
 // could disagree with the source's log, whereas this fold is the
 // computation every replay already trusts. The cost is that a fork needs
-// its source's records up to at_seq for as long as it is kept.
+// its source's records up to at_seq for as long as it is kept. A cluster
+// node (Config.Partitioned) refuses to fork (BAD_LIFECYCLE_TRANSITION):
+// its log keeps no metadata of ended sessions, and a fork's partition may
+// be loaded by a node that does not serve its source's.
 //
 // Errors, each writing nothing: a session id that is not one is
 // MALFORMED; an unknown source UNKNOWN_SESSION; a caller who is neither a
@@ -68,6 +71,10 @@ func (h *Hub) Fork(ctx context.Context, caller string, operator bool, req *hubpb
 		return nil, err
 	}
 	defer h.gate.leave()
+	if h.cfg.Partitioned {
+		return nil, fmt.Errorf("a cluster node does not fork sessions: a fork's state is folded from its source's log, "+
+			"which a node reads only for the partitions it loads: %w", session.ErrBadTransition)
+	}
 	src, err := h.forkSource(ctx, caller, operator, req)
 	if err != nil {
 		return nil, err

@@ -429,3 +429,21 @@ func TestForkNeedsAcceptedInvites(t *testing.T) {
 	refused(rejected, 2, "awaited invite acks from bob")
 	refused(rejected, 3, "ended (invite_rejected) without opening")
 }
+
+// TestForkRefusedByClusterNode: a partitioned hub says it does not fork.
+func TestForkRefusedByClusterNode(t *testing.T) {
+	e := newEnv(t, nil)
+	src := openTriage(t, e.hub)
+	e.hub.Close() // the log stays open for the node's hub
+	cfg := e.cfg
+	cfg.Log, cfg.Partitioned = e.log, true
+	b, err := openServed(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	_, err = b.Fork(context.Background(), "router", false, &hubpb.ForkRequest{SessionId: src.String(), AtSeq: 3})
+	if r, _ := session.ReasonOf(err); r != hubpb.Reason_BAD_LIFECYCLE_TRANSITION || !strings.Contains(fmt.Sprint(err), "cluster node does not fork") {
+		t.Errorf("a cluster node's fork: %v", err)
+	}
+}
