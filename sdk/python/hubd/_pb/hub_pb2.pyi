@@ -215,7 +215,7 @@ class Ended(_message.Message):
     def __init__(self, reason: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
 
 class Envelope(_message.Message):
-    __slots__ = ["accepted_at", "answer", "audience", "call", "causation_id", "client_msg_id", "context_set", "custom", "delegation", "delegation_result", "ended", "id", "invite", "message", "packet", "question", "question_closed", "rule", "seq", "session_id", "task_progress", "text", "tool_call", "tool_result", "traceparent", "type", "violation"]
+    __slots__ = ["accepted_at", "answer", "audience", "call", "causation_id", "client_msg_id", "context_set", "custom", "delegation", "delegation_result", "ended", "fork", "id", "invite", "message", "packet", "question", "question_closed", "rule", "seq", "session_id", "task_progress", "text", "tool_call", "tool_result", "traceparent", "type", "violation"]
     ACCEPTED_AT_FIELD_NUMBER: _ClassVar[int]
     ANSWER_FIELD_NUMBER: _ClassVar[int]
     AUDIENCE_FIELD_NUMBER: _ClassVar[int]
@@ -227,6 +227,7 @@ class Envelope(_message.Message):
     DELEGATION_FIELD_NUMBER: _ClassVar[int]
     DELEGATION_RESULT_FIELD_NUMBER: _ClassVar[int]
     ENDED_FIELD_NUMBER: _ClassVar[int]
+    FORK_FIELD_NUMBER: _ClassVar[int]
     FROM_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     INVITE_FIELD_NUMBER: _ClassVar[int]
@@ -255,6 +256,7 @@ class Envelope(_message.Message):
     delegation: Delegation
     delegation_result: DelegationResult
     ended: Ended
+    fork: Fork
     id: str
     invite: Invite
     message: Text
@@ -271,7 +273,7 @@ class Envelope(_message.Message):
     traceparent: str
     type: str
     violation: Violation
-    def __init__(self, session_id: _Optional[str] = ..., seq: _Optional[int] = ..., id: _Optional[str] = ..., audience: _Optional[_Union[Audience, _Mapping]] = ..., type: _Optional[str] = ..., text: _Optional[_Union[Text, _Mapping]] = ..., packet: _Optional[_Union[Packet, _Mapping]] = ..., context_set: _Optional[_Union[ContextUpdate, _Mapping]] = ..., invite: _Optional[_Union[Invite, _Mapping]] = ..., ended: _Optional[_Union[Ended, _Mapping]] = ..., violation: _Optional[_Union[Violation, _Mapping]] = ..., question: _Optional[_Union[Question, _Mapping]] = ..., answer: _Optional[_Union[Answer, _Mapping]] = ..., delegation_result: _Optional[_Union[DelegationResult, _Mapping]] = ..., task_progress: _Optional[_Union[TaskProgress, _Mapping]] = ..., custom: _Optional[bytes] = ..., delegation: _Optional[_Union[Delegation, _Mapping]] = ..., question_closed: _Optional[_Union[QuestionClosed, _Mapping]] = ..., tool_call: _Optional[_Union[ToolCall, _Mapping]] = ..., tool_result: _Optional[_Union[ToolResult, _Mapping]] = ..., message: _Optional[_Union[Text, _Mapping]] = ..., causation_id: _Optional[str] = ..., client_msg_id: _Optional[str] = ..., call: _Optional[_Union[Call, _Mapping]] = ..., traceparent: _Optional[str] = ..., accepted_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., rule: _Optional[str] = ..., **kwargs) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., seq: _Optional[int] = ..., id: _Optional[str] = ..., audience: _Optional[_Union[Audience, _Mapping]] = ..., type: _Optional[str] = ..., text: _Optional[_Union[Text, _Mapping]] = ..., packet: _Optional[_Union[Packet, _Mapping]] = ..., context_set: _Optional[_Union[ContextUpdate, _Mapping]] = ..., invite: _Optional[_Union[Invite, _Mapping]] = ..., ended: _Optional[_Union[Ended, _Mapping]] = ..., violation: _Optional[_Union[Violation, _Mapping]] = ..., question: _Optional[_Union[Question, _Mapping]] = ..., answer: _Optional[_Union[Answer, _Mapping]] = ..., delegation_result: _Optional[_Union[DelegationResult, _Mapping]] = ..., task_progress: _Optional[_Union[TaskProgress, _Mapping]] = ..., custom: _Optional[bytes] = ..., delegation: _Optional[_Union[Delegation, _Mapping]] = ..., question_closed: _Optional[_Union[QuestionClosed, _Mapping]] = ..., tool_call: _Optional[_Union[ToolCall, _Mapping]] = ..., tool_result: _Optional[_Union[ToolResult, _Mapping]] = ..., message: _Optional[_Union[Text, _Mapping]] = ..., fork: _Optional[_Union[Fork, _Mapping]] = ..., causation_id: _Optional[str] = ..., client_msg_id: _Optional[str] = ..., call: _Optional[_Union[Call, _Mapping]] = ..., traceparent: _Optional[str] = ..., accepted_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., rule: _Optional[str] = ..., **kwargs) -> None: ...
 
 class Expectation(_message.Message):
     __slots__ = ["action", "name", "within"]
@@ -288,6 +290,53 @@ class Expectations(_message.Message):
     ITEMS_FIELD_NUMBER: _ClassVar[int]
     items: _containers.RepeatedCompositeFieldContainer[Expectation]
     def __init__(self, items: _Optional[_Iterable[_Union[Expectation, _Mapping]]] = ...) -> None: ...
+
+class Fork(_message.Message):
+    __slots__ = ["context", "forked_by", "next_speaker", "origin"]
+    CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    FORKED_BY_FIELD_NUMBER: _ClassVar[int]
+    NEXT_SPEAKER_FIELD_NUMBER: _ClassVar[int]
+    ORIGIN_FIELD_NUMBER: _ClassVar[int]
+    context: ContextUpdate
+    forked_by: str
+    next_speaker: str
+    origin: ForkOrigin
+    def __init__(self, origin: _Optional[_Union[ForkOrigin, _Mapping]] = ..., context: _Optional[_Union[ContextUpdate, _Mapping]] = ..., next_speaker: _Optional[str] = ..., forked_by: _Optional[str] = ...) -> None: ...
+
+class ForkOrigin(_message.Message):
+    __slots__ = ["at_seq", "session_id"]
+    AT_SEQ_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    at_seq: int
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ..., at_seq: _Optional[int] = ...) -> None: ...
+
+class ForkRequest(_message.Message):
+    __slots__ = ["at_seq", "context", "labels", "next_speaker", "session_id"]
+    class LabelsEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    AT_SEQ_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_SPEAKER_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    at_seq: int
+    context: ContextUpdate
+    labels: _containers.ScalarMap[str, str]
+    next_speaker: str
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ..., at_seq: _Optional[int] = ..., context: _Optional[_Union[ContextUpdate, _Mapping]] = ..., next_speaker: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class ForkResponse(_message.Message):
+    __slots__ = ["session"]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    session: SessionInfo
+    def __init__(self, session: _Optional[_Union[SessionInfo, _Mapping]] = ...) -> None: ...
 
 class GetSessionRequest(_message.Message):
     __slots__ = ["session_id"]
@@ -671,7 +720,7 @@ class SessionInfo(_message.Message):
     def __init__(self, meta: _Optional[_Union[SessionMeta, _Mapping]] = ..., state: _Optional[str] = ..., close_reason: _Optional[str] = ..., seq: _Optional[int] = ..., turn: _Optional[int] = ..., expected: _Optional[_Iterable[str]] = ..., context: _Optional[_Mapping[str, _struct_pb2.Value]] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ..., last_rule: _Optional[str] = ..., active_agent: _Optional[str] = ..., handoffs: _Optional[int] = ..., supervisor: _Optional[str] = ..., holds: _Optional[_Iterable[_Union[Hold, _Mapping]]] = ..., tree_usage: _Optional[_Union[Usage, _Mapping]] = ..., responder: _Optional[str] = ..., open_children: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SessionMeta(_message.Message):
-    __slots__ = ["budget", "created_at", "creator", "delegates", "delegation_id", "depth", "expectations", "invite_timeout", "knobs", "labels", "open_key", "parent_session_id", "participants", "previous_session_id", "responder", "root_creator", "root_session_id", "session_id", "thread_key", "ttl", "type"]
+    __slots__ = ["budget", "created_at", "creator", "delegates", "delegation_id", "depth", "expectations", "forked_from", "invite_timeout", "knobs", "labels", "open_key", "parent_session_id", "participants", "previous_session_id", "responder", "root_creator", "root_session_id", "session_id", "thread_key", "ttl", "type"]
     class KnobsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -693,6 +742,7 @@ class SessionMeta(_message.Message):
     DELEGATION_ID_FIELD_NUMBER: _ClassVar[int]
     DEPTH_FIELD_NUMBER: _ClassVar[int]
     EXPECTATIONS_FIELD_NUMBER: _ClassVar[int]
+    FORKED_FROM_FIELD_NUMBER: _ClassVar[int]
     INVITE_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     KNOBS_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
@@ -714,6 +764,7 @@ class SessionMeta(_message.Message):
     delegation_id: str
     depth: int
     expectations: _containers.RepeatedCompositeFieldContainer[Expectation]
+    forked_from: ForkOrigin
     invite_timeout: _duration_pb2.Duration
     knobs: _containers.MessageMap[str, _struct_pb2.Value]
     labels: _containers.ScalarMap[str, str]
@@ -728,7 +779,7 @@ class SessionMeta(_message.Message):
     thread_key: str
     ttl: _duration_pb2.Duration
     type: str
-    def __init__(self, session_id: _Optional[str] = ..., type: _Optional[str] = ..., creator: _Optional[str] = ..., participants: _Optional[_Iterable[_Union[Participant, _Mapping]]] = ..., knobs: _Optional[_Mapping[str, _struct_pb2.Value]] = ..., labels: _Optional[_Mapping[str, str]] = ..., ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., invite_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., expectations: _Optional[_Iterable[_Union[Expectation, _Mapping]]] = ..., parent_session_id: _Optional[str] = ..., root_session_id: _Optional[str] = ..., depth: _Optional[int] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., open_key: _Optional[str] = ..., delegation_id: _Optional[str] = ..., responder: _Optional[str] = ..., delegates: _Optional[_Iterable[str]] = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., thread_key: _Optional[str] = ..., previous_session_id: _Optional[str] = ..., root_creator: _Optional[str] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., type: _Optional[str] = ..., creator: _Optional[str] = ..., participants: _Optional[_Iterable[_Union[Participant, _Mapping]]] = ..., knobs: _Optional[_Mapping[str, _struct_pb2.Value]] = ..., labels: _Optional[_Mapping[str, str]] = ..., ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., invite_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., expectations: _Optional[_Iterable[_Union[Expectation, _Mapping]]] = ..., parent_session_id: _Optional[str] = ..., root_session_id: _Optional[str] = ..., depth: _Optional[int] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., open_key: _Optional[str] = ..., delegation_id: _Optional[str] = ..., responder: _Optional[str] = ..., delegates: _Optional[_Iterable[str]] = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., thread_key: _Optional[str] = ..., previous_session_id: _Optional[str] = ..., root_creator: _Optional[str] = ..., forked_from: _Optional[_Union[ForkOrigin, _Mapping]] = ...) -> None: ...
 
 class SpeakerCount(_message.Message):
     __slots__ = ["count", "speaker"]

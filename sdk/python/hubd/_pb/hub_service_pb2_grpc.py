@@ -40,6 +40,11 @@ class HubStub(object):
                 request_serializer=hub__pb2.CloseRequest.SerializeToString,
                 response_deserializer=hub__pb2.SendResponse.FromString,
                 )
+        self.Fork = channel.unary_unary(
+                '/hubd.v1.Hub/Fork',
+                request_serializer=hub__pb2.ForkRequest.SerializeToString,
+                response_deserializer=hub__pb2.ForkResponse.FromString,
+                )
         self.GetSession = channel.unary_unary(
                 '/hubd.v1.Hub/GetSession',
                 request_serializer=hub__pb2.GetSessionRequest.SerializeToString,
@@ -148,6 +153,15 @@ class HubServicer(object):
 
     def Close(self, request, context):
         """Close ends a session. Only its creator (or an operator) may close it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Fork(self, request, context):
+        """Fork opens a new session whose state is another's at one of its seqs,
+        with optional context edits and a chosen next speaker. A participant
+        of the source (or an operator) may fork it; the source is unchanged.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -302,6 +316,11 @@ def add_HubServicer_to_server(servicer, server):
                     servicer.Close,
                     request_deserializer=hub__pb2.CloseRequest.FromString,
                     response_serializer=hub__pb2.SendResponse.SerializeToString,
+            ),
+            'Fork': grpc.unary_unary_rpc_method_handler(
+                    servicer.Fork,
+                    request_deserializer=hub__pb2.ForkRequest.FromString,
+                    response_serializer=hub__pb2.ForkResponse.SerializeToString,
             ),
             'GetSession': grpc.unary_unary_rpc_method_handler(
                     servicer.GetSession,
@@ -466,6 +485,23 @@ class Hub(object):
         return grpc.experimental.unary_unary(request, target, '/hubd.v1.Hub/Close',
             hub__pb2.CloseRequest.SerializeToString,
             hub__pb2.SendResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def Fork(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/hubd.v1.Hub/Fork',
+            hub__pb2.ForkRequest.SerializeToString,
+            hub__pb2.ForkResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
