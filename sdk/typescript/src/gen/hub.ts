@@ -421,6 +421,10 @@ export interface Envelope {
   message?:
     | Text
     | undefined;
+  /** A "session_forked": the hub's first record of a fork. */
+  fork?:
+    | Fork
+    | undefined;
   /** The id of the envelope this one answers, if any. */
   causationId: string;
   /** The sender's idempotency key. */
@@ -818,6 +822,8 @@ export interface SessionMeta {
   previousSessionId: string;
   /** The creator of the root session (who answers questions by default). */
   rootCreator: string;
+  /** For a fork: the session and seq its state starts from. */
+  forkedFrom: ForkOrigin | undefined;
 }
 
 export interface SessionMeta_KnobsEntry {
@@ -828,6 +834,69 @@ export interface SessionMeta_KnobsEntry {
 export interface SessionMeta_LabelsEntry {
   key: string;
   value: string;
+}
+
+/**
+ * ForkOrigin names the session a fork was made from and the seq of the
+ * last envelope of it the fork's state includes.
+ */
+export interface ForkOrigin {
+  /** The source session. */
+  sessionId: string;
+  /** The source's last seq folded into the fork, from 1. */
+  atSeq: number;
+}
+
+/**
+ * Fork is a fork's first record ("session_forked"): the source's state at
+ * at_seq (folded from the source's log), then these edits.
+ */
+export interface Fork {
+  /** Where the state comes from. */
+  origin:
+    | ForkOrigin
+    | undefined;
+  /** Context variables deleted, then set, in the fork. */
+  context:
+    | ContextUpdate
+    | undefined;
+  /** The chosen next speaker; "" keeps the one the source expected. */
+  nextSpeaker: string;
+  /** Who asked for the fork. */
+  forkedBy: string;
+}
+
+/**
+ * ForkRequest asks for a new session continuing another from one of its
+ * seqs, with optional edits.
+ */
+export interface ForkRequest {
+  /** The source session. */
+  sessionId: string;
+  /** The source's seq the fork starts from, 1 to its last seq. */
+  atSeq: number;
+  /** Context variables to delete, then set, in the fork. */
+  context:
+    | ContextUpdate
+    | undefined;
+  /** The participant to speak next in the fork; "" keeps the source's. */
+  nextSpeaker: string;
+  /**
+   * Labels of the fork, added to the source's ("forked_from" is set by
+   * the hub).
+   */
+  labels: { [key: string]: string };
+}
+
+export interface ForkRequest_LabelsEntry {
+  key: string;
+  value: string;
+}
+
+/** ForkResponse is the new session. */
+export interface ForkResponse {
+  /** The fork. */
+  session: SessionInfo | undefined;
 }
 
 /**
@@ -1594,6 +1663,7 @@ function createBaseEnvelope(): Envelope {
     toolCall: undefined,
     toolResult: undefined,
     message: undefined,
+    fork: undefined,
     causationId: "",
     clientMsgId: "",
     call: undefined,
@@ -1670,6 +1740,9 @@ export const Envelope: MessageFns<Envelope> = {
     }
     if (message.message !== undefined) {
       Text.encode(message.message, writer.uint32(202).fork()).join();
+    }
+    if (message.fork !== undefined) {
+      Fork.encode(message.fork, writer.uint32(210).fork()).join();
     }
     if (message.causationId !== "") {
       writer.uint32(242).string(message.causationId);
@@ -1881,6 +1954,14 @@ export const Envelope: MessageFns<Envelope> = {
             message.message = Text.decode(reader, reader.uint32());
             continue;
           }
+          case 26: {
+            if (tag !== 210) {
+              break;
+            }
+
+            message.fork = Fork.decode(reader, reader.uint32());
+            continue;
+          }
           case 30: {
             if (tag !== 242) {
               break;
@@ -1967,6 +2048,7 @@ export const Envelope: MessageFns<Envelope> = {
       toolCall: isSet(object.tool_call) ? ToolCall.fromJSON(object.tool_call) : undefined,
       toolResult: isSet(object.tool_result) ? ToolResult.fromJSON(object.tool_result) : undefined,
       message: isSet(object.message) ? Text.fromJSON(object.message) : undefined,
+      fork: isSet(object.fork) ? Fork.fromJSON(object.fork) : undefined,
       causationId: isSet(object.causation_id) ? globalThis.String(object.causation_id) : "",
       clientMsgId: isSet(object.client_msg_id) ? globalThis.String(object.client_msg_id) : "",
       call: isSet(object.call) ? Call.fromJSON(object.call) : undefined,
@@ -2044,6 +2126,9 @@ export const Envelope: MessageFns<Envelope> = {
     if (message.message !== undefined) {
       obj.message = Text.toJSON(message.message);
     }
+    if (message.fork !== undefined) {
+      obj.fork = Fork.toJSON(message.fork);
+    }
     if (message.causationId !== "") {
       obj.causation_id = message.causationId;
     }
@@ -2120,6 +2205,7 @@ export const Envelope: MessageFns<Envelope> = {
     message.message = (object.message !== undefined && object.message !== null)
       ? Text.fromPartial(object.message)
       : undefined;
+    message.fork = (object.fork !== undefined && object.fork !== null) ? Fork.fromPartial(object.fork) : undefined;
     message.causationId = object.causationId ?? "";
     message.clientMsgId = object.clientMsgId ?? "";
     message.call = (object.call !== undefined && object.call !== null) ? Call.fromPartial(object.call) : undefined;
@@ -4704,6 +4790,7 @@ function createBaseSessionMeta(): SessionMeta {
     threadKey: "",
     previousSessionId: "",
     rootCreator: "",
+    forkedFrom: undefined,
   };
 }
 
@@ -4773,6 +4860,9 @@ export const SessionMeta: MessageFns<SessionMeta> = {
     }
     if (message.rootCreator !== "") {
       writer.uint32(170).string(message.rootCreator);
+    }
+    if (message.forkedFrom !== undefined) {
+      ForkOrigin.encode(message.forkedFrom, writer.uint32(178).fork()).join();
     }
     return writer;
   },
@@ -4964,6 +5054,14 @@ export const SessionMeta: MessageFns<SessionMeta> = {
             message.rootCreator = reader.string();
             continue;
           }
+          case 22: {
+            if (tag !== 178) {
+              break;
+            }
+
+            message.forkedFrom = ForkOrigin.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5031,6 +5129,7 @@ export const SessionMeta: MessageFns<SessionMeta> = {
       threadKey: isSet(object.thread_key) ? globalThis.String(object.thread_key) : "",
       previousSessionId: isSet(object.previous_session_id) ? globalThis.String(object.previous_session_id) : "",
       rootCreator: isSet(object.root_creator) ? globalThis.String(object.root_creator) : "",
+      forkedFrom: isSet(object.forked_from) ? ForkOrigin.fromJSON(object.forked_from) : undefined,
     };
   },
 
@@ -5111,6 +5210,9 @@ export const SessionMeta: MessageFns<SessionMeta> = {
     if (message.rootCreator !== "") {
       obj.root_creator = message.rootCreator;
     }
+    if (message.forkedFrom !== undefined) {
+      obj.forked_from = ForkOrigin.toJSON(message.forkedFrom);
+    }
     return obj;
   },
 
@@ -5160,6 +5262,9 @@ export const SessionMeta: MessageFns<SessionMeta> = {
     message.threadKey = object.threadKey ?? "";
     message.previousSessionId = object.previousSessionId ?? "";
     message.rootCreator = object.rootCreator ?? "";
+    message.forkedFrom = (object.forkedFrom !== undefined && object.forkedFrom !== null)
+      ? ForkOrigin.fromPartial(object.forkedFrom)
+      : undefined;
     return message;
   },
 };
@@ -5330,6 +5435,531 @@ export const SessionMeta_LabelsEntry: MessageFns<SessionMeta_LabelsEntry> = {
     const message = createBaseSessionMeta_LabelsEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseForkOrigin(): ForkOrigin {
+  return { sessionId: "", atSeq: 0 };
+}
+
+export const ForkOrigin: MessageFns<ForkOrigin> = {
+  encode(message: ForkOrigin, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.sessionId !== "") {
+      writer.uint32(10).string(message.sessionId);
+    }
+    if (message.atSeq !== 0) {
+      writer.uint32(16).uint64(message.atSeq);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ForkOrigin {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseForkOrigin();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.sessionId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.atSeq = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ForkOrigin {
+    return {
+      sessionId: isSet(object.session_id) ? globalThis.String(object.session_id) : "",
+      atSeq: isSet(object.at_seq) ? globalThis.Number(object.at_seq) : 0,
+    };
+  },
+
+  toJSON(message: ForkOrigin): unknown {
+    const obj: any = {};
+    if (message.sessionId !== "") {
+      obj.session_id = message.sessionId;
+    }
+    if (message.atSeq !== 0) {
+      obj.at_seq = Math.round(message.atSeq);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ForkOrigin>, I>>(base?: I): ForkOrigin {
+    return ForkOrigin.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ForkOrigin>, I>>(object: I): ForkOrigin {
+    const message = createBaseForkOrigin();
+    message.sessionId = object.sessionId ?? "";
+    message.atSeq = object.atSeq ?? 0;
+    return message;
+  },
+};
+
+function createBaseFork(): Fork {
+  return { origin: undefined, context: undefined, nextSpeaker: "", forkedBy: "" };
+}
+
+export const Fork: MessageFns<Fork> = {
+  encode(message: Fork, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.origin !== undefined) {
+      ForkOrigin.encode(message.origin, writer.uint32(10).fork()).join();
+    }
+    if (message.context !== undefined) {
+      ContextUpdate.encode(message.context, writer.uint32(18).fork()).join();
+    }
+    if (message.nextSpeaker !== "") {
+      writer.uint32(26).string(message.nextSpeaker);
+    }
+    if (message.forkedBy !== "") {
+      writer.uint32(34).string(message.forkedBy);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Fork {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFork();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.origin = ForkOrigin.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.context = ContextUpdate.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.nextSpeaker = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.forkedBy = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Fork {
+    return {
+      origin: isSet(object.origin) ? ForkOrigin.fromJSON(object.origin) : undefined,
+      context: isSet(object.context) ? ContextUpdate.fromJSON(object.context) : undefined,
+      nextSpeaker: isSet(object.next_speaker) ? globalThis.String(object.next_speaker) : "",
+      forkedBy: isSet(object.forked_by) ? globalThis.String(object.forked_by) : "",
+    };
+  },
+
+  toJSON(message: Fork): unknown {
+    const obj: any = {};
+    if (message.origin !== undefined) {
+      obj.origin = ForkOrigin.toJSON(message.origin);
+    }
+    if (message.context !== undefined) {
+      obj.context = ContextUpdate.toJSON(message.context);
+    }
+    if (message.nextSpeaker !== "") {
+      obj.next_speaker = message.nextSpeaker;
+    }
+    if (message.forkedBy !== "") {
+      obj.forked_by = message.forkedBy;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Fork>, I>>(base?: I): Fork {
+    return Fork.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Fork>, I>>(object: I): Fork {
+    const message = createBaseFork();
+    message.origin = (object.origin !== undefined && object.origin !== null)
+      ? ForkOrigin.fromPartial(object.origin)
+      : undefined;
+    message.context = (object.context !== undefined && object.context !== null)
+      ? ContextUpdate.fromPartial(object.context)
+      : undefined;
+    message.nextSpeaker = object.nextSpeaker ?? "";
+    message.forkedBy = object.forkedBy ?? "";
+    return message;
+  },
+};
+
+function createBaseForkRequest(): ForkRequest {
+  return { sessionId: "", atSeq: 0, context: undefined, nextSpeaker: "", labels: {} };
+}
+
+export const ForkRequest: MessageFns<ForkRequest> = {
+  encode(message: ForkRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.sessionId !== "") {
+      writer.uint32(10).string(message.sessionId);
+    }
+    if (message.atSeq !== 0) {
+      writer.uint32(16).uint64(message.atSeq);
+    }
+    if (message.context !== undefined) {
+      ContextUpdate.encode(message.context, writer.uint32(26).fork()).join();
+    }
+    if (message.nextSpeaker !== "") {
+      writer.uint32(34).string(message.nextSpeaker);
+    }
+    globalThis.Object.entries(message.labels).forEach(([key, value]: [string, string]) => {
+      ForkRequest_LabelsEntry.encode({ key: key as any, value }, writer.uint32(42).fork()).join();
+    });
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ForkRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseForkRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.sessionId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.atSeq = longToNumber(reader.uint64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.context = ContextUpdate.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.nextSpeaker = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            const entry5 = ForkRequest_LabelsEntry.decode(reader, reader.uint32());
+            if (entry5.value !== undefined) {
+              message.labels[entry5.key] = entry5.value;
+            }
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ForkRequest {
+    return {
+      sessionId: isSet(object.session_id) ? globalThis.String(object.session_id) : "",
+      atSeq: isSet(object.at_seq) ? globalThis.Number(object.at_seq) : 0,
+      context: isSet(object.context) ? ContextUpdate.fromJSON(object.context) : undefined,
+      nextSpeaker: isSet(object.next_speaker) ? globalThis.String(object.next_speaker) : "",
+      labels: isObject(object.labels)
+        ? (globalThis.Object.entries(object.labels) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+    };
+  },
+
+  toJSON(message: ForkRequest): unknown {
+    const obj: any = {};
+    if (message.sessionId !== "") {
+      obj.session_id = message.sessionId;
+    }
+    if (message.atSeq !== 0) {
+      obj.at_seq = Math.round(message.atSeq);
+    }
+    if (message.context !== undefined) {
+      obj.context = ContextUpdate.toJSON(message.context);
+    }
+    if (message.nextSpeaker !== "") {
+      obj.next_speaker = message.nextSpeaker;
+    }
+    if (message.labels) {
+      const entries = globalThis.Object.entries(message.labels) as [string, string][];
+      if (entries.length > 0) {
+        obj.labels = {};
+        entries.forEach(([k, v]) => {
+          obj.labels[k] = v;
+        });
+      }
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ForkRequest>, I>>(base?: I): ForkRequest {
+    return ForkRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ForkRequest>, I>>(object: I): ForkRequest {
+    const message = createBaseForkRequest();
+    message.sessionId = object.sessionId ?? "";
+    message.atSeq = object.atSeq ?? 0;
+    message.context = (object.context !== undefined && object.context !== null)
+      ? ContextUpdate.fromPartial(object.context)
+      : undefined;
+    message.nextSpeaker = object.nextSpeaker ?? "";
+    message.labels = (globalThis.Object.entries(object.labels ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseForkRequest_LabelsEntry(): ForkRequest_LabelsEntry {
+  return { key: "", value: "" };
+}
+
+export const ForkRequest_LabelsEntry: MessageFns<ForkRequest_LabelsEntry> = {
+  encode(message: ForkRequest_LabelsEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ForkRequest_LabelsEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseForkRequest_LabelsEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ForkRequest_LabelsEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: ForkRequest_LabelsEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ForkRequest_LabelsEntry>, I>>(base?: I): ForkRequest_LabelsEntry {
+    return ForkRequest_LabelsEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ForkRequest_LabelsEntry>, I>>(object: I): ForkRequest_LabelsEntry {
+    const message = createBaseForkRequest_LabelsEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseForkResponse(): ForkResponse {
+  return { session: undefined };
+}
+
+export const ForkResponse: MessageFns<ForkResponse> = {
+  encode(message: ForkResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.session !== undefined) {
+      SessionInfo.encode(message.session, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ForkResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseForkResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.session = SessionInfo.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ForkResponse {
+    return { session: isSet(object.session) ? SessionInfo.fromJSON(object.session) : undefined };
+  },
+
+  toJSON(message: ForkResponse): unknown {
+    const obj: any = {};
+    if (message.session !== undefined) {
+      obj.session = SessionInfo.toJSON(message.session);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ForkResponse>, I>>(base?: I): ForkResponse {
+    return ForkResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ForkResponse>, I>>(object: I): ForkResponse {
+    const message = createBaseForkResponse();
+    message.session = (object.session !== undefined && object.session !== null)
+      ? SessionInfo.fromPartial(object.session)
+      : undefined;
     return message;
   },
 };

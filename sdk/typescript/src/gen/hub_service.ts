@@ -27,6 +27,8 @@ import {
   DelegateRequest,
   DelegateResponse,
   Delivery,
+  ForkRequest,
+  ForkResponse,
   GetSessionRequest,
   GetTreeRequest,
   GetViewRequest,
@@ -128,6 +130,20 @@ export const HubService = {
     requestDeserialize: (value: Buffer): CloseRequest => CloseRequest.decode(value),
     responseSerialize: (value: SendResponse): Buffer => Buffer.from(SendResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): SendResponse => SendResponse.decode(value),
+  },
+  /**
+   * Fork opens a new session whose state is another's at one of its seqs,
+   * with optional context edits and a chosen next speaker. A participant
+   * of the source (or an operator) may fork it; the source is unchanged.
+   */
+  fork: {
+    path: "/hubd.v1.Hub/Fork" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ForkRequest): Buffer => Buffer.from(ForkRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ForkRequest => ForkRequest.decode(value),
+    responseSerialize: (value: ForkResponse): Buffer => Buffer.from(ForkResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ForkResponse => ForkResponse.decode(value),
   },
   /** GetSession returns a session's metadata and current state. */
   getSession: {
@@ -333,6 +349,12 @@ export interface HubServer extends UntypedServiceImplementation {
   rejectInvite: handleUnaryCall<InviteRequest, SendResponse>;
   /** Close ends a session. Only its creator (or an operator) may close it. */
   closeSession: handleUnaryCall<CloseRequest, SendResponse>;
+  /**
+   * Fork opens a new session whose state is another's at one of its seqs,
+   * with optional context edits and a chosen next speaker. A participant
+   * of the source (or an operator) may fork it; the source is unchanged.
+   */
+  fork: handleUnaryCall<ForkRequest, ForkResponse>;
   /** GetSession returns a session's metadata and current state. */
   getSession: handleUnaryCall<GetSessionRequest, SessionInfo>;
   /**
@@ -482,6 +504,23 @@ export interface HubClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: SendResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Fork opens a new session whose state is another's at one of its seqs,
+   * with optional context edits and a chosen next speaker. A participant
+   * of the source (or an operator) may fork it; the source is unchanged.
+   */
+  fork(request: ForkRequest, callback: (error: ServiceError | null, response: ForkResponse) => void): ClientUnaryCall;
+  fork(
+    request: ForkRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ForkResponse) => void,
+  ): ClientUnaryCall;
+  fork(
+    request: ForkRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ForkResponse) => void,
   ): ClientUnaryCall;
   /** GetSession returns a session's metadata and current state. */
   getSession(
