@@ -75,29 +75,8 @@ func (h *Hub) Fork(ctx context.Context, caller string, operator bool, req *hubpb
 		return nil, fmt.Errorf("a cluster node does not fork sessions: a fork's state is folded from its source's log, "+
 			"which a node reads only for the partitions it loads: %w", session.ErrBadTransition)
 	}
-	src, err := h.forkSource(ctx, caller, operator, req)
+	m, rec, err := h.forkStart(ctx, caller, operator, req)
 	if err != nil {
-		return nil, err
-	}
-	meta, err := h.forkMeta(src, req)
-	if err != nil {
-		return nil, err
-	}
-	if err := h.checkMeta(meta); err != nil {
-		return nil, err
-	}
-	src0, err := h.sourceAt(ctx, meta.GetForkedFrom())
-	if err != nil {
-		return nil, err
-	}
-	if err := checkAccepted(src0, req); err != nil {
-		return nil, err
-	}
-	m := adapters.Fork(src0, meta)
-	rec := &hubpb.Envelope{Type: session.EventForked, Payload: &hubpb.Envelope_Fork{Fork: &hubpb.Fork{
-		Origin: proto.CloneOf(meta.GetForkedFrom()), Context: proto.CloneOf(req.GetContext()),
-		NextSpeaker: req.GetNextSpeaker(), ForkedBy: caller}}}
-	if err := m.Admit(rec); err != nil {
 		return nil, err
 	}
 	s, err := h.createWith(ctx, m, func(p *plan, s *Session) error { return h.apply(p, s, rec) })
@@ -105,13 +84,44 @@ func (h *Hub) Fork(ctx context.Context, caller string, operator bool, req *hubpb
 		return nil, err
 	}
 	if f := h.cfg.Hooks.Opened; f != nil {
-		f(meta)
+		f(m.Meta)
 	}
 	info, err := h.info(ctx, s, caller, operator)
 	if err != nil {
 		return nil, err
 	}
 	return &hubpb.ForkResponse{Session: info}, nil
+}
+
+// forkStart checks a fork and returns its machine, the source's state at
+// the fork's seq, and its first record, admitted; it writes nothing.
+func (h *Hub) forkStart(ctx context.Context, caller string, operator bool, req *hubpb.ForkRequest) (*adapters.Machine, *hubpb.Envelope, error) {
+	src, err := h.forkSource(ctx, caller, operator, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	meta, err := h.forkMeta(src, req)
+	if err == nil {
+		err = h.checkMeta(meta)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	at, err := h.sourceAt(ctx, meta.GetForkedFrom())
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkAccepted(at, req); err != nil {
+		return nil, nil, err
+	}
+	m := adapters.Fork(at, meta)
+	rec := &hubpb.Envelope{Type: session.EventForked, Payload: &hubpb.Envelope_Fork{Fork: &hubpb.Fork{
+		Origin: proto.CloneOf(meta.GetForkedFrom()), Context: proto.CloneOf(req.GetContext()),
+		NextSpeaker: req.GetNextSpeaker(), ForkedBy: caller}}}
+	if err := m.Admit(rec); err != nil {
+		return nil, nil, err
+	}
+	return m, rec, nil
 }
 
 // forkSource returns the session req forks, once caller may fork it at
