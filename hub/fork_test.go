@@ -294,6 +294,19 @@ func TestForkOfFork(t *testing.T) {
 	if g, w := canonical(t, snapshot(t, e.hub, f2)["state"]), canonical(t, mustJSON(t, want)); g != w {
 		t.Errorf("fork of a fork: state\n got  %s\n want %s", g, w)
 	}
+	turns, err := e.hub.PendingTurns(ctx, "tech")
+	if err != nil {
+		t.Fatal(err)
+	}
+	told := false
+	for _, d := range turns {
+		if d.GetEnvelope().GetSessionId() == f2.String() && d.GetEnvelope().GetType() == session.EventForked {
+			told = true
+		}
+	}
+	if !told {
+		t.Errorf("tech's pending turns do not hold the fork's record: %v", turns)
+	}
 	if _, err := e.hub.Send(ctx, "tech", f2, textEnv("tech takes over")); err != nil {
 		t.Fatal(err)
 	}
