@@ -3,6 +3,7 @@ package hub_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -364,6 +365,13 @@ func TestForkRefusals(t *testing.T) {
 	}
 	if got := e.hub.LastSeqOf(t, src); got != 6 {
 		t.Errorf("the source moved to seq %d", got)
+	}
+	// Agents cannot write a fork record themselves.
+	forged := &hubpb.Envelope{Type: session.EventForked, Payload: &hubpb.Envelope_Fork{Fork: &hubpb.Fork{
+		Origin: &hubpb.ForkOrigin{SessionId: src.String(), AtSeq: 1}}}}
+	other := openConversation(t, e.hub, "router", "billing")
+	if _, err := e.hub.Send(ctx, "router", other, forged); !errors.Is(err, session.ErrHubOnly) {
+		t.Errorf("an agent's session_forked: %v, want HUB_ONLY_EVENT", err)
 	}
 	// An operator who takes no part may fork.
 	if _, err := e.hub.Fork(ctx, "ops", true, &hubpb.ForkRequest{SessionId: src.String(), AtSeq: 4}); err != nil {
