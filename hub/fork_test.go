@@ -468,3 +468,47 @@ func TestForkRefusedByClusterNode(t *testing.T) {
 		t.Errorf("a cluster node's fork: %v", err)
 	}
 }
+
+// TestForkDropsChildren forks a conversation whose turn a blocking
+// delegation holds: the fork has no children and no hold; the child
+// stays the source's, and its end reports to the source alone.
+func TestForkDropsChildren(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	src := openConversation(t, e.hub, "alice", "bob")
+	r, err := e.hub.Delegate(ctx, "alice", &hubpb.DelegateRequest{SessionId: src.String(),
+		Children: []*hubpb.OpenRequest{{Type: "conversation@1", Participants: []*hubpb.Participant{{Name: "carol", AutoAccept: true}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := session.MustParseID(r.GetChildren()[0].GetMeta().GetSessionId())
+	at := e.hub.LastSeqOf(t, src)
+	if held, err := e.hub.Get(ctx, "alice", false, src); err != nil || len(held.GetHolds()) != 1 || len(held.GetOpenChildren()) != 1 {
+		t.Fatalf("the source before the fork: %v %v", held, err)
+	}
+	f := fork(t, e.hub, "alice", &hubpb.ForkRequest{SessionId: src.String(), AtSeq: at})
+	info, err := e.hub.Get(ctx, "alice", false, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info.GetHolds()) != 0 || len(info.GetOpenChildren()) != 0 {
+		t.Errorf("the fork holds %v, children %v", info.GetHolds(), info.GetOpenChildren())
+	}
+	if _, err := e.hub.Send(ctx, "alice", f, textEnv("on my own")); err != nil {
+		t.Errorf("alice's turn in the fork: %v", err)
+	}
+	if _, err := e.hub.CloseSession(ctx, "alice", false, child, "done"); err != nil {
+		t.Fatal(err)
+	}
+	srcInfo, err := e.hub.Get(ctx, "alice", false, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(srcInfo.GetHolds()) != 0 || srcInfo.GetSeq() <= at {
+		t.Errorf("the source after its child ended: seq %d, holds %v", srcInfo.GetSeq(), srcInfo.GetHolds())
+	}
+	if got := e.hub.LastSeqOf(t, f); got != 2 {
+		t.Errorf("the fork moved to seq %d: the child's result went there", got)
+	}
+	assertReplayed(t, e, []session.ID{src, f, child})
+}
