@@ -25,11 +25,14 @@ const LabelForkedFrom = "forked_from"
 // participants, creator, expectations, TTL, delegates and budget, the
 // source's labels with req's added and LabelForkedFrom set to the source's
 // id; it is a root (a fork of a child answers no caller) with no thread or
-// idempotency key. Its log starts with one record the hub writes,
+// idempotency key. Its creator is the source's (who may close it, and
+// whose --max-open-per-agent it counts against); who forked is logged in
+// the fork record. Its log starts with one record the hub writes,
 // session_forked (hubpb.Fork: the source and seq, the context edits, the
 // chosen next speaker and who forked), and its metadata names the same
 // origin (SessionMeta.forked_from). Its state is the source's session-type
-// state at at_seq (turns, context, usage, who speaks next), then the
+// state at at_seq (turns, context, usage, who speaks next: a budget
+// counts what the source had used by then), then the
 // fork record's fold: the session is open (nobody is invited again), an
 // end the source had decided by at_seq is forgotten, the context edits
 // apply (deletes, then sets, visible to every participant), and the
