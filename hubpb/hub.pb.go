@@ -132,6 +132,10 @@ const (
 	// that notices until an operator acts and restarts the hub; health says
 	// NOT_SERVING. Not retryable (docs/OPERATIONS.md).
 	Reason_STORAGE_FAILED Reason = 31
+	// An operator action whose object is not there now: no held turn to
+	// release, no running period of the expectation named. The message says
+	// what the session has instead.
+	Reason_NOTHING_TO_STEER Reason = 32
 )
 
 // Enum value maps for Reason.
@@ -169,6 +173,7 @@ var (
 		29: "QUARANTINED",
 		30: "NOT_OWNER",
 		31: "STORAGE_FAILED",
+		32: "NOTHING_TO_STEER",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":       0,
@@ -203,6 +208,7 @@ var (
 		"QUARANTINED":              29,
 		"NOT_OWNER":                30,
 		"STORAGE_FAILED":           31,
+		"NOTHING_TO_STEER":         32,
 	}
 )
 
@@ -253,7 +259,8 @@ type Envelope struct {
 	// "session_invite_ack", "session_invite_reject", "session_opened",
 	// "session_closed", "session_expired", "expectation_violated", "question",
 	// "answer", "question_closed", "delegation", "delegation_result",
-	// "task_progress", "tool_call", "tool_result", "message", or a custom type
+	// "task_progress", "tool_call", "tool_result", "message",
+	// "operator_action", or a custom type
 	// (carried, never a turn). The protocol spellings ("EV_TEXT") are
 	// accepted.
 	Type string `protobuf:"bytes,6,opt,name=type,proto3" json:"type,omitempty"`
@@ -277,6 +284,7 @@ type Envelope struct {
 	//	*Envelope_ToolCall
 	//	*Envelope_ToolResult
 	//	*Envelope_Message
+	//	*Envelope_OperatorAction
 	Payload isEnvelope_Payload `protobuf_oneof:"payload"`
 	// The id of the envelope this one answers, if any.
 	CausationId string `protobuf:"bytes,30,opt,name=causation_id,json=causationId,proto3" json:"causation_id,omitempty"`
@@ -521,6 +529,15 @@ func (x *Envelope) GetMessage() *Text {
 	return nil
 }
 
+func (x *Envelope) GetOperatorAction() *OperatorAction {
+	if x != nil {
+		if x, ok := x.Payload.(*Envelope_OperatorAction); ok {
+			return x.OperatorAction
+		}
+	}
+	return nil
+}
+
 func (x *Envelope) GetCausationId() string {
 	if x != nil {
 		return x.CausationId
@@ -648,6 +665,11 @@ type Envelope_Message struct {
 	Message *Text `protobuf:"bytes,25,opt,name=message,proto3,oneof"`
 }
 
+type Envelope_OperatorAction struct {
+	// An "operator_action": an operator's hand on the session.
+	OperatorAction *OperatorAction `protobuf:"bytes,26,opt,name=operator_action,json=operatorAction,proto3,oneof"`
+}
+
 func (*Envelope_Text) isEnvelope_Payload() {}
 
 func (*Envelope_Packet) isEnvelope_Payload() {}
@@ -679,6 +701,8 @@ func (*Envelope_ToolCall) isEnvelope_Payload() {}
 func (*Envelope_ToolResult) isEnvelope_Payload() {}
 
 func (*Envelope_Message) isEnvelope_Payload() {}
+
+func (*Envelope_OperatorAction) isEnvelope_Payload() {}
 
 // Audience restricts delivery to the named participants.
 type Audience struct {
@@ -5662,11 +5686,271 @@ func (x *StreamError) GetMetadata() map[string]string {
 	return nil
 }
 
+// OperatorAction is an operator's hand on a live session: the hub writes
+// it (from is "") with who acted and why, and every session folds it like
+// any other envelope, live and on replay. Exactly one action is set.
+type OperatorAction struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The operator who acted (its authenticated name).
+	Operator string `protobuf:"bytes,1,opt,name=operator,proto3" json:"operator,omitempty"`
+	// Why, in the operator's words (required).
+	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Types that are valid to be assigned to Action:
+	//
+	//	*OperatorAction_Context
+	//	*OperatorAction_NextSpeaker
+	//	*OperatorAction_ReleaseResult
+	//	*OperatorAction_Timer
+	Action        isOperatorAction_Action `protobuf_oneof:"action"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OperatorAction) Reset() {
+	*x = OperatorAction{}
+	mi := &file_hub_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OperatorAction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OperatorAction) ProtoMessage() {}
+
+func (x *OperatorAction) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OperatorAction.ProtoReflect.Descriptor instead.
+func (*OperatorAction) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{67}
+}
+
+func (x *OperatorAction) GetOperator() string {
+	if x != nil {
+		return x.Operator
+	}
+	return ""
+}
+
+func (x *OperatorAction) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *OperatorAction) GetAction() isOperatorAction_Action {
+	if x != nil {
+		return x.Action
+	}
+	return nil
+}
+
+func (x *OperatorAction) GetContext() *ContextUpdate {
+	if x != nil {
+		if x, ok := x.Action.(*OperatorAction_Context); ok {
+			return x.Context
+		}
+	}
+	return nil
+}
+
+func (x *OperatorAction) GetNextSpeaker() string {
+	if x != nil {
+		if x, ok := x.Action.(*OperatorAction_NextSpeaker); ok {
+			return x.NextSpeaker
+		}
+	}
+	return ""
+}
+
+func (x *OperatorAction) GetReleaseResult() string {
+	if x != nil {
+		if x, ok := x.Action.(*OperatorAction_ReleaseResult); ok {
+			return x.ReleaseResult
+		}
+	}
+	return ""
+}
+
+func (x *OperatorAction) GetTimer() *TimerChange {
+	if x != nil {
+		if x, ok := x.Action.(*OperatorAction_Timer); ok {
+			return x.Timer
+		}
+	}
+	return nil
+}
+
+type isOperatorAction_Action interface {
+	isOperatorAction_Action()
+}
+
+type OperatorAction_Context struct {
+	// Delete, then set, context variables (deleting one not set is refused).
+	Context *ContextUpdate `protobuf:"bytes,3,opt,name=context,proto3,oneof"`
+}
+
+type OperatorAction_NextSpeaker struct {
+	// The next speaker, once, over the session type's choice.
+	NextSpeaker string `protobuf:"bytes,4,opt,name=next_speaker,json=nextSpeaker,proto3,oneof"`
+}
+
+type OperatorAction_ReleaseResult struct {
+	// Release the held turn (a question's or a blocking delegation's) with
+	// this result: the holder's turn begins again, the result is its answer.
+	ReleaseResult string `protobuf:"bytes,5,opt,name=release_result,json=releaseResult,proto3,oneof"`
+}
+
+type OperatorAction_Timer struct {
+	// Extend or cancel the running period of an expectation.
+	Timer *TimerChange `protobuf:"bytes,6,opt,name=timer,proto3,oneof"`
+}
+
+func (*OperatorAction_Context) isOperatorAction_Action() {}
+
+func (*OperatorAction_NextSpeaker) isOperatorAction_Action() {}
+
+func (*OperatorAction_ReleaseResult) isOperatorAction_Action() {}
+
+func (*OperatorAction_Timer) isOperatorAction_Action() {}
+
+// TimerChange extends or cancels the running period of the session's
+// expectation named (turn_within, reply_within, max_silence, acks_within).
+type TimerChange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The expectation's name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Extend its running period by this much (positive).
+	Extend *durationpb.Duration `protobuf:"bytes,2,opt,name=extend,proto3" json:"extend,omitempty"`
+	// Cancel its running period: it does not fire for it.
+	Cancel        bool `protobuf:"varint,3,opt,name=cancel,proto3" json:"cancel,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TimerChange) Reset() {
+	*x = TimerChange{}
+	mi := &file_hub_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TimerChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TimerChange) ProtoMessage() {}
+
+func (x *TimerChange) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TimerChange.ProtoReflect.Descriptor instead.
+func (*TimerChange) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *TimerChange) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *TimerChange) GetExtend() *durationpb.Duration {
+	if x != nil {
+		return x.Extend
+	}
+	return nil
+}
+
+func (x *TimerChange) GetCancel() bool {
+	if x != nil {
+		return x.Cancel
+	}
+	return false
+}
+
+// SteerRequest asks for an operator action on a session (operators only).
+type SteerRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The action, with its reason; operator is set by the hub.
+	Action        *OperatorAction `protobuf:"bytes,2,opt,name=action,proto3" json:"action,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SteerRequest) Reset() {
+	*x = SteerRequest{}
+	mi := &file_hub_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SteerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SteerRequest) ProtoMessage() {}
+
+func (x *SteerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SteerRequest.ProtoReflect.Descriptor instead.
+func (*SteerRequest) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *SteerRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *SteerRequest) GetAction() *OperatorAction {
+	if x != nil {
+		return x.Action
+	}
+	return nil
+}
+
 var File_hub_proto protoreflect.FileDescriptor
 
 const file_hub_proto_rawDesc = "" +
 	"\n" +
-	"\thub.proto\x12\ahubd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xaa\t\n" +
+	"\thub.proto\x12\ahubd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xee\t\n" +
 	"\bEnvelope\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
@@ -5695,7 +5979,8 @@ const file_hub_proto_rawDesc = "" +
 	"\ttool_call\x18\x17 \x01(\v2\x11.hubd.v1.ToolCallH\x00R\btoolCall\x126\n" +
 	"\vtool_result\x18\x18 \x01(\v2\x13.hubd.v1.ToolResultH\x00R\n" +
 	"toolResult\x12)\n" +
-	"\amessage\x18\x19 \x01(\v2\r.hubd.v1.TextH\x00R\amessage\x12!\n" +
+	"\amessage\x18\x19 \x01(\v2\r.hubd.v1.TextH\x00R\amessage\x12B\n" +
+	"\x0foperator_action\x18\x1a \x01(\v2\x17.hubd.v1.OperatorActionH\x00R\x0eoperatorAction\x12!\n" +
 	"\fcausation_id\x18\x1e \x01(\tR\vcausationId\x12\"\n" +
 	"\rclient_msg_id\x18\x1f \x01(\tR\vclientMsgId\x12!\n" +
 	"\x04call\x18  \x01(\v2\r.hubd.v1.CallR\x04call\x12 \n" +
@@ -6119,7 +6404,23 @@ const file_hub_proto_rawDesc = "" +
 	"\bmetadata\x18\x04 \x03(\v2\".hubd.v1.StreamError.MetadataEntryR\bmetadata\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01*\x80\x05\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xfe\x01\n" +
+	"\x0eOperatorAction\x12\x1a\n" +
+	"\boperator\x18\x01 \x01(\tR\boperator\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x122\n" +
+	"\acontext\x18\x03 \x01(\v2\x16.hubd.v1.ContextUpdateH\x00R\acontext\x12#\n" +
+	"\fnext_speaker\x18\x04 \x01(\tH\x00R\vnextSpeaker\x12'\n" +
+	"\x0erelease_result\x18\x05 \x01(\tH\x00R\rreleaseResult\x12,\n" +
+	"\x05timer\x18\x06 \x01(\v2\x14.hubd.v1.TimerChangeH\x00R\x05timerB\b\n" +
+	"\x06action\"l\n" +
+	"\vTimerChange\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x121\n" +
+	"\x06extend\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x06extend\x12\x16\n" +
+	"\x06cancel\x18\x03 \x01(\bR\x06cancel\"^\n" +
+	"\fSteerRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12/\n" +
+	"\x06action\x18\x02 \x01(\v2\x17.hubd.v1.OperatorActionR\x06action*\x96\x05\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vOUT_OF_TURN\x10\x01\x12\x13\n" +
@@ -6154,7 +6455,8 @@ const file_hub_proto_rawDesc = "" +
 	"\x14IDEMPOTENCY_CONFLICT\x10\x1c\x12\x0f\n" +
 	"\vQUARANTINED\x10\x1d\x12\r\n" +
 	"\tNOT_OWNER\x10\x1e\x12\x12\n" +
-	"\x0eSTORAGE_FAILED\x10\x1fB\"Z github.com/hubd/hubd/hubpb;hubpbb\x06proto3"
+	"\x0eSTORAGE_FAILED\x10\x1f\x12\x14\n" +
+	"\x10NOTHING_TO_STEER\x10 B\"Z github.com/hubd/hubd/hubpb;hubpbb\x06proto3"
 
 var (
 	file_hub_proto_rawDescOnce sync.Once
@@ -6169,7 +6471,7 @@ func file_hub_proto_rawDescGZIP() []byte {
 }
 
 var file_hub_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 77)
+var file_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 80)
 var file_hub_proto_goTypes = []any{
 	(Reason)(0),                   // 0: hubd.v1.Reason
 	(*Envelope)(nil),              // 1: hubd.v1.Envelope
@@ -6239,125 +6541,133 @@ var file_hub_proto_goTypes = []any{
 	(*StreamReady)(nil),           // 65: hubd.v1.StreamReady
 	(*StreamAck)(nil),             // 66: hubd.v1.StreamAck
 	(*StreamError)(nil),           // 67: hubd.v1.StreamError
-	nil,                           // 68: hubd.v1.ContextUpdate.SetEntry
-	nil,                           // 69: hubd.v1.SessionMeta.KnobsEntry
-	nil,                           // 70: hubd.v1.SessionMeta.LabelsEntry
-	nil,                           // 71: hubd.v1.OpenRequest.LabelsEntry
-	nil,                           // 72: hubd.v1.OpenRequest.KnobsEntry
-	nil,                           // 73: hubd.v1.SessionInfo.ContextEntry
-	nil,                           // 74: hubd.v1.ListSessionsRequest.LabelsEntry
-	nil,                           // 75: hubd.v1.SubscribeRequest.CursorsEntry
-	nil,                           // 76: hubd.v1.WatchRequest.CursorsEntry
-	nil,                           // 77: hubd.v1.StreamError.MetadataEntry
-	(*timestamppb.Timestamp)(nil), // 78: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),       // 79: google.protobuf.Struct
-	(*durationpb.Duration)(nil),   // 80: google.protobuf.Duration
-	(*structpb.Value)(nil),        // 81: google.protobuf.Value
+	(*OperatorAction)(nil),        // 68: hubd.v1.OperatorAction
+	(*TimerChange)(nil),           // 69: hubd.v1.TimerChange
+	(*SteerRequest)(nil),          // 70: hubd.v1.SteerRequest
+	nil,                           // 71: hubd.v1.ContextUpdate.SetEntry
+	nil,                           // 72: hubd.v1.SessionMeta.KnobsEntry
+	nil,                           // 73: hubd.v1.SessionMeta.LabelsEntry
+	nil,                           // 74: hubd.v1.OpenRequest.LabelsEntry
+	nil,                           // 75: hubd.v1.OpenRequest.KnobsEntry
+	nil,                           // 76: hubd.v1.SessionInfo.ContextEntry
+	nil,                           // 77: hubd.v1.ListSessionsRequest.LabelsEntry
+	nil,                           // 78: hubd.v1.SubscribeRequest.CursorsEntry
+	nil,                           // 79: hubd.v1.WatchRequest.CursorsEntry
+	nil,                           // 80: hubd.v1.StreamError.MetadataEntry
+	(*timestamppb.Timestamp)(nil), // 81: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),       // 82: google.protobuf.Struct
+	(*durationpb.Duration)(nil),   // 83: google.protobuf.Duration
+	(*structpb.Value)(nil),        // 84: google.protobuf.Value
 }
 var file_hub_proto_depIdxs = []int32{
-	2,  // 0: hubd.v1.Envelope.audience:type_name -> hubd.v1.Audience
-	3,  // 1: hubd.v1.Envelope.text:type_name -> hubd.v1.Text
-	4,  // 2: hubd.v1.Envelope.packet:type_name -> hubd.v1.Packet
-	6,  // 3: hubd.v1.Envelope.context_set:type_name -> hubd.v1.ContextUpdate
-	8,  // 4: hubd.v1.Envelope.invite:type_name -> hubd.v1.Invite
-	9,  // 5: hubd.v1.Envelope.ended:type_name -> hubd.v1.Ended
-	10, // 6: hubd.v1.Envelope.violation:type_name -> hubd.v1.Violation
-	11, // 7: hubd.v1.Envelope.question:type_name -> hubd.v1.Question
-	13, // 8: hubd.v1.Envelope.answer:type_name -> hubd.v1.Answer
-	18, // 9: hubd.v1.Envelope.delegation_result:type_name -> hubd.v1.DelegationResult
-	19, // 10: hubd.v1.Envelope.task_progress:type_name -> hubd.v1.TaskProgress
-	15, // 11: hubd.v1.Envelope.delegation:type_name -> hubd.v1.Delegation
-	14, // 12: hubd.v1.Envelope.question_closed:type_name -> hubd.v1.QuestionClosed
-	16, // 13: hubd.v1.Envelope.tool_call:type_name -> hubd.v1.ToolCall
-	17, // 14: hubd.v1.Envelope.tool_result:type_name -> hubd.v1.ToolResult
-	3,  // 15: hubd.v1.Envelope.message:type_name -> hubd.v1.Text
-	20, // 16: hubd.v1.Envelope.call:type_name -> hubd.v1.Call
-	78, // 17: hubd.v1.Envelope.accepted_at:type_name -> google.protobuf.Timestamp
-	5,  // 18: hubd.v1.Packet.routing:type_name -> hubd.v1.Routing
-	6,  // 19: hubd.v1.Packet.context_updates:type_name -> hubd.v1.ContextUpdate
-	7,  // 20: hubd.v1.Packet.usage:type_name -> hubd.v1.Usage
-	68, // 21: hubd.v1.ContextUpdate.set:type_name -> hubd.v1.ContextUpdate.SetEntry
-	78, // 22: hubd.v1.Violation.since:type_name -> google.protobuf.Timestamp
-	12, // 23: hubd.v1.Question.options:type_name -> hubd.v1.Option
-	79, // 24: hubd.v1.Question.schema:type_name -> google.protobuf.Struct
-	80, // 25: hubd.v1.Question.within:type_name -> google.protobuf.Duration
-	79, // 26: hubd.v1.ToolCall.arguments:type_name -> google.protobuf.Struct
-	81, // 27: hubd.v1.ToolResult.result:type_name -> google.protobuf.Value
-	7,  // 28: hubd.v1.DelegationResult.usage:type_name -> hubd.v1.Usage
-	80, // 29: hubd.v1.Expectation.within:type_name -> google.protobuf.Duration
-	22, // 30: hubd.v1.Expectations.items:type_name -> hubd.v1.Expectation
-	21, // 31: hubd.v1.SessionMeta.participants:type_name -> hubd.v1.Participant
-	69, // 32: hubd.v1.SessionMeta.knobs:type_name -> hubd.v1.SessionMeta.KnobsEntry
-	70, // 33: hubd.v1.SessionMeta.labels:type_name -> hubd.v1.SessionMeta.LabelsEntry
-	80, // 34: hubd.v1.SessionMeta.ttl:type_name -> google.protobuf.Duration
-	80, // 35: hubd.v1.SessionMeta.invite_timeout:type_name -> google.protobuf.Duration
-	22, // 36: hubd.v1.SessionMeta.expectations:type_name -> hubd.v1.Expectation
-	78, // 37: hubd.v1.SessionMeta.created_at:type_name -> google.protobuf.Timestamp
-	25, // 38: hubd.v1.SessionMeta.budget:type_name -> hubd.v1.Budget
-	21, // 39: hubd.v1.OpenRequest.participants:type_name -> hubd.v1.Participant
-	71, // 40: hubd.v1.OpenRequest.labels:type_name -> hubd.v1.OpenRequest.LabelsEntry
-	80, // 41: hubd.v1.OpenRequest.ttl:type_name -> google.protobuf.Duration
-	80, // 42: hubd.v1.OpenRequest.invite_timeout:type_name -> google.protobuf.Duration
-	23, // 43: hubd.v1.OpenRequest.expectations:type_name -> hubd.v1.Expectations
-	79, // 44: hubd.v1.OpenRequest.graph:type_name -> google.protobuf.Struct
-	72, // 45: hubd.v1.OpenRequest.knobs:type_name -> hubd.v1.OpenRequest.KnobsEntry
-	25, // 46: hubd.v1.OpenRequest.budget:type_name -> hubd.v1.Budget
-	33, // 47: hubd.v1.OpenResponse.session:type_name -> hubd.v1.SessionInfo
-	1,  // 48: hubd.v1.SendRequest.envelope:type_name -> hubd.v1.Envelope
-	78, // 49: hubd.v1.SendResponse.accepted_at:type_name -> google.protobuf.Timestamp
-	24, // 50: hubd.v1.SessionInfo.meta:type_name -> hubd.v1.SessionMeta
-	73, // 51: hubd.v1.SessionInfo.context:type_name -> hubd.v1.SessionInfo.ContextEntry
-	7,  // 52: hubd.v1.SessionInfo.usage:type_name -> hubd.v1.Usage
-	34, // 53: hubd.v1.SessionInfo.holds:type_name -> hubd.v1.Hold
-	7,  // 54: hubd.v1.SessionInfo.tree_usage:type_name -> hubd.v1.Usage
-	78, // 55: hubd.v1.Hold.since:type_name -> google.protobuf.Timestamp
-	74, // 56: hubd.v1.ListSessionsRequest.labels:type_name -> hubd.v1.ListSessionsRequest.LabelsEntry
-	33, // 57: hubd.v1.ListSessionsResponse.sessions:type_name -> hubd.v1.SessionInfo
-	1,  // 58: hubd.v1.ReadLogResponse.envelopes:type_name -> hubd.v1.Envelope
-	47, // 59: hubd.v1.PendingTurnsResponse.turns:type_name -> hubd.v1.Delivery
-	43, // 60: hubd.v1.View.items:type_name -> hubd.v1.ViewItem
-	44, // 61: hubd.v1.View.older:type_name -> hubd.v1.SpeakerCount
-	78, // 62: hubd.v1.ViewItem.at:type_name -> google.protobuf.Timestamp
-	75, // 63: hubd.v1.SubscribeRequest.cursors:type_name -> hubd.v1.SubscribeRequest.CursorsEntry
-	41, // 64: hubd.v1.SubscribeRequest.turn_view:type_name -> hubd.v1.GetViewRequest
-	76, // 65: hubd.v1.WatchRequest.cursors:type_name -> hubd.v1.WatchRequest.CursorsEntry
-	1,  // 66: hubd.v1.Delivery.envelope:type_name -> hubd.v1.Envelope
-	42, // 67: hubd.v1.Delivery.view:type_name -> hubd.v1.View
-	26, // 68: hubd.v1.DelegateRequest.children:type_name -> hubd.v1.OpenRequest
-	29, // 69: hubd.v1.DelegateResponse.delegation:type_name -> hubd.v1.SendResponse
-	33, // 70: hubd.v1.DelegateResponse.children:type_name -> hubd.v1.SessionInfo
-	13, // 71: hubd.v1.AnswerRequest.answer:type_name -> hubd.v1.Answer
-	1,  // 72: hubd.v1.PendingQuestion.envelope:type_name -> hubd.v1.Envelope
-	52, // 73: hubd.v1.ListQuestionsResponse.questions:type_name -> hubd.v1.PendingQuestion
-	33, // 74: hubd.v1.TreeNode.session:type_name -> hubd.v1.SessionInfo
-	7,  // 75: hubd.v1.TreeNode.usage:type_name -> hubd.v1.Usage
-	80, // 76: hubd.v1.TreeNode.duration:type_name -> google.protobuf.Duration
-	55, // 77: hubd.v1.TreeNode.children:type_name -> hubd.v1.TreeNode
-	1,  // 78: hubd.v1.ReplayStep.envelope:type_name -> hubd.v1.Envelope
-	57, // 79: hubd.v1.ReplayResponse.steps:type_name -> hubd.v1.ReplayStep
-	63, // 80: hubd.v1.AgentFrame.send:type_name -> hubd.v1.StreamSend
-	45, // 81: hubd.v1.AgentFrame.subscribe:type_name -> hubd.v1.SubscribeRequest
-	62, // 82: hubd.v1.AgentFrame.open:type_name -> hubd.v1.StreamOpen
-	26, // 83: hubd.v1.StreamOpen.request:type_name -> hubd.v1.OpenRequest
-	1,  // 84: hubd.v1.StreamSend.envelope:type_name -> hubd.v1.Envelope
-	65, // 85: hubd.v1.HubFrame.ready:type_name -> hubd.v1.StreamReady
-	66, // 86: hubd.v1.HubFrame.ack:type_name -> hubd.v1.StreamAck
-	47, // 87: hubd.v1.HubFrame.delivery:type_name -> hubd.v1.Delivery
-	67, // 88: hubd.v1.HubFrame.closing:type_name -> hubd.v1.StreamError
-	29, // 89: hubd.v1.StreamAck.response:type_name -> hubd.v1.SendResponse
-	67, // 90: hubd.v1.StreamAck.error:type_name -> hubd.v1.StreamError
-	27, // 91: hubd.v1.StreamAck.opened:type_name -> hubd.v1.OpenResponse
-	0,  // 92: hubd.v1.StreamError.reason:type_name -> hubd.v1.Reason
-	77, // 93: hubd.v1.StreamError.metadata:type_name -> hubd.v1.StreamError.MetadataEntry
-	81, // 94: hubd.v1.ContextUpdate.SetEntry.value:type_name -> google.protobuf.Value
-	81, // 95: hubd.v1.SessionMeta.KnobsEntry.value:type_name -> google.protobuf.Value
-	81, // 96: hubd.v1.OpenRequest.KnobsEntry.value:type_name -> google.protobuf.Value
-	81, // 97: hubd.v1.SessionInfo.ContextEntry.value:type_name -> google.protobuf.Value
-	98, // [98:98] is the sub-list for method output_type
-	98, // [98:98] is the sub-list for method input_type
-	98, // [98:98] is the sub-list for extension type_name
-	98, // [98:98] is the sub-list for extension extendee
-	0,  // [0:98] is the sub-list for field type_name
+	2,   // 0: hubd.v1.Envelope.audience:type_name -> hubd.v1.Audience
+	3,   // 1: hubd.v1.Envelope.text:type_name -> hubd.v1.Text
+	4,   // 2: hubd.v1.Envelope.packet:type_name -> hubd.v1.Packet
+	6,   // 3: hubd.v1.Envelope.context_set:type_name -> hubd.v1.ContextUpdate
+	8,   // 4: hubd.v1.Envelope.invite:type_name -> hubd.v1.Invite
+	9,   // 5: hubd.v1.Envelope.ended:type_name -> hubd.v1.Ended
+	10,  // 6: hubd.v1.Envelope.violation:type_name -> hubd.v1.Violation
+	11,  // 7: hubd.v1.Envelope.question:type_name -> hubd.v1.Question
+	13,  // 8: hubd.v1.Envelope.answer:type_name -> hubd.v1.Answer
+	18,  // 9: hubd.v1.Envelope.delegation_result:type_name -> hubd.v1.DelegationResult
+	19,  // 10: hubd.v1.Envelope.task_progress:type_name -> hubd.v1.TaskProgress
+	15,  // 11: hubd.v1.Envelope.delegation:type_name -> hubd.v1.Delegation
+	14,  // 12: hubd.v1.Envelope.question_closed:type_name -> hubd.v1.QuestionClosed
+	16,  // 13: hubd.v1.Envelope.tool_call:type_name -> hubd.v1.ToolCall
+	17,  // 14: hubd.v1.Envelope.tool_result:type_name -> hubd.v1.ToolResult
+	3,   // 15: hubd.v1.Envelope.message:type_name -> hubd.v1.Text
+	68,  // 16: hubd.v1.Envelope.operator_action:type_name -> hubd.v1.OperatorAction
+	20,  // 17: hubd.v1.Envelope.call:type_name -> hubd.v1.Call
+	81,  // 18: hubd.v1.Envelope.accepted_at:type_name -> google.protobuf.Timestamp
+	5,   // 19: hubd.v1.Packet.routing:type_name -> hubd.v1.Routing
+	6,   // 20: hubd.v1.Packet.context_updates:type_name -> hubd.v1.ContextUpdate
+	7,   // 21: hubd.v1.Packet.usage:type_name -> hubd.v1.Usage
+	71,  // 22: hubd.v1.ContextUpdate.set:type_name -> hubd.v1.ContextUpdate.SetEntry
+	81,  // 23: hubd.v1.Violation.since:type_name -> google.protobuf.Timestamp
+	12,  // 24: hubd.v1.Question.options:type_name -> hubd.v1.Option
+	82,  // 25: hubd.v1.Question.schema:type_name -> google.protobuf.Struct
+	83,  // 26: hubd.v1.Question.within:type_name -> google.protobuf.Duration
+	82,  // 27: hubd.v1.ToolCall.arguments:type_name -> google.protobuf.Struct
+	84,  // 28: hubd.v1.ToolResult.result:type_name -> google.protobuf.Value
+	7,   // 29: hubd.v1.DelegationResult.usage:type_name -> hubd.v1.Usage
+	83,  // 30: hubd.v1.Expectation.within:type_name -> google.protobuf.Duration
+	22,  // 31: hubd.v1.Expectations.items:type_name -> hubd.v1.Expectation
+	21,  // 32: hubd.v1.SessionMeta.participants:type_name -> hubd.v1.Participant
+	72,  // 33: hubd.v1.SessionMeta.knobs:type_name -> hubd.v1.SessionMeta.KnobsEntry
+	73,  // 34: hubd.v1.SessionMeta.labels:type_name -> hubd.v1.SessionMeta.LabelsEntry
+	83,  // 35: hubd.v1.SessionMeta.ttl:type_name -> google.protobuf.Duration
+	83,  // 36: hubd.v1.SessionMeta.invite_timeout:type_name -> google.protobuf.Duration
+	22,  // 37: hubd.v1.SessionMeta.expectations:type_name -> hubd.v1.Expectation
+	81,  // 38: hubd.v1.SessionMeta.created_at:type_name -> google.protobuf.Timestamp
+	25,  // 39: hubd.v1.SessionMeta.budget:type_name -> hubd.v1.Budget
+	21,  // 40: hubd.v1.OpenRequest.participants:type_name -> hubd.v1.Participant
+	74,  // 41: hubd.v1.OpenRequest.labels:type_name -> hubd.v1.OpenRequest.LabelsEntry
+	83,  // 42: hubd.v1.OpenRequest.ttl:type_name -> google.protobuf.Duration
+	83,  // 43: hubd.v1.OpenRequest.invite_timeout:type_name -> google.protobuf.Duration
+	23,  // 44: hubd.v1.OpenRequest.expectations:type_name -> hubd.v1.Expectations
+	82,  // 45: hubd.v1.OpenRequest.graph:type_name -> google.protobuf.Struct
+	75,  // 46: hubd.v1.OpenRequest.knobs:type_name -> hubd.v1.OpenRequest.KnobsEntry
+	25,  // 47: hubd.v1.OpenRequest.budget:type_name -> hubd.v1.Budget
+	33,  // 48: hubd.v1.OpenResponse.session:type_name -> hubd.v1.SessionInfo
+	1,   // 49: hubd.v1.SendRequest.envelope:type_name -> hubd.v1.Envelope
+	81,  // 50: hubd.v1.SendResponse.accepted_at:type_name -> google.protobuf.Timestamp
+	24,  // 51: hubd.v1.SessionInfo.meta:type_name -> hubd.v1.SessionMeta
+	76,  // 52: hubd.v1.SessionInfo.context:type_name -> hubd.v1.SessionInfo.ContextEntry
+	7,   // 53: hubd.v1.SessionInfo.usage:type_name -> hubd.v1.Usage
+	34,  // 54: hubd.v1.SessionInfo.holds:type_name -> hubd.v1.Hold
+	7,   // 55: hubd.v1.SessionInfo.tree_usage:type_name -> hubd.v1.Usage
+	81,  // 56: hubd.v1.Hold.since:type_name -> google.protobuf.Timestamp
+	77,  // 57: hubd.v1.ListSessionsRequest.labels:type_name -> hubd.v1.ListSessionsRequest.LabelsEntry
+	33,  // 58: hubd.v1.ListSessionsResponse.sessions:type_name -> hubd.v1.SessionInfo
+	1,   // 59: hubd.v1.ReadLogResponse.envelopes:type_name -> hubd.v1.Envelope
+	47,  // 60: hubd.v1.PendingTurnsResponse.turns:type_name -> hubd.v1.Delivery
+	43,  // 61: hubd.v1.View.items:type_name -> hubd.v1.ViewItem
+	44,  // 62: hubd.v1.View.older:type_name -> hubd.v1.SpeakerCount
+	81,  // 63: hubd.v1.ViewItem.at:type_name -> google.protobuf.Timestamp
+	78,  // 64: hubd.v1.SubscribeRequest.cursors:type_name -> hubd.v1.SubscribeRequest.CursorsEntry
+	41,  // 65: hubd.v1.SubscribeRequest.turn_view:type_name -> hubd.v1.GetViewRequest
+	79,  // 66: hubd.v1.WatchRequest.cursors:type_name -> hubd.v1.WatchRequest.CursorsEntry
+	1,   // 67: hubd.v1.Delivery.envelope:type_name -> hubd.v1.Envelope
+	42,  // 68: hubd.v1.Delivery.view:type_name -> hubd.v1.View
+	26,  // 69: hubd.v1.DelegateRequest.children:type_name -> hubd.v1.OpenRequest
+	29,  // 70: hubd.v1.DelegateResponse.delegation:type_name -> hubd.v1.SendResponse
+	33,  // 71: hubd.v1.DelegateResponse.children:type_name -> hubd.v1.SessionInfo
+	13,  // 72: hubd.v1.AnswerRequest.answer:type_name -> hubd.v1.Answer
+	1,   // 73: hubd.v1.PendingQuestion.envelope:type_name -> hubd.v1.Envelope
+	52,  // 74: hubd.v1.ListQuestionsResponse.questions:type_name -> hubd.v1.PendingQuestion
+	33,  // 75: hubd.v1.TreeNode.session:type_name -> hubd.v1.SessionInfo
+	7,   // 76: hubd.v1.TreeNode.usage:type_name -> hubd.v1.Usage
+	83,  // 77: hubd.v1.TreeNode.duration:type_name -> google.protobuf.Duration
+	55,  // 78: hubd.v1.TreeNode.children:type_name -> hubd.v1.TreeNode
+	1,   // 79: hubd.v1.ReplayStep.envelope:type_name -> hubd.v1.Envelope
+	57,  // 80: hubd.v1.ReplayResponse.steps:type_name -> hubd.v1.ReplayStep
+	63,  // 81: hubd.v1.AgentFrame.send:type_name -> hubd.v1.StreamSend
+	45,  // 82: hubd.v1.AgentFrame.subscribe:type_name -> hubd.v1.SubscribeRequest
+	62,  // 83: hubd.v1.AgentFrame.open:type_name -> hubd.v1.StreamOpen
+	26,  // 84: hubd.v1.StreamOpen.request:type_name -> hubd.v1.OpenRequest
+	1,   // 85: hubd.v1.StreamSend.envelope:type_name -> hubd.v1.Envelope
+	65,  // 86: hubd.v1.HubFrame.ready:type_name -> hubd.v1.StreamReady
+	66,  // 87: hubd.v1.HubFrame.ack:type_name -> hubd.v1.StreamAck
+	47,  // 88: hubd.v1.HubFrame.delivery:type_name -> hubd.v1.Delivery
+	67,  // 89: hubd.v1.HubFrame.closing:type_name -> hubd.v1.StreamError
+	29,  // 90: hubd.v1.StreamAck.response:type_name -> hubd.v1.SendResponse
+	67,  // 91: hubd.v1.StreamAck.error:type_name -> hubd.v1.StreamError
+	27,  // 92: hubd.v1.StreamAck.opened:type_name -> hubd.v1.OpenResponse
+	0,   // 93: hubd.v1.StreamError.reason:type_name -> hubd.v1.Reason
+	80,  // 94: hubd.v1.StreamError.metadata:type_name -> hubd.v1.StreamError.MetadataEntry
+	6,   // 95: hubd.v1.OperatorAction.context:type_name -> hubd.v1.ContextUpdate
+	69,  // 96: hubd.v1.OperatorAction.timer:type_name -> hubd.v1.TimerChange
+	83,  // 97: hubd.v1.TimerChange.extend:type_name -> google.protobuf.Duration
+	68,  // 98: hubd.v1.SteerRequest.action:type_name -> hubd.v1.OperatorAction
+	84,  // 99: hubd.v1.ContextUpdate.SetEntry.value:type_name -> google.protobuf.Value
+	84,  // 100: hubd.v1.SessionMeta.KnobsEntry.value:type_name -> google.protobuf.Value
+	84,  // 101: hubd.v1.OpenRequest.KnobsEntry.value:type_name -> google.protobuf.Value
+	84,  // 102: hubd.v1.SessionInfo.ContextEntry.value:type_name -> google.protobuf.Value
+	103, // [103:103] is the sub-list for method output_type
+	103, // [103:103] is the sub-list for method input_type
+	103, // [103:103] is the sub-list for extension type_name
+	103, // [103:103] is the sub-list for extension extendee
+	0,   // [0:103] is the sub-list for field type_name
 }
 
 func init() { file_hub_proto_init() }
@@ -6382,6 +6692,7 @@ func file_hub_proto_init() {
 		(*Envelope_ToolCall)(nil),
 		(*Envelope_ToolResult)(nil),
 		(*Envelope_Message)(nil),
+		(*Envelope_OperatorAction)(nil),
 	}
 	file_hub_proto_msgTypes[60].OneofWrappers = []any{
 		(*AgentFrame_Send)(nil),
@@ -6394,13 +6705,19 @@ func file_hub_proto_init() {
 		(*HubFrame_Delivery)(nil),
 		(*HubFrame_Closing)(nil),
 	}
+	file_hub_proto_msgTypes[67].OneofWrappers = []any{
+		(*OperatorAction_Context)(nil),
+		(*OperatorAction_NextSpeaker)(nil),
+		(*OperatorAction_ReleaseResult)(nil),
+		(*OperatorAction_Timer)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hub_proto_rawDesc), len(file_hub_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   77,
+			NumMessages:   80,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -36,6 +36,7 @@ const (
 	Hub_AckInvite_FullMethodName     = "/hubd.v1.Hub/AckInvite"
 	Hub_RejectInvite_FullMethodName  = "/hubd.v1.Hub/RejectInvite"
 	Hub_Close_FullMethodName         = "/hubd.v1.Hub/Close"
+	Hub_Steer_FullMethodName         = "/hubd.v1.Hub/Steer"
 	Hub_GetSession_FullMethodName    = "/hubd.v1.Hub/GetSession"
 	Hub_ListSessions_FullMethodName  = "/hubd.v1.Hub/ListSessions"
 	Hub_ReadLog_FullMethodName       = "/hubd.v1.Hub/ReadLog"
@@ -70,6 +71,8 @@ type HubClient interface {
 	RejectInvite(ctx context.Context, in *hubpb.InviteRequest, opts ...grpc.CallOption) (*hubpb.SendResponse, error)
 	// Close ends a session. Only its creator (or an operator) may close it.
 	Close(ctx context.Context, in *hubpb.CloseRequest, opts ...grpc.CallOption) (*hubpb.SendResponse, error)
+	// Steer writes an operator action into a live session (operators only).
+	Steer(ctx context.Context, in *hubpb.SteerRequest, opts ...grpc.CallOption) (*hubpb.SendResponse, error)
 	// GetSession returns a session's metadata and current state.
 	GetSession(ctx context.Context, in *hubpb.GetSessionRequest, opts ...grpc.CallOption) (*hubpb.SessionInfo, error)
 	// ListSessions lists the sessions the caller takes part in (all, for an
@@ -176,6 +179,16 @@ func (c *hubClient) Close(ctx context.Context, in *hubpb.CloseRequest, opts ...g
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(hubpb.SendResponse)
 	err := c.cc.Invoke(ctx, Hub_Close_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hubClient) Steer(ctx context.Context, in *hubpb.SteerRequest, opts ...grpc.CallOption) (*hubpb.SendResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(hubpb.SendResponse)
+	err := c.cc.Invoke(ctx, Hub_Steer_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -370,6 +383,8 @@ type HubServer interface {
 	RejectInvite(context.Context, *hubpb.InviteRequest) (*hubpb.SendResponse, error)
 	// Close ends a session. Only its creator (or an operator) may close it.
 	Close(context.Context, *hubpb.CloseRequest) (*hubpb.SendResponse, error)
+	// Steer writes an operator action into a live session (operators only).
+	Steer(context.Context, *hubpb.SteerRequest) (*hubpb.SendResponse, error)
 	// GetSession returns a session's metadata and current state.
 	GetSession(context.Context, *hubpb.GetSessionRequest) (*hubpb.SessionInfo, error)
 	// ListSessions lists the sessions the caller takes part in (all, for an
@@ -446,6 +461,9 @@ func (UnimplementedHubServer) RejectInvite(context.Context, *hubpb.InviteRequest
 }
 func (UnimplementedHubServer) Close(context.Context, *hubpb.CloseRequest) (*hubpb.SendResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Close not implemented")
+}
+func (UnimplementedHubServer) Steer(context.Context, *hubpb.SteerRequest) (*hubpb.SendResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Steer not implemented")
 }
 func (UnimplementedHubServer) GetSession(context.Context, *hubpb.GetSessionRequest) (*hubpb.SessionInfo, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetSession not implemented")
@@ -596,6 +614,24 @@ func _Hub_Close_Handler(srv interface{}, ctx context.Context, dec func(interface
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(HubServer).Close(ctx, req.(*hubpb.CloseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Hub_Steer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(hubpb.SteerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServer).Steer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Hub_Steer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServer).Steer(ctx, req.(*hubpb.SteerRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -846,6 +882,10 @@ var Hub_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Close",
 			Handler:    _Hub_Close_Handler,
+		},
+		{
+			MethodName: "Steer",
+			Handler:    _Hub_Steer_Handler,
 		},
 		{
 			MethodName: "GetSession",
