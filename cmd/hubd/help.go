@@ -33,6 +33,8 @@ var commands = []command{
 		"open a session as its creator and print its id (every setting: hubd sessions open --help)"},
 	{"sessions send", "ID [TEXT] [--packet]", "take a turn: TEXT, or stdin, as a text; with --packet a packet as JSON"},
 	{"sessions close", "ID [--reason R]", "close a session (its creator, or an operator)"},
+	{"sessions steer", "ID --reason R [--set k=v] [--unset k] [--next A] [--release-result T] [--extend NAME=D] [--cancel-timer NAME]",
+		"steer a live session (operators): set context, choose the next speaker once, release a held turn, extend or cancel a timer"},
 	{"questions list", "[--answerer A] [--root ID]", "the pending questions you must answer (an operator: everyone's)"},
 	{"questions answer", "QUESTION [OPTION ...] [--text T] [--session ID]", "answer a pending question with options or free text"},
 	{"tasks cancel", "ID ...", "cancel delegated tasks: each child session closes with reason cancelled (its delegator, or an operator)"},

@@ -225,6 +225,8 @@ func sessionsCommand(name string, fs *flag.FlagSet, stdin io.Reader) *clientComm
 		return sendFlags(fs, stdin)
 	case "close":
 		return closeFlags(fs)
+	case "steer":
+		return steerFlags(fs)
 	}
 	return nil
 }
