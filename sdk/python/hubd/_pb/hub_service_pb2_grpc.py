@@ -40,6 +40,11 @@ class HubStub(object):
                 request_serializer=hub__pb2.CloseRequest.SerializeToString,
                 response_deserializer=hub__pb2.SendResponse.FromString,
                 )
+        self.Steer = channel.unary_unary(
+                '/hubd.v1.Hub/Steer',
+                request_serializer=hub__pb2.SteerRequest.SerializeToString,
+                response_deserializer=hub__pb2.SendResponse.FromString,
+                )
         self.GetSession = channel.unary_unary(
                 '/hubd.v1.Hub/GetSession',
                 request_serializer=hub__pb2.GetSessionRequest.SerializeToString,
@@ -148,6 +153,13 @@ class HubServicer(object):
 
     def Close(self, request, context):
         """Close ends a session. Only its creator (or an operator) may close it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Steer(self, request, context):
+        """Steer writes an operator action into a live session (operators only).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -301,6 +313,11 @@ def add_HubServicer_to_server(servicer, server):
             'Close': grpc.unary_unary_rpc_method_handler(
                     servicer.Close,
                     request_deserializer=hub__pb2.CloseRequest.FromString,
+                    response_serializer=hub__pb2.SendResponse.SerializeToString,
+            ),
+            'Steer': grpc.unary_unary_rpc_method_handler(
+                    servicer.Steer,
+                    request_deserializer=hub__pb2.SteerRequest.FromString,
                     response_serializer=hub__pb2.SendResponse.SerializeToString,
             ),
             'GetSession': grpc.unary_unary_rpc_method_handler(
@@ -465,6 +482,23 @@ class Hub(object):
             metadata=None):
         return grpc.experimental.unary_unary(request, target, '/hubd.v1.Hub/Close',
             hub__pb2.CloseRequest.SerializeToString,
+            hub__pb2.SendResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def Steer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/hubd.v1.Hub/Steer',
+            hub__pb2.SteerRequest.SerializeToString,
             hub__pb2.SendResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

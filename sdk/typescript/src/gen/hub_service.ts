@@ -47,6 +47,7 @@ import {
   SendRequest,
   SendResponse,
   SessionInfo,
+  SteerRequest,
   SubscribeRequest,
   TreeNode,
   View,
@@ -126,6 +127,16 @@ export const HubService = {
     responseStream: false as const,
     requestSerialize: (value: CloseRequest): Buffer => Buffer.from(CloseRequest.encode(value).finish()),
     requestDeserialize: (value: Buffer): CloseRequest => CloseRequest.decode(value),
+    responseSerialize: (value: SendResponse): Buffer => Buffer.from(SendResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SendResponse => SendResponse.decode(value),
+  },
+  /** Steer writes an operator action into a live session (operators only). */
+  steer: {
+    path: "/hubd.v1.Hub/Steer" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SteerRequest): Buffer => Buffer.from(SteerRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SteerRequest => SteerRequest.decode(value),
     responseSerialize: (value: SendResponse): Buffer => Buffer.from(SendResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): SendResponse => SendResponse.decode(value),
   },
@@ -333,6 +344,8 @@ export interface HubServer extends UntypedServiceImplementation {
   rejectInvite: handleUnaryCall<InviteRequest, SendResponse>;
   /** Close ends a session. Only its creator (or an operator) may close it. */
   closeSession: handleUnaryCall<CloseRequest, SendResponse>;
+  /** Steer writes an operator action into a live session (operators only). */
+  steer: handleUnaryCall<SteerRequest, SendResponse>;
   /** GetSession returns a session's metadata and current state. */
   getSession: handleUnaryCall<GetSessionRequest, SessionInfo>;
   /**
@@ -479,6 +492,19 @@ export interface HubClient extends Client {
   ): ClientUnaryCall;
   closeSession(
     request: CloseRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SendResponse) => void,
+  ): ClientUnaryCall;
+  /** Steer writes an operator action into a live session (operators only). */
+  steer(request: SteerRequest, callback: (error: ServiceError | null, response: SendResponse) => void): ClientUnaryCall;
+  steer(
+    request: SteerRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SendResponse) => void,
+  ): ClientUnaryCall;
+  steer(
+    request: SteerRequest,
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: SendResponse) => void,
