@@ -169,6 +169,9 @@ func (b *Base) FoldOther(env *hubpb.Envelope) bool {
 	if u := env.GetContextSet(); u != nil && env.GetType() == session.EventContextSet {
 		b.mustApply(env, u)
 	}
+	if u := env.GetOperatorAction().GetContext(); u != nil && env.GetType() == session.EventOperator {
+		b.mustApply(env, u)
+	}
 	return true
 }
 

@@ -76,6 +76,8 @@ func (m *Machine) Admit(env *hubpb.Envelope) error {
 		return m.Calls.checkAnswer(env.GetFrom(), m.Meta.GetSessionId(), insider, env.GetAnswer())
 	case t == session.EventQuestion:
 		return m.admitQuestion(env)
+	case t == session.EventOperator:
+		return m.admitOperator(env)
 	case session.IsTurn(t):
 		return m.admitTurn(env)
 	}
@@ -208,6 +210,9 @@ func (m *Machine) Fold(env *hubpb.Envelope) Outcome {
 	}
 	if !session.IsTurn(t) {
 		out := m.Turns.Fold(env)
+		if t == session.EventOperator && m.foldOperator(env) {
+			begins = true
+		}
 		out.Begins = begins
 		return out
 	}

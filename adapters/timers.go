@@ -19,7 +19,9 @@ type Clocks struct {
 	// last awaited result), until a participant takes a turn: the turn's
 	// timers, paused while it was held, count from it.
 	ResumedAt time.Time   `json:"resumed_at,omitzero"`
-	Fired     []time.Time `json:"fired,omitempty"` // per expectation: the period it last fired for
+	Fired     []time.Time `json:"fired,omitempty"` // per expectation: the period it last fired (or was cancelled) for
+	// Extended, per expectation: an operator's extension of a period.
+	Extended []Extension `json:"extended,omitempty"`
 }
 
 // fold records env's timestamps; released says whether env released a
@@ -39,10 +41,7 @@ func (c *Clocks) fold(m *Machine, env *hubpb.Envelope, released bool) {
 		c.ResumedAt = at
 	}
 	if v := env.GetViolation(); v != nil && env.GetType() == session.EventViolation {
-		n := len(m.Meta.GetExpectations())
-		if len(c.Fired) < n {
-			c.Fired = append(c.Fired, make([]time.Time, n-len(c.Fired))...)
-		}
+		c.growFired(len(m.Meta.GetExpectations()))
 		if i := int(v.GetIndex()); i >= 0 && i < len(c.Fired) {
 			c.Fired[i] = session.Time(v.GetSince())
 		}
@@ -90,7 +89,8 @@ func (m *Machine) Deadlines() []Deadline {
 		if !ok || (i < len(m.Clocks.Fired) && m.Clocks.Fired[i].Equal(since)) {
 			continue
 		}
-		out = append(out, Deadline{At: since.Add(session.Duration(e.GetWithin())), Index: i, Since: since, Violators: violators})
+		at := since.Add(session.Duration(e.GetWithin()) + m.Clocks.extension(i, since))
+		out = append(out, Deadline{At: at, Index: i, Since: since, Violators: violators})
 	}
 	for _, p := range m.Calls.Questions {
 		if w := session.Duration(p.Question.GetWithin()); w > 0 && !p.Fired && life.State == session.StateOpen {

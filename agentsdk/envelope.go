@@ -33,10 +33,11 @@ const (
 	EventDelegation       = "delegation"        // children opened, by the hub
 	EventDelegationResult = "delegation_result" // a child's result, by the hub
 	EventTaskProgress     = "task_progress"
-	EventToolCall         = "tool_call"      // a tool an agent called (not a turn)
-	EventToolResult       = "tool_result"    // what the tool returned (not a turn)
-	EventMessage          = "message"        // a note for a session's next speaker (not a turn)
-	EventForked           = "session_forked" // a fork's first record, by the hub (Envelope.fork)
+	EventToolCall         = "tool_call"       // a tool an agent called (not a turn)
+	EventToolResult       = "tool_result"     // what the tool returned (not a turn)
+	EventMessage          = "message"         // a note for a session's next speaker (not a turn)
+	EventForked           = "session_forked"  // a fork's first record, by the hub (Envelope.fork)
+	EventOperator         = "operator_action" // an operator's hand on the session, by the hub (not a turn)
 )
 
 // Routing kinds of a packet (hubpb.Routing.Kind).

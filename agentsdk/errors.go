@@ -83,6 +83,10 @@ var (
 	// (its data directory vanished, turned read-only or fails) and refuses
 	// every write until an operator acts (STORAGE_FAILED). Not retried.
 	ErrStorageFailed = errors.New("agentsdk: hub storage failed")
+	// ErrNothingToSteer: an operator action whose object is not there now:
+	// no held turn to release, no running period of the expectation named
+	// (NOTHING_TO_STEER).
+	ErrNothingToSteer = errors.New("agentsdk: nothing to steer")
 	// ErrTurnHeld: the turn is held while its holder waits for children or
 	// an answer; the message names what is awaited (TURN_HELD).
 	ErrTurnHeld = errors.New("agentsdk: turn held")
@@ -145,6 +149,7 @@ var sentinels = map[hubpb.Reason]error{
 	hubpb.Reason_QUARANTINED:              ErrQuarantined,
 	hubpb.Reason_NOT_OWNER:                ErrNotOwner,
 	hubpb.Reason_STORAGE_FAILED:           ErrStorageFailed,
+	hubpb.Reason_NOTHING_TO_STEER:         ErrNothingToSteer,
 }
 
 // sentinelOf returns the sentinel of a reason name, nil for an unknown one.

@@ -46,6 +46,7 @@ import (
 //	    input: one hubpb.OpenRequest per line, a child each (named on)
 //	answer AGENT S [operator] [key=K]   input: the hubpb.Answer
 //	questions AGENT [operator] [answerer=A] [root=S]
+//	steer AGENT S [operator]   input: the hubpb.OperatorAction
 //	info S | tree S | replay S | deadlines S
 //	watch AGENT S [FROM] [tree] [verbose]  (AGENT "operator" sees all)
 //	stop | start | restart | fail-append N | lose-ack N
@@ -173,6 +174,9 @@ func (r *runner) run(t *testing.T, td *datadriven.TestData) string {
 	case "answer":
 		need(2)
 		return r.answer(td, args)
+	case "steer":
+		need(2)
+		return r.steer(td, args)
 	case "questions":
 		need(1)
 		return r.questions(td, args)

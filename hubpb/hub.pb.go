@@ -132,6 +132,10 @@ const (
 	// that notices until an operator acts and restarts the hub; health says
 	// NOT_SERVING. Not retryable (docs/OPERATIONS.md).
 	Reason_STORAGE_FAILED Reason = 31
+	// An operator action whose object is not there now: no held turn to
+	// release, no running period of the expectation named. The message says
+	// what the session has instead.
+	Reason_NOTHING_TO_STEER Reason = 32
 )
 
 // Enum value maps for Reason.
@@ -169,6 +173,7 @@ var (
 		29: "QUARANTINED",
 		30: "NOT_OWNER",
 		31: "STORAGE_FAILED",
+		32: "NOTHING_TO_STEER",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":       0,
@@ -203,6 +208,7 @@ var (
 		"QUARANTINED":              29,
 		"NOT_OWNER":                30,
 		"STORAGE_FAILED":           31,
+		"NOTHING_TO_STEER":         32,
 	}
 )
 
@@ -253,7 +259,8 @@ type Envelope struct {
 	// "session_invite_ack", "session_invite_reject", "session_opened",
 	// "session_closed", "session_expired", "expectation_violated", "question",
 	// "answer", "question_closed", "delegation", "delegation_result",
-	// "task_progress", "tool_call", "tool_result", "message", or a custom type
+	// "task_progress", "tool_call", "tool_result", "message",
+	// "operator_action", or a custom type
 	// (carried, never a turn). The protocol spellings ("EV_TEXT") are
 	// accepted.
 	Type string `protobuf:"bytes,6,opt,name=type,proto3" json:"type,omitempty"`
@@ -278,6 +285,7 @@ type Envelope struct {
 	//	*Envelope_ToolResult
 	//	*Envelope_Message
 	//	*Envelope_Fork
+	//	*Envelope_OperatorAction
 	Payload isEnvelope_Payload `protobuf_oneof:"payload"`
 	// The id of the envelope this one answers, if any.
 	CausationId string `protobuf:"bytes,30,opt,name=causation_id,json=causationId,proto3" json:"causation_id,omitempty"`
@@ -531,6 +539,15 @@ func (x *Envelope) GetFork() *Fork {
 	return nil
 }
 
+func (x *Envelope) GetOperatorAction() *OperatorAction {
+	if x != nil {
+		if x, ok := x.Payload.(*Envelope_OperatorAction); ok {
+			return x.OperatorAction
+		}
+	}
+	return nil
+}
+
 func (x *Envelope) GetCausationId() string {
 	if x != nil {
 		return x.CausationId
@@ -663,6 +680,11 @@ type Envelope_Fork struct {
 	Fork *Fork `protobuf:"bytes,26,opt,name=fork,proto3,oneof"`
 }
 
+type Envelope_OperatorAction struct {
+	// An "operator_action": an operator's hand on the session.
+	OperatorAction *OperatorAction `protobuf:"bytes,27,opt,name=operator_action,json=operatorAction,proto3,oneof"`
+}
+
 func (*Envelope_Text) isEnvelope_Payload() {}
 
 func (*Envelope_Packet) isEnvelope_Payload() {}
@@ -696,6 +718,8 @@ func (*Envelope_ToolResult) isEnvelope_Payload() {}
 func (*Envelope_Message) isEnvelope_Payload() {}
 
 func (*Envelope_Fork) isEnvelope_Payload() {}
+
+func (*Envelope_OperatorAction) isEnvelope_Payload() {}
 
 // Audience restricts delivery to the named participants.
 type Audience struct {
@@ -5948,11 +5972,272 @@ func (x *StreamError) GetMetadata() map[string]string {
 	return nil
 }
 
+// OperatorAction is an operator's hand on a live session: the hub writes
+// it (from is "") with who acted and why, and every session folds it like
+// any other envelope, live and on replay. Exactly one action is set.
+type OperatorAction struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The operator who acted (its authenticated name).
+	Operator string `protobuf:"bytes,1,opt,name=operator,proto3" json:"operator,omitempty"`
+	// Why, in the operator's words (required).
+	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Types that are valid to be assigned to Action:
+	//
+	//	*OperatorAction_Context
+	//	*OperatorAction_NextSpeaker
+	//	*OperatorAction_ReleaseResult
+	//	*OperatorAction_Timer
+	Action        isOperatorAction_Action `protobuf_oneof:"action"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OperatorAction) Reset() {
+	*x = OperatorAction{}
+	mi := &file_hub_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OperatorAction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OperatorAction) ProtoMessage() {}
+
+func (x *OperatorAction) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OperatorAction.ProtoReflect.Descriptor instead.
+func (*OperatorAction) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *OperatorAction) GetOperator() string {
+	if x != nil {
+		return x.Operator
+	}
+	return ""
+}
+
+func (x *OperatorAction) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *OperatorAction) GetAction() isOperatorAction_Action {
+	if x != nil {
+		return x.Action
+	}
+	return nil
+}
+
+func (x *OperatorAction) GetContext() *ContextUpdate {
+	if x != nil {
+		if x, ok := x.Action.(*OperatorAction_Context); ok {
+			return x.Context
+		}
+	}
+	return nil
+}
+
+func (x *OperatorAction) GetNextSpeaker() string {
+	if x != nil {
+		if x, ok := x.Action.(*OperatorAction_NextSpeaker); ok {
+			return x.NextSpeaker
+		}
+	}
+	return ""
+}
+
+func (x *OperatorAction) GetReleaseResult() string {
+	if x != nil {
+		if x, ok := x.Action.(*OperatorAction_ReleaseResult); ok {
+			return x.ReleaseResult
+		}
+	}
+	return ""
+}
+
+func (x *OperatorAction) GetTimer() *TimerChange {
+	if x != nil {
+		if x, ok := x.Action.(*OperatorAction_Timer); ok {
+			return x.Timer
+		}
+	}
+	return nil
+}
+
+type isOperatorAction_Action interface {
+	isOperatorAction_Action()
+}
+
+type OperatorAction_Context struct {
+	// Delete, then set, context variables (deleting one not set is refused).
+	Context *ContextUpdate `protobuf:"bytes,3,opt,name=context,proto3,oneof"`
+}
+
+type OperatorAction_NextSpeaker struct {
+	// The next speaker, once, over the session type's choice.
+	NextSpeaker string `protobuf:"bytes,4,opt,name=next_speaker,json=nextSpeaker,proto3,oneof"`
+}
+
+type OperatorAction_ReleaseResult struct {
+	// Release the held turn (a question's or a blocking delegation's) with
+	// this result: the holder's turn begins again, the result is its answer.
+	ReleaseResult string `protobuf:"bytes,5,opt,name=release_result,json=releaseResult,proto3,oneof"`
+}
+
+type OperatorAction_Timer struct {
+	// Extend or cancel the running period of an expectation.
+	Timer *TimerChange `protobuf:"bytes,6,opt,name=timer,proto3,oneof"`
+}
+
+func (*OperatorAction_Context) isOperatorAction_Action() {}
+
+func (*OperatorAction_NextSpeaker) isOperatorAction_Action() {}
+
+func (*OperatorAction_ReleaseResult) isOperatorAction_Action() {}
+
+func (*OperatorAction_Timer) isOperatorAction_Action() {}
+
+// TimerChange extends or cancels the running period of the session's
+// expectation named (turn_within, reply_within, max_silence, acks_within).
+type TimerChange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The expectation's name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Extend its running period by this much (positive).
+	Extend *durationpb.Duration `protobuf:"bytes,2,opt,name=extend,proto3" json:"extend,omitempty"`
+	// Cancel its running period: it does not fire for it.
+	Cancel        bool `protobuf:"varint,3,opt,name=cancel,proto3" json:"cancel,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TimerChange) Reset() {
+	*x = TimerChange{}
+	mi := &file_hub_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TimerChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TimerChange) ProtoMessage() {}
+
+func (x *TimerChange) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TimerChange.ProtoReflect.Descriptor instead.
+func (*TimerChange) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *TimerChange) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *TimerChange) GetExtend() *durationpb.Duration {
+	if x != nil {
+		return x.Extend
+	}
+	return nil
+}
+
+func (x *TimerChange) GetCancel() bool {
+	if x != nil {
+		return x.Cancel
+	}
+	return false
+}
+
+// SteerRequest asks for an operator action on a session (operators only).
+type SteerRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The action, with its reason; operator is set by the hub.
+	Action        *OperatorAction `protobuf:"bytes,2,opt,name=action,proto3" json:"action,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SteerRequest) Reset() {
+	*x = SteerRequest{}
+	mi := &file_hub_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SteerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SteerRequest) ProtoMessage() {}
+
+func (x *SteerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SteerRequest.ProtoReflect.Descriptor instead.
+func (*SteerRequest) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *SteerRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *SteerRequest) GetAction() *OperatorAction {
+	if x != nil {
+		return x.Action
+	}
+	return nil
+}
+
 var File_hub_proto protoreflect.FileDescriptor
 
 const file_hub_proto_rawDesc = "" +
 	"\n" +
-	"\thub.proto\x12\ahubd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcf\t\n" +
+	"\thub.proto\x12\ahubd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x93\n" +
+	"\n" +
 	"\bEnvelope\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
@@ -5982,7 +6267,8 @@ const file_hub_proto_rawDesc = "" +
 	"\vtool_result\x18\x18 \x01(\v2\x13.hubd.v1.ToolResultH\x00R\n" +
 	"toolResult\x12)\n" +
 	"\amessage\x18\x19 \x01(\v2\r.hubd.v1.TextH\x00R\amessage\x12#\n" +
-	"\x04fork\x18\x1a \x01(\v2\r.hubd.v1.ForkH\x00R\x04fork\x12!\n" +
+	"\x04fork\x18\x1a \x01(\v2\r.hubd.v1.ForkH\x00R\x04fork\x12B\n" +
+	"\x0foperator_action\x18\x1b \x01(\v2\x17.hubd.v1.OperatorActionH\x00R\x0eoperatorAction\x12!\n" +
 	"\fcausation_id\x18\x1e \x01(\tR\vcausationId\x12\"\n" +
 	"\rclient_msg_id\x18\x1f \x01(\tR\vclientMsgId\x12!\n" +
 	"\x04call\x18  \x01(\v2\r.hubd.v1.CallR\x04call\x12 \n" +
@@ -6430,7 +6716,23 @@ const file_hub_proto_rawDesc = "" +
 	"\bmetadata\x18\x04 \x03(\v2\".hubd.v1.StreamError.MetadataEntryR\bmetadata\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01*\x80\x05\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xfe\x01\n" +
+	"\x0eOperatorAction\x12\x1a\n" +
+	"\boperator\x18\x01 \x01(\tR\boperator\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x122\n" +
+	"\acontext\x18\x03 \x01(\v2\x16.hubd.v1.ContextUpdateH\x00R\acontext\x12#\n" +
+	"\fnext_speaker\x18\x04 \x01(\tH\x00R\vnextSpeaker\x12'\n" +
+	"\x0erelease_result\x18\x05 \x01(\tH\x00R\rreleaseResult\x12,\n" +
+	"\x05timer\x18\x06 \x01(\v2\x14.hubd.v1.TimerChangeH\x00R\x05timerB\b\n" +
+	"\x06action\"l\n" +
+	"\vTimerChange\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x121\n" +
+	"\x06extend\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x06extend\x12\x16\n" +
+	"\x06cancel\x18\x03 \x01(\bR\x06cancel\"^\n" +
+	"\fSteerRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12/\n" +
+	"\x06action\x18\x02 \x01(\v2\x17.hubd.v1.OperatorActionR\x06action*\x96\x05\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vOUT_OF_TURN\x10\x01\x12\x13\n" +
@@ -6465,7 +6767,8 @@ const file_hub_proto_rawDesc = "" +
 	"\x14IDEMPOTENCY_CONFLICT\x10\x1c\x12\x0f\n" +
 	"\vQUARANTINED\x10\x1d\x12\r\n" +
 	"\tNOT_OWNER\x10\x1e\x12\x12\n" +
-	"\x0eSTORAGE_FAILED\x10\x1fB\"Z github.com/hubd/hubd/hubpb;hubpbb\x06proto3"
+	"\x0eSTORAGE_FAILED\x10\x1f\x12\x14\n" +
+	"\x10NOTHING_TO_STEER\x10 B\"Z github.com/hubd/hubd/hubpb;hubpbb\x06proto3"
 
 var (
 	file_hub_proto_rawDescOnce sync.Once
@@ -6480,7 +6783,7 @@ func file_hub_proto_rawDescGZIP() []byte {
 }
 
 var file_hub_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 82)
+var file_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 85)
 var file_hub_proto_goTypes = []any{
 	(Reason)(0),                   // 0: hubd.v1.Reason
 	(*Envelope)(nil),              // 1: hubd.v1.Envelope
@@ -6554,21 +6857,24 @@ var file_hub_proto_goTypes = []any{
 	(*StreamReady)(nil),           // 69: hubd.v1.StreamReady
 	(*StreamAck)(nil),             // 70: hubd.v1.StreamAck
 	(*StreamError)(nil),           // 71: hubd.v1.StreamError
-	nil,                           // 72: hubd.v1.ContextUpdate.SetEntry
-	nil,                           // 73: hubd.v1.SessionMeta.KnobsEntry
-	nil,                           // 74: hubd.v1.SessionMeta.LabelsEntry
-	nil,                           // 75: hubd.v1.ForkRequest.LabelsEntry
-	nil,                           // 76: hubd.v1.OpenRequest.LabelsEntry
-	nil,                           // 77: hubd.v1.OpenRequest.KnobsEntry
-	nil,                           // 78: hubd.v1.SessionInfo.ContextEntry
-	nil,                           // 79: hubd.v1.ListSessionsRequest.LabelsEntry
-	nil,                           // 80: hubd.v1.SubscribeRequest.CursorsEntry
-	nil,                           // 81: hubd.v1.WatchRequest.CursorsEntry
-	nil,                           // 82: hubd.v1.StreamError.MetadataEntry
-	(*timestamppb.Timestamp)(nil), // 83: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),       // 84: google.protobuf.Struct
-	(*durationpb.Duration)(nil),   // 85: google.protobuf.Duration
-	(*structpb.Value)(nil),        // 86: google.protobuf.Value
+	(*OperatorAction)(nil),        // 72: hubd.v1.OperatorAction
+	(*TimerChange)(nil),           // 73: hubd.v1.TimerChange
+	(*SteerRequest)(nil),          // 74: hubd.v1.SteerRequest
+	nil,                           // 75: hubd.v1.ContextUpdate.SetEntry
+	nil,                           // 76: hubd.v1.SessionMeta.KnobsEntry
+	nil,                           // 77: hubd.v1.SessionMeta.LabelsEntry
+	nil,                           // 78: hubd.v1.ForkRequest.LabelsEntry
+	nil,                           // 79: hubd.v1.OpenRequest.LabelsEntry
+	nil,                           // 80: hubd.v1.OpenRequest.KnobsEntry
+	nil,                           // 81: hubd.v1.SessionInfo.ContextEntry
+	nil,                           // 82: hubd.v1.ListSessionsRequest.LabelsEntry
+	nil,                           // 83: hubd.v1.SubscribeRequest.CursorsEntry
+	nil,                           // 84: hubd.v1.WatchRequest.CursorsEntry
+	nil,                           // 85: hubd.v1.StreamError.MetadataEntry
+	(*timestamppb.Timestamp)(nil), // 86: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),       // 87: google.protobuf.Struct
+	(*durationpb.Duration)(nil),   // 88: google.protobuf.Duration
+	(*structpb.Value)(nil),        // 89: google.protobuf.Value
 }
 var file_hub_proto_depIdxs = []int32{
 	2,   // 0: hubd.v1.Envelope.audience:type_name -> hubd.v1.Audience
@@ -6588,99 +6894,104 @@ var file_hub_proto_depIdxs = []int32{
 	17,  // 14: hubd.v1.Envelope.tool_result:type_name -> hubd.v1.ToolResult
 	3,   // 15: hubd.v1.Envelope.message:type_name -> hubd.v1.Text
 	26,  // 16: hubd.v1.Envelope.fork:type_name -> hubd.v1.Fork
-	20,  // 17: hubd.v1.Envelope.call:type_name -> hubd.v1.Call
-	83,  // 18: hubd.v1.Envelope.accepted_at:type_name -> google.protobuf.Timestamp
-	5,   // 19: hubd.v1.Packet.routing:type_name -> hubd.v1.Routing
-	6,   // 20: hubd.v1.Packet.context_updates:type_name -> hubd.v1.ContextUpdate
-	7,   // 21: hubd.v1.Packet.usage:type_name -> hubd.v1.Usage
-	72,  // 22: hubd.v1.ContextUpdate.set:type_name -> hubd.v1.ContextUpdate.SetEntry
-	83,  // 23: hubd.v1.Violation.since:type_name -> google.protobuf.Timestamp
-	12,  // 24: hubd.v1.Question.options:type_name -> hubd.v1.Option
-	84,  // 25: hubd.v1.Question.schema:type_name -> google.protobuf.Struct
-	85,  // 26: hubd.v1.Question.within:type_name -> google.protobuf.Duration
-	84,  // 27: hubd.v1.ToolCall.arguments:type_name -> google.protobuf.Struct
-	86,  // 28: hubd.v1.ToolResult.result:type_name -> google.protobuf.Value
-	7,   // 29: hubd.v1.DelegationResult.usage:type_name -> hubd.v1.Usage
-	85,  // 30: hubd.v1.Expectation.within:type_name -> google.protobuf.Duration
-	22,  // 31: hubd.v1.Expectations.items:type_name -> hubd.v1.Expectation
-	21,  // 32: hubd.v1.SessionMeta.participants:type_name -> hubd.v1.Participant
-	73,  // 33: hubd.v1.SessionMeta.knobs:type_name -> hubd.v1.SessionMeta.KnobsEntry
-	74,  // 34: hubd.v1.SessionMeta.labels:type_name -> hubd.v1.SessionMeta.LabelsEntry
-	85,  // 35: hubd.v1.SessionMeta.ttl:type_name -> google.protobuf.Duration
-	85,  // 36: hubd.v1.SessionMeta.invite_timeout:type_name -> google.protobuf.Duration
-	22,  // 37: hubd.v1.SessionMeta.expectations:type_name -> hubd.v1.Expectation
-	83,  // 38: hubd.v1.SessionMeta.created_at:type_name -> google.protobuf.Timestamp
-	29,  // 39: hubd.v1.SessionMeta.budget:type_name -> hubd.v1.Budget
-	25,  // 40: hubd.v1.SessionMeta.forked_from:type_name -> hubd.v1.ForkOrigin
-	25,  // 41: hubd.v1.Fork.origin:type_name -> hubd.v1.ForkOrigin
-	6,   // 42: hubd.v1.Fork.context:type_name -> hubd.v1.ContextUpdate
-	6,   // 43: hubd.v1.ForkRequest.context:type_name -> hubd.v1.ContextUpdate
-	75,  // 44: hubd.v1.ForkRequest.labels:type_name -> hubd.v1.ForkRequest.LabelsEntry
-	37,  // 45: hubd.v1.ForkResponse.session:type_name -> hubd.v1.SessionInfo
-	21,  // 46: hubd.v1.OpenRequest.participants:type_name -> hubd.v1.Participant
-	76,  // 47: hubd.v1.OpenRequest.labels:type_name -> hubd.v1.OpenRequest.LabelsEntry
-	85,  // 48: hubd.v1.OpenRequest.ttl:type_name -> google.protobuf.Duration
-	85,  // 49: hubd.v1.OpenRequest.invite_timeout:type_name -> google.protobuf.Duration
-	23,  // 50: hubd.v1.OpenRequest.expectations:type_name -> hubd.v1.Expectations
-	84,  // 51: hubd.v1.OpenRequest.graph:type_name -> google.protobuf.Struct
-	77,  // 52: hubd.v1.OpenRequest.knobs:type_name -> hubd.v1.OpenRequest.KnobsEntry
-	29,  // 53: hubd.v1.OpenRequest.budget:type_name -> hubd.v1.Budget
-	37,  // 54: hubd.v1.OpenResponse.session:type_name -> hubd.v1.SessionInfo
-	1,   // 55: hubd.v1.SendRequest.envelope:type_name -> hubd.v1.Envelope
-	83,  // 56: hubd.v1.SendResponse.accepted_at:type_name -> google.protobuf.Timestamp
-	24,  // 57: hubd.v1.SessionInfo.meta:type_name -> hubd.v1.SessionMeta
-	78,  // 58: hubd.v1.SessionInfo.context:type_name -> hubd.v1.SessionInfo.ContextEntry
-	7,   // 59: hubd.v1.SessionInfo.usage:type_name -> hubd.v1.Usage
-	38,  // 60: hubd.v1.SessionInfo.holds:type_name -> hubd.v1.Hold
-	7,   // 61: hubd.v1.SessionInfo.tree_usage:type_name -> hubd.v1.Usage
-	83,  // 62: hubd.v1.Hold.since:type_name -> google.protobuf.Timestamp
-	79,  // 63: hubd.v1.ListSessionsRequest.labels:type_name -> hubd.v1.ListSessionsRequest.LabelsEntry
-	37,  // 64: hubd.v1.ListSessionsResponse.sessions:type_name -> hubd.v1.SessionInfo
-	1,   // 65: hubd.v1.ReadLogResponse.envelopes:type_name -> hubd.v1.Envelope
-	51,  // 66: hubd.v1.PendingTurnsResponse.turns:type_name -> hubd.v1.Delivery
-	47,  // 67: hubd.v1.View.items:type_name -> hubd.v1.ViewItem
-	48,  // 68: hubd.v1.View.older:type_name -> hubd.v1.SpeakerCount
-	83,  // 69: hubd.v1.ViewItem.at:type_name -> google.protobuf.Timestamp
-	80,  // 70: hubd.v1.SubscribeRequest.cursors:type_name -> hubd.v1.SubscribeRequest.CursorsEntry
-	45,  // 71: hubd.v1.SubscribeRequest.turn_view:type_name -> hubd.v1.GetViewRequest
-	81,  // 72: hubd.v1.WatchRequest.cursors:type_name -> hubd.v1.WatchRequest.CursorsEntry
-	1,   // 73: hubd.v1.Delivery.envelope:type_name -> hubd.v1.Envelope
-	46,  // 74: hubd.v1.Delivery.view:type_name -> hubd.v1.View
-	30,  // 75: hubd.v1.DelegateRequest.children:type_name -> hubd.v1.OpenRequest
-	33,  // 76: hubd.v1.DelegateResponse.delegation:type_name -> hubd.v1.SendResponse
-	37,  // 77: hubd.v1.DelegateResponse.children:type_name -> hubd.v1.SessionInfo
-	13,  // 78: hubd.v1.AnswerRequest.answer:type_name -> hubd.v1.Answer
-	1,   // 79: hubd.v1.PendingQuestion.envelope:type_name -> hubd.v1.Envelope
-	56,  // 80: hubd.v1.ListQuestionsResponse.questions:type_name -> hubd.v1.PendingQuestion
-	37,  // 81: hubd.v1.TreeNode.session:type_name -> hubd.v1.SessionInfo
-	7,   // 82: hubd.v1.TreeNode.usage:type_name -> hubd.v1.Usage
-	85,  // 83: hubd.v1.TreeNode.duration:type_name -> google.protobuf.Duration
-	59,  // 84: hubd.v1.TreeNode.children:type_name -> hubd.v1.TreeNode
-	1,   // 85: hubd.v1.ReplayStep.envelope:type_name -> hubd.v1.Envelope
-	61,  // 86: hubd.v1.ReplayResponse.steps:type_name -> hubd.v1.ReplayStep
-	67,  // 87: hubd.v1.AgentFrame.send:type_name -> hubd.v1.StreamSend
-	49,  // 88: hubd.v1.AgentFrame.subscribe:type_name -> hubd.v1.SubscribeRequest
-	66,  // 89: hubd.v1.AgentFrame.open:type_name -> hubd.v1.StreamOpen
-	30,  // 90: hubd.v1.StreamOpen.request:type_name -> hubd.v1.OpenRequest
-	1,   // 91: hubd.v1.StreamSend.envelope:type_name -> hubd.v1.Envelope
-	69,  // 92: hubd.v1.HubFrame.ready:type_name -> hubd.v1.StreamReady
-	70,  // 93: hubd.v1.HubFrame.ack:type_name -> hubd.v1.StreamAck
-	51,  // 94: hubd.v1.HubFrame.delivery:type_name -> hubd.v1.Delivery
-	71,  // 95: hubd.v1.HubFrame.closing:type_name -> hubd.v1.StreamError
-	33,  // 96: hubd.v1.StreamAck.response:type_name -> hubd.v1.SendResponse
-	71,  // 97: hubd.v1.StreamAck.error:type_name -> hubd.v1.StreamError
-	31,  // 98: hubd.v1.StreamAck.opened:type_name -> hubd.v1.OpenResponse
-	0,   // 99: hubd.v1.StreamError.reason:type_name -> hubd.v1.Reason
-	82,  // 100: hubd.v1.StreamError.metadata:type_name -> hubd.v1.StreamError.MetadataEntry
-	86,  // 101: hubd.v1.ContextUpdate.SetEntry.value:type_name -> google.protobuf.Value
-	86,  // 102: hubd.v1.SessionMeta.KnobsEntry.value:type_name -> google.protobuf.Value
-	86,  // 103: hubd.v1.OpenRequest.KnobsEntry.value:type_name -> google.protobuf.Value
-	86,  // 104: hubd.v1.SessionInfo.ContextEntry.value:type_name -> google.protobuf.Value
-	105, // [105:105] is the sub-list for method output_type
-	105, // [105:105] is the sub-list for method input_type
-	105, // [105:105] is the sub-list for extension type_name
-	105, // [105:105] is the sub-list for extension extendee
-	0,   // [0:105] is the sub-list for field type_name
+	72,  // 17: hubd.v1.Envelope.operator_action:type_name -> hubd.v1.OperatorAction
+	20,  // 18: hubd.v1.Envelope.call:type_name -> hubd.v1.Call
+	86,  // 19: hubd.v1.Envelope.accepted_at:type_name -> google.protobuf.Timestamp
+	5,   // 20: hubd.v1.Packet.routing:type_name -> hubd.v1.Routing
+	6,   // 21: hubd.v1.Packet.context_updates:type_name -> hubd.v1.ContextUpdate
+	7,   // 22: hubd.v1.Packet.usage:type_name -> hubd.v1.Usage
+	75,  // 23: hubd.v1.ContextUpdate.set:type_name -> hubd.v1.ContextUpdate.SetEntry
+	86,  // 24: hubd.v1.Violation.since:type_name -> google.protobuf.Timestamp
+	12,  // 25: hubd.v1.Question.options:type_name -> hubd.v1.Option
+	87,  // 26: hubd.v1.Question.schema:type_name -> google.protobuf.Struct
+	88,  // 27: hubd.v1.Question.within:type_name -> google.protobuf.Duration
+	87,  // 28: hubd.v1.ToolCall.arguments:type_name -> google.protobuf.Struct
+	89,  // 29: hubd.v1.ToolResult.result:type_name -> google.protobuf.Value
+	7,   // 30: hubd.v1.DelegationResult.usage:type_name -> hubd.v1.Usage
+	88,  // 31: hubd.v1.Expectation.within:type_name -> google.protobuf.Duration
+	22,  // 32: hubd.v1.Expectations.items:type_name -> hubd.v1.Expectation
+	21,  // 33: hubd.v1.SessionMeta.participants:type_name -> hubd.v1.Participant
+	76,  // 34: hubd.v1.SessionMeta.knobs:type_name -> hubd.v1.SessionMeta.KnobsEntry
+	77,  // 35: hubd.v1.SessionMeta.labels:type_name -> hubd.v1.SessionMeta.LabelsEntry
+	88,  // 36: hubd.v1.SessionMeta.ttl:type_name -> google.protobuf.Duration
+	88,  // 37: hubd.v1.SessionMeta.invite_timeout:type_name -> google.protobuf.Duration
+	22,  // 38: hubd.v1.SessionMeta.expectations:type_name -> hubd.v1.Expectation
+	86,  // 39: hubd.v1.SessionMeta.created_at:type_name -> google.protobuf.Timestamp
+	29,  // 40: hubd.v1.SessionMeta.budget:type_name -> hubd.v1.Budget
+	25,  // 41: hubd.v1.SessionMeta.forked_from:type_name -> hubd.v1.ForkOrigin
+	25,  // 42: hubd.v1.Fork.origin:type_name -> hubd.v1.ForkOrigin
+	6,   // 43: hubd.v1.Fork.context:type_name -> hubd.v1.ContextUpdate
+	6,   // 44: hubd.v1.ForkRequest.context:type_name -> hubd.v1.ContextUpdate
+	78,  // 45: hubd.v1.ForkRequest.labels:type_name -> hubd.v1.ForkRequest.LabelsEntry
+	37,  // 46: hubd.v1.ForkResponse.session:type_name -> hubd.v1.SessionInfo
+	21,  // 47: hubd.v1.OpenRequest.participants:type_name -> hubd.v1.Participant
+	79,  // 48: hubd.v1.OpenRequest.labels:type_name -> hubd.v1.OpenRequest.LabelsEntry
+	88,  // 49: hubd.v1.OpenRequest.ttl:type_name -> google.protobuf.Duration
+	88,  // 50: hubd.v1.OpenRequest.invite_timeout:type_name -> google.protobuf.Duration
+	23,  // 51: hubd.v1.OpenRequest.expectations:type_name -> hubd.v1.Expectations
+	87,  // 52: hubd.v1.OpenRequest.graph:type_name -> google.protobuf.Struct
+	80,  // 53: hubd.v1.OpenRequest.knobs:type_name -> hubd.v1.OpenRequest.KnobsEntry
+	29,  // 54: hubd.v1.OpenRequest.budget:type_name -> hubd.v1.Budget
+	37,  // 55: hubd.v1.OpenResponse.session:type_name -> hubd.v1.SessionInfo
+	1,   // 56: hubd.v1.SendRequest.envelope:type_name -> hubd.v1.Envelope
+	86,  // 57: hubd.v1.SendResponse.accepted_at:type_name -> google.protobuf.Timestamp
+	24,  // 58: hubd.v1.SessionInfo.meta:type_name -> hubd.v1.SessionMeta
+	81,  // 59: hubd.v1.SessionInfo.context:type_name -> hubd.v1.SessionInfo.ContextEntry
+	7,   // 60: hubd.v1.SessionInfo.usage:type_name -> hubd.v1.Usage
+	38,  // 61: hubd.v1.SessionInfo.holds:type_name -> hubd.v1.Hold
+	7,   // 62: hubd.v1.SessionInfo.tree_usage:type_name -> hubd.v1.Usage
+	86,  // 63: hubd.v1.Hold.since:type_name -> google.protobuf.Timestamp
+	82,  // 64: hubd.v1.ListSessionsRequest.labels:type_name -> hubd.v1.ListSessionsRequest.LabelsEntry
+	37,  // 65: hubd.v1.ListSessionsResponse.sessions:type_name -> hubd.v1.SessionInfo
+	1,   // 66: hubd.v1.ReadLogResponse.envelopes:type_name -> hubd.v1.Envelope
+	51,  // 67: hubd.v1.PendingTurnsResponse.turns:type_name -> hubd.v1.Delivery
+	47,  // 68: hubd.v1.View.items:type_name -> hubd.v1.ViewItem
+	48,  // 69: hubd.v1.View.older:type_name -> hubd.v1.SpeakerCount
+	86,  // 70: hubd.v1.ViewItem.at:type_name -> google.protobuf.Timestamp
+	83,  // 71: hubd.v1.SubscribeRequest.cursors:type_name -> hubd.v1.SubscribeRequest.CursorsEntry
+	45,  // 72: hubd.v1.SubscribeRequest.turn_view:type_name -> hubd.v1.GetViewRequest
+	84,  // 73: hubd.v1.WatchRequest.cursors:type_name -> hubd.v1.WatchRequest.CursorsEntry
+	1,   // 74: hubd.v1.Delivery.envelope:type_name -> hubd.v1.Envelope
+	46,  // 75: hubd.v1.Delivery.view:type_name -> hubd.v1.View
+	30,  // 76: hubd.v1.DelegateRequest.children:type_name -> hubd.v1.OpenRequest
+	33,  // 77: hubd.v1.DelegateResponse.delegation:type_name -> hubd.v1.SendResponse
+	37,  // 78: hubd.v1.DelegateResponse.children:type_name -> hubd.v1.SessionInfo
+	13,  // 79: hubd.v1.AnswerRequest.answer:type_name -> hubd.v1.Answer
+	1,   // 80: hubd.v1.PendingQuestion.envelope:type_name -> hubd.v1.Envelope
+	56,  // 81: hubd.v1.ListQuestionsResponse.questions:type_name -> hubd.v1.PendingQuestion
+	37,  // 82: hubd.v1.TreeNode.session:type_name -> hubd.v1.SessionInfo
+	7,   // 83: hubd.v1.TreeNode.usage:type_name -> hubd.v1.Usage
+	88,  // 84: hubd.v1.TreeNode.duration:type_name -> google.protobuf.Duration
+	59,  // 85: hubd.v1.TreeNode.children:type_name -> hubd.v1.TreeNode
+	1,   // 86: hubd.v1.ReplayStep.envelope:type_name -> hubd.v1.Envelope
+	61,  // 87: hubd.v1.ReplayResponse.steps:type_name -> hubd.v1.ReplayStep
+	67,  // 88: hubd.v1.AgentFrame.send:type_name -> hubd.v1.StreamSend
+	49,  // 89: hubd.v1.AgentFrame.subscribe:type_name -> hubd.v1.SubscribeRequest
+	66,  // 90: hubd.v1.AgentFrame.open:type_name -> hubd.v1.StreamOpen
+	30,  // 91: hubd.v1.StreamOpen.request:type_name -> hubd.v1.OpenRequest
+	1,   // 92: hubd.v1.StreamSend.envelope:type_name -> hubd.v1.Envelope
+	69,  // 93: hubd.v1.HubFrame.ready:type_name -> hubd.v1.StreamReady
+	70,  // 94: hubd.v1.HubFrame.ack:type_name -> hubd.v1.StreamAck
+	51,  // 95: hubd.v1.HubFrame.delivery:type_name -> hubd.v1.Delivery
+	71,  // 96: hubd.v1.HubFrame.closing:type_name -> hubd.v1.StreamError
+	33,  // 97: hubd.v1.StreamAck.response:type_name -> hubd.v1.SendResponse
+	71,  // 98: hubd.v1.StreamAck.error:type_name -> hubd.v1.StreamError
+	31,  // 99: hubd.v1.StreamAck.opened:type_name -> hubd.v1.OpenResponse
+	0,   // 100: hubd.v1.StreamError.reason:type_name -> hubd.v1.Reason
+	85,  // 101: hubd.v1.StreamError.metadata:type_name -> hubd.v1.StreamError.MetadataEntry
+	6,   // 102: hubd.v1.OperatorAction.context:type_name -> hubd.v1.ContextUpdate
+	73,  // 103: hubd.v1.OperatorAction.timer:type_name -> hubd.v1.TimerChange
+	88,  // 104: hubd.v1.TimerChange.extend:type_name -> google.protobuf.Duration
+	72,  // 105: hubd.v1.SteerRequest.action:type_name -> hubd.v1.OperatorAction
+	89,  // 106: hubd.v1.ContextUpdate.SetEntry.value:type_name -> google.protobuf.Value
+	89,  // 107: hubd.v1.SessionMeta.KnobsEntry.value:type_name -> google.protobuf.Value
+	89,  // 108: hubd.v1.OpenRequest.KnobsEntry.value:type_name -> google.protobuf.Value
+	89,  // 109: hubd.v1.SessionInfo.ContextEntry.value:type_name -> google.protobuf.Value
+	110, // [110:110] is the sub-list for method output_type
+	110, // [110:110] is the sub-list for method input_type
+	110, // [110:110] is the sub-list for extension type_name
+	110, // [110:110] is the sub-list for extension extendee
+	0,   // [0:110] is the sub-list for field type_name
 }
 
 func init() { file_hub_proto_init() }
@@ -6706,6 +7017,7 @@ func file_hub_proto_init() {
 		(*Envelope_ToolResult)(nil),
 		(*Envelope_Message)(nil),
 		(*Envelope_Fork)(nil),
+		(*Envelope_OperatorAction)(nil),
 	}
 	file_hub_proto_msgTypes[64].OneofWrappers = []any{
 		(*AgentFrame_Send)(nil),
@@ -6718,13 +7030,19 @@ func file_hub_proto_init() {
 		(*HubFrame_Delivery)(nil),
 		(*HubFrame_Closing)(nil),
 	}
+	file_hub_proto_msgTypes[71].OneofWrappers = []any{
+		(*OperatorAction_Context)(nil),
+		(*OperatorAction_NextSpeaker)(nil),
+		(*OperatorAction_ReleaseResult)(nil),
+		(*OperatorAction_Timer)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hub_proto_rawDesc), len(file_hub_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   82,
+			NumMessages:   85,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -48,7 +48,7 @@ func CheckName(s string) error {
 func PayloadField(t string) string {
 	switch t {
 	case EventText, EventPacket, EventQuestion, EventAnswer, EventQuestionClosed, EventDelegation, EventDelegationResult,
-		EventTaskProgress, EventToolCall, EventToolResult, EventMessage:
+		EventTaskProgress, EventToolCall, EventToolResult, EventMessage, EventOperator:
 		return t
 	case EventContextSet:
 		return "context_set"
@@ -105,6 +105,8 @@ func payloadName(e *hubpb.Envelope) string {
 		return "message"
 	case *hubpb.Envelope_Fork:
 		return "fork"
+	case *hubpb.Envelope_OperatorAction:
+		return "operator_action"
 	}
 	return "unknown"
 }
@@ -212,6 +214,8 @@ func checkPayload(t string, e *hubpb.Envelope) error {
 		}
 	case *hubpb.Envelope_Delegation:
 		return checkDelegation(p.Delegation)
+	case *hubpb.Envelope_OperatorAction:
+		return CheckOperatorAction(p.OperatorAction)
 	}
 	return nil
 }

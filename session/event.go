@@ -47,6 +47,11 @@ const (
 	EventToolCall   = "tool_call"
 	EventToolResult = "tool_result"
 	EventMessage    = "message"
+
+	// EventOperator is an operator's hand on a live session
+	// (hubpb.OperatorAction), written by the hub on the operator's behalf;
+	// never a turn.
+	EventOperator = "operator_action"
 )
 
 // MaxEventTypeLen bounds the length of an event type string.
@@ -81,7 +86,7 @@ func ParseEventType(s string) (string, error) {
 func IsBuiltin(t string) bool {
 	switch t {
 	case EventText, EventPacket, EventContextSet, EventQuestion, EventAnswer, EventQuestionClosed, EventDelegation,
-		EventDelegationResult, EventTaskProgress, EventToolCall, EventToolResult, EventMessage, EventForked:
+		EventDelegationResult, EventTaskProgress, EventToolCall, EventToolResult, EventMessage, EventForked, EventOperator:
 		return true
 	}
 	return IsLifecycle(t)
@@ -106,7 +111,7 @@ func IsLifecycle(t string) bool {
 func IsHubOnly(t string) bool {
 	switch t {
 	case EventInvite, EventOpened, EventClosed, EventExpired, EventViolation, EventDelegation, EventDelegationResult,
-		EventQuestionClosed, EventForked:
+		EventQuestionClosed, EventForked, EventOperator:
 		return true
 	}
 	return false

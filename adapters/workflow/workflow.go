@@ -198,6 +198,13 @@ func (s *State) Expected() []string {
 	return []string{s.Expect}
 }
 
+// SetNext implements adapters.Steerable: name speaks next, once; the graph
+// decides again after its turn.
+func (s *State) SetNext(name string) {
+	s.Expect = name
+	s.LastRule = "operator → " + name
+}
+
 // Routing implements adapters.Router.
 func (s *State) Routing() (active string, handoffs int, supervisor string) {
 	return s.ActiveAgent(), s.Handoffs, s.Supervisor

@@ -35,6 +35,8 @@ var commands = []command{
 	{"sessions close", "ID [--reason R]", "close a session (its creator, or an operator)"},
 	{"sessions fork", "ID --at SEQ [--set k=v] [--delete k] [--next AGENT] [--label k=v]",
 		"open a new session continuing ID from its seq SEQ, with context edits and a chosen next speaker; print its id"},
+	{"sessions steer", "ID --reason R [--set k=v] [--unset k] [--next A] [--release-result T] [--extend NAME=D] [--cancel-timer NAME]",
+		"steer a live session (operators): set context, choose the next speaker once, release a held turn, extend or cancel a timer"},
 	{"questions list", "[--answerer A] [--root ID]", "the pending questions you must answer (an operator: everyone's)"},
 	{"questions answer", "QUESTION [OPTION ...] [--text T] [--session ID]", "answer a pending question with options or free text"},
 	{"tasks cancel", "ID ...", "cancel delegated tasks: each child session closes with reason cancelled (its delegator, or an operator)"},

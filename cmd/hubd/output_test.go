@@ -105,3 +105,30 @@ func TestEventLine(t *testing.T) {
 		}
 	}
 }
+
+// TestOperatorLine: each operator action in the timeline names the
+// operator, what it did and why.
+func TestOperatorLine(t *testing.T) {
+	act := func(a *hubpb.OperatorAction) *hubpb.Envelope {
+		a.Operator, a.Reason = "ops", "because"
+		e := logged(1, "", agentsdk.EventOperator)
+		e.Payload = &hubpb.Envelope_OperatorAction{OperatorAction: a}
+		return e
+	}
+	ctx, _ := agentsdk.SetContext(map[string]any{"k": 1})
+	ctx.GetContext().Delete = []string{"old"}
+	for _, tc := range []struct {
+		e    *hubpb.Envelope
+		want string
+	}{
+		{act(ctx), "operator ops: context: set k=1; delete old (why: because)"},
+		{act(agentsdk.NextSpeaker("carol")), "operator ops: next speaker carol (why: because)"},
+		{act(agentsdk.ReleaseTurn("yes")), "operator ops: releases the held turn: yes (why: because)"},
+		{act(agentsdk.ExtendTimer("turn_within", 5*time.Minute)), "operator ops: extends turn_within by 5m0s (why: because)"},
+		{act(agentsdk.CancelTimer("turn_within")), "operator ops: cancels turn_within (why: because)"},
+	} {
+		if got := eventLine(tc.e); got != tc.want {
+			t.Errorf("%q, want %q", got, tc.want)
+		}
+	}
+}

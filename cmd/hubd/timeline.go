@@ -39,6 +39,7 @@ func writeEvent(w io.Writer, e *hubpb.Envelope, stamps bool) error {
 //	session closed: done
 //	alice asks bob (q1): ship? [yes = Yes; no = No]
 //	bob answers q1: yes
+//	operator ops: next speaker carol (why: carol has the logs)
 //
 // and the other types likewise; a custom type by its name and size.
 func eventLine(e *hubpb.Envelope) string {
@@ -59,6 +60,8 @@ func eventLine(e *hubpb.Envelope) string {
 		return delegationLine(e)
 	case agentsdk.EventForked:
 		return forkLine(e.GetFork())
+	case agentsdk.EventOperator:
+		return operatorLine(e.GetOperatorAction())
 	case agentsdk.EventToolCall:
 		c := e.GetToolCall()
 		return fmt.Sprintf("%s calls %s %s", from, c.GetName(), compactJSON(c.GetArguments(), "{}"))
@@ -254,4 +257,25 @@ func forkLine(f *hubpb.Fork) string {
 		line += "; " + contextNotes(u)
 	}
 	return line
+}
+
+// operatorLine is an operator action: "operator ops: next speaker carol
+// (why: carol has the logs)".
+func operatorLine(a *hubpb.OperatorAction) string {
+	var what string
+	switch x := a.GetAction().(type) {
+	case *hubpb.OperatorAction_Context:
+		what = "context: " + contextNotes(x.Context)
+	case *hubpb.OperatorAction_NextSpeaker:
+		what = "next speaker " + x.NextSpeaker
+	case *hubpb.OperatorAction_ReleaseResult:
+		what = "releases the held turn: " + x.ReleaseResult
+	case *hubpb.OperatorAction_Timer:
+		if x.Timer.GetCancel() {
+			what = "cancels " + x.Timer.GetName()
+		} else {
+			what = fmt.Sprintf("extends %s by %v", x.Timer.GetName(), x.Timer.GetExtend().AsDuration())
+		}
+	}
+	return fmt.Sprintf("operator %s: %s (why: %s)", a.GetOperator(), what, a.GetReason())
 }

@@ -54,7 +54,8 @@ var codeOf = map[hubpb.Reason]codes.Code{
 	hubpb.Reason_QUARANTINED:              codes.DataLoss,
 	hubpb.Reason_NOT_OWNER:                codes.Unavailable,
 	// Not Unavailable: nothing is to be retried until an operator acts.
-	hubpb.Reason_STORAGE_FAILED: codes.FailedPrecondition,
+	hubpb.Reason_STORAGE_FAILED:   codes.FailedPrecondition,
+	hubpb.Reason_NOTHING_TO_STEER: codes.FailedPrecondition,
 }
 
 // Code returns the gRPC status code of a stable reason.

@@ -225,6 +225,13 @@ func (s *Service) Fork(ctx context.Context, req *hubpb.ForkRequest) (*hubpb.Fork
 	})
 }
 
+// Steer implements hubsvc.HubServer.
+func (s *Service) Steer(ctx context.Context, req *hubpb.SteerRequest) (*hubpb.SendResponse, error) {
+	return unary(s, ctx, "Steer", func(id Identity) (*hubpb.SendResponse, error) {
+		return s.h.Steer(ctx, id.Agent, id.Operator, req)
+	})
+}
+
 // GetSession implements hubsvc.HubServer.
 func (s *Service) GetSession(ctx context.Context, req *hubpb.GetSessionRequest) (*hubpb.SessionInfo, error) {
 	return unary(s, ctx, "GetSession", func(id Identity) (*hubpb.SessionInfo, error) {

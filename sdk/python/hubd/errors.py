@@ -65,6 +65,7 @@ __all__ = [
     "Internal",
     "DiskFull",
     "StorageFailed",
+    "NothingToSteer",
     "TurnHeld",
     "DelegateNotAllowed",
     "BadAnswer",
@@ -312,6 +313,13 @@ class StorageFailed(HubError):
     until an operator acts. Not retried."""
 
     REASON = "STORAGE_FAILED"
+
+
+class NothingToSteer(HubError):
+    """An operator action whose object is not there now: no held turn to
+    release, no running period of the expectation named."""
+
+    REASON = "NOTHING_TO_STEER"
 
 
 class TurnHeld(HubError):

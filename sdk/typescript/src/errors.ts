@@ -110,6 +110,8 @@ export class InternalError extends HubError {}
 export class DiskFullError extends HubError {}
 /** The hub cannot make a write durable on its storage; every write is refused until an operator acts (STORAGE_FAILED). Not retried. */
 export class StorageFailedError extends HubError {}
+/** An operator action whose object is not there now: no held turn to release, no running period of the expectation named (NOTHING_TO_STEER). */
+export class NothingToSteerError extends HubError {}
 /** The turn is held: its holder waits for a child session or an answer (TURN_HELD). */
 export class TurnHeldError extends HubError {}
 /** The delegate is not in the parent session's allow-list (DELEGATE_NOT_ALLOWED). */
@@ -162,6 +164,7 @@ export const errorClasses: Record<ReasonName, ErrorClass> = {
   QUARANTINED: QuarantinedError,
   NOT_OWNER: NotOwnerError,
   STORAGE_FAILED: StorageFailedError,
+  NOTHING_TO_STEER: NothingToSteerError,
 };
 
 /** The class of an error without a hub reason (one gRPC made itself), by its code. */

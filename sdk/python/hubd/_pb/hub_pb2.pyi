@@ -24,6 +24,7 @@ INTERNAL: Reason
 INVALID_GRAPH: Reason
 LIMIT_REACHED: Reason
 MALFORMED: Reason
+NOTHING_TO_STEER: Reason
 NOT_OWNER: Reason
 NOT_PARTICIPANT: Reason
 OUT_OF_TURN: Reason
@@ -215,7 +216,7 @@ class Ended(_message.Message):
     def __init__(self, reason: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
 
 class Envelope(_message.Message):
-    __slots__ = ["accepted_at", "answer", "audience", "call", "causation_id", "client_msg_id", "context_set", "custom", "delegation", "delegation_result", "ended", "fork", "id", "invite", "message", "packet", "question", "question_closed", "rule", "seq", "session_id", "task_progress", "text", "tool_call", "tool_result", "traceparent", "type", "violation"]
+    __slots__ = ["accepted_at", "answer", "audience", "call", "causation_id", "client_msg_id", "context_set", "custom", "delegation", "delegation_result", "ended", "fork", "id", "invite", "message", "operator_action", "packet", "question", "question_closed", "rule", "seq", "session_id", "task_progress", "text", "tool_call", "tool_result", "traceparent", "type", "violation"]
     ACCEPTED_AT_FIELD_NUMBER: _ClassVar[int]
     ANSWER_FIELD_NUMBER: _ClassVar[int]
     AUDIENCE_FIELD_NUMBER: _ClassVar[int]
@@ -232,6 +233,7 @@ class Envelope(_message.Message):
     ID_FIELD_NUMBER: _ClassVar[int]
     INVITE_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    OPERATOR_ACTION_FIELD_NUMBER: _ClassVar[int]
     PACKET_FIELD_NUMBER: _ClassVar[int]
     QUESTION_CLOSED_FIELD_NUMBER: _ClassVar[int]
     QUESTION_FIELD_NUMBER: _ClassVar[int]
@@ -260,6 +262,7 @@ class Envelope(_message.Message):
     id: str
     invite: Invite
     message: Text
+    operator_action: OperatorAction
     packet: Packet
     question: Question
     question_closed: QuestionClosed
@@ -273,7 +276,7 @@ class Envelope(_message.Message):
     traceparent: str
     type: str
     violation: Violation
-    def __init__(self, session_id: _Optional[str] = ..., seq: _Optional[int] = ..., id: _Optional[str] = ..., audience: _Optional[_Union[Audience, _Mapping]] = ..., type: _Optional[str] = ..., text: _Optional[_Union[Text, _Mapping]] = ..., packet: _Optional[_Union[Packet, _Mapping]] = ..., context_set: _Optional[_Union[ContextUpdate, _Mapping]] = ..., invite: _Optional[_Union[Invite, _Mapping]] = ..., ended: _Optional[_Union[Ended, _Mapping]] = ..., violation: _Optional[_Union[Violation, _Mapping]] = ..., question: _Optional[_Union[Question, _Mapping]] = ..., answer: _Optional[_Union[Answer, _Mapping]] = ..., delegation_result: _Optional[_Union[DelegationResult, _Mapping]] = ..., task_progress: _Optional[_Union[TaskProgress, _Mapping]] = ..., custom: _Optional[bytes] = ..., delegation: _Optional[_Union[Delegation, _Mapping]] = ..., question_closed: _Optional[_Union[QuestionClosed, _Mapping]] = ..., tool_call: _Optional[_Union[ToolCall, _Mapping]] = ..., tool_result: _Optional[_Union[ToolResult, _Mapping]] = ..., message: _Optional[_Union[Text, _Mapping]] = ..., fork: _Optional[_Union[Fork, _Mapping]] = ..., causation_id: _Optional[str] = ..., client_msg_id: _Optional[str] = ..., call: _Optional[_Union[Call, _Mapping]] = ..., traceparent: _Optional[str] = ..., accepted_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., rule: _Optional[str] = ..., **kwargs) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., seq: _Optional[int] = ..., id: _Optional[str] = ..., audience: _Optional[_Union[Audience, _Mapping]] = ..., type: _Optional[str] = ..., text: _Optional[_Union[Text, _Mapping]] = ..., packet: _Optional[_Union[Packet, _Mapping]] = ..., context_set: _Optional[_Union[ContextUpdate, _Mapping]] = ..., invite: _Optional[_Union[Invite, _Mapping]] = ..., ended: _Optional[_Union[Ended, _Mapping]] = ..., violation: _Optional[_Union[Violation, _Mapping]] = ..., question: _Optional[_Union[Question, _Mapping]] = ..., answer: _Optional[_Union[Answer, _Mapping]] = ..., delegation_result: _Optional[_Union[DelegationResult, _Mapping]] = ..., task_progress: _Optional[_Union[TaskProgress, _Mapping]] = ..., custom: _Optional[bytes] = ..., delegation: _Optional[_Union[Delegation, _Mapping]] = ..., question_closed: _Optional[_Union[QuestionClosed, _Mapping]] = ..., tool_call: _Optional[_Union[ToolCall, _Mapping]] = ..., tool_result: _Optional[_Union[ToolResult, _Mapping]] = ..., message: _Optional[_Union[Text, _Mapping]] = ..., fork: _Optional[_Union[Fork, _Mapping]] = ..., operator_action: _Optional[_Union[OperatorAction, _Mapping]] = ..., causation_id: _Optional[str] = ..., client_msg_id: _Optional[str] = ..., call: _Optional[_Union[Call, _Mapping]] = ..., traceparent: _Optional[str] = ..., accepted_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., rule: _Optional[str] = ..., **kwargs) -> None: ...
 
 class Expectation(_message.Message):
     __slots__ = ["action", "name", "within"]
@@ -507,6 +510,22 @@ class OpenResponse(_message.Message):
     existing: bool
     session: SessionInfo
     def __init__(self, session: _Optional[_Union[SessionInfo, _Mapping]] = ..., existing: bool = ...) -> None: ...
+
+class OperatorAction(_message.Message):
+    __slots__ = ["context", "next_speaker", "operator", "reason", "release_result", "timer"]
+    CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    NEXT_SPEAKER_FIELD_NUMBER: _ClassVar[int]
+    OPERATOR_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    RELEASE_RESULT_FIELD_NUMBER: _ClassVar[int]
+    TIMER_FIELD_NUMBER: _ClassVar[int]
+    context: ContextUpdate
+    next_speaker: str
+    operator: str
+    reason: str
+    release_result: str
+    timer: TimerChange
+    def __init__(self, operator: _Optional[str] = ..., reason: _Optional[str] = ..., context: _Optional[_Union[ContextUpdate, _Mapping]] = ..., next_speaker: _Optional[str] = ..., release_result: _Optional[str] = ..., timer: _Optional[_Union[TimerChange, _Mapping]] = ...) -> None: ...
 
 class Option(_message.Message):
     __slots__ = ["id", "label"]
@@ -789,6 +808,14 @@ class SpeakerCount(_message.Message):
     speaker: str
     def __init__(self, speaker: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
 
+class SteerRequest(_message.Message):
+    __slots__ = ["action", "session_id"]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    action: OperatorAction
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ..., action: _Optional[_Union[OperatorAction, _Mapping]] = ...) -> None: ...
+
 class StreamAck(_message.Message):
     __slots__ = ["error", "opened", "ref", "response"]
     ERROR_FIELD_NUMBER: _ClassVar[int]
@@ -890,6 +917,16 @@ class Text(_message.Message):
     TEXT_FIELD_NUMBER: _ClassVar[int]
     text: str
     def __init__(self, text: _Optional[str] = ...) -> None: ...
+
+class TimerChange(_message.Message):
+    __slots__ = ["cancel", "extend", "name"]
+    CANCEL_FIELD_NUMBER: _ClassVar[int]
+    EXTEND_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    cancel: bool
+    extend: _duration_pb2.Duration
+    name: str
+    def __init__(self, name: _Optional[str] = ..., extend: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., cancel: bool = ...) -> None: ...
 
 class ToolCall(_message.Message):
     __slots__ = ["arguments", "call_id", "name"]

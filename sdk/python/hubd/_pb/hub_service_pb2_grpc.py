@@ -45,6 +45,11 @@ class HubStub(object):
                 request_serializer=hub__pb2.ForkRequest.SerializeToString,
                 response_deserializer=hub__pb2.ForkResponse.FromString,
                 )
+        self.Steer = channel.unary_unary(
+                '/hubd.v1.Hub/Steer',
+                request_serializer=hub__pb2.SteerRequest.SerializeToString,
+                response_deserializer=hub__pb2.SendResponse.FromString,
+                )
         self.GetSession = channel.unary_unary(
                 '/hubd.v1.Hub/GetSession',
                 request_serializer=hub__pb2.GetSessionRequest.SerializeToString,
@@ -162,6 +167,13 @@ class HubServicer(object):
         """Fork opens a new session whose state is another's at one of its seqs,
         with optional context edits and a chosen next speaker. A participant
         of the source (or an operator) may fork it; the source is unchanged.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Steer(self, request, context):
+        """Steer writes an operator action into a live session (operators only).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -321,6 +333,11 @@ def add_HubServicer_to_server(servicer, server):
                     servicer.Fork,
                     request_deserializer=hub__pb2.ForkRequest.FromString,
                     response_serializer=hub__pb2.ForkResponse.SerializeToString,
+            ),
+            'Steer': grpc.unary_unary_rpc_method_handler(
+                    servicer.Steer,
+                    request_deserializer=hub__pb2.SteerRequest.FromString,
+                    response_serializer=hub__pb2.SendResponse.SerializeToString,
             ),
             'GetSession': grpc.unary_unary_rpc_method_handler(
                     servicer.GetSession,
@@ -502,6 +519,23 @@ class Hub(object):
         return grpc.experimental.unary_unary(request, target, '/hubd.v1.Hub/Fork',
             hub__pb2.ForkRequest.SerializeToString,
             hub__pb2.ForkResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def Steer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/hubd.v1.Hub/Steer',
+            hub__pb2.SteerRequest.SerializeToString,
+            hub__pb2.SendResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

@@ -143,6 +143,12 @@ export enum Reason {
    * NOT_SERVING. Not retryable (docs/OPERATIONS.md).
    */
   STORAGE_FAILED = 31,
+  /**
+   * NOTHING_TO_STEER - An operator action whose object is not there now: no held turn to
+   * release, no running period of the expectation named. The message says
+   * what the session has instead.
+   */
+  NOTHING_TO_STEER = 32,
   UNRECOGNIZED = -1,
 }
 
@@ -244,6 +250,9 @@ export function reasonFromJSON(object: any): Reason {
     case 31:
     case "STORAGE_FAILED":
       return Reason.STORAGE_FAILED;
+    case 32:
+    case "NOTHING_TO_STEER":
+      return Reason.NOTHING_TO_STEER;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -317,6 +326,8 @@ export function reasonToJSON(object: Reason): string {
       return "NOT_OWNER";
     case Reason.STORAGE_FAILED:
       return "STORAGE_FAILED";
+    case Reason.NOTHING_TO_STEER:
+      return "NOTHING_TO_STEER";
     case Reason.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
@@ -349,7 +360,8 @@ export interface Envelope {
    * "session_invite_ack", "session_invite_reject", "session_opened",
    * "session_closed", "session_expired", "expectation_violated", "question",
    * "answer", "question_closed", "delegation", "delegation_result",
-   * "task_progress", "tool_call", "tool_result", "message", or a custom type
+   * "task_progress", "tool_call", "tool_result", "message",
+   * "operator_action", or a custom type
    * (carried, never a turn). The protocol spellings ("EV_TEXT") are
    * accepted.
    */
@@ -424,6 +436,10 @@ export interface Envelope {
   /** A "session_forked": the hub's first record of a fork. */
   fork?:
     | Fork
+    | undefined;
+  /** An "operator_action": an operator's hand on the session. */
+  operatorAction?:
+    | OperatorAction
     | undefined;
   /** The id of the envelope this one answers, if any. */
   causationId: string;
@@ -1639,6 +1655,58 @@ export interface StreamError_MetadataEntry {
   value: string;
 }
 
+/**
+ * OperatorAction is an operator's hand on a live session: the hub writes
+ * it (from is "") with who acted and why, and every session folds it like
+ * any other envelope, live and on replay. Exactly one action is set.
+ */
+export interface OperatorAction {
+  /** The operator who acted (its authenticated name). */
+  operator: string;
+  /** Why, in the operator's words (required). */
+  reason: string;
+  /** Delete, then set, context variables (deleting one not set is refused). */
+  context?:
+    | ContextUpdate
+    | undefined;
+  /** The next speaker, once, over the session type's choice. */
+  nextSpeaker?:
+    | string
+    | undefined;
+  /**
+   * Release the held turn (a question's or a blocking delegation's) with
+   * this result: the holder's turn begins again, the result is its answer.
+   */
+  releaseResult?:
+    | string
+    | undefined;
+  /** Extend or cancel the running period of an expectation. */
+  timer?: TimerChange | undefined;
+}
+
+/**
+ * TimerChange extends or cancels the running period of the session's
+ * expectation named (turn_within, reply_within, max_silence, acks_within).
+ */
+export interface TimerChange {
+  /** The expectation's name. */
+  name: string;
+  /** Extend its running period by this much (positive). */
+  extend:
+    | Duration
+    | undefined;
+  /** Cancel its running period: it does not fire for it. */
+  cancel: boolean;
+}
+
+/** SteerRequest asks for an operator action on a session (operators only). */
+export interface SteerRequest {
+  /** The session. */
+  sessionId: string;
+  /** The action, with its reason; operator is set by the hub. */
+  action: OperatorAction | undefined;
+}
+
 function createBaseEnvelope(): Envelope {
   return {
     sessionId: "",
@@ -1664,6 +1732,7 @@ function createBaseEnvelope(): Envelope {
     toolResult: undefined,
     message: undefined,
     fork: undefined,
+    operatorAction: undefined,
     causationId: "",
     clientMsgId: "",
     call: undefined,
@@ -1743,6 +1812,9 @@ export const Envelope: MessageFns<Envelope> = {
     }
     if (message.fork !== undefined) {
       Fork.encode(message.fork, writer.uint32(210).fork()).join();
+    }
+    if (message.operatorAction !== undefined) {
+      OperatorAction.encode(message.operatorAction, writer.uint32(218).fork()).join();
     }
     if (message.causationId !== "") {
       writer.uint32(242).string(message.causationId);
@@ -1962,6 +2034,14 @@ export const Envelope: MessageFns<Envelope> = {
             message.fork = Fork.decode(reader, reader.uint32());
             continue;
           }
+          case 27: {
+            if (tag !== 218) {
+              break;
+            }
+
+            message.operatorAction = OperatorAction.decode(reader, reader.uint32());
+            continue;
+          }
           case 30: {
             if (tag !== 242) {
               break;
@@ -2049,6 +2129,7 @@ export const Envelope: MessageFns<Envelope> = {
       toolResult: isSet(object.tool_result) ? ToolResult.fromJSON(object.tool_result) : undefined,
       message: isSet(object.message) ? Text.fromJSON(object.message) : undefined,
       fork: isSet(object.fork) ? Fork.fromJSON(object.fork) : undefined,
+      operatorAction: isSet(object.operator_action) ? OperatorAction.fromJSON(object.operator_action) : undefined,
       causationId: isSet(object.causation_id) ? globalThis.String(object.causation_id) : "",
       clientMsgId: isSet(object.client_msg_id) ? globalThis.String(object.client_msg_id) : "",
       call: isSet(object.call) ? Call.fromJSON(object.call) : undefined,
@@ -2129,6 +2210,9 @@ export const Envelope: MessageFns<Envelope> = {
     if (message.fork !== undefined) {
       obj.fork = Fork.toJSON(message.fork);
     }
+    if (message.operatorAction !== undefined) {
+      obj.operator_action = OperatorAction.toJSON(message.operatorAction);
+    }
     if (message.causationId !== "") {
       obj.causation_id = message.causationId;
     }
@@ -2206,6 +2290,9 @@ export const Envelope: MessageFns<Envelope> = {
       ? Text.fromPartial(object.message)
       : undefined;
     message.fork = (object.fork !== undefined && object.fork !== null) ? Fork.fromPartial(object.fork) : undefined;
+    message.operatorAction = (object.operatorAction !== undefined && object.operatorAction !== null)
+      ? OperatorAction.fromPartial(object.operatorAction)
+      : undefined;
     message.causationId = object.causationId ?? "";
     message.clientMsgId = object.clientMsgId ?? "";
     message.call = (object.call !== undefined && object.call !== null) ? Call.fromPartial(object.call) : undefined;
@@ -11776,6 +11863,356 @@ export const StreamError_MetadataEntry: MessageFns<StreamError_MetadataEntry> = 
     const message = createBaseStreamError_MetadataEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseOperatorAction(): OperatorAction {
+  return {
+    operator: "",
+    reason: "",
+    context: undefined,
+    nextSpeaker: undefined,
+    releaseResult: undefined,
+    timer: undefined,
+  };
+}
+
+export const OperatorAction: MessageFns<OperatorAction> = {
+  encode(message: OperatorAction, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.operator !== "") {
+      writer.uint32(10).string(message.operator);
+    }
+    if (message.reason !== "") {
+      writer.uint32(18).string(message.reason);
+    }
+    if (message.context !== undefined) {
+      ContextUpdate.encode(message.context, writer.uint32(26).fork()).join();
+    }
+    if (message.nextSpeaker !== undefined) {
+      writer.uint32(34).string(message.nextSpeaker);
+    }
+    if (message.releaseResult !== undefined) {
+      writer.uint32(42).string(message.releaseResult);
+    }
+    if (message.timer !== undefined) {
+      TimerChange.encode(message.timer, writer.uint32(50).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): OperatorAction {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseOperatorAction();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.operator = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.context = ContextUpdate.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.nextSpeaker = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.releaseResult = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.timer = TimerChange.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): OperatorAction {
+    return {
+      operator: isSet(object.operator) ? globalThis.String(object.operator) : "",
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+      context: isSet(object.context) ? ContextUpdate.fromJSON(object.context) : undefined,
+      nextSpeaker: isSet(object.next_speaker) ? globalThis.String(object.next_speaker) : undefined,
+      releaseResult: isSet(object.release_result) ? globalThis.String(object.release_result) : undefined,
+      timer: isSet(object.timer) ? TimerChange.fromJSON(object.timer) : undefined,
+    };
+  },
+
+  toJSON(message: OperatorAction): unknown {
+    const obj: any = {};
+    if (message.operator !== "") {
+      obj.operator = message.operator;
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    if (message.context !== undefined) {
+      obj.context = ContextUpdate.toJSON(message.context);
+    }
+    if (message.nextSpeaker !== undefined) {
+      obj.next_speaker = message.nextSpeaker;
+    }
+    if (message.releaseResult !== undefined) {
+      obj.release_result = message.releaseResult;
+    }
+    if (message.timer !== undefined) {
+      obj.timer = TimerChange.toJSON(message.timer);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<OperatorAction>, I>>(base?: I): OperatorAction {
+    return OperatorAction.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<OperatorAction>, I>>(object: I): OperatorAction {
+    const message = createBaseOperatorAction();
+    message.operator = object.operator ?? "";
+    message.reason = object.reason ?? "";
+    message.context = (object.context !== undefined && object.context !== null)
+      ? ContextUpdate.fromPartial(object.context)
+      : undefined;
+    message.nextSpeaker = object.nextSpeaker ?? undefined;
+    message.releaseResult = object.releaseResult ?? undefined;
+    message.timer = (object.timer !== undefined && object.timer !== null)
+      ? TimerChange.fromPartial(object.timer)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseTimerChange(): TimerChange {
+  return { name: "", extend: undefined, cancel: false };
+}
+
+export const TimerChange: MessageFns<TimerChange> = {
+  encode(message: TimerChange, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.extend !== undefined) {
+      Duration.encode(message.extend, writer.uint32(18).fork()).join();
+    }
+    if (message.cancel !== false) {
+      writer.uint32(24).bool(message.cancel);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TimerChange {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTimerChange();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.extend = Duration.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.cancel = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TimerChange {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      extend: isSet(object.extend) ? Duration.fromJSON(object.extend) : undefined,
+      cancel: isSet(object.cancel) ? globalThis.Boolean(object.cancel) : false,
+    };
+  },
+
+  toJSON(message: TimerChange): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.extend !== undefined) {
+      obj.extend = Duration.toJSON(message.extend);
+    }
+    if (message.cancel !== false) {
+      obj.cancel = message.cancel;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<TimerChange>, I>>(base?: I): TimerChange {
+    return TimerChange.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<TimerChange>, I>>(object: I): TimerChange {
+    const message = createBaseTimerChange();
+    message.name = object.name ?? "";
+    message.extend = (object.extend !== undefined && object.extend !== null)
+      ? Duration.fromPartial(object.extend)
+      : undefined;
+    message.cancel = object.cancel ?? false;
+    return message;
+  },
+};
+
+function createBaseSteerRequest(): SteerRequest {
+  return { sessionId: "", action: undefined };
+}
+
+export const SteerRequest: MessageFns<SteerRequest> = {
+  encode(message: SteerRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.sessionId !== "") {
+      writer.uint32(10).string(message.sessionId);
+    }
+    if (message.action !== undefined) {
+      OperatorAction.encode(message.action, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SteerRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSteerRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.sessionId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.action = OperatorAction.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SteerRequest {
+    return {
+      sessionId: isSet(object.session_id) ? globalThis.String(object.session_id) : "",
+      action: isSet(object.action) ? OperatorAction.fromJSON(object.action) : undefined,
+    };
+  },
+
+  toJSON(message: SteerRequest): unknown {
+    const obj: any = {};
+    if (message.sessionId !== "") {
+      obj.session_id = message.sessionId;
+    }
+    if (message.action !== undefined) {
+      obj.action = OperatorAction.toJSON(message.action);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SteerRequest>, I>>(base?: I): SteerRequest {
+    return SteerRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SteerRequest>, I>>(object: I): SteerRequest {
+    const message = createBaseSteerRequest();
+    message.sessionId = object.sessionId ?? "";
+    message.action = (object.action !== undefined && object.action !== null)
+      ? OperatorAction.fromPartial(object.action)
+      : undefined;
     return message;
   },
 };

@@ -49,6 +49,7 @@ import {
   SendRequest,
   SendResponse,
   SessionInfo,
+  SteerRequest,
   SubscribeRequest,
   TreeNode,
   View,
@@ -144,6 +145,16 @@ export const HubService = {
     requestDeserialize: (value: Buffer): ForkRequest => ForkRequest.decode(value),
     responseSerialize: (value: ForkResponse): Buffer => Buffer.from(ForkResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ForkResponse => ForkResponse.decode(value),
+  },
+  /** Steer writes an operator action into a live session (operators only). */
+  steer: {
+    path: "/hubd.v1.Hub/Steer" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SteerRequest): Buffer => Buffer.from(SteerRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SteerRequest => SteerRequest.decode(value),
+    responseSerialize: (value: SendResponse): Buffer => Buffer.from(SendResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SendResponse => SendResponse.decode(value),
   },
   /** GetSession returns a session's metadata and current state. */
   getSession: {
@@ -355,6 +366,8 @@ export interface HubServer extends UntypedServiceImplementation {
    * of the source (or an operator) may fork it; the source is unchanged.
    */
   fork: handleUnaryCall<ForkRequest, ForkResponse>;
+  /** Steer writes an operator action into a live session (operators only). */
+  steer: handleUnaryCall<SteerRequest, SendResponse>;
   /** GetSession returns a session's metadata and current state. */
   getSession: handleUnaryCall<GetSessionRequest, SessionInfo>;
   /**
@@ -521,6 +534,19 @@ export interface HubClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ForkResponse) => void,
+  ): ClientUnaryCall;
+  /** Steer writes an operator action into a live session (operators only). */
+  steer(request: SteerRequest, callback: (error: ServiceError | null, response: SendResponse) => void): ClientUnaryCall;
+  steer(
+    request: SteerRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SendResponse) => void,
+  ): ClientUnaryCall;
+  steer(
+    request: SteerRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SendResponse) => void,
   ): ClientUnaryCall;
   /** GetSession returns a session's metadata and current state. */
   getSession(
