@@ -22,6 +22,9 @@ escalate, context updates, usage), :meth:`Client.set_context`,
 :meth:`Client.view`, :meth:`Client.get_session`,
 :meth:`Client.list_sessions`, :meth:`Client.pending_turns`; streams:
 :meth:`Client.subscribe`, :meth:`Client.watch`, :meth:`Client.follow`.
+Forks and operator actions: :meth:`Client.fork` (a new session
+continuing another from one of its seqs), :meth:`Client.steer` (an
+operator's action on a live session).
 
 Serving: :meth:`Client.serve` calls a handler once per turn with a
 :class:`Turn` and posts its reply idempotently, across hub restarts.

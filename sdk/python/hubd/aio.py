@@ -41,7 +41,7 @@ from typing import (
 import grpc
 import grpc.aio
 
-from . import _calls, _common, _serve, _stream, _trace, errors
+from . import _calls, _common, _ops, _serve, _stream, _trace, errors
 from ._calls import Task, TaskStatus, Turn, await_all, await_any
 from ._model import (
     MODE_BACKGROUND,
@@ -507,6 +507,92 @@ class Client:
         its creator (or an operator) may close it."""
         req = pb.CloseRequest(session_id=session_id, reason=reason)
         return Ack.from_proto(await self._call("close session", self._stub.Close, req, timeout))
+
+    async def fork(
+        self,
+        session_id: str,
+        at_seq: int,
+        *,
+        set: Optional[Mapping[str, Any]] = None,
+        delete: Sequence[str] = (),
+        next_speaker: str = "",
+        labels: Optional[Mapping[str, str]] = None,
+        timeout: Optional[float] = None,
+    ) -> Session:
+        """Open a new session that continues ``session_id`` from its seq
+        ``at_seq`` (1 to its last seq), and return it (open at once).
+
+        The fork has the source's type, graph, knobs and participants and
+        its state at that seq (turns, context, usage, who speaks next; no
+        held turn, pending question or children), then the edits: context
+        variables ``delete`` d, then ``set`` (any JSON values), the
+        participant ``next_speaker`` expected ("": whoever the source
+        expected; workflow sessions only), ``labels`` added to the
+        source's; the hub labels it ``forked_from``. The source is not
+        changed; an ended source can be forked. A participant of the
+        source (or an operator) may fork it. Not retried: each call opens
+        a new session.
+
+        Raises:
+            hubd.UnknownSession: no such source.
+            hubd.PermissionDenied: the caller takes no part in the source.
+            hubd.Malformed: ``at_seq`` outside the source's log (the message
+                names the range), context edits that are not valid, a
+                ``next_speaker`` who is not a participant or for a session
+                type without a speaker order.
+            hubd.BadLifecycleTransition: a seq where an invite still awaited
+                its answer, or a source that never opened.
+        """
+        req = _ops.fork_request(session_id, at_seq, set, delete, next_speaker, labels)
+        return Session((await self._call("fork", self._stub.Fork, req, timeout)).session)
+
+    async def steer(
+        self,
+        session_id: str,
+        reason: str,
+        *,
+        set_context: Optional[Mapping[str, Any]] = None,
+        unset_context: Sequence[str] = (),
+        next_speaker: Optional[str] = None,
+        release_result: Optional[str] = None,
+        extend_timer: Optional[Tuple[str, Seconds]] = None,
+        cancel_timer: Optional[str] = None,
+        timeout: Optional[float] = None,
+    ) -> Ack:
+        """As an operator, act on a live session, saying why (``reason``,
+        required). The hub writes the action as an ``operator_action``
+        envelope naming the operator and the reason, delivers it like any
+        envelope and folds it into the session's state. Give exactly one
+        action:
+
+        - ``set_context`` / ``unset_context`` (together one action): delete,
+          then set, context variables, as a ``context_set`` would;
+        - ``next_speaker``: that participant speaks next, once, over the
+          graph's choice (workflow sessions);
+        - ``release_result``: release the held turn (a question's or a
+          blocking delegation's) with this result as its answer;
+        - ``extend_timer=(name, seconds)``: the running period of the
+          expectation ``name`` falls due that much later;
+        - ``cancel_timer=name``: that period does not fire.
+
+        Not retried (the action has no idempotency key).
+
+        Raises:
+            ValueError: no action, or more than one.
+            hubd.PermissionDenied: the caller is not an operator.
+            hubd.NothingToSteer: nothing to act on now (no held turn to
+                release, no running period of the expectation named).
+            hubd.Malformed: no reason, a deleted variable that is not set,
+                a next speaker who is not a participant or a session type
+                without a turn order, an unknown expectation (the message
+                names what would be valid).
+            hubd.TurnHeld: a next speaker while a turn is held.
+            hubd.SessionClosed, hubd.SessionNotOpen: the session is not live.
+        """
+        req = _ops.steer_request(
+            session_id, reason, set_context, unset_context, next_speaker, release_result, extend_timer, cancel_timer
+        )
+        return Ack.from_proto(await self._call("steer", self._stub.Steer, req, timeout))
 
     # Sends. Every send takes these keyword arguments:
     #   client_msg_id: the idempotency key (generated when not given): a

@@ -214,6 +214,8 @@ class Client:
     ack_invite = blocking(aio.Client.ack_invite)
     reject_invite = blocking(aio.Client.reject_invite)
     close_session = blocking(aio.Client.close_session)
+    fork = blocking(aio.Client.fork)
+    steer = blocking(aio.Client.steer)
     send_text = blocking(aio.Client.send_text)
     send_packet = blocking(aio.Client.send_packet)
     set_context = blocking(aio.Client.set_context)
