@@ -41,6 +41,7 @@ import {
   type TreeNode,
 } from "./gen/hub.js";
 import { HubClient } from "./gen/hub_service.js";
+import { forkRequest, steerRequest, type ForkEdits, type SteerAction } from "./ops.js";
 import { Graph } from "./graph.js";
 import { describe, guardLog } from "./report.js";
 import { currentTrace } from "./trace.js";
@@ -675,6 +676,39 @@ export class Client {
   /** Ends a session with reason ("" is "explicit_close"). Only its creator (or an operator) may close it. */
   async closeSession(sessionId: string, reason = "", opts: CallOptions = {}): Promise<Ack> {
     const resp = await this.unary("close session", this.raw.closeSession, CloseRequest.fromPartial({ sessionId, reason }), opts);
+    return { ...resp, clientMsgId: "" };
+  }
+
+  /**
+   * Opens a new session that continues sessionId from its seq atSeq (1 to
+   * its last seq), open at once: the source's type, graph, knobs and
+   * participants, its state at that seq (turns, context, usage, who speaks
+   * next; no held turn, pending question or children), then opts' edits
+   * (context delete, then set; the next speaker; labels added, the hub's
+   * "forked_from" set). The source is not changed. A participant of the
+   * source (or an operator) may fork it. Not retried: each call opens a
+   * new session. Rejects with UnknownSessionError, PermissionDeniedError
+   * (no part in the source), MalformedError (atSeq out of range, naming
+   * it; edits not valid; a next speaker who is not a participant) or
+   * BadLifecycleTransitionError.
+   */
+  async fork(sessionId: string, atSeq: number, opts: ForkEdits & CallOptions = {}): Promise<Session> {
+    const resp = await this.unary("fork", this.raw.fork, forkRequest(sessionId, atSeq, opts), opts);
+    return new Session(resp.session ?? SessionInfo.fromPartial({}));
+  }
+
+  /**
+   * As an operator, acts on a live session with exactly one action (see
+   * SteerAction; a TypeError otherwise), saying why (reason, required):
+   * the hub writes it as an operator_action envelope naming the operator
+   * and the reason, delivers it and folds it into the session's state. Not
+   * retried. Rejects with PermissionDeniedError (not an operator),
+   * NothingToSteerError (no held turn to release, no running period of the
+   * expectation named), MalformedError, TurnHeldError, SessionClosedError
+   * or SessionNotOpenError.
+   */
+  async steer(sessionId: string, reason: string, action: SteerAction, opts: CallOptions = {}): Promise<Ack> {
+    const resp = await this.unary("steer", this.raw.steer, steerRequest(sessionId, reason, action), opts);
     return { ...resp, clientMsgId: "" };
   }
 

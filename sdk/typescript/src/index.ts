@@ -14,7 +14,9 @@
  * serve), the graph builders (byte-identical JSON), Packet, one error
  * class per stable reason of the hub, and delegation, questions and the
  * call tree (turn.delegate, spawn, ask, passCaller; Task; awaitAll,
- * awaitAny; Client.answerQuestion, listQuestions, tree, followTree).
+ * awaitAny; Client.answerQuestion, listQuestions, tree, followTree),
+ * forks and operator actions (Client.fork, Client.steer with a
+ * SteerAction).
  */
 
 export {
@@ -40,6 +42,16 @@ export {
   type ViewOptions,
 } from "./client.js";
 export { MaxStreamEnvelope, Transport, type TransportName } from "./connect.js";
+export {
+  cancelTimerAction,
+  extendTimerAction,
+  nextSpeakerAction,
+  releaseTurnAction,
+  setContextAction,
+  unsetContextAction,
+  type ForkEdits,
+  type SteerAction,
+} from "./ops.js";
 export {
   awaitAll,
   awaitAny,
