@@ -1,7 +1,12 @@
 // Package webui is hubd's live web view: a page served at / on the HTTP
 // address that lists sessions and shows one as it plays out. Its assets
-// (index.html, app.js, envelopes.js, style.css: plain HTML, vanilla
-// JavaScript and CSS, no build step, no CDN) are embedded in the binary.
+// (index.html, app.js, envelopes.js, ops.js, style.css: plain HTML,
+// vanilla JavaScript and CSS, no build step, no CDN) are embedded in the
+// binary. On a session page every timeline item offers "fork from here"
+// (POST /v1/sessions/{id}:fork at its seq, then the fork's page), and an
+// operator (as /v1/auth/whoami says) gets the operator actions (POST
+// /v1/sessions/{id}:steer, each with a reason; a refusal is shown as the
+// hub answered it).
 // In development mode the page signs in as the development operator by
 // itself and offers to view as another agent (package hubhttp's POST
 // /v1/auth/dev and sign-in by name).

@@ -247,6 +247,7 @@ function renderSession(id) {
     showCloseReason(info.close_reason);
     renderTurns(info);
     updateClose(info);
+    updateSteer(info);
     const ctx = Object.entries(info.context || {});
     $("#context tbody").replaceChildren(...(ctx.length ? ctx.map(([k, v]) => el("tr", { "data-key": k }, el("td", { text: k }), el("td", {}, el("code", { text: json(v) }))))
       : [el("tr", {}, el("td", { class: "muted", text: "none" }))]));
@@ -365,6 +366,8 @@ function renderSession(id) {
   };
   $("#view-form").addEventListener("change", refreshView);
   wireClose(enc, () => refreshAll());
+  wireSteer(enc, () => refreshAll());
+  wireFork(enc, $("#timeline"));
 
   let pending = null;
   const refreshAll = () => {

@@ -142,6 +142,8 @@ function describe(env, known) {
       out.body = el("span", {}, `child ${d.child_session_id} ${d.state}: `, reasonBadge(d.reason || ""), d.summary ? ` — ${d.summary}` : "");
       break;
     }
+    case "operator_action": describeOperatorAction(env.operator_action || {}, out); break;
+    case "session_forked": describeFork(env.fork || {}, out); break;
     case "session_invite":
       out.body = `invited ${((env.invite || {}).invitees || []).join(", ") || "(everyone auto-accepted)"}`; break;
     default: {
