@@ -22,8 +22,9 @@ const transcriptPrefix = "hubd://sessions/"
 func transcript(c hubsvc.HubClient, forward []string) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		uri := req.Params.URI
-		id, ok := strings.CutPrefix(uri, transcriptPrefix)
-		if id, ok = strings.CutSuffix(id, "/transcript"); !ok || id == "" || strings.Contains(id, "/") {
+		id, okPrefix := strings.CutPrefix(uri, transcriptPrefix)
+		id, okSuffix := strings.CutSuffix(id, "/transcript")
+		if !okPrefix || !okSuffix || id == "" || strings.Contains(id, "/") {
 			return nil, mcp.ResourceNotFoundError(uri)
 		}
 		ctx = outgoing(ctx, req.Extra, forward)
