@@ -44,7 +44,9 @@ var allowed = []struct {
 	{"hub", []string{"session", "adapters", "transition", "hubpb"}},
 	{"hub/feed", []string{"hub", "session", "adapters", "hubpb"}},
 	{"hub/hubgrpc", []string{"hub", "hub/feed", "hubpb", "hubpb/hubsvc", "session", "adapters", "transition"}},
-	{"hub/hubhttp", []string{"hub", "hub/feed", "hub/hubgrpc", "hub/hubhttp/gateway", "hubpb", "hubpb/hubsvc", "session"}},
+	{"hub/hubhttp", []string{"hub", "hub/feed", "hub/hubgrpc", "hub/hubhttp/gateway", "hub/hubmcp", "hubpb", "hubpb/hubsvc", "session"}},
+	// The MCP side is a client of the gRPC API, like any agent's.
+	{"hub/hubmcp", []string{"hubpb", "hubpb/hubsvc"}},
 	{"hub/hubhttp/gateway", []string{"hubpb", "hubpb/hubsvc"}},
 	{"hub/hubhttp/webui", []string{"hub", "hub/feed", "hub/hubgrpc", "hubpb", "session", "transition"}},
 	{"hub/hubtest", []string{"internal/server", "hub", "hub/feed"}},
@@ -73,7 +75,7 @@ var allowed = []struct {
 	// The server's wiring: the hub, its feed, their gRPC and HTTP sides,
 	// the adapters it registers, the log and the cluster.
 	{"internal/server", []string{"adapters", "adapters/*", "hub", "hub/feed", "hub/hubgrpc", "hub/hubhttp", "hub/hubhttp/webui",
-		"hubpb", "internal/cluster", "internal/metrics", "session", "transition", "wal"}},
+		"hubpb", "internal/buildinfo", "internal/cluster", "internal/metrics", "session", "transition", "wal"}},
 	// Metrics read the hub, its feed and the log; they change nothing.
 	{"internal/metrics", []string{"hub", "hub/feed", "hub/hubgrpc", "hubpb", "session", "wal"}},
 	// Test helpers: a recorded wire conversation and a clock tests move.

@@ -86,7 +86,7 @@ func completes(t *testing.T, bin string, program string, want []string) {
 // completionCases are command lines (the cursor at the end) and what the
 // shells complete there; "FILES" is the shell's own file names.
 var completionCases = [][2]string{
-	{"hubd ", "serve sessions questions tasks log cluster graph health completion version help"},
+	{"hubd ", "serve sessions questions tasks log cluster graph mcp health completion version help"},
 	{"hubd se", "serve sessions"},
 	{"hubd sessions o", "open"},
 	{"hubd --hub 127.0.0.1:7420 tasks ", "cancel"},

@@ -50,6 +50,7 @@ var commands = []command{
 	{"graph render", "FILE", "print a workflow graph as a Mermaid flowchart"},
 	{"graph simulate", "--graph FILE --participants a,b,c [--creator a] [--context JSON] [--max-handoffs N] < envelopes.jsonl",
 		"dry-run a workflow session: one JSON envelope per line on stdin, one JSON result per line on stdout"},
+	{"mcp", "[--token T | --as NAME] [--hub ADDR] [--workflows DIR]", "serve the hub to an MCP host over stdio: its model takes part in sessions as the agent, through tools"},
 	{"health", "[--hub ADDR] [--tls | --tls-ca FILE] [--tls-cert FILE --tls-key FILE]", "exit 0 if the hub takes writes, 1 if not, 3 if unreachable (a container's health check)"},
 	{"completion", "bash|zsh|fish", "print the shell's completion script for hubd: source <(hubd completion bash)"},
 	{"version", "", "print the module version, the commit and the Go version"},

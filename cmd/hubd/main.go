@@ -53,6 +53,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runGraph(ctx, args[1:], stdin, stdout, stderr)
 	case "health":
 		return runHealth(ctx, args[1:], stdout)
+	case "mcp":
+		return runMCP(ctx, args[1:], stdin, stdout, stderr)
 	case "completion":
 		return runCompletion(ctx, args[1:], stdout)
 	case "version":

@@ -12,6 +12,7 @@ import (
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/hubd/hubd/hub"
 	"github.com/hubd/hubd/hub/feed"
@@ -95,6 +96,11 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives errors that carry no reason (bugs); default none.
 	Logger zerolog.Logger
+	// Version is the hub's version, as MCP hosts see it at /mcp.
+	Version string
+	// Workflows are the transition graphs by name that the MCP tool
+	// open_session offers ("workflow": NAME).
+	Workflows map[string]*structpb.Struct
 }
 
 // Validate reports a missing required field.
@@ -162,12 +168,14 @@ func New(cfg Config) (*API, error) {
 		runtime.WithDisableHTTPMethodOverride(),
 	)
 	conn := newInproc(&hubsvc.Hub_ServiceDesc, cfg.Service, chain(cfg.Interceptors...))
-	if err := gateway.RegisterHubHandlerClient(context.Background(), gw, hubsvc.NewHubClient(conn)); err != nil {
+	client := hubsvc.NewHubClient(conn)
+	if err := gateway.RegisterHubHandlerClient(context.Background(), gw, client); err != nil {
 		return nil, fmt.Errorf("hubhttp: registering the JSON API: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", jsonBodies(a.checkBody(gw)))
 	mux.HandleFunc("GET /v1/sessions/{session_id}/events", a.events)
+	mux.Handle(mcpPath, a.mcpHandler(client))
 	mux.HandleFunc("POST /v1/auth/signin", a.signIn)
 	mux.HandleFunc("POST /v1/auth/dev", a.devSignIn)
 	mux.HandleFunc("POST /v1/auth/signout", a.signOut)

@@ -16,6 +16,7 @@ import (
 	"github.com/hubd/hubd/hub/hubgrpc"
 	"github.com/hubd/hubd/hub/hubhttp"
 	"github.com/hubd/hubd/hub/hubhttp/webui"
+	"github.com/hubd/hubd/internal/buildinfo"
 )
 
 // listenHTTP opens the HTTP side's listener, if Config.HTTP asks for one.
@@ -64,6 +65,7 @@ func (s *Server) serveHTTP(auth hubgrpc.Authenticator, lis net.Listener, tlsCfg 
 		MaxEnvelopeBytes: s.cfg.Hub.WithDefaults().MaxEnvelopeBytes,
 		Metrics:          s.metrics.Handler(), Streams: s.metrics.Stream, OnLimit: s.metrics.Limited, UI: ui, Logger: s.cfg.Logger,
 		Now: now, OpenMetrics: isLoopback(lis.Addr()), Health: s.writes.Err,
+		Version: buildinfo.Read().Version, Workflows: s.cfg.Workflows,
 	})
 	if err != nil {
 		return err

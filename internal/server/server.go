@@ -19,6 +19,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/hubd/hubd/hub"
 	"github.com/hubd/hubd/hub/feed"
@@ -86,6 +87,9 @@ type Config struct {
 	// UI is served at / on the HTTP address; nil: the web view (package
 	// hub/hubhttp/webui).
 	UI http.Handler
+	// Workflows are transition graphs by name, which MCP hosts open by
+	// name at /mcp on the HTTP address.
+	Workflows map[string]*structpb.Struct
 	// Tracer records the spans of calls; nil: none are recorded, but a
 	// caller's traceparent still reaches the envelopes it produces.
 	Tracer trace.TracerProvider
