@@ -47,6 +47,8 @@ var allowed = []struct {
 	{"hub/hubhttp", []string{"hub", "hub/feed", "hub/hubgrpc", "hub/hubhttp/gateway", "hub/hubmcp", "hubpb", "hubpb/hubsvc", "session"}},
 	// The MCP side is a client of the gRPC API, like any agent's.
 	{"hub/hubmcp", []string{"hubpb", "hubpb/hubsvc"}},
+	// The A2A protocol's messages, generated from its specification.
+	{"internal/a2apb", nil},
 	{"hub/hubhttp/gateway", []string{"hubpb", "hubpb/hubsvc"}},
 	{"hub/hubhttp/webui", []string{"hub", "hub/feed", "hub/hubgrpc", "hubpb", "session", "transition"}},
 	{"hub/hubtest", []string{"internal/server", "hub", "hub/feed"}},
