@@ -49,6 +49,7 @@ var allowed = []struct {
 	{"hub/hubmcp", []string{"hubpb", "hubpb/hubsvc"}},
 	// The A2A protocol's messages, generated from its specification.
 	{"internal/a2apb", nil},
+	{"internal/a2aconf", nil},
 	{"hub/hubhttp/gateway", []string{"hubpb", "hubpb/hubsvc"}},
 	{"hub/hubhttp/webui", []string{"hub", "hub/feed", "hub/hubgrpc", "hubpb", "session", "transition"}},
 	{"hub/hubtest", []string{"internal/server", "hub", "hub/feed"}},
