@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/hubd/hubd/hub/hubmcp"
+	"github.com/hubd/hubd/internal/a2aconf"
 	"github.com/hubd/hubd/internal/buildinfo"
 	"github.com/hubd/hubd/internal/exitcode"
 )
@@ -57,6 +58,19 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// loadA2A reads the A2A file ("": none).
+func loadA2A(path string) (*a2aconf.File, error) {
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return a2aconf.Parse(f)
+}
 
 // loadWorkflows reads the graphs NAME.json of dir ("": none).
 func loadWorkflows(dir string) (map[string]*structpb.Struct, error) {

@@ -32,7 +32,7 @@ const DefaultListen = "127.0.0.1:7420"
 
 type serveFlags struct {
 	listen, data, tokens, tlsCert, tlsKey, clientCA, logFormat, logLevel, operators string
-	http, otlpEndpoint, onDamage, minFreeDisk, metricsListen, workflows             string
+	http, otlpEndpoint, onDamage, minFreeDisk, metricsListen, workflows, a2a        string
 	httpSet                                                                         bool // --http was given
 	fsync, insecureTokens                                                           bool
 	inviteTimeout, heartbeat, drainTimeout                                          time.Duration
@@ -78,6 +78,7 @@ func (f *serveFlags) define(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxDepth, "max-depth", 8, "deepest a child session may be (delegation)")
 	fs.StringVar(&f.onDamage, "on-damage", "refuse", "when acknowledged records are found missing at start: \"refuse\" to start, or \"quarantine\" the sessions affected and serve the rest (see docs/OPERATIONS.md)")
 	fs.StringVar(&f.minFreeDisk, "min-free-disk", "256MiB", "free space kept on the data directory's disk; below it sends are refused with DISK_FULL until space is freed (`size`: 512MiB, 2GB, 0 for none)")
+	fs.StringVar(&f.a2a, "a2a", "", "the A2A `file`: hubd agents served to outside A2A clients (agent cards and the JSON-RPC binding on the HTTP address) and outside A2A agents that take part in sessions (see docs/INTEROP.md)")
 	fs.StringVar(&f.workflows, "workflows", "", "a `directory` of transition graphs (NAME.json) that MCP hosts open by name at /mcp (open_session's \"workflow\")")
 	fs.StringVar(&f.http, "http", "", "HTTP `address` of the web view, the JSON API, event streams, /metrics and /debug/pprof (host:port; \"off\" for none); default in development mode: the --listen host and the next port (127.0.0.1:7421), otherwise none")
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", 10*time.Second, "on SIGTERM or SIGINT, how long to let sends in flight finish and the log close before exiting anyway (non-zero, \"log not closed cleanly\"; the next start replays the synced journal, so nothing acknowledged is lost)")
@@ -191,6 +192,9 @@ func (f *serveFlags) config(lg zerolog.Logger) (server.Config, error) {
 		return cfg, exitcode.Usage("serve: --workflows: %v", err)
 	}
 	cfg.Workflows = wf
+	if cfg.A2A, err = loadA2A(f.a2a); err != nil {
+		return cfg, exitcode.Usage("serve: --a2a: %v", err)
+	}
 	switch f.onDamage {
 	case "refuse":
 		cfg.OnDamage = wal.RefuseDamaged

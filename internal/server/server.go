@@ -24,6 +24,7 @@ import (
 	"github.com/hubd/hubd/hub"
 	"github.com/hubd/hubd/hub/feed"
 	"github.com/hubd/hubd/hub/hubgrpc"
+	"github.com/hubd/hubd/internal/a2aconf"
 	"github.com/hubd/hubd/internal/cluster"
 	"github.com/hubd/hubd/internal/metrics"
 	"github.com/hubd/hubd/session"
@@ -90,6 +91,10 @@ type Config struct {
 	// Workflows are transition graphs by name, which MCP hosts open by
 	// name at /mcp on the HTTP address.
 	Workflows map[string]*structpb.Struct
+	// A2A configures the A2A doors: the agents served to outside A2A
+	// clients on the HTTP address, and the outside agents that take part
+	// in sessions; nil: none.
+	A2A *a2aconf.File
 	// Tracer records the spans of calls; nil: none are recorded, but a
 	// caller's traceparent still reaches the envelopes it produces.
 	Tracer trace.TracerProvider
