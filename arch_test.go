@@ -44,7 +44,11 @@ var allowed = []struct {
 	{"hub", []string{"session", "adapters", "transition", "hubpb"}},
 	{"hub/feed", []string{"hub", "session", "adapters", "hubpb"}},
 	{"hub/hubgrpc", []string{"hub", "hub/feed", "hubpb", "hubpb/hubsvc", "session", "adapters", "transition"}},
-	{"hub/hubhttp", []string{"hub", "hub/feed", "hub/hubgrpc", "hub/hubhttp/gateway", "hub/hubmcp", "hubpb", "hubpb/hubsvc", "session"}},
+	{"hub/hubhttp", []string{"hub", "hub/feed", "hub/huba2a", "hub/hubgrpc", "hub/hubhttp/gateway", "hub/hubmcp", "hubpb", "hubpb/hubsvc",
+		"internal/a2aconf", "session"}},
+	// The A2A side: outside A2A clients' tasks as sessions, through the
+	// hub's gRPC service (as the caller) and its feed (for streams).
+	{"hub/huba2a", []string{"hub/feed", "hub/hubgrpc", "hubpb", "hubpb/hubsvc", "internal/a2aconf", "internal/a2apb", "session"}},
 	// The MCP side is a client of the gRPC API, like any agent's.
 	{"hub/hubmcp", []string{"hubpb", "hubpb/hubsvc"}},
 	// The A2A protocol's messages, generated from its specification.

@@ -28,6 +28,16 @@ func (c Consent) Allows(creator, invitee string) bool {
 	return slices.Contains(may, creator) || slices.Contains(may, "*")
 }
 
+// With is a copy of c in which invitee also consents to creator.
+func (c Consent) With(invitee, creator string) Consent {
+	out := make(Consent, len(c)+1)
+	for k, v := range c {
+		out[k] = slices.Clone(v)
+	}
+	out[invitee] = append(out[invitee], creator)
+	return out
+}
+
 // ParseConsent reads a consent file: one line per invitee, the invitee's
 // name then the creators who may auto-add it ("*": anyone), separated by
 // spaces; blank lines and lines starting with '#' are skipped; an invitee

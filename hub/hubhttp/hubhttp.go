@@ -16,9 +16,11 @@ import (
 
 	"github.com/hubd/hubd/hub"
 	"github.com/hubd/hubd/hub/feed"
+	"github.com/hubd/hubd/hub/huba2a"
 	"github.com/hubd/hubd/hub/hubgrpc"
 	"github.com/hubd/hubd/hub/hubhttp/gateway"
 	"github.com/hubd/hubd/hubpb/hubsvc"
+	"github.com/hubd/hubd/internal/a2aconf"
 )
 
 // DefaultHeartbeat is how often an idle event stream gets a comment line.
@@ -101,6 +103,11 @@ type Config struct {
 	// Workflows are the transition graphs by name that the MCP tool
 	// open_session offers ("workflow": NAME).
 	Workflows map[string]*structpb.Struct
+	// A2A are the agents served to outside A2A clients (package huba2a),
+	// and A2ASecurity how their callers authenticate ("bearer", "mtls",
+	// "dev"), for their cards.
+	A2A         []a2aconf.Exposed
+	A2ASecurity []string
 }
 
 // Validate reports a missing required field.
@@ -176,6 +183,10 @@ func New(cfg Config) (*API, error) {
 	mux.Handle("/v1/", jsonBodies(a.checkBody(gw)))
 	mux.HandleFunc("GET /v1/sessions/{session_id}/events", a.events)
 	mux.Handle(mcpPath, a.mcpHandler(client))
+	if len(cfg.A2A) > 0 {
+		huba2a.New(huba2a.Config{Agents: cfg.A2A, Client: client, Watch: cfg.Feed, Identify: a.Identify,
+			Forward: []string{"authorization", hubgrpc.AgentHeader}, Security: cfg.A2ASecurity, Version: cfg.Version}).Register(mux)
+	}
 	mux.HandleFunc("POST /v1/auth/signin", a.signIn)
 	mux.HandleFunc("POST /v1/auth/dev", a.devSignIn)
 	mux.HandleFunc("POST /v1/auth/signout", a.signOut)

@@ -66,6 +66,22 @@ type Remote struct {
 	Headers map[string]string `json:"headers,omitempty"`
 }
 
+// Exposed is f's exposed agents; none for a nil f.
+func (f *File) Exposed() []Exposed {
+	if f == nil {
+		return nil
+	}
+	return f.Expose
+}
+
+// Remotes is f's remote agents; none for a nil f.
+func (f *File) Remotes() []Remote {
+	if f == nil {
+		return nil
+	}
+	return f.Remote
+}
+
 // ErrInvalid is the cause of a file that is not a valid configuration.
 var ErrInvalid = errors.New("a2a configuration")
 

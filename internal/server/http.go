@@ -66,6 +66,7 @@ func (s *Server) serveHTTP(auth hubgrpc.Authenticator, lis net.Listener, tlsCfg 
 		Metrics:          s.metrics.Handler(), Streams: s.metrics.Stream, OnLimit: s.metrics.Limited, UI: ui, Logger: s.cfg.Logger,
 		Now: now, OpenMetrics: isLoopback(lis.Addr()), Health: s.writes.Err,
 		Version: buildinfo.Read().Version, Workflows: s.cfg.Workflows,
+		A2A: s.cfg.A2A.Exposed(), A2ASecurity: a2aSecurity(s.cfg, auth.Dev),
 	})
 	if err != nil {
 		return err
@@ -188,4 +189,20 @@ type httpLog struct{ lg zerolog.Logger }
 func (h httpLog) Write(p []byte) (int, error) {
 	h.lg.Warn().Str("component", "http").Msg(strings.TrimSpace(string(p)))
 	return len(p), nil
+}
+
+// a2aSecurity is how callers of the A2A side authenticate: with bearer
+// tokens, client certificates, or (development mode) a name.
+func a2aSecurity(cfg Config, dev bool) []string {
+	if dev {
+		return []string{"dev"}
+	}
+	var out []string
+	if cfg.Tokens != nil {
+		out = append(out, "bearer")
+	}
+	if cfg.ClientCA != "" {
+		out = append(out, "mtls")
+	}
+	return out
 }

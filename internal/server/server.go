@@ -246,6 +246,13 @@ func start(ctx context.Context, cfg Config, auth hubgrpc.Authenticator, tlsCfg *
 	// With tokens or certificates, an agent is put into a session without
 	// acknowledging only by those it consented to (hub.Consent).
 	hc.RequireConsent = hc.RequireConsent || !auth.Dev
+	// An agent served over A2A takes tasks from any authenticated caller:
+	// exposing it is its consent.
+	for _, e := range cfg.A2A.Exposed() {
+		if !hc.Consent.Allows("*", e.Agent) {
+			hc.Consent = hc.Consent.With(e.Agent, "*")
+		}
+	}
 	hc.Hooks = logHooks(cfg.Logger, m.Hooks(hc.Hooks))
 	if cfg.Tracer != nil {
 		hc.Tracer = cfg.Tracer.Tracer("github.com/hubd/hubd/hub")
