@@ -11,6 +11,23 @@ export const HUBD = process.env.HUBD ?? "hubd";
 
 export async function startHubd(...extra) {
   const data = mkdtempSync(join(tmpdir(), "hubd-interop-"));
+  const hub = await runHubd(data, extra);
+  return {
+    ...hub,
+    // restart stops the hub and starts it again on the same data
+    // directory (on new ports), as after a crash or an upgrade.
+    async restart() {
+      await this.halt();
+      Object.assign(this, await runHubd(data, extra));
+    },
+    async stop() {
+      await this.halt();
+      rmSync(data, { recursive: true, force: true });
+    },
+  };
+}
+
+async function runHubd(data, extra) {
   const proc = spawn(HUBD, ["serve", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--data", data,
     "--log-format", "json", ...extra], { stdio: ["ignore", "ignore", "pipe"] });
   const log = [];
@@ -26,16 +43,16 @@ export async function startHubd(...extra) {
     });
   });
   const addrs = await ready;
+  proc.removeAllListeners("exit");
   return {
     ...addrs,
     log,
-    async stop() {
-      if (proc.exitCode === null) {
+    async halt() {
+      if (proc.exitCode === null && proc.signalCode === null) {
         const exited = new Promise((r) => proc.once("exit", r));
         proc.kill("SIGTERM");
         await exited;
       }
-      rmSync(data, { recursive: true, force: true });
     },
   };
 }
