@@ -207,7 +207,9 @@ func (c *call) open(m *a2apb.Message, text string) (string, uint64, *rpcError) {
 	}
 	ctxID := m.GetContextId()
 	if ctxID == "" {
-		ctxID = uuid.NewString()
+		// A new context, named after the caller and the message so that
+		// the message sent again names the same one.
+		ctxID = uuid.NewSHA1(uuid.NameSpaceURL, []byte("hubd:a2a:"+c.who+"\x00"+m.GetMessageId())).String()
 	}
 	g, err := structpb.NewStruct(graph(c.who, c.agent.Agent))
 	if err != nil {

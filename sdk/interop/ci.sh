@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Interoperability, run by .ci/run on a fresh machine: hubd against the
 # official SDKs of the protocols it speaks, written by others (the MCP
-# TypeScript SDK's client). Node 20 is expected on the machine; npm ci
+# TypeScript SDK's client, the A2A JavaScript SDK's client). Node 20 is expected on the machine; npm ci
 # installs the pinned SDKs; hubd is built from the repository.
 set -euo pipefail
 cd "$(dirname "$0")"
