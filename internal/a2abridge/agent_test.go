@@ -28,11 +28,13 @@ type agent struct {
 	sent    map[string]int // messages received, by message id
 	unavail int            // the next requests answered 503
 	changed chan struct{}  // closed and replaced at each change of a task
+
+	canceled chan string // the tasks CancelTask cancelled
 }
 
 func newAgent(t *testing.T, streaming bool, react func(a *agent, tk *a2apb.Task, msg *a2apb.Message)) *agent {
 	a := &agent{streaming: streaming, react: react, tasks: map[string]*a2apb.Task{}, sent: map[string]int{},
-		changed: make(chan struct{})}
+		changed: make(chan struct{}), canceled: make(chan string, 8)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/agent-card.json", a.card)
 	mux.HandleFunc("POST /rpc", a.rpc)
@@ -152,6 +154,15 @@ func (a *agent) rpc(w http.ResponseWriter, r *http.Request) {
 		default:
 			a.stream(w, r, req.ID, tk.GetId())
 		}
+	case "CancelTask":
+		var p a2apb.CancelTaskRequest
+		if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(req.Params, &p); err != nil || a.get(p.GetId()) == nil {
+			a.fail(w, req.ID, -32001, "task not found")
+			return
+		}
+		a.set(p.GetId(), func(tk *a2apb.Task) { tk.Status = status(a2apb.TaskState_TASK_STATE_CANCELED, "") })
+		a.reply(w, req.ID, a.get(p.GetId()))
+		a.canceled <- p.GetId()
 	default:
 		a.fail(w, req.ID, -32601, "method not found")
 	}

@@ -28,7 +28,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hubd/hubd/agentsdk"
+	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/internal/a2aconf"
+	"github.com/hubd/hubd/internal/a2apb"
 )
 
 // Options configure a bridge.
@@ -62,6 +64,10 @@ type Bridge struct {
 	mu     sync.Mutex // guards the card's fields of r
 	r      *remote
 	hasURL bool
+
+	tmu     sync.Mutex
+	running map[string]string // the remote task of each session's turn under way
+	cancels sync.WaitGroup    // CancelTask calls in flight
 }
 
 // New returns the bridge of o; Run runs it.
@@ -76,13 +82,14 @@ func New(o Options) *Bridge {
 		o.HTTP = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
 	lg := o.Logger.With().Str("a2a_remote", o.Remote.Agent).Logger()
-	return &Bridge{o: o, lg: lg, r: &remote{cardURL: o.Remote.Card, headers: o.Remote.Headers, http: o.HTTP, retry: o.Retry}}
+	return &Bridge{o: o, lg: lg, running: map[string]string{}, r: &remote{cardURL: o.Remote.Card, headers: o.Remote.Headers, http: o.HTTP, retry: o.Retry}}
 }
 
 // Run serves the remote's turns until ctx ends: it connects to the hub
 // as the remote's name and serves, and connects again (with backoff)
 // when serving fails.
 func (b *Bridge) Run(ctx context.Context) {
+	defer b.cancels.Wait()
 	delay := b.o.Retry.Base
 	for ctx.Err() == nil {
 		err := b.serve(ctx)
@@ -109,7 +116,49 @@ func (b *Bridge) serve(ctx context.Context) error {
 		return err
 	}
 	defer c.Close()
-	return c.Serve(ctx, b.turn)
+	return c.Serve(ctx, b.turn, agentsdk.WithSessionEnd(b.ended))
+}
+
+// track notes the remote task of the turn under way in a session; ""
+// forgets it.
+func (b *Bridge) track(session, taskID string) {
+	b.tmu.Lock()
+	defer b.tmu.Unlock()
+	if taskID == "" {
+		delete(b.running, session)
+		return
+	}
+	b.running[session] = taskID
+}
+
+// cancelTimeout bounds the CancelTask of a task whose session ended.
+const cancelTimeout = 5 * time.Second
+
+// ended cancels the remote task of a session that ended (closed by its
+// creator or an operator, expired, closed by a timer) while the task ran:
+// nobody waits for its result any more.
+func (b *Bridge) ended(end *hubpb.Envelope) {
+	id := end.GetSessionId()
+	b.tmu.Lock()
+	taskID, ok := b.running[id]
+	delete(b.running, id)
+	b.tmu.Unlock()
+	if !ok {
+		return
+	}
+	b.cancels.Add(1)
+	go func() {
+		defer b.cancels.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), cancelTimeout)
+		defer cancel()
+		var tk a2apb.Task
+		if err := b.r.call(ctx, "CancelTask", &a2apb.CancelTaskRequest{Id: taskID}, &tk); err != nil {
+			b.lg.Warn().Err(err).Str("session", id).Str("task", taskID).Msg("a2a bridge: cancelling the task of an ended session")
+			return
+		}
+		b.lg.Info().Str("session", id).Str("task", taskID).Str("state", tk.GetStatus().GetState().String()).
+			Msg("a2a bridge: the session ended: task cancelled")
+	}()
 }
 
 // remote returns the remote, its card read (once; again after a failure).

@@ -288,3 +288,29 @@ func TestAnswerAfterRestart(t *testing.T) {
 		t.Fatalf("first message received %d times, history %d messages; want once, then the answer", n, len(tk.GetHistory()))
 	}
 }
+
+// A session that ends while the remote works (its caller cancels it)
+// cancels the remote's task.
+func TestSessionEndCancelsTheTask(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a := newAgent(t, true, func(_ *agent, tk *a2apb.Task, _ *a2apb.Message) {
+		tk.Status = status(a2apb.TaskState_TASK_STATE_WORKING, "")
+	})
+	srv := startHub(t, "", "", a)
+	defer stop(t, srv)
+	alice := dial(t, ctx, srv.Addr(), "alice")
+	task := delegate(t, ctx, alice, "endless")
+	recordedTask(t, ctx, alice, task.ID)
+	if err := task.Cancel(ctx); err != nil {
+		t.Fatalf("cancel: %v", err)
+	}
+	select {
+	case id := <-a.canceled:
+		if id != a.only().GetId() {
+			t.Fatalf("cancelled %s", id)
+		}
+	case <-ctx.Done():
+		t.Fatal("the remote task was not cancelled")
+	}
+}

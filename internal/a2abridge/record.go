@@ -38,6 +38,7 @@ func (k *task) remember(ctx context.Context, taskID string, msg *a2apb.Message) 
 	if _, err := k.t.Client.Send(ctx, k.t.SessionID, env, agentsdk.WithClientMsgID(msg.GetMessageId()+"/task")); err != nil {
 		return fmt.Errorf("recording the remote task %s: %w", taskID, err)
 	}
+	k.b.track(k.t.SessionID, taskID)
 	return nil
 }
 

@@ -38,6 +38,7 @@ func (b *Bridge) turn(ctx context.Context, t *agentsdk.Turn) (agentsdk.Reply, er
 		return agentsdk.Reply{}, err
 	}
 	k := &task{b: b, r: r, t: t, s: s}
+	defer b.track(t.SessionID, "")
 	rec, err := k.record(ctx)
 	if err != nil {
 		return agentsdk.Reply{}, err
@@ -45,6 +46,7 @@ func (b *Bridge) turn(ctx context.Context, t *agentsdk.Turn) (agentsdk.Reply, er
 	var tk *a2apb.Task
 	if rec != nil {
 		b.lg.Info().Str("session", t.SessionID).Str("task", rec.taskID).Msg("a2a bridge: resuming the recorded task")
+		b.track(t.SessionID, rec.taskID)
 		if tk, err = k.get(ctx, rec.taskID); err == nil {
 			k.observe(ctx, tk)
 		}
