@@ -129,6 +129,11 @@ func TestBridgeOverTLS(t *testing.T) {
 		t.Fatalf("start: %v", err)
 	}
 	defer stop(t, srv)
+	mtls := server.Config{Listen: "127.0.0.1:0", InMemory: true, Logger: zerolog.Nop(), TLSCert: certFile, TLSKey: keyFile, ClientCA: certFile,
+		A2A: &a2aconf.File{Remote: []a2aconf.Remote{{Agent: "echo", Card: a.cardURL()}}}}
+	if _, err := server.Start(ctx, mtls); err == nil || !strings.Contains(err.Error(), "requires client certificates (--client-ca)") {
+		t.Fatalf("start with --client-ca and a remote: %v, want a refusal", err)
+	}
 	roots := x509.NewCertPool()
 	roots.AddCert(cert)
 	alice, err := agentsdk.Dial(ctx, srv.Addr(), agentsdk.Options{Name: "alice", TLS: &tls.Config{RootCAs: roots, ServerName: "hubd.test"}})

@@ -29,6 +29,9 @@ func (s *Server) startRemotes(dev bool) error {
 	if s.cfg.A2A == nil || len(s.cfg.A2A.Remote) == 0 {
 		return nil
 	}
+	if s.cfg.ClientCA != "" {
+		return errors.New("a2a remotes: the gRPC address requires client certificates (--client-ca), which the bridges to remote agents do not have: serve remote agents from a hub with --tokens and no --client-ca")
+	}
 	target := loopbackTarget(s.lis.Addr())
 	tlsCfg, err := s.selfTLS()
 	if err != nil {
