@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hubd/hubd/agentsdk"
+	"github.com/hubd/hubd/hub"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/internal/a2aconf"
 	"github.com/hubd/hubd/internal/a2apb"
@@ -312,5 +313,84 @@ func TestSessionEndCancelsTheTask(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("the remote task was not cancelled")
+	}
+}
+
+// A task that fails in a session the remote answers no caller for fails
+// the turn as a hubd agent's failing handler does: nothing is posted, and
+// the session's timers decide (here turn_within closes the session).
+func TestFailedTurnLeftToTheTimers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a := newAgent(t, true, func(_ *agent, tk *a2apb.Task, _ *a2apb.Message) {
+		tk.Status = status(a2apb.TaskState_TASK_STATE_FAILED, "out of ink")
+	})
+	srv, err := server.Start(ctx, server.Config{Listen: "127.0.0.1:0", InMemory: true, Logger: zerolog.Nop(),
+		Hub: hub.Config{MinExpectation: 100 * time.Millisecond},
+		A2A: &a2aconf.File{Remote: []a2aconf.Remote{{Agent: "echo", Card: a.cardURL()}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop(t, srv)
+	alice := dial(t, ctx, srv.Addr(), "alice")
+	s, err := alice.Open(ctx, agentsdk.OpenOptions{Type: agentsdk.TypeConversation, Participants: agentsdk.AutoAccepted("alice", "echo"),
+		Expectations: []*hubpb.Expectation{agentsdk.Expect("turn_within", 300*time.Millisecond, "auto_close")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.SendText(ctx, s.ID(), "write"); err != nil {
+		t.Fatal(err)
+	}
+	var turns int
+	end, err := alice.Follow(ctx, s.ID(), 1, func(e *hubpb.Envelope) error {
+		if e.GetFrom() == "echo" && agentsdk.IsTurn(e) {
+			turns++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := agentsdk.CloseReason(end); got != "expectation_violated:turn_within" || turns != 0 {
+		t.Fatalf("closed %q after %d turns of echo, want closed by turn_within after none", got, turns)
+	}
+}
+
+// After a failed turn, someone else's turn abandons the failed task: the
+// remote's next turn is a new task with the new view.
+func TestNewTurnAfterAFailedOne(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a := newAgent(t, false, func(_ *agent, tk *a2apb.Task, msg *a2apb.Message) {
+		if strings.HasSuffix(msg.GetParts()[0].GetText(), "first") {
+			tk.Status = status(a2apb.TaskState_TASK_STATE_FAILED, "not now")
+			return
+		}
+		complete(tk, "done with "+tk.GetId())
+	})
+	srv := startHub(t, "", "", a)
+	defer stop(t, srv)
+	alice := dial(t, ctx, srv.Addr(), "alice")
+	s, err := alice.Open(ctx, agentsdk.OpenOptions{Type: agentsdk.TypeConversation, Participants: agentsdk.AutoAccepted("alice", "echo")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.SendText(ctx, s.ID(), "first"); err != nil {
+		t.Fatal(err)
+	}
+	var reply string
+	_, err = alice.Follow(ctx, s.ID(), 1, func(e *hubpb.Envelope) error {
+		switch {
+		case e.GetFrom() == "echo" && e.GetType() == agentsdk.EventTaskProgress && strings.Contains(e.GetTaskProgress().GetDetail(), "not now"):
+			_, err := alice.SendText(ctx, s.ID(), "second")
+			return err
+		case e.GetFrom() == "echo" && agentsdk.IsTurn(e):
+			reply = agentsdk.TextOf(e)
+			return errFound
+		}
+		return nil
+	})
+	if !errors.Is(err, errFound) || reply != "done with task-2" {
+		t.Fatalf("echo's reply %q (%v), want the second task's", reply, err)
 	}
 }

@@ -46,8 +46,9 @@ func (k *task) remember(ctx context.Context, taskID string, msg *a2apb.Message) 
 const readPage = 500
 
 // record finds the task of the turn under way: the last task the bridge
-// recorded in the session after its last turn there, nil when none (the
-// turn has not sent its message yet).
+// recorded in the session with no turn (of anyone) after it, nil when
+// none (the turn has not sent its message yet). A task whose turn failed
+// is abandoned once someone speaks: the next turn sends a new message.
 func (k *task) record(ctx context.Context) (*taskRecord, error) {
 	me := k.b.o.Remote.Agent
 	var rec *taskRecord
@@ -58,9 +59,9 @@ func (k *task) record(ctx context.Context) (*taskRecord, error) {
 		}
 		for _, e := range page {
 			switch {
-			case e.GetFrom() != me:
 			case agentsdk.IsTurn(e):
-				rec = nil // a turn of its own ends the tasks before it
+				rec = nil // a turn, its own or another's, ends the tasks before it
+			case e.GetFrom() != me:
 			case e.GetToolCall().GetName() == toolName:
 				f := e.GetToolCall().GetArguments().GetFields()
 				rec = &taskRecord{taskID: e.GetToolCall().GetCallId(), contextID: f["context_id"].GetStringValue(),

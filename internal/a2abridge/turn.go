@@ -25,10 +25,21 @@ type task struct {
 	seen string // the status last posted as task_progress
 }
 
-// turn serves one turn of the remote: it sends the turn's view, or
+// turn serves one turn of the remote, and logs why when it fails (the
+// turn then posts nothing, as a hubd agent's failing handler).
+func (b *Bridge) turn(ctx context.Context, t *agentsdk.Turn) (agentsdk.Reply, error) {
+	r, err := b.take(ctx, t)
+	if err != nil && ctx.Err() == nil {
+		b.lg.Warn().Err(err).Str("session", t.SessionID).Uint64("trigger_seq", t.Trigger.GetSeq()).
+			Msg("a2a bridge: the remote's turn failed")
+	}
+	return r, err
+}
+
+// take takes one turn of the remote: it sends the turn's view, or
 // follows the task a record of the session names, until the task
 // completes (the reply) or fails.
-func (b *Bridge) turn(ctx context.Context, t *agentsdk.Turn) (agentsdk.Reply, error) {
+func (b *Bridge) take(ctx context.Context, t *agentsdk.Turn) (agentsdk.Reply, error) {
 	r, err := b.remote(ctx)
 	if err != nil {
 		return agentsdk.Reply{}, err
