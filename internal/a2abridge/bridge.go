@@ -97,12 +97,8 @@ func (b *Bridge) Run(ctx context.Context) {
 			return
 		}
 		b.lg.Error().Err(err).Dur("retry_in", delay).Msg("a2a bridge: serving the remote agent's turns failed")
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleep(ctx, delay) {
 			return
-		case <-t.C:
 		}
 		delay = min(2*delay, b.o.Retry.Max)
 	}

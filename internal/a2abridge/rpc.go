@@ -295,12 +295,8 @@ func (b Backoff) do(ctx context.Context, f func() error) error {
 		if time.Now().Add(delay).After(deadline) {
 			return fmt.Errorf("%w (gave up after %s)", err, b.For)
 		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleep(ctx, delay) {
 			return errors.Join(ctx.Err(), err)
-		case <-t.C:
 		}
 		delay = min(2*delay, b.Max)
 	}

@@ -111,8 +111,15 @@ func (k *task) wait(ctx context.Context, tk *a2apb.Task) (*a2apb.Task, error) {
 		})
 		var re *rpcError
 		switch {
-		case err == nil, isTransient(err) && ctx.Err() == nil, errors.As(err, &re) && re.Code == codeUnsupported:
-			// Settled, or the stream broke, or the task had ended: read it.
+		case err == nil, errors.As(err, &re) && re.Code == codeUnsupported:
+			// Settled, or the task had ended: read it.
+		case isTransient(err) && ctx.Err() == nil:
+			// The stream broke before the task settled: read it after a
+			// pause, so that a remote that keeps closing its streams is
+			// not called in a loop.
+			if !sleep(ctx, k.b.o.Poll) {
+				return nil, ctx.Err()
+			}
 		default:
 			return nil, err
 		}
@@ -126,12 +133,8 @@ func (k *task) wait(ctx context.Context, tk *a2apb.Task) (*a2apb.Task, error) {
 func (k *task) poll(ctx context.Context, tk *a2apb.Task, done func(*a2apb.Task) bool) (*a2apb.Task, error) {
 	delay := min(50*time.Millisecond, k.b.o.Poll)
 	for {
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleep(ctx, delay) {
 			return nil, ctx.Err()
-		case <-t.C:
 		}
 		next, err := k.get(ctx, tk.GetId())
 		if err != nil {
@@ -166,5 +169,17 @@ func (k *task) observe(ctx context.Context, tk *a2apb.Task) {
 		Payload: &hubpb.Envelope_TaskProgress{TaskProgress: &hubpb.TaskProgress{Task: tk.GetId(), Detail: detail}}}
 	if _, err := k.t.Client.Send(ctx, k.t.SessionID, env); err != nil && ctx.Err() == nil {
 		k.b.lg.Warn().Err(err).Str("session", k.t.SessionID).Msg("a2a bridge: posting the remote task's progress")
+	}
+}
+
+// sleep waits d, or less when ctx ends first (false).
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
