@@ -16,7 +16,13 @@ const agentMessage = (taskId, contextId, s) => ({
 const status = (state, message) => ({ state, message, timestamp: new Date().toISOString() });
 
 class Translator {
+  constructor(hold) {
+    this.hold = hold; // a promise the translation waits for, if any
+    this.received = []; // the message ids it was sent, in order
+  }
+
   async execute(ctx, bus) {
+    this.received.push(ctx.userMessage.messageId);
     const { taskId, contextId, task, userMessage } = ctx;
     if (!task) {
       bus.publish(AgentEvent.task({ id: taskId, contextId, status: status(TaskState.TASK_STATE_SUBMITTED),
@@ -29,6 +35,7 @@ class Translator {
     bus.publish(AgentEvent.task(task));
     bus.publish(AgentEvent.statusUpdate({ taskId, contextId, metadata: undefined,
       status: status(TaskState.TASK_STATE_WORKING, agentMessage(taskId, contextId, "translating")) }));
+    await this.hold;
     const original = textOf(task.history?.[0]);
     bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, append: false, lastChunk: true, metadata: undefined,
       artifact: { artifactId: "translation", name: "translation", description: "", parts: [text(`[${original}] in ${textOf(userMessage)}`)],
@@ -40,8 +47,13 @@ class Translator {
   async cancelTask() {}
 }
 
-// startTranslator serves the agent; resolves with its card URL and a stop.
-export async function startTranslator() {
+// startTranslator serves the agent; resolves with its card URL, the message
+// ids it received, and a stop. With hold, it stays working after the answer
+// until release is called.
+export async function startTranslator({ hold = false } = {}) {
+  let release = () => {};
+  const held = hold ? new Promise((r) => { release = r; }) : undefined;
+  const translator = new Translator(held);
   const app = express();
   const server = await new Promise((resolve) => { const s = app.listen(0, "127.0.0.1", () => resolve(s)); });
   const base = `http://127.0.0.1:${server.address().port}`;
@@ -54,11 +66,13 @@ export async function startTranslator() {
       inputModes: [], outputModes: [], securityRequirements: [] }],
     signatures: [],
   };
-  const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), new Translator());
+  const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), translator);
   app.use("/.well-known/agent-card.json", agentCardHandler({ agentCardProvider: handler }));
   app.use("/a2a/jsonrpc", jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
   return {
     card: `${base}/.well-known/agent-card.json`,
+    received: translator.received,
+    release,
     stop: () => new Promise((resolve) => { server.closeAllConnections?.(); server.close(() => resolve()); }),
   };
 }
