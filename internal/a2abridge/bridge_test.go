@@ -394,3 +394,33 @@ func TestNewTurnAfterAFailedOne(t *testing.T) {
 		t.Fatalf("echo's reply %q (%v), want the second task's", reply, err)
 	}
 }
+
+// A recorded task the remote no longer knows (it lost its tasks across
+// the hub's restart) has failed: the caller gets that as the result.
+func TestResumeOfALostTask(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	a := newAgent(t, true, func(_ *agent, tk *a2apb.Task, _ *a2apb.Message) {
+		tk.Status = status(a2apb.TaskState_TASK_STATE_WORKING, "")
+	})
+	dir := t.TempDir()
+	srv := startHub(t, "", dir, a)
+	addr := srv.Addr()
+	alice := dial(t, ctx, addr, "alice")
+	task := delegate(t, ctx, alice, "anything")
+	recordedTask(t, ctx, alice, task.ID)
+	stop(t, srv)
+	a.mu.Lock()
+	clear(a.tasks)
+	a.mu.Unlock()
+
+	srv = startHub(t, addr, dir, a)
+	defer stop(t, srv)
+	res, err := task.Wait(ctx)
+	if err != nil {
+		t.Fatalf("wait: %v", err)
+	}
+	if res.GetReason() != "a2a_failed" || !strings.Contains(res.GetSummary(), "no longer knows task task-1") {
+		t.Fatalf("result %v, want the lost task failed", res)
+	}
+}

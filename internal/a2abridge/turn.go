@@ -58,7 +58,7 @@ func (b *Bridge) take(ctx context.Context, t *agentsdk.Turn) (agentsdk.Reply, er
 	if rec != nil {
 		b.lg.Info().Str("session", t.SessionID).Str("task", rec.taskID).Msg("a2a bridge: resuming the recorded task")
 		b.track(t.SessionID, rec.taskID)
-		if tk, err = k.get(ctx, rec.taskID); err == nil {
+		if tk, err = k.resume(ctx, rec.taskID); err == nil {
 			k.observe(ctx, tk)
 		}
 	} else {
@@ -68,6 +68,18 @@ func (b *Bridge) take(ctx context.Context, t *agentsdk.Turn) (agentsdk.Reply, er
 		return agentsdk.Reply{}, err
 	}
 	return k.follow(ctx, tk)
+}
+
+// resume reads the recorded task; one the remote no longer knows (it
+// lost its tasks) has failed.
+func (k *task) resume(ctx context.Context, id string) (*a2apb.Task, error) {
+	tk, err := k.get(ctx, id)
+	var re *rpcError
+	if errors.As(err, &re) && re.Code == codeTaskNotFound {
+		return &a2apb.Task{Id: id, Status: &a2apb.TaskStatus{State: a2apb.TaskState_TASK_STATE_FAILED, Message: &a2apb.Message{
+			Parts: []*a2apb.Part{{Content: &a2apb.Part_Text{Text: "the remote agent no longer knows task " + id + ": " + re.Message}}}}}}, nil
+	}
+	return tk, err
 }
 
 // follow drives tk to its end: it waits while the remote works and asks
