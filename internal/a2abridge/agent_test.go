@@ -125,47 +125,59 @@ func (a *agent) rpc(w http.ResponseWriter, r *http.Request) {
 	}
 	switch req.Method {
 	case "SendMessage", "SendStreamingMessage":
-		var p a2apb.SendMessageRequest
-		if err := protojson.Unmarshal(req.Params, &p); err != nil {
-			a.fail(w, req.ID, -32602, err.Error())
-			return
-		}
-		tk, ok := a.receive(p.GetMessage())
-		switch {
-		case !ok:
-			a.fail(w, req.ID, -32001, "task not found")
-		case req.Method == "SendMessage":
-			a.reply(w, req.ID, &a2apb.SendMessageResponse{Payload: &a2apb.SendMessageResponse_Task{Task: tk}})
-		default:
-			a.stream(w, r, req.ID, tk.GetId())
-		}
+		a.send(w, r, req)
 	case "GetTask", "SubscribeToTask":
-		var p a2apb.GetTaskRequest
-		if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(req.Params, &p); err != nil {
-			a.fail(w, req.ID, -32602, err.Error())
-			return
-		}
-		tk := a.get(p.GetId())
-		switch {
-		case tk == nil:
-			a.fail(w, req.ID, -32001, "task not found")
-		case req.Method == "GetTask":
-			a.reply(w, req.ID, tk)
-		default:
-			a.stream(w, r, req.ID, tk.GetId())
-		}
+		a.task(w, r, req)
 	case "CancelTask":
-		var p a2apb.CancelTaskRequest
-		if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(req.Params, &p); err != nil || a.get(p.GetId()) == nil {
-			a.fail(w, req.ID, -32001, "task not found")
-			return
-		}
-		a.set(p.GetId(), func(tk *a2apb.Task) { tk.Status = status(a2apb.TaskState_TASK_STATE_CANCELED, "") })
-		a.reply(w, req.ID, a.get(p.GetId()))
-		a.canceled <- p.GetId()
+		a.cancel(w, req)
 	default:
 		a.fail(w, req.ID, -32601, "method not found")
 	}
+}
+
+func (a *agent) send(w http.ResponseWriter, r *http.Request, req rpcRequest) {
+	var p a2apb.SendMessageRequest
+	if err := protojson.Unmarshal(req.Params, &p); err != nil {
+		a.fail(w, req.ID, -32602, err.Error())
+		return
+	}
+	tk, ok := a.receive(p.GetMessage())
+	switch {
+	case !ok:
+		a.fail(w, req.ID, -32001, "task not found")
+	case req.Method == "SendMessage":
+		a.reply(w, req.ID, &a2apb.SendMessageResponse{Payload: &a2apb.SendMessageResponse_Task{Task: tk}})
+	default:
+		a.stream(w, r, req.ID, tk.GetId())
+	}
+}
+
+func (a *agent) task(w http.ResponseWriter, r *http.Request, req rpcRequest) {
+	var p a2apb.GetTaskRequest
+	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(req.Params, &p); err != nil {
+		a.fail(w, req.ID, -32602, err.Error())
+		return
+	}
+	tk := a.get(p.GetId())
+	switch {
+	case tk == nil:
+		a.fail(w, req.ID, -32001, "task not found")
+	case req.Method == "GetTask":
+		a.reply(w, req.ID, tk)
+	default:
+		a.stream(w, r, req.ID, tk.GetId())
+	}
+}
+
+func (a *agent) cancel(w http.ResponseWriter, req rpcRequest) {
+	var p a2apb.CancelTaskRequest
+	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(req.Params, &p); err != nil || a.get(p.GetId()) == nil {
+		a.fail(w, req.ID, -32001, "task not found")
+		return
+	}
+	a.set(p.GetId(), func(tk *a2apb.Task) { tk.Status = status(a2apb.TaskState_TASK_STATE_CANCELED, "") })
+	a.reply(w, req.ID, a.get(p.GetId()))
+	a.canceled <- p.GetId()
 }
 
 // receive takes a message: a new task, or the next message of one.

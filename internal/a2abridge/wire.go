@@ -12,55 +12,61 @@ import (
 )
 
 // deliver sends msg to the remote (streaming when its card says so) and
-// returns its task once settled, or as the stream left it (the caller
+// returns its task once settled, or as the remote left it (the caller
 // waits on). With rec, the task's id is recorded in the session as soon
 // as the remote names it, before any wait.
 func (k *task) deliver(ctx context.Context, msg *a2apb.Message, rec bool) (*a2apb.Task, error) {
-	req := &a2apb.SendMessageRequest{Message: msg}
-	if !k.r.streaming {
-		req.Configuration = &a2apb.SendMessageConfiguration{ReturnImmediately: true}
-		var resp a2apb.SendMessageResponse
-		if err := k.r.call(ctx, "SendMessage", req, &resp); err != nil {
+	if k.r.streaming {
+		return k.deliverStreaming(ctx, msg, rec)
+	}
+	req := &a2apb.SendMessageRequest{Message: msg, Configuration: &a2apb.SendMessageConfiguration{ReturnImmediately: true}}
+	var resp a2apb.SendMessageResponse
+	if err := k.r.call(ctx, "SendMessage", req, &resp); err != nil {
+		return nil, err
+	}
+	tk := resp.GetTask()
+	if m := resp.GetMessage(); m != nil {
+		tk = messageTask(m) // the remote answered at once, with no task
+	}
+	if rec && tk.GetId() != "" {
+		if err := k.remember(ctx, tk.GetId(), msg); err != nil {
 			return nil, err
 		}
-		tk := resp.GetTask()
-		if m := resp.GetMessage(); m != nil {
-			tk = messageTask(m) // the remote answered at once, with no task
-		}
-		if rec && tk.GetId() != "" {
-			if err := k.remember(ctx, tk.GetId(), msg); err != nil {
-				return nil, err
-			}
-		}
-		k.observe(ctx, tk)
-		return tk, nil
 	}
+	k.observe(ctx, tk)
+	return tk, nil
+}
+
+// deliverStreaming is deliver over SendStreamingMessage: it follows the
+// events until the task settles or the stream ends, then reads the whole
+// task (its artifacts, its history).
+func (k *task) deliverStreaming(ctx context.Context, msg *a2apb.Message, rec bool) (*a2apb.Task, error) {
 	var tk *a2apb.Task
-	err := k.r.stream(ctx, "SendStreamingMessage", req, func(ev *a2apb.StreamResponse) (bool, error) {
+	recorded := !rec
+	err := k.r.stream(ctx, "SendStreamingMessage", &a2apb.SendMessageRequest{Message: msg}, func(ev *a2apb.StreamResponse) (bool, error) {
 		if m := ev.GetMessage(); m != nil {
 			tk = messageTask(m)
 			return false, nil
 		}
-		first := tk == nil
 		tk = apply(tk, ev)
-		if first && rec && tk.GetId() != "" {
+		if !recorded && tk.GetId() != "" {
 			if err := k.remember(ctx, tk.GetId(), msg); err != nil {
 				return false, err
 			}
+			recorded = true
 		}
 		k.observe(ctx, tk)
 		return !settled(tk.GetStatus().GetState()), nil
 	})
-	if tk == nil {
+	switch {
+	case tk == nil:
 		return nil, err // nothing was said of a task: the message may be sent again
-	}
-	if err != nil && !isTransient(err) {
+	case err != nil && !isTransient(err):
 		return nil, err
-	}
-	if tk.GetId() == "" || tk.GetStatus() == nil {
+	case tk.GetId() == "" || tk.GetStatus() == nil:
 		return tk, nil
 	}
-	return k.get(ctx, tk.GetId()) // the whole task: its artifacts, its history
+	return k.get(ctx, tk.GetId())
 }
 
 // messageTask is a completed task standing for a remote's direct answer.
