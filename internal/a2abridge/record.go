@@ -52,7 +52,11 @@ const readPage = 500
 func (k *task) record(ctx context.Context) (*taskRecord, error) {
 	me := k.b.o.Remote.Agent
 	var rec *taskRecord
-	for from := uint64(1); ; {
+	from := uint64(1)
+	if agentsdk.IsTurn(k.t.Trigger) {
+		from = k.t.Trigger.GetSeq() // a turn ends every task before it
+	}
+	for {
 		page, err := k.t.Client.ReadLog(ctx, k.t.SessionID, from, readPage)
 		if err != nil {
 			return nil, fmt.Errorf("reading the session's log for a recorded task: %w", err)
