@@ -222,7 +222,10 @@ func (r *remote) stream(ctx context.Context, method string, params proto.Message
 			b, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 			if resp.StatusCode == http.StatusOK {
 				var ev a2apb.StreamResponse
-				return decode(b, &ev) // a JSON-RPC error in a plain answer
+				if err := decode(b, &ev); err != nil {
+					return err // a JSON-RPC error in a plain answer
+				}
+				return fmt.Errorf("%s %s: answered %q, want text/event-stream: %w", method, r.url, resp.Header.Get("Content-Type"), ErrRemote)
 			}
 			err := fmt.Errorf("%s %s: %s: %s", method, r.url, resp.Status, bytes.TrimSpace(b))
 			if retryStatus(resp.StatusCode) {
@@ -248,6 +251,9 @@ func readEvents(body io.Reader, fn func(*a2apb.StreamResponse) (bool, error)) er
 	for sc.Scan() {
 		line := sc.Text()
 		if v, ok := strings.CutPrefix(line, "data:"); ok {
+			if len(data) > 0 {
+				data = append(data, '\n') // an event's data lines, joined
+			}
 			data = append(data, strings.TrimPrefix(v, " ")...)
 			continue
 		}
