@@ -46,7 +46,9 @@ func TestStreamAnswers(t *testing.T) {
 		{"a plain JSON-RPC error", "application/json", `{"jsonrpc":"2.0","id":1,"error":{"code":-32004,"message":"Unsupported"}}`,
 			200, 0, func(err error) bool { return errors.Is(err, ErrRemote) }},
 		{"a plain result", "application/json", `{"jsonrpc":"2.0","id":1,"result":{"task":{"id":"t"}}}`,
-			200, 0, func(err error) bool { return errors.Is(err, ErrRemote) && strings.Contains(err.Error(), "want text/event-stream") }},
+			200, 0, func(err error) bool {
+				return errors.Is(err, ErrRemote) && strings.Contains(err.Error(), "want text/event-stream")
+			}},
 		{"503 until the budget is spent", "text/plain", "busy", 503, 0,
 			func(err error) bool { return isTransient(err) && strings.Contains(err.Error(), "gave up after") }},
 		{"404", "text/plain", "no", 404, 0, func(err error) bool { return errors.Is(err, ErrRemote) && !isTransient(err) }},
