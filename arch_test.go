@@ -54,6 +54,7 @@ var allowed = []struct {
 	// The A2A protocol's messages, generated from its specification.
 	{"internal/a2apb", nil},
 	{"internal/a2aconf", nil},
+	{"internal/a2abridge", []string{"agentsdk", "hubpb", "internal/a2apb", "internal/a2aconf"}},
 	{"hub/hubhttp/gateway", []string{"hubpb", "hubpb/hubsvc"}},
 	{"hub/hubhttp/webui", []string{"hub", "hub/feed", "hub/hubgrpc", "hubpb", "session", "transition"}},
 	{"hub/hubtest", []string{"internal/server", "hub", "hub/feed"}},
@@ -82,7 +83,7 @@ var allowed = []struct {
 	// The server's wiring: the hub, its feed, their gRPC and HTTP sides,
 	// the adapters it registers, the log and the cluster.
 	{"internal/server", []string{"adapters", "adapters/*", "hub", "hub/feed", "hub/hubgrpc", "hub/hubhttp", "hub/hubhttp/webui",
-		"hubpb", "internal/a2aconf", "internal/buildinfo", "internal/cluster", "internal/metrics", "session", "transition", "wal"}},
+		"hubpb", "internal/a2abridge", "internal/a2aconf", "internal/buildinfo", "internal/cluster", "internal/metrics", "session", "transition", "wal"}},
 	// Metrics read the hub, its feed and the log; they change nothing.
 	{"internal/metrics", []string{"hub", "hub/feed", "hub/hubgrpc", "hubpb", "session", "wal"}},
 	// Test helpers: a recorded wire conversation and a clock tests move.

@@ -130,6 +130,8 @@ type Server struct {
 	// The metrics address (Config.MetricsListen); nil without it.
 	metricsSrv *http.Server
 	metricsLis net.Listener
+
+	remotes *remotes // the outside A2A agents' bridges; nil: none
 }
 
 // ListenError is a failure to listen on one of the server's addresses:
@@ -196,6 +198,10 @@ func StartOn(ctx context.Context, cfg Config, lis net.Listener) (*Server, error)
 		}
 	}
 	s.serveMetrics(metricsLis)
+	if err := s.startRemotes(auth.Dev); err != nil {
+		s.Shutdown(context.Background())
+		return nil, err
+	}
 	announce(cfg, auth.Dev, lis.Addr(), httpLis, metricsLis)
 	return s, nil
 }
@@ -521,6 +527,7 @@ func (s *Server) Metrics() *metrics.Metrics { return s.metrics }
 // start replays the journal.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.health.Shutdown()
+	s.stopRemotes()
 	var handErr error
 	if s.node != nil {
 		// Hand the partitions back first: peers take them at once, and
