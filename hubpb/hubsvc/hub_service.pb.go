@@ -36,10 +36,14 @@ var File_hub_service_proto protoreflect.FileDescriptor
 
 const file_hub_service_proto_rawDesc = "" +
 	"\n" +
-	"\x11hub_service.proto\x12\ahubd.v1\x1a\thub.proto2\xc4\t\n" +
+	"\x11hub_service.proto\x12\ahubd.v1\x1a\thub.proto2\xba\n" +
+	"\n" +
 	"\x03Hub\x123\n" +
 	"\x04Open\x12\x14.hubd.v1.OpenRequest\x1a\x15.hubd.v1.OpenResponse\x123\n" +
-	"\x04Send\x12\x14.hubd.v1.SendRequest\x1a\x15.hubd.v1.SendResponse\x12:\n" +
+	"\x04Send\x12\x14.hubd.v1.SendRequest\x1a\x15.hubd.v1.SendResponse\x123\n" +
+	"\tSendDelta\x12\x0e.hubd.v1.Delta\x1a\x16.hubd.v1.DeltaResponse\x12?\n" +
+	"\n" +
+	"SendStream\x12\x18.hubd.v1.SendStreamFrame\x1a\x15.hubd.v1.SendResponse(\x01\x12:\n" +
 	"\tAckInvite\x12\x16.hubd.v1.InviteRequest\x1a\x15.hubd.v1.SendResponse\x12=\n" +
 	"\fRejectInvite\x12\x16.hubd.v1.InviteRequest\x1a\x15.hubd.v1.SendResponse\x125\n" +
 	"\x05Close\x12\x15.hubd.v1.CloseRequest\x1a\x15.hubd.v1.SendResponse\x123\n" +
@@ -63,82 +67,89 @@ const file_hub_service_proto_rawDesc = "" +
 var file_hub_service_proto_goTypes = []any{
 	(*hubpb.OpenRequest)(nil),           // 0: hubd.v1.OpenRequest
 	(*hubpb.SendRequest)(nil),           // 1: hubd.v1.SendRequest
-	(*hubpb.InviteRequest)(nil),         // 2: hubd.v1.InviteRequest
-	(*hubpb.CloseRequest)(nil),          // 3: hubd.v1.CloseRequest
-	(*hubpb.ForkRequest)(nil),           // 4: hubd.v1.ForkRequest
-	(*hubpb.GetSessionRequest)(nil),     // 5: hubd.v1.GetSessionRequest
-	(*hubpb.ListSessionsRequest)(nil),   // 6: hubd.v1.ListSessionsRequest
-	(*hubpb.ReadLogRequest)(nil),        // 7: hubd.v1.ReadLogRequest
-	(*hubpb.PendingTurnsRequest)(nil),   // 8: hubd.v1.PendingTurnsRequest
-	(*hubpb.GetViewRequest)(nil),        // 9: hubd.v1.GetViewRequest
-	(*hubpb.SubscribeRequest)(nil),      // 10: hubd.v1.SubscribeRequest
-	(*hubpb.WatchRequest)(nil),          // 11: hubd.v1.WatchRequest
-	(*hubpb.DelegateRequest)(nil),       // 12: hubd.v1.DelegateRequest
-	(*hubpb.AnswerRequest)(nil),         // 13: hubd.v1.AnswerRequest
-	(*hubpb.ListQuestionsRequest)(nil),  // 14: hubd.v1.ListQuestionsRequest
-	(*hubpb.GetTreeRequest)(nil),        // 15: hubd.v1.GetTreeRequest
-	(*hubpb.ReplayRequest)(nil),         // 16: hubd.v1.ReplayRequest
-	(*hubpb.BackupRequest)(nil),         // 17: hubd.v1.BackupRequest
-	(*hubpb.AgentFrame)(nil),            // 18: hubd.v1.AgentFrame
-	(*hubpb.OpenResponse)(nil),          // 19: hubd.v1.OpenResponse
-	(*hubpb.SendResponse)(nil),          // 20: hubd.v1.SendResponse
-	(*hubpb.ForkResponse)(nil),          // 21: hubd.v1.ForkResponse
-	(*hubpb.SessionInfo)(nil),           // 22: hubd.v1.SessionInfo
-	(*hubpb.ListSessionsResponse)(nil),  // 23: hubd.v1.ListSessionsResponse
-	(*hubpb.ReadLogResponse)(nil),       // 24: hubd.v1.ReadLogResponse
-	(*hubpb.PendingTurnsResponse)(nil),  // 25: hubd.v1.PendingTurnsResponse
-	(*hubpb.View)(nil),                  // 26: hubd.v1.View
-	(*hubpb.Delivery)(nil),              // 27: hubd.v1.Delivery
-	(*hubpb.DelegateResponse)(nil),      // 28: hubd.v1.DelegateResponse
-	(*hubpb.ListQuestionsResponse)(nil), // 29: hubd.v1.ListQuestionsResponse
-	(*hubpb.TreeNode)(nil),              // 30: hubd.v1.TreeNode
-	(*hubpb.ReplayResponse)(nil),        // 31: hubd.v1.ReplayResponse
-	(*hubpb.BackupChunk)(nil),           // 32: hubd.v1.BackupChunk
-	(*hubpb.HubFrame)(nil),              // 33: hubd.v1.HubFrame
+	(*hubpb.Delta)(nil),                 // 2: hubd.v1.Delta
+	(*hubpb.SendStreamFrame)(nil),       // 3: hubd.v1.SendStreamFrame
+	(*hubpb.InviteRequest)(nil),         // 4: hubd.v1.InviteRequest
+	(*hubpb.CloseRequest)(nil),          // 5: hubd.v1.CloseRequest
+	(*hubpb.ForkRequest)(nil),           // 6: hubd.v1.ForkRequest
+	(*hubpb.GetSessionRequest)(nil),     // 7: hubd.v1.GetSessionRequest
+	(*hubpb.ListSessionsRequest)(nil),   // 8: hubd.v1.ListSessionsRequest
+	(*hubpb.ReadLogRequest)(nil),        // 9: hubd.v1.ReadLogRequest
+	(*hubpb.PendingTurnsRequest)(nil),   // 10: hubd.v1.PendingTurnsRequest
+	(*hubpb.GetViewRequest)(nil),        // 11: hubd.v1.GetViewRequest
+	(*hubpb.SubscribeRequest)(nil),      // 12: hubd.v1.SubscribeRequest
+	(*hubpb.WatchRequest)(nil),          // 13: hubd.v1.WatchRequest
+	(*hubpb.DelegateRequest)(nil),       // 14: hubd.v1.DelegateRequest
+	(*hubpb.AnswerRequest)(nil),         // 15: hubd.v1.AnswerRequest
+	(*hubpb.ListQuestionsRequest)(nil),  // 16: hubd.v1.ListQuestionsRequest
+	(*hubpb.GetTreeRequest)(nil),        // 17: hubd.v1.GetTreeRequest
+	(*hubpb.ReplayRequest)(nil),         // 18: hubd.v1.ReplayRequest
+	(*hubpb.BackupRequest)(nil),         // 19: hubd.v1.BackupRequest
+	(*hubpb.AgentFrame)(nil),            // 20: hubd.v1.AgentFrame
+	(*hubpb.OpenResponse)(nil),          // 21: hubd.v1.OpenResponse
+	(*hubpb.SendResponse)(nil),          // 22: hubd.v1.SendResponse
+	(*hubpb.DeltaResponse)(nil),         // 23: hubd.v1.DeltaResponse
+	(*hubpb.ForkResponse)(nil),          // 24: hubd.v1.ForkResponse
+	(*hubpb.SessionInfo)(nil),           // 25: hubd.v1.SessionInfo
+	(*hubpb.ListSessionsResponse)(nil),  // 26: hubd.v1.ListSessionsResponse
+	(*hubpb.ReadLogResponse)(nil),       // 27: hubd.v1.ReadLogResponse
+	(*hubpb.PendingTurnsResponse)(nil),  // 28: hubd.v1.PendingTurnsResponse
+	(*hubpb.View)(nil),                  // 29: hubd.v1.View
+	(*hubpb.Delivery)(nil),              // 30: hubd.v1.Delivery
+	(*hubpb.DelegateResponse)(nil),      // 31: hubd.v1.DelegateResponse
+	(*hubpb.ListQuestionsResponse)(nil), // 32: hubd.v1.ListQuestionsResponse
+	(*hubpb.TreeNode)(nil),              // 33: hubd.v1.TreeNode
+	(*hubpb.ReplayResponse)(nil),        // 34: hubd.v1.ReplayResponse
+	(*hubpb.BackupChunk)(nil),           // 35: hubd.v1.BackupChunk
+	(*hubpb.HubFrame)(nil),              // 36: hubd.v1.HubFrame
 }
 var file_hub_service_proto_depIdxs = []int32{
 	0,  // 0: hubd.v1.Hub.Open:input_type -> hubd.v1.OpenRequest
 	1,  // 1: hubd.v1.Hub.Send:input_type -> hubd.v1.SendRequest
-	2,  // 2: hubd.v1.Hub.AckInvite:input_type -> hubd.v1.InviteRequest
-	2,  // 3: hubd.v1.Hub.RejectInvite:input_type -> hubd.v1.InviteRequest
-	3,  // 4: hubd.v1.Hub.Close:input_type -> hubd.v1.CloseRequest
-	4,  // 5: hubd.v1.Hub.Fork:input_type -> hubd.v1.ForkRequest
-	5,  // 6: hubd.v1.Hub.GetSession:input_type -> hubd.v1.GetSessionRequest
-	6,  // 7: hubd.v1.Hub.ListSessions:input_type -> hubd.v1.ListSessionsRequest
-	7,  // 8: hubd.v1.Hub.ReadLog:input_type -> hubd.v1.ReadLogRequest
-	8,  // 9: hubd.v1.Hub.PendingTurns:input_type -> hubd.v1.PendingTurnsRequest
-	9,  // 10: hubd.v1.Hub.GetView:input_type -> hubd.v1.GetViewRequest
-	10, // 11: hubd.v1.Hub.Subscribe:input_type -> hubd.v1.SubscribeRequest
-	11, // 12: hubd.v1.Hub.Watch:input_type -> hubd.v1.WatchRequest
-	12, // 13: hubd.v1.Hub.Delegate:input_type -> hubd.v1.DelegateRequest
-	13, // 14: hubd.v1.Hub.Answer:input_type -> hubd.v1.AnswerRequest
-	14, // 15: hubd.v1.Hub.ListQuestions:input_type -> hubd.v1.ListQuestionsRequest
-	15, // 16: hubd.v1.Hub.GetTree:input_type -> hubd.v1.GetTreeRequest
-	16, // 17: hubd.v1.Hub.Replay:input_type -> hubd.v1.ReplayRequest
-	17, // 18: hubd.v1.Hub.Backup:input_type -> hubd.v1.BackupRequest
-	18, // 19: hubd.v1.Hub.AgentStream:input_type -> hubd.v1.AgentFrame
-	19, // 20: hubd.v1.Hub.Open:output_type -> hubd.v1.OpenResponse
-	20, // 21: hubd.v1.Hub.Send:output_type -> hubd.v1.SendResponse
-	20, // 22: hubd.v1.Hub.AckInvite:output_type -> hubd.v1.SendResponse
-	20, // 23: hubd.v1.Hub.RejectInvite:output_type -> hubd.v1.SendResponse
-	20, // 24: hubd.v1.Hub.Close:output_type -> hubd.v1.SendResponse
-	21, // 25: hubd.v1.Hub.Fork:output_type -> hubd.v1.ForkResponse
-	22, // 26: hubd.v1.Hub.GetSession:output_type -> hubd.v1.SessionInfo
-	23, // 27: hubd.v1.Hub.ListSessions:output_type -> hubd.v1.ListSessionsResponse
-	24, // 28: hubd.v1.Hub.ReadLog:output_type -> hubd.v1.ReadLogResponse
-	25, // 29: hubd.v1.Hub.PendingTurns:output_type -> hubd.v1.PendingTurnsResponse
-	26, // 30: hubd.v1.Hub.GetView:output_type -> hubd.v1.View
-	27, // 31: hubd.v1.Hub.Subscribe:output_type -> hubd.v1.Delivery
-	27, // 32: hubd.v1.Hub.Watch:output_type -> hubd.v1.Delivery
-	28, // 33: hubd.v1.Hub.Delegate:output_type -> hubd.v1.DelegateResponse
-	20, // 34: hubd.v1.Hub.Answer:output_type -> hubd.v1.SendResponse
-	29, // 35: hubd.v1.Hub.ListQuestions:output_type -> hubd.v1.ListQuestionsResponse
-	30, // 36: hubd.v1.Hub.GetTree:output_type -> hubd.v1.TreeNode
-	31, // 37: hubd.v1.Hub.Replay:output_type -> hubd.v1.ReplayResponse
-	32, // 38: hubd.v1.Hub.Backup:output_type -> hubd.v1.BackupChunk
-	33, // 39: hubd.v1.Hub.AgentStream:output_type -> hubd.v1.HubFrame
-	20, // [20:40] is the sub-list for method output_type
-	0,  // [0:20] is the sub-list for method input_type
+	2,  // 2: hubd.v1.Hub.SendDelta:input_type -> hubd.v1.Delta
+	3,  // 3: hubd.v1.Hub.SendStream:input_type -> hubd.v1.SendStreamFrame
+	4,  // 4: hubd.v1.Hub.AckInvite:input_type -> hubd.v1.InviteRequest
+	4,  // 5: hubd.v1.Hub.RejectInvite:input_type -> hubd.v1.InviteRequest
+	5,  // 6: hubd.v1.Hub.Close:input_type -> hubd.v1.CloseRequest
+	6,  // 7: hubd.v1.Hub.Fork:input_type -> hubd.v1.ForkRequest
+	7,  // 8: hubd.v1.Hub.GetSession:input_type -> hubd.v1.GetSessionRequest
+	8,  // 9: hubd.v1.Hub.ListSessions:input_type -> hubd.v1.ListSessionsRequest
+	9,  // 10: hubd.v1.Hub.ReadLog:input_type -> hubd.v1.ReadLogRequest
+	10, // 11: hubd.v1.Hub.PendingTurns:input_type -> hubd.v1.PendingTurnsRequest
+	11, // 12: hubd.v1.Hub.GetView:input_type -> hubd.v1.GetViewRequest
+	12, // 13: hubd.v1.Hub.Subscribe:input_type -> hubd.v1.SubscribeRequest
+	13, // 14: hubd.v1.Hub.Watch:input_type -> hubd.v1.WatchRequest
+	14, // 15: hubd.v1.Hub.Delegate:input_type -> hubd.v1.DelegateRequest
+	15, // 16: hubd.v1.Hub.Answer:input_type -> hubd.v1.AnswerRequest
+	16, // 17: hubd.v1.Hub.ListQuestions:input_type -> hubd.v1.ListQuestionsRequest
+	17, // 18: hubd.v1.Hub.GetTree:input_type -> hubd.v1.GetTreeRequest
+	18, // 19: hubd.v1.Hub.Replay:input_type -> hubd.v1.ReplayRequest
+	19, // 20: hubd.v1.Hub.Backup:input_type -> hubd.v1.BackupRequest
+	20, // 21: hubd.v1.Hub.AgentStream:input_type -> hubd.v1.AgentFrame
+	21, // 22: hubd.v1.Hub.Open:output_type -> hubd.v1.OpenResponse
+	22, // 23: hubd.v1.Hub.Send:output_type -> hubd.v1.SendResponse
+	23, // 24: hubd.v1.Hub.SendDelta:output_type -> hubd.v1.DeltaResponse
+	22, // 25: hubd.v1.Hub.SendStream:output_type -> hubd.v1.SendResponse
+	22, // 26: hubd.v1.Hub.AckInvite:output_type -> hubd.v1.SendResponse
+	22, // 27: hubd.v1.Hub.RejectInvite:output_type -> hubd.v1.SendResponse
+	22, // 28: hubd.v1.Hub.Close:output_type -> hubd.v1.SendResponse
+	24, // 29: hubd.v1.Hub.Fork:output_type -> hubd.v1.ForkResponse
+	25, // 30: hubd.v1.Hub.GetSession:output_type -> hubd.v1.SessionInfo
+	26, // 31: hubd.v1.Hub.ListSessions:output_type -> hubd.v1.ListSessionsResponse
+	27, // 32: hubd.v1.Hub.ReadLog:output_type -> hubd.v1.ReadLogResponse
+	28, // 33: hubd.v1.Hub.PendingTurns:output_type -> hubd.v1.PendingTurnsResponse
+	29, // 34: hubd.v1.Hub.GetView:output_type -> hubd.v1.View
+	30, // 35: hubd.v1.Hub.Subscribe:output_type -> hubd.v1.Delivery
+	30, // 36: hubd.v1.Hub.Watch:output_type -> hubd.v1.Delivery
+	31, // 37: hubd.v1.Hub.Delegate:output_type -> hubd.v1.DelegateResponse
+	22, // 38: hubd.v1.Hub.Answer:output_type -> hubd.v1.SendResponse
+	32, // 39: hubd.v1.Hub.ListQuestions:output_type -> hubd.v1.ListQuestionsResponse
+	33, // 40: hubd.v1.Hub.GetTree:output_type -> hubd.v1.TreeNode
+	34, // 41: hubd.v1.Hub.Replay:output_type -> hubd.v1.ReplayResponse
+	35, // 42: hubd.v1.Hub.Backup:output_type -> hubd.v1.BackupChunk
+	36, // 43: hubd.v1.Hub.AgentStream:output_type -> hubd.v1.HubFrame
+	22, // [22:44] is the sub-list for method output_type
+	0,  // [0:22] is the sub-list for method input_type
 	0,  // [0:0] is the sub-list for extension type_name
 	0,  // [0:0] is the sub-list for extension extendee
 	0,  // [0:0] is the sub-list for field type_name
