@@ -4575,7 +4575,11 @@ type Delta struct {
 	// drop what they showed of it.
 	Abandoned bool `protobuf:"varint,6,opt,name=abandoned,proto3" json:"abandoned,omitempty"`
 	// When the hub accepted it (the hub's clock). Set by the hub.
-	AcceptedAt    *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=accepted_at,json=acceptedAt,proto3" json:"accepted_at,omitempty"`
+	AcceptedAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=accepted_at,json=acceptedAt,proto3" json:"accepted_at,omitempty"`
+	// Only on an agent stream, on the delta the hub hands back to its
+	// writer: the hub refused it (OUT_OF_TURN, LIMIT_REACHED, ...), as
+	// SendDelta's status would say. The stream goes on.
+	Refused       *StreamError `protobuf:"bytes,8,opt,name=refused,proto3" json:"refused,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4655,6 +4659,13 @@ func (x *Delta) GetAbandoned() bool {
 func (x *Delta) GetAcceptedAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.AcceptedAt
+	}
+	return nil
+}
+
+func (x *Delta) GetRefused() *StreamError {
+	if x != nil {
+		return x.Refused
 	}
 	return nil
 }
@@ -5741,9 +5752,10 @@ type AgentFrame_Open struct {
 
 type AgentFrame_Delta struct {
 	// A piece of a reply being written on the agent's turn, as SendDelta
-	// takes it; not answered when forwarded. A refused delta is answered
-	// by a HubFrame.ack whose ref is the delta's index and whose error
-	// says why (OUT_OF_TURN, LIMIT_REACHED, ...): the stream goes on.
+	// takes it; not answered when forwarded. A refused delta comes back
+	// as a HubFrame.delta with refused set (the stream goes on). Deltas
+	// are taken in order with the stream's sends: those before a send are
+	// forwarded before it is.
 	Delta *Delta `protobuf:"bytes,4,opt,name=delta,proto3,oneof"`
 }
 
@@ -6043,7 +6055,8 @@ type HubFrame_Closing struct {
 
 type HubFrame_Delta struct {
 	// A delta of a reply being written (after AgentFrame.subscribe with
-	// deltas set): best-effort, never logged.
+	// deltas set): best-effort, never logged. Or one of the agent's own
+	// deltas, refused (Delta.refused).
 	Delta *Delta `protobuf:"bytes,5,opt,name=delta,proto3,oneof"`
 }
 
@@ -6650,7 +6663,7 @@ const file_hub_proto_rawDesc = "" +
 	"\benvelope\x18\x01 \x01(\v2\x11.hubd.v1.EnvelopeR\benvelope\x12\x1b\n" +
 	"\tyour_turn\x18\x02 \x01(\bR\byourTurn\x12!\n" +
 	"\x04view\x18\x03 \x01(\v2\r.hubd.v1.ViewR\x04view\x12$\n" +
-	"\x05delta\x18\x04 \x01(\v2\x0e.hubd.v1.DeltaR\x05delta\"\xdc\x01\n" +
+	"\x05delta\x18\x04 \x01(\v2\x0e.hubd.v1.DeltaR\x05delta\"\x8c\x02\n" +
 	"\x05Delta\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
@@ -6660,7 +6673,8 @@ const file_hub_proto_rawDesc = "" +
 	"\x04text\x18\x05 \x01(\tR\x04text\x12\x1c\n" +
 	"\tabandoned\x18\x06 \x01(\bR\tabandoned\x12;\n" +
 	"\vaccepted_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"acceptedAt\"b\n" +
+	"acceptedAt\x12.\n" +
+	"\arefused\x18\b \x01(\v2\x14.hubd.v1.StreamErrorR\arefused\"b\n" +
 	"\rDeltaResponse\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12;\n" +
 	"\vaccepted_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
@@ -6998,46 +7012,47 @@ var file_hub_proto_depIdxs = []int32{
 	46,  // 74: hubd.v1.Delivery.view:type_name -> hubd.v1.View
 	52,  // 75: hubd.v1.Delivery.delta:type_name -> hubd.v1.Delta
 	86,  // 76: hubd.v1.Delta.accepted_at:type_name -> google.protobuf.Timestamp
-	86,  // 77: hubd.v1.DeltaResponse.accepted_at:type_name -> google.protobuf.Timestamp
-	52,  // 78: hubd.v1.SendStreamFrame.delta:type_name -> hubd.v1.Delta
-	32,  // 79: hubd.v1.SendStreamFrame.final:type_name -> hubd.v1.SendRequest
-	30,  // 80: hubd.v1.DelegateRequest.children:type_name -> hubd.v1.OpenRequest
-	33,  // 81: hubd.v1.DelegateResponse.delegation:type_name -> hubd.v1.SendResponse
-	37,  // 82: hubd.v1.DelegateResponse.children:type_name -> hubd.v1.SessionInfo
-	13,  // 83: hubd.v1.AnswerRequest.answer:type_name -> hubd.v1.Answer
-	1,   // 84: hubd.v1.PendingQuestion.envelope:type_name -> hubd.v1.Envelope
-	59,  // 85: hubd.v1.ListQuestionsResponse.questions:type_name -> hubd.v1.PendingQuestion
-	37,  // 86: hubd.v1.TreeNode.session:type_name -> hubd.v1.SessionInfo
-	7,   // 87: hubd.v1.TreeNode.usage:type_name -> hubd.v1.Usage
-	88,  // 88: hubd.v1.TreeNode.duration:type_name -> google.protobuf.Duration
-	62,  // 89: hubd.v1.TreeNode.children:type_name -> hubd.v1.TreeNode
-	1,   // 90: hubd.v1.ReplayStep.envelope:type_name -> hubd.v1.Envelope
-	64,  // 91: hubd.v1.ReplayResponse.steps:type_name -> hubd.v1.ReplayStep
-	70,  // 92: hubd.v1.AgentFrame.send:type_name -> hubd.v1.StreamSend
-	49,  // 93: hubd.v1.AgentFrame.subscribe:type_name -> hubd.v1.SubscribeRequest
-	69,  // 94: hubd.v1.AgentFrame.open:type_name -> hubd.v1.StreamOpen
-	52,  // 95: hubd.v1.AgentFrame.delta:type_name -> hubd.v1.Delta
-	30,  // 96: hubd.v1.StreamOpen.request:type_name -> hubd.v1.OpenRequest
-	1,   // 97: hubd.v1.StreamSend.envelope:type_name -> hubd.v1.Envelope
-	72,  // 98: hubd.v1.HubFrame.ready:type_name -> hubd.v1.StreamReady
-	73,  // 99: hubd.v1.HubFrame.ack:type_name -> hubd.v1.StreamAck
-	51,  // 100: hubd.v1.HubFrame.delivery:type_name -> hubd.v1.Delivery
-	74,  // 101: hubd.v1.HubFrame.closing:type_name -> hubd.v1.StreamError
-	52,  // 102: hubd.v1.HubFrame.delta:type_name -> hubd.v1.Delta
-	33,  // 103: hubd.v1.StreamAck.response:type_name -> hubd.v1.SendResponse
-	74,  // 104: hubd.v1.StreamAck.error:type_name -> hubd.v1.StreamError
-	31,  // 105: hubd.v1.StreamAck.opened:type_name -> hubd.v1.OpenResponse
-	0,   // 106: hubd.v1.StreamError.reason:type_name -> hubd.v1.Reason
-	85,  // 107: hubd.v1.StreamError.metadata:type_name -> hubd.v1.StreamError.MetadataEntry
-	89,  // 108: hubd.v1.ContextUpdate.SetEntry.value:type_name -> google.protobuf.Value
-	89,  // 109: hubd.v1.SessionMeta.KnobsEntry.value:type_name -> google.protobuf.Value
-	89,  // 110: hubd.v1.OpenRequest.KnobsEntry.value:type_name -> google.protobuf.Value
-	89,  // 111: hubd.v1.SessionInfo.ContextEntry.value:type_name -> google.protobuf.Value
-	112, // [112:112] is the sub-list for method output_type
-	112, // [112:112] is the sub-list for method input_type
-	112, // [112:112] is the sub-list for extension type_name
-	112, // [112:112] is the sub-list for extension extendee
-	0,   // [0:112] is the sub-list for field type_name
+	74,  // 77: hubd.v1.Delta.refused:type_name -> hubd.v1.StreamError
+	86,  // 78: hubd.v1.DeltaResponse.accepted_at:type_name -> google.protobuf.Timestamp
+	52,  // 79: hubd.v1.SendStreamFrame.delta:type_name -> hubd.v1.Delta
+	32,  // 80: hubd.v1.SendStreamFrame.final:type_name -> hubd.v1.SendRequest
+	30,  // 81: hubd.v1.DelegateRequest.children:type_name -> hubd.v1.OpenRequest
+	33,  // 82: hubd.v1.DelegateResponse.delegation:type_name -> hubd.v1.SendResponse
+	37,  // 83: hubd.v1.DelegateResponse.children:type_name -> hubd.v1.SessionInfo
+	13,  // 84: hubd.v1.AnswerRequest.answer:type_name -> hubd.v1.Answer
+	1,   // 85: hubd.v1.PendingQuestion.envelope:type_name -> hubd.v1.Envelope
+	59,  // 86: hubd.v1.ListQuestionsResponse.questions:type_name -> hubd.v1.PendingQuestion
+	37,  // 87: hubd.v1.TreeNode.session:type_name -> hubd.v1.SessionInfo
+	7,   // 88: hubd.v1.TreeNode.usage:type_name -> hubd.v1.Usage
+	88,  // 89: hubd.v1.TreeNode.duration:type_name -> google.protobuf.Duration
+	62,  // 90: hubd.v1.TreeNode.children:type_name -> hubd.v1.TreeNode
+	1,   // 91: hubd.v1.ReplayStep.envelope:type_name -> hubd.v1.Envelope
+	64,  // 92: hubd.v1.ReplayResponse.steps:type_name -> hubd.v1.ReplayStep
+	70,  // 93: hubd.v1.AgentFrame.send:type_name -> hubd.v1.StreamSend
+	49,  // 94: hubd.v1.AgentFrame.subscribe:type_name -> hubd.v1.SubscribeRequest
+	69,  // 95: hubd.v1.AgentFrame.open:type_name -> hubd.v1.StreamOpen
+	52,  // 96: hubd.v1.AgentFrame.delta:type_name -> hubd.v1.Delta
+	30,  // 97: hubd.v1.StreamOpen.request:type_name -> hubd.v1.OpenRequest
+	1,   // 98: hubd.v1.StreamSend.envelope:type_name -> hubd.v1.Envelope
+	72,  // 99: hubd.v1.HubFrame.ready:type_name -> hubd.v1.StreamReady
+	73,  // 100: hubd.v1.HubFrame.ack:type_name -> hubd.v1.StreamAck
+	51,  // 101: hubd.v1.HubFrame.delivery:type_name -> hubd.v1.Delivery
+	74,  // 102: hubd.v1.HubFrame.closing:type_name -> hubd.v1.StreamError
+	52,  // 103: hubd.v1.HubFrame.delta:type_name -> hubd.v1.Delta
+	33,  // 104: hubd.v1.StreamAck.response:type_name -> hubd.v1.SendResponse
+	74,  // 105: hubd.v1.StreamAck.error:type_name -> hubd.v1.StreamError
+	31,  // 106: hubd.v1.StreamAck.opened:type_name -> hubd.v1.OpenResponse
+	0,   // 107: hubd.v1.StreamError.reason:type_name -> hubd.v1.Reason
+	85,  // 108: hubd.v1.StreamError.metadata:type_name -> hubd.v1.StreamError.MetadataEntry
+	89,  // 109: hubd.v1.ContextUpdate.SetEntry.value:type_name -> google.protobuf.Value
+	89,  // 110: hubd.v1.SessionMeta.KnobsEntry.value:type_name -> google.protobuf.Value
+	89,  // 111: hubd.v1.OpenRequest.KnobsEntry.value:type_name -> google.protobuf.Value
+	89,  // 112: hubd.v1.SessionInfo.ContextEntry.value:type_name -> google.protobuf.Value
+	113, // [113:113] is the sub-list for method output_type
+	113, // [113:113] is the sub-list for method input_type
+	113, // [113:113] is the sub-list for extension type_name
+	113, // [113:113] is the sub-list for extension extendee
+	0,   // [0:113] is the sub-list for field type_name
 }
 
 func init() { file_hub_proto_init() }

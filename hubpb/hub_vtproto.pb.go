@@ -4098,6 +4098,16 @@ func (m *Delta) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.Refused != nil {
+		size, err := m.Refused.MarshalToSizedBufferVT(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(size))
+		i--
+		dAtA[i] = 0x42
+	}
 	if m.AcceptedAt != nil {
 		size, err := (*timestamppb.Timestamp)(m.AcceptedAt).MarshalToSizedBufferVT(dAtA[:i])
 		if err != nil {
@@ -7393,6 +7403,10 @@ func (m *Delta) SizeVT() (n int) {
 	}
 	if m.AcceptedAt != nil {
 		l = (*timestamppb.Timestamp)(m.AcceptedAt).SizeVT()
+		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.Refused != nil {
+		l = m.Refused.SizeVT()
 		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
 	n += len(m.unknownFields)
@@ -19365,6 +19379,42 @@ func (m *Delta) UnmarshalVT(dAtA []byte) error {
 				m.AcceptedAt = &timestamppb1.Timestamp{}
 			}
 			if err := (*timestamppb.Timestamp)(m.AcceptedAt).UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 8:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Refused", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Refused == nil {
+				m.Refused = &StreamError{}
+			}
+			if err := m.Refused.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex
