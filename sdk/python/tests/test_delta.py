@@ -68,3 +68,24 @@ def test_turn_stream(hub: Hub, names: Names) -> None:
             await server
 
     run(main())
+
+
+def test_sync_deltas(hub: Hub, names: Names) -> None:
+    """The sync client: send_delta on the turn, watch(deltas=True) sees it."""
+    A, B = names("alice"), names("bob")
+    with hubd.Client(hub.addr, name=A) as alice, hubd.Client(hub.addr, name=B) as bob:
+        s = alice.open(hubd.TYPE_CONVERSATION, participants=hubd.auto_accepted(B))
+        info = alice.get_session(s.id)
+        watch = bob.watch(s.id, 1, deltas=True, timeout=20)
+        for d in watch:  # the catch-up: the watch is registered
+            if d.envelope.seq == info.seq:
+                break
+        alice.send_delta(s.id, "r1", 0, "Hel")
+        alice.send_text(s.id, "Hello", client_msg_id="r1")
+        got = []
+        for d in watch:
+            got.append("delta:" + d.delta.text if d.HasField("delta") else "text:" + hubd.text_of(d.envelope))
+            if len(got) == 2:
+                break
+        watch.close()
+        assert got == ["delta:Hel", "text:Hello"]
