@@ -147,4 +147,7 @@ func TestE2EDeltas(t *testing.T) {
 	if name != "envelope" || !strings.Contains(data2, `"client_msg_id":"r1"`) {
 		t.Fatalf("after the delta: %s %s; want the final envelope", name, data2)
 	}
+	if code, body := httpDo(t, "GET", "http://"+httpAddr+"/metrics", nil, ""); code != 200 || !strings.Contains(body, "\nhubd_deltas_dropped_total 0\n") {
+		t.Errorf("metrics: %d, no hubd_deltas_dropped_total 0", code)
+	}
 }

@@ -3,6 +3,7 @@ package feed_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -130,8 +131,9 @@ func TestDeltasRefusedLikeASend(t *testing.T) {
 // A watcher that does not read drops deltas past its bound, never an
 // envelope, and is not cut off for them.
 func TestDeltasDroppedBySlowWatcher(t *testing.T) {
+	var hooked atomic.Int64
 	e := newEnvWith(t, func(c *hub.Config) { c.MaxDeltasPerSecond = -1 },
-		func(c *feed.Config) { c.SubscriberBuffer = 4 })
+		func(c *feed.Config) { c.SubscriberBuffer, c.DeltaDropped = 4, func() { hooked.Add(1) } })
 	ctx := context.Background()
 	id := openConversation(t, e.hub, "a", "b")
 	w, err := e.hub.Watch(ctx, "ops", true, id, feed.WatchOptions{From: 3, Deltas: true})
@@ -162,8 +164,8 @@ func TestDeltasDroppedBySlowWatcher(t *testing.T) {
 		}
 		got++
 	}
-	if got == 0 || got >= sent || e.hub.DeltasDropped() != int64(sent-got) {
-		t.Fatalf("read %d deltas of %d, %d dropped", got, sent, e.hub.DeltasDropped())
+	if got == 0 || got >= sent || e.hub.DeltasDropped() != int64(sent-got) || hooked.Load() != int64(sent-got) {
+		t.Fatalf("read %d deltas of %d, %d dropped, %d told", got, sent, e.hub.DeltasDropped(), hooked.Load())
 	}
 }
 
