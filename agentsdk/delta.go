@@ -132,3 +132,16 @@ func (s *TurnStream) Finish(ctx context.Context, r Reply) (Ack, error) {
 	env.CausationId = s.t.Trigger.GetId()
 	return s.t.Client.Send(ctx, s.t.SessionID, env, WithClientMsgID(s.id))
 }
+
+// Abandon tells the readers of the deltas that this reply is given up:
+// no final envelope will follow with the stream's id (readers drop what
+// they showed of it). Write is refused afterwards; the turn stays the
+// agent's, for another reply.
+func (s *TurnStream) Abandon(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	n := s.n
+	s.mu.Unlock()
+	_, err := s.t.Client.rpc.SendDelta(ctx, &hubpb.Delta{SessionId: s.t.SessionID, StreamId: s.id, Index: n, Abandoned: true})
+	return wrapErr("send delta", err)
+}

@@ -85,3 +85,52 @@ func TestTurnStream(t *testing.T) {
 		t.Fatalf("a write after the turn passed: %v", err)
 	}
 }
+
+// TestTurnStreamAbandon: an abandoned reply tells the watchers so, and the
+// turn stays the writer's.
+func TestTurnStreamAbandon(t *testing.T) {
+	h := hubtest.New(t)
+	ctx := testCtx(t)
+	alice, bob := dial(t, h.Addr(), "alice"), dial(t, h.Addr(), "bob")
+	s, err := alice.Open(ctx, agentsdk.OpenOptions{Type: agentsdk.TypeDiscussion, Participants: agentsdk.AutoAccepted("bob")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := bob.WatchDeltas(ctx, s.ID(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for { // the catch-up: the watch is registered
+		d, err := w.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.GetEnvelope().GetSeq() == s.GetSeq() {
+			break
+		}
+	}
+	turn := &agentsdk.Turn{SessionID: s.ID(), Trigger: &hubpb.Envelope{Seq: s.GetSeq()}, Client: alice}
+	ts := turn.Stream(ctx)
+	if _, err := ts.WriteString("draft"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.Abandon(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.WriteString("more"); err == nil {
+		t.Fatal("a write after Abandon was taken")
+	}
+	for _, want := range []string{"draft", ""} {
+		d, err := w.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if x := d.GetDelta(); x.GetText() != want || x.GetAbandoned() != (want == "") || x.GetStreamId() != ts.ID() {
+			t.Fatalf("got %v; want the delta %q, then the abandon", d, want)
+		}
+	}
+	if _, err := alice.SendText(ctx, s.ID(), "another reply"); err != nil {
+		t.Fatalf("the turn after an abandoned reply: %v", err)
+	}
+}
