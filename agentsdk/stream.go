@@ -122,12 +122,24 @@ func (c *Client) openWatch(ctx context.Context, req *hubpb.WatchRequest, callOpt
 // last envelope seen. It stops early with fn's error, or with ctx's. A nil
 // fn just waits for the end.
 func (c *Client) Follow(ctx context.Context, sessionID string, fromSeq uint64, fn func(*hubpb.Envelope) error) (*hubpb.Envelope, error) {
+	return c.follow(ctx, sessionID, fromSeq, fn, nil)
+}
+
+// FollowDeltas is Follow that also calls delta with the deltas of replies
+// being written in the session (best-effort: a reader behind, or a watch
+// resumed, loses some; each reply's final envelope, handed to fn, holds
+// its whole text).
+func (c *Client) FollowDeltas(ctx context.Context, sessionID string, fromSeq uint64, fn func(*hubpb.Envelope) error, delta func(*Delta) error) (*hubpb.Envelope, error) {
+	return c.follow(ctx, sessionID, fromSeq, fn, delta)
+}
+
+func (c *Client) follow(ctx context.Context, sessionID string, fromSeq uint64, fn func(*hubpb.Envelope) error, delta func(*Delta) error) (*hubpb.Envelope, error) {
 	next := max(fromSeq, 1)
 	for attempt := 0; ; {
 		var end *hubpb.Envelope
-		w, err := c.watch(ctx, sessionID, next, grpc.WaitForReady(true))
+		w, err := c.openWatch(ctx, &hubpb.WatchRequest{SessionId: sessionID, FromSeq: next, Deltas: delta != nil}, grpc.WaitForReady(true))
 		if err == nil {
-			end, err = follow(w, &next, fn)
+			end, err = follow(w, &next, fn, delta)
 			w.Close()
 		}
 		if end != nil || !retryable(err) || ctx.Err() != nil {
@@ -142,11 +154,19 @@ func (c *Client) Follow(ctx context.Context, sessionID string, fromSeq uint64, f
 }
 
 // follow reads one watch, advancing next past each envelope handed to fn.
-func follow(w *Stream, next *uint64, fn func(*hubpb.Envelope) error) (*hubpb.Envelope, error) {
+func follow(w *Stream, next *uint64, fn func(*hubpb.Envelope) error, delta func(*Delta) error) (*hubpb.Envelope, error) {
 	for {
 		d, err := w.Recv()
 		if err != nil {
 			return nil, err
+		}
+		if x := d.GetDelta(); x != nil {
+			if delta != nil {
+				if err := delta(x); err != nil {
+					return nil, err
+				}
+			}
+			continue
 		}
 		e := d.GetEnvelope()
 		if e.GetSeq() < *next {

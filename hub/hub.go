@@ -70,6 +70,16 @@ type Config struct {
 	// session on one turn (from the envelope that began the turn on),
 	// background ones included; default DefaultMaxChildrenPerTurn.
 	MaxChildrenPerTurn int
+	// Limits on deltas (Hub.SendDelta): past one, a delta is refused with
+	// LIMIT_REACHED naming the flag, and the reply goes on with its final
+	// envelope. Zero means the default, a negative value no limit.
+	//
+	// MaxDeltasPerSecond bounds the deltas one session's writer forwards
+	// in a second of the hub's clock; default DefaultMaxDeltasPerSecond.
+	MaxDeltasPerSecond int
+	// MaxDeltaBytesPerTurn bounds the text of the deltas forwarded on one
+	// turn of a session; default DefaultMaxDeltaBytesPerTurn.
+	MaxDeltaBytesPerTurn int
 
 	// Limits on what an open (or a delegated child) carries; over one the
 	// open is refused with TOO_LARGE (a duration: MALFORMED), the message
@@ -173,6 +183,8 @@ func (c Config) withDefaults() Config {
 	def(&c.MaxOpenPerAgent, DefaultMaxOpenPerAgent)
 	def(&c.MaxTreeSessions, DefaultMaxTreeSessions)
 	def(&c.MaxChildrenPerTurn, DefaultMaxChildrenPerTurn)
+	def(&c.MaxDeltasPerSecond, DefaultMaxDeltasPerSecond)
+	def(&c.MaxDeltaBytesPerTurn, DefaultMaxDeltaBytesPerTurn)
 	def(&c.MaxLabels, DefaultMaxLabels)
 	def(&c.MaxLabelBytes, DefaultMaxLabelBytes)
 	def(&c.MaxKnobBytes, DefaultMaxKnobBytes)

@@ -38,6 +38,11 @@ type Consumer interface {
 	// with the hub's index locked, as the sessions appear, so a
 	// subscription made afterwards is the one that catches up on them.
 	Moved(agents []string, gone []*Session, why error)
+	// Delta takes a delta of session s the hub accepted (stamped, never
+	// logged), while the hub holds its tree's lock: it comes between the
+	// commits of its session in the order the hub took them. It must not
+	// block.
+	Delta(s *Session, d *hubpb.Delta)
 	// Closed ends every subscription and watch: the hub has stopped
 	// (in-flight changes are finished; nothing is committed after).
 	Closed()
@@ -73,3 +78,5 @@ func (noConsumer) Committed(*Commit) {}
 func (noConsumer) Moved([]string, []*Session, error) {}
 
 func (noConsumer) Closed() {}
+
+func (noConsumer) Delta(*Session, *hubpb.Delta) {}

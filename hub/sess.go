@@ -33,8 +33,9 @@ type Session struct {
 	// turnKids counts the children delegations opened since the current
 	// turn began (MaxChildrenPerTurn), folded from the log with the turn.
 	turnKids int
-	asking   bool // noteAsking last put it in the registry's askers
-	dropped  bool // a new session whose open did not land (see forget)
+	asking   bool       // noteAsking last put it in the registry's askers
+	deltas   deltaMeter // the deltas forwarded on the current turn (delta.go)
+	dropped  bool       // a new session whose open did not land (see forget)
 
 	tail atomic.Value // the consumer's Tail, told every envelope folded; its own lock
 

@@ -4324,7 +4324,12 @@ type SubscribeRequest struct {
 	// without it. An agent that answers its turns from the view a turn
 	// notice carries needs nothing else: a turn costs the hub one message
 	// to it, not one per envelope of the session.
-	Terse         bool `protobuf:"varint,4,opt,name=terse,proto3" json:"terse,omitempty"`
+	Terse bool `protobuf:"varint,4,opt,name=terse,proto3" json:"terse,omitempty"`
+	// Also carry the deltas (Delivery.delta; HubFrame.delta on an agent
+	// stream) of replies being written in the sessions the agent takes part
+	// in, by others than itself. Best-effort: a reader behind drops deltas,
+	// never envelopes.
+	Deltas        bool `protobuf:"varint,5,opt,name=deltas,proto3" json:"deltas,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4387,6 +4392,13 @@ func (x *SubscribeRequest) GetTerse() bool {
 	return false
 }
 
+func (x *SubscribeRequest) GetDeltas() bool {
+	if x != nil {
+		return x.Deltas
+	}
+	return false
+}
+
 // WatchRequest opens a stream of one session's envelopes.
 type WatchRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -4402,7 +4414,11 @@ type WatchRequest struct {
 	// session's own plus questions, answers and delegation results (false).
 	Verbose bool `protobuf:"varint,4,opt,name=verbose,proto3" json:"verbose,omitempty"`
 	// With tree: resume cursors of descendants (session id → last seq seen).
-	Cursors       map[string]uint64 `protobuf:"bytes,5,rep,name=cursors,proto3" json:"cursors,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	Cursors map[string]uint64 `protobuf:"bytes,5,rep,name=cursors,proto3" json:"cursors,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// Also carry the deltas of replies being written in the session
+	// (Delivery.delta; not its descendants'). Best-effort: a reader behind
+	// drops deltas, never envelopes.
+	Deltas        bool `protobuf:"varint,6,opt,name=deltas,proto3" json:"deltas,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4472,6 +4488,13 @@ func (x *WatchRequest) GetCursors() map[string]uint64 {
 	return nil
 }
 
+func (x *WatchRequest) GetDeltas() bool {
+	if x != nil {
+		return x.Deltas
+	}
+	return false
+}
+
 // Delivery is one item of a stream.
 type Delivery struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -4482,7 +4505,12 @@ type Delivery struct {
 	YourTurn bool `protobuf:"varint,2,opt,name=your_turn,json=yourTurn,proto3" json:"your_turn,omitempty"`
 	// On a your_turn delivery of a stream opened with turn_view: the
 	// receiver's view of the session as the notice left the hub.
-	View          *View `protobuf:"bytes,3,opt,name=view,proto3" json:"view,omitempty"`
+	View *View `protobuf:"bytes,3,opt,name=view,proto3" json:"view,omitempty"`
+	// A piece of a reply still being written (streams opened with deltas
+	// set only): envelope is then unset. Deltas are best-effort and never
+	// logged: a slow reader loses them, never an envelope; the reply's
+	// final envelope carries the whole text and is the one that counts.
+	Delta         *Delta `protobuf:"bytes,4,opt,name=delta,proto3" json:"delta,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4538,6 +4566,275 @@ func (x *Delivery) GetView() *View {
 	return nil
 }
 
+func (x *Delivery) GetDelta() *Delta {
+	if x != nil {
+		return x.Delta
+	}
+	return nil
+}
+
+// Delta is a piece of a reply an agent is still writing on its turn (an
+// LLM's tokens as they stream). The hub forwards it at once to the
+// session's watchers and to the subscribers that asked for deltas, and
+// writes nothing: the final envelope, sent as usual with the same
+// client_msg_id as stream_id, is what the log keeps and what takes the
+// turn. A hub restart loses the deltas of a reply not yet final; the turn
+// stays the writer's.
+type Delta struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The writer: set by the hub to the authenticated agent (a client that
+	// sets another name is refused, IMPERSONATION).
+	From string `protobuf:"bytes,2,opt,name=from,proto3" json:"from,omitempty"`
+	// Ties the deltas of one reply together and to its final envelope: the
+	// client_msg_id the final send will carry. Required.
+	StreamId string `protobuf:"bytes,3,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	// The writer's number for this piece, from 0, one more per delta of the
+	// stream: a reader that sees a gap knows it missed one.
+	Index uint64 `protobuf:"varint,4,opt,name=index,proto3" json:"index,omitempty"`
+	// The text of this piece (appended to the pieces before it).
+	Text string `protobuf:"bytes,5,opt,name=text,proto3" json:"text,omitempty"`
+	// The writer gives this reply up: no final envelope will follow; readers
+	// drop what they showed of it.
+	Abandoned bool `protobuf:"varint,6,opt,name=abandoned,proto3" json:"abandoned,omitempty"`
+	// When the hub accepted it (the hub's clock). Set by the hub.
+	AcceptedAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=accepted_at,json=acceptedAt,proto3" json:"accepted_at,omitempty"`
+	// Only on an agent stream, on the delta the hub hands back to its
+	// writer: the hub refused it (OUT_OF_TURN, LIMIT_REACHED, ...), as
+	// SendDelta's status would say. The stream goes on.
+	Refused       *StreamError `protobuf:"bytes,8,opt,name=refused,proto3" json:"refused,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Delta) Reset() {
+	*x = Delta{}
+	mi := &file_hub_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Delta) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Delta) ProtoMessage() {}
+
+func (x *Delta) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Delta.ProtoReflect.Descriptor instead.
+func (*Delta) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *Delta) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *Delta) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *Delta) GetStreamId() string {
+	if x != nil {
+		return x.StreamId
+	}
+	return ""
+}
+
+func (x *Delta) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *Delta) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *Delta) GetAbandoned() bool {
+	if x != nil {
+		return x.Abandoned
+	}
+	return false
+}
+
+func (x *Delta) GetAcceptedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AcceptedAt
+	}
+	return nil
+}
+
+func (x *Delta) GetRefused() *StreamError {
+	if x != nil {
+		return x.Refused
+	}
+	return nil
+}
+
+// DeltaResponse acknowledges a delta forwarded (not written).
+type DeltaResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The delta's index.
+	Index uint64 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// When the hub accepted it.
+	AcceptedAt    *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=accepted_at,json=acceptedAt,proto3" json:"accepted_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeltaResponse) Reset() {
+	*x = DeltaResponse{}
+	mi := &file_hub_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeltaResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeltaResponse) ProtoMessage() {}
+
+func (x *DeltaResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeltaResponse.ProtoReflect.Descriptor instead.
+func (*DeltaResponse) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *DeltaResponse) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *DeltaResponse) GetAcceptedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AcceptedAt
+	}
+	return nil
+}
+
+// SendStreamFrame is one message of a SendStream call: deltas of one reply,
+// then its final send.
+type SendStreamFrame struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Frame:
+	//
+	//	*SendStreamFrame_Delta
+	//	*SendStreamFrame_Final
+	Frame         isSendStreamFrame_Frame `protobuf_oneof:"frame"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SendStreamFrame) Reset() {
+	*x = SendStreamFrame{}
+	mi := &file_hub_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SendStreamFrame) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SendStreamFrame) ProtoMessage() {}
+
+func (x *SendStreamFrame) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SendStreamFrame.ProtoReflect.Descriptor instead.
+func (*SendStreamFrame) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *SendStreamFrame) GetFrame() isSendStreamFrame_Frame {
+	if x != nil {
+		return x.Frame
+	}
+	return nil
+}
+
+func (x *SendStreamFrame) GetDelta() *Delta {
+	if x != nil {
+		if x, ok := x.Frame.(*SendStreamFrame_Delta); ok {
+			return x.Delta
+		}
+	}
+	return nil
+}
+
+func (x *SendStreamFrame) GetFinal() *SendRequest {
+	if x != nil {
+		if x, ok := x.Frame.(*SendStreamFrame_Final); ok {
+			return x.Final
+		}
+	}
+	return nil
+}
+
+type isSendStreamFrame_Frame interface {
+	isSendStreamFrame_Frame()
+}
+
+type SendStreamFrame_Delta struct {
+	// A piece of the reply, forwarded as SendDelta does.
+	Delta *Delta `protobuf:"bytes,1,opt,name=delta,proto3,oneof"`
+}
+
+type SendStreamFrame_Final struct {
+	// The final envelope, as Send takes it: the last frame of the call.
+	Final *SendRequest `protobuf:"bytes,2,opt,name=final,proto3,oneof"`
+}
+
+func (*SendStreamFrame_Delta) isSendStreamFrame_Frame() {}
+
+func (*SendStreamFrame_Final) isSendStreamFrame_Frame() {}
+
 // DelegateRequest opens children of a session on the caller's turn.
 type DelegateRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -4561,7 +4858,7 @@ type DelegateRequest struct {
 
 func (x *DelegateRequest) Reset() {
 	*x = DelegateRequest{}
-	mi := &file_hub_proto_msgTypes[51]
+	mi := &file_hub_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4573,7 +4870,7 @@ func (x *DelegateRequest) String() string {
 func (*DelegateRequest) ProtoMessage() {}
 
 func (x *DelegateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[51]
+	mi := &file_hub_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4586,7 +4883,7 @@ func (x *DelegateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DelegateRequest.ProtoReflect.Descriptor instead.
 func (*DelegateRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{51}
+	return file_hub_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *DelegateRequest) GetSessionId() string {
@@ -4646,7 +4943,7 @@ type DelegateResponse struct {
 
 func (x *DelegateResponse) Reset() {
 	*x = DelegateResponse{}
-	mi := &file_hub_proto_msgTypes[52]
+	mi := &file_hub_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4658,7 +4955,7 @@ func (x *DelegateResponse) String() string {
 func (*DelegateResponse) ProtoMessage() {}
 
 func (x *DelegateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[52]
+	mi := &file_hub_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4671,7 +4968,7 @@ func (x *DelegateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DelegateResponse.ProtoReflect.Descriptor instead.
 func (*DelegateResponse) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{52}
+	return file_hub_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *DelegateResponse) GetDelegation() *SendResponse {
@@ -4710,7 +5007,7 @@ type AnswerRequest struct {
 
 func (x *AnswerRequest) Reset() {
 	*x = AnswerRequest{}
-	mi := &file_hub_proto_msgTypes[53]
+	mi := &file_hub_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4722,7 +5019,7 @@ func (x *AnswerRequest) String() string {
 func (*AnswerRequest) ProtoMessage() {}
 
 func (x *AnswerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[53]
+	mi := &file_hub_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4735,7 +5032,7 @@ func (x *AnswerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerRequest.ProtoReflect.Descriptor instead.
 func (*AnswerRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{53}
+	return file_hub_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *AnswerRequest) GetSessionId() string {
@@ -4773,7 +5070,7 @@ type ListQuestionsRequest struct {
 
 func (x *ListQuestionsRequest) Reset() {
 	*x = ListQuestionsRequest{}
-	mi := &file_hub_proto_msgTypes[54]
+	mi := &file_hub_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4785,7 +5082,7 @@ func (x *ListQuestionsRequest) String() string {
 func (*ListQuestionsRequest) ProtoMessage() {}
 
 func (x *ListQuestionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[54]
+	mi := &file_hub_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4798,7 +5095,7 @@ func (x *ListQuestionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQuestionsRequest.ProtoReflect.Descriptor instead.
 func (*ListQuestionsRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{54}
+	return file_hub_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ListQuestionsRequest) GetAnswerer() string {
@@ -4830,7 +5127,7 @@ type PendingQuestion struct {
 
 func (x *PendingQuestion) Reset() {
 	*x = PendingQuestion{}
-	mi := &file_hub_proto_msgTypes[55]
+	mi := &file_hub_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4842,7 +5139,7 @@ func (x *PendingQuestion) String() string {
 func (*PendingQuestion) ProtoMessage() {}
 
 func (x *PendingQuestion) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[55]
+	mi := &file_hub_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4855,7 +5152,7 @@ func (x *PendingQuestion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingQuestion.ProtoReflect.Descriptor instead.
 func (*PendingQuestion) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{55}
+	return file_hub_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *PendingQuestion) GetSessionId() string {
@@ -4890,7 +5187,7 @@ type ListQuestionsResponse struct {
 
 func (x *ListQuestionsResponse) Reset() {
 	*x = ListQuestionsResponse{}
-	mi := &file_hub_proto_msgTypes[56]
+	mi := &file_hub_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4902,7 +5199,7 @@ func (x *ListQuestionsResponse) String() string {
 func (*ListQuestionsResponse) ProtoMessage() {}
 
 func (x *ListQuestionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[56]
+	mi := &file_hub_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4915,7 +5212,7 @@ func (x *ListQuestionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQuestionsResponse.ProtoReflect.Descriptor instead.
 func (*ListQuestionsResponse) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{56}
+	return file_hub_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ListQuestionsResponse) GetQuestions() []*PendingQuestion {
@@ -4936,7 +5233,7 @@ type GetTreeRequest struct {
 
 func (x *GetTreeRequest) Reset() {
 	*x = GetTreeRequest{}
-	mi := &file_hub_proto_msgTypes[57]
+	mi := &file_hub_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4948,7 +5245,7 @@ func (x *GetTreeRequest) String() string {
 func (*GetTreeRequest) ProtoMessage() {}
 
 func (x *GetTreeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[57]
+	mi := &file_hub_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4961,7 +5258,7 @@ func (x *GetTreeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTreeRequest.ProtoReflect.Descriptor instead.
 func (*GetTreeRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{57}
+	return file_hub_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *GetTreeRequest) GetSessionId() string {
@@ -4990,7 +5287,7 @@ type TreeNode struct {
 
 func (x *TreeNode) Reset() {
 	*x = TreeNode{}
-	mi := &file_hub_proto_msgTypes[58]
+	mi := &file_hub_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5002,7 +5299,7 @@ func (x *TreeNode) String() string {
 func (*TreeNode) ProtoMessage() {}
 
 func (x *TreeNode) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[58]
+	mi := &file_hub_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5015,7 +5312,7 @@ func (x *TreeNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TreeNode.ProtoReflect.Descriptor instead.
 func (*TreeNode) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{58}
+	return file_hub_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *TreeNode) GetSession() *SessionInfo {
@@ -5064,7 +5361,7 @@ type ReplayRequest struct {
 
 func (x *ReplayRequest) Reset() {
 	*x = ReplayRequest{}
-	mi := &file_hub_proto_msgTypes[59]
+	mi := &file_hub_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5076,7 +5373,7 @@ func (x *ReplayRequest) String() string {
 func (*ReplayRequest) ProtoMessage() {}
 
 func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[59]
+	mi := &file_hub_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5089,7 +5386,7 @@ func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRequest.ProtoReflect.Descriptor instead.
 func (*ReplayRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{59}
+	return file_hub_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ReplayRequest) GetSessionId() string {
@@ -5118,7 +5415,7 @@ type ReplayStep struct {
 
 func (x *ReplayStep) Reset() {
 	*x = ReplayStep{}
-	mi := &file_hub_proto_msgTypes[60]
+	mi := &file_hub_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5130,7 +5427,7 @@ func (x *ReplayStep) String() string {
 func (*ReplayStep) ProtoMessage() {}
 
 func (x *ReplayStep) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[60]
+	mi := &file_hub_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5143,7 +5440,7 @@ func (x *ReplayStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayStep.ProtoReflect.Descriptor instead.
 func (*ReplayStep) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{60}
+	return file_hub_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ReplayStep) GetEnvelope() *Envelope {
@@ -5200,7 +5497,7 @@ type ReplayResponse struct {
 
 func (x *ReplayResponse) Reset() {
 	*x = ReplayResponse{}
-	mi := &file_hub_proto_msgTypes[61]
+	mi := &file_hub_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5212,7 +5509,7 @@ func (x *ReplayResponse) String() string {
 func (*ReplayResponse) ProtoMessage() {}
 
 func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[61]
+	mi := &file_hub_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5225,7 +5522,7 @@ func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayResponse.ProtoReflect.Descriptor instead.
 func (*ReplayResponse) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{61}
+	return file_hub_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ReplayResponse) GetSteps() []*ReplayStep {
@@ -5265,7 +5562,7 @@ type BackupRequest struct {
 
 func (x *BackupRequest) Reset() {
 	*x = BackupRequest{}
-	mi := &file_hub_proto_msgTypes[62]
+	mi := &file_hub_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5277,7 +5574,7 @@ func (x *BackupRequest) String() string {
 func (*BackupRequest) ProtoMessage() {}
 
 func (x *BackupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[62]
+	mi := &file_hub_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5290,7 +5587,7 @@ func (x *BackupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupRequest.ProtoReflect.Descriptor instead.
 func (*BackupRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{62}
+	return file_hub_proto_rawDescGZIP(), []int{65}
 }
 
 // BackupChunk is one piece of a backup stream.
@@ -5311,7 +5608,7 @@ type BackupChunk struct {
 
 func (x *BackupChunk) Reset() {
 	*x = BackupChunk{}
-	mi := &file_hub_proto_msgTypes[63]
+	mi := &file_hub_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5323,7 +5620,7 @@ func (x *BackupChunk) String() string {
 func (*BackupChunk) ProtoMessage() {}
 
 func (x *BackupChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[63]
+	mi := &file_hub_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5336,7 +5633,7 @@ func (x *BackupChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupChunk.ProtoReflect.Descriptor instead.
 func (*BackupChunk) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{63}
+	return file_hub_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *BackupChunk) GetData() []byte {
@@ -5375,6 +5672,7 @@ type AgentFrame struct {
 	//	*AgentFrame_Send
 	//	*AgentFrame_Subscribe
 	//	*AgentFrame_Open
+	//	*AgentFrame_Delta
 	Frame         isAgentFrame_Frame `protobuf_oneof:"frame"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -5382,7 +5680,7 @@ type AgentFrame struct {
 
 func (x *AgentFrame) Reset() {
 	*x = AgentFrame{}
-	mi := &file_hub_proto_msgTypes[64]
+	mi := &file_hub_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5394,7 +5692,7 @@ func (x *AgentFrame) String() string {
 func (*AgentFrame) ProtoMessage() {}
 
 func (x *AgentFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[64]
+	mi := &file_hub_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5407,7 +5705,7 @@ func (x *AgentFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentFrame.ProtoReflect.Descriptor instead.
 func (*AgentFrame) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{64}
+	return file_hub_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *AgentFrame) GetFrame() isAgentFrame_Frame {
@@ -5444,6 +5742,15 @@ func (x *AgentFrame) GetOpen() *StreamOpen {
 	return nil
 }
 
+func (x *AgentFrame) GetDelta() *Delta {
+	if x != nil {
+		if x, ok := x.Frame.(*AgentFrame_Delta); ok {
+			return x.Delta
+		}
+	}
+	return nil
+}
+
 type isAgentFrame_Frame interface {
 	isAgentFrame_Frame()
 }
@@ -5467,11 +5774,22 @@ type AgentFrame_Open struct {
 	Open *StreamOpen `protobuf:"bytes,3,opt,name=open,proto3,oneof"`
 }
 
+type AgentFrame_Delta struct {
+	// A piece of a reply being written on the agent's turn, as SendDelta
+	// takes it; not answered when forwarded. A refused delta comes back
+	// as a HubFrame.delta with refused set (the stream goes on). Deltas
+	// are taken in order with the stream's sends: those before a send are
+	// forwarded before it is.
+	Delta *Delta `protobuf:"bytes,4,opt,name=delta,proto3,oneof"`
+}
+
 func (*AgentFrame_Send) isAgentFrame_Frame() {}
 
 func (*AgentFrame_Subscribe) isAgentFrame_Frame() {}
 
 func (*AgentFrame_Open) isAgentFrame_Frame() {}
+
+func (*AgentFrame_Delta) isAgentFrame_Frame() {}
 
 // StreamOpen is an open on an agent stream.
 type StreamOpen struct {
@@ -5491,7 +5809,7 @@ type StreamOpen struct {
 
 func (x *StreamOpen) Reset() {
 	*x = StreamOpen{}
-	mi := &file_hub_proto_msgTypes[65]
+	mi := &file_hub_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5503,7 +5821,7 @@ func (x *StreamOpen) String() string {
 func (*StreamOpen) ProtoMessage() {}
 
 func (x *StreamOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[65]
+	mi := &file_hub_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5516,7 +5834,7 @@ func (x *StreamOpen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamOpen.ProtoReflect.Descriptor instead.
 func (*StreamOpen) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{65}
+	return file_hub_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *StreamOpen) GetRef() uint64 {
@@ -5568,7 +5886,7 @@ type StreamSend struct {
 
 func (x *StreamSend) Reset() {
 	*x = StreamSend{}
-	mi := &file_hub_proto_msgTypes[66]
+	mi := &file_hub_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5580,7 +5898,7 @@ func (x *StreamSend) String() string {
 func (*StreamSend) ProtoMessage() {}
 
 func (x *StreamSend) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[66]
+	mi := &file_hub_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5593,7 +5911,7 @@ func (x *StreamSend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamSend.ProtoReflect.Descriptor instead.
 func (*StreamSend) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{66}
+	return file_hub_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *StreamSend) GetRef() uint64 {
@@ -5640,6 +5958,7 @@ type HubFrame struct {
 	//	*HubFrame_Ack
 	//	*HubFrame_Delivery
 	//	*HubFrame_Closing
+	//	*HubFrame_Delta
 	Frame         isHubFrame_Frame `protobuf_oneof:"frame"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -5647,7 +5966,7 @@ type HubFrame struct {
 
 func (x *HubFrame) Reset() {
 	*x = HubFrame{}
-	mi := &file_hub_proto_msgTypes[67]
+	mi := &file_hub_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5659,7 +5978,7 @@ func (x *HubFrame) String() string {
 func (*HubFrame) ProtoMessage() {}
 
 func (x *HubFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[67]
+	mi := &file_hub_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5672,7 +5991,7 @@ func (x *HubFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HubFrame.ProtoReflect.Descriptor instead.
 func (*HubFrame) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{67}
+	return file_hub_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *HubFrame) GetFrame() isHubFrame_Frame {
@@ -5718,6 +6037,15 @@ func (x *HubFrame) GetClosing() *StreamError {
 	return nil
 }
 
+func (x *HubFrame) GetDelta() *Delta {
+	if x != nil {
+		if x, ok := x.Frame.(*HubFrame_Delta); ok {
+			return x.Delta
+		}
+	}
+	return nil
+}
+
 type isHubFrame_Frame interface {
 	isHubFrame_Frame()
 }
@@ -5749,6 +6077,13 @@ type HubFrame_Closing struct {
 	Closing *StreamError `protobuf:"bytes,4,opt,name=closing,proto3,oneof"`
 }
 
+type HubFrame_Delta struct {
+	// A delta of a reply being written (after AgentFrame.subscribe with
+	// deltas set): best-effort, never logged. Or one of the agent's own
+	// deltas, refused (Delta.refused).
+	Delta *Delta `protobuf:"bytes,5,opt,name=delta,proto3,oneof"`
+}
+
 func (*HubFrame_Ready) isHubFrame_Frame() {}
 
 func (*HubFrame_Ack) isHubFrame_Frame() {}
@@ -5756,6 +6091,8 @@ func (*HubFrame_Ack) isHubFrame_Frame() {}
 func (*HubFrame_Delivery) isHubFrame_Frame() {}
 
 func (*HubFrame_Closing) isHubFrame_Frame() {}
+
+func (*HubFrame_Delta) isHubFrame_Frame() {}
 
 // StreamReady opens an agent stream.
 type StreamReady struct {
@@ -5774,7 +6111,7 @@ type StreamReady struct {
 
 func (x *StreamReady) Reset() {
 	*x = StreamReady{}
-	mi := &file_hub_proto_msgTypes[68]
+	mi := &file_hub_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5786,7 +6123,7 @@ func (x *StreamReady) String() string {
 func (*StreamReady) ProtoMessage() {}
 
 func (x *StreamReady) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[68]
+	mi := &file_hub_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5799,7 +6136,7 @@ func (x *StreamReady) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamReady.ProtoReflect.Descriptor instead.
 func (*StreamReady) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{68}
+	return file_hub_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *StreamReady) GetAgent() string {
@@ -5841,7 +6178,7 @@ type StreamAck struct {
 
 func (x *StreamAck) Reset() {
 	*x = StreamAck{}
-	mi := &file_hub_proto_msgTypes[69]
+	mi := &file_hub_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5853,7 +6190,7 @@ func (x *StreamAck) String() string {
 func (*StreamAck) ProtoMessage() {}
 
 func (x *StreamAck) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[69]
+	mi := &file_hub_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5866,7 +6203,7 @@ func (x *StreamAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamAck.ProtoReflect.Descriptor instead.
 func (*StreamAck) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{69}
+	return file_hub_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *StreamAck) GetRef() uint64 {
@@ -5916,7 +6253,7 @@ type StreamError struct {
 
 func (x *StreamError) Reset() {
 	*x = StreamError{}
-	mi := &file_hub_proto_msgTypes[70]
+	mi := &file_hub_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5928,7 +6265,7 @@ func (x *StreamError) String() string {
 func (*StreamError) ProtoMessage() {}
 
 func (x *StreamError) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[70]
+	mi := &file_hub_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5941,7 +6278,7 @@ func (x *StreamError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamError.ProtoReflect.Descriptor instead.
 func (*StreamError) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{70}
+	return file_hub_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *StreamError) GetCode() int32 {
@@ -5994,7 +6331,7 @@ type OperatorAction struct {
 
 func (x *OperatorAction) Reset() {
 	*x = OperatorAction{}
-	mi := &file_hub_proto_msgTypes[71]
+	mi := &file_hub_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6006,7 +6343,7 @@ func (x *OperatorAction) String() string {
 func (*OperatorAction) ProtoMessage() {}
 
 func (x *OperatorAction) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[71]
+	mi := &file_hub_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6019,7 +6356,7 @@ func (x *OperatorAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OperatorAction.ProtoReflect.Descriptor instead.
 func (*OperatorAction) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{71}
+	return file_hub_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *OperatorAction) GetOperator() string {
@@ -6128,7 +6465,7 @@ type TimerChange struct {
 
 func (x *TimerChange) Reset() {
 	*x = TimerChange{}
-	mi := &file_hub_proto_msgTypes[72]
+	mi := &file_hub_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6140,7 +6477,7 @@ func (x *TimerChange) String() string {
 func (*TimerChange) ProtoMessage() {}
 
 func (x *TimerChange) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[72]
+	mi := &file_hub_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6153,7 +6490,7 @@ func (x *TimerChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimerChange.ProtoReflect.Descriptor instead.
 func (*TimerChange) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{72}
+	return file_hub_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *TimerChange) GetName() string {
@@ -6190,7 +6527,7 @@ type SteerRequest struct {
 
 func (x *SteerRequest) Reset() {
 	*x = SteerRequest{}
-	mi := &file_hub_proto_msgTypes[73]
+	mi := &file_hub_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6202,7 +6539,7 @@ func (x *SteerRequest) String() string {
 func (*SteerRequest) ProtoMessage() {}
 
 func (x *SteerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[73]
+	mi := &file_hub_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6215,7 +6552,7 @@ func (x *SteerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SteerRequest.ProtoReflect.Descriptor instead.
 func (*SteerRequest) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{73}
+	return file_hub_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *SteerRequest) GetSessionId() string {
@@ -6587,29 +6924,51 @@ const file_hub_proto_rawDesc = "" +
 	"\x02at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\">\n" +
 	"\fSpeakerCount\x12\x18\n" +
 	"\aspeaker\x18\x01 \x01(\tR\aspeaker\x12\x14\n" +
-	"\x05count\x18\x02 \x01(\x05R\x05count\"\x81\x02\n" +
+	"\x05count\x18\x02 \x01(\x05R\x05count\"\x99\x02\n" +
 	"\x10SubscribeRequest\x12@\n" +
 	"\acursors\x18\x01 \x03(\v2&.hubd.v1.SubscribeRequest.CursorsEntryR\acursors\x12#\n" +
 	"\rinclude_ended\x18\x02 \x01(\bR\fincludeEnded\x124\n" +
 	"\tturn_view\x18\x03 \x01(\v2\x17.hubd.v1.GetViewRequestR\bturnView\x12\x14\n" +
-	"\x05terse\x18\x04 \x01(\bR\x05terse\x1a:\n" +
+	"\x05terse\x18\x04 \x01(\bR\x05terse\x12\x16\n" +
+	"\x06deltas\x18\x05 \x01(\bR\x06deltas\x1a:\n" +
 	"\fCursorsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"\xf0\x01\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"\x88\x02\n" +
 	"\fWatchRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x19\n" +
 	"\bfrom_seq\x18\x02 \x01(\x04R\afromSeq\x12\x12\n" +
 	"\x04tree\x18\x03 \x01(\bR\x04tree\x12\x18\n" +
 	"\averbose\x18\x04 \x01(\bR\averbose\x12<\n" +
-	"\acursors\x18\x05 \x03(\v2\".hubd.v1.WatchRequest.CursorsEntryR\acursors\x1a:\n" +
+	"\acursors\x18\x05 \x03(\v2\".hubd.v1.WatchRequest.CursorsEntryR\acursors\x12\x16\n" +
+	"\x06deltas\x18\x06 \x01(\bR\x06deltas\x1a:\n" +
 	"\fCursorsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"y\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"\x9f\x01\n" +
 	"\bDelivery\x12-\n" +
 	"\benvelope\x18\x01 \x01(\v2\x11.hubd.v1.EnvelopeR\benvelope\x12\x1b\n" +
 	"\tyour_turn\x18\x02 \x01(\bR\byourTurn\x12!\n" +
-	"\x04view\x18\x03 \x01(\v2\r.hubd.v1.ViewR\x04view\"\xc8\x01\n" +
+	"\x04view\x18\x03 \x01(\v2\r.hubd.v1.ViewR\x04view\x12$\n" +
+	"\x05delta\x18\x04 \x01(\v2\x0e.hubd.v1.DeltaR\x05delta\"\x8c\x02\n" +
+	"\x05Delta\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
+	"\x04from\x18\x02 \x01(\tR\x04from\x12\x1b\n" +
+	"\tstream_id\x18\x03 \x01(\tR\bstreamId\x12\x14\n" +
+	"\x05index\x18\x04 \x01(\x04R\x05index\x12\x12\n" +
+	"\x04text\x18\x05 \x01(\tR\x04text\x12\x1c\n" +
+	"\tabandoned\x18\x06 \x01(\bR\tabandoned\x12;\n" +
+	"\vaccepted_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"acceptedAt\x12.\n" +
+	"\arefused\x18\b \x01(\v2\x14.hubd.v1.StreamErrorR\arefused\"b\n" +
+	"\rDeltaResponse\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\x12;\n" +
+	"\vaccepted_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"acceptedAt\"p\n" +
+	"\x0fSendStreamFrame\x12&\n" +
+	"\x05delta\x18\x01 \x01(\v2\x0e.hubd.v1.DeltaH\x00R\x05delta\x12,\n" +
+	"\x05final\x18\x02 \x01(\v2\x14.hubd.v1.SendRequestH\x00R\x05finalB\a\n" +
+	"\x05frame\"\xc8\x01\n" +
 	"\x0fDelegateRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x120\n" +
@@ -6669,12 +7028,13 @@ const file_hub_proto_rawDesc = "" +
 	"\x06format\x18\x02 \x01(\tR\x06format\x12\x16\n" +
 	"\x06sha256\x18\x03 \x01(\fR\x06sha256\x12\x1f\n" +
 	"\vtotal_bytes\x18\x04 \x01(\x04R\n" +
-	"totalBytes\"\xa6\x01\n" +
+	"totalBytes\"\xce\x01\n" +
 	"\n" +
 	"AgentFrame\x12)\n" +
 	"\x04send\x18\x01 \x01(\v2\x13.hubd.v1.StreamSendH\x00R\x04send\x129\n" +
 	"\tsubscribe\x18\x02 \x01(\v2\x19.hubd.v1.SubscribeRequestH\x00R\tsubscribe\x12)\n" +
-	"\x04open\x18\x03 \x01(\v2\x13.hubd.v1.StreamOpenH\x00R\x04openB\a\n" +
+	"\x04open\x18\x03 \x01(\v2\x13.hubd.v1.StreamOpenH\x00R\x04open\x12&\n" +
+	"\x05delta\x18\x04 \x01(\v2\x0e.hubd.v1.DeltaH\x00R\x05deltaB\a\n" +
 	"\x05frame\"\x90\x01\n" +
 	"\n" +
 	"StreamOpen\x12\x10\n" +
@@ -6693,12 +7053,13 @@ const file_hub_proto_rawDesc = "" +
 	"\vtraceparent\x18\x04 \x01(\tR\vtraceparent\x12\x1e\n" +
 	"\n" +
 	"tracestate\x18\x05 \x01(\tR\n" +
-	"tracestate\"\xcc\x01\n" +
+	"tracestate\"\xf4\x01\n" +
 	"\bHubFrame\x12,\n" +
 	"\x05ready\x18\x01 \x01(\v2\x14.hubd.v1.StreamReadyH\x00R\x05ready\x12&\n" +
 	"\x03ack\x18\x02 \x01(\v2\x12.hubd.v1.StreamAckH\x00R\x03ack\x12/\n" +
 	"\bdelivery\x18\x03 \x01(\v2\x11.hubd.v1.DeliveryH\x00R\bdelivery\x120\n" +
-	"\aclosing\x18\x04 \x01(\v2\x14.hubd.v1.StreamErrorH\x00R\aclosingB\a\n" +
+	"\aclosing\x18\x04 \x01(\v2\x14.hubd.v1.StreamErrorH\x00R\aclosing\x12&\n" +
+	"\x05delta\x18\x05 \x01(\v2\x0e.hubd.v1.DeltaH\x00R\x05deltaB\a\n" +
 	"\x05frame\"]\n" +
 	"\vStreamReady\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\"\n" +
@@ -6783,7 +7144,7 @@ func file_hub_proto_rawDescGZIP() []byte {
 }
 
 var file_hub_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 85)
+var file_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 88)
 var file_hub_proto_goTypes = []any{
 	(Reason)(0),                   // 0: hubd.v1.Reason
 	(*Envelope)(nil),              // 1: hubd.v1.Envelope
@@ -6837,44 +7198,47 @@ var file_hub_proto_goTypes = []any{
 	(*SubscribeRequest)(nil),      // 49: hubd.v1.SubscribeRequest
 	(*WatchRequest)(nil),          // 50: hubd.v1.WatchRequest
 	(*Delivery)(nil),              // 51: hubd.v1.Delivery
-	(*DelegateRequest)(nil),       // 52: hubd.v1.DelegateRequest
-	(*DelegateResponse)(nil),      // 53: hubd.v1.DelegateResponse
-	(*AnswerRequest)(nil),         // 54: hubd.v1.AnswerRequest
-	(*ListQuestionsRequest)(nil),  // 55: hubd.v1.ListQuestionsRequest
-	(*PendingQuestion)(nil),       // 56: hubd.v1.PendingQuestion
-	(*ListQuestionsResponse)(nil), // 57: hubd.v1.ListQuestionsResponse
-	(*GetTreeRequest)(nil),        // 58: hubd.v1.GetTreeRequest
-	(*TreeNode)(nil),              // 59: hubd.v1.TreeNode
-	(*ReplayRequest)(nil),         // 60: hubd.v1.ReplayRequest
-	(*ReplayStep)(nil),            // 61: hubd.v1.ReplayStep
-	(*ReplayResponse)(nil),        // 62: hubd.v1.ReplayResponse
-	(*BackupRequest)(nil),         // 63: hubd.v1.BackupRequest
-	(*BackupChunk)(nil),           // 64: hubd.v1.BackupChunk
-	(*AgentFrame)(nil),            // 65: hubd.v1.AgentFrame
-	(*StreamOpen)(nil),            // 66: hubd.v1.StreamOpen
-	(*StreamSend)(nil),            // 67: hubd.v1.StreamSend
-	(*HubFrame)(nil),              // 68: hubd.v1.HubFrame
-	(*StreamReady)(nil),           // 69: hubd.v1.StreamReady
-	(*StreamAck)(nil),             // 70: hubd.v1.StreamAck
-	(*StreamError)(nil),           // 71: hubd.v1.StreamError
-	(*OperatorAction)(nil),        // 72: hubd.v1.OperatorAction
-	(*TimerChange)(nil),           // 73: hubd.v1.TimerChange
-	(*SteerRequest)(nil),          // 74: hubd.v1.SteerRequest
-	nil,                           // 75: hubd.v1.ContextUpdate.SetEntry
-	nil,                           // 76: hubd.v1.SessionMeta.KnobsEntry
-	nil,                           // 77: hubd.v1.SessionMeta.LabelsEntry
-	nil,                           // 78: hubd.v1.ForkRequest.LabelsEntry
-	nil,                           // 79: hubd.v1.OpenRequest.LabelsEntry
-	nil,                           // 80: hubd.v1.OpenRequest.KnobsEntry
-	nil,                           // 81: hubd.v1.SessionInfo.ContextEntry
-	nil,                           // 82: hubd.v1.ListSessionsRequest.LabelsEntry
-	nil,                           // 83: hubd.v1.SubscribeRequest.CursorsEntry
-	nil,                           // 84: hubd.v1.WatchRequest.CursorsEntry
-	nil,                           // 85: hubd.v1.StreamError.MetadataEntry
-	(*timestamppb.Timestamp)(nil), // 86: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),       // 87: google.protobuf.Struct
-	(*durationpb.Duration)(nil),   // 88: google.protobuf.Duration
-	(*structpb.Value)(nil),        // 89: google.protobuf.Value
+	(*Delta)(nil),                 // 52: hubd.v1.Delta
+	(*DeltaResponse)(nil),         // 53: hubd.v1.DeltaResponse
+	(*SendStreamFrame)(nil),       // 54: hubd.v1.SendStreamFrame
+	(*DelegateRequest)(nil),       // 55: hubd.v1.DelegateRequest
+	(*DelegateResponse)(nil),      // 56: hubd.v1.DelegateResponse
+	(*AnswerRequest)(nil),         // 57: hubd.v1.AnswerRequest
+	(*ListQuestionsRequest)(nil),  // 58: hubd.v1.ListQuestionsRequest
+	(*PendingQuestion)(nil),       // 59: hubd.v1.PendingQuestion
+	(*ListQuestionsResponse)(nil), // 60: hubd.v1.ListQuestionsResponse
+	(*GetTreeRequest)(nil),        // 61: hubd.v1.GetTreeRequest
+	(*TreeNode)(nil),              // 62: hubd.v1.TreeNode
+	(*ReplayRequest)(nil),         // 63: hubd.v1.ReplayRequest
+	(*ReplayStep)(nil),            // 64: hubd.v1.ReplayStep
+	(*ReplayResponse)(nil),        // 65: hubd.v1.ReplayResponse
+	(*BackupRequest)(nil),         // 66: hubd.v1.BackupRequest
+	(*BackupChunk)(nil),           // 67: hubd.v1.BackupChunk
+	(*AgentFrame)(nil),            // 68: hubd.v1.AgentFrame
+	(*StreamOpen)(nil),            // 69: hubd.v1.StreamOpen
+	(*StreamSend)(nil),            // 70: hubd.v1.StreamSend
+	(*HubFrame)(nil),              // 71: hubd.v1.HubFrame
+	(*StreamReady)(nil),           // 72: hubd.v1.StreamReady
+	(*StreamAck)(nil),             // 73: hubd.v1.StreamAck
+	(*StreamError)(nil),           // 74: hubd.v1.StreamError
+	(*OperatorAction)(nil),        // 75: hubd.v1.OperatorAction
+	(*TimerChange)(nil),           // 76: hubd.v1.TimerChange
+	(*SteerRequest)(nil),          // 77: hubd.v1.SteerRequest
+	nil,                           // 78: hubd.v1.ContextUpdate.SetEntry
+	nil,                           // 79: hubd.v1.SessionMeta.KnobsEntry
+	nil,                           // 80: hubd.v1.SessionMeta.LabelsEntry
+	nil,                           // 81: hubd.v1.ForkRequest.LabelsEntry
+	nil,                           // 82: hubd.v1.OpenRequest.LabelsEntry
+	nil,                           // 83: hubd.v1.OpenRequest.KnobsEntry
+	nil,                           // 84: hubd.v1.SessionInfo.ContextEntry
+	nil,                           // 85: hubd.v1.ListSessionsRequest.LabelsEntry
+	nil,                           // 86: hubd.v1.SubscribeRequest.CursorsEntry
+	nil,                           // 87: hubd.v1.WatchRequest.CursorsEntry
+	nil,                           // 88: hubd.v1.StreamError.MetadataEntry
+	(*timestamppb.Timestamp)(nil), // 89: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),       // 90: google.protobuf.Struct
+	(*durationpb.Duration)(nil),   // 91: google.protobuf.Duration
+	(*structpb.Value)(nil),        // 92: google.protobuf.Value
 }
 var file_hub_proto_depIdxs = []int32{
 	2,   // 0: hubd.v1.Envelope.audience:type_name -> hubd.v1.Audience
@@ -6894,104 +7258,112 @@ var file_hub_proto_depIdxs = []int32{
 	17,  // 14: hubd.v1.Envelope.tool_result:type_name -> hubd.v1.ToolResult
 	3,   // 15: hubd.v1.Envelope.message:type_name -> hubd.v1.Text
 	26,  // 16: hubd.v1.Envelope.fork:type_name -> hubd.v1.Fork
-	72,  // 17: hubd.v1.Envelope.operator_action:type_name -> hubd.v1.OperatorAction
+	75,  // 17: hubd.v1.Envelope.operator_action:type_name -> hubd.v1.OperatorAction
 	20,  // 18: hubd.v1.Envelope.call:type_name -> hubd.v1.Call
-	86,  // 19: hubd.v1.Envelope.accepted_at:type_name -> google.protobuf.Timestamp
+	89,  // 19: hubd.v1.Envelope.accepted_at:type_name -> google.protobuf.Timestamp
 	5,   // 20: hubd.v1.Packet.routing:type_name -> hubd.v1.Routing
 	6,   // 21: hubd.v1.Packet.context_updates:type_name -> hubd.v1.ContextUpdate
 	7,   // 22: hubd.v1.Packet.usage:type_name -> hubd.v1.Usage
-	75,  // 23: hubd.v1.ContextUpdate.set:type_name -> hubd.v1.ContextUpdate.SetEntry
-	86,  // 24: hubd.v1.Violation.since:type_name -> google.protobuf.Timestamp
+	78,  // 23: hubd.v1.ContextUpdate.set:type_name -> hubd.v1.ContextUpdate.SetEntry
+	89,  // 24: hubd.v1.Violation.since:type_name -> google.protobuf.Timestamp
 	12,  // 25: hubd.v1.Question.options:type_name -> hubd.v1.Option
-	87,  // 26: hubd.v1.Question.schema:type_name -> google.protobuf.Struct
-	88,  // 27: hubd.v1.Question.within:type_name -> google.protobuf.Duration
-	87,  // 28: hubd.v1.ToolCall.arguments:type_name -> google.protobuf.Struct
-	89,  // 29: hubd.v1.ToolResult.result:type_name -> google.protobuf.Value
+	90,  // 26: hubd.v1.Question.schema:type_name -> google.protobuf.Struct
+	91,  // 27: hubd.v1.Question.within:type_name -> google.protobuf.Duration
+	90,  // 28: hubd.v1.ToolCall.arguments:type_name -> google.protobuf.Struct
+	92,  // 29: hubd.v1.ToolResult.result:type_name -> google.protobuf.Value
 	7,   // 30: hubd.v1.DelegationResult.usage:type_name -> hubd.v1.Usage
-	88,  // 31: hubd.v1.Expectation.within:type_name -> google.protobuf.Duration
+	91,  // 31: hubd.v1.Expectation.within:type_name -> google.protobuf.Duration
 	22,  // 32: hubd.v1.Expectations.items:type_name -> hubd.v1.Expectation
 	21,  // 33: hubd.v1.SessionMeta.participants:type_name -> hubd.v1.Participant
-	76,  // 34: hubd.v1.SessionMeta.knobs:type_name -> hubd.v1.SessionMeta.KnobsEntry
-	77,  // 35: hubd.v1.SessionMeta.labels:type_name -> hubd.v1.SessionMeta.LabelsEntry
-	88,  // 36: hubd.v1.SessionMeta.ttl:type_name -> google.protobuf.Duration
-	88,  // 37: hubd.v1.SessionMeta.invite_timeout:type_name -> google.protobuf.Duration
+	79,  // 34: hubd.v1.SessionMeta.knobs:type_name -> hubd.v1.SessionMeta.KnobsEntry
+	80,  // 35: hubd.v1.SessionMeta.labels:type_name -> hubd.v1.SessionMeta.LabelsEntry
+	91,  // 36: hubd.v1.SessionMeta.ttl:type_name -> google.protobuf.Duration
+	91,  // 37: hubd.v1.SessionMeta.invite_timeout:type_name -> google.protobuf.Duration
 	22,  // 38: hubd.v1.SessionMeta.expectations:type_name -> hubd.v1.Expectation
-	86,  // 39: hubd.v1.SessionMeta.created_at:type_name -> google.protobuf.Timestamp
+	89,  // 39: hubd.v1.SessionMeta.created_at:type_name -> google.protobuf.Timestamp
 	29,  // 40: hubd.v1.SessionMeta.budget:type_name -> hubd.v1.Budget
 	25,  // 41: hubd.v1.SessionMeta.forked_from:type_name -> hubd.v1.ForkOrigin
 	25,  // 42: hubd.v1.Fork.origin:type_name -> hubd.v1.ForkOrigin
 	6,   // 43: hubd.v1.Fork.context:type_name -> hubd.v1.ContextUpdate
 	6,   // 44: hubd.v1.ForkRequest.context:type_name -> hubd.v1.ContextUpdate
-	78,  // 45: hubd.v1.ForkRequest.labels:type_name -> hubd.v1.ForkRequest.LabelsEntry
+	81,  // 45: hubd.v1.ForkRequest.labels:type_name -> hubd.v1.ForkRequest.LabelsEntry
 	37,  // 46: hubd.v1.ForkResponse.session:type_name -> hubd.v1.SessionInfo
 	21,  // 47: hubd.v1.OpenRequest.participants:type_name -> hubd.v1.Participant
-	79,  // 48: hubd.v1.OpenRequest.labels:type_name -> hubd.v1.OpenRequest.LabelsEntry
-	88,  // 49: hubd.v1.OpenRequest.ttl:type_name -> google.protobuf.Duration
-	88,  // 50: hubd.v1.OpenRequest.invite_timeout:type_name -> google.protobuf.Duration
+	82,  // 48: hubd.v1.OpenRequest.labels:type_name -> hubd.v1.OpenRequest.LabelsEntry
+	91,  // 49: hubd.v1.OpenRequest.ttl:type_name -> google.protobuf.Duration
+	91,  // 50: hubd.v1.OpenRequest.invite_timeout:type_name -> google.protobuf.Duration
 	23,  // 51: hubd.v1.OpenRequest.expectations:type_name -> hubd.v1.Expectations
-	87,  // 52: hubd.v1.OpenRequest.graph:type_name -> google.protobuf.Struct
-	80,  // 53: hubd.v1.OpenRequest.knobs:type_name -> hubd.v1.OpenRequest.KnobsEntry
+	90,  // 52: hubd.v1.OpenRequest.graph:type_name -> google.protobuf.Struct
+	83,  // 53: hubd.v1.OpenRequest.knobs:type_name -> hubd.v1.OpenRequest.KnobsEntry
 	29,  // 54: hubd.v1.OpenRequest.budget:type_name -> hubd.v1.Budget
 	37,  // 55: hubd.v1.OpenResponse.session:type_name -> hubd.v1.SessionInfo
 	1,   // 56: hubd.v1.SendRequest.envelope:type_name -> hubd.v1.Envelope
-	86,  // 57: hubd.v1.SendResponse.accepted_at:type_name -> google.protobuf.Timestamp
+	89,  // 57: hubd.v1.SendResponse.accepted_at:type_name -> google.protobuf.Timestamp
 	24,  // 58: hubd.v1.SessionInfo.meta:type_name -> hubd.v1.SessionMeta
-	81,  // 59: hubd.v1.SessionInfo.context:type_name -> hubd.v1.SessionInfo.ContextEntry
+	84,  // 59: hubd.v1.SessionInfo.context:type_name -> hubd.v1.SessionInfo.ContextEntry
 	7,   // 60: hubd.v1.SessionInfo.usage:type_name -> hubd.v1.Usage
 	38,  // 61: hubd.v1.SessionInfo.holds:type_name -> hubd.v1.Hold
 	7,   // 62: hubd.v1.SessionInfo.tree_usage:type_name -> hubd.v1.Usage
-	86,  // 63: hubd.v1.Hold.since:type_name -> google.protobuf.Timestamp
-	82,  // 64: hubd.v1.ListSessionsRequest.labels:type_name -> hubd.v1.ListSessionsRequest.LabelsEntry
+	89,  // 63: hubd.v1.Hold.since:type_name -> google.protobuf.Timestamp
+	85,  // 64: hubd.v1.ListSessionsRequest.labels:type_name -> hubd.v1.ListSessionsRequest.LabelsEntry
 	37,  // 65: hubd.v1.ListSessionsResponse.sessions:type_name -> hubd.v1.SessionInfo
 	1,   // 66: hubd.v1.ReadLogResponse.envelopes:type_name -> hubd.v1.Envelope
 	51,  // 67: hubd.v1.PendingTurnsResponse.turns:type_name -> hubd.v1.Delivery
 	47,  // 68: hubd.v1.View.items:type_name -> hubd.v1.ViewItem
 	48,  // 69: hubd.v1.View.older:type_name -> hubd.v1.SpeakerCount
-	86,  // 70: hubd.v1.ViewItem.at:type_name -> google.protobuf.Timestamp
-	83,  // 71: hubd.v1.SubscribeRequest.cursors:type_name -> hubd.v1.SubscribeRequest.CursorsEntry
+	89,  // 70: hubd.v1.ViewItem.at:type_name -> google.protobuf.Timestamp
+	86,  // 71: hubd.v1.SubscribeRequest.cursors:type_name -> hubd.v1.SubscribeRequest.CursorsEntry
 	45,  // 72: hubd.v1.SubscribeRequest.turn_view:type_name -> hubd.v1.GetViewRequest
-	84,  // 73: hubd.v1.WatchRequest.cursors:type_name -> hubd.v1.WatchRequest.CursorsEntry
+	87,  // 73: hubd.v1.WatchRequest.cursors:type_name -> hubd.v1.WatchRequest.CursorsEntry
 	1,   // 74: hubd.v1.Delivery.envelope:type_name -> hubd.v1.Envelope
 	46,  // 75: hubd.v1.Delivery.view:type_name -> hubd.v1.View
-	30,  // 76: hubd.v1.DelegateRequest.children:type_name -> hubd.v1.OpenRequest
-	33,  // 77: hubd.v1.DelegateResponse.delegation:type_name -> hubd.v1.SendResponse
-	37,  // 78: hubd.v1.DelegateResponse.children:type_name -> hubd.v1.SessionInfo
-	13,  // 79: hubd.v1.AnswerRequest.answer:type_name -> hubd.v1.Answer
-	1,   // 80: hubd.v1.PendingQuestion.envelope:type_name -> hubd.v1.Envelope
-	56,  // 81: hubd.v1.ListQuestionsResponse.questions:type_name -> hubd.v1.PendingQuestion
-	37,  // 82: hubd.v1.TreeNode.session:type_name -> hubd.v1.SessionInfo
-	7,   // 83: hubd.v1.TreeNode.usage:type_name -> hubd.v1.Usage
-	88,  // 84: hubd.v1.TreeNode.duration:type_name -> google.protobuf.Duration
-	59,  // 85: hubd.v1.TreeNode.children:type_name -> hubd.v1.TreeNode
-	1,   // 86: hubd.v1.ReplayStep.envelope:type_name -> hubd.v1.Envelope
-	61,  // 87: hubd.v1.ReplayResponse.steps:type_name -> hubd.v1.ReplayStep
-	67,  // 88: hubd.v1.AgentFrame.send:type_name -> hubd.v1.StreamSend
-	49,  // 89: hubd.v1.AgentFrame.subscribe:type_name -> hubd.v1.SubscribeRequest
-	66,  // 90: hubd.v1.AgentFrame.open:type_name -> hubd.v1.StreamOpen
-	30,  // 91: hubd.v1.StreamOpen.request:type_name -> hubd.v1.OpenRequest
-	1,   // 92: hubd.v1.StreamSend.envelope:type_name -> hubd.v1.Envelope
-	69,  // 93: hubd.v1.HubFrame.ready:type_name -> hubd.v1.StreamReady
-	70,  // 94: hubd.v1.HubFrame.ack:type_name -> hubd.v1.StreamAck
-	51,  // 95: hubd.v1.HubFrame.delivery:type_name -> hubd.v1.Delivery
-	71,  // 96: hubd.v1.HubFrame.closing:type_name -> hubd.v1.StreamError
-	33,  // 97: hubd.v1.StreamAck.response:type_name -> hubd.v1.SendResponse
-	71,  // 98: hubd.v1.StreamAck.error:type_name -> hubd.v1.StreamError
-	31,  // 99: hubd.v1.StreamAck.opened:type_name -> hubd.v1.OpenResponse
-	0,   // 100: hubd.v1.StreamError.reason:type_name -> hubd.v1.Reason
-	85,  // 101: hubd.v1.StreamError.metadata:type_name -> hubd.v1.StreamError.MetadataEntry
-	6,   // 102: hubd.v1.OperatorAction.context:type_name -> hubd.v1.ContextUpdate
-	73,  // 103: hubd.v1.OperatorAction.timer:type_name -> hubd.v1.TimerChange
-	88,  // 104: hubd.v1.TimerChange.extend:type_name -> google.protobuf.Duration
-	72,  // 105: hubd.v1.SteerRequest.action:type_name -> hubd.v1.OperatorAction
-	89,  // 106: hubd.v1.ContextUpdate.SetEntry.value:type_name -> google.protobuf.Value
-	89,  // 107: hubd.v1.SessionMeta.KnobsEntry.value:type_name -> google.protobuf.Value
-	89,  // 108: hubd.v1.OpenRequest.KnobsEntry.value:type_name -> google.protobuf.Value
-	89,  // 109: hubd.v1.SessionInfo.ContextEntry.value:type_name -> google.protobuf.Value
-	110, // [110:110] is the sub-list for method output_type
-	110, // [110:110] is the sub-list for method input_type
-	110, // [110:110] is the sub-list for extension type_name
-	110, // [110:110] is the sub-list for extension extendee
-	0,   // [0:110] is the sub-list for field type_name
+	52,  // 76: hubd.v1.Delivery.delta:type_name -> hubd.v1.Delta
+	89,  // 77: hubd.v1.Delta.accepted_at:type_name -> google.protobuf.Timestamp
+	74,  // 78: hubd.v1.Delta.refused:type_name -> hubd.v1.StreamError
+	89,  // 79: hubd.v1.DeltaResponse.accepted_at:type_name -> google.protobuf.Timestamp
+	52,  // 80: hubd.v1.SendStreamFrame.delta:type_name -> hubd.v1.Delta
+	32,  // 81: hubd.v1.SendStreamFrame.final:type_name -> hubd.v1.SendRequest
+	30,  // 82: hubd.v1.DelegateRequest.children:type_name -> hubd.v1.OpenRequest
+	33,  // 83: hubd.v1.DelegateResponse.delegation:type_name -> hubd.v1.SendResponse
+	37,  // 84: hubd.v1.DelegateResponse.children:type_name -> hubd.v1.SessionInfo
+	13,  // 85: hubd.v1.AnswerRequest.answer:type_name -> hubd.v1.Answer
+	1,   // 86: hubd.v1.PendingQuestion.envelope:type_name -> hubd.v1.Envelope
+	59,  // 87: hubd.v1.ListQuestionsResponse.questions:type_name -> hubd.v1.PendingQuestion
+	37,  // 88: hubd.v1.TreeNode.session:type_name -> hubd.v1.SessionInfo
+	7,   // 89: hubd.v1.TreeNode.usage:type_name -> hubd.v1.Usage
+	91,  // 90: hubd.v1.TreeNode.duration:type_name -> google.protobuf.Duration
+	62,  // 91: hubd.v1.TreeNode.children:type_name -> hubd.v1.TreeNode
+	1,   // 92: hubd.v1.ReplayStep.envelope:type_name -> hubd.v1.Envelope
+	64,  // 93: hubd.v1.ReplayResponse.steps:type_name -> hubd.v1.ReplayStep
+	70,  // 94: hubd.v1.AgentFrame.send:type_name -> hubd.v1.StreamSend
+	49,  // 95: hubd.v1.AgentFrame.subscribe:type_name -> hubd.v1.SubscribeRequest
+	69,  // 96: hubd.v1.AgentFrame.open:type_name -> hubd.v1.StreamOpen
+	52,  // 97: hubd.v1.AgentFrame.delta:type_name -> hubd.v1.Delta
+	30,  // 98: hubd.v1.StreamOpen.request:type_name -> hubd.v1.OpenRequest
+	1,   // 99: hubd.v1.StreamSend.envelope:type_name -> hubd.v1.Envelope
+	72,  // 100: hubd.v1.HubFrame.ready:type_name -> hubd.v1.StreamReady
+	73,  // 101: hubd.v1.HubFrame.ack:type_name -> hubd.v1.StreamAck
+	51,  // 102: hubd.v1.HubFrame.delivery:type_name -> hubd.v1.Delivery
+	74,  // 103: hubd.v1.HubFrame.closing:type_name -> hubd.v1.StreamError
+	52,  // 104: hubd.v1.HubFrame.delta:type_name -> hubd.v1.Delta
+	33,  // 105: hubd.v1.StreamAck.response:type_name -> hubd.v1.SendResponse
+	74,  // 106: hubd.v1.StreamAck.error:type_name -> hubd.v1.StreamError
+	31,  // 107: hubd.v1.StreamAck.opened:type_name -> hubd.v1.OpenResponse
+	0,   // 108: hubd.v1.StreamError.reason:type_name -> hubd.v1.Reason
+	88,  // 109: hubd.v1.StreamError.metadata:type_name -> hubd.v1.StreamError.MetadataEntry
+	6,   // 110: hubd.v1.OperatorAction.context:type_name -> hubd.v1.ContextUpdate
+	76,  // 111: hubd.v1.OperatorAction.timer:type_name -> hubd.v1.TimerChange
+	91,  // 112: hubd.v1.TimerChange.extend:type_name -> google.protobuf.Duration
+	75,  // 113: hubd.v1.SteerRequest.action:type_name -> hubd.v1.OperatorAction
+	92,  // 114: hubd.v1.ContextUpdate.SetEntry.value:type_name -> google.protobuf.Value
+	92,  // 115: hubd.v1.SessionMeta.KnobsEntry.value:type_name -> google.protobuf.Value
+	92,  // 116: hubd.v1.OpenRequest.KnobsEntry.value:type_name -> google.protobuf.Value
+	92,  // 117: hubd.v1.SessionInfo.ContextEntry.value:type_name -> google.protobuf.Value
+	118, // [118:118] is the sub-list for method output_type
+	118, // [118:118] is the sub-list for method input_type
+	118, // [118:118] is the sub-list for extension type_name
+	118, // [118:118] is the sub-list for extension extendee
+	0,   // [0:118] is the sub-list for field type_name
 }
 
 func init() { file_hub_proto_init() }
@@ -7019,18 +7391,24 @@ func file_hub_proto_init() {
 		(*Envelope_Fork)(nil),
 		(*Envelope_OperatorAction)(nil),
 	}
-	file_hub_proto_msgTypes[64].OneofWrappers = []any{
+	file_hub_proto_msgTypes[53].OneofWrappers = []any{
+		(*SendStreamFrame_Delta)(nil),
+		(*SendStreamFrame_Final)(nil),
+	}
+	file_hub_proto_msgTypes[67].OneofWrappers = []any{
 		(*AgentFrame_Send)(nil),
 		(*AgentFrame_Subscribe)(nil),
 		(*AgentFrame_Open)(nil),
+		(*AgentFrame_Delta)(nil),
 	}
-	file_hub_proto_msgTypes[67].OneofWrappers = []any{
+	file_hub_proto_msgTypes[70].OneofWrappers = []any{
 		(*HubFrame_Ready)(nil),
 		(*HubFrame_Ack)(nil),
 		(*HubFrame_Delivery)(nil),
 		(*HubFrame_Closing)(nil),
+		(*HubFrame_Delta)(nil),
 	}
-	file_hub_proto_msgTypes[71].OneofWrappers = []any{
+	file_hub_proto_msgTypes[74].OneofWrappers = []any{
 		(*OperatorAction_Context)(nil),
 		(*OperatorAction_NextSpeaker)(nil),
 		(*OperatorAction_ReleaseResult)(nil),
@@ -7042,7 +7420,7 @@ func file_hub_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hub_proto_rawDesc), len(file_hub_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   85,
+			NumMessages:   88,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -92,7 +92,7 @@ var completionCases = [][2]string{
 	{"hubd --hub 127.0.0.1:7420 tasks ", "cancel"},
 	{"hubd sessions open --gr", "--graph"},
 	{"hubd sessions list --hub x --st", "--state"},
-	{"hubd --max-d", "--max-depth"},
+	{"hubd --max-d", "--max-delta-bytes-per-turn --max-deltas-per-second --max-depth"},
 	{"hubd completion ", "bash fish zsh"},
 	{"hubd help sessions c", "close"},
 	{"hubd sessions open --graph ", "FILES"},

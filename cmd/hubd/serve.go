@@ -40,6 +40,7 @@ type serveFlags struct {
 	cluster                                                                         clusterFlags
 	streamsPerConn, streamsPerAgent, subscriberBytes                                int
 	treeSessions, childrenPerTurn, agentBytes, totalBytes, maxRequest               int
+	deltasPerSecond, deltaBytesPerTurn                                              int
 	autoAcceptFrom                                                                  string
 }
 
@@ -68,6 +69,8 @@ func (f *serveFlags) define(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxOpen, "max-open-per-agent", hub.DefaultMaxOpenPerAgent, "most sessions pending or open that one agent created, children it delegated included (0: no limit)")
 	fs.IntVar(&f.treeSessions, "max-tree-sessions", hub.DefaultMaxTreeSessions, "most sessions pending or open in one delegation tree, its root included (0: no limit)")
 	fs.IntVar(&f.childrenPerTurn, "max-children-per-turn", hub.DefaultMaxChildrenPerTurn, "most children delegations open in one session on one turn, background ones included (0: no limit)")
+	fs.IntVar(&f.deltasPerSecond, "max-deltas-per-second", hub.DefaultMaxDeltasPerSecond, "most deltas (pieces of a reply being written, forwarded and never logged) one session's writer sends in a second; past it a delta is refused with LIMIT_REACHED (0: no limit)")
+	fs.IntVar(&f.deltaBytesPerTurn, "max-delta-bytes-per-turn", hub.DefaultMaxDeltaBytesPerTurn, "most bytes of delta text forwarded on one turn of a session; past it a delta is refused with LIMIT_REACHED (0: no limit)")
 	fs.IntVar(&f.subscriberBuffer, "subscriber-buffer", 4096, "deliveries buffered per subscriber before it is cut off")
 	fs.IntVar(&f.subscriberBytes, "subscriber-buffer-bytes", feed.DefaultSubscriberBufferBytes, "bytes of envelopes buffered per subscriber before it is cut off")
 	fs.IntVar(&f.agentBytes, "agent-buffer-bytes", feed.DefaultAgentBufferBytes, "bytes of envelopes buffered unread over all of one agent's streams (every connection) before the stream a delivery is for is cut off (0: no bound)")
@@ -259,6 +262,7 @@ func (f *serveFlags) fanOut(hc *hub.Config, fc *feed.Config) error {
 		to   *int
 	}{{"--max-open-per-agent", f.maxOpen, &hc.MaxOpenPerAgent}, {"--max-tree-sessions", f.treeSessions, &hc.MaxTreeSessions},
 		{"--max-children-per-turn", f.childrenPerTurn, &hc.MaxChildrenPerTurn},
+		{"--max-deltas-per-second", f.deltasPerSecond, &hc.MaxDeltasPerSecond}, {"--max-delta-bytes-per-turn", f.deltaBytesPerTurn, &hc.MaxDeltaBytesPerTurn},
 		{"--agent-buffer-bytes", f.agentBytes, &fc.AgentBufferBytes}, {"--total-buffer-bytes", f.totalBytes, &fc.TotalBufferBytes}} {
 		switch {
 		case l.v < 0:

@@ -335,6 +335,7 @@ func showFlags(fs *flag.FlagSet) subcommand {
 func tailFlags(fs *flag.FlagSet) subcommand {
 	from := fs.Uint64("from", 1, "the first `seq` to print")
 	stamps := fs.Bool("timestamps", false, "begin each line of the timeline with the time the hub accepted the envelope (UTC)")
+	deltas := fs.Bool("deltas", false, "also print the pieces of replies as they are written (deltas, never logged: a \"~ AGENT is writing: TEXT\" line, or the delta's JSON), before each reply's envelope")
 	out := outputFlags(fs, "the output `format`: text (for people: a timeline, one event per line) or json (for programs: one envelope per line)",
 		formatText, formatJSON)
 	return func(ctx context.Context, c *agentsdk.Client, fs *flag.FlagSet, w *bufio.Writer) error {
@@ -350,17 +351,37 @@ func tailFlags(fs *flag.FlagSet) subcommand {
 		if out.json() {
 			write = func(e *hubpb.Envelope) error { return writeJSON(w, e) }
 		}
-		_, err = c.Follow(ctx, id, *from, func(e *hubpb.Envelope) error {
+		each := func(e *hubpb.Envelope) error {
 			if err := write(e); err != nil {
 				return err
 			}
 			return w.Flush()
-		})
+		}
+		if *deltas {
+			_, err = c.FollowDeltas(ctx, id, *from, each, func(d *agentsdk.Delta) error { return writeDelta(w, d, out.json()) })
+		} else {
+			_, err = c.Follow(ctx, id, *from, each)
+		}
 		if ctx.Err() != nil {
 			return nil // interrupted: a normal end of a tail
 		}
 		return err
 	}
+}
+
+// writeDelta prints a delta of sessions tail --deltas: its JSON, or a
+// line of the timeline.
+func writeDelta(w *bufio.Writer, d *agentsdk.Delta, asJSON bool) error {
+	var err error
+	if asJSON {
+		err = writeJSON(w, d)
+	} else {
+		_, err = fmt.Fprintf(w, "~ %s is writing: %q\n", d.GetFrom(), d.GetText())
+	}
+	if err != nil {
+		return err
+	}
+	return w.Flush()
 }
 
 // exportFlags registers --output and returns "sessions export". An export

@@ -648,3 +648,30 @@ func TestWebViewGraphLabels(t *testing.T) {
 	}
 	screenshot(t, ctx, artifacts(t), "webview-graph-50.png")
 }
+
+// TestWebViewDeltas: on the session page a reply being written grows as
+// its deltas come, then its final envelope replaces it.
+func TestWebViewDeltas(t *testing.T) {
+	ctx := browser(t)
+	d := startDaemon(t, t.TempDir(), "", "--http", "127.0.0.1:0")
+	base := "http://" + d.httpAddr(t)
+	id := sessionID(post(t, base+"/v1/sessions", "alice", `{"type":"conversation@1","participants":[{"name":"bob","auto_accept":true}]}`))
+	act(t, ctx, 10*time.Second, "the session page",
+		chromedp.Navigate(base+"/#/s/"+id),
+		chromedp.WaitVisible(chromedp.CSS(`#timeline li[data-type=session_opened]`)),
+		until(`document.querySelector("#s-live")?.textContent === "● live"`),
+	)
+	post(t, base+"/v1/sessions/"+id+"/deltas", "alice", `{"stream_id":"r1","index":0,"text":"Hel"}`)
+	post(t, base+"/v1/sessions/"+id+"/deltas", "alice", `{"stream_id":"r1","index":1,"text":"lo"}`)
+	act(t, ctx, 10*time.Second, "the reply grows",
+		until(`document.querySelector("#timeline li.streaming .stream-text")?.textContent === "Hello"`),
+	)
+	post(t, base+"/v1/sessions/"+id+"/envelopes", "alice", `{"type":"text","client_msg_id":"r1","text":{"text":"Hello!"}}`)
+	act(t, ctx, 10*time.Second, "the final envelope replaces it",
+		chromedp.WaitVisible(chromedp.CSS(`#timeline li[data-type=text]`)),
+		until(`document.querySelector("#timeline li.streaming") === null`),
+	)
+	if got := textOf(t, ctx, `#timeline li[data-type=text]`); !strings.Contains(got, "Hello!") {
+		t.Errorf("the final envelope reads %q", got)
+	}
+}

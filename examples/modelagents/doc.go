@@ -3,7 +3,12 @@
 // OpenAI-compatible endpoint, prompted with the agent's view of the
 // session. The critic approves by starting its answer with "APPROVED",
 // which sets the context variable approved = true and ends the session;
-// max_turns caps the loop. It is not run by the tests (it needs a model).
+// max_turns caps the loop. The completions are requested with stream:
+// true, and each agent writes its answer through turn.Stream as the model
+// produces it: watchers see it grow (hubd sessions tail --deltas, the web
+// view, an events stream with deltas=true) before the final envelope
+// that takes the turn. An endpoint that does not stream answers at once.
+// The tests run it against a scripted endpoint; a real one needs a model.
 //
 //	export HUBD_MODEL_URL=http://localhost:11434/v1   # Ollama, vLLM, llama.cpp, OpenAI, ...
 //	export HUBD_MODEL=llama3.2

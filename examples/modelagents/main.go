@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -97,7 +98,9 @@ func (m model) agent(name string, system func() string, shape func(string) agent
 		if len(t.View.GetItems()) == 0 {
 			msgs = append(msgs, message{Role: "user", Content: "Begin."})
 		}
-		answer, err := m.complete(ctx, msgs)
+		// The answer streams to the session's watchers as the model writes
+		// it (deltas); the reply below is its final envelope.
+		answer, err := m.complete(ctx, msgs, t.Stream(ctx))
 		if err != nil {
 			return agentsdk.Reply{}, err
 		}
@@ -108,9 +111,11 @@ func (m model) agent(name string, system func() string, shape func(string) agent
 	}
 }
 
-// complete asks for one chat completion.
-func (m model) complete(ctx context.Context, msgs []message) (string, error) {
-	body, err := json.Marshal(map[string]any{"model": m.name, "messages": msgs})
+// complete asks for one chat completion, streamed: each piece of the
+// answer is written to w as it comes. An endpoint that does not stream
+// answers at once.
+func (m model) complete(ctx context.Context, msgs []message, w io.Writer) (string, error) {
+	body, err := json.Marshal(map[string]any{"model": m.name, "messages": msgs, "stream": true})
 	if err != nil {
 		return "", err
 	}
@@ -131,6 +136,9 @@ func (m model) complete(ctx context.Context, msgs []message) (string, error) {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		return "", fmt.Errorf("%s: %s: %s", m.url, resp.Status, msg)
 	}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		return readStream(resp.Body, w, m.url)
+	}
 	var out struct {
 		Choices []struct {
 			Message message `json:"message"`
@@ -143,4 +151,43 @@ func (m model) complete(ctx context.Context, msgs []message) (string, error) {
 		return "", fmt.Errorf("%s: no choices in the answer", m.url)
 	}
 	return strings.TrimSpace(out.Choices[0].Message.Content), nil
+}
+
+// readStream reads a streamed chat completion (server-sent events of
+// chunks, "data: [DONE]" last), writing each piece of content to w, and
+// returns the whole answer.
+func readStream(r io.Reader, w io.Writer, url string) (string, error) {
+	var all strings.Builder
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		if data == "[DONE]" {
+			return strings.TrimSpace(all.String()), nil
+		}
+		var chunk struct {
+			Choices []struct {
+				Delta message `json:"delta"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(data), &chunk); err != nil {
+			return "", fmt.Errorf("%s: a chunk of the stream: %w", url, err)
+		}
+		for _, c := range chunk.Choices {
+			if c.Delta.Content == "" {
+				continue
+			}
+			all.WriteString(c.Delta.Content)
+			if _, err := io.WriteString(w, c.Delta.Content); err != nil {
+				return "", err
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", err
+	}
+	return "", fmt.Errorf("%s: the stream ended before [DONE]", url)
 }

@@ -18,8 +18,9 @@ func fakeModel() *httptest.Server {
 		var req struct {
 			Model    string    `json:"model"`
 			Messages []message `json:"messages"`
+			Stream   bool      `json:"stream"`
 		}
-		if r.URL.Path != "/v1/chat/completions" || r.Header.Get("Authorization") != "Bearer k" || json.NewDecoder(r.Body).Decode(&req) != nil || req.Model != "m" {
+		if r.URL.Path != "/v1/chat/completions" || r.Header.Get("Authorization") != "Bearer k" || json.NewDecoder(r.Body).Decode(&req) != nil || req.Model != "m" || !req.Stream {
 			http.Error(w, "bad request", http.StatusBadRequest)
 			return
 		}
@@ -36,7 +37,18 @@ func fakeModel() *httptest.Server {
 				answer = "Add an example."
 			}
 		}
-		json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": message{Role: "assistant", Content: answer}}}})
+		// Streamed, as OpenAI-compatible endpoints do with stream: a chunk
+		// per word.
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i, word := range strings.SplitAfter(answer, " ") {
+			chunk := map[string]any{"choices": []any{map[string]any{"delta": map[string]string{"content": word}}}}
+			if i == 0 {
+				chunk = map[string]any{"choices": []any{map[string]any{"delta": message{Role: "assistant", Content: word}}}}
+			}
+			b, _ := json.Marshal(chunk)
+			fmt.Fprintf(w, "data: %s\n\n", b)
+		}
+		fmt.Fprint(w, "data: [DONE]\n\n")
 	}))
 }
 

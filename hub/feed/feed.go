@@ -32,6 +32,7 @@ type Feed struct {
 	closed  bool                           // the hub closed: every subscription has ended
 
 	buffered atomic.Int64 // bytes every stream holds unread (TotalBufferBytes)
+	dropped  atomic.Int64 // deltas dropped by subscriptions behind (DeltasDropped)
 }
 
 // Subscription is a stream of deliveries for one agent (Subscribe) or one
@@ -53,6 +54,7 @@ type Subscription struct {
 	// turnView, when set, is the view each your_turn delivery carries.
 	turnView *ViewOptions
 	terse    bool        // hand out only what asks the agent to act (SubscribeOptions.Terse)
+	deltas   bool        // hand out deltas too (SubscribeOptions.Deltas, WatchOptions.Deltas)
 	holder   string      // the agent whose stream this is, counted in Feed.streams
 	counted  atomic.Bool // counted in Feed.streams (not riding on a StreamPlace)
 	buf      *agentBuf   // the holder's unread bytes, shared by its streams
@@ -73,8 +75,12 @@ type Subscription struct {
 	queue  []*hubpb.Delivery
 	sizes  []int // the encoded size of each queued delivery's envelope
 	queued int   // their sum
-	wake   chan struct{}
-	err    error
+	// The deltas among queue and the bytes of their text: they count
+	// against bounds of their own (delta.go), not against the logged
+	// deliveries'.
+	ndeltas, deltaBytes int
+	wake                chan struct{}
+	err                 error
 	// ready, when set (OnReady), is called whenever push or an end wakes
 	// the subscription, outside sub.mu.
 	ready func()
@@ -141,7 +147,10 @@ type Config struct {
 	// bounds, by the limit's name (hub.LimitError.Limit:
 	// "subscriber-buffer").
 	Limited func(limit string)
-	Logger  zerolog.Logger // default: zerolog.Nop()
+	// DeltaDropped sees each delta a subscription dropped, being too far
+	// behind (deltas are best-effort; envelopes are never dropped).
+	DeltaDropped func()
+	Logger       zerolog.Logger // default: zerolog.Nop()
 }
 
 // Defaults of the bounds on deliveries buffered unread (see Config).

@@ -32,6 +32,9 @@ type SubscribeOptions struct {
 	// Terse hands out only what asks the agent to act or ends its work
 	// (see acts); other envelopes addressed to it are skipped.
 	Terse bool
+	// Deltas hands out the deltas of replies others write in the agent's
+	// sessions too (Delivery.delta), best-effort.
+	Deltas bool
 	// Place, when set, is the place among the agent's streams of the
 	// stream the subscription is delivered on (an agent stream's, see
 	// TakeStream): the subscription takes no other.
@@ -53,7 +56,7 @@ func (f *Feed) Subscribe(ctx context.Context, agent string, opts SubscribeOption
 		}
 		sub.turnView = v
 	}
-	sub.terse = opts.Terse
+	sub.terse, sub.deltas = opts.Terse, opts.Deltas
 	if err := f.takeStream(sub, agent, opts.Place); err != nil {
 		return nil, err
 	}
@@ -149,6 +152,9 @@ type WatchOptions struct {
 	// questions, answers, question_closed and delegation results.
 	Tree    bool
 	Verbose bool
+	// Deltas hands out the deltas of replies written in the watched
+	// session too (Delivery.delta), best-effort; not a tree watch's.
+	Deltas bool
 	// Cursors are the last seq seen per descendant (session id string);
 	// those naming no descendant the watch hands out are dropped
 	// (Subscription.Cursors says which were kept).
@@ -173,6 +179,7 @@ func (f *Feed) Watch(ctx context.Context, agent string, operator bool, id sessio
 	}
 	sub := newSubscription(f, "", id)
 	sub.tree, sub.verbose, sub.root = opts.Tree, opts.Verbose, s.Root()
+	sub.deltas = opts.Deltas && !opts.Tree
 	if !operator {
 		sub.viewer = agent
 	}

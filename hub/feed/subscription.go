@@ -86,13 +86,14 @@ func (sub *Subscription) pushLocked(ds []*hubpb.Delivery) bool {
 		n += sz
 	}
 	cfg := &sub.f.cfg
+	logged := len(sub.queue) - sub.ndeltas // deltas do not count against these bounds
 	switch {
-	case len(sub.queue)+len(ds) > cfg.SubscriberBuffer:
+	case logged+len(ds) > cfg.SubscriberBuffer:
 		sub.cut(sub.f.limitErr("--subscriber-buffer", cfg.SubscriberBuffer, hub.ErrSlowSubscriber,
-			"the subscriber's buffer of deliveries is full (%d unread, %d more to queue)", len(sub.queue), len(ds)))
-	case len(sub.queue) > 0 && sub.queued+n > cfg.SubscriberBufferBytes:
+			"the subscriber's buffer of deliveries is full (%d unread, %d more to queue)", logged, len(ds)))
+	case logged > 0 && sub.queued+n > cfg.SubscriberBufferBytes:
 		sub.cut(sub.f.limitErr("--subscriber-buffer-bytes", cfg.SubscriberBufferBytes, hub.ErrSlowSubscriber,
-			"the subscriber's buffer of bytes is full (%d deliveries, %d bytes unread, %d more to queue)", len(sub.queue), sub.queued, n))
+			"the subscriber's buffer of bytes is full (%d deliveries, %d bytes unread, %d more to queue)", logged, sub.queued, n))
 	default:
 		if err := sub.reserve(n); err != nil {
 			sub.cut(err)
@@ -109,7 +110,7 @@ func (sub *Subscription) pushLocked(ds []*hubpb.Delivery) bool {
 func (sub *Subscription) cut(err error) {
 	sub.err = err
 	sub.unreserve(sub.queued)
-	sub.queue, sub.sizes, sub.queued = nil, nil, 0
+	sub.queue, sub.sizes, sub.queued, sub.ndeltas, sub.deltaBytes = nil, nil, 0, 0, 0
 	sub.f.cfg.Logger.Warn().Str("agent", sub.holder).Str("session", sub.watch.String()).Err(err).Msg("slow subscriber cut off")
 	go sub.unregister()
 }
@@ -120,7 +121,7 @@ func (sub *Subscription) fail(err error) {
 	if sub.err == nil {
 		sub.err = err
 		sub.unreserve(sub.queued)
-		sub.queue, sub.sizes, sub.queued = nil, nil, 0
+		sub.queue, sub.sizes, sub.queued, sub.ndeltas, sub.deltaBytes = nil, nil, 0, 0, 0
 	}
 	sub.mu.Unlock()
 	sub.wakeUp()
@@ -216,6 +217,9 @@ func (sub *Subscription) next(ctx context.Context, wait bool) (*hubpb.Delivery, 
 		if d, ok, err := sub.pop(); err != nil {
 			return nil, false, err
 		} else if ok {
+			if d.GetDelta() != nil {
+				return d, true, nil // best-effort, outside the seq bookkeeping
+			}
 			if d, keep := sub.filter(d); keep {
 				return d, true, nil
 			}
@@ -320,6 +324,10 @@ func (sub *Subscription) pop() (*hubpb.Delivery, bool, error) {
 	sub.queued -= sub.sizes[0]
 	sub.unreserve(sub.sizes[0])
 	sub.sizes = sub.sizes[1:]
+	if dl := d.GetDelta(); dl != nil {
+		sub.ndeltas--
+		sub.deltaBytes -= len(dl.GetText())
+	}
 	return d, true, nil
 }
 

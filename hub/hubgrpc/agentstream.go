@@ -270,7 +270,7 @@ func (c *agentConn) subscribe(ctx context.Context, req *hubpb.SubscribeRequest) 
 		return err
 	}
 	if ok {
-		if err := c.write(&hubpb.HubFrame{Frame: &hubpb.HubFrame_Delivery{Delivery: d}}); err != nil {
+		if err := c.write(deliveryFrame(d)); err != nil {
 			return err
 		}
 	}
@@ -341,7 +341,7 @@ func (c *agentConn) drain(ctx context.Context, sub Deliveries) {
 			return
 		}
 		if ok {
-			if err := c.write(&hubpb.HubFrame{Frame: &hubpb.HubFrame_Delivery{Delivery: d}}); err != nil {
+			if err := c.write(deliveryFrame(d)); err != nil {
 				c.end(err)
 				return
 			}
@@ -419,6 +419,8 @@ func (c *agentConn) read(ctx context.Context, cancel context.CancelCauseFunc) er
 				continue
 			}
 			c.enqueue(ctx, f)
+		case *hubpb.AgentFrame_Delta:
+			c.delta(ctx, fr.Delta, checkErr)
 		case *hubpb.AgentFrame_Subscribe:
 			err := checkErr
 			if err == nil && subscribed {
@@ -436,7 +438,7 @@ func (c *agentConn) read(ctx context.Context, cancel context.CancelCauseFunc) er
 		default:
 			err := checkErr
 			if err == nil {
-				err = fmt.Errorf("an AgentFrame needs send, open or subscribe: %w", session.ErrMalformed)
+				err = fmt.Errorf("an AgentFrame needs send, open, delta or subscribe: %w", session.ErrMalformed)
 			}
 			err = statusOf(c.svc.lg, "AgentStream", err)
 			cancel(err)
@@ -591,16 +593,22 @@ func (c *agentConn) open(ctx context.Context, f *hubpb.StreamOpen) (*hubpb.OpenR
 // call method with request req; run runs a request on the hub (req, or
 // the copy the Router tries again).
 func routed[R any, T any](c *agentConn, ctx context.Context, method string, req R, run func(context.Context, R) (T, error)) (T, error) {
+	return routedAs(c.svc, c.id, ctx, method, req, run)
+}
+
+// routedAs is routed for a call of id's on svc that is not a unary call
+// (a frame of a stream).
+func routedAs[R any, T any](svc *Service, id Identity, ctx context.Context, method string, req R, run func(context.Context, R) (T, error)) (T, error) {
 	var zero T
-	resp, err := c.svc.router.Unary(WithIdentity(ctx, c.id), req, &grpc.UnaryServerInfo{Server: c.svc, FullMethod: method},
+	resp, err := svc.router.Unary(WithIdentity(ctx, id), req, &grpc.UnaryServerInfo{Server: svc, FullMethod: method},
 		func(ctx context.Context, r any) (any, error) {
 			in, ok := r.(R)
 			if !ok {
-				return nil, statusOf(c.svc.lg, method, fmt.Errorf("routed %s was given a %T", method, r))
+				return nil, statusOf(svc.lg, method, fmt.Errorf("routed %s was given a %T", method, r))
 			}
 			resp, err := run(ctx, in)
 			if err != nil {
-				return nil, statusOf(c.svc.lg, method, err)
+				return nil, statusOf(svc.lg, method, err)
 			}
 			return resp, nil
 		})
@@ -649,7 +657,7 @@ func StreamError(err error) *hubpb.StreamError {
 // subscribeOptions reads a SubscribeRequest (of Subscribe or of an agent
 // stream).
 func subscribeOptions(req *hubpb.SubscribeRequest) (feed.SubscribeOptions, error) {
-	opts := feed.SubscribeOptions{Cursors: map[session.ID]uint64{}, Ended: req.GetIncludeEnded(), Terse: req.GetTerse()}
+	opts := feed.SubscribeOptions{Cursors: map[session.ID]uint64{}, Ended: req.GetIncludeEnded(), Terse: req.GetTerse(), Deltas: req.GetDeltas()}
 	if v := req.GetTurnView(); v != nil {
 		opts.TurnView = &feed.ViewOptions{Name: v.GetName(), Window: int(v.GetWindow()), History: v.GetHistory()}
 	}

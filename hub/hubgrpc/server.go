@@ -445,7 +445,7 @@ func (s *Service) Watch(req *hubpb.WatchRequest, stream grpc.ServerStreamingServ
 			return nil, statusOf(s.lg, "Watch", err)
 		}
 		sub, err := s.f.Watch(ctx, id.Agent, id.Operator, sid, feed.WatchOptions{From: req.GetFromSeq(), Tree: req.GetTree(),
-			Verbose: req.GetVerbose(), Cursors: cursors})
+			Verbose: req.GetVerbose(), Cursors: cursors, Deltas: req.GetDeltas()})
 		if err != nil {
 			return nil, statusOf(s.lg, "Watch", err)
 		}

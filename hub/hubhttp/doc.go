@@ -61,6 +61,13 @@
 // "message":"...","last_seq":N,"resume":true} when the hub cut the stream
 // off: reconnect with Last-Event-ID to go on.
 //
+// With ?deltas=true the stream also carries the deltas of replies being
+// written in the session (feed.WatchOptions.Deltas): events "delta" whose
+// data is the Delta's JSON form and which have no id (a resume goes on
+// after the last envelope; the final envelope holds a reply's whole
+// text). They are best-effort: a reader behind loses deltas, never
+// envelopes. POST /v1/sessions/{session_id}/deltas sends one (SendDelta).
+//
 // With ?tree=true the stream is the session's and its descendants' (a
 // tree watch, as gRPC Watch with tree): every envelope of the root, and of
 // each descendant its notices (question, answer, question_closed,

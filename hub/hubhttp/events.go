@@ -63,7 +63,7 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	sub, err := a.cfg.Feed.Watch(ctx, id.Agent, id.Operator, q.sid, feed.WatchOptions{From: q.from, Tree: q.tree, Verbose: q.verbose, Cursors: q.cursors})
+	sub, err := a.cfg.Feed.Watch(ctx, id.Agent, id.Operator, q.sid, feed.WatchOptions{From: q.from, Tree: q.tree, Verbose: q.verbose, Cursors: q.cursors, Deltas: q.deltas})
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -144,6 +144,8 @@ type eventsQuery struct {
 	// resumed: the client sent Last-Event-ID.
 	resumed       bool
 	tree, verbose bool
+	// deltas: also the deltas of replies being written ("delta" events).
+	deltas bool
 	// cursors are the last seqs seen per descendant (tree streams).
 	cursors map[string]uint64
 }
@@ -163,6 +165,12 @@ func eventsRequest(r *http.Request) (q eventsQuery, err error) {
 	}
 	if q.verbose, err = boolParam(v.Get("verbose"), "verbose"); err != nil {
 		return q, err
+	}
+	if q.deltas, err = boolParam(v.Get("deltas"), "deltas"); err != nil {
+		return q, err
+	}
+	if q.deltas && q.tree {
+		return q, fmt.Errorf("deltas=true is for a session's stream, not tree=true: %w", session.ErrMalformed)
 	}
 	if q.verbose && !q.tree {
 		return q, fmt.Errorf("verbose=true is for tree=true streams: %w", session.ErrMalformed)
@@ -308,6 +316,12 @@ func (a *API) pump(ctx context.Context, s *eventStream, sub watch) error {
 				}
 				return s.cutOff(ctx, n.err)
 			}
+			if d := n.d.GetDelta(); d != nil {
+				if s.delta(d) != nil {
+					return nil // the client is gone
+				}
+				continue
+			}
 			e := n.d.GetEnvelope()
 			if s.envelope(e) != nil {
 				return nil // the client is gone
@@ -387,6 +401,17 @@ func (s *eventStream) envelope(e *hubpb.Envelope) error {
 		id = treeID(s.last, s.cursors)
 	}
 	return s.write(fmt.Appendf(nil, "id: %s\nevent: envelope\ndata: %s\n\n", id, data))
+}
+
+// delta writes a "delta" event: a piece of a reply being written. It has
+// no id: a client that resumes does so after the last envelope, and the
+// deltas it missed are gone (the final envelope holds their text).
+func (s *eventStream) delta(d *hubpb.Delta) error {
+	data, err := hubpb.MarshalJSON(d)
+	if err != nil {
+		return err
+	}
+	return s.write(fmt.Appendf(nil, "event: delta\ndata: %s\n\n", data))
 }
 
 // comment writes a comment line (a heartbeat).

@@ -36,10 +36,14 @@ var File_hub_service_proto protoreflect.FileDescriptor
 
 const file_hub_service_proto_rawDesc = "" +
 	"\n" +
-	"\x11hub_service.proto\x12\ahubd.v1\x1a\thub.proto2\xfb\t\n" +
+	"\x11hub_service.proto\x12\ahubd.v1\x1a\thub.proto2\xf1\n" +
+	"\n" +
 	"\x03Hub\x123\n" +
 	"\x04Open\x12\x14.hubd.v1.OpenRequest\x1a\x15.hubd.v1.OpenResponse\x123\n" +
-	"\x04Send\x12\x14.hubd.v1.SendRequest\x1a\x15.hubd.v1.SendResponse\x12:\n" +
+	"\x04Send\x12\x14.hubd.v1.SendRequest\x1a\x15.hubd.v1.SendResponse\x123\n" +
+	"\tSendDelta\x12\x0e.hubd.v1.Delta\x1a\x16.hubd.v1.DeltaResponse\x12?\n" +
+	"\n" +
+	"SendStream\x12\x18.hubd.v1.SendStreamFrame\x1a\x15.hubd.v1.SendResponse(\x01\x12:\n" +
 	"\tAckInvite\x12\x16.hubd.v1.InviteRequest\x1a\x15.hubd.v1.SendResponse\x12=\n" +
 	"\fRejectInvite\x12\x16.hubd.v1.InviteRequest\x1a\x15.hubd.v1.SendResponse\x125\n" +
 	"\x05Close\x12\x15.hubd.v1.CloseRequest\x1a\x15.hubd.v1.SendResponse\x123\n" +
@@ -64,85 +68,92 @@ const file_hub_service_proto_rawDesc = "" +
 var file_hub_service_proto_goTypes = []any{
 	(*hubpb.OpenRequest)(nil),           // 0: hubd.v1.OpenRequest
 	(*hubpb.SendRequest)(nil),           // 1: hubd.v1.SendRequest
-	(*hubpb.InviteRequest)(nil),         // 2: hubd.v1.InviteRequest
-	(*hubpb.CloseRequest)(nil),          // 3: hubd.v1.CloseRequest
-	(*hubpb.ForkRequest)(nil),           // 4: hubd.v1.ForkRequest
-	(*hubpb.SteerRequest)(nil),          // 5: hubd.v1.SteerRequest
-	(*hubpb.GetSessionRequest)(nil),     // 6: hubd.v1.GetSessionRequest
-	(*hubpb.ListSessionsRequest)(nil),   // 7: hubd.v1.ListSessionsRequest
-	(*hubpb.ReadLogRequest)(nil),        // 8: hubd.v1.ReadLogRequest
-	(*hubpb.PendingTurnsRequest)(nil),   // 9: hubd.v1.PendingTurnsRequest
-	(*hubpb.GetViewRequest)(nil),        // 10: hubd.v1.GetViewRequest
-	(*hubpb.SubscribeRequest)(nil),      // 11: hubd.v1.SubscribeRequest
-	(*hubpb.WatchRequest)(nil),          // 12: hubd.v1.WatchRequest
-	(*hubpb.DelegateRequest)(nil),       // 13: hubd.v1.DelegateRequest
-	(*hubpb.AnswerRequest)(nil),         // 14: hubd.v1.AnswerRequest
-	(*hubpb.ListQuestionsRequest)(nil),  // 15: hubd.v1.ListQuestionsRequest
-	(*hubpb.GetTreeRequest)(nil),        // 16: hubd.v1.GetTreeRequest
-	(*hubpb.ReplayRequest)(nil),         // 17: hubd.v1.ReplayRequest
-	(*hubpb.BackupRequest)(nil),         // 18: hubd.v1.BackupRequest
-	(*hubpb.AgentFrame)(nil),            // 19: hubd.v1.AgentFrame
-	(*hubpb.OpenResponse)(nil),          // 20: hubd.v1.OpenResponse
-	(*hubpb.SendResponse)(nil),          // 21: hubd.v1.SendResponse
-	(*hubpb.ForkResponse)(nil),          // 22: hubd.v1.ForkResponse
-	(*hubpb.SessionInfo)(nil),           // 23: hubd.v1.SessionInfo
-	(*hubpb.ListSessionsResponse)(nil),  // 24: hubd.v1.ListSessionsResponse
-	(*hubpb.ReadLogResponse)(nil),       // 25: hubd.v1.ReadLogResponse
-	(*hubpb.PendingTurnsResponse)(nil),  // 26: hubd.v1.PendingTurnsResponse
-	(*hubpb.View)(nil),                  // 27: hubd.v1.View
-	(*hubpb.Delivery)(nil),              // 28: hubd.v1.Delivery
-	(*hubpb.DelegateResponse)(nil),      // 29: hubd.v1.DelegateResponse
-	(*hubpb.ListQuestionsResponse)(nil), // 30: hubd.v1.ListQuestionsResponse
-	(*hubpb.TreeNode)(nil),              // 31: hubd.v1.TreeNode
-	(*hubpb.ReplayResponse)(nil),        // 32: hubd.v1.ReplayResponse
-	(*hubpb.BackupChunk)(nil),           // 33: hubd.v1.BackupChunk
-	(*hubpb.HubFrame)(nil),              // 34: hubd.v1.HubFrame
+	(*hubpb.Delta)(nil),                 // 2: hubd.v1.Delta
+	(*hubpb.SendStreamFrame)(nil),       // 3: hubd.v1.SendStreamFrame
+	(*hubpb.InviteRequest)(nil),         // 4: hubd.v1.InviteRequest
+	(*hubpb.CloseRequest)(nil),          // 5: hubd.v1.CloseRequest
+	(*hubpb.ForkRequest)(nil),           // 6: hubd.v1.ForkRequest
+	(*hubpb.SteerRequest)(nil),          // 7: hubd.v1.SteerRequest
+	(*hubpb.GetSessionRequest)(nil),     // 8: hubd.v1.GetSessionRequest
+	(*hubpb.ListSessionsRequest)(nil),   // 9: hubd.v1.ListSessionsRequest
+	(*hubpb.ReadLogRequest)(nil),        // 10: hubd.v1.ReadLogRequest
+	(*hubpb.PendingTurnsRequest)(nil),   // 11: hubd.v1.PendingTurnsRequest
+	(*hubpb.GetViewRequest)(nil),        // 12: hubd.v1.GetViewRequest
+	(*hubpb.SubscribeRequest)(nil),      // 13: hubd.v1.SubscribeRequest
+	(*hubpb.WatchRequest)(nil),          // 14: hubd.v1.WatchRequest
+	(*hubpb.DelegateRequest)(nil),       // 15: hubd.v1.DelegateRequest
+	(*hubpb.AnswerRequest)(nil),         // 16: hubd.v1.AnswerRequest
+	(*hubpb.ListQuestionsRequest)(nil),  // 17: hubd.v1.ListQuestionsRequest
+	(*hubpb.GetTreeRequest)(nil),        // 18: hubd.v1.GetTreeRequest
+	(*hubpb.ReplayRequest)(nil),         // 19: hubd.v1.ReplayRequest
+	(*hubpb.BackupRequest)(nil),         // 20: hubd.v1.BackupRequest
+	(*hubpb.AgentFrame)(nil),            // 21: hubd.v1.AgentFrame
+	(*hubpb.OpenResponse)(nil),          // 22: hubd.v1.OpenResponse
+	(*hubpb.SendResponse)(nil),          // 23: hubd.v1.SendResponse
+	(*hubpb.DeltaResponse)(nil),         // 24: hubd.v1.DeltaResponse
+	(*hubpb.ForkResponse)(nil),          // 25: hubd.v1.ForkResponse
+	(*hubpb.SessionInfo)(nil),           // 26: hubd.v1.SessionInfo
+	(*hubpb.ListSessionsResponse)(nil),  // 27: hubd.v1.ListSessionsResponse
+	(*hubpb.ReadLogResponse)(nil),       // 28: hubd.v1.ReadLogResponse
+	(*hubpb.PendingTurnsResponse)(nil),  // 29: hubd.v1.PendingTurnsResponse
+	(*hubpb.View)(nil),                  // 30: hubd.v1.View
+	(*hubpb.Delivery)(nil),              // 31: hubd.v1.Delivery
+	(*hubpb.DelegateResponse)(nil),      // 32: hubd.v1.DelegateResponse
+	(*hubpb.ListQuestionsResponse)(nil), // 33: hubd.v1.ListQuestionsResponse
+	(*hubpb.TreeNode)(nil),              // 34: hubd.v1.TreeNode
+	(*hubpb.ReplayResponse)(nil),        // 35: hubd.v1.ReplayResponse
+	(*hubpb.BackupChunk)(nil),           // 36: hubd.v1.BackupChunk
+	(*hubpb.HubFrame)(nil),              // 37: hubd.v1.HubFrame
 }
 var file_hub_service_proto_depIdxs = []int32{
 	0,  // 0: hubd.v1.Hub.Open:input_type -> hubd.v1.OpenRequest
 	1,  // 1: hubd.v1.Hub.Send:input_type -> hubd.v1.SendRequest
-	2,  // 2: hubd.v1.Hub.AckInvite:input_type -> hubd.v1.InviteRequest
-	2,  // 3: hubd.v1.Hub.RejectInvite:input_type -> hubd.v1.InviteRequest
-	3,  // 4: hubd.v1.Hub.Close:input_type -> hubd.v1.CloseRequest
-	4,  // 5: hubd.v1.Hub.Fork:input_type -> hubd.v1.ForkRequest
-	5,  // 6: hubd.v1.Hub.Steer:input_type -> hubd.v1.SteerRequest
-	6,  // 7: hubd.v1.Hub.GetSession:input_type -> hubd.v1.GetSessionRequest
-	7,  // 8: hubd.v1.Hub.ListSessions:input_type -> hubd.v1.ListSessionsRequest
-	8,  // 9: hubd.v1.Hub.ReadLog:input_type -> hubd.v1.ReadLogRequest
-	9,  // 10: hubd.v1.Hub.PendingTurns:input_type -> hubd.v1.PendingTurnsRequest
-	10, // 11: hubd.v1.Hub.GetView:input_type -> hubd.v1.GetViewRequest
-	11, // 12: hubd.v1.Hub.Subscribe:input_type -> hubd.v1.SubscribeRequest
-	12, // 13: hubd.v1.Hub.Watch:input_type -> hubd.v1.WatchRequest
-	13, // 14: hubd.v1.Hub.Delegate:input_type -> hubd.v1.DelegateRequest
-	14, // 15: hubd.v1.Hub.Answer:input_type -> hubd.v1.AnswerRequest
-	15, // 16: hubd.v1.Hub.ListQuestions:input_type -> hubd.v1.ListQuestionsRequest
-	16, // 17: hubd.v1.Hub.GetTree:input_type -> hubd.v1.GetTreeRequest
-	17, // 18: hubd.v1.Hub.Replay:input_type -> hubd.v1.ReplayRequest
-	18, // 19: hubd.v1.Hub.Backup:input_type -> hubd.v1.BackupRequest
-	19, // 20: hubd.v1.Hub.AgentStream:input_type -> hubd.v1.AgentFrame
-	20, // 21: hubd.v1.Hub.Open:output_type -> hubd.v1.OpenResponse
-	21, // 22: hubd.v1.Hub.Send:output_type -> hubd.v1.SendResponse
-	21, // 23: hubd.v1.Hub.AckInvite:output_type -> hubd.v1.SendResponse
-	21, // 24: hubd.v1.Hub.RejectInvite:output_type -> hubd.v1.SendResponse
-	21, // 25: hubd.v1.Hub.Close:output_type -> hubd.v1.SendResponse
-	22, // 26: hubd.v1.Hub.Fork:output_type -> hubd.v1.ForkResponse
-	21, // 27: hubd.v1.Hub.Steer:output_type -> hubd.v1.SendResponse
-	23, // 28: hubd.v1.Hub.GetSession:output_type -> hubd.v1.SessionInfo
-	24, // 29: hubd.v1.Hub.ListSessions:output_type -> hubd.v1.ListSessionsResponse
-	25, // 30: hubd.v1.Hub.ReadLog:output_type -> hubd.v1.ReadLogResponse
-	26, // 31: hubd.v1.Hub.PendingTurns:output_type -> hubd.v1.PendingTurnsResponse
-	27, // 32: hubd.v1.Hub.GetView:output_type -> hubd.v1.View
-	28, // 33: hubd.v1.Hub.Subscribe:output_type -> hubd.v1.Delivery
-	28, // 34: hubd.v1.Hub.Watch:output_type -> hubd.v1.Delivery
-	29, // 35: hubd.v1.Hub.Delegate:output_type -> hubd.v1.DelegateResponse
-	21, // 36: hubd.v1.Hub.Answer:output_type -> hubd.v1.SendResponse
-	30, // 37: hubd.v1.Hub.ListQuestions:output_type -> hubd.v1.ListQuestionsResponse
-	31, // 38: hubd.v1.Hub.GetTree:output_type -> hubd.v1.TreeNode
-	32, // 39: hubd.v1.Hub.Replay:output_type -> hubd.v1.ReplayResponse
-	33, // 40: hubd.v1.Hub.Backup:output_type -> hubd.v1.BackupChunk
-	34, // 41: hubd.v1.Hub.AgentStream:output_type -> hubd.v1.HubFrame
-	21, // [21:42] is the sub-list for method output_type
-	0,  // [0:21] is the sub-list for method input_type
+	2,  // 2: hubd.v1.Hub.SendDelta:input_type -> hubd.v1.Delta
+	3,  // 3: hubd.v1.Hub.SendStream:input_type -> hubd.v1.SendStreamFrame
+	4,  // 4: hubd.v1.Hub.AckInvite:input_type -> hubd.v1.InviteRequest
+	4,  // 5: hubd.v1.Hub.RejectInvite:input_type -> hubd.v1.InviteRequest
+	5,  // 6: hubd.v1.Hub.Close:input_type -> hubd.v1.CloseRequest
+	6,  // 7: hubd.v1.Hub.Fork:input_type -> hubd.v1.ForkRequest
+	7,  // 8: hubd.v1.Hub.Steer:input_type -> hubd.v1.SteerRequest
+	8,  // 9: hubd.v1.Hub.GetSession:input_type -> hubd.v1.GetSessionRequest
+	9,  // 10: hubd.v1.Hub.ListSessions:input_type -> hubd.v1.ListSessionsRequest
+	10, // 11: hubd.v1.Hub.ReadLog:input_type -> hubd.v1.ReadLogRequest
+	11, // 12: hubd.v1.Hub.PendingTurns:input_type -> hubd.v1.PendingTurnsRequest
+	12, // 13: hubd.v1.Hub.GetView:input_type -> hubd.v1.GetViewRequest
+	13, // 14: hubd.v1.Hub.Subscribe:input_type -> hubd.v1.SubscribeRequest
+	14, // 15: hubd.v1.Hub.Watch:input_type -> hubd.v1.WatchRequest
+	15, // 16: hubd.v1.Hub.Delegate:input_type -> hubd.v1.DelegateRequest
+	16, // 17: hubd.v1.Hub.Answer:input_type -> hubd.v1.AnswerRequest
+	17, // 18: hubd.v1.Hub.ListQuestions:input_type -> hubd.v1.ListQuestionsRequest
+	18, // 19: hubd.v1.Hub.GetTree:input_type -> hubd.v1.GetTreeRequest
+	19, // 20: hubd.v1.Hub.Replay:input_type -> hubd.v1.ReplayRequest
+	20, // 21: hubd.v1.Hub.Backup:input_type -> hubd.v1.BackupRequest
+	21, // 22: hubd.v1.Hub.AgentStream:input_type -> hubd.v1.AgentFrame
+	22, // 23: hubd.v1.Hub.Open:output_type -> hubd.v1.OpenResponse
+	23, // 24: hubd.v1.Hub.Send:output_type -> hubd.v1.SendResponse
+	24, // 25: hubd.v1.Hub.SendDelta:output_type -> hubd.v1.DeltaResponse
+	23, // 26: hubd.v1.Hub.SendStream:output_type -> hubd.v1.SendResponse
+	23, // 27: hubd.v1.Hub.AckInvite:output_type -> hubd.v1.SendResponse
+	23, // 28: hubd.v1.Hub.RejectInvite:output_type -> hubd.v1.SendResponse
+	23, // 29: hubd.v1.Hub.Close:output_type -> hubd.v1.SendResponse
+	25, // 30: hubd.v1.Hub.Fork:output_type -> hubd.v1.ForkResponse
+	23, // 31: hubd.v1.Hub.Steer:output_type -> hubd.v1.SendResponse
+	26, // 32: hubd.v1.Hub.GetSession:output_type -> hubd.v1.SessionInfo
+	27, // 33: hubd.v1.Hub.ListSessions:output_type -> hubd.v1.ListSessionsResponse
+	28, // 34: hubd.v1.Hub.ReadLog:output_type -> hubd.v1.ReadLogResponse
+	29, // 35: hubd.v1.Hub.PendingTurns:output_type -> hubd.v1.PendingTurnsResponse
+	30, // 36: hubd.v1.Hub.GetView:output_type -> hubd.v1.View
+	31, // 37: hubd.v1.Hub.Subscribe:output_type -> hubd.v1.Delivery
+	31, // 38: hubd.v1.Hub.Watch:output_type -> hubd.v1.Delivery
+	32, // 39: hubd.v1.Hub.Delegate:output_type -> hubd.v1.DelegateResponse
+	23, // 40: hubd.v1.Hub.Answer:output_type -> hubd.v1.SendResponse
+	33, // 41: hubd.v1.Hub.ListQuestions:output_type -> hubd.v1.ListQuestionsResponse
+	34, // 42: hubd.v1.Hub.GetTree:output_type -> hubd.v1.TreeNode
+	35, // 43: hubd.v1.Hub.Replay:output_type -> hubd.v1.ReplayResponse
+	36, // 44: hubd.v1.Hub.Backup:output_type -> hubd.v1.BackupChunk
+	37, // 45: hubd.v1.Hub.AgentStream:output_type -> hubd.v1.HubFrame
+	23, // [23:46] is the sub-list for method output_type
+	0,  // [0:23] is the sub-list for method input_type
 	0,  // [0:0] is the sub-list for extension type_name
 	0,  // [0:0] is the sub-list for extension extendee
 	0,  // [0:0] is the sub-list for field type_name

@@ -33,6 +33,8 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	Hub_Open_FullMethodName          = "/hubd.v1.Hub/Open"
 	Hub_Send_FullMethodName          = "/hubd.v1.Hub/Send"
+	Hub_SendDelta_FullMethodName     = "/hubd.v1.Hub/SendDelta"
+	Hub_SendStream_FullMethodName    = "/hubd.v1.Hub/SendStream"
 	Hub_AckInvite_FullMethodName     = "/hubd.v1.Hub/AckInvite"
 	Hub_RejectInvite_FullMethodName  = "/hubd.v1.Hub/RejectInvite"
 	Hub_Close_FullMethodName         = "/hubd.v1.Hub/Close"
@@ -65,6 +67,17 @@ type HubClient interface {
 	// Send appends an envelope to a session as the caller. A retry with the
 	// same client_msg_id returns the original seq and writes nothing.
 	Send(ctx context.Context, in *hubpb.SendRequest, opts ...grpc.CallOption) (*hubpb.SendResponse, error)
+	// SendDelta forwards a piece of the reply the caller is writing on its
+	// turn to the session's watchers and to the subscribers that asked for
+	// deltas, and writes nothing: the final Send with client_msg_id equal to
+	// the delta's stream_id is what is logged and takes the turn. Refused as
+	// a Send would be (OUT_OF_TURN, SESSION_CLOSED, ...) and past the hub's
+	// caps (LIMIT_REACHED).
+	SendDelta(ctx context.Context, in *hubpb.Delta, opts ...grpc.CallOption) (*hubpb.DeltaResponse, error)
+	// SendStream is SendDelta and Send in one call: frames of deltas, then
+	// one final envelope, whose SendResponse answers the call. A refused
+	// delta ends the call with its status; nothing is written then.
+	SendStream(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[hubpb.SendStreamFrame, hubpb.SendResponse], error)
 	// AckInvite accepts the caller's invite; the last ack opens the session.
 	AckInvite(ctx context.Context, in *hubpb.InviteRequest, opts ...grpc.CallOption) (*hubpb.SendResponse, error)
 	// RejectInvite declines the caller's invite; the session closes with
@@ -159,6 +172,29 @@ func (c *hubClient) Send(ctx context.Context, in *hubpb.SendRequest, opts ...grp
 	}
 	return out, nil
 }
+
+func (c *hubClient) SendDelta(ctx context.Context, in *hubpb.Delta, opts ...grpc.CallOption) (*hubpb.DeltaResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(hubpb.DeltaResponse)
+	err := c.cc.Invoke(ctx, Hub_SendDelta_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hubClient) SendStream(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[hubpb.SendStreamFrame, hubpb.SendResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Hub_ServiceDesc.Streams[0], Hub_SendStream_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[hubpb.SendStreamFrame, hubpb.SendResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Hub_SendStreamClient = grpc.ClientStreamingClient[hubpb.SendStreamFrame, hubpb.SendResponse]
 
 func (c *hubClient) AckInvite(ctx context.Context, in *hubpb.InviteRequest, opts ...grpc.CallOption) (*hubpb.SendResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -262,7 +298,7 @@ func (c *hubClient) GetView(ctx context.Context, in *hubpb.GetViewRequest, opts 
 
 func (c *hubClient) Subscribe(ctx context.Context, in *hubpb.SubscribeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[hubpb.Delivery], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Hub_ServiceDesc.Streams[0], Hub_Subscribe_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Hub_ServiceDesc.Streams[1], Hub_Subscribe_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -281,7 +317,7 @@ type Hub_SubscribeClient = grpc.ServerStreamingClient[hubpb.Delivery]
 
 func (c *hubClient) Watch(ctx context.Context, in *hubpb.WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[hubpb.Delivery], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Hub_ServiceDesc.Streams[1], Hub_Watch_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Hub_ServiceDesc.Streams[2], Hub_Watch_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -350,7 +386,7 @@ func (c *hubClient) Replay(ctx context.Context, in *hubpb.ReplayRequest, opts ..
 
 func (c *hubClient) Backup(ctx context.Context, in *hubpb.BackupRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[hubpb.BackupChunk], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Hub_ServiceDesc.Streams[2], Hub_Backup_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Hub_ServiceDesc.Streams[3], Hub_Backup_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -369,7 +405,7 @@ type Hub_BackupClient = grpc.ServerStreamingClient[hubpb.BackupChunk]
 
 func (c *hubClient) AgentStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[hubpb.AgentFrame, hubpb.HubFrame], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Hub_ServiceDesc.Streams[3], Hub_AgentStream_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Hub_ServiceDesc.Streams[4], Hub_AgentStream_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -391,6 +427,17 @@ type HubServer interface {
 	// Send appends an envelope to a session as the caller. A retry with the
 	// same client_msg_id returns the original seq and writes nothing.
 	Send(context.Context, *hubpb.SendRequest) (*hubpb.SendResponse, error)
+	// SendDelta forwards a piece of the reply the caller is writing on its
+	// turn to the session's watchers and to the subscribers that asked for
+	// deltas, and writes nothing: the final Send with client_msg_id equal to
+	// the delta's stream_id is what is logged and takes the turn. Refused as
+	// a Send would be (OUT_OF_TURN, SESSION_CLOSED, ...) and past the hub's
+	// caps (LIMIT_REACHED).
+	SendDelta(context.Context, *hubpb.Delta) (*hubpb.DeltaResponse, error)
+	// SendStream is SendDelta and Send in one call: frames of deltas, then
+	// one final envelope, whose SendResponse answers the call. A refused
+	// delta ends the call with its status; nothing is written then.
+	SendStream(grpc.ClientStreamingServer[hubpb.SendStreamFrame, hubpb.SendResponse]) error
 	// AckInvite accepts the caller's invite; the last ack opens the session.
 	AckInvite(context.Context, *hubpb.InviteRequest) (*hubpb.SendResponse, error)
 	// RejectInvite declines the caller's invite; the session closes with
@@ -471,6 +518,12 @@ func (UnimplementedHubServer) Open(context.Context, *hubpb.OpenRequest) (*hubpb.
 }
 func (UnimplementedHubServer) Send(context.Context, *hubpb.SendRequest) (*hubpb.SendResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Send not implemented")
+}
+func (UnimplementedHubServer) SendDelta(context.Context, *hubpb.Delta) (*hubpb.DeltaResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SendDelta not implemented")
+}
+func (UnimplementedHubServer) SendStream(grpc.ClientStreamingServer[hubpb.SendStreamFrame, hubpb.SendResponse]) error {
+	return status.Error(codes.Unimplemented, "method SendStream not implemented")
 }
 func (UnimplementedHubServer) AckInvite(context.Context, *hubpb.InviteRequest) (*hubpb.SendResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AckInvite not implemented")
@@ -585,6 +638,31 @@ func _Hub_Send_Handler(srv interface{}, ctx context.Context, dec func(interface{
 	}
 	return interceptor(ctx, in, info, handler)
 }
+
+func _Hub_SendDelta_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(hubpb.Delta)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServer).SendDelta(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Hub_SendDelta_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServer).SendDelta(ctx, req.(*hubpb.Delta))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Hub_SendStream_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(HubServer).SendStream(&grpc.GenericServerStream[hubpb.SendStreamFrame, hubpb.SendResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Hub_SendStreamServer = grpc.ClientStreamingServer[hubpb.SendStreamFrame, hubpb.SendResponse]
 
 func _Hub_AckInvite_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(hubpb.InviteRequest)
@@ -912,6 +990,10 @@ var Hub_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Hub_Send_Handler,
 		},
 		{
+			MethodName: "SendDelta",
+			Handler:    _Hub_SendDelta_Handler,
+		},
+		{
 			MethodName: "AckInvite",
 			Handler:    _Hub_AckInvite_Handler,
 		},
@@ -973,6 +1055,11 @@ var Hub_ServiceDesc = grpc.ServiceDesc{
 		},
 	},
 	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "SendStream",
+			Handler:       _Hub_SendStream_Handler,
+			ClientStreams: true,
+		},
 		{
 			StreamName:    "Subscribe",
 			Handler:       _Hub_Subscribe_Handler,

@@ -105,6 +105,9 @@ func (m *merged) request() *hubpb.SubscribeRequest {
 // fresh is the pipe's keep: an envelope after the session's cursor, or a
 // pending turn told again.
 func (m *merged) fresh(d *hubpb.Delivery) bool {
+	if d.GetDelta() != nil {
+		return true // best-effort, outside the cursors
+	}
 	e := d.GetEnvelope()
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -61,6 +61,9 @@ func (n *Node) Watch(ctx context.Context, id hubgrpc.Identity, req *hubpb.WatchR
 
 // fresh is the pipe's keep: an envelope not handed on yet.
 func (w *followed) fresh(d *hubpb.Delivery) bool {
+	if d.GetDelta() != nil {
+		return true // best-effort, outside the cursors
+	}
 	e := d.GetEnvelope()
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -47,7 +47,7 @@ type Metrics struct {
 
 	sendsAccepted, sendsRejected, envelopes *prometheus.CounterVec
 	opened, ended, timers                   *prometheus.CounterVec
-	failures, appendErrors                  prometheus.Counter
+	failures, appendErrors, deltasDropped   prometheus.Counter
 	subscribers                             *prometheus.GaugeVec
 	cutoffs, limits                         *prometheus.CounterVec
 	appendSeconds, appendRecords            prometheus.Histogram
@@ -83,6 +83,8 @@ func New(walStats func() wal.Stats) *Metrics {
 	m.failures = prometheus.NewCounter(prometheus.CounterOpts{Name: "hubd_session_failures_total",
 		Help: "Sessions failed because their log could not be written or read (quarantined at hydrate included)."})
 	m.appendErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "hubd_wal_append_errors_total", Help: "Appends the log did not take."})
+	m.deltasDropped = prometheus.NewCounter(prometheus.CounterOpts{Name: "hubd_deltas_dropped_total",
+		Help: "Deltas (pieces of replies being written, never logged) a subscriber or watcher too far behind did not get; envelopes are never dropped."})
 	m.subscribers = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hubd_subscribers",
 		Help: "Open streams, by kind: subscribe and watch (gRPC), events (server-sent)."}, []string{"kind"})
 	m.appendSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hubd_wal_append_duration_seconds",
@@ -92,10 +94,13 @@ func New(walStats func() wal.Stats) *Metrics {
 	m.hydrateSeconds = prometheus.NewGauge(prometheus.GaugeOpts{Name: "hubd_hydrate_duration_seconds", Help: "How long the last start took to rebuild every session from the log."})
 	m.requestSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "hubd_request_duration_seconds",
 		Help: "Duration of unary calls, by transport and method.", Buckets: prometheus.ExponentialBuckets(0.00025, 2, 16)}, []string{"transport", "method"})
-	m.reg.MustRegister(m.failures, m.appendErrors, m.subscribers, m.appendSeconds, m.appendRecords, m.hydrateSeconds, m.requestSeconds,
+	m.reg.MustRegister(m.failures, m.appendErrors, m.deltasDropped, m.subscribers, m.appendSeconds, m.appendRecords, m.hydrateSeconds, m.requestSeconds,
 		hubCollector{m}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
+
+// DeltaDropped counts a delta a subscriber dropped (feed.Config.DeltaDropped).
+func (m *Metrics) DeltaDropped() { m.deltasDropped.Inc() }
 
 // Registry returns the metrics' registry.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }

@@ -266,6 +266,9 @@ func start(ctx context.Context, cfg Config, auth hubgrpc.Authenticator, tlsCfg *
 	began := time.Now()
 	fc := cfg.Feed
 	fc.Logger, fc.Limited = cfg.Logger, limitedHook(hc.Hooks.Limited, fc.Limited)
+	if fc.DeltaDropped == nil {
+		fc.DeltaDropped = m.DeltaDropped
+	}
 	h, f, err := feed.Open(ctx, hc, fc)
 	if err != nil {
 		closeLog()

@@ -34,6 +34,7 @@ from ._model import (
 from ._pb import hub_pb2 as pb
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ._delta import TurnStream
     from .aio import Client
 
 __all__ = ["Task", "TaskStatus", "Turn", "await_all", "await_any", "OptionLike", "QuestionLike"]
@@ -375,6 +376,15 @@ class Turn(_model.Turn):
     await them. The waits read the log: they survive a restarting hub and
     a broken connection, and the turn the hub gives back is known to serve
     as taken by this handler call."""
+
+    def stream(self) -> "TurnStream":
+        """A writer of the turn's reply as it is made (an LLM's tokens):
+        ``await s.write(piece)`` forwards each piece at once as a delta
+        (never logged), ``await s.close()`` sends the final envelope with
+        all of it (see :class:`hubd.aio.TurnStream`)."""
+        from ._delta import TurnStream
+
+        return TurnStream(self)
 
     async def delegate(  # type: ignore[override]
         self, child: pb.OpenRequest, *, timeout: Optional[float] = None

@@ -43,6 +43,7 @@ import grpc.aio
 
 from . import _calls, _common, _ops, _serve, _stream, _trace, errors
 from ._calls import Task, TaskStatus, Turn, await_all, await_any
+from ._delta import TurnStream
 from ._model import (
     MODE_BACKGROUND,
     MODE_BLOCKING,
@@ -75,6 +76,7 @@ __all__ = [
     "Task",
     "TaskStatus",
     "Turn",
+    "TurnStream",
     "await_all",
     "await_any",
 ]
@@ -716,6 +718,20 @@ class Client:
         env = _common.envelope(_common.copy_envelope(envelope), client_msg_id, causation_id, audience, traceparent)
         return await self._send(session_id, env, self._attempts, timeout)
 
+    async def send_delta(
+        self, session_id: str, stream_id: str, index: int, text: str, *, timeout: Optional[float] = None
+    ) -> pb.DeltaResponse:
+        """Forward a piece of the reply the agent is writing on its turn:
+        the session's watchers and the subscribers that asked for deltas
+        get it at once; the hub writes nothing. ``stream_id`` is the client
+        message id the reply's final envelope will carry; ``index`` counts
+        the pieces from 0. Refused as a send would be
+        (:class:`hubd.OutOfTurn`, ...) and past the hub's caps
+        (:class:`hubd.LimitReached`). ``turn.stream()`` does this for a
+        handler."""
+        req = pb.Delta(session_id=session_id, stream_id=stream_id, index=index, text=text)
+        return await self._call("send delta", self._stub.SendDelta, req, timeout)  # type: ignore[no-any-return]
+
     # Reads.
 
     async def read_log(
@@ -778,11 +794,14 @@ class Client:
         req = _common.subscribe_request(cursors, include_ended, terse, view, window)
         return Stream("subscribe", self._stub.Subscribe(req, metadata=self._md, timeout=timeout))
 
-    def watch(self, session_id: str, from_seq: int = 0, *, timeout: Optional[float] = None) -> Stream:
+    def watch(self, session_id: str, from_seq: int = 0, *, deltas: bool = False, timeout: Optional[float] = None) -> Stream:
         """The envelopes of one session from ``from_seq`` (0 or 1: all), live,
         for dashboards, transcripts and audits: for a participant every
-        envelope it may read, for an operator all of them."""
-        req = pb.WatchRequest(session_id=session_id, from_seq=from_seq)
+        envelope it may read, for an operator all of them. With ``deltas``,
+        also the pieces of replies being written: deliveries whose
+        ``delta`` is set (``d.HasField("delta")``), best-effort, before
+        their reply's final envelope."""
+        req = pb.WatchRequest(session_id=session_id, from_seq=from_seq, deltas=deltas)
         return Stream("watch", self._stub.Watch(req, metadata=self._md, timeout=timeout))
 
     async def follow(

@@ -222,6 +222,7 @@ class Client:
     update_context = blocking(aio.Client.update_context)
     send_event = blocking(aio.Client.send_event)
     send = blocking(aio.Client.send)
+    send_delta = blocking(aio.Client.send_delta)
     read_log = blocking(aio.Client.read_log)
     pending_turns = blocking(aio.Client.pending_turns)
     view = blocking(aio.Client.view)

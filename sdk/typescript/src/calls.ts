@@ -14,6 +14,7 @@ import {
   type Option,
   type TaskProgress,
 } from "./gen/hub.js";
+import { TurnStream } from "./delta.js";
 import type { Turn } from "./serve.js";
 
 /** Delegation modes (Client.delegate). */
@@ -360,6 +361,7 @@ export function newTurn(c: Client, sessionId: string, trigger: Envelope, signal:
     client: c,
     signal,
     text: () => textOf(trigger),
+    stream: () => new TurnStream(c, sessionId, trigger),
     resumed: () => trigger.type === EventType.DelegationResult || trigger.type === EventType.Answer,
     passCaller: (agent: string) => new Packet("").passCaller(agent),
     async delegate(child: OpenOptions, o: WaitOptions = {}) {

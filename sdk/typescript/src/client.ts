@@ -15,6 +15,8 @@ import {
   CloseRequest,
   DelegateRequest,
   Delivery,
+  Delta,
+  type DeltaResponse,
   Envelope,
   Expectation,
   GetSessionRequest,
@@ -849,6 +851,19 @@ export class Client {
     }
   }
 
+  /**
+   * Forwards a piece of the reply the agent is writing on its turn: the
+   * session's watchers (watch with deltas: true) and the subscribers that
+   * asked for deltas get it at once; the hub writes nothing. streamId is the
+   * client message id the reply's final envelope will carry; index counts
+   * the pieces from 0. Rejects as a send would (OutOfTurnError, ...) and
+   * past the hub's caps (LimitReachedError). turn.stream() does this for a
+   * handler.
+   */
+  async sendDelta(sessionId: string, streamId: string, index: number, text: string, opts: CallOptions = {}): Promise<DeltaResponse> {
+    return this.unary("send delta", this.raw.sendDelta, Delta.fromPartial({ sessionId, streamId, index, text }), opts);
+  }
+
   /** For each open session where it is the caller's turn, the envelope that began the turn (yourTurn is set). */
   async pendingTurns(opts: CallOptions = {}): Promise<Delivery[]> {
     const resp = await this.unary("pending turns", this.raw.pendingTurns, PendingTurnsRequest.fromPartial({}), opts);
@@ -886,7 +901,10 @@ export class Client {
    * may read (addressed to it, or its own); for an operator, all of them.
    * Deliveries of a watch never have yourTurn set.
    */
-  watch(sessionId: string, fromSeq = 0, opts: CallOptions = {}): DeliveryStream {
+  watch(sessionId: string, fromSeq = 0, opts: CallOptions & { deltas?: boolean } = {}): DeliveryStream {
+    if (opts.deltas) {
+      return this.watchCall(WatchRequest.fromPartial({ sessionId, fromSeq, deltas: true }), opts, false);
+    }
     return this.watchStream(sessionId, fromSeq, opts, false);
   }
 

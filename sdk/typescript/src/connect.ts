@@ -56,8 +56,8 @@ export class NoStreamError extends Error {
 
 /** @internal How a stream is opened. */
 export interface ConnectOptions {
-  /** When set, subscribes the stream: its deliveries go to onDelivery. */
-  subscribe?: SubscribeRequest;
+  /** When set, subscribes the stream: its deliveries go to onDelivery (fields left out take their defaults). */
+  subscribe?: Partial<SubscribeRequest>;
   /**
    * Called with each delivery, in order, on the stream's reader; while a
    * promise it returns is pending nothing more is read (acks neither). One

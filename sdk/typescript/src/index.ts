@@ -119,6 +119,7 @@ export {
 } from "./graph.js";
 export { withTraceContext, type TraceContext } from "./trace.js";
 export { DeliveryStream } from "./stream.js";
+export { TurnStream } from "./delta.js";
 export {
   replyPacket,
   replyText,

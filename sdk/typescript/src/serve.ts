@@ -15,6 +15,7 @@ import {
 } from "./errors.js";
 import { ends, EventType, Packet, turnMsgId } from "./envelope.js";
 import { Envelope, GetViewRequest, type Answer, type Delivery, type DelegationResult, type View } from "./gen/hub.js";
+import type { TurnStream } from "./delta.js";
 import { describe } from "./report.js";
 import { continueTrace, currentTrace } from "./trace.js";
 
@@ -36,6 +37,12 @@ export interface Turn {
   signal: AbortSignal;
   /** What the trigger says in words (textOf). */
   text(): string;
+  /**
+   * A writer of the turn's reply as it is made (an LLM's tokens): each
+   * `await s.write(piece)` is forwarded at once as a delta (never logged),
+   * `await s.close()` sends the final envelope with all of it (TurnStream).
+   */
+  stream(): TurnStream;
   /**
    * Whether the turn was given back after a wait the handler did not see
    * end (the agent process restarted while it waited in delegate or ask):

@@ -382,12 +382,29 @@ function renderSession(id) {
   const timeline = $("#timeline");
   const live = $("#s-live");
   let caughtUp = false;
-  const es = new EventSource(`/v1/sessions/${enc}/events?from=1`);
+  const es = new EventSource(`/v1/sessions/${enc}/events?from=1&deltas=true`);
+  // Replies being written (deltas, never logged): one growing line per
+  // reply, replaced by its final envelope (same client_msg_id).
+  const streaming = new Map();
+  es.addEventListener("delta", (ev) => {
+    const d = JSON.parse(ev.data);
+    let li = streaming.get(d.stream_id);
+    if (d.abandoned) { if (li) li.remove(); streaming.delete(d.stream_id); return; }
+    if (!li) {
+      li = el("li", { class: "ev streaming", "data-stream": d.stream_id },
+        el("b", { text: d.from || "" }), " ", el("span", { class: "muted", text: "writing… " }), el("span", { class: "stream-text" }));
+      streaming.set(d.stream_id, li);
+      timeline.append(li);
+    }
+    li.querySelector(".stream-text").textContent += d.text || "";
+  });
   es.addEventListener("open", () => { live.textContent = "● live"; live.className = "live on"; });
   es.addEventListener("envelope", (ev) => {
     const env = JSON.parse(ev.data);
     if (timeline.querySelector(`li[data-seq="${env.seq}"]`)) return;
     if (env.type === "delegation") delegated = true;
+    const writing = env.client_msg_id && streaming.get(env.client_msg_id);
+    if (writing) { writing.remove(); streaming.delete(env.client_msg_id); }
     timeline.append(renderEnvelope(env, caughtUp, known));
     refreshAll();
   });

@@ -43,14 +43,16 @@ UNKNOWN_SESSION: Reason
 UNKNOWN_SESSION_TYPE: Reason
 
 class AgentFrame(_message.Message):
-    __slots__ = ["open", "send", "subscribe"]
+    __slots__ = ["delta", "open", "send", "subscribe"]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
     OPEN_FIELD_NUMBER: _ClassVar[int]
     SEND_FIELD_NUMBER: _ClassVar[int]
     SUBSCRIBE_FIELD_NUMBER: _ClassVar[int]
+    delta: Delta
     open: StreamOpen
     send: StreamSend
     subscribe: SubscribeRequest
-    def __init__(self, send: _Optional[_Union[StreamSend, _Mapping]] = ..., subscribe: _Optional[_Union[SubscribeRequest, _Mapping]] = ..., open: _Optional[_Union[StreamOpen, _Mapping]] = ...) -> None: ...
+    def __init__(self, send: _Optional[_Union[StreamSend, _Mapping]] = ..., subscribe: _Optional[_Union[SubscribeRequest, _Mapping]] = ..., open: _Optional[_Union[StreamOpen, _Mapping]] = ..., delta: _Optional[_Union[Delta, _Mapping]] = ...) -> None: ...
 
 class Answer(_message.Message):
     __slots__ = ["by", "defaulted", "option_ids", "question_id", "text"]
@@ -198,14 +200,43 @@ class DelegationResult(_message.Message):
     def __init__(self, child_session_id: _Optional[str] = ..., reason: _Optional[str] = ..., summary: _Optional[str] = ..., state: _Optional[str] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ..., responder: _Optional[str] = ..., delegation_id: _Optional[str] = ...) -> None: ...
 
 class Delivery(_message.Message):
-    __slots__ = ["envelope", "view", "your_turn"]
+    __slots__ = ["delta", "envelope", "view", "your_turn"]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
     ENVELOPE_FIELD_NUMBER: _ClassVar[int]
     VIEW_FIELD_NUMBER: _ClassVar[int]
     YOUR_TURN_FIELD_NUMBER: _ClassVar[int]
+    delta: Delta
     envelope: Envelope
     view: View
     your_turn: bool
-    def __init__(self, envelope: _Optional[_Union[Envelope, _Mapping]] = ..., your_turn: bool = ..., view: _Optional[_Union[View, _Mapping]] = ...) -> None: ...
+    def __init__(self, envelope: _Optional[_Union[Envelope, _Mapping]] = ..., your_turn: bool = ..., view: _Optional[_Union[View, _Mapping]] = ..., delta: _Optional[_Union[Delta, _Mapping]] = ...) -> None: ...
+
+class Delta(_message.Message):
+    __slots__ = ["abandoned", "accepted_at", "index", "refused", "session_id", "stream_id", "text"]
+    ABANDONED_FIELD_NUMBER: _ClassVar[int]
+    ACCEPTED_AT_FIELD_NUMBER: _ClassVar[int]
+    FROM_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    STREAM_ID_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    abandoned: bool
+    accepted_at: _timestamp_pb2.Timestamp
+    index: int
+    refused: StreamError
+    session_id: str
+    stream_id: str
+    text: str
+    def __init__(self, session_id: _Optional[str] = ..., stream_id: _Optional[str] = ..., index: _Optional[int] = ..., text: _Optional[str] = ..., abandoned: bool = ..., accepted_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., refused: _Optional[_Union[StreamError, _Mapping]] = ..., **kwargs) -> None: ...
+
+class DeltaResponse(_message.Message):
+    __slots__ = ["accepted_at", "index"]
+    ACCEPTED_AT_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    accepted_at: _timestamp_pb2.Timestamp
+    index: int
+    def __init__(self, index: _Optional[int] = ..., accepted_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Ended(_message.Message):
     __slots__ = ["detail", "reason"]
@@ -387,16 +418,18 @@ class Hold(_message.Message):
     def __init__(self, holder: _Optional[str] = ..., kind: _Optional[str] = ..., envelope_id: _Optional[str] = ..., children: _Optional[_Iterable[str]] = ..., done: _Optional[_Iterable[str]] = ..., question_id: _Optional[str] = ..., answerer: _Optional[str] = ..., since: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., **kwargs) -> None: ...
 
 class HubFrame(_message.Message):
-    __slots__ = ["ack", "closing", "delivery", "ready"]
+    __slots__ = ["ack", "closing", "delivery", "delta", "ready"]
     ACK_FIELD_NUMBER: _ClassVar[int]
     CLOSING_FIELD_NUMBER: _ClassVar[int]
     DELIVERY_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
     READY_FIELD_NUMBER: _ClassVar[int]
     ack: StreamAck
     closing: StreamError
     delivery: Delivery
+    delta: Delta
     ready: StreamReady
-    def __init__(self, ready: _Optional[_Union[StreamReady, _Mapping]] = ..., ack: _Optional[_Union[StreamAck, _Mapping]] = ..., delivery: _Optional[_Union[Delivery, _Mapping]] = ..., closing: _Optional[_Union[StreamError, _Mapping]] = ...) -> None: ...
+    def __init__(self, ready: _Optional[_Union[StreamReady, _Mapping]] = ..., ack: _Optional[_Union[StreamAck, _Mapping]] = ..., delivery: _Optional[_Union[Delivery, _Mapping]] = ..., closing: _Optional[_Union[StreamError, _Mapping]] = ..., delta: _Optional[_Union[Delta, _Mapping]] = ...) -> None: ...
 
 class Invite(_message.Message):
     __slots__ = ["invitees"]
@@ -695,6 +728,14 @@ class SendResponse(_message.Message):
     seq: int
     def __init__(self, seq: _Optional[int] = ..., id: _Optional[str] = ..., accepted_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., duplicate: bool = ..., closed: bool = ..., close_reason: _Optional[str] = ...) -> None: ...
 
+class SendStreamFrame(_message.Message):
+    __slots__ = ["delta", "final"]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    FINAL_FIELD_NUMBER: _ClassVar[int]
+    delta: Delta
+    final: SendRequest
+    def __init__(self, delta: _Optional[_Union[Delta, _Mapping]] = ..., final: _Optional[_Union[SendRequest, _Mapping]] = ...) -> None: ...
+
 class SessionInfo(_message.Message):
     __slots__ = ["active_agent", "close_reason", "context", "expected", "handoffs", "holds", "last_rule", "meta", "open_children", "responder", "seq", "state", "supervisor", "tree_usage", "turn", "usage"]
     class ContextEntry(_message.Message):
@@ -884,7 +925,7 @@ class StreamSend(_message.Message):
     def __init__(self, ref: _Optional[int] = ..., session_id: _Optional[str] = ..., envelope: _Optional[_Union[Envelope, _Mapping]] = ..., traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ...) -> None: ...
 
 class SubscribeRequest(_message.Message):
-    __slots__ = ["cursors", "include_ended", "terse", "turn_view"]
+    __slots__ = ["cursors", "deltas", "include_ended", "terse", "turn_view"]
     class CursorsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -893,14 +934,16 @@ class SubscribeRequest(_message.Message):
         value: int
         def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     CURSORS_FIELD_NUMBER: _ClassVar[int]
+    DELTAS_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_ENDED_FIELD_NUMBER: _ClassVar[int]
     TERSE_FIELD_NUMBER: _ClassVar[int]
     TURN_VIEW_FIELD_NUMBER: _ClassVar[int]
     cursors: _containers.ScalarMap[str, int]
+    deltas: bool
     include_ended: bool
     terse: bool
     turn_view: GetViewRequest
-    def __init__(self, cursors: _Optional[_Mapping[str, int]] = ..., include_ended: bool = ..., turn_view: _Optional[_Union[GetViewRequest, _Mapping]] = ..., terse: bool = ...) -> None: ...
+    def __init__(self, cursors: _Optional[_Mapping[str, int]] = ..., include_ended: bool = ..., turn_view: _Optional[_Union[GetViewRequest, _Mapping]] = ..., terse: bool = ..., deltas: bool = ...) -> None: ...
 
 class TaskProgress(_message.Message):
     __slots__ = ["detail", "percent", "task"]
@@ -1024,7 +1067,7 @@ class Violation(_message.Message):
     def __init__(self, expectation: _Optional[str] = ..., index: _Optional[int] = ..., action: _Optional[str] = ..., since: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., violators: _Optional[_Iterable[str]] = ..., detail: _Optional[str] = ..., question_id: _Optional[str] = ...) -> None: ...
 
 class WatchRequest(_message.Message):
-    __slots__ = ["cursors", "from_seq", "session_id", "tree", "verbose"]
+    __slots__ = ["cursors", "deltas", "from_seq", "session_id", "tree", "verbose"]
     class CursorsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -1033,16 +1076,18 @@ class WatchRequest(_message.Message):
         value: int
         def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     CURSORS_FIELD_NUMBER: _ClassVar[int]
+    DELTAS_FIELD_NUMBER: _ClassVar[int]
     FROM_SEQ_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     TREE_FIELD_NUMBER: _ClassVar[int]
     VERBOSE_FIELD_NUMBER: _ClassVar[int]
     cursors: _containers.ScalarMap[str, int]
+    deltas: bool
     from_seq: int
     session_id: str
     tree: bool
     verbose: bool
-    def __init__(self, session_id: _Optional[str] = ..., from_seq: _Optional[int] = ..., tree: bool = ..., verbose: bool = ..., cursors: _Optional[_Mapping[str, int]] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., from_seq: _Optional[int] = ..., tree: bool = ..., verbose: bool = ..., cursors: _Optional[_Mapping[str, int]] = ..., deltas: bool = ...) -> None: ...
 
 class Reason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

@@ -25,6 +25,16 @@ class HubStub(object):
                 request_serializer=hub__pb2.SendRequest.SerializeToString,
                 response_deserializer=hub__pb2.SendResponse.FromString,
                 )
+        self.SendDelta = channel.unary_unary(
+                '/hubd.v1.Hub/SendDelta',
+                request_serializer=hub__pb2.Delta.SerializeToString,
+                response_deserializer=hub__pb2.DeltaResponse.FromString,
+                )
+        self.SendStream = channel.stream_unary(
+                '/hubd.v1.Hub/SendStream',
+                request_serializer=hub__pb2.SendStreamFrame.SerializeToString,
+                response_deserializer=hub__pb2.SendResponse.FromString,
+                )
         self.AckInvite = channel.unary_unary(
                 '/hubd.v1.Hub/AckInvite',
                 request_serializer=hub__pb2.InviteRequest.SerializeToString,
@@ -136,6 +146,27 @@ class HubServicer(object):
     def Send(self, request, context):
         """Send appends an envelope to a session as the caller. A retry with the
         same client_msg_id returns the original seq and writes nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SendDelta(self, request, context):
+        """SendDelta forwards a piece of the reply the caller is writing on its
+        turn to the session's watchers and to the subscribers that asked for
+        deltas, and writes nothing: the final Send with client_msg_id equal to
+        the delta's stream_id is what is logged and takes the turn. Refused as
+        a Send would be (OUT_OF_TURN, SESSION_CLOSED, ...) and past the hub's
+        caps (LIMIT_REACHED).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SendStream(self, request_iterator, context):
+        """SendStream is SendDelta and Send in one call: frames of deltas, then
+        one final envelope, whose SendResponse answers the call. A refused
+        delta ends the call with its status; nothing is written then.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -314,6 +345,16 @@ def add_HubServicer_to_server(servicer, server):
                     request_deserializer=hub__pb2.SendRequest.FromString,
                     response_serializer=hub__pb2.SendResponse.SerializeToString,
             ),
+            'SendDelta': grpc.unary_unary_rpc_method_handler(
+                    servicer.SendDelta,
+                    request_deserializer=hub__pb2.Delta.FromString,
+                    response_serializer=hub__pb2.DeltaResponse.SerializeToString,
+            ),
+            'SendStream': grpc.stream_unary_rpc_method_handler(
+                    servicer.SendStream,
+                    request_deserializer=hub__pb2.SendStreamFrame.FromString,
+                    response_serializer=hub__pb2.SendResponse.SerializeToString,
+            ),
             'AckInvite': grpc.unary_unary_rpc_method_handler(
                     servicer.AckInvite,
                     request_deserializer=hub__pb2.InviteRequest.FromString,
@@ -450,6 +491,40 @@ class Hub(object):
             metadata=None):
         return grpc.experimental.unary_unary(request, target, '/hubd.v1.Hub/Send',
             hub__pb2.SendRequest.SerializeToString,
+            hub__pb2.SendResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SendDelta(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/hubd.v1.Hub/SendDelta',
+            hub__pb2.Delta.SerializeToString,
+            hub__pb2.DeltaResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SendStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(request_iterator, target, '/hubd.v1.Hub/SendStream',
+            hub__pb2.SendStreamFrame.SerializeToString,
             hub__pb2.SendResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

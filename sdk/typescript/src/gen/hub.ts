@@ -1294,6 +1294,13 @@ export interface SubscribeRequest {
    * to it, not one per envelope of the session.
    */
   terse: boolean;
+  /**
+   * Also carry the deltas (Delivery.delta; HubFrame.delta on an agent
+   * stream) of replies being written in the sessions the agent takes part
+   * in, by others than itself. Best-effort: a reader behind drops deltas,
+   * never envelopes.
+   */
+  deltas: boolean;
 }
 
 export interface SubscribeRequest_CursorsEntry {
@@ -1322,6 +1329,12 @@ export interface WatchRequest {
   verbose: boolean;
   /** With tree: resume cursors of descendants (session id → last seq seen). */
   cursors: { [key: string]: number };
+  /**
+   * Also carry the deltas of replies being written in the session
+   * (Delivery.delta; not its descendants'). Best-effort: a reader behind
+   * drops deltas, never envelopes.
+   */
+  deltas: boolean;
 }
 
 export interface WatchRequest_CursorsEntry {
@@ -1344,7 +1357,83 @@ export interface Delivery {
    * On a your_turn delivery of a stream opened with turn_view: the
    * receiver's view of the session as the notice left the hub.
    */
-  view: View | undefined;
+  view:
+    | View
+    | undefined;
+  /**
+   * A piece of a reply still being written (streams opened with deltas
+   * set only): envelope is then unset. Deltas are best-effort and never
+   * logged: a slow reader loses them, never an envelope; the reply's
+   * final envelope carries the whole text and is the one that counts.
+   */
+  delta: Delta | undefined;
+}
+
+/**
+ * Delta is a piece of a reply an agent is still writing on its turn (an
+ * LLM's tokens as they stream). The hub forwards it at once to the
+ * session's watchers and to the subscribers that asked for deltas, and
+ * writes nothing: the final envelope, sent as usual with the same
+ * client_msg_id as stream_id, is what the log keeps and what takes the
+ * turn. A hub restart loses the deltas of a reply not yet final; the turn
+ * stays the writer's.
+ */
+export interface Delta {
+  /** The session. */
+  sessionId: string;
+  /**
+   * The writer: set by the hub to the authenticated agent (a client that
+   * sets another name is refused, IMPERSONATION).
+   */
+  from: string;
+  /**
+   * Ties the deltas of one reply together and to its final envelope: the
+   * client_msg_id the final send will carry. Required.
+   */
+  streamId: string;
+  /**
+   * The writer's number for this piece, from 0, one more per delta of the
+   * stream: a reader that sees a gap knows it missed one.
+   */
+  index: number;
+  /** The text of this piece (appended to the pieces before it). */
+  text: string;
+  /**
+   * The writer gives this reply up: no final envelope will follow; readers
+   * drop what they showed of it.
+   */
+  abandoned: boolean;
+  /** When the hub accepted it (the hub's clock). Set by the hub. */
+  acceptedAt:
+    | Date
+    | undefined;
+  /**
+   * Only on an agent stream, on the delta the hub hands back to its
+   * writer: the hub refused it (OUT_OF_TURN, LIMIT_REACHED, ...), as
+   * SendDelta's status would say. The stream goes on.
+   */
+  refused: StreamError | undefined;
+}
+
+/** DeltaResponse acknowledges a delta forwarded (not written). */
+export interface DeltaResponse {
+  /** The delta's index. */
+  index: number;
+  /** When the hub accepted it. */
+  acceptedAt: Date | undefined;
+}
+
+/**
+ * SendStreamFrame is one message of a SendStream call: deltas of one reply,
+ * then its final send.
+ */
+export interface SendStreamFrame {
+  /** A piece of the reply, forwarded as SendDelta does. */
+  delta?:
+    | Delta
+    | undefined;
+  /** The final envelope, as Send takes it: the last frame of the call. */
+  final?: SendRequest | undefined;
 }
 
 /** DelegateRequest opens children of a session on the caller's turn. */
@@ -1528,7 +1617,17 @@ export interface AgentFrame {
    * Open a session, as Open does; answered by a HubFrame.ack with the
    * same ref (its opened field).
    */
-  open?: StreamOpen | undefined;
+  open?:
+    | StreamOpen
+    | undefined;
+  /**
+   * A piece of a reply being written on the agent's turn, as SendDelta
+   * takes it; not answered when forwarded. A refused delta comes back
+   * as a HubFrame.delta with refused set (the stream goes on). Deltas
+   * are taken in order with the stream's sends: those before a send are
+   * forwarded before it is.
+   */
+  delta?: Delta | undefined;
 }
 
 /** StreamOpen is an open on an agent stream. */
@@ -1596,7 +1695,15 @@ export interface HubFrame {
    * does not close its side within a few seconds sees the stream end
    * as CANCELLED, and should take this error as the stream's status.
    */
-  closing?: StreamError | undefined;
+  closing?:
+    | StreamError
+    | undefined;
+  /**
+   * A delta of a reply being written (after AgentFrame.subscribe with
+   * deltas set): best-effort, never logged. Or one of the agent's own
+   * deltas, refused (Delta.refused).
+   */
+  delta?: Delta | undefined;
 }
 
 /** StreamReady opens an agent stream. */
@@ -9031,7 +9138,7 @@ export const SpeakerCount: MessageFns<SpeakerCount> = {
 };
 
 function createBaseSubscribeRequest(): SubscribeRequest {
-  return { cursors: {}, includeEnded: false, turnView: undefined, terse: false };
+  return { cursors: {}, includeEnded: false, turnView: undefined, terse: false, deltas: false };
 }
 
 export const SubscribeRequest: MessageFns<SubscribeRequest> = {
@@ -9047,6 +9154,9 @@ export const SubscribeRequest: MessageFns<SubscribeRequest> = {
     }
     if (message.terse !== false) {
       writer.uint32(32).bool(message.terse);
+    }
+    if (message.deltas !== false) {
+      writer.uint32(40).bool(message.deltas);
     }
     return writer;
   },
@@ -9099,6 +9209,14 @@ export const SubscribeRequest: MessageFns<SubscribeRequest> = {
             message.terse = reader.bool();
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.deltas = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -9130,6 +9248,7 @@ export const SubscribeRequest: MessageFns<SubscribeRequest> = {
       includeEnded: isSet(object.include_ended) ? globalThis.Boolean(object.include_ended) : false,
       turnView: isSet(object.turn_view) ? GetViewRequest.fromJSON(object.turn_view) : undefined,
       terse: isSet(object.terse) ? globalThis.Boolean(object.terse) : false,
+      deltas: isSet(object.deltas) ? globalThis.Boolean(object.deltas) : false,
     };
   },
 
@@ -9153,6 +9272,9 @@ export const SubscribeRequest: MessageFns<SubscribeRequest> = {
     if (message.terse !== false) {
       obj.terse = message.terse;
     }
+    if (message.deltas !== false) {
+      obj.deltas = message.deltas;
+    }
     return obj;
   },
 
@@ -9175,6 +9297,7 @@ export const SubscribeRequest: MessageFns<SubscribeRequest> = {
       ? GetViewRequest.fromPartial(object.turnView)
       : undefined;
     message.terse = object.terse ?? false;
+    message.deltas = object.deltas ?? false;
     return message;
   },
 };
@@ -9267,7 +9390,7 @@ export const SubscribeRequest_CursorsEntry: MessageFns<SubscribeRequest_CursorsE
 };
 
 function createBaseWatchRequest(): WatchRequest {
-  return { sessionId: "", fromSeq: 0, tree: false, verbose: false, cursors: {} };
+  return { sessionId: "", fromSeq: 0, tree: false, verbose: false, cursors: {}, deltas: false };
 }
 
 export const WatchRequest: MessageFns<WatchRequest> = {
@@ -9287,6 +9410,9 @@ export const WatchRequest: MessageFns<WatchRequest> = {
     globalThis.Object.entries(message.cursors).forEach(([key, value]: [string, number]) => {
       WatchRequest_CursorsEntry.encode({ key: key as any, value }, writer.uint32(42).fork()).join();
     });
+    if (message.deltas !== false) {
+      writer.uint32(48).bool(message.deltas);
+    }
     return writer;
   },
 
@@ -9346,6 +9472,14 @@ export const WatchRequest: MessageFns<WatchRequest> = {
             }
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.deltas = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -9378,6 +9512,7 @@ export const WatchRequest: MessageFns<WatchRequest> = {
           {},
         )
         : {},
+      deltas: isSet(object.deltas) ? globalThis.Boolean(object.deltas) : false,
     };
   },
 
@@ -9404,6 +9539,9 @@ export const WatchRequest: MessageFns<WatchRequest> = {
         });
       }
     }
+    if (message.deltas !== false) {
+      obj.deltas = message.deltas;
+    }
     return obj;
   },
 
@@ -9425,6 +9563,7 @@ export const WatchRequest: MessageFns<WatchRequest> = {
       },
       {},
     );
+    message.deltas = object.deltas ?? false;
     return message;
   },
 };
@@ -9515,7 +9654,7 @@ export const WatchRequest_CursorsEntry: MessageFns<WatchRequest_CursorsEntry> = 
 };
 
 function createBaseDelivery(): Delivery {
-  return { envelope: undefined, yourTurn: false, view: undefined };
+  return { envelope: undefined, yourTurn: false, view: undefined, delta: undefined };
 }
 
 export const Delivery: MessageFns<Delivery> = {
@@ -9528,6 +9667,9 @@ export const Delivery: MessageFns<Delivery> = {
     }
     if (message.view !== undefined) {
       View.encode(message.view, writer.uint32(26).fork()).join();
+    }
+    if (message.delta !== undefined) {
+      Delta.encode(message.delta, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -9569,6 +9711,14 @@ export const Delivery: MessageFns<Delivery> = {
             message.view = View.decode(reader, reader.uint32());
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.delta = Delta.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -9586,6 +9736,7 @@ export const Delivery: MessageFns<Delivery> = {
       envelope: isSet(object.envelope) ? Envelope.fromJSON(object.envelope) : undefined,
       yourTurn: isSet(object.your_turn) ? globalThis.Boolean(object.your_turn) : false,
       view: isSet(object.view) ? View.fromJSON(object.view) : undefined,
+      delta: isSet(object.delta) ? Delta.fromJSON(object.delta) : undefined,
     };
   },
 
@@ -9600,6 +9751,9 @@ export const Delivery: MessageFns<Delivery> = {
     if (message.view !== undefined) {
       obj.view = View.toJSON(message.view);
     }
+    if (message.delta !== undefined) {
+      obj.delta = Delta.toJSON(message.delta);
+    }
     return obj;
   },
 
@@ -9613,6 +9767,371 @@ export const Delivery: MessageFns<Delivery> = {
       : undefined;
     message.yourTurn = object.yourTurn ?? false;
     message.view = (object.view !== undefined && object.view !== null) ? View.fromPartial(object.view) : undefined;
+    message.delta = (object.delta !== undefined && object.delta !== null) ? Delta.fromPartial(object.delta) : undefined;
+    return message;
+  },
+};
+
+function createBaseDelta(): Delta {
+  return {
+    sessionId: "",
+    from: "",
+    streamId: "",
+    index: 0,
+    text: "",
+    abandoned: false,
+    acceptedAt: undefined,
+    refused: undefined,
+  };
+}
+
+export const Delta: MessageFns<Delta> = {
+  encode(message: Delta, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.sessionId !== "") {
+      writer.uint32(10).string(message.sessionId);
+    }
+    if (message.from !== "") {
+      writer.uint32(18).string(message.from);
+    }
+    if (message.streamId !== "") {
+      writer.uint32(26).string(message.streamId);
+    }
+    if (message.index !== 0) {
+      writer.uint32(32).uint64(message.index);
+    }
+    if (message.text !== "") {
+      writer.uint32(42).string(message.text);
+    }
+    if (message.abandoned !== false) {
+      writer.uint32(48).bool(message.abandoned);
+    }
+    if (message.acceptedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.acceptedAt), writer.uint32(58).fork()).join();
+    }
+    if (message.refused !== undefined) {
+      StreamError.encode(message.refused, writer.uint32(66).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Delta {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDelta();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.sessionId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.from = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.streamId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.index = longToNumber(reader.uint64());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.text = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.abandoned = reader.bool();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.acceptedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.refused = StreamError.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Delta {
+    return {
+      sessionId: isSet(object.session_id) ? globalThis.String(object.session_id) : "",
+      from: isSet(object.from) ? globalThis.String(object.from) : "",
+      streamId: isSet(object.stream_id) ? globalThis.String(object.stream_id) : "",
+      index: isSet(object.index) ? globalThis.Number(object.index) : 0,
+      text: isSet(object.text) ? globalThis.String(object.text) : "",
+      abandoned: isSet(object.abandoned) ? globalThis.Boolean(object.abandoned) : false,
+      acceptedAt: isSet(object.accepted_at) ? fromJsonTimestamp(object.accepted_at) : undefined,
+      refused: isSet(object.refused) ? StreamError.fromJSON(object.refused) : undefined,
+    };
+  },
+
+  toJSON(message: Delta): unknown {
+    const obj: any = {};
+    if (message.sessionId !== "") {
+      obj.session_id = message.sessionId;
+    }
+    if (message.from !== "") {
+      obj.from = message.from;
+    }
+    if (message.streamId !== "") {
+      obj.stream_id = message.streamId;
+    }
+    if (message.index !== 0) {
+      obj.index = Math.round(message.index);
+    }
+    if (message.text !== "") {
+      obj.text = message.text;
+    }
+    if (message.abandoned !== false) {
+      obj.abandoned = message.abandoned;
+    }
+    if (message.acceptedAt !== undefined) {
+      obj.accepted_at = message.acceptedAt.toISOString();
+    }
+    if (message.refused !== undefined) {
+      obj.refused = StreamError.toJSON(message.refused);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Delta>, I>>(base?: I): Delta {
+    return Delta.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Delta>, I>>(object: I): Delta {
+    const message = createBaseDelta();
+    message.sessionId = object.sessionId ?? "";
+    message.from = object.from ?? "";
+    message.streamId = object.streamId ?? "";
+    message.index = object.index ?? 0;
+    message.text = object.text ?? "";
+    message.abandoned = object.abandoned ?? false;
+    message.acceptedAt = object.acceptedAt ?? undefined;
+    message.refused = (object.refused !== undefined && object.refused !== null)
+      ? StreamError.fromPartial(object.refused)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseDeltaResponse(): DeltaResponse {
+  return { index: 0, acceptedAt: undefined };
+}
+
+export const DeltaResponse: MessageFns<DeltaResponse> = {
+  encode(message: DeltaResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.index !== 0) {
+      writer.uint32(8).uint64(message.index);
+    }
+    if (message.acceptedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.acceptedAt), writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeltaResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeltaResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.index = longToNumber(reader.uint64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.acceptedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeltaResponse {
+    return {
+      index: isSet(object.index) ? globalThis.Number(object.index) : 0,
+      acceptedAt: isSet(object.accepted_at) ? fromJsonTimestamp(object.accepted_at) : undefined,
+    };
+  },
+
+  toJSON(message: DeltaResponse): unknown {
+    const obj: any = {};
+    if (message.index !== 0) {
+      obj.index = Math.round(message.index);
+    }
+    if (message.acceptedAt !== undefined) {
+      obj.accepted_at = message.acceptedAt.toISOString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DeltaResponse>, I>>(base?: I): DeltaResponse {
+    return DeltaResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeltaResponse>, I>>(object: I): DeltaResponse {
+    const message = createBaseDeltaResponse();
+    message.index = object.index ?? 0;
+    message.acceptedAt = object.acceptedAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseSendStreamFrame(): SendStreamFrame {
+  return { delta: undefined, final: undefined };
+}
+
+export const SendStreamFrame: MessageFns<SendStreamFrame> = {
+  encode(message: SendStreamFrame, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.delta !== undefined) {
+      Delta.encode(message.delta, writer.uint32(10).fork()).join();
+    }
+    if (message.final !== undefined) {
+      SendRequest.encode(message.final, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SendStreamFrame {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSendStreamFrame();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.delta = Delta.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.final = SendRequest.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SendStreamFrame {
+    return {
+      delta: isSet(object.delta) ? Delta.fromJSON(object.delta) : undefined,
+      final: isSet(object.final) ? SendRequest.fromJSON(object.final) : undefined,
+    };
+  },
+
+  toJSON(message: SendStreamFrame): unknown {
+    const obj: any = {};
+    if (message.delta !== undefined) {
+      obj.delta = Delta.toJSON(message.delta);
+    }
+    if (message.final !== undefined) {
+      obj.final = SendRequest.toJSON(message.final);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SendStreamFrame>, I>>(base?: I): SendStreamFrame {
+    return SendStreamFrame.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SendStreamFrame>, I>>(object: I): SendStreamFrame {
+    const message = createBaseSendStreamFrame();
+    message.delta = (object.delta !== undefined && object.delta !== null) ? Delta.fromPartial(object.delta) : undefined;
+    message.final = (object.final !== undefined && object.final !== null)
+      ? SendRequest.fromPartial(object.final)
+      : undefined;
     return message;
   },
 };
@@ -10928,7 +11447,7 @@ export const BackupChunk: MessageFns<BackupChunk> = {
 };
 
 function createBaseAgentFrame(): AgentFrame {
-  return { send: undefined, subscribe: undefined, open: undefined };
+  return { send: undefined, subscribe: undefined, open: undefined, delta: undefined };
 }
 
 export const AgentFrame: MessageFns<AgentFrame> = {
@@ -10941,6 +11460,9 @@ export const AgentFrame: MessageFns<AgentFrame> = {
     }
     if (message.open !== undefined) {
       StreamOpen.encode(message.open, writer.uint32(26).fork()).join();
+    }
+    if (message.delta !== undefined) {
+      Delta.encode(message.delta, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -10982,6 +11504,14 @@ export const AgentFrame: MessageFns<AgentFrame> = {
             message.open = StreamOpen.decode(reader, reader.uint32());
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.delta = Delta.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -10999,6 +11529,7 @@ export const AgentFrame: MessageFns<AgentFrame> = {
       send: isSet(object.send) ? StreamSend.fromJSON(object.send) : undefined,
       subscribe: isSet(object.subscribe) ? SubscribeRequest.fromJSON(object.subscribe) : undefined,
       open: isSet(object.open) ? StreamOpen.fromJSON(object.open) : undefined,
+      delta: isSet(object.delta) ? Delta.fromJSON(object.delta) : undefined,
     };
   },
 
@@ -11012,6 +11543,9 @@ export const AgentFrame: MessageFns<AgentFrame> = {
     }
     if (message.open !== undefined) {
       obj.open = StreamOpen.toJSON(message.open);
+    }
+    if (message.delta !== undefined) {
+      obj.delta = Delta.toJSON(message.delta);
     }
     return obj;
   },
@@ -11030,6 +11564,7 @@ export const AgentFrame: MessageFns<AgentFrame> = {
     message.open = (object.open !== undefined && object.open !== null)
       ? StreamOpen.fromPartial(object.open)
       : undefined;
+    message.delta = (object.delta !== undefined && object.delta !== null) ? Delta.fromPartial(object.delta) : undefined;
     return message;
   },
 };
@@ -11289,7 +11824,7 @@ export const StreamSend: MessageFns<StreamSend> = {
 };
 
 function createBaseHubFrame(): HubFrame {
-  return { ready: undefined, ack: undefined, delivery: undefined, closing: undefined };
+  return { ready: undefined, ack: undefined, delivery: undefined, closing: undefined, delta: undefined };
 }
 
 export const HubFrame: MessageFns<HubFrame> = {
@@ -11305,6 +11840,9 @@ export const HubFrame: MessageFns<HubFrame> = {
     }
     if (message.closing !== undefined) {
       StreamError.encode(message.closing, writer.uint32(34).fork()).join();
+    }
+    if (message.delta !== undefined) {
+      Delta.encode(message.delta, writer.uint32(42).fork()).join();
     }
     return writer;
   },
@@ -11354,6 +11892,14 @@ export const HubFrame: MessageFns<HubFrame> = {
             message.closing = StreamError.decode(reader, reader.uint32());
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.delta = Delta.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -11372,6 +11918,7 @@ export const HubFrame: MessageFns<HubFrame> = {
       ack: isSet(object.ack) ? StreamAck.fromJSON(object.ack) : undefined,
       delivery: isSet(object.delivery) ? Delivery.fromJSON(object.delivery) : undefined,
       closing: isSet(object.closing) ? StreamError.fromJSON(object.closing) : undefined,
+      delta: isSet(object.delta) ? Delta.fromJSON(object.delta) : undefined,
     };
   },
 
@@ -11388,6 +11935,9 @@ export const HubFrame: MessageFns<HubFrame> = {
     }
     if (message.closing !== undefined) {
       obj.closing = StreamError.toJSON(message.closing);
+    }
+    if (message.delta !== undefined) {
+      obj.delta = Delta.toJSON(message.delta);
     }
     return obj;
   },
@@ -11407,6 +11957,7 @@ export const HubFrame: MessageFns<HubFrame> = {
     message.closing = (object.closing !== undefined && object.closing !== null)
       ? StreamError.fromPartial(object.closing)
       : undefined;
+    message.delta = (object.delta !== undefined && object.delta !== null) ? Delta.fromPartial(object.delta) : undefined;
     return message;
   },
 };

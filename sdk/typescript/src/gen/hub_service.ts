@@ -10,7 +10,9 @@ import {
   type ClientOptions,
   type ClientReadableStream,
   type ClientUnaryCall,
+  type ClientWritableStream,
   type handleBidiStreamingCall,
+  type handleClientStreamingCall,
   type handleServerStreamingCall,
   type handleUnaryCall,
   makeGenericClientConstructor,
@@ -27,6 +29,8 @@ import {
   DelegateRequest,
   DelegateResponse,
   Delivery,
+  Delta,
+  DeltaResponse,
   ForkRequest,
   ForkResponse,
   GetSessionRequest,
@@ -48,6 +52,7 @@ import {
   ReplayResponse,
   SendRequest,
   SendResponse,
+  SendStreamFrame,
   SessionInfo,
   SteerRequest,
   SubscribeRequest,
@@ -96,6 +101,37 @@ export const HubService = {
     responseStream: false as const,
     requestSerialize: (value: SendRequest): Buffer => Buffer.from(SendRequest.encode(value).finish()),
     requestDeserialize: (value: Buffer): SendRequest => SendRequest.decode(value),
+    responseSerialize: (value: SendResponse): Buffer => Buffer.from(SendResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SendResponse => SendResponse.decode(value),
+  },
+  /**
+   * SendDelta forwards a piece of the reply the caller is writing on its
+   * turn to the session's watchers and to the subscribers that asked for
+   * deltas, and writes nothing: the final Send with client_msg_id equal to
+   * the delta's stream_id is what is logged and takes the turn. Refused as
+   * a Send would be (OUT_OF_TURN, SESSION_CLOSED, ...) and past the hub's
+   * caps (LIMIT_REACHED).
+   */
+  sendDelta: {
+    path: "/hubd.v1.Hub/SendDelta" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: Delta): Buffer => Buffer.from(Delta.encode(value).finish()),
+    requestDeserialize: (value: Buffer): Delta => Delta.decode(value),
+    responseSerialize: (value: DeltaResponse): Buffer => Buffer.from(DeltaResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DeltaResponse => DeltaResponse.decode(value),
+  },
+  /**
+   * SendStream is SendDelta and Send in one call: frames of deltas, then
+   * one final envelope, whose SendResponse answers the call. A refused
+   * delta ends the call with its status; nothing is written then.
+   */
+  sendStream: {
+    path: "/hubd.v1.Hub/SendStream" as const,
+    requestStream: true as const,
+    responseStream: false as const,
+    requestSerialize: (value: SendStreamFrame): Buffer => Buffer.from(SendStreamFrame.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SendStreamFrame => SendStreamFrame.decode(value),
     responseSerialize: (value: SendResponse): Buffer => Buffer.from(SendResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): SendResponse => SendResponse.decode(value),
   },
@@ -351,6 +387,21 @@ export interface HubServer extends UntypedServiceImplementation {
    * same client_msg_id returns the original seq and writes nothing.
    */
   send: handleUnaryCall<SendRequest, SendResponse>;
+  /**
+   * SendDelta forwards a piece of the reply the caller is writing on its
+   * turn to the session's watchers and to the subscribers that asked for
+   * deltas, and writes nothing: the final Send with client_msg_id equal to
+   * the delta's stream_id is what is logged and takes the turn. Refused as
+   * a Send would be (OUT_OF_TURN, SESSION_CLOSED, ...) and past the hub's
+   * caps (LIMIT_REACHED).
+   */
+  sendDelta: handleUnaryCall<Delta, DeltaResponse>;
+  /**
+   * SendStream is SendDelta and Send in one call: frames of deltas, then
+   * one final envelope, whose SendResponse answers the call. A refused
+   * delta ends the call with its status; nothing is written then.
+   */
+  sendStream: handleClientStreamingCall<SendStreamFrame, SendResponse>;
   /** AckInvite accepts the caller's invite; the last ack opens the session. */
   ackInvite: handleUnaryCall<InviteRequest, SendResponse>;
   /**
@@ -470,6 +521,47 @@ export interface HubClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: SendResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * SendDelta forwards a piece of the reply the caller is writing on its
+   * turn to the session's watchers and to the subscribers that asked for
+   * deltas, and writes nothing: the final Send with client_msg_id equal to
+   * the delta's stream_id is what is logged and takes the turn. Refused as
+   * a Send would be (OUT_OF_TURN, SESSION_CLOSED, ...) and past the hub's
+   * caps (LIMIT_REACHED).
+   */
+  sendDelta(request: Delta, callback: (error: ServiceError | null, response: DeltaResponse) => void): ClientUnaryCall;
+  sendDelta(
+    request: Delta,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DeltaResponse) => void,
+  ): ClientUnaryCall;
+  sendDelta(
+    request: Delta,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DeltaResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * SendStream is SendDelta and Send in one call: frames of deltas, then
+   * one final envelope, whose SendResponse answers the call. A refused
+   * delta ends the call with its status; nothing is written then.
+   */
+  sendStream(
+    callback: (error: ServiceError | null, response: SendResponse) => void,
+  ): ClientWritableStream<SendStreamFrame>;
+  sendStream(
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SendResponse) => void,
+  ): ClientWritableStream<SendStreamFrame>;
+  sendStream(
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SendResponse) => void,
+  ): ClientWritableStream<SendStreamFrame>;
+  sendStream(
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SendResponse) => void,
+  ): ClientWritableStream<SendStreamFrame>;
   /** AckInvite accepts the caller's invite; the last ack opens the session. */
   ackInvite(
     request: InviteRequest,
