@@ -85,6 +85,9 @@ type testHooks struct {
 	afterTake    func() // after taking a non-empty batch, before checking it
 	beforeCommit func() // after staging a transaction, before committing it
 	afterAck     func() // after writing an entryAcked marker
+	// afterGoneMark and afterDeleteBatch run in DeleteSession after its
+	// mark is synced and after each deletion transaction.
+	afterGoneMark, afterDeleteBatch func()
 	spansOnly    bool   // journal commits without their data (as before entryData)
 	ackDelay     time.Duration
 	recheck      time.Duration
@@ -238,6 +241,15 @@ func (l *Log) setup(opts Options) (*journal, error) {
 	if l.marks, err = loadMarks(l.db); err != nil {
 		return nil, err
 	}
+	gone, err := loadGone(l.db)
+	if err != nil {
+		return nil, err
+	}
+	if !opts.ReadOnly {
+		if l.opened.Deletions, err = l.resumeGone(gone); err != nil {
+			return nil, err
+		}
+	}
 	if opts.InMemory {
 		return nil, nil
 	}
@@ -245,6 +257,7 @@ func (l *Log) setup(opts Options) (*journal, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
+	rep.dropGone(gone)
 	if !opts.ReadOnly {
 		if l.opened.Replayed, err = replayJournal(l.db, rep, l.logger); err != nil {
 			return nil, err

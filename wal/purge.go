@@ -1,0 +1,405 @@
+package wal
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// A session leaves the log in steps that a crash cannot leave half done
+// (DeleteSession):
+//
+//  1. a gone mark (kindGone|session, not done) is written and synced: it
+//     names the kind of removal, when, the archive file and the caller's
+//     index keys to delete;
+//  2. the session's keys are deleted in transactions of deleteBatch keys:
+//     its metadata, head, damage mark, every record, the index keys;
+//  3. the mark becomes the session's tombstone (done, the index keys
+//     dropped), synced.
+//
+// Open resumes every mark not done (steps 2 and 3) before the first
+// append. The tombstone stays for good: it is how the caller answers
+// that a session was removed rather than never there (Gone), and it keeps
+// Open from writing the session's records again from journal segments
+// that still hold them (replayJournal) or reporting them as lost
+// (checkJournal).
+const (
+	kindGone   byte = 0x06 // kindGone|session -> framed tombstone
+	goneKeyLen      = metaKeyLen
+	// deleteBatch is how many keys one deletion transaction removes.
+	deleteBatch = 2000
+)
+
+// GoneKind says why a session left the log.
+type GoneKind byte
+
+const (
+	// GonePurged: its retention passed, or an operator purged it.
+	GonePurged GoneKind = 1
+	// GoneErased: it was erased on request.
+	GoneErased GoneKind = 2
+)
+
+// Tombstone is what the log keeps of a session it deleted.
+type Tombstone struct {
+	Kind    GoneKind
+	At      time.Time // when it was removed
+	Archive string    // the archive file that holds it; "" for none
+	// Done is false while the deletion is in progress (a mark): Open
+	// finishes it.
+	Done bool
+}
+
+// goneDataMin is the fixed part of a tombstone's data.
+const goneDataMin = 1 + 1 + 8 + 2 + 4
+
+// encodeGone returns the framed value of a tombstone or mark: kind (1) |
+// done (1) | at, Unix ns (8 BE) | archive length (2 BE) | archive |
+// index key count (4 BE) | per key: length (2 BE) | key.
+func encodeGone(session [16]byte, t Tombstone, index [][]byte) []byte {
+	data := []byte{byte(t.Kind), 0}
+	if t.Done {
+		data[1] = 1
+	}
+	data = binary.BigEndian.AppendUint64(data, uint64(t.At.UnixNano()))
+	data = binary.BigEndian.AppendUint16(data, uint16(len(t.Archive)))
+	data = append(data, t.Archive...)
+	data = binary.BigEndian.AppendUint32(data, uint32(len(index)))
+	for _, k := range index {
+		data = binary.BigEndian.AppendUint16(data, uint16(len(k)))
+		data = append(data, k...)
+	}
+	return appendValue(nil, appendSessionKey(nil, kindGone, session), data)
+}
+
+// decodeGone checks a tombstone stored under k and returns it with its
+// index keys.
+func decodeGone(k, v []byte) (Tombstone, [][]byte, error) {
+	data, err := decodeValue(k, v)
+	if err != nil {
+		return Tombstone{}, nil, err
+	}
+	bad := fmt.Errorf("%w: tombstone of %d bytes does not decode", ErrCorrupt, len(data))
+	if len(data) < goneDataMin {
+		return Tombstone{}, nil, bad
+	}
+	t := Tombstone{Kind: GoneKind(data[0]), Done: data[1] == 1,
+		At: time.Unix(0, int64(binary.BigEndian.Uint64(data[2:10]))).UTC()}
+	n := int(binary.BigEndian.Uint16(data[10:12]))
+	rest := data[12:]
+	if len(rest) < n+4 {
+		return Tombstone{}, nil, bad
+	}
+	t.Archive, rest = string(rest[:n]), rest[n:]
+	count := binary.BigEndian.Uint32(rest)
+	rest = rest[4:]
+	var index [][]byte
+	for range count {
+		if len(rest) < 2 || len(rest) < 2+int(binary.BigEndian.Uint16(rest)) {
+			return Tombstone{}, nil, bad
+		}
+		n := int(binary.BigEndian.Uint16(rest))
+		index = append(index, bytes.Clone(rest[2:2+n]))
+		rest = rest[2+n:]
+	}
+	return t, index, nil
+}
+
+// DeleteSession removes every key of session from the log (its metadata,
+// head, damage mark, records, and the caller's index keys given), leaving
+// its tombstone t (Done is set by the log), in the steps described above:
+// a mark synced first, deletions in batches, the tombstone synced last,
+// so that a crash at any point leaves a deletion that the next Open
+// finishes. The caller must not append to the session again (nothing
+// stops it). A session already gone keeps its first tombstone.
+//
+// The deleted keys leave badger's tables at its compactions (see
+// [Log.Reclaim]); journal segments holding the session's commits are
+// deleted as usual, once badger has flushed them (see journal.go).
+func (l *Log) DeleteSession(ctx context.Context, session [16]byte, t Tombstone, index [][]byte) error {
+	if l.readOnly {
+		return ErrReadOnly
+	}
+	if err := l.storage.Err(); err != nil {
+		return err
+	}
+	if err := l.enterRead(); err != nil {
+		return err
+	}
+	defer l.exitRead()
+	for _, k := range index {
+		if len(k) == 0 || len(k) > maxIndexKey {
+			return fmt.Errorf("%w: an index key of %d bytes (1 to %d)", ErrInvalid, len(k), maxIndexKey)
+		}
+	}
+	if old, ok, err := l.gone(session); err != nil || (ok && old.Done) {
+		return err
+	}
+	t.Done = false
+	if err := l.db.Update(func(txn *badger.Txn) error {
+		return txn.Set(appendSessionKey(nil, kindGone, session), encodeGone(session, t, index))
+	}); err != nil {
+		return fmt.Errorf("wal: session %x: writing its gone mark: %w", session, err)
+	}
+	if err := l.db.Sync(); err != nil {
+		return fmt.Errorf("wal: session %x: syncing its gone mark: %w", session, err)
+	}
+	if h := l.hooks.afterGoneMark; h != nil {
+		h()
+	}
+	return l.finishGone(ctx, session, t, index)
+}
+
+// finishGone deletes the session's keys and turns its mark into its
+// tombstone.
+func (l *Log) finishGone(ctx context.Context, session [16]byte, t Tombstone, index [][]byte) error {
+	if err := l.deleteKeys(ctx, session, index); err != nil {
+		return fmt.Errorf("wal: session %x: deleting its keys: %w", session, err)
+	}
+	t.Done = true
+	if err := l.db.Update(func(txn *badger.Txn) error {
+		return txn.Set(appendSessionKey(nil, kindGone, session), encodeGone(session, t, nil))
+	}); err != nil {
+		return fmt.Errorf("wal: session %x: writing its tombstone: %w", session, err)
+	}
+	if err := l.db.Sync(); err != nil {
+		return fmt.Errorf("wal: session %x: syncing its tombstone: %w", session, err)
+	}
+	return nil
+}
+
+// deleteKeys deletes the session's keys, deleteBatch per transaction:
+// the index keys, metadata, head and damage mark first, then its records.
+func (l *Log) deleteKeys(ctx context.Context, session [16]byte, index [][]byte) error {
+	keys := make([][]byte, 0, len(index)+3)
+	for _, k := range index {
+		keys = append(keys, append([]byte{kindIndex}, k...))
+	}
+	for _, kind := range []byte{kindMeta, kindHead, kindMark} {
+		keys = append(keys, appendSessionKey(nil, kind, session))
+	}
+	if err := l.deleteBatch(keys); err != nil {
+		return err
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		keys, err := l.recordKeys(session, deleteBatch)
+		if err != nil || len(keys) == 0 {
+			return err
+		}
+		if err := l.deleteBatch(keys); err != nil {
+			return err
+		}
+	}
+}
+
+// recordKeys returns up to n of the session's record keys, from its first.
+func (l *Log) recordKeys(session [16]byte, n int) ([][]byte, error) {
+	var out [][]byte
+	err := l.db.View(func(txn *badger.Txn) error {
+		prefix := appendSessionKey(nil, kindRecord, session)
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: false})
+		defer it.Close()
+		for it.Rewind(); it.Valid() && len(out) < n; it.Next() {
+			out = append(out, it.Item().KeyCopy(nil))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// deleteBatch deletes keys in one transaction.
+func (l *Log) deleteBatch(keys [][]byte) error {
+	err := l.db.Update(func(txn *badger.Txn) error {
+		for _, k := range keys {
+			if err := txn.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		if h := l.hooks.afterDeleteBatch; h != nil {
+			h()
+		}
+	}
+	return err
+}
+
+// Gone returns the session's tombstone, and whether it has one (a
+// tombstone not Done is a deletion still in progress).
+func (l *Log) Gone(ctx context.Context, session [16]byte) (Tombstone, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return Tombstone{}, false, err
+	}
+	if err := l.enterRead(); err != nil {
+		return Tombstone{}, false, err
+	}
+	defer l.exitRead()
+	return l.gone(session)
+}
+
+// gone reads the session's tombstone.
+func (l *Log) gone(session [16]byte) (Tombstone, bool, error) {
+	var t Tombstone
+	var found bool
+	err := l.db.View(func(txn *badger.Txn) error {
+		k := appendSessionKey(nil, kindGone, session)
+		item, err := txn.Get(k)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		found = true
+		return item.Value(func(v []byte) error {
+			t, _, err = decodeGone(k, v)
+			return err
+		})
+	})
+	if err != nil {
+		return Tombstone{}, false, fmt.Errorf("wal: session %x tombstone: %w", session, err)
+	}
+	return t, found, nil
+}
+
+// goneMark is a session's gone mark or tombstone, as Open reads them.
+type goneMark struct {
+	t     Tombstone
+	index [][]byte
+}
+
+// loadGone reads every tombstone and mark of db.
+func loadGone(db *badger.DB) (map[[16]byte]goneMark, error) {
+	out := map[[16]byte]goneMark{}
+	err := db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{kindGone}})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			k := item.Key()
+			if len(k) != goneKeyLen {
+				return fmt.Errorf("%w: tombstone key of length %d", ErrCorrupt, len(k))
+			}
+			err := item.Value(func(v []byte) error {
+				t, index, err := decodeGone(k, v)
+				out[[16]byte(k[1:])] = goneMark{t, index}
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("wal: session %x tombstone: %w", k[1:], err)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// resumeGone finishes every deletion a crash interrupted; Open calls it
+// before the committer starts.
+func (l *Log) resumeGone(gone map[[16]byte]goneMark) (int, error) {
+	n := 0
+	for s, g := range gone {
+		if g.t.Done {
+			continue
+		}
+		if err := l.finishGone(context.Background(), s, g.t, g.index); err != nil {
+			return n, err
+		}
+		n++
+	}
+	if n > 0 {
+		l.logger.Info().Int("sessions", n).Msg("wal: finished deleting sessions a crash interrupted")
+	}
+	return n, nil
+}
+
+// Reclaim gives the disk space of deleted sessions back: it flattens
+// badger's LSM tree into one level (a compaction that drops deleted keys
+// and the versions they hid) and runs the value log's garbage collection
+// until it has nothing to rewrite. It may take long on a large store;
+// appends go on meanwhile.
+func (l *Log) Reclaim(ctx context.Context) error {
+	if l.readOnly {
+		return ErrReadOnly
+	}
+	if err := l.enterRead(); err != nil {
+		return err
+	}
+	defer l.exitRead()
+	if err := l.db.Flatten(2); err != nil {
+		return fmt.Errorf("wal: reclaim: flatten: %w", err)
+	}
+	for ctx.Err() == nil {
+		if err := l.db.RunValueLogGC(0.5); err != nil {
+			if errors.Is(err, badger.ErrNoRewrite) || errors.Is(err, badger.ErrRejected) {
+				return nil
+			}
+			return fmt.Errorf("wal: reclaim: value log gc: %w", err)
+		}
+	}
+	return ctx.Err()
+}
+
+// dropGone removes from the journal's commits what belongs to deleted
+// sessions (their spans, their entries, index entries naming them), so
+// that Open neither writes them again nor reports them lost.
+func (r *journalReport) dropGone(gone map[[16]byte]goneMark) {
+	if len(gone) == 0 {
+		return
+	}
+	for i := range r.entries {
+		e := &r.entries[i]
+		if e.typ != entryCommit {
+			continue
+		}
+		spans := e.spans[:0]
+		for _, s := range e.spans {
+			if _, ok := gone[s.session]; !ok {
+				spans = append(spans, s)
+			}
+		}
+		e.spans = spans
+		if e.kvs == nil {
+			continue
+		}
+		kvs := e.kvs[:0]
+		for _, x := range e.kvs {
+			if !namesGone(x, gone) {
+				kvs = append(kvs, x)
+			}
+		}
+		e.kvs = kvs
+	}
+}
+
+// namesGone reports whether a journalled entry is a key of a deleted
+// session, or an index entry whose key or value holds its id.
+func namesGone(x kv, gone map[[16]byte]goneMark) bool {
+	if len(x.key) == metaKeyLen || len(x.key) == recordKeyLen {
+		switch x.key[0] {
+		case kindMeta, kindRecord, kindHead, kindMark:
+			_, ok := gone[[16]byte(x.key[1:metaKeyLen])]
+			return ok
+		}
+	}
+	if len(x.key) == 0 || x.key[0] != kindIndex {
+		return false
+	}
+	for _, b := range [][]byte{x.key[1:], x.val} {
+		for i := 0; i+sessionLen <= len(b); i++ {
+			if _, ok := gone[[16]byte(b[i:i+sessionLen])]; ok {
+				return true
+			}
+		}
+	}
+	return false
+}
