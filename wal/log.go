@@ -88,10 +88,10 @@ type testHooks struct {
 	// afterGoneMark and afterDeleteBatch run in DeleteSession after its
 	// mark is synced and after each deletion transaction.
 	afterGoneMark, afterDeleteBatch func()
-	spansOnly    bool   // journal commits without their data (as before entryData)
-	ackDelay     time.Duration
-	recheck      time.Duration
-	storageCheck time.Duration // how often an idle log checks its storage
+	spansOnly                       bool // journal commits without their data (as before entryData)
+	ackDelay                        time.Duration
+	recheck                         time.Duration
+	storageCheck                    time.Duration // how often an idle log checks its storage
 	// wrapSegment replaces each journal segment's file, to fail as a
 	// broken disk would.
 	wrapSegment func(segmentFile) segmentFile
