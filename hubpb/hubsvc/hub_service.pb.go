@@ -36,14 +36,15 @@ var File_hub_service_proto protoreflect.FileDescriptor
 
 const file_hub_service_proto_rawDesc = "" +
 	"\n" +
-	"\x11hub_service.proto\x12\ahubd.v1\x1a\thub.proto2\xc4\t\n" +
+	"\x11hub_service.proto\x12\ahubd.v1\x1a\thub.proto2\xfc\t\n" +
 	"\x03Hub\x123\n" +
 	"\x04Open\x12\x14.hubd.v1.OpenRequest\x1a\x15.hubd.v1.OpenResponse\x123\n" +
 	"\x04Send\x12\x14.hubd.v1.SendRequest\x1a\x15.hubd.v1.SendResponse\x12:\n" +
 	"\tAckInvite\x12\x16.hubd.v1.InviteRequest\x1a\x15.hubd.v1.SendResponse\x12=\n" +
 	"\fRejectInvite\x12\x16.hubd.v1.InviteRequest\x1a\x15.hubd.v1.SendResponse\x125\n" +
 	"\x05Close\x12\x15.hubd.v1.CloseRequest\x1a\x15.hubd.v1.SendResponse\x123\n" +
-	"\x04Fork\x12\x14.hubd.v1.ForkRequest\x1a\x15.hubd.v1.ForkResponse\x12>\n" +
+	"\x04Fork\x12\x14.hubd.v1.ForkRequest\x1a\x15.hubd.v1.ForkResponse\x126\n" +
+	"\x05Purge\x12\x15.hubd.v1.PurgeRequest\x1a\x16.hubd.v1.PurgeResponse\x12>\n" +
 	"\n" +
 	"GetSession\x12\x1a.hubd.v1.GetSessionRequest\x1a\x14.hubd.v1.SessionInfo\x12K\n" +
 	"\fListSessions\x12\x1c.hubd.v1.ListSessionsRequest\x1a\x1d.hubd.v1.ListSessionsResponse\x12<\n" +
@@ -66,35 +67,37 @@ var file_hub_service_proto_goTypes = []any{
 	(*hubpb.InviteRequest)(nil),         // 2: hubd.v1.InviteRequest
 	(*hubpb.CloseRequest)(nil),          // 3: hubd.v1.CloseRequest
 	(*hubpb.ForkRequest)(nil),           // 4: hubd.v1.ForkRequest
-	(*hubpb.GetSessionRequest)(nil),     // 5: hubd.v1.GetSessionRequest
-	(*hubpb.ListSessionsRequest)(nil),   // 6: hubd.v1.ListSessionsRequest
-	(*hubpb.ReadLogRequest)(nil),        // 7: hubd.v1.ReadLogRequest
-	(*hubpb.PendingTurnsRequest)(nil),   // 8: hubd.v1.PendingTurnsRequest
-	(*hubpb.GetViewRequest)(nil),        // 9: hubd.v1.GetViewRequest
-	(*hubpb.SubscribeRequest)(nil),      // 10: hubd.v1.SubscribeRequest
-	(*hubpb.WatchRequest)(nil),          // 11: hubd.v1.WatchRequest
-	(*hubpb.DelegateRequest)(nil),       // 12: hubd.v1.DelegateRequest
-	(*hubpb.AnswerRequest)(nil),         // 13: hubd.v1.AnswerRequest
-	(*hubpb.ListQuestionsRequest)(nil),  // 14: hubd.v1.ListQuestionsRequest
-	(*hubpb.GetTreeRequest)(nil),        // 15: hubd.v1.GetTreeRequest
-	(*hubpb.ReplayRequest)(nil),         // 16: hubd.v1.ReplayRequest
-	(*hubpb.BackupRequest)(nil),         // 17: hubd.v1.BackupRequest
-	(*hubpb.AgentFrame)(nil),            // 18: hubd.v1.AgentFrame
-	(*hubpb.OpenResponse)(nil),          // 19: hubd.v1.OpenResponse
-	(*hubpb.SendResponse)(nil),          // 20: hubd.v1.SendResponse
-	(*hubpb.ForkResponse)(nil),          // 21: hubd.v1.ForkResponse
-	(*hubpb.SessionInfo)(nil),           // 22: hubd.v1.SessionInfo
-	(*hubpb.ListSessionsResponse)(nil),  // 23: hubd.v1.ListSessionsResponse
-	(*hubpb.ReadLogResponse)(nil),       // 24: hubd.v1.ReadLogResponse
-	(*hubpb.PendingTurnsResponse)(nil),  // 25: hubd.v1.PendingTurnsResponse
-	(*hubpb.View)(nil),                  // 26: hubd.v1.View
-	(*hubpb.Delivery)(nil),              // 27: hubd.v1.Delivery
-	(*hubpb.DelegateResponse)(nil),      // 28: hubd.v1.DelegateResponse
-	(*hubpb.ListQuestionsResponse)(nil), // 29: hubd.v1.ListQuestionsResponse
-	(*hubpb.TreeNode)(nil),              // 30: hubd.v1.TreeNode
-	(*hubpb.ReplayResponse)(nil),        // 31: hubd.v1.ReplayResponse
-	(*hubpb.BackupChunk)(nil),           // 32: hubd.v1.BackupChunk
-	(*hubpb.HubFrame)(nil),              // 33: hubd.v1.HubFrame
+	(*hubpb.PurgeRequest)(nil),          // 5: hubd.v1.PurgeRequest
+	(*hubpb.GetSessionRequest)(nil),     // 6: hubd.v1.GetSessionRequest
+	(*hubpb.ListSessionsRequest)(nil),   // 7: hubd.v1.ListSessionsRequest
+	(*hubpb.ReadLogRequest)(nil),        // 8: hubd.v1.ReadLogRequest
+	(*hubpb.PendingTurnsRequest)(nil),   // 9: hubd.v1.PendingTurnsRequest
+	(*hubpb.GetViewRequest)(nil),        // 10: hubd.v1.GetViewRequest
+	(*hubpb.SubscribeRequest)(nil),      // 11: hubd.v1.SubscribeRequest
+	(*hubpb.WatchRequest)(nil),          // 12: hubd.v1.WatchRequest
+	(*hubpb.DelegateRequest)(nil),       // 13: hubd.v1.DelegateRequest
+	(*hubpb.AnswerRequest)(nil),         // 14: hubd.v1.AnswerRequest
+	(*hubpb.ListQuestionsRequest)(nil),  // 15: hubd.v1.ListQuestionsRequest
+	(*hubpb.GetTreeRequest)(nil),        // 16: hubd.v1.GetTreeRequest
+	(*hubpb.ReplayRequest)(nil),         // 17: hubd.v1.ReplayRequest
+	(*hubpb.BackupRequest)(nil),         // 18: hubd.v1.BackupRequest
+	(*hubpb.AgentFrame)(nil),            // 19: hubd.v1.AgentFrame
+	(*hubpb.OpenResponse)(nil),          // 20: hubd.v1.OpenResponse
+	(*hubpb.SendResponse)(nil),          // 21: hubd.v1.SendResponse
+	(*hubpb.ForkResponse)(nil),          // 22: hubd.v1.ForkResponse
+	(*hubpb.PurgeResponse)(nil),         // 23: hubd.v1.PurgeResponse
+	(*hubpb.SessionInfo)(nil),           // 24: hubd.v1.SessionInfo
+	(*hubpb.ListSessionsResponse)(nil),  // 25: hubd.v1.ListSessionsResponse
+	(*hubpb.ReadLogResponse)(nil),       // 26: hubd.v1.ReadLogResponse
+	(*hubpb.PendingTurnsResponse)(nil),  // 27: hubd.v1.PendingTurnsResponse
+	(*hubpb.View)(nil),                  // 28: hubd.v1.View
+	(*hubpb.Delivery)(nil),              // 29: hubd.v1.Delivery
+	(*hubpb.DelegateResponse)(nil),      // 30: hubd.v1.DelegateResponse
+	(*hubpb.ListQuestionsResponse)(nil), // 31: hubd.v1.ListQuestionsResponse
+	(*hubpb.TreeNode)(nil),              // 32: hubd.v1.TreeNode
+	(*hubpb.ReplayResponse)(nil),        // 33: hubd.v1.ReplayResponse
+	(*hubpb.BackupChunk)(nil),           // 34: hubd.v1.BackupChunk
+	(*hubpb.HubFrame)(nil),              // 35: hubd.v1.HubFrame
 }
 var file_hub_service_proto_depIdxs = []int32{
 	0,  // 0: hubd.v1.Hub.Open:input_type -> hubd.v1.OpenRequest
@@ -103,42 +106,44 @@ var file_hub_service_proto_depIdxs = []int32{
 	2,  // 3: hubd.v1.Hub.RejectInvite:input_type -> hubd.v1.InviteRequest
 	3,  // 4: hubd.v1.Hub.Close:input_type -> hubd.v1.CloseRequest
 	4,  // 5: hubd.v1.Hub.Fork:input_type -> hubd.v1.ForkRequest
-	5,  // 6: hubd.v1.Hub.GetSession:input_type -> hubd.v1.GetSessionRequest
-	6,  // 7: hubd.v1.Hub.ListSessions:input_type -> hubd.v1.ListSessionsRequest
-	7,  // 8: hubd.v1.Hub.ReadLog:input_type -> hubd.v1.ReadLogRequest
-	8,  // 9: hubd.v1.Hub.PendingTurns:input_type -> hubd.v1.PendingTurnsRequest
-	9,  // 10: hubd.v1.Hub.GetView:input_type -> hubd.v1.GetViewRequest
-	10, // 11: hubd.v1.Hub.Subscribe:input_type -> hubd.v1.SubscribeRequest
-	11, // 12: hubd.v1.Hub.Watch:input_type -> hubd.v1.WatchRequest
-	12, // 13: hubd.v1.Hub.Delegate:input_type -> hubd.v1.DelegateRequest
-	13, // 14: hubd.v1.Hub.Answer:input_type -> hubd.v1.AnswerRequest
-	14, // 15: hubd.v1.Hub.ListQuestions:input_type -> hubd.v1.ListQuestionsRequest
-	15, // 16: hubd.v1.Hub.GetTree:input_type -> hubd.v1.GetTreeRequest
-	16, // 17: hubd.v1.Hub.Replay:input_type -> hubd.v1.ReplayRequest
-	17, // 18: hubd.v1.Hub.Backup:input_type -> hubd.v1.BackupRequest
-	18, // 19: hubd.v1.Hub.AgentStream:input_type -> hubd.v1.AgentFrame
-	19, // 20: hubd.v1.Hub.Open:output_type -> hubd.v1.OpenResponse
-	20, // 21: hubd.v1.Hub.Send:output_type -> hubd.v1.SendResponse
-	20, // 22: hubd.v1.Hub.AckInvite:output_type -> hubd.v1.SendResponse
-	20, // 23: hubd.v1.Hub.RejectInvite:output_type -> hubd.v1.SendResponse
-	20, // 24: hubd.v1.Hub.Close:output_type -> hubd.v1.SendResponse
-	21, // 25: hubd.v1.Hub.Fork:output_type -> hubd.v1.ForkResponse
-	22, // 26: hubd.v1.Hub.GetSession:output_type -> hubd.v1.SessionInfo
-	23, // 27: hubd.v1.Hub.ListSessions:output_type -> hubd.v1.ListSessionsResponse
-	24, // 28: hubd.v1.Hub.ReadLog:output_type -> hubd.v1.ReadLogResponse
-	25, // 29: hubd.v1.Hub.PendingTurns:output_type -> hubd.v1.PendingTurnsResponse
-	26, // 30: hubd.v1.Hub.GetView:output_type -> hubd.v1.View
-	27, // 31: hubd.v1.Hub.Subscribe:output_type -> hubd.v1.Delivery
-	27, // 32: hubd.v1.Hub.Watch:output_type -> hubd.v1.Delivery
-	28, // 33: hubd.v1.Hub.Delegate:output_type -> hubd.v1.DelegateResponse
-	20, // 34: hubd.v1.Hub.Answer:output_type -> hubd.v1.SendResponse
-	29, // 35: hubd.v1.Hub.ListQuestions:output_type -> hubd.v1.ListQuestionsResponse
-	30, // 36: hubd.v1.Hub.GetTree:output_type -> hubd.v1.TreeNode
-	31, // 37: hubd.v1.Hub.Replay:output_type -> hubd.v1.ReplayResponse
-	32, // 38: hubd.v1.Hub.Backup:output_type -> hubd.v1.BackupChunk
-	33, // 39: hubd.v1.Hub.AgentStream:output_type -> hubd.v1.HubFrame
-	20, // [20:40] is the sub-list for method output_type
-	0,  // [0:20] is the sub-list for method input_type
+	5,  // 6: hubd.v1.Hub.Purge:input_type -> hubd.v1.PurgeRequest
+	6,  // 7: hubd.v1.Hub.GetSession:input_type -> hubd.v1.GetSessionRequest
+	7,  // 8: hubd.v1.Hub.ListSessions:input_type -> hubd.v1.ListSessionsRequest
+	8,  // 9: hubd.v1.Hub.ReadLog:input_type -> hubd.v1.ReadLogRequest
+	9,  // 10: hubd.v1.Hub.PendingTurns:input_type -> hubd.v1.PendingTurnsRequest
+	10, // 11: hubd.v1.Hub.GetView:input_type -> hubd.v1.GetViewRequest
+	11, // 12: hubd.v1.Hub.Subscribe:input_type -> hubd.v1.SubscribeRequest
+	12, // 13: hubd.v1.Hub.Watch:input_type -> hubd.v1.WatchRequest
+	13, // 14: hubd.v1.Hub.Delegate:input_type -> hubd.v1.DelegateRequest
+	14, // 15: hubd.v1.Hub.Answer:input_type -> hubd.v1.AnswerRequest
+	15, // 16: hubd.v1.Hub.ListQuestions:input_type -> hubd.v1.ListQuestionsRequest
+	16, // 17: hubd.v1.Hub.GetTree:input_type -> hubd.v1.GetTreeRequest
+	17, // 18: hubd.v1.Hub.Replay:input_type -> hubd.v1.ReplayRequest
+	18, // 19: hubd.v1.Hub.Backup:input_type -> hubd.v1.BackupRequest
+	19, // 20: hubd.v1.Hub.AgentStream:input_type -> hubd.v1.AgentFrame
+	20, // 21: hubd.v1.Hub.Open:output_type -> hubd.v1.OpenResponse
+	21, // 22: hubd.v1.Hub.Send:output_type -> hubd.v1.SendResponse
+	21, // 23: hubd.v1.Hub.AckInvite:output_type -> hubd.v1.SendResponse
+	21, // 24: hubd.v1.Hub.RejectInvite:output_type -> hubd.v1.SendResponse
+	21, // 25: hubd.v1.Hub.Close:output_type -> hubd.v1.SendResponse
+	22, // 26: hubd.v1.Hub.Fork:output_type -> hubd.v1.ForkResponse
+	23, // 27: hubd.v1.Hub.Purge:output_type -> hubd.v1.PurgeResponse
+	24, // 28: hubd.v1.Hub.GetSession:output_type -> hubd.v1.SessionInfo
+	25, // 29: hubd.v1.Hub.ListSessions:output_type -> hubd.v1.ListSessionsResponse
+	26, // 30: hubd.v1.Hub.ReadLog:output_type -> hubd.v1.ReadLogResponse
+	27, // 31: hubd.v1.Hub.PendingTurns:output_type -> hubd.v1.PendingTurnsResponse
+	28, // 32: hubd.v1.Hub.GetView:output_type -> hubd.v1.View
+	29, // 33: hubd.v1.Hub.Subscribe:output_type -> hubd.v1.Delivery
+	29, // 34: hubd.v1.Hub.Watch:output_type -> hubd.v1.Delivery
+	30, // 35: hubd.v1.Hub.Delegate:output_type -> hubd.v1.DelegateResponse
+	21, // 36: hubd.v1.Hub.Answer:output_type -> hubd.v1.SendResponse
+	31, // 37: hubd.v1.Hub.ListQuestions:output_type -> hubd.v1.ListQuestionsResponse
+	32, // 38: hubd.v1.Hub.GetTree:output_type -> hubd.v1.TreeNode
+	33, // 39: hubd.v1.Hub.Replay:output_type -> hubd.v1.ReplayResponse
+	34, // 40: hubd.v1.Hub.Backup:output_type -> hubd.v1.BackupChunk
+	35, // 41: hubd.v1.Hub.AgentStream:output_type -> hubd.v1.HubFrame
+	21, // [21:42] is the sub-list for method output_type
+	0,  // [0:21] is the sub-list for method input_type
 	0,  // [0:0] is the sub-list for extension type_name
 	0,  // [0:0] is the sub-list for extension extendee
 	0,  // [0:0] is the sub-list for field type_name

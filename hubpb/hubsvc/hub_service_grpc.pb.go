@@ -37,6 +37,7 @@ const (
 	Hub_RejectInvite_FullMethodName  = "/hubd.v1.Hub/RejectInvite"
 	Hub_Close_FullMethodName         = "/hubd.v1.Hub/Close"
 	Hub_Fork_FullMethodName          = "/hubd.v1.Hub/Fork"
+	Hub_Purge_FullMethodName         = "/hubd.v1.Hub/Purge"
 	Hub_GetSession_FullMethodName    = "/hubd.v1.Hub/GetSession"
 	Hub_ListSessions_FullMethodName  = "/hubd.v1.Hub/ListSessions"
 	Hub_ReadLog_FullMethodName       = "/hubd.v1.Hub/ReadLog"
@@ -75,6 +76,10 @@ type HubClient interface {
 	// with optional context edits and a chosen next speaker. A participant
 	// of the source (or an operator) may fork it; the source is unchanged.
 	Fork(ctx context.Context, in *hubpb.ForkRequest, opts ...grpc.CallOption) (*hubpb.ForkResponse, error)
+	// Archives (unless the hub runs without an archive) and purges an ended
+	// session whose whole tree ended, at once: operators only (PURGED
+	// afterwards for every read).
+	Purge(ctx context.Context, in *hubpb.PurgeRequest, opts ...grpc.CallOption) (*hubpb.PurgeResponse, error)
 	// GetSession returns a session's metadata and current state.
 	GetSession(ctx context.Context, in *hubpb.GetSessionRequest, opts ...grpc.CallOption) (*hubpb.SessionInfo, error)
 	// ListSessions lists the sessions the caller takes part in (all, for an
@@ -191,6 +196,16 @@ func (c *hubClient) Fork(ctx context.Context, in *hubpb.ForkRequest, opts ...grp
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(hubpb.ForkResponse)
 	err := c.cc.Invoke(ctx, Hub_Fork_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hubClient) Purge(ctx context.Context, in *hubpb.PurgeRequest, opts ...grpc.CallOption) (*hubpb.PurgeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(hubpb.PurgeResponse)
+	err := c.cc.Invoke(ctx, Hub_Purge_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -389,6 +404,10 @@ type HubServer interface {
 	// with optional context edits and a chosen next speaker. A participant
 	// of the source (or an operator) may fork it; the source is unchanged.
 	Fork(context.Context, *hubpb.ForkRequest) (*hubpb.ForkResponse, error)
+	// Archives (unless the hub runs without an archive) and purges an ended
+	// session whose whole tree ended, at once: operators only (PURGED
+	// afterwards for every read).
+	Purge(context.Context, *hubpb.PurgeRequest) (*hubpb.PurgeResponse, error)
 	// GetSession returns a session's metadata and current state.
 	GetSession(context.Context, *hubpb.GetSessionRequest) (*hubpb.SessionInfo, error)
 	// ListSessions lists the sessions the caller takes part in (all, for an
@@ -468,6 +487,9 @@ func (UnimplementedHubServer) Close(context.Context, *hubpb.CloseRequest) (*hubp
 }
 func (UnimplementedHubServer) Fork(context.Context, *hubpb.ForkRequest) (*hubpb.ForkResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Fork not implemented")
+}
+func (UnimplementedHubServer) Purge(context.Context, *hubpb.PurgeRequest) (*hubpb.PurgeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Purge not implemented")
 }
 func (UnimplementedHubServer) GetSession(context.Context, *hubpb.GetSessionRequest) (*hubpb.SessionInfo, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetSession not implemented")
@@ -636,6 +658,24 @@ func _Hub_Fork_Handler(srv interface{}, ctx context.Context, dec func(interface{
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(HubServer).Fork(ctx, req.(*hubpb.ForkRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Hub_Purge_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(hubpb.PurgeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServer).Purge(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Hub_Purge_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServer).Purge(ctx, req.(*hubpb.PurgeRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -890,6 +930,10 @@ var Hub_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Fork",
 			Handler:    _Hub_Fork_Handler,
+		},
+		{
+			MethodName: "Purge",
+			Handler:    _Hub_Purge_Handler,
 		},
 		{
 			MethodName: "GetSession",
