@@ -22,14 +22,17 @@ import (
 // safe for concurrent use. Its fields are few on purpose, each a room of
 // its own with its own lock (see doc.go):
 type Hub struct {
-	cfg      Config    // with its defaults; Log, Clock and Logger are the hub's
-	reg      registry  // the sessions by id, agent and key; the quarantined; the ended cache (registry.go)
-	ids      idSource  // new ids above every id held, for the live snapshot (ids.go)
-	interned interner  // knob values shared between sessions (intern.go)
-	sched    scheduler // every session's next deadline, one clock timer (scheduler.go)
-	feed     Consumer  // reads what the hub publishes: its feed (Config.Feed), or none (publish.go)
-	gate     gate      // calls in flight and Close (below)
-	spans    tracing   // the send path's spans (trace.go)
+	cfg      Config     // with its defaults; Log, Clock and Logger are the hub's
+	reg      registry   // the sessions by id, agent and key; the quarantined; the ended cache (registry.go)
+	ids      idSource   // new ids above every id held, for the live snapshot (ids.go)
+	interned interner   // knob values shared between sessions (intern.go)
+	sched    scheduler  // every session's next deadline, one clock timer (scheduler.go)
+	feed     Consumer   // reads what the hub publishes: its feed (Config.Feed), or none (publish.go)
+	gate     gate       // calls in flight and Close (below)
+	spans    tracing    // the send path's spans (trace.go)
+	purges   sync.Mutex // one purge at a time (purge.go)
+	// sweepStop stops the armed retention sweep (retention.go).
+	sweepStop atomic.Pointer[func() bool]
 }
 
 // Config configures a hub. The zero value of every optional field means its
@@ -113,6 +116,14 @@ type Config struct {
 	// for checks that replay a whole log, such as hubd log verify, on a
 	// log opened read-only. The ended sessions still leave memory.
 	FoldAll bool
+	// Archive, if set, writes each session Purge and the retention sweep
+	// purge, durably, before its purge (purge.go); unset, sessions are
+	// purged without an archive.
+	Archive Archiver
+	// Retention, when it keeps anything less than for ever, makes the hub
+	// sweep its ended sessions and purge those whose retention passed
+	// (retention.go).
+	Retention Retention
 	// EndedCache bounds the ended sessions kept in memory after a read
 	// loaded them from the log (least recently used first out); default
 	// 256. Open and pending sessions are always in memory; ended ones

@@ -66,6 +66,17 @@ func (w walLog) PutIndex(ctx context.Context, entries []hub.IndexEntry) error {
 	return w.Log.PutIndex(ctx, indexEntries(entries))
 }
 
+// DeleteSession deletes a session's keys, leaving its tombstone.
+func (w walLog) DeleteSession(ctx context.Context, session [16]byte, t hub.Tombstone, index [][]byte) error {
+	return logErr(w.Log.DeleteSession(ctx, session, wal.Tombstone{Kind: wal.GoneKind(t.Kind), At: t.At, Archive: t.Archive}, index))
+}
+
+// Gone returns a deleted session's tombstone.
+func (w walLog) Gone(ctx context.Context, session [16]byte) (hub.Tombstone, bool, error) {
+	t, ok, err := w.Log.Gone(ctx, session)
+	return hub.Tombstone{Kind: hub.GoneKind(t.Kind), At: t.At, Archive: t.Archive}, ok, err
+}
+
 // logErr gives the hub the meaning of the log's errors it acts on: a full
 // disk wrote nothing (DISK_FULL, retry once space returns); failed
 // storage takes nothing more until a restart (STORAGE_FAILED).

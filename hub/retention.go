@@ -1,0 +1,153 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hubd/hubd/hubpb"
+	"github.com/hubd/hubd/session"
+)
+
+// Retention is how long the log keeps ended sessions. A session's
+// retention is its open's (SessionMeta.retention), else that of the
+// first rule whose labels it carries, else Ended; zero keeps it for
+// ever. A session is purged (archived first with Config.Archive) once it
+// ended, its whole tree ended, and its retention passed since it ended
+// (its last envelope's time, from its log): the hub sweeps every Sweep.
+// Open sessions, held turns (only an open session holds one) and trees
+// with a live member are never purged.
+type Retention struct {
+	// Ended is the deployment's retention (hubd serve --retain-ended);
+	// zero: for ever.
+	Ended time.Duration
+	// Rules match labels, first match wins (--retention-policy).
+	Rules []RetentionRule
+	// Sweep is how often the hub looks for sessions to purge; default 1m.
+	Sweep time.Duration
+}
+
+// RetentionRule keeps the sessions that carry every label of Labels for
+// Keep (zero: for ever).
+type RetentionRule struct {
+	Labels map[string]string
+	Keep   time.Duration
+}
+
+// on reports whether anything is ever purged.
+func (r Retention) on() bool {
+	if r.Ended > 0 {
+		return true
+	}
+	for _, x := range r.Rules {
+		if x.Keep > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// keep returns how long a session with meta m is kept after it ended; 0
+// is for ever. An open's retention can also turn retention on for a
+// session of a hub that keeps everything: the sweep runs whenever
+// Retention.on, or with Sweep set.
+func (r Retention) keep(m *hubpb.SessionMeta) time.Duration {
+	if d := m.GetRetention(); d != nil {
+		return d.AsDuration()
+	}
+	labels := m.GetLabels()
+	for _, x := range r.Rules {
+		match := true
+		for k, v := range x.Labels { //hubd:orderless every label must match
+			if labels[k] != v {
+				match = false
+			}
+		}
+		if match {
+			return x.Keep
+		}
+	}
+	return r.Ended
+}
+
+// startSweep arms the retention sweep.
+func (h *Hub) startSweep() {
+	r := h.cfg.Retention
+	if (!r.on() && r.Sweep == 0) || h.cfg.Partitioned {
+		return
+	}
+	every := r.Sweep
+	if every <= 0 {
+		every = time.Minute
+	}
+	var arm func()
+	arm = func() {
+		stop := h.cfg.Clock.AfterFunc(every, func() {
+			if err := h.gate.enter(); err != nil {
+				return
+			}
+			if _, err := h.Sweep(h.gate.life); err != nil && h.gate.life.Err() == nil {
+				h.cfg.Logger.Warn().Err(err).Msg("retention sweep stopped; it runs again at the next interval")
+			}
+			h.gate.leave()
+			arm()
+		})
+		h.sweepStop.Store(&stop)
+	}
+	arm()
+}
+
+// Sweep purges every session whose retention passed (see Retention) and
+// returns how many it purged. Sessions it may not purge yet (a tree with a
+// live member, a fork's source) are left for a later sweep.
+func (h *Hub) Sweep(ctx context.Context) (int, error) {
+	ids, err := h.expired(ctx, h.cfg.Clock.Now())
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, id := range ids {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		_, err := h.purge(ctx, id)
+		switch {
+		case err == nil:
+			n++
+		case errors.Is(err, session.ErrBadTransition), errors.Is(err, ErrPurged), errors.Is(err, ErrQuarantined):
+			h.cfg.Logger.Debug().Err(err).Msg("retention: not purged yet")
+		default:
+			return n, err
+		}
+	}
+	if n > 0 {
+		h.cfg.Logger.Info().Int("sessions", n).Msg("retention: purged the sessions whose retention passed")
+	}
+	return n, nil
+}
+
+// expired returns the ended sessions whose retention passed by now.
+func (h *Hub) expired(ctx context.Context, now time.Time) ([]session.ID, error) {
+	var out []session.ID
+	err := h.cfg.Log.MetasFrom(ctx, session.ID{}, func(raw [16]byte, meta []byte) error {
+		id := session.ID(raw)
+		if s, ok := h.live(id); ok && !s.State().Ended() {
+			return nil
+		}
+		m, err := session.UnmarshalMeta(meta)
+		if err != nil {
+			return nil // a quarantined session: not the sweep's to decide
+		}
+		keep := h.cfg.Retention.keep(m)
+		if keep <= 0 {
+			return nil
+		}
+		ended, err := h.endedAt(ctx, id)
+		if err != nil || ended.IsZero() || now.Sub(ended) < keep {
+			return nil
+		}
+		out = append(out, id)
+		return nil
+	})
+	return out, err
+}
