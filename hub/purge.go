@@ -79,6 +79,12 @@ func (e *PurgedError) Error() string {
 
 func (e *PurgedError) Unwrap() error { return ErrPurged }
 
+// ErrorMetadata is the ErrorInfo metadata of the answer: "purged_at"
+// (RFC 3339) and "archive" (the file; "" without an archive).
+func (e *PurgedError) ErrorMetadata() map[string]string {
+	return map[string]string{"purged_at": e.At.UTC().Format(time.RFC3339Nano), "archive": e.Archive}
+}
+
 // gone returns the *PurgedError of a session the log deleted, nil for
 // any other (or a log that does not delete).
 func (h *Hub) gone(ctx context.Context, id session.ID) error {

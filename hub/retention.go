@@ -1,8 +1,12 @@
 package hub
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"strings"
 	"time"
 
 	"github.com/hubd/hubd/hubpb"
@@ -150,4 +154,53 @@ func (h *Hub) expired(ctx context.Context, now time.Time) ([]session.ID, error) 
 		return nil
 	})
 	return out, err
+}
+
+// ParseRetentionPolicy reads a retention policy file (hubd serve
+// --retention-policy): one rule a line, "selector retention", where the
+// selector is "key=value" pairs joined by commas (every one must match a
+// session's labels; "*" matches any session) and the retention a Go
+// duration ("720h", at least 1s) or "forever". Rules are tried in order,
+// the first match wins; blank lines and lines starting with # are
+// skipped.
+//
+//	# audits are kept for a year, scratch work for a day
+//	team=audit          8760h
+//	env=dev,kind=scratch 24h
+//	pinned=yes          forever
+func ParseRetentionPolicy(r io.Reader) ([]RetentionRule, error) {
+	var out []RetentionRule
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			return nil, fmt.Errorf("retention policy line %d: want \"key=value[,key=value...] retention\", got %q", n, line)
+		}
+		rule := RetentionRule{Labels: map[string]string{}}
+		if f[0] != "*" {
+			for _, kv := range strings.Split(f[0], ",") {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || k == "" {
+					return nil, fmt.Errorf("retention policy line %d: label selector %q: want key=value", n, kv)
+				}
+				rule.Labels[k] = v
+			}
+		}
+		if f[1] != "forever" {
+			d, err := time.ParseDuration(f[1])
+			if err != nil || d < time.Second {
+				return nil, fmt.Errorf("retention policy line %d: retention %q: want a duration of at least 1s (\"720h\") or \"forever\"", n, f[1])
+			}
+			rule.Keep = d
+		}
+		out = append(out, rule)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("retention policy: %w", err)
+	}
+	return out, nil
 }

@@ -227,6 +227,8 @@ func sessionsCommand(name string, fs *flag.FlagSet, stdin io.Reader) *clientComm
 		return closeFlags(fs)
 	case "fork":
 		return forkFlags(fs)
+	case "purge":
+		return purgeFlags(fs)
 	}
 	return nil
 }

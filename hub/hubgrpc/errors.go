@@ -55,6 +55,8 @@ var codeOf = map[hubpb.Reason]codes.Code{
 	hubpb.Reason_NOT_OWNER:                codes.Unavailable,
 	// Not Unavailable: nothing is to be retried until an operator acts.
 	hubpb.Reason_STORAGE_FAILED: codes.FailedPrecondition,
+	// Gone for good: ErrorInfo says when and where it is archived.
+	hubpb.Reason_PURGED: codes.NotFound,
 }
 
 // Code returns the gRPC status code of a stable reason.

@@ -27,7 +27,12 @@ import (
 // reason to gRPC code; only INTERNAL (and what is not a reason) is
 // Internal.
 func TestCodeTable(t *testing.T) {
-	for n := range len(hubpb.Reason_name) {
+	// Numbers hub.proto reserves for reasons not in this build.
+	reserved := map[int]bool{32: true}
+	for n := range len(hubpb.Reason_name) + len(reserved) {
+		if reserved[n] {
+			continue
+		}
 		r := hubpb.Reason(n)
 		code := hubgrpc.Code(r)
 		switch {
@@ -39,7 +44,7 @@ func TestCodeTable(t *testing.T) {
 			t.Errorf("%v has no row in the code table (it maps to %v)", r, code)
 		}
 	}
-	if _, ok := hubpb.Reason_name[int32(len(hubpb.Reason_name))]; ok {
+	if _, ok := hubpb.Reason_name[int32(len(hubpb.Reason_name)+len(reserved))]; ok {
 		t.Fatal("the reasons are not numbered densely from 0; this test misses some")
 	}
 }
