@@ -30,7 +30,13 @@ type Hub struct {
 	feed     Consumer   // reads what the hub publishes: its feed (Config.Feed), or none (publish.go)
 	gate     gate       // calls in flight and Close (below)
 	spans    tracing    // the send path's spans (trace.go)
-	purges   sync.Mutex // one purge at a time (purge.go)
+	purges   sync.Mutex // one purge at a time (purge.go), and guards reclaimed
+	// reclaimed is what the sweep purged since it last had the log give
+	// the space back, and when that was (retention.go).
+	reclaimed struct {
+		pending int
+		last    time.Time
+	}
 	// sweepStop stops the armed retention sweep (retention.go).
 	sweepStop atomic.Pointer[func() bool]
 }

@@ -101,14 +101,63 @@ func (h *Hub) startSweep() {
 	arm()
 }
 
+// Reclaimer is a Log that gives the space of deleted sessions back to the
+// disk (the badger log: a compaction of its whole tree). The sweep calls
+// it after purging reclaimBatch sessions or more, or once reclaimEvery
+// has passed since the last time with something purged meanwhile.
+type Reclaimer interface {
+	Reclaim(ctx context.Context) error
+}
+
+const (
+	reclaimBatch = 1000
+	reclaimEvery = time.Hour
+)
+
 // Sweep purges every session whose retention passed (see Retention) and
 // returns how many it purged. Sessions it may not purge yet (a tree with a
 // live member, a fork's source) are left for a later sweep.
 func (h *Hub) Sweep(ctx context.Context) (int, error) {
+	began := time.Now()
 	ids, err := h.expired(ctx, h.cfg.Clock.Now())
 	if err != nil {
 		return 0, err
 	}
+	n, err := h.purgeAll(ctx, ids)
+	if n > 0 {
+		h.cfg.Logger.Info().Int("sessions", n).Int("expired", len(ids)).Dur("took", time.Since(began)).
+			Msg("retention: purged the sessions whose retention passed")
+	}
+	if err == nil {
+		err = h.reclaim(ctx, n)
+	}
+	return n, err
+}
+
+// reclaim calls the log's Reclaim when the sessions purged since the
+// last call are many, or an hour old.
+func (h *Hub) reclaim(ctx context.Context, n int) error {
+	r, ok := h.cfg.Log.(Reclaimer)
+	h.purges.Lock()
+	h.reclaimed.pending += n
+	due := ok && (h.reclaimed.pending >= reclaimBatch || (h.reclaimed.pending > 0 && h.cfg.Clock.Now().Sub(h.reclaimed.last) >= reclaimEvery))
+	if due {
+		h.reclaimed.pending, h.reclaimed.last = 0, h.cfg.Clock.Now()
+	}
+	h.purges.Unlock()
+	if !due {
+		return nil
+	}
+	began := time.Now()
+	if err := r.Reclaim(ctx); err != nil {
+		return fmt.Errorf("reclaiming the space of purged sessions: %w", err)
+	}
+	h.cfg.Logger.Info().Dur("took", time.Since(began)).Msg("retention: the log gave the space of purged sessions back")
+	return nil
+}
+
+// purgeAll purges ids, skipping those not eligible yet.
+func (h *Hub) purgeAll(ctx context.Context, ids []session.ID) (int, error) {
 	n := 0
 	for _, id := range ids {
 		if err := ctx.Err(); err != nil {
@@ -123,9 +172,6 @@ func (h *Hub) Sweep(ctx context.Context) (int, error) {
 		default:
 			return n, err
 		}
-	}
-	if n > 0 {
-		h.cfg.Logger.Info().Int("sessions", n).Msg("retention: purged the sessions whose retention passed")
 	}
 	return n, nil
 }
