@@ -34,19 +34,27 @@ type Tombstone struct {
 // Purger is a Log that deletes sessions (the badger log does; a cluster
 // node's does not).
 type Purger interface {
-	// DeleteSession removes every key of the session, and the hub's index
-	// keys given, leaving its tombstone, in steps a crash cannot leave
-	// half done (the log finishes an interrupted deletion when it opens).
-	DeleteSession(ctx context.Context, session [16]byte, t Tombstone, index [][]byte) error
+	// DeleteSessions removes every key of each session, and the hub's
+	// index keys given, leaving its tombstone, in steps a crash cannot
+	// leave half done (the log finishes an interrupted deletion when it
+	// opens).
+	DeleteSessions(ctx context.Context, ds []Deletion) error
 	// Gone returns the session's tombstone, and whether it has one (its
 	// deletion may still be in progress).
 	Gone(ctx context.Context, session [16]byte) (Tombstone, bool, error)
 }
 
-// Archiver writes a session about to be purged to an archive, durably,
-// and returns the archive file's name.
+// Deletion is one session for Purger.DeleteSessions.
+type Deletion struct {
+	Session   [16]byte
+	Tombstone Tombstone
+	Index     [][]byte // the hub's index keys of the session
+}
+
+// Archiver writes sessions about to be purged to an archive, durably
+// (synced) before it returns, and returns the archive file's name.
 type Archiver interface {
-	Archive(ctx context.Context, s ArchivedSession) (string, error)
+	Archive(ctx context.Context, ss []ArchivedSession) (string, error)
 }
 
 // ArchivedSession is what an Archiver writes: the session as its log
@@ -115,46 +123,100 @@ func (h *Hub) Purge(ctx context.Context, id session.ID) (Tombstone, error) {
 
 // purge is Purge within the gate.
 func (h *Hub) purge(ctx context.Context, id session.ID) (Tombstone, error) {
+	ts, errs, err := h.purgeBatch(ctx, []session.ID{id})
+	if err != nil {
+		return Tombstone{}, err
+	}
+	return ts[0], errs[0]
+}
+
+// purgeBatch purges ids, archived together: errs has the refusal of
+// each id not eligible (the others purged, with their tombstones in ts);
+// err is a failure of the archive or the log, where none was purged.
+func (h *Hub) purgeBatch(ctx context.Context, ids []session.ID) (ts []Tombstone, errs []error, err error) {
 	p, ok := h.cfg.Log.(Purger)
 	if !ok || h.cfg.Partitioned {
-		return Tombstone{}, fmt.Errorf("this hub's log does not purge sessions (a cluster node's log keeps its partitions' streams): %w",
+		return nil, nil, fmt.Errorf("this hub's log does not purge sessions (a cluster node's log keeps its partitions' streams): %w",
 			session.ErrBadTransition)
 	}
 	h.purges.Lock()
 	defer h.purges.Unlock()
+	ts, errs = make([]Tombstone, len(ids)), make([]error, len(ids))
+	at := h.cfg.Clock.Now().UTC()
+	var ds []Deletion
+	var as []ArchivedSession
+	var where []int
+	for i, id := range ids {
+		d, a, err := h.purgeOne(ctx, id, at)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		ds, as, where = append(ds, d), append(as, a), append(where, i)
+	}
+	if len(ds) == 0 {
+		return ts, errs, nil
+	}
+	if h.cfg.Archive != nil {
+		file, err := h.cfg.Archive.Archive(ctx, as)
+		if err != nil {
+			return nil, nil, fmt.Errorf("archiving %d sessions before their purge: %v: %w", len(as), err, ErrSessionFailed)
+		}
+		for i := range ds {
+			ds[i].Tombstone.Archive = file
+		}
+	}
+	err = h.deleteAll(ctx, p, ds)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, d := range ds {
+		ts[where[i]] = d.Tombstone
+	}
+	return ts, errs, nil
+}
+
+// purgeOne checks session id and reads what its purge needs.
+func (h *Hub) purgeOne(ctx context.Context, id session.ID, at time.Time) (Deletion, ArchivedSession, error) {
 	s, err := h.lookup(ctx, id)
 	if err != nil {
-		return Tombstone{}, err
+		return Deletion{}, ArchivedSession{}, err
 	}
 	if err := h.purgeable(ctx, s); err != nil {
-		return Tombstone{}, err
+		return Deletion{}, ArchivedSession{}, err
 	}
-	t := Tombstone{Kind: GonePurged, At: h.cfg.Clock.Now().UTC()}
+	var a ArchivedSession
 	if h.cfg.Archive != nil {
-		a, err := h.archived(ctx, s, t.At)
-		if err == nil {
-			t.Archive, err = h.cfg.Archive.Archive(ctx, a)
-		}
-		if err != nil {
-			return Tombstone{}, fmt.Errorf("archiving session %v before its purge: %v: %w", id, err, ErrSessionFailed)
+		if a, err = h.archived(ctx, s, at); err != nil {
+			return Deletion{}, ArchivedSession{}, fmt.Errorf("reading session %v to archive it: %v: %w", id, err, ErrSessionFailed)
 		}
 	}
 	index, err := h.purgeIndex(ctx, s)
 	if err != nil {
-		return Tombstone{}, err
+		return Deletion{}, ArchivedSession{}, err
 	}
+	return Deletion{Session: id, Tombstone: Tombstone{Kind: GonePurged, At: at}, Index: index}, a, nil
+}
+
+// deleteAll deletes ds from the log, keeping reads from loading them
+// meanwhile, and drops them from the cache of ended sessions.
+func (h *Hub) deleteAll(ctx context.Context, p Purger, ds []Deletion) error {
 	h.reg.mu.Lock()
-	h.reg.purging[id] = true
+	for _, d := range ds {
+		h.reg.purging[d.Session] = true
+	}
 	h.reg.mu.Unlock()
-	err = p.DeleteSession(ctx, id, t, index)
+	err := p.DeleteSessions(ctx, ds)
 	h.reg.mu.Lock()
-	h.reg.cache.remove(id)
-	delete(h.reg.purging, id)
+	for _, d := range ds {
+		h.reg.cache.remove(d.Session)
+		delete(h.reg.purging, d.Session)
+	}
 	h.reg.mu.Unlock()
 	if err != nil {
-		return Tombstone{}, fmt.Errorf("purging session %v: %v: %w", id, err, ErrSessionFailed)
+		return fmt.Errorf("purging %d sessions: %v: %w", len(ds), err, ErrSessionFailed)
 	}
-	return t, nil
+	return nil
 }
 
 // purgeable refuses a session that is not ended, whose tree has a session

@@ -16,9 +16,9 @@ import (
 	"github.com/hubd/hubd/session"
 )
 
-// DeleteSession is the wrapped log's: the badger log deletes sessions.
-func (f *faultyLog) DeleteSession(ctx context.Context, s [16]byte, t hub.Tombstone, index [][]byte) error {
-	return f.Log.(hub.Purger).DeleteSession(ctx, s, t, index)
+// DeleteSessions is the wrapped log's: the badger log deletes sessions.
+func (f *faultyLog) DeleteSessions(ctx context.Context, ds []hub.Deletion) error {
+	return f.Log.(hub.Purger).DeleteSessions(ctx, ds)
 }
 
 // Gone is the wrapped log's.

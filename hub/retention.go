@@ -125,8 +125,9 @@ func (h *Hub) Sweep(ctx context.Context) (int, error) {
 	}
 	n, err := h.purgeAll(ctx, ids)
 	if n > 0 {
-		h.cfg.Logger.Info().Int("sessions", n).Int("expired", len(ids)).Dur("took", time.Since(began)).
-			Msg("retention: purged the sessions whose retention passed")
+		took := time.Since(began)
+		h.cfg.Logger.Info().Int("sessions", n).Int("expired", len(ids)).Str("took", took.Round(time.Millisecond).String()).
+			Float64("per_second", float64(n)/took.Seconds()).Msg("retention: purged the sessions whose retention passed")
 	}
 	if err == nil {
 		err = h.reclaim(ctx, n)
@@ -152,25 +153,37 @@ func (h *Hub) reclaim(ctx context.Context, n int) error {
 	if err := r.Reclaim(ctx); err != nil {
 		return fmt.Errorf("reclaiming the space of purged sessions: %w", err)
 	}
-	h.cfg.Logger.Info().Dur("took", time.Since(began)).Msg("retention: the log gave the space of purged sessions back")
+	h.cfg.Logger.Info().Str("took", time.Since(began).Round(time.Millisecond).String()).
+		Msg("retention: the log gave the space of purged sessions back")
 	return nil
 }
+
+// purgeBatchSize is how many sessions the sweep archives with one sync
+// and deletes with one mark and one tombstone transaction.
+const purgeBatchSize = 128
 
 // purgeAll purges ids, skipping those not eligible yet.
 func (h *Hub) purgeAll(ctx context.Context, ids []session.ID) (int, error) {
 	n := 0
-	for _, id := range ids {
+	for len(ids) > 0 {
 		if err := ctx.Err(); err != nil {
 			return n, err
 		}
-		_, err := h.purge(ctx, id)
-		switch {
-		case err == nil:
-			n++
-		case errors.Is(err, session.ErrBadTransition), errors.Is(err, ErrPurged), errors.Is(err, ErrQuarantined):
-			h.cfg.Logger.Debug().Err(err).Msg("retention: not purged yet")
-		default:
+		batch := ids[:min(len(ids), purgeBatchSize)]
+		ids = ids[len(batch):]
+		_, errs, err := h.purgeBatch(ctx, batch)
+		if err != nil {
 			return n, err
+		}
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				n++
+			case errors.Is(err, session.ErrBadTransition), errors.Is(err, ErrPurged), errors.Is(err, ErrQuarantined):
+				h.cfg.Logger.Debug().Err(err).Str("session", batch[i].String()).Msg("retention: not purged yet")
+			default:
+				return n, err
+			}
 		}
 	}
 	return n, nil

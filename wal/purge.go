@@ -110,6 +110,14 @@ func decodeGone(k, v []byte) (Tombstone, [][]byte, error) {
 	return t, index, nil
 }
 
+// Deletion is one session for DeleteSessions: its tombstone and the
+// caller's index keys to delete with it.
+type Deletion struct {
+	Session   [16]byte
+	Tombstone Tombstone
+	Index     [][]byte
+}
+
 // DeleteSession removes every key of session from the log (its metadata,
 // head, damage mark, records, and the caller's index keys given), leaving
 // its tombstone t (Done is set by the log), in the steps described above:
@@ -122,6 +130,12 @@ func decodeGone(k, v []byte) (Tombstone, [][]byte, error) {
 // [Log.Reclaim]); journal segments holding the session's commits are
 // deleted as usual, once badger has flushed them (see journal.go).
 func (l *Log) DeleteSession(ctx context.Context, session [16]byte, t Tombstone, index [][]byte) error {
+	return l.DeleteSessions(ctx, []Deletion{{Session: session, Tombstone: t, Index: index}})
+}
+
+// DeleteSessions is DeleteSession of several sessions at once: their
+// marks in one transaction and one sync, their tombstones likewise.
+func (l *Log) DeleteSessions(ctx context.Context, ds []Deletion) error {
 	if l.readOnly {
 		return ErrReadOnly
 	}
@@ -132,43 +146,66 @@ func (l *Log) DeleteSession(ctx context.Context, session [16]byte, t Tombstone, 
 		return err
 	}
 	defer l.exitRead()
-	for _, k := range index {
-		if len(k) == 0 || len(k) > maxIndexKey {
-			return fmt.Errorf("%w: an index key of %d bytes (1 to %d)", ErrInvalid, len(k), maxIndexKey)
+	var todo []Deletion
+	for _, d := range ds {
+		for _, k := range d.Index {
+			if len(k) == 0 || len(k) > maxIndexKey {
+				return fmt.Errorf("%w: an index key of %d bytes (1 to %d)", ErrInvalid, len(k), maxIndexKey)
+			}
+		}
+		old, ok, err := l.gone(d.Session)
+		if err != nil {
+			return err
+		}
+		if !ok || !old.Done {
+			d.Tombstone.Done = false
+			todo = append(todo, d)
 		}
 	}
-	if old, ok, err := l.gone(session); err != nil || (ok && old.Done) {
-		return err
+	if len(todo) == 0 {
+		return nil
 	}
-	t.Done = false
-	if err := l.db.Update(func(txn *badger.Txn) error {
-		return txn.Set(appendSessionKey(nil, kindGone, session), encodeGone(session, t, index))
-	}); err != nil {
-		return fmt.Errorf("wal: session %x: writing its gone mark: %w", session, err)
-	}
-	if err := l.db.Sync(); err != nil {
-		return fmt.Errorf("wal: session %x: syncing its gone mark: %w", session, err)
+	if err := l.putGone(todo, true); err != nil {
+		return fmt.Errorf("wal: writing gone marks: %w", err)
 	}
 	if h := l.hooks.afterGoneMark; h != nil {
 		h()
 	}
-	return l.finishGone(ctx, session, t, index)
+	return l.finishGone(ctx, todo)
 }
 
-// finishGone deletes the session's keys and turns its mark into its
-// tombstone.
-func (l *Log) finishGone(ctx context.Context, session [16]byte, t Tombstone, index [][]byte) error {
-	if err := l.deleteKeys(ctx, session, index); err != nil {
-		return fmt.Errorf("wal: session %x: deleting its keys: %w", session, err)
+// putGone writes the marks (index keys kept) or the tombstones of ds in
+// one transaction, and syncs it.
+func (l *Log) putGone(ds []Deletion, marks bool) error {
+	err := l.db.Update(func(txn *badger.Txn) error {
+		for _, d := range ds {
+			t, index := d.Tombstone, d.Index
+			t.Done = !marks
+			if !marks {
+				index = nil
+			}
+			if err := txn.Set(appendSessionKey(nil, kindGone, d.Session), encodeGone(d.Session, t, index)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	t.Done = true
-	if err := l.db.Update(func(txn *badger.Txn) error {
-		return txn.Set(appendSessionKey(nil, kindGone, session), encodeGone(session, t, nil))
-	}); err != nil {
-		return fmt.Errorf("wal: session %x: writing its tombstone: %w", session, err)
+	return l.db.Sync()
+}
+
+// finishGone deletes the sessions' keys and turns their marks into
+// tombstones.
+func (l *Log) finishGone(ctx context.Context, ds []Deletion) error {
+	for _, d := range ds {
+		if err := l.deleteKeys(ctx, d.Session, d.Index); err != nil {
+			return fmt.Errorf("wal: session %x: deleting its keys: %w", d.Session, err)
+		}
 	}
-	if err := l.db.Sync(); err != nil {
-		return fmt.Errorf("wal: session %x: syncing its tombstone: %w", session, err)
+	if err := l.putGone(ds, false); err != nil {
+		return fmt.Errorf("wal: writing tombstones: %w", err)
 	}
 	return nil
 }
@@ -306,15 +343,18 @@ func loadGone(db *badger.DB) (map[[16]byte]goneMark, error) {
 // resumeGone finishes every deletion a crash interrupted; Open calls it
 // before the committer starts.
 func (l *Log) resumeGone(gone map[[16]byte]goneMark) (int, error) {
-	n := 0
+	var ds []Deletion
 	for s, g := range gone {
-		if g.t.Done {
-			continue
+		if !g.t.Done {
+			ds = append(ds, Deletion{Session: s, Tombstone: g.t, Index: g.index})
 		}
-		if err := l.finishGone(context.Background(), s, g.t, g.index); err != nil {
-			return n, err
-		}
-		n++
+	}
+	n := len(ds)
+	if n == 0 {
+		return 0, nil
+	}
+	if err := l.finishGone(context.Background(), ds); err != nil {
+		return 0, err
 	}
 	if n > 0 {
 		l.logger.Info().Int("sessions", n).Msg("wal: finished deleting sessions a crash interrupted")

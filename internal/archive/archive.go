@@ -11,7 +11,8 @@
 //	             its last seq), its envelopes seq 1 to last, then
 //	             checksum (CRC-32C of every byte of the file before it)
 //
-// Each session ends with a checksum of the whole file so far, so a file
+// Each session ends with a checksum of the whole file so far (a batch of
+// sessions is written and synced at once), so a file
 // appended to many times is verifiable to its last checksum, and a torn
 // append (a crash while writing) is a tail past the last checksum: the
 // reader reports it, and the next append cuts it off before writing. A
@@ -67,6 +68,15 @@ func FileName(t time.Time) string {
 type Writer struct {
 	dir string
 	mu  sync.Mutex
+	// ends is, per file written, where its last checksum ends and the
+	// CRC-32C of its bytes up to there: the next append goes there
+	// without reading the file again (unless its size says otherwise).
+	ends map[string]fileEnd
+}
+
+type fileEnd struct {
+	off int64
+	sum uint32
 }
 
 // NewWriter returns a writer into dir, created if missing.
@@ -74,32 +84,38 @@ func NewWriter(dir string) (*Writer, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("archive: %w", err)
 	}
-	return &Writer{dir: dir}, nil
+	return &Writer{dir: dir, ends: map[string]fileEnd{}}, nil
 }
 
 // Dir is the directory written to.
 func (w *Writer) Dir() string { return w.dir }
 
-// Archive appends s to the file of the UTC day of s.At, syncs it and
-// returns the file's name (relative to the directory).
-func (w *Writer) Archive(ctx context.Context, s hub.ArchivedSession) (string, error) {
-	if err := ctx.Err(); err != nil {
+// Archive appends ss, each followed by its checksum, to the file of the
+// UTC day of ss[0].At, syncs it once and returns the file's name
+// (relative to the directory).
+func (w *Writer) Archive(ctx context.Context, ss []hub.ArchivedSession) (string, error) {
+	if err := ctx.Err(); err != nil || len(ss) == 0 {
 		return "", err
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	name := FileName(s.At)
+	name := FileName(ss[0].At)
 	path := filepath.Join(w.dir, name)
-	f, sum, created, err := openForAppend(path, s.At)
+	f, end, created, err := w.open(path, name, ss[0].At)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
-	b, err := sessionBytes(s, sum)
-	if err == nil {
-		_, err = f.Write(b)
+	delete(w.ends, name) // until this append is known to be whole
+	var b []byte
+	for i, s := range ss {
+		var part []byte
+		if part, end.sum, err = sessionBytes(s, end.sum); err != nil {
+			return "", fmt.Errorf("archive: session %d of %d: %w", i+1, len(ss), err)
+		}
+		b = append(b, part...)
 	}
-	if err == nil {
+	if _, err = f.Write(b); err == nil {
 		err = f.Sync()
 	}
 	if err == nil && created {
@@ -108,7 +124,36 @@ func (w *Writer) Archive(ctx context.Context, s hub.ArchivedSession) (string, er
 	if err != nil {
 		return "", fmt.Errorf("archive: writing %s: %w", path, err)
 	}
+	end.off += int64(len(b))
+	w.ends[name] = end
 	return name, nil
+}
+
+// open opens the file name at path for appending at the end of its last
+// checksum: where the last append ended, when the file's size agrees,
+// else found by reading it (see openForAppend).
+func (w *Writer) open(path, name string, at time.Time) (*os.File, fileEnd, bool, error) {
+	if e, ok := w.ends[name]; ok {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err == nil {
+			if fi, err := f.Stat(); err == nil && fi.Size() == e.off {
+				if _, err := f.Seek(e.off, io.SeekStart); err == nil {
+					return f, e, false, nil
+				}
+			}
+			f.Close()
+		}
+	}
+	f, sum, created, err := openForAppend(path, at)
+	if err != nil {
+		return nil, fileEnd{}, false, err
+	}
+	off, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		f.Close()
+		return nil, fileEnd{}, false, err
+	}
+	return f, fileEnd{off: off, sum: sum}, created, nil
 }
 
 // openForAppend opens the file at path for appending, with a header if it
@@ -174,17 +219,18 @@ func lastChecksum(f *os.File) (int64, uint32, error) {
 }
 
 // sessionBytes encodes s's records and the checksum that follows them,
-// sum being the CRC-32C of the file before them.
-func sessionBytes(s hub.ArchivedSession, sum uint32) ([]byte, error) {
+// sum being the CRC-32C of the file before them, and returns them with
+// the CRC-32C of the file after them.
+func sessionBytes(s hub.ArchivedSession, sum uint32) ([]byte, uint32, error) {
 	var meta hubpb.SessionMeta
 	if err := proto.Unmarshal(s.Meta, &meta); err != nil {
-		return nil, fmt.Errorf("the session's metadata does not decode: %w", err)
+		return nil, 0, fmt.Errorf("the session's metadata does not decode: %w", err)
 	}
 	head := &hubpb.ArchiveRecord{Record: &hubpb.ArchiveRecord_Session{Session: &hubpb.ArchivedSession{
 		Meta: &meta, ArchivedAt: timestamppb.New(s.At), EndedAt: timestamppb.New(s.EndedAt), LastSeq: uint64(len(s.Records))}}}
 	hb, err := proto.Marshal(head)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	b := protowire.AppendBytes(nil, hb)
 	for _, rec := range s.Records {
@@ -196,7 +242,8 @@ func sessionBytes(s hub.ArchivedSession, sum uint32) ([]byte, error) {
 	}
 	sum = crc32.Update(sum, castagnoli, b)
 	ck, _ := proto.Marshal(&hubpb.ArchiveRecord{Record: &hubpb.ArchiveRecord_Checksum{Checksum: sum}})
-	return protowire.AppendBytes(b, ck), nil
+	ckb := protowire.AppendBytes(nil, ck)
+	return append(b, ckb...), crc32.Update(sum, castagnoli, ckb), nil
 }
 
 // syncDir syncs a directory, so that a new file's entry is durable.

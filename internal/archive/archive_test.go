@@ -42,11 +42,11 @@ func TestAppendsStayVerifiableAndATornTailIsCutOff(t *testing.T) {
 	}
 	at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	ctx := context.Background()
-	name, err := w.Archive(ctx, archived(t, "s1", 3, at))
+	name, err := w.Archive(ctx, []hub.ArchivedSession{archived(t, "s1", 3, at)})
 	if err != nil || name != "hubd-archive-2026-11-29.hubarc" {
 		t.Fatalf("Archive = %q, %v", name, err)
 	}
-	if _, err := w.Archive(ctx, archived(t, "s2", 1, at)); err != nil {
+	if _, err := w.Archive(ctx, []hub.ArchivedSession{archived(t, "s2", 1, at)}); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, name)
@@ -59,7 +59,7 @@ func TestAppendsStayVerifiableAndATornTailIsCutOff(t *testing.T) {
 	if _, err := archive.Read(path); !errors.Is(err, archive.ErrDamaged) {
 		t.Fatalf("Read of a torn file: %v, want ErrDamaged", err)
 	}
-	if _, err := w.Archive(ctx, archived(t, "s3", 2, at)); err != nil {
+	if _, err := w.Archive(ctx, []hub.ArchivedSession{archived(t, "s3", 2, at)}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := archive.Read(path)

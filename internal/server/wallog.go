@@ -66,9 +66,14 @@ func (w walLog) PutIndex(ctx context.Context, entries []hub.IndexEntry) error {
 	return w.Log.PutIndex(ctx, indexEntries(entries))
 }
 
-// DeleteSession deletes a session's keys, leaving its tombstone.
-func (w walLog) DeleteSession(ctx context.Context, session [16]byte, t hub.Tombstone, index [][]byte) error {
-	return logErr(w.Log.DeleteSession(ctx, session, wal.Tombstone{Kind: wal.GoneKind(t.Kind), At: t.At, Archive: t.Archive}, index))
+// DeleteSessions deletes sessions' keys, leaving their tombstones.
+func (w walLog) DeleteSessions(ctx context.Context, ds []hub.Deletion) error {
+	out := make([]wal.Deletion, len(ds))
+	for i, d := range ds {
+		t := d.Tombstone
+		out[i] = wal.Deletion{Session: d.Session, Tombstone: wal.Tombstone{Kind: wal.GoneKind(t.Kind), At: t.At, Archive: t.Archive}, Index: d.Index}
+	}
+	return logErr(w.Log.DeleteSessions(ctx, out))
 }
 
 // Gone returns a deleted session's tombstone.
