@@ -102,7 +102,8 @@ func (h *Hub) startSweep() {
 }
 
 // Reclaimer is a Log that gives the space of deleted sessions back to the
-// disk (the badger log: a compaction of its whole tree). The sweep calls
+// disk (the badger log: a flush of its memtables, then a compaction of
+// its whole tree); no purge runs meanwhile. The sweep calls
 // it after purging reclaimBatch sessions or more, or once reclaimEvery
 // has passed since the last time with something purged meanwhile.
 type Reclaimer interface {
@@ -145,10 +146,11 @@ func (h *Hub) reclaim(ctx context.Context, n int) error {
 	if due {
 		h.reclaimed.pending, h.reclaimed.last = 0, h.cfg.Clock.Now()
 	}
-	h.purges.Unlock()
 	if !due {
+		h.purges.Unlock()
 		return nil
 	}
+	defer h.purges.Unlock() // a purge's deletions would meet badger refusing writes
 	began := time.Now()
 	if err := r.Reclaim(ctx); err != nil {
 		return fmt.Errorf("reclaiming the space of purged sessions: %w", err)

@@ -42,6 +42,9 @@ type Log struct {
 	reqPool sync.Pool     // of *request
 	c       committer     // owned by the committer goroutine
 	hooks   testHooks     // nil funcs outside tests
+	// commitMu is held by the committer around each commit, and by
+	// Reclaim while badger refuses writes (its memtables flushing).
+	commitMu sync.Mutex
 	stats   counters
 }
 

@@ -362,11 +362,17 @@ func (l *Log) resumeGone(gone map[[16]byte]goneMark) (int, error) {
 	return n, nil
 }
 
-// Reclaim gives the disk space of deleted sessions back: it flattens
-// badger's LSM tree into one level (a compaction that drops deleted keys
-// and the versions they hid) and runs the value log's garbage collection
-// until it has nothing to rewrite. It may take long on a large store;
-// appends go on meanwhile.
+// reclaimKey is a key Reclaim writes and drops at once, to have badger
+// flush its memtables: kindGone and a session id no session has. Left
+// behind by a crash, it is a tombstone of nothing.
+var reclaimKey = append([]byte{kindGone}, bytes.Repeat([]byte{0xff}, sessionLen)...)
+
+// Reclaim gives the disk space of deleted sessions back: it has badger
+// flush its memtables into tables (appends wait meanwhile: badger refuses
+// writes while it flushes them for a drop), then flattens its LSM tree
+// into one level (a compaction that drops deleted keys and the versions
+// they hid, appends going on) and runs the value log's garbage collection
+// until it has nothing to rewrite. It may take long on a large store.
 func (l *Log) Reclaim(ctx context.Context) error {
 	if l.readOnly {
 		return ErrReadOnly
@@ -375,6 +381,9 @@ func (l *Log) Reclaim(ctx context.Context) error {
 		return err
 	}
 	defer l.exitRead()
+	if err := l.flushMemtables(); err != nil {
+		return fmt.Errorf("wal: reclaim: flushing the memtables: %w", err)
+	}
 	if err := l.db.Flatten(2); err != nil {
 		return fmt.Errorf("wal: reclaim: flatten: %w", err)
 	}
@@ -387,6 +396,22 @@ func (l *Log) Reclaim(ctx context.Context) error {
 		}
 	}
 	return ctx.Err()
+}
+
+// flushMemtables has badger flush every memtable into a table: the
+// deletions they hold must be in tables for a compaction to drop what
+// they delete. Badger flushes on demand only for a drop, which refuses
+// writes, so the committer is held meanwhile.
+func (l *Log) flushMemtables() error {
+	l.commitMu.Lock()
+	defer l.commitMu.Unlock()
+	tomb := Tombstone{Kind: GonePurged, Done: true}
+	if err := l.db.Update(func(txn *badger.Txn) error {
+		return txn.Set(reclaimKey, encodeGone([16]byte(reclaimKey[1:]), tomb, nil))
+	}); err != nil {
+		return err
+	}
+	return l.db.DropPrefix(reclaimKey)
 }
 
 // dropGone removes from the journal's commits what belongs to deleted
