@@ -45,6 +45,11 @@ class HubStub(object):
                 request_serializer=hub__pb2.ForkRequest.SerializeToString,
                 response_deserializer=hub__pb2.ForkResponse.FromString,
                 )
+        self.Purge = channel.unary_unary(
+                '/hubd.v1.Hub/Purge',
+                request_serializer=hub__pb2.PurgeRequest.SerializeToString,
+                response_deserializer=hub__pb2.PurgeResponse.FromString,
+                )
         self.GetSession = channel.unary_unary(
                 '/hubd.v1.Hub/GetSession',
                 request_serializer=hub__pb2.GetSessionRequest.SerializeToString,
@@ -162,6 +167,15 @@ class HubServicer(object):
         """Fork opens a new session whose state is another's at one of its seqs,
         with optional context edits and a chosen next speaker. A participant
         of the source (or an operator) may fork it; the source is unchanged.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Purge(self, request, context):
+        """Archives (unless the hub runs without an archive) and purges an ended
+        session whose whole tree ended, at once: operators only (PURGED
+        afterwards for every read).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -321,6 +335,11 @@ def add_HubServicer_to_server(servicer, server):
                     servicer.Fork,
                     request_deserializer=hub__pb2.ForkRequest.FromString,
                     response_serializer=hub__pb2.ForkResponse.SerializeToString,
+            ),
+            'Purge': grpc.unary_unary_rpc_method_handler(
+                    servicer.Purge,
+                    request_deserializer=hub__pb2.PurgeRequest.FromString,
+                    response_serializer=hub__pb2.PurgeResponse.SerializeToString,
             ),
             'GetSession': grpc.unary_unary_rpc_method_handler(
                     servicer.GetSession,
@@ -502,6 +521,23 @@ class Hub(object):
         return grpc.experimental.unary_unary(request, target, '/hubd.v1.Hub/Fork',
             hub__pb2.ForkRequest.SerializeToString,
             hub__pb2.ForkResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def Purge(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/hubd.v1.Hub/Purge',
+            hub__pb2.PurgeRequest.SerializeToString,
+            hub__pb2.PurgeResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
