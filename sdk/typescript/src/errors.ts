@@ -110,6 +110,13 @@ export class InternalError extends HubError {}
 export class DiskFullError extends HubError {}
 /** The hub cannot make a write durable on its storage; every write is refused until an operator acts (STORAGE_FAILED). Not retried. */
 export class StorageFailedError extends HubError {}
+/**
+ * The session was purged by its retention or an operator: its records are
+ * gone from the hub's log (PURGED). errorInfoFromMetadata(err.metadata)
+ * gives "purged_at" (RFC 3339) and "archive" (the archive file; "" when
+ * purged without one). Not retried.
+ */
+export class PurgedError extends HubError {}
 /** The turn is held: its holder waits for a child session or an answer (TURN_HELD). */
 export class TurnHeldError extends HubError {}
 /** The delegate is not in the parent session's allow-list (DELEGATE_NOT_ALLOWED). */
@@ -162,6 +169,7 @@ export const errorClasses: Record<ReasonName, ErrorClass> = {
   QUARANTINED: QuarantinedError,
   NOT_OWNER: NotOwnerError,
   STORAGE_FAILED: StorageFailedError,
+  PURGED: PurgedError,
 };
 
 /** The class of an error without a hub reason (one gRPC made itself), by its code. */

@@ -125,6 +125,7 @@ export type {
   Delivery,
   Envelope,
   PendingQuestion,
+  PurgeResponse,
   Question,
   ReplayResponse,
   SessionInfo,

@@ -42,6 +42,8 @@ import {
   OpenResponse,
   PendingTurnsRequest,
   PendingTurnsResponse,
+  PurgeRequest,
+  PurgeResponse,
   ReadLogRequest,
   ReadLogResponse,
   ReplayRequest,
@@ -144,6 +146,20 @@ export const HubService = {
     requestDeserialize: (value: Buffer): ForkRequest => ForkRequest.decode(value),
     responseSerialize: (value: ForkResponse): Buffer => Buffer.from(ForkResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ForkResponse => ForkResponse.decode(value),
+  },
+  /**
+   * Archives (unless the hub runs without an archive) and purges an ended
+   * session whose whole tree ended, at once: operators only (PURGED
+   * afterwards for every read).
+   */
+  purge: {
+    path: "/hubd.v1.Hub/Purge" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: PurgeRequest): Buffer => Buffer.from(PurgeRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): PurgeRequest => PurgeRequest.decode(value),
+    responseSerialize: (value: PurgeResponse): Buffer => Buffer.from(PurgeResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): PurgeResponse => PurgeResponse.decode(value),
   },
   /** GetSession returns a session's metadata and current state. */
   getSession: {
@@ -355,6 +371,12 @@ export interface HubServer extends UntypedServiceImplementation {
    * of the source (or an operator) may fork it; the source is unchanged.
    */
   fork: handleUnaryCall<ForkRequest, ForkResponse>;
+  /**
+   * Archives (unless the hub runs without an archive) and purges an ended
+   * session whose whole tree ended, at once: operators only (PURGED
+   * afterwards for every read).
+   */
+  purge: handleUnaryCall<PurgeRequest, PurgeResponse>;
   /** GetSession returns a session's metadata and current state. */
   getSession: handleUnaryCall<GetSessionRequest, SessionInfo>;
   /**
@@ -521,6 +543,26 @@ export interface HubClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ForkResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Archives (unless the hub runs without an archive) and purges an ended
+   * session whose whole tree ended, at once: operators only (PURGED
+   * afterwards for every read).
+   */
+  purge(
+    request: PurgeRequest,
+    callback: (error: ServiceError | null, response: PurgeResponse) => void,
+  ): ClientUnaryCall;
+  purge(
+    request: PurgeRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: PurgeResponse) => void,
+  ): ClientUnaryCall;
+  purge(
+    request: PurgeRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: PurgeResponse) => void,
   ): ClientUnaryCall;
   /** GetSession returns a session's metadata and current state. */
   getSession(
