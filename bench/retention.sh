@@ -16,6 +16,8 @@
 #      starts it once more (start-up time after).
 #
 # Usage: bench/retention.sh [N]   (default 100000; run from the repository)
+# PARTS=A or PARTS=B runs one part; LOAD and PURGE_LOAD set hubload's
+# seconds (15 and 60).
 # Data goes under $BENCH_DATA (default: the system's temporary directory).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -62,6 +64,10 @@ starthub() {
 }
 stophub() { kill "$hub_pid"; wait "$hub_pid" || true; hub_pid=""; }
 
+parts=${PARTS:-AB}
+before="" after="" archive="" start_before="" start_after=""
+: >"$tmp/purge.log"; : >"$tmp/base.txt"; : >"$tmp/purge.txt"
+if [[ $parts == *A* ]]; then
 # Part A: the purge alone. Disk, throughput, start-up.
 before=$(logdu)
 starthub
@@ -83,7 +89,9 @@ stophub
 echo "+ ls -l $data" >&2
 ls -l "$data" >&2
 rm -rf "$data"
+fi
 
+if [[ $parts == *B* ]]; then
 # Part B: the send path beside a purge, against the same path alone.
 data=$(mktemp -d "${BENCH_DATA:-${TMPDIR:-/tmp}}/bench-retention-XXXXXX")
 run "$tmp/fill" --data "$data" --sessions "$n" >/dev/null
@@ -95,6 +103,7 @@ run "$tmp/hubload" --hub "$HUB" --hub-pid "$hub_pid" --warmup 2s --duration "${p
 grep -h 'retention:' "$tmp/hub.log" >&2 || true
 stophub
 rm -rf "$data"
+fi
 
 sweep=$(grep -h 'retention: purged' "$tmp/purge.log" | head -1 | python3 -c 'import json,sys; l=json.loads(sys.stdin.readline()); print("%d sessions in %s, %.0f sessions/s" % (l["sessions"], l["took"], l["per_second"]))' || true)
 reclaim=$(grep -h 'gave the space' "$tmp/purge.log" | head -1 | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["took"])' || true)
