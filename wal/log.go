@@ -45,7 +45,7 @@ type Log struct {
 	// commitMu is held by the committer around each commit, and by
 	// Reclaim while badger refuses writes (its memtables flushing).
 	commitMu sync.Mutex
-	stats   counters
+	stats    counters
 }
 
 // counters are the committer's and the journal's running totals.
