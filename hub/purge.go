@@ -339,3 +339,24 @@ func (h *Hub) endedAt(ctx context.Context, id session.ID) (time.Time, error) {
 	}
 	return at, h.cfg.Log.Scan(ctx, id, 1, last)
 }
+
+// LabelImportedFrom is the label of a session brought back from an
+// archive (hubd log archive import): the archive file. The retention
+// sweep leaves such a session alone; an operator purges it again.
+const LabelImportedFrom = "imported_from"
+
+// ImportIndex returns the hub's index entries of a session brought back
+// from an archive: its memberships, so that listings and its
+// participants' reads find it. It is ended: no live mark; its open and
+// thread keys stay free.
+func ImportIndex(meta *hubpb.SessionMeta) []IndexEntry {
+	id, err := session.ParseID(meta.GetSessionId())
+	if err != nil {
+		return nil
+	}
+	var out []IndexEntry
+	for _, p := range meta.GetParticipants() {
+		out = append(out, IndexEntry{Key: memberKey(p.GetName(), id)})
+	}
+	return out
+}

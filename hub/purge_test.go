@@ -181,10 +181,11 @@ func TestRetentionSweepPurgesWhatPassedItsRetention(t *testing.T) {
 	forever := endedConversation(t, e.hub, &hubpb.OpenRequest{Labels: map[string]string{"keep": "forever"}})
 	day := endedConversation(t, e.hub, &hubpb.OpenRequest{Labels: map[string]string{"keep": "day"}})
 	short := endedConversation(t, e.hub, &hubpb.OpenRequest{Labels: map[string]string{"keep": "day"}, Retention: durationpb.New(time.Minute)})
+	imported := endedConversation(t, e.hub, &hubpb.OpenRequest{Labels: map[string]string{hub.LabelImportedFrom: "a.hubarc"}})
 	open := openConversation(t, e.hub, "alice", "bob")
 	purged := func() map[session.ID]bool {
 		out := map[session.ID]bool{}
-		for _, id := range []session.ID{plain, forever, day, short, open} {
+		for _, id := range []session.ID{plain, forever, day, short, imported, open} {
 			_, err := e.hub.Get(ctx, "alice", true, id)
 			out[id] = errors.Is(err, hub.ErrPurged)
 		}

@@ -226,7 +226,7 @@ func (h *Hub) expired(ctx context.Context, now time.Time) ([]session.ID, error) 
 			return nil // a quarantined session: not the sweep's to decide
 		}
 		keep := h.cfg.Retention.keep(m)
-		if keep <= 0 {
+		if _, imported := m.GetLabels()[LabelImportedFrom]; keep <= 0 || imported {
 			return nil
 		}
 		ended, err := h.endedAt(ctx, id)

@@ -258,3 +258,32 @@ func TestReclaimDropsTheDeletedVersions(t *testing.T) {
 		t.Fatalf("%d sessions left, want 7", len(last))
 	}
 }
+
+func TestRestoreSessionUndoesADeletion(t *testing.T) {
+	l := openMem(t)
+	purgeFixture(t, l, 2, 30)
+	ctx := context.Background()
+	s := sid(1)
+	w := mkWrite(s, 1, 30)
+	if err := l.RestoreSession(ctx, s, w.Meta, w.Records, nil); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("RestoreSession of a session the log holds: %v, want ErrInvalid", err)
+	}
+	if err := l.DeleteSession(ctx, s, Tombstone{Kind: GonePurged, At: time.Unix(1, 0)}, indexKeys(purgeIndex(s, false))); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.RestoreSession(ctx, s, w.Meta, w.Records[1:], nil); !errors.Is(err, ErrGap) {
+		t.Fatalf("RestoreSession from seq 2: %v, want ErrGap", err)
+	}
+	if err := l.RestoreSession(ctx, s, w.Meta, w.Records, purgeIndex(s, true)[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if lasts := verifyLog(t, l); lasts[s] != 30 {
+		t.Fatalf("the restored session's last seq: %d, want 30", lasts[s])
+	}
+	if _, ok, err := l.Gone(ctx, s); ok || err != nil {
+		t.Fatalf("the restored session still has its tombstone (%v)", err)
+	}
+	if _, ok, _ := l.IndexGet(ctx, purgeIndex(s, true)[0].Key); !ok {
+		t.Fatal("the restored session's index entry is missing")
+	}
+}

@@ -118,6 +118,28 @@ func TestE2EPurgeFromCLIAndHTTP(t *testing.T) {
 	d.stop(syscall.SIGKILL)
 	d = startDaemon(t, data, "", "--http", "127.0.0.1:0")
 	checkPurged(d)
+
+	// An audit brings it back from the archive, the hub stopped.
+	d.stop(syscall.SIGTERM)
+	if code, _, errs := hubd(t, "log", "archive", "import", "--data", data, "--session", open, filepath.Join(data, "archive", file)); code != 2 ||
+		!strings.Contains(errs, "holds no session "+open) {
+		t.Errorf("log archive import of a session the file lacks: exit %d, %q", code, errs)
+	}
+	out = mustHubd(t, "", "log", "archive", "import", "--data", data, "--session", id, filepath.Join(data, "archive", file))
+	if !strings.HasPrefix(out, "imported "+id+" (") {
+		t.Errorf("log archive import printed %q", out)
+	}
+	d = startDaemon(t, data, "", "--retain-ended", "1s", "--retention-sweep", "50ms")
+	s, err := dialAs(t, d.addr, "alice").GetSession(context.Background(), id)
+	if err != nil || s.GetState() != agentsdk.StateClosed || s.GetMeta().GetLabels()["imported_from"] != file {
+		t.Fatalf("the imported session: %v %v", s, err)
+	}
+	if code, out, errs := hubd(t, "sessions", "replay", id, "--hub", d.addr); code != 0 || !strings.HasSuffix(out, "the replay equals the live state\n") {
+		t.Errorf("sessions replay of the imported session: exit %d\n%s%s", code, out, errs)
+	}
+	if _, err := dialAs(t, d.addr, "alice").GetSession(context.Background(), other); !errors.Is(err, agentsdk.ErrPurged) {
+		t.Errorf("the session not imported: %v", err)
+	}
 }
 
 // TestE2ERetentionPurgesAcrossKill9 lets a hub purge ended sessions by

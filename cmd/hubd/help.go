@@ -44,6 +44,7 @@ var commands = []command{
 	{"log backup", "FILE", "write a consistent backup of a running hub's log to FILE (- for stdout; operators)"},
 	{"log restore", "--data DIR [--sha256 HEX] FILE", "load a backup into DIR, which must be new or empty, and verify it (- reads stdin); a failed restore leaves nothing"},
 	{"log archive read", "FILE", "print the sessions and envelopes of an archive file of purged sessions, checking its checksums"},
+	{"log archive import", "--data DIR [--session ID] FILE", "bring purged sessions back from an archive file into a data directory (the hub stopped), labelled imported_from"},
 	{"cluster status", "[--nats URLS] [--nats-creds FILE]", "a cluster's nodes, partition owners and lease ages, and partition streams"},
 	{"cluster creds", "FILE", "new credentials for a cluster's nodes (hubd serve --nats-creds FILE), mode 0600"},
 	{"graph validate", "[--participants a,b,c] FILE", "check a workflow graph; exit 2 names the offending node"},

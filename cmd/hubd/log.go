@@ -28,7 +28,7 @@ func runLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	switch args[0] {
 	case "verify", "migrate", "backup", "restore":
 	case "archive":
-		return runArchive(args[1:], stdout)
+		return runArchive(ctx, args[1:], stdout)
 	default:
 		return unknownGroupCommand("log", args[0])
 	}

@@ -7,13 +7,19 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	"github.com/hubd/hubd/agentsdk"
+	"github.com/hubd/hubd/hub"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/internal/archive"
 	"github.com/hubd/hubd/internal/exitcode"
-	"google.golang.org/protobuf/types/known/timestamppb"
+	"github.com/hubd/hubd/session"
+	"github.com/hubd/hubd/wal"
 )
 
 // purgeFlags registers the flags of "sessions purge" and returns it: an
@@ -43,19 +49,30 @@ func purgeFlags(fs *flag.FlagSet) *clientCommand {
 }
 
 // runArchive is "hubd log archive read FILE": print an archive file's
-// sessions and envelopes, and check its checksums.
-func runArchive(args []string, stdout io.Writer) error {
-	if len(args) == 0 || args[0] != "read" {
-		return exitcode.Usage("log archive: want \"read FILE\" (see hubd log --help)")
+// sessions and envelopes, and check its checksums; and "hubd log archive
+// import --data DIR FILE": bring sessions back into a stopped hub's log.
+func runArchive(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) == 0 || (args[0] != "read" && args[0] != "import") {
+		return exitcode.Usage("log archive: want \"read FILE\" or \"import --data DIR FILE\" (see hubd log --help)")
 	}
-	info := lookup("log archive read")
+	info := lookup("log archive " + args[0])
 	fs := newCommand(info.name, info.args, info.summary, stdout)
-	out := outputFlags(fs, "the output `format`: text (a line per session, then one per envelope) or json (each ArchiveRecord's session or envelope, one per line)", formatText, formatJSON)
+	var out *outputFlag
+	var data, only *string
+	if args[0] == "read" {
+		out = outputFlags(fs, "the output `format`: text (a line per session, then one per envelope) or json (each ArchiveRecord's session or envelope, one per line)", formatText, formatJSON)
+	} else {
+		data = fs.String("data", "./hubd-data", "the data directory (the hub must not be running on it)")
+		only = fs.String("session", "", "import only this session `ID` (default: every session of FILE)")
+	}
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return exitcode.Usage("%s: want FILE (see hubd %s --help)", info.name, info.name)
+	}
+	if args[0] == "import" {
+		return importArchive(ctx, *data, fs.Arg(0), *only, stdout)
 	}
 	f, err := archive.Read(fs.Arg(0))
 	if f == nil {
@@ -89,4 +106,66 @@ func printArchive(w io.Writer, f *archive.File, asJSON bool) error {
 		}
 	}
 	return nil
+}
+
+// importArchive is "hubd log archive import --data DIR FILE [--session
+// ID]": write purged sessions back into a stopped hub's log from an
+// archive file, each labelled imported_from=FILE (read-only in effect: it
+// ended; the retention sweep leaves it alone).
+func importArchive(ctx context.Context, data, file, only string, stdout io.Writer) error {
+	const cmd = "log archive import"
+	f, err := archive.Read(file)
+	if err != nil {
+		return fmt.Errorf("%s: %w", cmd, err)
+	}
+	l, err := wal.Open(wal.Options{Dir: data, MinFreeBytes: -1})
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", cmd, data, err)
+	}
+	defer l.Close()
+	n := 0
+	for _, s := range f.Sessions {
+		m := proto.CloneOf(s.GetMeta())
+		if only != "" && m.GetSessionId() != only {
+			continue
+		}
+		if err := importOne(ctx, l, m, s.Envelopes, filepath.Base(file)); err != nil {
+			return fmt.Errorf("%s: session %s: %w", cmd, m.GetSessionId(), err)
+		}
+		fmt.Fprintf(stdout, "imported %s (%d envelopes)\n", m.GetSessionId(), len(s.Envelopes))
+		n++
+	}
+	if n == 0 && only != "" {
+		return exitcode.Usage("%s: %s holds no session %s", cmd, file, only)
+	}
+	return l.Close()
+}
+
+// importOne writes one archived session back.
+func importOne(ctx context.Context, l *wal.Log, m *hubpb.SessionMeta, envs []*hubpb.Envelope, file string) error {
+	id, err := session.ParseID(m.GetSessionId())
+	if err != nil {
+		return err
+	}
+	if m.Labels == nil {
+		m.Labels = map[string]string{}
+	}
+	m.Labels[hub.LabelImportedFrom] = file
+	meta, err := session.MarshalMeta(m)
+	if err != nil {
+		return err
+	}
+	recs := make([]wal.Record, len(envs))
+	for i, e := range envs {
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(e)
+		if err != nil {
+			return err
+		}
+		recs[i] = wal.Record{Seq: e.GetSeq(), Data: b}
+	}
+	var index []wal.IndexEntry
+	for _, x := range hub.ImportIndex(m) {
+		index = append(index, wal.IndexEntry{Key: x.Key, Value: x.Value})
+	}
+	return l.RestoreSession(ctx, id, meta, recs, index)
 }
