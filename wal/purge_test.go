@@ -131,6 +131,14 @@ func TestDeleteSessionLeavesNoKeyAndSurvivesACrash(t *testing.T) {
 	if n := r.Opened().Replayed; n != 0 {
 		t.Fatalf("Open wrote %d commits again", n)
 	}
+	// A clean close deletes the journal's segments, the session's bytes
+	// with them.
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if dirHolds(t, filepath.Join(dir, journalDir), victim) {
+		t.Fatal("the journal still holds the deleted session after a clean close")
+	}
 }
 
 // dirHolds reports whether a file under dir holds the session's records
