@@ -176,28 +176,65 @@ func (h *Hub) purgeBatch(ctx context.Context, ids []session.ID) (ts []Tombstone,
 	return ts, errs, nil
 }
 
-// purgeOne checks session id and reads what its purge needs.
+// purgeOne checks session id and reads what its purge needs, from its
+// stored metadata and records (an ended session is not folded: its state
+// is known from the registry and the index, where a live one is marked).
 func (h *Hub) purgeOne(ctx context.Context, id session.ID, at time.Time) (Deletion, ArchivedSession, error) {
-	s, err := h.lookup(ctx, id)
+	m, raw, err := h.endedMeta(ctx, id)
 	if err != nil {
 		return Deletion{}, ArchivedSession{}, err
 	}
-	if err := h.purgeable(ctx, s); err != nil {
+	if err := h.purgeable(ctx, id, m); err != nil {
 		return Deletion{}, ArchivedSession{}, err
 	}
 	var a ArchivedSession
 	if h.cfg.Archive != nil {
-		if a, err = h.archived(ctx, s, at); err != nil {
+		if a, err = h.archived(ctx, id, raw, at); err != nil {
 			return Deletion{}, ArchivedSession{}, fmt.Errorf("reading session %v to archive it: %v: %w", id, err, ErrSessionFailed)
 		}
 	}
-	index, err := h.purgeIndex(ctx, s)
+	index, err := h.purgeIndex(ctx, id, m)
 	if err != nil {
 		return Deletion{}, ArchivedSession{}, err
 	}
 	return Deletion{Session: id, Tombstone: Tombstone{Kind: GonePurged, At: at}, Index: index}, a, nil
 }
 
+// endedMeta returns the metadata of session id, stored (raw) and decoded,
+// when it is an ended session the hub may purge: not live (pending or
+// open), not quarantined, not purged, and in the log.
+func (h *Hub) endedMeta(ctx context.Context, id session.ID) (*hubpb.SessionMeta, []byte, error) {
+	if s, ok := h.live(id); ok && !s.State().Ended() {
+		return nil, nil, fmt.Errorf("session %v is %v: only an ended session is purged: %w", id, s.State(), session.ErrBadTransition)
+	}
+	h.reg.mu.RLock()
+	q := h.reg.quarantined[id]
+	h.reg.mu.RUnlock()
+	if q != nil {
+		return nil, nil, fmt.Errorf("session %v is quarantined: its log is damaged: %w", id, ErrQuarantined)
+	}
+	raw, err := h.cfg.Log.Meta(ctx, id)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading session %v: %v: %w", id, err, ErrSessionFailed)
+	}
+	if raw == nil {
+		if err := h.gone(ctx, id); err != nil {
+			return nil, nil, err
+		}
+		return nil, nil, fmt.Errorf("no session %v: %w", id, ErrUnknownSession)
+	}
+	if _, live, err := h.cfg.Log.IndexGet(ctx, liveKey(id)); err != nil || live {
+		if err == nil {
+			err = fmt.Errorf("session %v is live (pending or open): only an ended session is purged: %w", id, session.ErrBadTransition)
+		}
+		return nil, nil, err
+	}
+	m, err := session.UnmarshalMeta(raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("session %v: its metadata does not decode: %v: %w", id, err, ErrQuarantined)
+	}
+	return m, raw, nil
+}
 // deleteAll deletes ds from the log, keeping reads from loading them
 // meanwhile, and drops them from the cache of ended sessions.
 func (h *Hub) deleteAll(ctx context.Context, p Purger, ds []Deletion) error {
@@ -219,14 +256,11 @@ func (h *Hub) deleteAll(ctx context.Context, p Purger, ds []Deletion) error {
 	return nil
 }
 
-// purgeable refuses a session that is not ended, whose tree has a session
-// that is not, or that a fork replays.
-func (h *Hub) purgeable(ctx context.Context, s *Session) error {
-	if st := s.State(); !st.Ended() {
-		return fmt.Errorf("session %v is %v: only an ended session is purged: %w", s.id, st, session.ErrBadTransition)
-	}
-	root := s.id
-	if r, err := session.ParseID(s.meta.GetRootSessionId()); err == nil {
+// purgeable refuses a session whose tree has a session that is not
+// ended, or that a fork replays.
+func (h *Hub) purgeable(ctx context.Context, id session.ID, m *hubpb.SessionMeta) error {
+	root := id
+	if r, err := session.ParseID(m.GetRootSessionId()); err == nil {
 		root = r
 	}
 	stack := []session.ID{root}
@@ -235,7 +269,7 @@ func (h *Hub) purgeable(ctx context.Context, s *Session) error {
 		stack = stack[:len(stack)-1]
 		if l, ok := h.live(x); ok && !l.State().Ended() {
 			return fmt.Errorf("session %v of the tree of %v is %v: a tree is purged only once all of it ended: %w",
-				x, s.id, l.State(), session.ErrBadTransition)
+				x, id, l.State(), session.ErrBadTransition)
 		}
 		kids, err := h.childIDs(ctx, x)
 		if err != nil {
@@ -244,7 +278,7 @@ func (h *Hub) purgeable(ctx context.Context, s *Session) error {
 		stack = append(stack, kids...)
 	}
 	var fork []byte
-	err := h.cfg.Log.IndexScan(ctx, forkPrefix(s.id), nil, func(k, _ []byte) error {
+	err := h.cfg.Log.IndexScan(ctx, forkPrefix(id), nil, func(k, _ []byte) error {
 		fork = append(fork, k...)
 		return errStop
 	})
@@ -253,61 +287,60 @@ func (h *Hub) purgeable(ctx context.Context, s *Session) error {
 	}
 	if f, ok := indexedID(fork); ok {
 		return fmt.Errorf("session %v is the source of fork %v, whose state is folded from its log: purge the fork first: %w",
-			s.id, f, session.ErrBadTransition)
+			id, f, session.ErrBadTransition)
 	}
 	return nil
 }
-
-// archived reads what the archive keeps of s.
-func (h *Hub) archived(ctx context.Context, s *Session, at time.Time) (ArchivedSession, error) {
-	meta, err := h.cfg.Log.Meta(ctx, s.id)
-	if err != nil {
-		return ArchivedSession{}, err
-	}
+// archived reads what the archive keeps of session id: its stored
+// metadata and records, and when it ended (its last record's time).
+func (h *Hub) archived(ctx context.Context, id session.ID, meta []byte, at time.Time) (ArchivedSession, error) {
 	a := ArchivedSession{Meta: meta, At: at}
-	err = h.cfg.Log.Scan(ctx, s.id, 1, func(_ uint64, data []byte) error {
+	err := h.cfg.Log.Scan(ctx, id, 1, func(_ uint64, data []byte) error {
 		a.Records = append(a.Records, append([]byte(nil), data...))
 		return nil
 	})
-	if err != nil {
-		return ArchivedSession{}, err
+	if err != nil || len(a.Records) == 0 {
+		return a, err
 	}
-	a.EndedAt, err = h.endedAt(ctx, s.id)
-	return a, err
+	var last hubpb.Envelope
+	if err := last.UnmarshalVT(a.Records[len(a.Records)-1]); err != nil {
+		return a, err
+	}
+	a.EndedAt = session.Time(last.GetAcceptedAt())
+	return a, nil
 }
-
-// purgeIndex returns the index keys of s: its live mark, memberships,
+// purgeIndex returns the index keys of session id: its live mark, memberships,
 // place under its parent and its children's under it, its fork mark, and
 // its open and thread keys where they still name it (a thread's key
 // names its latest session).
-func (h *Hub) purgeIndex(ctx context.Context, s *Session) ([][]byte, error) {
-	out := [][]byte{liveKey(s.id)}
-	for _, p := range s.meta.GetParticipants() {
-		out = append(out, memberKey(p.GetName(), s.id))
+func (h *Hub) purgeIndex(ctx context.Context, id session.ID, m *hubpb.SessionMeta) ([][]byte, error) {
+	out := [][]byte{liveKey(id)}
+	for _, p := range m.GetParticipants() {
+		out = append(out, memberKey(p.GetName(), id))
 	}
-	if pid, err := session.ParseID(s.meta.GetParentSessionId()); err == nil {
-		out = append(out, childKey(pid, s.id))
+	if pid, err := session.ParseID(m.GetParentSessionId()); err == nil {
+		out = append(out, childKey(pid, id))
 	}
-	if src, err := session.ParseID(s.meta.GetForkedFrom().GetSessionId()); err == nil {
-		out = append(out, forkKey(src, s.id))
+	if src, err := session.ParseID(m.GetForkedFrom().GetSessionId()); err == nil {
+		out = append(out, forkKey(src, id))
 	}
-	kids, err := h.childIDs(ctx, s.id)
+	kids, err := h.childIDs(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	for _, k := range kids {
-		out = append(out, childKey(s.id, k))
+		out = append(out, childKey(id, k))
 	}
-	for kind, key := range map[byte]string{ixOpenKey: s.meta.GetOpenKey(), ixThread: s.meta.GetThreadKey()} { //hubd:orderless a set of keys
+	for kind, key := range map[byte]string{ixOpenKey: m.GetOpenKey(), ixThread: m.GetThreadKey()} { //hubd:orderless a set of keys
 		if key == "" {
 			continue
 		}
-		k := keyKey(kind, s.meta.GetCreator(), key)
+		k := keyKey(kind, m.GetCreator(), key)
 		v, ok, err := h.cfg.Log.IndexGet(ctx, k)
 		if err != nil {
 			return nil, err
 		}
-		if id, _ := indexedID(v); ok && id == s.id {
+		if named, _ := indexedID(v); ok && named == id {
 			out = append(out, k)
 		}
 	}
