@@ -22,23 +22,15 @@ import (
 // safe for concurrent use. Its fields are few on purpose, each a room of
 // its own with its own lock (see doc.go):
 type Hub struct {
-	cfg      Config     // with its defaults; Log, Clock and Logger are the hub's
-	reg      registry   // the sessions by id, agent and key; the quarantined; the ended cache (registry.go)
-	ids      idSource   // new ids above every id held, for the live snapshot (ids.go)
-	interned interner   // knob values shared between sessions (intern.go)
-	sched    scheduler  // every session's next deadline, one clock timer (scheduler.go)
-	feed     Consumer   // reads what the hub publishes: its feed (Config.Feed), or none (publish.go)
-	gate     gate       // calls in flight and Close (below)
-	spans    tracing    // the send path's spans (trace.go)
-	purges   sync.Mutex // one purge at a time (purge.go), and guards reclaimed
-	// reclaimed is what the sweep purged since it last had the log give
-	// the space back, and when that was (retention.go).
-	reclaimed struct {
-		pending int
-		last    time.Time
-	}
-	// sweepStop stops the armed retention sweep (retention.go).
-	sweepStop atomic.Pointer[func() bool]
+	cfg      Config    // with its defaults; Log, Clock and Logger are the hub's
+	reg      registry  // the sessions by id, agent and key; the quarantined; the ended cache (registry.go)
+	ids      idSource  // new ids above every id held, for the live snapshot (ids.go)
+	interned interner  // knob values shared between sessions (intern.go)
+	sched    scheduler // every session's next deadline, one clock timer (scheduler.go)
+	feed     Consumer  // reads what the hub publishes: its feed (Config.Feed), or none (publish.go)
+	gate     gate      // calls in flight and Close (below)
+	spans    tracing   // the send path's spans (trace.go)
+	retain   retainer  // purges, one at a time, and the retention sweep (purge.go, retention.go)
 }
 
 // Config configures a hub. The zero value of every optional field means its

@@ -56,7 +56,7 @@ func (h *Hub) Close() error {
 		return nil // closed already
 	}
 	h.sched.stop()
-	if stop := h.sweepStop.Load(); stop != nil {
+	if stop := h.retain.stop.Load(); stop != nil {
 		(*stop)()
 	}
 	if h.snapshotEligible() {

@@ -139,8 +139,8 @@ func (h *Hub) purgeBatch(ctx context.Context, ids []session.ID) (ts []Tombstone,
 		return nil, nil, fmt.Errorf("this hub's log does not purge sessions (a cluster node's log keeps its partitions' streams): %w",
 			session.ErrBadTransition)
 	}
-	h.purges.Lock()
-	defer h.purges.Unlock()
+	h.retain.mu.Lock()
+	defer h.retain.mu.Unlock()
 	ts, errs = make([]Tombstone, len(ids)), make([]error, len(ids))
 	at := h.cfg.Clock.Now().UTC()
 	var ds []Deletion
@@ -235,6 +235,7 @@ func (h *Hub) endedMeta(ctx context.Context, id session.ID) (*hubpb.SessionMeta,
 	}
 	return m, raw, nil
 }
+
 // deleteAll deletes ds from the log, keeping reads from loading them
 // meanwhile, and drops them from the cache of ended sessions.
 func (h *Hub) deleteAll(ctx context.Context, p Purger, ds []Deletion) error {
@@ -291,6 +292,7 @@ func (h *Hub) purgeable(ctx context.Context, id session.ID, m *hubpb.SessionMeta
 	}
 	return nil
 }
+
 // archived reads what the archive keeps of session id: its stored
 // metadata and records, and when it ended (its last record's time).
 func (h *Hub) archived(ctx context.Context, id session.ID, meta []byte, at time.Time) (ArchivedSession, error) {
@@ -309,6 +311,7 @@ func (h *Hub) archived(ctx context.Context, id session.ID, meta []byte, at time.
 	a.EndedAt = session.Time(last.GetAcceptedAt())
 	return a, nil
 }
+
 // purgeIndex returns the index keys of session id: its live mark, memberships,
 // place under its parent and its children's under it, its fork mark, and
 // its open and thread keys where they still name it (a thread's key

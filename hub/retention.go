@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hubd/hubd/hubpb"
@@ -96,7 +98,7 @@ func (h *Hub) startSweep() {
 			h.gate.leave()
 			arm()
 		})
-		h.sweepStop.Store(&stop)
+		h.retain.stop.Store(&stop)
 	}
 	arm()
 }
@@ -140,17 +142,17 @@ func (h *Hub) Sweep(ctx context.Context) (int, error) {
 // last call are many, or an hour old.
 func (h *Hub) reclaim(ctx context.Context, n int) error {
 	r, ok := h.cfg.Log.(Reclaimer)
-	h.purges.Lock()
-	h.reclaimed.pending += n
-	due := ok && (h.reclaimed.pending >= reclaimBatch || (h.reclaimed.pending > 0 && h.cfg.Clock.Now().Sub(h.reclaimed.last) >= reclaimEvery))
+	h.retain.mu.Lock()
+	h.retain.pending += n
+	due := ok && (h.retain.pending >= reclaimBatch || (h.retain.pending > 0 && h.cfg.Clock.Now().Sub(h.retain.last) >= reclaimEvery))
 	if due {
-		h.reclaimed.pending, h.reclaimed.last = 0, h.cfg.Clock.Now()
+		h.retain.pending, h.retain.last = 0, h.cfg.Clock.Now()
 	}
 	if !due {
-		h.purges.Unlock()
+		h.retain.mu.Unlock()
 		return nil
 	}
-	defer h.purges.Unlock() // a purge's deletions would meet badger refusing writes
+	defer h.retain.mu.Unlock() // a purge's deletions would meet badger refusing writes
 	began := time.Now()
 	if err := r.Reclaim(ctx); err != nil {
 		return fmt.Errorf("reclaiming the space of purged sessions: %w", err)
@@ -286,4 +288,14 @@ func ParseRetentionPolicy(r io.Reader) ([]RetentionRule, error) {
 		return nil, fmt.Errorf("retention policy: %w", err)
 	}
 	return out, nil
+}
+
+// retainer is the hub's room for purges and the retention sweep.
+type retainer struct {
+	mu sync.Mutex // held by each purge, and while the log reclaims space; guards pending and last
+	// pending counts the sessions purged since the log last gave their
+	// space back, at last.
+	pending int
+	last    time.Time
+	stop    atomic.Pointer[func() bool] // stops the armed sweep
 }
