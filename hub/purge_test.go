@@ -224,3 +224,28 @@ func TestOpenRefusesARetentionUnderASecond(t *testing.T) {
 		t.Fatalf("retention 1ms: %v, want MALFORMED", err)
 	}
 }
+
+// TestSweepArmsOnlyForARetention: a hub that keeps everything arms no
+// sweep (it reads nothing for retention) until it accepts an open with a
+// retention of its own, which it then purges in time.
+func TestSweepArmsOnlyForARetention(t *testing.T) {
+	e := newArchivedEnv(t, nil)
+	ctx := context.Background()
+	plain := endedConversation(t, e.hub, nil)
+	armed := e.clock.Pending()
+	e.clock.Advance(time.Hour)
+	if n := e.clock.Pending(); n != armed {
+		t.Fatalf("%d timers armed, then %d: a hub without retention swept", armed, n)
+	}
+	short := endedConversation(t, e.hub, &hubpb.OpenRequest{Retention: durationpb.New(30 * time.Second)})
+	if n := e.clock.Pending(); n != armed+1 {
+		t.Fatalf("%d timers armed after an open with a retention, want %d (the sweep)", n, armed+1)
+	}
+	e.clock.Advance(time.Minute)
+	if _, err := e.hub.Get(ctx, "alice", true, short); !errors.Is(err, hub.ErrPurged) {
+		t.Fatalf("the session kept 30s, a minute later: %v", err)
+	}
+	if _, err := e.hub.Get(ctx, "alice", true, plain); err != nil {
+		t.Fatalf("the session kept for ever: %v", err)
+	}
+}

@@ -54,9 +54,7 @@ func (r Retention) on() bool {
 }
 
 // keep returns how long a session with meta m is kept after it ended; 0
-// is for ever. An open's retention can also turn retention on for a
-// session of a hub that keeps everything: the sweep runs whenever
-// Retention.on, or with Sweep set.
+// is for ever.
 func (r Retention) keep(m *hubpb.SessionMeta) time.Duration {
 	if d := m.GetRetention(); d != nil {
 		return d.AsDuration()
@@ -76,10 +74,29 @@ func (r Retention) keep(m *hubpb.SessionMeta) time.Duration {
 	return r.Ended
 }
 
-// startSweep arms the retention sweep.
+// startSweep arms the retention sweep of a hub whose retention keeps
+// anything less than for ever. A hub that keeps everything reads nothing
+// for it, until it accepts an open with a retention of its own
+// (sweepFor).
 func (h *Hub) startSweep() {
+	if h.cfg.Retention.on() {
+		h.retain.armed.Do(h.armSweep)
+	}
+}
+
+// sweepFor arms the sweep once a session with a retention of its own
+// was opened.
+func (h *Hub) sweepFor(m *hubpb.SessionMeta) {
+	if m.GetRetention() != nil && !h.cfg.FoldAll {
+		h.retain.armed.Do(h.armSweep)
+	}
+}
+
+// armSweep runs the sweep every Retention.Sweep (default 1m), on the
+// hub's clock, until Close.
+func (h *Hub) armSweep() {
 	r := h.cfg.Retention
-	if (!r.on() && r.Sweep == 0) || h.cfg.Partitioned {
+	if h.cfg.Partitioned {
 		return
 	}
 	every := r.Sweep
@@ -298,4 +315,5 @@ type retainer struct {
 	pending int
 	last    time.Time
 	stop    atomic.Pointer[func() bool] // stops the armed sweep
+	armed   sync.Once                   // the sweep is armed once
 }
