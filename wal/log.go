@@ -244,12 +244,12 @@ func (l *Log) setup(opts Options) (*journal, error) {
 	if l.marks, err = loadMarks(l.db); err != nil {
 		return nil, err
 	}
-	gone, err := loadGone(l.db)
+	pending, err := loadPendingGone(l.db)
 	if err != nil {
 		return nil, err
 	}
 	if !opts.ReadOnly {
-		if l.opened.Deletions, err = l.resumeGone(gone); err != nil {
+		if l.opened.Deletions, err = l.resumeGone(pending); err != nil {
 			return nil, err
 		}
 	}
@@ -259,6 +259,10 @@ func (l *Log) setup(opts Options) (*journal, error) {
 	rep, err := readJournal(jdir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
+	}
+	gone, err := rep.goneOf(l.db)
+	if err != nil {
+		return nil, fmt.Errorf("wal: journal check: %w", err)
 	}
 	rep.dropGone(gone)
 	if !opts.ReadOnly {

@@ -314,8 +314,9 @@ type goneMark struct {
 	index [][]byte
 }
 
-// loadGone reads every tombstone and mark of db.
-func loadGone(db *badger.DB) (map[[16]byte]goneMark, error) {
+// loadPendingGone reads the marks of db whose deletion is not done
+// (tombstones are read, not kept: there may be many).
+func loadPendingGone(db *badger.DB) (map[[16]byte]goneMark, error) {
 	out := map[[16]byte]goneMark{}
 	err := db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{kindGone}})
@@ -328,7 +329,9 @@ func loadGone(db *badger.DB) (map[[16]byte]goneMark, error) {
 			}
 			err := item.Value(func(v []byte) error {
 				t, index, err := decodeGone(k, v)
-				out[[16]byte(k[1:])] = goneMark{t, index}
+				if err == nil && !t.Done {
+					out[[16]byte(k[1:])] = goneMark{t, index}
+				}
 				return err
 			})
 			if err != nil {
@@ -414,10 +417,39 @@ func (l *Log) flushMemtables() error {
 	return l.db.DropPrefix(reclaimKey)
 }
 
+// goneOf returns which sessions of the journal's commits have a
+// tombstone or a mark in db.
+func (r *journalReport) goneOf(db *badger.DB) (map[[16]byte]bool, error) {
+	gone := map[[16]byte]bool{}
+	seen := map[[16]byte]bool{}
+	err := db.View(func(txn *badger.Txn) error {
+		for _, e := range r.entries {
+			for _, s := range e.spans {
+				if seen[s.session] {
+					continue
+				}
+				seen[s.session] = true
+				_, err := txn.Get(appendSessionKey(nil, kindGone, s.session))
+				switch {
+				case err == nil:
+					gone[s.session] = true
+				case !errors.Is(err, badger.ErrKeyNotFound):
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	return gone, err
+}
+
 // dropGone removes from the journal's commits what belongs to deleted
 // sessions (their spans, their entries, index entries naming them), so
-// that Open neither writes them again nor reports them lost.
-func (r *journalReport) dropGone(gone map[[16]byte]goneMark) {
+// that Open neither writes them again nor reports them lost. An index
+// entry names a session of its commit (the hub writes a session's index
+// with its records), so gone, the deleted sessions among the journal's,
+// is all it needs.
+func (r *journalReport) dropGone(gone map[[16]byte]bool) {
 	if len(gone) == 0 {
 		return
 	}
@@ -448,7 +480,7 @@ func (r *journalReport) dropGone(gone map[[16]byte]goneMark) {
 
 // namesGone reports whether a journalled entry is a key of a deleted
 // session, or an index entry whose key or value holds its id.
-func namesGone(x kv, gone map[[16]byte]goneMark) bool {
+func namesGone(x kv, gone map[[16]byte]bool) bool {
 	if len(x.key) == metaKeyLen || len(x.key) == recordKeyLen {
 		switch x.key[0] {
 		case kindMeta, kindRecord, kindHead, kindMark:
