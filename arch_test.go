@@ -54,6 +54,8 @@ var allowed = []struct {
 	// The A2A protocol's messages, generated from its specification.
 	{"internal/a2apb", nil},
 	{"internal/a2aconf", nil},
+	// The archive of purged sessions: the hub's Archiver, on files.
+	{"internal/archive", []string{"hub", "hubpb"}},
 	{"internal/a2abridge", []string{"agentsdk", "hubpb", "internal/a2apb", "internal/a2aconf"}},
 	{"hub/hubhttp/gateway", []string{"hubpb", "hubpb/hubsvc"}},
 	{"hub/hubhttp/webui", []string{"hub", "hub/feed", "hub/hubgrpc", "hubpb", "session", "transition"}},

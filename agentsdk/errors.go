@@ -87,6 +87,12 @@ var (
 	// no held turn to release, no running period of the expectation named
 	// (NOTHING_TO_STEER).
 	ErrNothingToSteer = errors.New("agentsdk: nothing to steer")
+	// ErrPurged: the session was purged by its retention or an operator;
+	// its records are gone from the hub's log (PURGED). The *Error's
+	// Metadata says when ("purged_at", RFC 3339) and the archive file
+	// that holds it ("archive"; "" when purged without an archive). Not
+	// retried.
+	ErrPurged = errors.New("agentsdk: session purged")
 	// ErrTurnHeld: the turn is held while its holder waits for children or
 	// an answer; the message names what is awaited (TURN_HELD).
 	ErrTurnHeld = errors.New("agentsdk: turn held")
@@ -150,6 +156,7 @@ var sentinels = map[hubpb.Reason]error{
 	hubpb.Reason_NOT_OWNER:                ErrNotOwner,
 	hubpb.Reason_STORAGE_FAILED:           ErrStorageFailed,
 	hubpb.Reason_NOTHING_TO_STEER:         ErrNothingToSteer,
+	hubpb.Reason_PURGED:                   ErrPurged,
 }
 
 // sentinelOf returns the sentinel of a reason name, nil for an unknown one.

@@ -72,6 +72,10 @@ type OpenOptions struct {
 	Labels map[string]string
 	// TTL is the session's lifetime; 0 means none.
 	TTL time.Duration
+	// Retention is how long the hub keeps the session once its whole
+	// tree ended, before archiving and purging it; 0 means the hub's
+	// policy (at least 1s otherwise).
+	Retention time.Duration
 	// InviteTimeout is how long invitees have to acknowledge; 0 means the
 	// hub's default.
 	InviteTimeout time.Duration
@@ -121,6 +125,9 @@ func (o OpenOptions) Proto() (*hubpb.OpenRequest, error) {
 	req.Knobs = knobs
 	if o.TTL > 0 {
 		req.Ttl = durationpb.New(o.TTL)
+	}
+	if o.Retention > 0 {
+		req.Retention = durationpb.New(o.Retention)
 	}
 	if o.InviteTimeout > 0 {
 		req.InviteTimeout = durationpb.New(o.InviteTimeout)

@@ -242,6 +242,7 @@ func (h *Hub) delegate(ctx context.Context, p *Session, env *hubpb.Envelope, kid
 		if f := h.cfg.Hooks.Opened; f != nil {
 			f(k.meta)
 		}
+		h.sweepFor(k.meta)
 		resp.Children = append(resp.Children, h.infoLocked(k, env.GetFrom(), false))
 	}
 	return resp, nil

@@ -30,6 +30,7 @@ type Hub struct {
 	feed     Consumer  // reads what the hub publishes: its feed (Config.Feed), or none (publish.go)
 	gate     gate      // calls in flight and Close (below)
 	spans    tracing   // the send path's spans (trace.go)
+	retain   retainer  // purges, one at a time, and the retention sweep (purge.go, retention.go)
 }
 
 // Config configures a hub. The zero value of every optional field means its
@@ -123,6 +124,14 @@ type Config struct {
 	// for checks that replay a whole log, such as hubd log verify, on a
 	// log opened read-only. The ended sessions still leave memory.
 	FoldAll bool
+	// Archive, if set, writes each session Purge and the retention sweep
+	// purge, durably, before its purge (purge.go); unset, sessions are
+	// purged without an archive.
+	Archive Archiver
+	// Retention, when it keeps anything less than for ever, makes the hub
+	// sweep its ended sessions and purge those whose retention passed
+	// (retention.go).
+	Retention Retention
 	// EndedCache bounds the ended sessions kept in memory after a read
 	// loaded them from the log (least recently used first out); default
 	// 256. Open and pending sessions are always in memory; ended ones

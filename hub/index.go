@@ -20,6 +20,7 @@ import (
 //	'C' | parent | child         → "": child is a child session of parent
 //	'K' | len | creator | key    → session: the session opened with idempotency key
 //	'T' | len | creator | key    → session: the latest session of the creator's thread
+//	'F' | source | fork          → "": fork is a fork of source (written since purges exist)
 //
 // (len is the name's length, 2 bytes big-endian, so that a prefix of one
 // name never matches another.) Start-up folds only the live sessions;
@@ -33,6 +34,7 @@ const (
 	ixChild   byte = 'C'
 	ixOpenKey byte = 'K'
 	ixThread  byte = 'T'
+	ixFork    byte = 'F'
 )
 
 // indexVersion is the value of the 'V' key.
@@ -53,6 +55,10 @@ func memberKey(agent string, id session.ID) []byte { return append(nameKey(ixMem
 func childKey(parent, child session.ID) []byte {
 	return append(append([]byte{ixChild}, parent[:]...), child[:]...)
 }
+
+func forkKey(source, fork session.ID) []byte { return append(forkPrefix(source), fork[:]...) }
+
+func forkPrefix(source session.ID) []byte { return append([]byte{ixFork}, source[:]...) }
 
 // keyKey is the index key of a creator's open or thread key: the key
 // itself, or past maxPlainKey bytes its SHA-256 (after a 0xff byte, which
@@ -82,6 +88,9 @@ func createIndex(s *Session) []IndexEntry {
 	}
 	if pid, err := session.ParseID(s.meta.GetParentSessionId()); err == nil {
 		out = append(out, IndexEntry{Key: childKey(pid, s.id)})
+	}
+	if src, err := session.ParseID(s.meta.GetForkedFrom().GetSessionId()); err == nil {
+		out = append(out, IndexEntry{Key: forkKey(src, s.id)})
 	}
 	if k := s.meta.GetOpenKey(); k != "" {
 		out = append(out, IndexEntry{Key: keyKey(ixOpenKey, s.meta.GetCreator(), k), Value: s.id[:]})

@@ -117,7 +117,7 @@ func (in *interner) marshalMeta(m *hubpb.SessionMeta) ([]byte, error) {
 		Labels: m.Labels, Ttl: m.Ttl, InviteTimeout: m.InviteTimeout, Expectations: m.Expectations,
 		ParentSessionId: m.ParentSessionId, RootSessionId: m.RootSessionId, Depth: m.Depth, CreatedAt: m.CreatedAt,
 		OpenKey: m.OpenKey, DelegationId: m.DelegationId, Responder: m.Responder, Delegates: m.Delegates, Budget: m.Budget,
-		ThreadKey: m.ThreadKey, PreviousSessionId: m.PreviousSessionId, RootCreator: m.RootCreator, ForkedFrom: m.ForkedFrom}
+		ThreadKey: m.ThreadKey, PreviousSessionId: m.PreviousSessionId, RootCreator: m.RootCreator, ForkedFrom: m.ForkedFrom, Retention: m.Retention}
 	if u := m.ProtoReflect().GetUnknown(); len(u) > 0 {
 		rest.ProtoReflect().SetUnknown(u)
 	}

@@ -224,7 +224,7 @@ func TestMetaParts(t *testing.T) {
 	req.GetExpectations().GetItems()[1].GetWithin().ProtoReflect().SetUnknown(unknown)
 	for _, r := range []*hubpb.OpenRequest{req, {}, {Participants: []*hubpb.Participant{nil, {Name: "a"}}}} {
 		want := proto.CloneOf(&hubpb.SessionMeta{Labels: r.GetLabels(), Ttl: r.GetTtl(), InviteTimeout: r.GetInviteTimeout(),
-			Expectations: r.GetExpectations().GetItems(), Participants: r.GetParticipants()})
+			Expectations: r.GetExpectations().GetItems(), Participants: r.GetParticipants(), Retention: r.GetRetention()})
 		got := metaParts(r)
 		wantB, _ := session.MarshalMeta(want)
 		gotB, _ := session.MarshalMeta(got)

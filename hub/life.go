@@ -34,6 +34,7 @@ func newHub(ctx context.Context, cfg Config, v7IDs bool) (*Hub, error) {
 	}
 	if !cfg.FoldAll { // a check of the log: nothing may be written, no timer fires
 		h.sched.start()
+		h.startSweep()
 	}
 	return h, nil
 }
@@ -55,6 +56,9 @@ func (h *Hub) Close() error {
 		return nil // closed already
 	}
 	h.sched.stop()
+	if stop := h.retain.stop.Load(); stop != nil {
+		(*stop)()
+	}
 	if h.snapshotEligible() {
 		// Nothing writes any more: the live set is final.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -114,6 +114,11 @@ func (h *Hub) checkTimes(req *hubpb.OpenRequest) error {
 	if err := checkOptional("ttl", req.GetTtl(), h.cfg.MaxTTL); err != nil {
 		return err
 	}
+	if r := req.GetRetention(); r != nil {
+		if err := session.CheckDuration("retention", r, time.Second, session.MaxDuration); err != nil {
+			return err
+		}
+	}
 	return checkOptional("invite_timeout", req.GetInviteTimeout(), session.MaxDuration)
 }
 

@@ -66,6 +66,9 @@ func (h *Hub) loadEnded(ctx context.Context, id session.ID) (*Session, error) {
 		return nil, fmt.Errorf("reading session %v: %v: %w", id, err, ErrSessionFailed)
 	}
 	if meta == nil {
+		if err := h.gone(ctx, id); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("no session %v: %w", id, ErrUnknownSession)
 	}
 	s, err := h.start(ctx, meta, id)
@@ -79,6 +82,9 @@ func (h *Hub) loadEnded(ctx context.Context, id session.ID) (*Session, error) {
 		err = fmt.Errorf("the log holds it open (at seq %d), but the index of open sessions does not: %w", s.m.Seq, session.ErrCorrupt)
 	}
 	if err != nil {
+		if gerr := h.gone(ctx, id); gerr != nil {
+			return nil, gerr // purged while it loaded
+		}
 		h.quarantine(id, err, meta)
 		return nil, fmt.Errorf("session %v is quarantined: its log is damaged, and it serves nothing until an operator restores it: %w", id, ErrQuarantined)
 	}
@@ -94,6 +100,11 @@ func (h *Hub) loadEnded(ctx context.Context, id session.ID) (*Session, error) {
 		if k, err := h.lookup(ctx, kid); err == nil {
 			s.kids = append(s.kids, k)
 		}
+	}
+	h.reg.mu.RLock()
+	defer h.reg.mu.RUnlock()
+	if h.reg.purging[id] {
+		return nil, &PurgedError{ID: id, Tombstone: Tombstone{Kind: GonePurged, At: h.cfg.Clock.Now().UTC()}}
 	}
 	return h.reg.cache.put(s), nil
 }

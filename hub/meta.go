@@ -67,7 +67,8 @@ func (h *Hub) buildMeta(ctx context.Context, creator string, req *hubpb.OpenRequ
 // them gives (unknown fields included), without its reflection, as every
 // open makes one.
 func metaParts(req *hubpb.OpenRequest) *hubpb.SessionMeta {
-	m := &hubpb.SessionMeta{Labels: maps.Clone(req.GetLabels()), Ttl: cloneDuration(req.GetTtl()), InviteTimeout: cloneDuration(req.GetInviteTimeout())}
+	m := &hubpb.SessionMeta{Labels: maps.Clone(req.GetLabels()), Ttl: cloneDuration(req.GetTtl()), InviteTimeout: cloneDuration(req.GetInviteTimeout()),
+		Retention: cloneDuration(req.GetRetention())}
 	if es := req.GetExpectations().GetItems(); len(es) > 0 {
 		m.Expectations = make([]*hubpb.Expectation, len(es))
 		for i, e := range es {

@@ -62,6 +62,7 @@ func (h *Hub) Open(ctx context.Context, creator string, req *hubpb.OpenRequest) 
 	if f := h.cfg.Hooks.Opened; f != nil {
 		f(meta)
 	}
+	h.sweepFor(meta)
 	return h.openResponse(ctx, s, creator, false)
 }
 

@@ -17,6 +17,7 @@ type registry struct {
 	mu        sync.RWMutex
 	sessions  map[session.ID]*Session
 	byAgent   map[string]map[session.ID]*Session // participant → sessions
+	purging   map[session.ID]bool                // sessions being purged: not loaded again
 	openKeys  map[string]session.ID              // creator + open key → session
 	threads   map[string]*Session                // creator + thread key → the thread's latest session
 	askers    map[session.ID]*Session            // sessions with pending questions
@@ -31,7 +32,7 @@ type registry struct {
 
 func newRegistry(ended int) registry {
 	return registry{sessions: map[session.ID]*Session{}, byAgent: map[string]map[session.ID]*Session{},
-		openKeys: map[string]session.ID{}, threads: map[string]*Session{}, askers: map[session.ID]*Session{}, openCount: map[string]int{},
+		purging: map[session.ID]bool{}, openKeys: map[string]session.ID{}, threads: map[string]*Session{}, askers: map[session.ID]*Session{}, openCount: map[string]int{},
 		quarantined: map[session.ID]error{}, quarantinedMeta: map[session.ID]*hubpb.SessionMeta{}, cache: newEndedCache(ended)}
 }
 
@@ -85,6 +86,16 @@ func (c *endedCache) put(s *Session) *Session {
 		delete(c.m, last.Value.(*Session).id)
 	}
 	return s
+}
+
+// remove drops id.
+func (c *endedCache) remove(id session.ID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[id]; ok {
+		c.ll.Remove(e)
+		delete(c.m, id)
+	}
 }
 
 func (c *endedCache) len() int {

@@ -136,6 +136,11 @@ const (
 	// release, no running period of the expectation named. The message says
 	// what the session has instead.
 	Reason_NOTHING_TO_STEER Reason = 32
+	// The session was purged by its retention policy or an operator: its
+	// records are gone from the log. ErrorInfo metadata "purged_at" (RFC
+	// 3339) says when, "archive" the archive file that holds it ("" when it
+	// was purged without an archive). Not retryable (docs/DATA.md).
+	Reason_PURGED Reason = 33
 )
 
 // Enum value maps for Reason.
@@ -174,6 +179,7 @@ var (
 		30: "NOT_OWNER",
 		31: "STORAGE_FAILED",
 		32: "NOTHING_TO_STEER",
+		33: "PURGED",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":       0,
@@ -209,6 +215,7 @@ var (
 		"NOT_OWNER":                30,
 		"STORAGE_FAILED":           31,
 		"NOTHING_TO_STEER":         32,
+		"PURGED":                   33,
 	}
 )
 
@@ -2305,7 +2312,10 @@ type SessionMeta struct {
 	// The creator of the root session (who answers questions by default).
 	RootCreator string `protobuf:"bytes,21,opt,name=root_creator,json=rootCreator,proto3" json:"root_creator,omitempty"`
 	// For a fork: the session and seq its state starts from.
-	ForkedFrom    *ForkOrigin `protobuf:"bytes,22,opt,name=forked_from,json=forkedFrom,proto3" json:"forked_from,omitempty"`
+	ForkedFrom *ForkOrigin `protobuf:"bytes,22,opt,name=forked_from,json=forkedFrom,proto3" json:"forked_from,omitempty"`
+	// How long the log keeps the session once its whole tree ended (the
+	// open's retention); unset: the hub's policy decides.
+	Retention     *durationpb.Duration `protobuf:"bytes,23,opt,name=retention,proto3" json:"retention,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2490,6 +2500,13 @@ func (x *SessionMeta) GetRootCreator() string {
 func (x *SessionMeta) GetForkedFrom() *ForkOrigin {
 	if x != nil {
 		return x.ForkedFrom
+	}
+	return nil
+}
+
+func (x *SessionMeta) GetRetention() *durationpb.Duration {
+	if x != nil {
+		return x.Retention
 	}
 	return nil
 }
@@ -2850,7 +2867,11 @@ type OpenRequest struct {
 	// session type expects the creator to speak first (a conversation), else
 	// as a message its first speaker sees in its view (a workflow starting
 	// with another). Every participant must be auto_accept.
-	Task          string `protobuf:"bytes,16,opt,name=task,proto3" json:"task,omitempty"`
+	Task string `protobuf:"bytes,16,opt,name=task,proto3" json:"task,omitempty"`
+	// How long the log keeps the session once its whole tree ended, before
+	// it is archived and purged; unset: the hub's policy (a label rule of
+	// --retention-policy, else --retain-ended). At least 1s.
+	Retention     *durationpb.Duration `protobuf:"bytes,17,opt,name=retention,proto3" json:"retention,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2981,6 +3002,13 @@ func (x *OpenRequest) GetTask() string {
 		return x.Task
 	}
 	return ""
+}
+
+func (x *OpenRequest) GetRetention() *durationpb.Duration {
+	if x != nil {
+		return x.Retention
+	}
+	return nil
 }
 
 // OpenResponse is the opened session.
@@ -6569,6 +6597,376 @@ func (x *SteerRequest) GetAction() *OperatorAction {
 	return nil
 }
 
+// PurgeRequest asks an operator's purge of an ended session.
+type PurgeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session.
+	SessionId     string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PurgeRequest) Reset() {
+	*x = PurgeRequest{}
+	mi := &file_hub_proto_msgTypes[77]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PurgeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PurgeRequest) ProtoMessage() {}
+
+func (x *PurgeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[77]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PurgeRequest.ProtoReflect.Descriptor instead.
+func (*PurgeRequest) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{77}
+}
+
+func (x *PurgeRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+// PurgeResponse is a purged session's tombstone.
+type PurgeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// When it was purged.
+	PurgedAt *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=purged_at,json=purgedAt,proto3" json:"purged_at,omitempty"`
+	// The archive file that holds it ("": purged without an archive).
+	Archive       string `protobuf:"bytes,3,opt,name=archive,proto3" json:"archive,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PurgeResponse) Reset() {
+	*x = PurgeResponse{}
+	mi := &file_hub_proto_msgTypes[78]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PurgeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PurgeResponse) ProtoMessage() {}
+
+func (x *PurgeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[78]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PurgeResponse.ProtoReflect.Descriptor instead.
+func (*PurgeResponse) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{78}
+}
+
+func (x *PurgeResponse) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *PurgeResponse) GetPurgedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PurgedAt
+	}
+	return nil
+}
+
+func (x *PurgeResponse) GetArchive() string {
+	if x != nil {
+		return x.Archive
+	}
+	return ""
+}
+
+// ArchiveRecord is one record of an archive file (docs/DATA.md), written
+// length-delimited (a varint length, then the record): a header first,
+// then per purged session its meta and its envelopes, then a checksum.
+type ArchiveRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Record:
+	//
+	//	*ArchiveRecord_Header
+	//	*ArchiveRecord_Session
+	//	*ArchiveRecord_Envelope
+	//	*ArchiveRecord_Checksum
+	Record        isArchiveRecord_Record `protobuf_oneof:"record"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ArchiveRecord) Reset() {
+	*x = ArchiveRecord{}
+	mi := &file_hub_proto_msgTypes[79]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ArchiveRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ArchiveRecord) ProtoMessage() {}
+
+func (x *ArchiveRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[79]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ArchiveRecord.ProtoReflect.Descriptor instead.
+func (*ArchiveRecord) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{79}
+}
+
+func (x *ArchiveRecord) GetRecord() isArchiveRecord_Record {
+	if x != nil {
+		return x.Record
+	}
+	return nil
+}
+
+func (x *ArchiveRecord) GetHeader() *ArchiveHeader {
+	if x != nil {
+		if x, ok := x.Record.(*ArchiveRecord_Header); ok {
+			return x.Header
+		}
+	}
+	return nil
+}
+
+func (x *ArchiveRecord) GetSession() *ArchivedSession {
+	if x != nil {
+		if x, ok := x.Record.(*ArchiveRecord_Session); ok {
+			return x.Session
+		}
+	}
+	return nil
+}
+
+func (x *ArchiveRecord) GetEnvelope() *Envelope {
+	if x != nil {
+		if x, ok := x.Record.(*ArchiveRecord_Envelope); ok {
+			return x.Envelope
+		}
+	}
+	return nil
+}
+
+func (x *ArchiveRecord) GetChecksum() uint32 {
+	if x != nil {
+		if x, ok := x.Record.(*ArchiveRecord_Checksum); ok {
+			return x.Checksum
+		}
+	}
+	return 0
+}
+
+type isArchiveRecord_Record interface {
+	isArchiveRecord_Record()
+}
+
+type ArchiveRecord_Header struct {
+	// The file's first record.
+	Header *ArchiveHeader `protobuf:"bytes,1,opt,name=header,proto3,oneof"`
+}
+
+type ArchiveRecord_Session struct {
+	// A session's metadata and why it was archived; its envelopes follow.
+	Session *ArchivedSession `protobuf:"bytes,2,opt,name=session,proto3,oneof"`
+}
+
+type ArchiveRecord_Envelope struct {
+	// One envelope of the last session, in seq order.
+	Envelope *Envelope `protobuf:"bytes,3,opt,name=envelope,proto3,oneof"`
+}
+
+type ArchiveRecord_Checksum struct {
+	// The CRC-32C (Castagnoli) of every byte of the file before this
+	// record: written after each session, so a file appended to stays
+	// verifiable to its last checksum.
+	Checksum uint32 `protobuf:"fixed32,4,opt,name=checksum,proto3,oneof"`
+}
+
+func (*ArchiveRecord_Header) isArchiveRecord_Record() {}
+
+func (*ArchiveRecord_Session) isArchiveRecord_Record() {}
+
+func (*ArchiveRecord_Envelope) isArchiveRecord_Record() {}
+
+func (*ArchiveRecord_Checksum) isArchiveRecord_Record() {}
+
+// ArchiveHeader opens an archive file.
+type ArchiveHeader struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "hubd-archive".
+	Magic string `protobuf:"bytes,1,opt,name=magic,proto3" json:"magic,omitempty"`
+	// The format version, 1.
+	Version uint32 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	// The UTC day the file holds ("2026-11-29").
+	Day           string `protobuf:"bytes,3,opt,name=day,proto3" json:"day,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ArchiveHeader) Reset() {
+	*x = ArchiveHeader{}
+	mi := &file_hub_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ArchiveHeader) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ArchiveHeader) ProtoMessage() {}
+
+func (x *ArchiveHeader) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ArchiveHeader.ProtoReflect.Descriptor instead.
+func (*ArchiveHeader) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{80}
+}
+
+func (x *ArchiveHeader) GetMagic() string {
+	if x != nil {
+		return x.Magic
+	}
+	return ""
+}
+
+func (x *ArchiveHeader) GetVersion() uint32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *ArchiveHeader) GetDay() string {
+	if x != nil {
+		return x.Day
+	}
+	return ""
+}
+
+// ArchivedSession is a session written to an archive.
+type ArchivedSession struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session's metadata as the log stored it.
+	Meta *SessionMeta `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	// When it was archived (just before its purge).
+	ArchivedAt *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=archived_at,json=archivedAt,proto3" json:"archived_at,omitempty"`
+	// When it ended (its last envelope's accepted_at).
+	EndedAt *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=ended_at,json=endedAt,proto3" json:"ended_at,omitempty"`
+	// Its last seq: the envelopes that follow number 1 to last_seq.
+	LastSeq       uint64 `protobuf:"varint,4,opt,name=last_seq,json=lastSeq,proto3" json:"last_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ArchivedSession) Reset() {
+	*x = ArchivedSession{}
+	mi := &file_hub_proto_msgTypes[81]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ArchivedSession) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ArchivedSession) ProtoMessage() {}
+
+func (x *ArchivedSession) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[81]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ArchivedSession.ProtoReflect.Descriptor instead.
+func (*ArchivedSession) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{81}
+}
+
+func (x *ArchivedSession) GetMeta() *SessionMeta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *ArchivedSession) GetArchivedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ArchivedAt
+	}
+	return nil
+}
+
+func (x *ArchivedSession) GetEndedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndedAt
+	}
+	return nil
+}
+
+func (x *ArchivedSession) GetLastSeq() uint64 {
+	if x != nil {
+		return x.LastSeq
+	}
+	return 0
+}
+
 var File_hub_proto protoreflect.FileDescriptor
 
 const file_hub_proto_rawDesc = "" +
@@ -6726,7 +7124,7 @@ const file_hub_proto_rawDesc = "" +
 	"\x06action\x18\x03 \x01(\tR\x06action\x121\n" +
 	"\x06within\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x06withinJ\x04\b\x02\x10\x03R\aseconds\":\n" +
 	"\fExpectations\x12*\n" +
-	"\x05items\x18\x01 \x03(\v2\x14.hubd.v1.ExpectationR\x05items\"\xad\b\n" +
+	"\x05items\x18\x01 \x03(\v2\x14.hubd.v1.ExpectationR\x05items\"\xe6\b\n" +
 	"\vSessionMeta\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
@@ -6754,7 +7152,8 @@ const file_hub_proto_rawDesc = "" +
 	"\x13previous_session_id\x18\x14 \x01(\tR\x11previousSessionId\x12!\n" +
 	"\froot_creator\x18\x15 \x01(\tR\vrootCreator\x124\n" +
 	"\vforked_from\x18\x16 \x01(\v2\x13.hubd.v1.ForkOriginR\n" +
-	"forkedFrom\x1aP\n" +
+	"forkedFrom\x127\n" +
+	"\tretention\x18\x17 \x01(\v2\x19.google.protobuf.DurationR\tretention\x1aP\n" +
 	"\n" +
 	"KnobsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12,\n" +
@@ -6787,7 +7186,7 @@ const file_hub_proto_rawDesc = "" +
 	"\x06Budget\x12\x1d\n" +
 	"\n" +
 	"max_tokens\x18\x01 \x01(\x03R\tmaxTokens\x12\x19\n" +
-	"\bmax_cost\x18\x02 \x01(\x01R\amaxCost\"\x99\x06\n" +
+	"\bmax_cost\x18\x02 \x01(\x01R\amaxCost\"\xd2\x06\n" +
 	"\vOpenRequest\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x128\n" +
 	"\fparticipants\x18\x02 \x03(\v2\x14.hubd.v1.ParticipantR\fparticipants\x128\n" +
@@ -6804,7 +7203,8 @@ const file_hub_proto_rawDesc = "" +
 	"\x06budget\x18\x0e \x01(\v2\x0f.hubd.v1.BudgetR\x06budget\x12\x1d\n" +
 	"\n" +
 	"thread_key\x18\x0f \x01(\tR\tthreadKey\x12\x12\n" +
-	"\x04task\x18\x10 \x01(\tR\x04task\x1a9\n" +
+	"\x04task\x18\x10 \x01(\tR\x04task\x127\n" +
+	"\tretention\x18\x11 \x01(\v2\x19.google.protobuf.DurationR\tretention\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aP\n" +
@@ -7093,7 +7493,31 @@ const file_hub_proto_rawDesc = "" +
 	"\fSteerRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12/\n" +
-	"\x06action\x18\x02 \x01(\v2\x17.hubd.v1.OperatorActionR\x06action*\x96\x05\n" +
+	"\x06action\x18\x02 \x01(\v2\x17.hubd.v1.OperatorActionR\x06action\"-\n" +
+	"\fPurgeRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\x81\x01\n" +
+	"\rPurgeResponse\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x127\n" +
+	"\tpurged_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bpurgedAt\x12\x18\n" +
+	"\aarchive\x18\x03 \x01(\tR\aarchive\"\xd0\x01\n" +
+	"\rArchiveRecord\x120\n" +
+	"\x06header\x18\x01 \x01(\v2\x16.hubd.v1.ArchiveHeaderH\x00R\x06header\x124\n" +
+	"\asession\x18\x02 \x01(\v2\x18.hubd.v1.ArchivedSessionH\x00R\asession\x12/\n" +
+	"\benvelope\x18\x03 \x01(\v2\x11.hubd.v1.EnvelopeH\x00R\benvelope\x12\x1c\n" +
+	"\bchecksum\x18\x04 \x01(\aH\x00R\bchecksumB\b\n" +
+	"\x06record\"Q\n" +
+	"\rArchiveHeader\x12\x14\n" +
+	"\x05magic\x18\x01 \x01(\tR\x05magic\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\rR\aversion\x12\x10\n" +
+	"\x03day\x18\x03 \x01(\tR\x03day\"\xca\x01\n" +
+	"\x0fArchivedSession\x12(\n" +
+	"\x04meta\x18\x01 \x01(\v2\x14.hubd.v1.SessionMetaR\x04meta\x12;\n" +
+	"\varchived_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"archivedAt\x125\n" +
+	"\bended_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\x12\x19\n" +
+	"\blast_seq\x18\x04 \x01(\x04R\alastSeq*\xa2\x05\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vOUT_OF_TURN\x10\x01\x12\x13\n" +
@@ -7129,7 +7553,9 @@ const file_hub_proto_rawDesc = "" +
 	"\vQUARANTINED\x10\x1d\x12\r\n" +
 	"\tNOT_OWNER\x10\x1e\x12\x12\n" +
 	"\x0eSTORAGE_FAILED\x10\x1f\x12\x14\n" +
-	"\x10NOTHING_TO_STEER\x10 B\"Z github.com/hubd/hubd/hubpb;hubpbb\x06proto3"
+	"\x10NOTHING_TO_STEER\x10 \x12\n" +
+	"\n" +
+	"\x06PURGED\x10!B\"Z github.com/hubd/hubd/hubpb;hubpbb\x06proto3"
 
 var (
 	file_hub_proto_rawDescOnce sync.Once
@@ -7144,7 +7570,7 @@ func file_hub_proto_rawDescGZIP() []byte {
 }
 
 var file_hub_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 88)
+var file_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 93)
 var file_hub_proto_goTypes = []any{
 	(Reason)(0),                   // 0: hubd.v1.Reason
 	(*Envelope)(nil),              // 1: hubd.v1.Envelope
@@ -7224,21 +7650,26 @@ var file_hub_proto_goTypes = []any{
 	(*OperatorAction)(nil),        // 75: hubd.v1.OperatorAction
 	(*TimerChange)(nil),           // 76: hubd.v1.TimerChange
 	(*SteerRequest)(nil),          // 77: hubd.v1.SteerRequest
-	nil,                           // 78: hubd.v1.ContextUpdate.SetEntry
-	nil,                           // 79: hubd.v1.SessionMeta.KnobsEntry
-	nil,                           // 80: hubd.v1.SessionMeta.LabelsEntry
-	nil,                           // 81: hubd.v1.ForkRequest.LabelsEntry
-	nil,                           // 82: hubd.v1.OpenRequest.LabelsEntry
-	nil,                           // 83: hubd.v1.OpenRequest.KnobsEntry
-	nil,                           // 84: hubd.v1.SessionInfo.ContextEntry
-	nil,                           // 85: hubd.v1.ListSessionsRequest.LabelsEntry
-	nil,                           // 86: hubd.v1.SubscribeRequest.CursorsEntry
-	nil,                           // 87: hubd.v1.WatchRequest.CursorsEntry
-	nil,                           // 88: hubd.v1.StreamError.MetadataEntry
-	(*timestamppb.Timestamp)(nil), // 89: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),       // 90: google.protobuf.Struct
-	(*durationpb.Duration)(nil),   // 91: google.protobuf.Duration
-	(*structpb.Value)(nil),        // 92: google.protobuf.Value
+	(*PurgeRequest)(nil),          // 78: hubd.v1.PurgeRequest
+	(*PurgeResponse)(nil),         // 79: hubd.v1.PurgeResponse
+	(*ArchiveRecord)(nil),         // 80: hubd.v1.ArchiveRecord
+	(*ArchiveHeader)(nil),         // 81: hubd.v1.ArchiveHeader
+	(*ArchivedSession)(nil),       // 82: hubd.v1.ArchivedSession
+	nil,                           // 83: hubd.v1.ContextUpdate.SetEntry
+	nil,                           // 84: hubd.v1.SessionMeta.KnobsEntry
+	nil,                           // 85: hubd.v1.SessionMeta.LabelsEntry
+	nil,                           // 86: hubd.v1.ForkRequest.LabelsEntry
+	nil,                           // 87: hubd.v1.OpenRequest.LabelsEntry
+	nil,                           // 88: hubd.v1.OpenRequest.KnobsEntry
+	nil,                           // 89: hubd.v1.SessionInfo.ContextEntry
+	nil,                           // 90: hubd.v1.ListSessionsRequest.LabelsEntry
+	nil,                           // 91: hubd.v1.SubscribeRequest.CursorsEntry
+	nil,                           // 92: hubd.v1.WatchRequest.CursorsEntry
+	nil,                           // 93: hubd.v1.StreamError.MetadataEntry
+	(*timestamppb.Timestamp)(nil), // 94: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),       // 95: google.protobuf.Struct
+	(*durationpb.Duration)(nil),   // 96: google.protobuf.Duration
+	(*structpb.Value)(nil),        // 97: google.protobuf.Value
 }
 var file_hub_proto_depIdxs = []int32{
 	2,   // 0: hubd.v1.Envelope.audience:type_name -> hubd.v1.Audience
@@ -7260,110 +7691,119 @@ var file_hub_proto_depIdxs = []int32{
 	26,  // 16: hubd.v1.Envelope.fork:type_name -> hubd.v1.Fork
 	75,  // 17: hubd.v1.Envelope.operator_action:type_name -> hubd.v1.OperatorAction
 	20,  // 18: hubd.v1.Envelope.call:type_name -> hubd.v1.Call
-	89,  // 19: hubd.v1.Envelope.accepted_at:type_name -> google.protobuf.Timestamp
+	94,  // 19: hubd.v1.Envelope.accepted_at:type_name -> google.protobuf.Timestamp
 	5,   // 20: hubd.v1.Packet.routing:type_name -> hubd.v1.Routing
 	6,   // 21: hubd.v1.Packet.context_updates:type_name -> hubd.v1.ContextUpdate
 	7,   // 22: hubd.v1.Packet.usage:type_name -> hubd.v1.Usage
-	78,  // 23: hubd.v1.ContextUpdate.set:type_name -> hubd.v1.ContextUpdate.SetEntry
-	89,  // 24: hubd.v1.Violation.since:type_name -> google.protobuf.Timestamp
+	83,  // 23: hubd.v1.ContextUpdate.set:type_name -> hubd.v1.ContextUpdate.SetEntry
+	94,  // 24: hubd.v1.Violation.since:type_name -> google.protobuf.Timestamp
 	12,  // 25: hubd.v1.Question.options:type_name -> hubd.v1.Option
-	90,  // 26: hubd.v1.Question.schema:type_name -> google.protobuf.Struct
-	91,  // 27: hubd.v1.Question.within:type_name -> google.protobuf.Duration
-	90,  // 28: hubd.v1.ToolCall.arguments:type_name -> google.protobuf.Struct
-	92,  // 29: hubd.v1.ToolResult.result:type_name -> google.protobuf.Value
+	95,  // 26: hubd.v1.Question.schema:type_name -> google.protobuf.Struct
+	96,  // 27: hubd.v1.Question.within:type_name -> google.protobuf.Duration
+	95,  // 28: hubd.v1.ToolCall.arguments:type_name -> google.protobuf.Struct
+	97,  // 29: hubd.v1.ToolResult.result:type_name -> google.protobuf.Value
 	7,   // 30: hubd.v1.DelegationResult.usage:type_name -> hubd.v1.Usage
-	91,  // 31: hubd.v1.Expectation.within:type_name -> google.protobuf.Duration
+	96,  // 31: hubd.v1.Expectation.within:type_name -> google.protobuf.Duration
 	22,  // 32: hubd.v1.Expectations.items:type_name -> hubd.v1.Expectation
 	21,  // 33: hubd.v1.SessionMeta.participants:type_name -> hubd.v1.Participant
-	79,  // 34: hubd.v1.SessionMeta.knobs:type_name -> hubd.v1.SessionMeta.KnobsEntry
-	80,  // 35: hubd.v1.SessionMeta.labels:type_name -> hubd.v1.SessionMeta.LabelsEntry
-	91,  // 36: hubd.v1.SessionMeta.ttl:type_name -> google.protobuf.Duration
-	91,  // 37: hubd.v1.SessionMeta.invite_timeout:type_name -> google.protobuf.Duration
+	84,  // 34: hubd.v1.SessionMeta.knobs:type_name -> hubd.v1.SessionMeta.KnobsEntry
+	85,  // 35: hubd.v1.SessionMeta.labels:type_name -> hubd.v1.SessionMeta.LabelsEntry
+	96,  // 36: hubd.v1.SessionMeta.ttl:type_name -> google.protobuf.Duration
+	96,  // 37: hubd.v1.SessionMeta.invite_timeout:type_name -> google.protobuf.Duration
 	22,  // 38: hubd.v1.SessionMeta.expectations:type_name -> hubd.v1.Expectation
-	89,  // 39: hubd.v1.SessionMeta.created_at:type_name -> google.protobuf.Timestamp
+	94,  // 39: hubd.v1.SessionMeta.created_at:type_name -> google.protobuf.Timestamp
 	29,  // 40: hubd.v1.SessionMeta.budget:type_name -> hubd.v1.Budget
 	25,  // 41: hubd.v1.SessionMeta.forked_from:type_name -> hubd.v1.ForkOrigin
-	25,  // 42: hubd.v1.Fork.origin:type_name -> hubd.v1.ForkOrigin
-	6,   // 43: hubd.v1.Fork.context:type_name -> hubd.v1.ContextUpdate
-	6,   // 44: hubd.v1.ForkRequest.context:type_name -> hubd.v1.ContextUpdate
-	81,  // 45: hubd.v1.ForkRequest.labels:type_name -> hubd.v1.ForkRequest.LabelsEntry
-	37,  // 46: hubd.v1.ForkResponse.session:type_name -> hubd.v1.SessionInfo
-	21,  // 47: hubd.v1.OpenRequest.participants:type_name -> hubd.v1.Participant
-	82,  // 48: hubd.v1.OpenRequest.labels:type_name -> hubd.v1.OpenRequest.LabelsEntry
-	91,  // 49: hubd.v1.OpenRequest.ttl:type_name -> google.protobuf.Duration
-	91,  // 50: hubd.v1.OpenRequest.invite_timeout:type_name -> google.protobuf.Duration
-	23,  // 51: hubd.v1.OpenRequest.expectations:type_name -> hubd.v1.Expectations
-	90,  // 52: hubd.v1.OpenRequest.graph:type_name -> google.protobuf.Struct
-	83,  // 53: hubd.v1.OpenRequest.knobs:type_name -> hubd.v1.OpenRequest.KnobsEntry
-	29,  // 54: hubd.v1.OpenRequest.budget:type_name -> hubd.v1.Budget
-	37,  // 55: hubd.v1.OpenResponse.session:type_name -> hubd.v1.SessionInfo
-	1,   // 56: hubd.v1.SendRequest.envelope:type_name -> hubd.v1.Envelope
-	89,  // 57: hubd.v1.SendResponse.accepted_at:type_name -> google.protobuf.Timestamp
-	24,  // 58: hubd.v1.SessionInfo.meta:type_name -> hubd.v1.SessionMeta
-	84,  // 59: hubd.v1.SessionInfo.context:type_name -> hubd.v1.SessionInfo.ContextEntry
-	7,   // 60: hubd.v1.SessionInfo.usage:type_name -> hubd.v1.Usage
-	38,  // 61: hubd.v1.SessionInfo.holds:type_name -> hubd.v1.Hold
-	7,   // 62: hubd.v1.SessionInfo.tree_usage:type_name -> hubd.v1.Usage
-	89,  // 63: hubd.v1.Hold.since:type_name -> google.protobuf.Timestamp
-	85,  // 64: hubd.v1.ListSessionsRequest.labels:type_name -> hubd.v1.ListSessionsRequest.LabelsEntry
-	37,  // 65: hubd.v1.ListSessionsResponse.sessions:type_name -> hubd.v1.SessionInfo
-	1,   // 66: hubd.v1.ReadLogResponse.envelopes:type_name -> hubd.v1.Envelope
-	51,  // 67: hubd.v1.PendingTurnsResponse.turns:type_name -> hubd.v1.Delivery
-	47,  // 68: hubd.v1.View.items:type_name -> hubd.v1.ViewItem
-	48,  // 69: hubd.v1.View.older:type_name -> hubd.v1.SpeakerCount
-	89,  // 70: hubd.v1.ViewItem.at:type_name -> google.protobuf.Timestamp
-	86,  // 71: hubd.v1.SubscribeRequest.cursors:type_name -> hubd.v1.SubscribeRequest.CursorsEntry
-	45,  // 72: hubd.v1.SubscribeRequest.turn_view:type_name -> hubd.v1.GetViewRequest
-	87,  // 73: hubd.v1.WatchRequest.cursors:type_name -> hubd.v1.WatchRequest.CursorsEntry
-	1,   // 74: hubd.v1.Delivery.envelope:type_name -> hubd.v1.Envelope
-	46,  // 75: hubd.v1.Delivery.view:type_name -> hubd.v1.View
-	52,  // 76: hubd.v1.Delivery.delta:type_name -> hubd.v1.Delta
-	89,  // 77: hubd.v1.Delta.accepted_at:type_name -> google.protobuf.Timestamp
-	74,  // 78: hubd.v1.Delta.refused:type_name -> hubd.v1.StreamError
-	89,  // 79: hubd.v1.DeltaResponse.accepted_at:type_name -> google.protobuf.Timestamp
-	52,  // 80: hubd.v1.SendStreamFrame.delta:type_name -> hubd.v1.Delta
-	32,  // 81: hubd.v1.SendStreamFrame.final:type_name -> hubd.v1.SendRequest
-	30,  // 82: hubd.v1.DelegateRequest.children:type_name -> hubd.v1.OpenRequest
-	33,  // 83: hubd.v1.DelegateResponse.delegation:type_name -> hubd.v1.SendResponse
-	37,  // 84: hubd.v1.DelegateResponse.children:type_name -> hubd.v1.SessionInfo
-	13,  // 85: hubd.v1.AnswerRequest.answer:type_name -> hubd.v1.Answer
-	1,   // 86: hubd.v1.PendingQuestion.envelope:type_name -> hubd.v1.Envelope
-	59,  // 87: hubd.v1.ListQuestionsResponse.questions:type_name -> hubd.v1.PendingQuestion
-	37,  // 88: hubd.v1.TreeNode.session:type_name -> hubd.v1.SessionInfo
-	7,   // 89: hubd.v1.TreeNode.usage:type_name -> hubd.v1.Usage
-	91,  // 90: hubd.v1.TreeNode.duration:type_name -> google.protobuf.Duration
-	62,  // 91: hubd.v1.TreeNode.children:type_name -> hubd.v1.TreeNode
-	1,   // 92: hubd.v1.ReplayStep.envelope:type_name -> hubd.v1.Envelope
-	64,  // 93: hubd.v1.ReplayResponse.steps:type_name -> hubd.v1.ReplayStep
-	70,  // 94: hubd.v1.AgentFrame.send:type_name -> hubd.v1.StreamSend
-	49,  // 95: hubd.v1.AgentFrame.subscribe:type_name -> hubd.v1.SubscribeRequest
-	69,  // 96: hubd.v1.AgentFrame.open:type_name -> hubd.v1.StreamOpen
-	52,  // 97: hubd.v1.AgentFrame.delta:type_name -> hubd.v1.Delta
-	30,  // 98: hubd.v1.StreamOpen.request:type_name -> hubd.v1.OpenRequest
-	1,   // 99: hubd.v1.StreamSend.envelope:type_name -> hubd.v1.Envelope
-	72,  // 100: hubd.v1.HubFrame.ready:type_name -> hubd.v1.StreamReady
-	73,  // 101: hubd.v1.HubFrame.ack:type_name -> hubd.v1.StreamAck
-	51,  // 102: hubd.v1.HubFrame.delivery:type_name -> hubd.v1.Delivery
-	74,  // 103: hubd.v1.HubFrame.closing:type_name -> hubd.v1.StreamError
-	52,  // 104: hubd.v1.HubFrame.delta:type_name -> hubd.v1.Delta
-	33,  // 105: hubd.v1.StreamAck.response:type_name -> hubd.v1.SendResponse
-	74,  // 106: hubd.v1.StreamAck.error:type_name -> hubd.v1.StreamError
-	31,  // 107: hubd.v1.StreamAck.opened:type_name -> hubd.v1.OpenResponse
-	0,   // 108: hubd.v1.StreamError.reason:type_name -> hubd.v1.Reason
-	88,  // 109: hubd.v1.StreamError.metadata:type_name -> hubd.v1.StreamError.MetadataEntry
-	6,   // 110: hubd.v1.OperatorAction.context:type_name -> hubd.v1.ContextUpdate
-	76,  // 111: hubd.v1.OperatorAction.timer:type_name -> hubd.v1.TimerChange
-	91,  // 112: hubd.v1.TimerChange.extend:type_name -> google.protobuf.Duration
-	75,  // 113: hubd.v1.SteerRequest.action:type_name -> hubd.v1.OperatorAction
-	92,  // 114: hubd.v1.ContextUpdate.SetEntry.value:type_name -> google.protobuf.Value
-	92,  // 115: hubd.v1.SessionMeta.KnobsEntry.value:type_name -> google.protobuf.Value
-	92,  // 116: hubd.v1.OpenRequest.KnobsEntry.value:type_name -> google.protobuf.Value
-	92,  // 117: hubd.v1.SessionInfo.ContextEntry.value:type_name -> google.protobuf.Value
-	118, // [118:118] is the sub-list for method output_type
-	118, // [118:118] is the sub-list for method input_type
-	118, // [118:118] is the sub-list for extension type_name
-	118, // [118:118] is the sub-list for extension extendee
-	0,   // [0:118] is the sub-list for field type_name
+	96,  // 42: hubd.v1.SessionMeta.retention:type_name -> google.protobuf.Duration
+	25,  // 43: hubd.v1.Fork.origin:type_name -> hubd.v1.ForkOrigin
+	6,   // 44: hubd.v1.Fork.context:type_name -> hubd.v1.ContextUpdate
+	6,   // 45: hubd.v1.ForkRequest.context:type_name -> hubd.v1.ContextUpdate
+	86,  // 46: hubd.v1.ForkRequest.labels:type_name -> hubd.v1.ForkRequest.LabelsEntry
+	37,  // 47: hubd.v1.ForkResponse.session:type_name -> hubd.v1.SessionInfo
+	21,  // 48: hubd.v1.OpenRequest.participants:type_name -> hubd.v1.Participant
+	87,  // 49: hubd.v1.OpenRequest.labels:type_name -> hubd.v1.OpenRequest.LabelsEntry
+	96,  // 50: hubd.v1.OpenRequest.ttl:type_name -> google.protobuf.Duration
+	96,  // 51: hubd.v1.OpenRequest.invite_timeout:type_name -> google.protobuf.Duration
+	23,  // 52: hubd.v1.OpenRequest.expectations:type_name -> hubd.v1.Expectations
+	95,  // 53: hubd.v1.OpenRequest.graph:type_name -> google.protobuf.Struct
+	88,  // 54: hubd.v1.OpenRequest.knobs:type_name -> hubd.v1.OpenRequest.KnobsEntry
+	29,  // 55: hubd.v1.OpenRequest.budget:type_name -> hubd.v1.Budget
+	96,  // 56: hubd.v1.OpenRequest.retention:type_name -> google.protobuf.Duration
+	37,  // 57: hubd.v1.OpenResponse.session:type_name -> hubd.v1.SessionInfo
+	1,   // 58: hubd.v1.SendRequest.envelope:type_name -> hubd.v1.Envelope
+	94,  // 59: hubd.v1.SendResponse.accepted_at:type_name -> google.protobuf.Timestamp
+	24,  // 60: hubd.v1.SessionInfo.meta:type_name -> hubd.v1.SessionMeta
+	89,  // 61: hubd.v1.SessionInfo.context:type_name -> hubd.v1.SessionInfo.ContextEntry
+	7,   // 62: hubd.v1.SessionInfo.usage:type_name -> hubd.v1.Usage
+	38,  // 63: hubd.v1.SessionInfo.holds:type_name -> hubd.v1.Hold
+	7,   // 64: hubd.v1.SessionInfo.tree_usage:type_name -> hubd.v1.Usage
+	94,  // 65: hubd.v1.Hold.since:type_name -> google.protobuf.Timestamp
+	90,  // 66: hubd.v1.ListSessionsRequest.labels:type_name -> hubd.v1.ListSessionsRequest.LabelsEntry
+	37,  // 67: hubd.v1.ListSessionsResponse.sessions:type_name -> hubd.v1.SessionInfo
+	1,   // 68: hubd.v1.ReadLogResponse.envelopes:type_name -> hubd.v1.Envelope
+	51,  // 69: hubd.v1.PendingTurnsResponse.turns:type_name -> hubd.v1.Delivery
+	47,  // 70: hubd.v1.View.items:type_name -> hubd.v1.ViewItem
+	48,  // 71: hubd.v1.View.older:type_name -> hubd.v1.SpeakerCount
+	94,  // 72: hubd.v1.ViewItem.at:type_name -> google.protobuf.Timestamp
+	91,  // 73: hubd.v1.SubscribeRequest.cursors:type_name -> hubd.v1.SubscribeRequest.CursorsEntry
+	45,  // 74: hubd.v1.SubscribeRequest.turn_view:type_name -> hubd.v1.GetViewRequest
+	92,  // 75: hubd.v1.WatchRequest.cursors:type_name -> hubd.v1.WatchRequest.CursorsEntry
+	1,   // 76: hubd.v1.Delivery.envelope:type_name -> hubd.v1.Envelope
+	46,  // 77: hubd.v1.Delivery.view:type_name -> hubd.v1.View
+	52,  // 78: hubd.v1.Delivery.delta:type_name -> hubd.v1.Delta
+	94,  // 79: hubd.v1.Delta.accepted_at:type_name -> google.protobuf.Timestamp
+	74,  // 80: hubd.v1.Delta.refused:type_name -> hubd.v1.StreamError
+	94,  // 81: hubd.v1.DeltaResponse.accepted_at:type_name -> google.protobuf.Timestamp
+	52,  // 82: hubd.v1.SendStreamFrame.delta:type_name -> hubd.v1.Delta
+	32,  // 83: hubd.v1.SendStreamFrame.final:type_name -> hubd.v1.SendRequest
+	30,  // 84: hubd.v1.DelegateRequest.children:type_name -> hubd.v1.OpenRequest
+	33,  // 85: hubd.v1.DelegateResponse.delegation:type_name -> hubd.v1.SendResponse
+	37,  // 86: hubd.v1.DelegateResponse.children:type_name -> hubd.v1.SessionInfo
+	13,  // 87: hubd.v1.AnswerRequest.answer:type_name -> hubd.v1.Answer
+	1,   // 88: hubd.v1.PendingQuestion.envelope:type_name -> hubd.v1.Envelope
+	59,  // 89: hubd.v1.ListQuestionsResponse.questions:type_name -> hubd.v1.PendingQuestion
+	37,  // 90: hubd.v1.TreeNode.session:type_name -> hubd.v1.SessionInfo
+	7,   // 91: hubd.v1.TreeNode.usage:type_name -> hubd.v1.Usage
+	96,  // 92: hubd.v1.TreeNode.duration:type_name -> google.protobuf.Duration
+	62,  // 93: hubd.v1.TreeNode.children:type_name -> hubd.v1.TreeNode
+	1,   // 94: hubd.v1.ReplayStep.envelope:type_name -> hubd.v1.Envelope
+	64,  // 95: hubd.v1.ReplayResponse.steps:type_name -> hubd.v1.ReplayStep
+	70,  // 96: hubd.v1.AgentFrame.send:type_name -> hubd.v1.StreamSend
+	49,  // 97: hubd.v1.AgentFrame.subscribe:type_name -> hubd.v1.SubscribeRequest
+	69,  // 98: hubd.v1.AgentFrame.open:type_name -> hubd.v1.StreamOpen
+	52,  // 99: hubd.v1.AgentFrame.delta:type_name -> hubd.v1.Delta
+	30,  // 100: hubd.v1.StreamOpen.request:type_name -> hubd.v1.OpenRequest
+	1,   // 101: hubd.v1.StreamSend.envelope:type_name -> hubd.v1.Envelope
+	72,  // 102: hubd.v1.HubFrame.ready:type_name -> hubd.v1.StreamReady
+	73,  // 103: hubd.v1.HubFrame.ack:type_name -> hubd.v1.StreamAck
+	51,  // 104: hubd.v1.HubFrame.delivery:type_name -> hubd.v1.Delivery
+	74,  // 105: hubd.v1.HubFrame.closing:type_name -> hubd.v1.StreamError
+	52,  // 106: hubd.v1.HubFrame.delta:type_name -> hubd.v1.Delta
+	33,  // 107: hubd.v1.StreamAck.response:type_name -> hubd.v1.SendResponse
+	74,  // 108: hubd.v1.StreamAck.error:type_name -> hubd.v1.StreamError
+	31,  // 109: hubd.v1.StreamAck.opened:type_name -> hubd.v1.OpenResponse
+	0,   // 110: hubd.v1.StreamError.reason:type_name -> hubd.v1.Reason
+	93,  // 111: hubd.v1.StreamError.metadata:type_name -> hubd.v1.StreamError.MetadataEntry
+	6,   // 112: hubd.v1.OperatorAction.context:type_name -> hubd.v1.ContextUpdate
+	76,  // 113: hubd.v1.OperatorAction.timer:type_name -> hubd.v1.TimerChange
+	96,  // 114: hubd.v1.TimerChange.extend:type_name -> google.protobuf.Duration
+	75,  // 115: hubd.v1.SteerRequest.action:type_name -> hubd.v1.OperatorAction
+	94,  // 116: hubd.v1.PurgeResponse.purged_at:type_name -> google.protobuf.Timestamp
+	81,  // 117: hubd.v1.ArchiveRecord.header:type_name -> hubd.v1.ArchiveHeader
+	82,  // 118: hubd.v1.ArchiveRecord.session:type_name -> hubd.v1.ArchivedSession
+	1,   // 119: hubd.v1.ArchiveRecord.envelope:type_name -> hubd.v1.Envelope
+	24,  // 120: hubd.v1.ArchivedSession.meta:type_name -> hubd.v1.SessionMeta
+	94,  // 121: hubd.v1.ArchivedSession.archived_at:type_name -> google.protobuf.Timestamp
+	94,  // 122: hubd.v1.ArchivedSession.ended_at:type_name -> google.protobuf.Timestamp
+	97,  // 123: hubd.v1.ContextUpdate.SetEntry.value:type_name -> google.protobuf.Value
+	97,  // 124: hubd.v1.SessionMeta.KnobsEntry.value:type_name -> google.protobuf.Value
+	97,  // 125: hubd.v1.OpenRequest.KnobsEntry.value:type_name -> google.protobuf.Value
+	97,  // 126: hubd.v1.SessionInfo.ContextEntry.value:type_name -> google.protobuf.Value
+	127, // [127:127] is the sub-list for method output_type
+	127, // [127:127] is the sub-list for method input_type
+	127, // [127:127] is the sub-list for extension type_name
+	127, // [127:127] is the sub-list for extension extendee
+	0,   // [0:127] is the sub-list for field type_name
 }
 
 func init() { file_hub_proto_init() }
@@ -7414,13 +7854,19 @@ func file_hub_proto_init() {
 		(*OperatorAction_ReleaseResult)(nil),
 		(*OperatorAction_Timer)(nil),
 	}
+	file_hub_proto_msgTypes[79].OneofWrappers = []any{
+		(*ArchiveRecord_Header)(nil),
+		(*ArchiveRecord_Session)(nil),
+		(*ArchiveRecord_Envelope)(nil),
+		(*ArchiveRecord_Checksum)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hub_proto_rawDesc), len(file_hub_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   88,
+			NumMessages:   93,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -102,7 +102,7 @@ func BenchmarkCheckFields(b *testing.B) {
 // openRequestOK, then here).
 func TestOpenRequestFieldsOK(t *testing.T) {
 	known := map[string]string{
-		"hubd.v1.OpenRequest":  "type participants labels ttl invite_timeout expectations parent_session_id idempotency_key graph knobs delegates budget thread_key task",
+		"hubd.v1.OpenRequest":  "type participants labels ttl invite_timeout expectations parent_session_id idempotency_key graph knobs delegates budget thread_key task retention",
 		"hubd.v1.Participant":  "name role auto_accept",
 		"hubd.v1.Expectations": "items",
 		"hubd.v1.Expectation":  "name action within",

@@ -86,7 +86,9 @@ func (c *committer) run() {
 			if h := c.l.hooks.afterTake; h != nil {
 				h()
 			}
+			c.l.commitMu.Lock()
 			c.commit(size)
+			c.l.commitMu.Unlock()
 			continue
 		}
 		if closed {

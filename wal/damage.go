@@ -361,8 +361,8 @@ func replayJournal(db *badger.DB, rep journalReport, logger zerolog.Logger) (int
 	_, void := ackedCommits(rep.entries)
 	replayed := 0
 	for _, e := range rep.entries {
-		if e.typ != entryCommit || e.kvs == nil || void[e.commit] {
-			continue
+		if e.typ != entryCommit || e.kvs == nil || void[e.commit] || len(e.spans) == 0 {
+			continue // a commit whose sessions were all deleted: nothing to write
 		}
 		lost := true
 		err := db.View(func(txn *badger.Txn) error {

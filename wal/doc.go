@@ -153,9 +153,13 @@
 // Keys are fixed-width: one kind byte, the 16 raw bytes of the session UUID,
 // and for records the seq as 8 bytes big-endian, so badger's key order is
 // kind, then session, then seq; but for the caller's index (kind 0x05),
-// whose keys are the caller's bytes (1 to 1024 of them). No key has a TTL,
-// and none is ever deleted but the caller's index keys, which the caller
-// deletes in the same transaction as the records they describe.
+// whose keys are the caller's bytes (1 to 1024 of them). No key has a TTL.
+// Keys are deleted only by the caller: its index keys, in the same
+// transaction as the records they describe, and a whole session by
+// [Log.DeleteSessions] (purge.go: a gone mark first, the deletions, then
+// the session's tombstone; Open finishes one a crash interrupted, and
+// neither writes a deleted session again from the journal nor reports
+// its records lost).
 //
 //	kind 0x00  format   0x00 | 16 zero bytes          (17 bytes)
 //	kind 0x01  metadata 0x01 | session                (17 bytes)
@@ -163,6 +167,7 @@
 //	kind 0x03  head     0x03 | session                (17 bytes) -> last seq (BE u64)
 //	kind 0x04  mark     0x04 | session                (17 bytes) -> from seq (BE u64) | cause
 //	kind 0x05  index    0x05 | caller's key           (2 to 1025 bytes) -> caller's data
+//	kind 0x06  gone     0x06 | session                (17 bytes) -> kind | done | when | archive | index keys
 //
 // Every value is framed:
 //

@@ -85,7 +85,7 @@ func (k key) encode(dst []byte) []byte {
 	switch k.kind {
 	case kindRecord:
 		return appendRecordKey(dst, k.session, k.seq)
-	case kindMeta, kindHead, kindMark:
+	case kindMeta, kindHead, kindMark, kindGone:
 		return appendSessionKey(dst, k.kind, k.session)
 	case kindIndex:
 		return append(append(dst, kindIndex), k.index...)
@@ -104,7 +104,7 @@ func decodeKey(b []byte) (key, error) {
 	k.kind = b[0]
 	want := 0
 	switch k.kind {
-	case kindFormat, kindMeta, kindHead, kindMark:
+	case kindFormat, kindMeta, kindHead, kindMark, kindGone:
 		want = metaKeyLen
 	case kindRecord:
 		want = recordKeyLen

@@ -42,7 +42,10 @@ type Log struct {
 	reqPool sync.Pool     // of *request
 	c       committer     // owned by the committer goroutine
 	hooks   testHooks     // nil funcs outside tests
-	stats   counters
+	// commitMu is held by the committer around each commit, and by
+	// Reclaim while badger refuses writes (its memtables flushing).
+	commitMu sync.Mutex
+	stats    counters
 }
 
 // counters are the committer's and the journal's running totals.
@@ -85,10 +88,13 @@ type testHooks struct {
 	afterTake    func() // after taking a non-empty batch, before checking it
 	beforeCommit func() // after staging a transaction, before committing it
 	afterAck     func() // after writing an entryAcked marker
-	spansOnly    bool   // journal commits without their data (as before entryData)
-	ackDelay     time.Duration
-	recheck      time.Duration
-	storageCheck time.Duration // how often an idle log checks its storage
+	// afterGoneMark and afterDeleteBatch run in DeleteSession after its
+	// mark is synced and after each deletion transaction.
+	afterGoneMark, afterDeleteBatch func()
+	spansOnly                       bool // journal commits without their data (as before entryData)
+	ackDelay                        time.Duration
+	recheck                         time.Duration
+	storageCheck                    time.Duration // how often an idle log checks its storage
 	// wrapSegment replaces each journal segment's file, to fail as a
 	// broken disk would.
 	wrapSegment func(segmentFile) segmentFile
@@ -238,6 +244,15 @@ func (l *Log) setup(opts Options) (*journal, error) {
 	if l.marks, err = loadMarks(l.db); err != nil {
 		return nil, err
 	}
+	pending, err := loadPendingGone(l.db)
+	if err != nil {
+		return nil, err
+	}
+	if !opts.ReadOnly {
+		if l.opened.Deletions, err = l.resumeGone(pending); err != nil {
+			return nil, err
+		}
+	}
 	if opts.InMemory {
 		return nil, nil
 	}
@@ -245,6 +260,11 @@ func (l *Log) setup(opts Options) (*journal, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
+	gone, err := rep.goneOf(l.db)
+	if err != nil {
+		return nil, fmt.Errorf("wal: journal check: %w", err)
+	}
+	rep.dropGone(gone)
 	if !opts.ReadOnly {
 		if l.opened.Replayed, err = replayJournal(l.db, rep, l.logger); err != nil {
 			return nil, err

@@ -15,6 +15,9 @@ type Opened struct {
 	// Marked are the sessions this Open marked damaged (MarkDamaged),
 	// besides those marked before.
 	Marked []SessionDamage
+	// Deletions counts the session deletions (DeleteSession) a crash
+	// had interrupted, finished by this Open.
+	Deletions int
 }
 
 // Opened returns what Open did to the store.

@@ -225,7 +225,7 @@ func describeKey(k []byte) string {
 	if err != nil {
 		return fmt.Sprintf("%x", k)
 	}
-	kinds := map[byte]string{kindFormat: "format", kindMeta: "metadata", kindRecord: "record", kindHead: "head", kindMark: "mark", kindIndex: "index"}
+	kinds := map[byte]string{kindFormat: "format", kindMeta: "metadata", kindRecord: "record", kindHead: "head", kindMark: "mark", kindIndex: "index", kindGone: "tombstone"}
 	if dk.kind == kindRecord {
 		return fmt.Sprintf("%s %s seq %d", kinds[dk.kind], uuidString(dk.session), dk.seq)
 	}

@@ -37,6 +37,7 @@ var commands = []command{
 		"open a new session continuing ID from its seq SEQ, with context edits and a chosen next speaker; print its id"},
 	{"sessions steer", "ID --reason R [--set k=v] [--unset k] [--next A] [--release-result T] [--extend NAME=D] [--cancel-timer NAME]",
 		"steer a live session (operators): set context, choose the next speaker once, release a held turn, extend or cancel a timer"},
+	{"sessions purge", "ID ...", "archive and purge ended sessions whose whole tree ended, now, whatever their retention (operators)"},
 	{"questions list", "[--answerer A] [--root ID]", "the pending questions you must answer (an operator: everyone's)"},
 	{"questions answer", "QUESTION [OPTION ...] [--text T] [--session ID]", "answer a pending question with options or free text"},
 	{"tasks cancel", "ID ...", "cancel delegated tasks: each child session closes with reason cancelled (its delegator, or an operator)"},
@@ -44,6 +45,8 @@ var commands = []command{
 	{"log migrate", "[--data DIR]", "convert a data directory of an older format in place (the hub stopped)"},
 	{"log backup", "FILE", "write a consistent backup of a running hub's log to FILE (- for stdout; operators)"},
 	{"log restore", "--data DIR [--sha256 HEX] FILE", "load a backup into DIR, which must be new or empty, and verify it (- reads stdin); a failed restore leaves nothing"},
+	{"log archive read", "FILE", "print the sessions and envelopes of an archive file of purged sessions, checking its checksums"},
+	{"log archive import", "--data DIR [--session ID] FILE", "bring purged sessions back from an archive file into a data directory (the hub stopped), labelled imported_from"},
 	{"cluster status", "[--nats URLS] [--nats-creds FILE]", "a cluster's nodes, partition owners and lease ages, and partition streams"},
 	{"cluster creds", "FILE", "new credentials for a cluster's nodes (hubd serve --nats-creds FILE), mode 0600"},
 	{"graph validate", "[--participants a,b,c] FILE", "check a workflow graph; exit 2 names the offending node"},
@@ -59,10 +62,10 @@ var commands = []command{
 
 // groups are the commands that have subcommands, with a sentence each.
 var groups = map[string]string{
-	"sessions":  "Read, open, send to, close and fork the sessions of a running hub. These commands take the client flags below.",
+	"sessions":  "Read, open, send to, close, fork and purge the sessions of a running hub. These commands take the client flags below.",
 	"questions": "List and answer the questions agents ask people. These commands take the client flags below.",
 	"tasks":     "Act on delegated tasks (child sessions) of a running hub. These commands take the client flags below.",
-	"log":       "Check, convert, back up and restore the write-ahead log: a directory offline, or a running hub through --hub.",
+	"log":       "Check, convert, back up and restore the write-ahead log: a directory offline, or a running hub through --hub; read archive files of purged sessions.",
 	"cluster":   "Inspect a cluster of hubd nodes on NATS JetStream (docs/SCALING.md).",
 	"graph":     "Check, draw and dry-run workflow graphs (the JSON of the graph knob); no hub needed.",
 }

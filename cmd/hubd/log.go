@@ -27,6 +27,8 @@ func runLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	switch args[0] {
 	case "verify", "migrate", "backup", "restore":
+	case "archive":
+		return runArchive(ctx, args[1:], stdout)
 	default:
 		return unknownGroupCommand("log", args[0])
 	}

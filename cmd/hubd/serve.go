@@ -42,6 +42,7 @@ type serveFlags struct {
 	treeSessions, childrenPerTurn, agentBytes, totalBytes, maxRequest               int
 	deltasPerSecond, deltaBytesPerTurn                                              int
 	autoAcceptFrom                                                                  string
+	retention                                                                       retentionFlags
 }
 
 // register defines serve's flags, each also set by its variable (env.go)
@@ -87,6 +88,7 @@ func (f *serveFlags) define(fs *flag.FlagSet) {
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", 10*time.Second, "on SIGTERM or SIGINT, how long to let sends in flight finish and the log close before exiting anyway (non-zero, \"log not closed cleanly\"; the next start replays the synced journal, so nothing acknowledged is lost)")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "`address` (host:port) serving GET /metrics alone, with no credentials, for a Prometheus scraper; on the --http address /metrics needs no credentials only when that address is loopback, and an operator's otherwise")
 	fs.DurationVar(&f.heartbeat, "sse-heartbeat", hubhttp.DefaultHeartbeat, "interval of the comment lines that keep idle event streams open through proxies")
+	f.retention.define(fs)
 	f.cluster.register(fs)
 	fs.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", "export traces to this OTLP `URL` (like OTEL_EXPORTER_OTLP_ENDPOINT, which is read when this is unset; OTEL_EXPORTER_OTLP_PROTOCOL picks grpc or http/protobuf); without either, no traces are exported")
 }
@@ -245,6 +247,9 @@ func (f *serveFlags) config(lg zerolog.Logger) (server.Config, error) {
 		if cfg.Hub.Consent, err = hub.ParseConsent(file); err != nil {
 			return cfg, exitcode.Usage("serve: %s: %v", f.autoAcceptFrom, err)
 		}
+	}
+	if err := f.retention.config(&cfg.Hub, f.data); err != nil {
+		return cfg, err
 	}
 	if !f.fsync {
 		lg.Warn().Msg("--fsync=false: acknowledged envelopes can be lost on a crash")

@@ -229,6 +229,8 @@ func sessionsCommand(name string, fs *flag.FlagSet, stdin io.Reader) *clientComm
 		return forkFlags(fs)
 	case "steer":
 		return steerFlags(fs)
+	case "purge":
+		return purgeFlags(fs)
 	}
 	return nil
 }

@@ -56,6 +56,8 @@ var codeOf = map[hubpb.Reason]codes.Code{
 	// Not Unavailable: nothing is to be retried until an operator acts.
 	hubpb.Reason_STORAGE_FAILED:   codes.FailedPrecondition,
 	hubpb.Reason_NOTHING_TO_STEER: codes.FailedPrecondition,
+	// Gone for good: ErrorInfo says when and where it is archived.
+	hubpb.Reason_PURGED: codes.NotFound,
 }
 
 // Code returns the gRPC status code of a stable reason.

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/hubd/hubd/hub"
 	"github.com/hubd/hubd/hub/feed"
@@ -229,6 +230,25 @@ func (s *Service) Fork(ctx context.Context, req *hubpb.ForkRequest) (*hubpb.Fork
 func (s *Service) Steer(ctx context.Context, req *hubpb.SteerRequest) (*hubpb.SendResponse, error) {
 	return unary(s, ctx, "Steer", func(id Identity) (*hubpb.SendResponse, error) {
 		return s.h.Steer(ctx, id.Agent, id.Operator, req)
+	})
+}
+
+// Purge implements hubsvc.HubServer: an operator archives and purges an
+// ended session whose whole tree ended (hub.Purge).
+func (s *Service) Purge(ctx context.Context, req *hubpb.PurgeRequest) (*hubpb.PurgeResponse, error) {
+	return unary(s, ctx, "Purge", func(id Identity) (*hubpb.PurgeResponse, error) {
+		if !id.Operator {
+			return nil, fmt.Errorf("%q may not purge a session: it is an operator's call: %w", id.Agent, hub.ErrPermissionDenied)
+		}
+		sid, err := parseID("session_id", req.GetSessionId())
+		if err != nil {
+			return nil, err
+		}
+		t, err := s.h.Purge(ctx, sid)
+		if err != nil {
+			return nil, err
+		}
+		return &hubpb.PurgeResponse{SessionId: sid.String(), PurgedAt: timestamppb.New(t.At), Archive: t.Archive}, nil
 	})
 }
 

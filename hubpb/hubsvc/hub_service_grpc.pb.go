@@ -40,6 +40,7 @@ const (
 	Hub_Close_FullMethodName         = "/hubd.v1.Hub/Close"
 	Hub_Fork_FullMethodName          = "/hubd.v1.Hub/Fork"
 	Hub_Steer_FullMethodName         = "/hubd.v1.Hub/Steer"
+	Hub_Purge_FullMethodName         = "/hubd.v1.Hub/Purge"
 	Hub_GetSession_FullMethodName    = "/hubd.v1.Hub/GetSession"
 	Hub_ListSessions_FullMethodName  = "/hubd.v1.Hub/ListSessions"
 	Hub_ReadLog_FullMethodName       = "/hubd.v1.Hub/ReadLog"
@@ -91,6 +92,10 @@ type HubClient interface {
 	Fork(ctx context.Context, in *hubpb.ForkRequest, opts ...grpc.CallOption) (*hubpb.ForkResponse, error)
 	// Steer writes an operator action into a live session (operators only).
 	Steer(ctx context.Context, in *hubpb.SteerRequest, opts ...grpc.CallOption) (*hubpb.SendResponse, error)
+	// Archives (unless the hub runs without an archive) and purges an ended
+	// session whose whole tree ended, at once: operators only (PURGED
+	// afterwards for every read).
+	Purge(ctx context.Context, in *hubpb.PurgeRequest, opts ...grpc.CallOption) (*hubpb.PurgeResponse, error)
 	// GetSession returns a session's metadata and current state.
 	GetSession(ctx context.Context, in *hubpb.GetSessionRequest, opts ...grpc.CallOption) (*hubpb.SessionInfo, error)
 	// ListSessions lists the sessions the caller takes part in (all, for an
@@ -240,6 +245,16 @@ func (c *hubClient) Steer(ctx context.Context, in *hubpb.SteerRequest, opts ...g
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(hubpb.SendResponse)
 	err := c.cc.Invoke(ctx, Hub_Steer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hubClient) Purge(ctx context.Context, in *hubpb.PurgeRequest, opts ...grpc.CallOption) (*hubpb.PurgeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(hubpb.PurgeResponse)
+	err := c.cc.Invoke(ctx, Hub_Purge_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -451,6 +466,10 @@ type HubServer interface {
 	Fork(context.Context, *hubpb.ForkRequest) (*hubpb.ForkResponse, error)
 	// Steer writes an operator action into a live session (operators only).
 	Steer(context.Context, *hubpb.SteerRequest) (*hubpb.SendResponse, error)
+	// Archives (unless the hub runs without an archive) and purges an ended
+	// session whose whole tree ended, at once: operators only (PURGED
+	// afterwards for every read).
+	Purge(context.Context, *hubpb.PurgeRequest) (*hubpb.PurgeResponse, error)
 	// GetSession returns a session's metadata and current state.
 	GetSession(context.Context, *hubpb.GetSessionRequest) (*hubpb.SessionInfo, error)
 	// ListSessions lists the sessions the caller takes part in (all, for an
@@ -539,6 +558,9 @@ func (UnimplementedHubServer) Fork(context.Context, *hubpb.ForkRequest) (*hubpb.
 }
 func (UnimplementedHubServer) Steer(context.Context, *hubpb.SteerRequest) (*hubpb.SendResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Steer not implemented")
+}
+func (UnimplementedHubServer) Purge(context.Context, *hubpb.PurgeRequest) (*hubpb.PurgeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Purge not implemented")
 }
 func (UnimplementedHubServer) GetSession(context.Context, *hubpb.GetSessionRequest) (*hubpb.SessionInfo, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetSession not implemented")
@@ -750,6 +772,24 @@ func _Hub_Steer_Handler(srv interface{}, ctx context.Context, dec func(interface
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(HubServer).Steer(ctx, req.(*hubpb.SteerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Hub_Purge_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(hubpb.PurgeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServer).Purge(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Hub_Purge_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServer).Purge(ctx, req.(*hubpb.PurgeRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1012,6 +1052,10 @@ var Hub_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Steer",
 			Handler:    _Hub_Steer_Handler,
+		},
+		{
+			MethodName: "Purge",
+			Handler:    _Hub_Purge_Handler,
 		},
 		{
 			MethodName: "GetSession",

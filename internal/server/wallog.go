@@ -66,6 +66,22 @@ func (w walLog) PutIndex(ctx context.Context, entries []hub.IndexEntry) error {
 	return w.Log.PutIndex(ctx, indexEntries(entries))
 }
 
+// DeleteSessions deletes sessions' keys, leaving their tombstones.
+func (w walLog) DeleteSessions(ctx context.Context, ds []hub.Deletion) error {
+	out := make([]wal.Deletion, len(ds))
+	for i, d := range ds {
+		t := d.Tombstone
+		out[i] = wal.Deletion{Session: d.Session, Tombstone: wal.Tombstone{Kind: wal.GoneKind(t.Kind), At: t.At, Archive: t.Archive}, Index: d.Index}
+	}
+	return logErr(w.Log.DeleteSessions(ctx, out))
+}
+
+// Gone returns a deleted session's tombstone.
+func (w walLog) Gone(ctx context.Context, session [16]byte) (hub.Tombstone, bool, error) {
+	t, ok, err := w.Log.Gone(ctx, session)
+	return hub.Tombstone{Kind: hub.GoneKind(t.Kind), At: t.At, Archive: t.Archive}, ok, err
+}
+
 // logErr gives the hub the meaning of the log's errors it acts on: a full
 // disk wrote nothing (DISK_FULL, retry once space returns); failed
 // storage takes nothing more until a restart (STORAGE_FAILED).

@@ -961,6 +961,16 @@ class Client:
         req = pb.GetTreeRequest(session_id=session_id)
         return await self._call("tree", self._stub.GetTree, req, timeout)  # type: ignore[no-any-return]
 
+    async def purge(self, session_id: str, *, timeout: Optional[float] = None) -> pb.PurgeResponse:
+        """Archive (unless the hub runs without an archive) and purge an
+        ended session whose whole tree ended, at once, whatever its
+        retention (operators). Every read of it raises ``Purged``
+        afterwards. Refused: ``PermissionDenied`` for an agent that is not
+        an operator; ``BadTransition`` for a session that is open, in a
+        tree with a session still open, or a fork's source."""
+        req = pb.PurgeRequest(session_id=session_id)
+        return await self._call("purge", self._stub.Purge, req, timeout)  # type: ignore[no-any-return]
+
     async def replay(self, session_id: str, *, timeout: Optional[float] = None) -> pb.ReplayResponse:
         """Re-fold a session from its log with no agent called and say
         whether the result equals the live state (``equal``; operators)."""

@@ -232,6 +232,7 @@ class Client:
     list_questions = blocking(aio.Client.list_questions)
     tree = blocking(aio.Client.tree)
     replay = blocking(aio.Client.replay)
+    purge = blocking(aio.Client.purge)
 
     # Streams.
 

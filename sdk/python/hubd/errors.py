@@ -66,6 +66,7 @@ __all__ = [
     "DiskFull",
     "StorageFailed",
     "NothingToSteer",
+    "Purged",
     "TurnHeld",
     "DelegateNotAllowed",
     "BadAnswer",
@@ -107,11 +108,15 @@ class HubError(Exception):
         reason: Optional[str] = None,
         code: Optional[grpc.StatusCode] = None,
         op: str = "",
+        metadata: Optional[Dict[str, str]] = None,
     ) -> None:
         self.detail = detail
         self.reason = self.REASON if reason is None else reason
         self.code = code
         self.op = op
+        self.metadata: Dict[str, str] = dict(metadata or {})
+        """The ErrorInfo metadata of the hub's answer (``PURGED``:
+        ``purged_at``, ``archive``; ``TOO_LARGE``: ``limit``, ``value``)."""
         super().__init__(detail)
 
     @property
@@ -142,11 +147,13 @@ class HubError(Exception):
         return f"{type(self).__name__}({self.detail!r}, reason={self.reason!r}, code={self.code}, op={self.op!r})"
 
     def __reduce__(self) -> Tuple[Any, ...]:
-        return (_rebuild, (type(self), self.detail, self.reason, self.code, self.op))
+        return (_rebuild, (type(self), self.detail, self.reason, self.code, self.op, self.metadata))
 
 
-def _rebuild(cls: Type[HubError], detail: str, reason: str, code: Optional[grpc.StatusCode], op: str) -> HubError:
-    return cls(detail, reason=reason, code=code, op=op)
+def _rebuild(
+    cls: Type[HubError], detail: str, reason: str, code: Optional[grpc.StatusCode], op: str, metadata: Optional[Dict[str, str]] = None
+) -> HubError:
+    return cls(detail, reason=reason, code=code, op=op, metadata=metadata)
 
 
 class OutOfTurn(HubError):
@@ -320,6 +327,13 @@ class NothingToSteer(HubError):
     release, no running period of the expectation named."""
 
     REASON = "NOTHING_TO_STEER"
+class Purged(HubError):
+    """The session was purged by its retention or an operator: its records
+    are gone from the hub's log. ``metadata["purged_at"]`` (RFC 3339) says
+    when and ``metadata["archive"]`` the archive file that holds it ("":
+    purged without an archive). Not retried."""
+
+    REASON = "PURGED"
 
 
 class TurnHeld(HubError):
@@ -432,11 +446,11 @@ def from_rpc_error(op: str, err: grpc.RpcError) -> HubError:
             trailing = err.trailing_metadata()  # type: ignore[attr-defined]
         except Exception:  # not a call after all
             pass
-    reason = _reason(trailing)
+    reason, metadata = error_info(trailing)
     cls = _BY_REASON.get(reason) or (_BY_CODE.get(code) if code is not None else None) or HubError
     if cls is TooLarge and not reason:
         detail = over_cap(detail)
-    return cls(detail, reason=reason, code=code, op=op)
+    return cls(detail, reason=reason, code=code, op=op, metadata=metadata)
 
 
 _OVER_CAP = re.compile(r"larger than max \((\d+) vs\.? (\d+)\)")

@@ -440,3 +440,23 @@ def test_read_log_pages(connect: Connect, names: Names) -> None:
     assert len(alice.read_log(s.id, limit=1100)) == 1100
     assert len(alice.read_log(s.id)) == 1000
     assert [e.seq for e in alice.read_log(s.id, from_seq=900, limit=5000)] == list(range(900, total + 1))
+
+
+def test_purge(connect: Connect, names: Names) -> None:
+    """An operator purges an ended session: every read of it raises Purged
+    with when and the archive file; an agent may not purge, and an open
+    session is refused."""
+    alice, op = connect(names("alice")), connect("operator")
+    s = pipeline(alice, names)
+    with pytest.raises(hubd.BadLifecycleTransition):
+        op.purge(s.id)
+    alice.close_session(s.id, "done")
+    with pytest.raises(hubd.PermissionDenied):
+        alice.purge(s.id)
+    got = op.purge(s.id)
+    assert got.session_id == s.id and got.archive.startswith("hubd-archive-") and got.purged_at.seconds > 0
+    with pytest.raises(hubd.Purged) as e:
+        alice.get_session(s.id)
+    assert e.value.metadata["archive"] == got.archive and e.value.metadata["purged_at"]
+    with pytest.raises(hubd.Purged):
+        alice.read_log(s.id)

@@ -29,6 +29,7 @@ import {
   Participant,
   PendingTurnsRequest,
   ReadLogRequest,
+  PurgeRequest,
   ReplayRequest,
   SendRequest,
   SendResponse,
@@ -38,6 +39,7 @@ import {
   WatchRequest,
   type Answer,
   type OpenResponse,
+  type PurgeResponse,
   type PendingQuestion,
   type ReplayResponse,
   type TreeNode,
@@ -1059,6 +1061,18 @@ export class Client {
   /** A session's call tree from it down: per node its session (state, close reason), turns, usage, duration and children. */
   async tree(sessionId: string, opts: CallOptions = {}): Promise<TreeNode> {
     return this.unary("tree", this.raw.getTree, GetTreeRequest.fromPartial({ sessionId }), opts);
+  }
+
+  /**
+   * Archives (unless the hub runs without an archive) and purges an ended
+   * session whose whole tree ended, at once, whatever its retention
+   * (operators). Every read of it throws PurgedError afterwards. Refused:
+   * PermissionDeniedError for an agent that is not an operator;
+   * BadLifecycleTransitionError for a session that is open, in a tree with a
+   * session still open, or a fork's source.
+   */
+  async purge(sessionId: string, opts: CallOptions = {}): Promise<PurgeResponse> {
+    return this.unary("purge", this.raw.purge, PurgeRequest.fromPartial({ sessionId }), opts);
   }
 
   /** Re-folds a session from its log with no agent called and says whether the result equals the live state (operators). */

@@ -112,6 +112,13 @@ export class DiskFullError extends HubError {}
 export class StorageFailedError extends HubError {}
 /** An operator action whose object is not there now: no held turn to release, no running period of the expectation named (NOTHING_TO_STEER). */
 export class NothingToSteerError extends HubError {}
+/**
+ * The session was purged by its retention or an operator: its records are
+ * gone from the hub's log (PURGED). errorInfoFromMetadata(err.metadata)
+ * gives "purged_at" (RFC 3339) and "archive" (the archive file; "" when
+ * purged without one). Not retried.
+ */
+export class PurgedError extends HubError {}
 /** The turn is held: its holder waits for a child session or an answer (TURN_HELD). */
 export class TurnHeldError extends HubError {}
 /** The delegate is not in the parent session's allow-list (DELEGATE_NOT_ALLOWED). */
@@ -165,6 +172,7 @@ export const errorClasses: Record<ReasonName, ErrorClass> = {
   NOT_OWNER: NotOwnerError,
   STORAGE_FAILED: StorageFailedError,
   NOTHING_TO_STEER: NothingToSteerError,
+  PURGED: PurgedError,
 };
 
 /** The class of an error without a hub reason (one gRPC made itself), by its code. */

@@ -138,6 +138,7 @@ export type {
   Delivery,
   Envelope,
   PendingQuestion,
+  PurgeResponse,
   Question,
   ReplayResponse,
   SessionInfo,

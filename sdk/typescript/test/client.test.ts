@@ -9,11 +9,13 @@ import { credentials, Metadata, status } from "@grpc/grpc-js";
 import {
   AgentHeader,
   autoAccepted,
+  BadLifecycleTransitionError,
   CanceledError,
   Client,
   closeReason,
   DeadlineExceededError,
   ends,
+  errorInfoFromMetadata,
   EventType,
   expect,
   HubClient,
@@ -25,6 +27,8 @@ import {
   newPacket,
   openRequest,
   Packet,
+  PermissionDeniedError,
+  PurgedError,
   roundRobin,
   sequence,
   SessionType,
@@ -340,6 +344,29 @@ describe("sessions", { timeout: 20_000 }, () => {
     assert.equal((await alice.getSession(s.id)).state, State.Closed);
     const byDefault = await openPipeline(alice);
     assert.equal((await alice.closeSession(byDefault.id)).closeReason, "explicit_close");
+  });
+
+  test("purge: an operator's, refused while open and to an agent; reads then throw PurgedError", async () => {
+    const op = await hub.connect("operator");
+    try {
+      const s = await openPipeline(alice);
+      await assert.rejects(op.purge(s.id), BadLifecycleTransitionError);
+      await alice.closeSession(s.id, "done");
+      await assert.rejects(alice.purge(s.id), PermissionDeniedError);
+      const got = await op.purge(s.id);
+      assert.equal(got.sessionId, s.id);
+      assert.match(got.archive, /^hubd-archive-\d{4}-\d{2}-\d{2}\.hubarc$/);
+      await assert.rejects(alice.getSession(s.id), (err) => {
+        assert.ok(err instanceof PurgedError, String(err));
+        const info = errorInfoFromMetadata(err.metadata);
+        assert.equal(info.metadata.archive, got.archive);
+        assert.ok(info.metadata.purged_at);
+        return true;
+      });
+      await assert.rejects(alice.readLog(s.id), PurgedError);
+    } finally {
+      op.close();
+    }
   });
 });
 

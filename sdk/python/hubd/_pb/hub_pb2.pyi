@@ -29,6 +29,7 @@ NOT_OWNER: Reason
 NOT_PARTICIPANT: Reason
 OUT_OF_TURN: Reason
 PERMISSION_DENIED: Reason
+PURGED: Reason
 QUARANTINED: Reason
 REASON_UNSPECIFIED: Reason
 SESSION_CLOSED: Reason
@@ -77,6 +78,40 @@ class AnswerRequest(_message.Message):
     client_msg_id: str
     session_id: str
     def __init__(self, session_id: _Optional[str] = ..., answer: _Optional[_Union[Answer, _Mapping]] = ..., client_msg_id: _Optional[str] = ...) -> None: ...
+
+class ArchiveHeader(_message.Message):
+    __slots__ = ["day", "magic", "version"]
+    DAY_FIELD_NUMBER: _ClassVar[int]
+    MAGIC_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    day: str
+    magic: str
+    version: int
+    def __init__(self, magic: _Optional[str] = ..., version: _Optional[int] = ..., day: _Optional[str] = ...) -> None: ...
+
+class ArchiveRecord(_message.Message):
+    __slots__ = ["checksum", "envelope", "header", "session"]
+    CHECKSUM_FIELD_NUMBER: _ClassVar[int]
+    ENVELOPE_FIELD_NUMBER: _ClassVar[int]
+    HEADER_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    checksum: int
+    envelope: Envelope
+    header: ArchiveHeader
+    session: ArchivedSession
+    def __init__(self, header: _Optional[_Union[ArchiveHeader, _Mapping]] = ..., session: _Optional[_Union[ArchivedSession, _Mapping]] = ..., envelope: _Optional[_Union[Envelope, _Mapping]] = ..., checksum: _Optional[int] = ...) -> None: ...
+
+class ArchivedSession(_message.Message):
+    __slots__ = ["archived_at", "ended_at", "last_seq", "meta"]
+    ARCHIVED_AT_FIELD_NUMBER: _ClassVar[int]
+    ENDED_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    META_FIELD_NUMBER: _ClassVar[int]
+    archived_at: _timestamp_pb2.Timestamp
+    ended_at: _timestamp_pb2.Timestamp
+    last_seq: int
+    meta: SessionMeta
+    def __init__(self, meta: _Optional[_Union[SessionMeta, _Mapping]] = ..., archived_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ended_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_seq: _Optional[int] = ...) -> None: ...
 
 class Audience(_message.Message):
     __slots__ = ["names"]
@@ -491,7 +526,7 @@ class ListSessionsResponse(_message.Message):
     def __init__(self, sessions: _Optional[_Iterable[_Union[SessionInfo, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class OpenRequest(_message.Message):
-    __slots__ = ["budget", "delegates", "expectations", "graph", "idempotency_key", "invite_timeout", "knobs", "labels", "parent_session_id", "participants", "task", "thread_key", "ttl", "type"]
+    __slots__ = ["budget", "delegates", "expectations", "graph", "idempotency_key", "invite_timeout", "knobs", "labels", "parent_session_id", "participants", "retention", "task", "thread_key", "ttl", "type"]
     class KnobsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -516,6 +551,7 @@ class OpenRequest(_message.Message):
     LABELS_FIELD_NUMBER: _ClassVar[int]
     PARENT_SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     PARTICIPANTS_FIELD_NUMBER: _ClassVar[int]
+    RETENTION_FIELD_NUMBER: _ClassVar[int]
     TASK_FIELD_NUMBER: _ClassVar[int]
     THREAD_KEY_FIELD_NUMBER: _ClassVar[int]
     TTL_FIELD_NUMBER: _ClassVar[int]
@@ -530,11 +566,12 @@ class OpenRequest(_message.Message):
     labels: _containers.ScalarMap[str, str]
     parent_session_id: str
     participants: _containers.RepeatedCompositeFieldContainer[Participant]
+    retention: _duration_pb2.Duration
     task: str
     thread_key: str
     ttl: _duration_pb2.Duration
     type: str
-    def __init__(self, type: _Optional[str] = ..., participants: _Optional[_Iterable[_Union[Participant, _Mapping]]] = ..., labels: _Optional[_Mapping[str, str]] = ..., ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., invite_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., expectations: _Optional[_Union[Expectations, _Mapping]] = ..., parent_session_id: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., graph: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., knobs: _Optional[_Mapping[str, _struct_pb2.Value]] = ..., delegates: _Optional[_Iterable[str]] = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., thread_key: _Optional[str] = ..., task: _Optional[str] = ...) -> None: ...
+    def __init__(self, type: _Optional[str] = ..., participants: _Optional[_Iterable[_Union[Participant, _Mapping]]] = ..., labels: _Optional[_Mapping[str, str]] = ..., ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., invite_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., expectations: _Optional[_Union[Expectations, _Mapping]] = ..., parent_session_id: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., graph: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., knobs: _Optional[_Mapping[str, _struct_pb2.Value]] = ..., delegates: _Optional[_Iterable[str]] = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., thread_key: _Optional[str] = ..., task: _Optional[str] = ..., retention: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class OpenResponse(_message.Message):
     __slots__ = ["existing", "session"]
@@ -609,6 +646,22 @@ class PendingTurnsResponse(_message.Message):
     TURNS_FIELD_NUMBER: _ClassVar[int]
     turns: _containers.RepeatedCompositeFieldContainer[Delivery]
     def __init__(self, turns: _Optional[_Iterable[_Union[Delivery, _Mapping]]] = ...) -> None: ...
+
+class PurgeRequest(_message.Message):
+    __slots__ = ["session_id"]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class PurgeResponse(_message.Message):
+    __slots__ = ["archive", "purged_at", "session_id"]
+    ARCHIVE_FIELD_NUMBER: _ClassVar[int]
+    PURGED_AT_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    archive: str
+    purged_at: _timestamp_pb2.Timestamp
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ..., purged_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., archive: _Optional[str] = ...) -> None: ...
 
 class Question(_message.Message):
     __slots__ = ["answerer", "default_option", "multiple", "on_deadline", "options", "question_id", "schema", "text", "within"]
@@ -780,7 +833,7 @@ class SessionInfo(_message.Message):
     def __init__(self, meta: _Optional[_Union[SessionMeta, _Mapping]] = ..., state: _Optional[str] = ..., close_reason: _Optional[str] = ..., seq: _Optional[int] = ..., turn: _Optional[int] = ..., expected: _Optional[_Iterable[str]] = ..., context: _Optional[_Mapping[str, _struct_pb2.Value]] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ..., last_rule: _Optional[str] = ..., active_agent: _Optional[str] = ..., handoffs: _Optional[int] = ..., supervisor: _Optional[str] = ..., holds: _Optional[_Iterable[_Union[Hold, _Mapping]]] = ..., tree_usage: _Optional[_Union[Usage, _Mapping]] = ..., responder: _Optional[str] = ..., open_children: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SessionMeta(_message.Message):
-    __slots__ = ["budget", "created_at", "creator", "delegates", "delegation_id", "depth", "expectations", "forked_from", "invite_timeout", "knobs", "labels", "open_key", "parent_session_id", "participants", "previous_session_id", "responder", "root_creator", "root_session_id", "session_id", "thread_key", "ttl", "type"]
+    __slots__ = ["budget", "created_at", "creator", "delegates", "delegation_id", "depth", "expectations", "forked_from", "invite_timeout", "knobs", "labels", "open_key", "parent_session_id", "participants", "previous_session_id", "responder", "retention", "root_creator", "root_session_id", "session_id", "thread_key", "ttl", "type"]
     class KnobsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -811,6 +864,7 @@ class SessionMeta(_message.Message):
     PARTICIPANTS_FIELD_NUMBER: _ClassVar[int]
     PREVIOUS_SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     RESPONDER_FIELD_NUMBER: _ClassVar[int]
+    RETENTION_FIELD_NUMBER: _ClassVar[int]
     ROOT_CREATOR_FIELD_NUMBER: _ClassVar[int]
     ROOT_SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
@@ -833,13 +887,14 @@ class SessionMeta(_message.Message):
     participants: _containers.RepeatedCompositeFieldContainer[Participant]
     previous_session_id: str
     responder: str
+    retention: _duration_pb2.Duration
     root_creator: str
     root_session_id: str
     session_id: str
     thread_key: str
     ttl: _duration_pb2.Duration
     type: str
-    def __init__(self, session_id: _Optional[str] = ..., type: _Optional[str] = ..., creator: _Optional[str] = ..., participants: _Optional[_Iterable[_Union[Participant, _Mapping]]] = ..., knobs: _Optional[_Mapping[str, _struct_pb2.Value]] = ..., labels: _Optional[_Mapping[str, str]] = ..., ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., invite_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., expectations: _Optional[_Iterable[_Union[Expectation, _Mapping]]] = ..., parent_session_id: _Optional[str] = ..., root_session_id: _Optional[str] = ..., depth: _Optional[int] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., open_key: _Optional[str] = ..., delegation_id: _Optional[str] = ..., responder: _Optional[str] = ..., delegates: _Optional[_Iterable[str]] = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., thread_key: _Optional[str] = ..., previous_session_id: _Optional[str] = ..., root_creator: _Optional[str] = ..., forked_from: _Optional[_Union[ForkOrigin, _Mapping]] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., type: _Optional[str] = ..., creator: _Optional[str] = ..., participants: _Optional[_Iterable[_Union[Participant, _Mapping]]] = ..., knobs: _Optional[_Mapping[str, _struct_pb2.Value]] = ..., labels: _Optional[_Mapping[str, str]] = ..., ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., invite_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., expectations: _Optional[_Iterable[_Union[Expectation, _Mapping]]] = ..., parent_session_id: _Optional[str] = ..., root_session_id: _Optional[str] = ..., depth: _Optional[int] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., open_key: _Optional[str] = ..., delegation_id: _Optional[str] = ..., responder: _Optional[str] = ..., delegates: _Optional[_Iterable[str]] = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., thread_key: _Optional[str] = ..., previous_session_id: _Optional[str] = ..., root_creator: _Optional[str] = ..., forked_from: _Optional[_Union[ForkOrigin, _Mapping]] = ..., retention: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class SpeakerCount(_message.Message):
     __slots__ = ["count", "speaker"]

@@ -60,6 +60,11 @@ class HubStub(object):
                 request_serializer=hub__pb2.SteerRequest.SerializeToString,
                 response_deserializer=hub__pb2.SendResponse.FromString,
                 )
+        self.Purge = channel.unary_unary(
+                '/hubd.v1.Hub/Purge',
+                request_serializer=hub__pb2.PurgeRequest.SerializeToString,
+                response_deserializer=hub__pb2.PurgeResponse.FromString,
+                )
         self.GetSession = channel.unary_unary(
                 '/hubd.v1.Hub/GetSession',
                 request_serializer=hub__pb2.GetSessionRequest.SerializeToString,
@@ -205,6 +210,15 @@ class HubServicer(object):
 
     def Steer(self, request, context):
         """Steer writes an operator action into a live session (operators only).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Purge(self, request, context):
+        """Archives (unless the hub runs without an archive) and purges an ended
+        session whose whole tree ended, at once: operators only (PURGED
+        afterwards for every read).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -379,6 +393,11 @@ def add_HubServicer_to_server(servicer, server):
                     servicer.Steer,
                     request_deserializer=hub__pb2.SteerRequest.FromString,
                     response_serializer=hub__pb2.SendResponse.SerializeToString,
+            ),
+            'Purge': grpc.unary_unary_rpc_method_handler(
+                    servicer.Purge,
+                    request_deserializer=hub__pb2.PurgeRequest.FromString,
+                    response_serializer=hub__pb2.PurgeResponse.SerializeToString,
             ),
             'GetSession': grpc.unary_unary_rpc_method_handler(
                     servicer.GetSession,
@@ -611,6 +630,23 @@ class Hub(object):
         return grpc.experimental.unary_unary(request, target, '/hubd.v1.Hub/Steer',
             hub__pb2.SteerRequest.SerializeToString,
             hub__pb2.SendResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def Purge(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/hubd.v1.Hub/Purge',
+            hub__pb2.PurgeRequest.SerializeToString,
+            hub__pb2.PurgeResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

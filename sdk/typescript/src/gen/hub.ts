@@ -149,6 +149,13 @@ export enum Reason {
    * what the session has instead.
    */
   NOTHING_TO_STEER = 32,
+  /**
+   * PURGED - The session was purged by its retention policy or an operator: its
+   * records are gone from the log. ErrorInfo metadata "purged_at" (RFC
+   * 3339) says when, "archive" the archive file that holds it ("" when it
+   * was purged without an archive). Not retryable (docs/DATA.md).
+   */
+  PURGED = 33,
   UNRECOGNIZED = -1,
 }
 
@@ -253,6 +260,9 @@ export function reasonFromJSON(object: any): Reason {
     case 32:
     case "NOTHING_TO_STEER":
       return Reason.NOTHING_TO_STEER;
+    case 33:
+    case "PURGED":
+      return Reason.PURGED;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -328,6 +338,8 @@ export function reasonToJSON(object: Reason): string {
       return "STORAGE_FAILED";
     case Reason.NOTHING_TO_STEER:
       return "NOTHING_TO_STEER";
+    case Reason.PURGED:
+      return "PURGED";
     case Reason.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
@@ -839,7 +851,14 @@ export interface SessionMeta {
   /** The creator of the root session (who answers questions by default). */
   rootCreator: string;
   /** For a fork: the session and seq its state starts from. */
-  forkedFrom: ForkOrigin | undefined;
+  forkedFrom:
+    | ForkOrigin
+    | undefined;
+  /**
+   * How long the log keeps the session once its whole tree ended (the
+   * open's retention); unset: the hub's policy decides.
+   */
+  retention: Duration | undefined;
 }
 
 export interface SessionMeta_KnobsEntry {
@@ -986,6 +1005,12 @@ export interface OpenRequest {
    * with another). Every participant must be auto_accept.
    */
   task: string;
+  /**
+   * How long the log keeps the session once its whole tree ended, before
+   * it is archived and purged; unset: the hub's policy (a label rule of
+   * --retention-policy, else --retain-ended). At least 1s.
+   */
+  retention: Duration | undefined;
 }
 
 export interface OpenRequest_LabelsEntry {
@@ -1812,6 +1837,78 @@ export interface SteerRequest {
   sessionId: string;
   /** The action, with its reason; operator is set by the hub. */
   action: OperatorAction | undefined;
+}
+
+/** PurgeRequest asks an operator's purge of an ended session. */
+export interface PurgeRequest {
+  /** The session. */
+  sessionId: string;
+}
+
+/** PurgeResponse is a purged session's tombstone. */
+export interface PurgeResponse {
+  /** The session. */
+  sessionId: string;
+  /** When it was purged. */
+  purgedAt:
+    | Date
+    | undefined;
+  /** The archive file that holds it ("": purged without an archive). */
+  archive: string;
+}
+
+/**
+ * ArchiveRecord is one record of an archive file (docs/DATA.md), written
+ * length-delimited (a varint length, then the record): a header first,
+ * then per purged session its meta and its envelopes, then a checksum.
+ */
+export interface ArchiveRecord {
+  /** The file's first record. */
+  header?:
+    | ArchiveHeader
+    | undefined;
+  /** A session's metadata and why it was archived; its envelopes follow. */
+  session?:
+    | ArchivedSession
+    | undefined;
+  /** One envelope of the last session, in seq order. */
+  envelope?:
+    | Envelope
+    | undefined;
+  /**
+   * The CRC-32C (Castagnoli) of every byte of the file before this
+   * record: written after each session, so a file appended to stays
+   * verifiable to its last checksum.
+   */
+  checksum?: number | undefined;
+}
+
+/** ArchiveHeader opens an archive file. */
+export interface ArchiveHeader {
+  /** "hubd-archive". */
+  magic: string;
+  /** The format version, 1. */
+  version: number;
+  /** The UTC day the file holds ("2026-11-29"). */
+  day: string;
+}
+
+/** ArchivedSession is a session written to an archive. */
+export interface ArchivedSession {
+  /** The session's metadata as the log stored it. */
+  meta:
+    | SessionMeta
+    | undefined;
+  /** When it was archived (just before its purge). */
+  archivedAt:
+    | Date
+    | undefined;
+  /** When it ended (its last envelope's accepted_at). */
+  endedAt:
+    | Date
+    | undefined;
+  /** Its last seq: the envelopes that follow number 1 to last_seq. */
+  lastSeq: number;
 }
 
 function createBaseEnvelope(): Envelope {
@@ -4985,6 +5082,7 @@ function createBaseSessionMeta(): SessionMeta {
     previousSessionId: "",
     rootCreator: "",
     forkedFrom: undefined,
+    retention: undefined,
   };
 }
 
@@ -5057,6 +5155,9 @@ export const SessionMeta: MessageFns<SessionMeta> = {
     }
     if (message.forkedFrom !== undefined) {
       ForkOrigin.encode(message.forkedFrom, writer.uint32(178).fork()).join();
+    }
+    if (message.retention !== undefined) {
+      Duration.encode(message.retention, writer.uint32(186).fork()).join();
     }
     return writer;
   },
@@ -5256,6 +5357,14 @@ export const SessionMeta: MessageFns<SessionMeta> = {
             message.forkedFrom = ForkOrigin.decode(reader, reader.uint32());
             continue;
           }
+          case 23: {
+            if (tag !== 186) {
+              break;
+            }
+
+            message.retention = Duration.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5324,6 +5433,7 @@ export const SessionMeta: MessageFns<SessionMeta> = {
       previousSessionId: isSet(object.previous_session_id) ? globalThis.String(object.previous_session_id) : "",
       rootCreator: isSet(object.root_creator) ? globalThis.String(object.root_creator) : "",
       forkedFrom: isSet(object.forked_from) ? ForkOrigin.fromJSON(object.forked_from) : undefined,
+      retention: isSet(object.retention) ? Duration.fromJSON(object.retention) : undefined,
     };
   },
 
@@ -5407,6 +5517,9 @@ export const SessionMeta: MessageFns<SessionMeta> = {
     if (message.forkedFrom !== undefined) {
       obj.forked_from = ForkOrigin.toJSON(message.forkedFrom);
     }
+    if (message.retention !== undefined) {
+      obj.retention = Duration.toJSON(message.retention);
+    }
     return obj;
   },
 
@@ -5458,6 +5571,9 @@ export const SessionMeta: MessageFns<SessionMeta> = {
     message.rootCreator = object.rootCreator ?? "";
     message.forkedFrom = (object.forkedFrom !== undefined && object.forkedFrom !== null)
       ? ForkOrigin.fromPartial(object.forkedFrom)
+      : undefined;
+    message.retention = (object.retention !== undefined && object.retention !== null)
+      ? Duration.fromPartial(object.retention)
       : undefined;
     return message;
   },
@@ -6259,6 +6375,7 @@ function createBaseOpenRequest(): OpenRequest {
     budget: undefined,
     threadKey: "",
     task: "",
+    retention: undefined,
   };
 }
 
@@ -6307,6 +6424,9 @@ export const OpenRequest: MessageFns<OpenRequest> = {
     }
     if (message.task !== "") {
       writer.uint32(130).string(message.task);
+    }
+    if (message.retention !== undefined) {
+      Duration.encode(message.retention, writer.uint32(138).fork()).join();
     }
     return writer;
   },
@@ -6442,6 +6562,14 @@ export const OpenRequest: MessageFns<OpenRequest> = {
             message.task = reader.string();
             continue;
           }
+          case 17: {
+            if (tag !== 138) {
+              break;
+            }
+
+            message.retention = Duration.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -6500,6 +6628,7 @@ export const OpenRequest: MessageFns<OpenRequest> = {
       budget: isSet(object.budget) ? Budget.fromJSON(object.budget) : undefined,
       threadKey: isSet(object.thread_key) ? globalThis.String(object.thread_key) : "",
       task: isSet(object.task) ? globalThis.String(object.task) : "",
+      retention: isSet(object.retention) ? Duration.fromJSON(object.retention) : undefined,
     };
   },
 
@@ -6559,6 +6688,9 @@ export const OpenRequest: MessageFns<OpenRequest> = {
     if (message.task !== "") {
       obj.task = message.task;
     }
+    if (message.retention !== undefined) {
+      obj.retention = Duration.toJSON(message.retention);
+    }
     return obj;
   },
 
@@ -6603,6 +6735,9 @@ export const OpenRequest: MessageFns<OpenRequest> = {
       : undefined;
     message.threadKey = object.threadKey ?? "";
     message.task = object.task ?? "";
+    message.retention = (object.retention !== undefined && object.retention !== null)
+      ? Duration.fromPartial(object.retention)
+      : undefined;
     return message;
   },
 };
@@ -12764,6 +12899,517 @@ export const SteerRequest: MessageFns<SteerRequest> = {
     message.action = (object.action !== undefined && object.action !== null)
       ? OperatorAction.fromPartial(object.action)
       : undefined;
+    return message;
+  },
+};
+
+function createBasePurgeRequest(): PurgeRequest {
+  return { sessionId: "" };
+}
+
+export const PurgeRequest: MessageFns<PurgeRequest> = {
+  encode(message: PurgeRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.sessionId !== "") {
+      writer.uint32(10).string(message.sessionId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PurgeRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePurgeRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.sessionId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PurgeRequest {
+    return { sessionId: isSet(object.session_id) ? globalThis.String(object.session_id) : "" };
+  },
+
+  toJSON(message: PurgeRequest): unknown {
+    const obj: any = {};
+    if (message.sessionId !== "") {
+      obj.session_id = message.sessionId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PurgeRequest>, I>>(base?: I): PurgeRequest {
+    return PurgeRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PurgeRequest>, I>>(object: I): PurgeRequest {
+    const message = createBasePurgeRequest();
+    message.sessionId = object.sessionId ?? "";
+    return message;
+  },
+};
+
+function createBasePurgeResponse(): PurgeResponse {
+  return { sessionId: "", purgedAt: undefined, archive: "" };
+}
+
+export const PurgeResponse: MessageFns<PurgeResponse> = {
+  encode(message: PurgeResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.sessionId !== "") {
+      writer.uint32(10).string(message.sessionId);
+    }
+    if (message.purgedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.purgedAt), writer.uint32(18).fork()).join();
+    }
+    if (message.archive !== "") {
+      writer.uint32(26).string(message.archive);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PurgeResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePurgeResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.sessionId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.purgedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.archive = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PurgeResponse {
+    return {
+      sessionId: isSet(object.session_id) ? globalThis.String(object.session_id) : "",
+      purgedAt: isSet(object.purged_at) ? fromJsonTimestamp(object.purged_at) : undefined,
+      archive: isSet(object.archive) ? globalThis.String(object.archive) : "",
+    };
+  },
+
+  toJSON(message: PurgeResponse): unknown {
+    const obj: any = {};
+    if (message.sessionId !== "") {
+      obj.session_id = message.sessionId;
+    }
+    if (message.purgedAt !== undefined) {
+      obj.purged_at = message.purgedAt.toISOString();
+    }
+    if (message.archive !== "") {
+      obj.archive = message.archive;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PurgeResponse>, I>>(base?: I): PurgeResponse {
+    return PurgeResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PurgeResponse>, I>>(object: I): PurgeResponse {
+    const message = createBasePurgeResponse();
+    message.sessionId = object.sessionId ?? "";
+    message.purgedAt = object.purgedAt ?? undefined;
+    message.archive = object.archive ?? "";
+    return message;
+  },
+};
+
+function createBaseArchiveRecord(): ArchiveRecord {
+  return { header: undefined, session: undefined, envelope: undefined, checksum: undefined };
+}
+
+export const ArchiveRecord: MessageFns<ArchiveRecord> = {
+  encode(message: ArchiveRecord, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.header !== undefined) {
+      ArchiveHeader.encode(message.header, writer.uint32(10).fork()).join();
+    }
+    if (message.session !== undefined) {
+      ArchivedSession.encode(message.session, writer.uint32(18).fork()).join();
+    }
+    if (message.envelope !== undefined) {
+      Envelope.encode(message.envelope, writer.uint32(26).fork()).join();
+    }
+    if (message.checksum !== undefined) {
+      writer.uint32(37).fixed32(message.checksum);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ArchiveRecord {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseArchiveRecord();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.header = ArchiveHeader.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.session = ArchivedSession.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.envelope = Envelope.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 37) {
+              break;
+            }
+
+            message.checksum = reader.fixed32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ArchiveRecord {
+    return {
+      header: isSet(object.header) ? ArchiveHeader.fromJSON(object.header) : undefined,
+      session: isSet(object.session) ? ArchivedSession.fromJSON(object.session) : undefined,
+      envelope: isSet(object.envelope) ? Envelope.fromJSON(object.envelope) : undefined,
+      checksum: isSet(object.checksum) ? globalThis.Number(object.checksum) : undefined,
+    };
+  },
+
+  toJSON(message: ArchiveRecord): unknown {
+    const obj: any = {};
+    if (message.header !== undefined) {
+      obj.header = ArchiveHeader.toJSON(message.header);
+    }
+    if (message.session !== undefined) {
+      obj.session = ArchivedSession.toJSON(message.session);
+    }
+    if (message.envelope !== undefined) {
+      obj.envelope = Envelope.toJSON(message.envelope);
+    }
+    if (message.checksum !== undefined) {
+      obj.checksum = Math.round(message.checksum);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ArchiveRecord>, I>>(base?: I): ArchiveRecord {
+    return ArchiveRecord.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ArchiveRecord>, I>>(object: I): ArchiveRecord {
+    const message = createBaseArchiveRecord();
+    message.header = (object.header !== undefined && object.header !== null)
+      ? ArchiveHeader.fromPartial(object.header)
+      : undefined;
+    message.session = (object.session !== undefined && object.session !== null)
+      ? ArchivedSession.fromPartial(object.session)
+      : undefined;
+    message.envelope = (object.envelope !== undefined && object.envelope !== null)
+      ? Envelope.fromPartial(object.envelope)
+      : undefined;
+    message.checksum = object.checksum ?? undefined;
+    return message;
+  },
+};
+
+function createBaseArchiveHeader(): ArchiveHeader {
+  return { magic: "", version: 0, day: "" };
+}
+
+export const ArchiveHeader: MessageFns<ArchiveHeader> = {
+  encode(message: ArchiveHeader, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.magic !== "") {
+      writer.uint32(10).string(message.magic);
+    }
+    if (message.version !== 0) {
+      writer.uint32(16).uint32(message.version);
+    }
+    if (message.day !== "") {
+      writer.uint32(26).string(message.day);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ArchiveHeader {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseArchiveHeader();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.magic = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.version = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.day = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ArchiveHeader {
+    return {
+      magic: isSet(object.magic) ? globalThis.String(object.magic) : "",
+      version: isSet(object.version) ? globalThis.Number(object.version) : 0,
+      day: isSet(object.day) ? globalThis.String(object.day) : "",
+    };
+  },
+
+  toJSON(message: ArchiveHeader): unknown {
+    const obj: any = {};
+    if (message.magic !== "") {
+      obj.magic = message.magic;
+    }
+    if (message.version !== 0) {
+      obj.version = Math.round(message.version);
+    }
+    if (message.day !== "") {
+      obj.day = message.day;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ArchiveHeader>, I>>(base?: I): ArchiveHeader {
+    return ArchiveHeader.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ArchiveHeader>, I>>(object: I): ArchiveHeader {
+    const message = createBaseArchiveHeader();
+    message.magic = object.magic ?? "";
+    message.version = object.version ?? 0;
+    message.day = object.day ?? "";
+    return message;
+  },
+};
+
+function createBaseArchivedSession(): ArchivedSession {
+  return { meta: undefined, archivedAt: undefined, endedAt: undefined, lastSeq: 0 };
+}
+
+export const ArchivedSession: MessageFns<ArchivedSession> = {
+  encode(message: ArchivedSession, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.meta !== undefined) {
+      SessionMeta.encode(message.meta, writer.uint32(10).fork()).join();
+    }
+    if (message.archivedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.archivedAt), writer.uint32(18).fork()).join();
+    }
+    if (message.endedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.endedAt), writer.uint32(26).fork()).join();
+    }
+    if (message.lastSeq !== 0) {
+      writer.uint32(32).uint64(message.lastSeq);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ArchivedSession {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseArchivedSession();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.meta = SessionMeta.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.archivedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.endedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.lastSeq = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ArchivedSession {
+    return {
+      meta: isSet(object.meta) ? SessionMeta.fromJSON(object.meta) : undefined,
+      archivedAt: isSet(object.archived_at) ? fromJsonTimestamp(object.archived_at) : undefined,
+      endedAt: isSet(object.ended_at) ? fromJsonTimestamp(object.ended_at) : undefined,
+      lastSeq: isSet(object.last_seq) ? globalThis.Number(object.last_seq) : 0,
+    };
+  },
+
+  toJSON(message: ArchivedSession): unknown {
+    const obj: any = {};
+    if (message.meta !== undefined) {
+      obj.meta = SessionMeta.toJSON(message.meta);
+    }
+    if (message.archivedAt !== undefined) {
+      obj.archived_at = message.archivedAt.toISOString();
+    }
+    if (message.endedAt !== undefined) {
+      obj.ended_at = message.endedAt.toISOString();
+    }
+    if (message.lastSeq !== 0) {
+      obj.last_seq = Math.round(message.lastSeq);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ArchivedSession>, I>>(base?: I): ArchivedSession {
+    return ArchivedSession.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ArchivedSession>, I>>(object: I): ArchivedSession {
+    const message = createBaseArchivedSession();
+    message.meta = (object.meta !== undefined && object.meta !== null)
+      ? SessionMeta.fromPartial(object.meta)
+      : undefined;
+    message.archivedAt = object.archivedAt ?? undefined;
+    message.endedAt = object.endedAt ?? undefined;
+    message.lastSeq = object.lastSeq ?? 0;
     return message;
   },
 };

@@ -46,6 +46,8 @@ import {
   OpenResponse,
   PendingTurnsRequest,
   PendingTurnsResponse,
+  PurgeRequest,
+  PurgeResponse,
   ReadLogRequest,
   ReadLogResponse,
   ReplayRequest,
@@ -191,6 +193,20 @@ export const HubService = {
     requestDeserialize: (value: Buffer): SteerRequest => SteerRequest.decode(value),
     responseSerialize: (value: SendResponse): Buffer => Buffer.from(SendResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): SendResponse => SendResponse.decode(value),
+  },
+  /**
+   * Archives (unless the hub runs without an archive) and purges an ended
+   * session whose whole tree ended, at once: operators only (PURGED
+   * afterwards for every read).
+   */
+  purge: {
+    path: "/hubd.v1.Hub/Purge" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: PurgeRequest): Buffer => Buffer.from(PurgeRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): PurgeRequest => PurgeRequest.decode(value),
+    responseSerialize: (value: PurgeResponse): Buffer => Buffer.from(PurgeResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): PurgeResponse => PurgeResponse.decode(value),
   },
   /** GetSession returns a session's metadata and current state. */
   getSession: {
@@ -419,6 +435,12 @@ export interface HubServer extends UntypedServiceImplementation {
   fork: handleUnaryCall<ForkRequest, ForkResponse>;
   /** Steer writes an operator action into a live session (operators only). */
   steer: handleUnaryCall<SteerRequest, SendResponse>;
+  /**
+   * Archives (unless the hub runs without an archive) and purges an ended
+   * session whose whole tree ended, at once: operators only (PURGED
+   * afterwards for every read).
+   */
+  purge: handleUnaryCall<PurgeRequest, PurgeResponse>;
   /** GetSession returns a session's metadata and current state. */
   getSession: handleUnaryCall<GetSessionRequest, SessionInfo>;
   /**
@@ -639,6 +661,26 @@ export interface HubClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: SendResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Archives (unless the hub runs without an archive) and purges an ended
+   * session whose whole tree ended, at once: operators only (PURGED
+   * afterwards for every read).
+   */
+  purge(
+    request: PurgeRequest,
+    callback: (error: ServiceError | null, response: PurgeResponse) => void,
+  ): ClientUnaryCall;
+  purge(
+    request: PurgeRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: PurgeResponse) => void,
+  ): ClientUnaryCall;
+  purge(
+    request: PurgeRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: PurgeResponse) => void,
   ): ClientUnaryCall;
   /** GetSession returns a session's metadata and current state. */
   getSession(
