@@ -55,10 +55,11 @@ const (
 // a cancelled one is never reused, as the queue may still point to it.
 type request struct {
 	writes []Write
-	size   int          // bytes charged against MaxBatchBytes
-	state  atomic.Int32 // stateQueued, stateTaken or stateCancelled
-	err    error        // outcome, set by the committer
-	done   chan error   // capacity 1; receives err once
+	op     func(c *committer) error // an exclusive operation, run alone instead of writes
+	size   int                      // bytes charged against MaxBatchBytes
+	state  atomic.Int32             // stateQueued, stateTaken or stateCancelled
+	err    error                    // outcome, set by the committer
+	done   chan error               // capacity 1; receives err once
 }
 
 // Append writes all writes atomically, in one badger transaction shared
@@ -127,7 +128,7 @@ func (l *Log) enqueue(r *request) bool {
 
 // release returns a finished request to the pool.
 func (l *Log) release(r *request) {
-	r.writes, r.err = nil, nil
+	r.writes, r.err, r.op = nil, nil, nil
 	l.reqPool.Put(r)
 }
 

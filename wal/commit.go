@@ -82,6 +82,11 @@ func (c *committer) run() {
 			h()
 		}
 		size, closed := c.take()
+		if len(c.batch) == 1 && c.batch[0].op != nil {
+			c.batch[0].err = c.batch[0].op(c)
+			c.answer()
+			continue
+		}
 		if len(c.batch) > 0 {
 			if h := c.l.hooks.afterTake; h != nil {
 				h()
@@ -198,12 +203,16 @@ func (c *committer) take() (size int, closed bool) {
 	i := 0
 	for ; i < len(l.queue); i++ {
 		r := l.queue[i]
-		if len(c.batch) > 0 && size+r.size > l.limits.batch {
-			break
+		if len(c.batch) > 0 && (r.op != nil || size+r.size > l.limits.batch) {
+			break // an exclusive operation runs alone, after the writes before it
 		}
 		if r.state.CompareAndSwap(stateQueued, stateTaken) {
 			c.batch = append(c.batch, r)
 			size += r.size
+			if r.op != nil {
+				i++
+				break
+			}
 		}
 	}
 	n := copy(l.queue, l.queue[i:])

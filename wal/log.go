@@ -98,6 +98,8 @@ type testHooks struct {
 	// wrapSegment replaces each journal segment's file, to fail as a
 	// broken disk would.
 	wrapSegment func(segmentFile) segmentFile
+	// afterDropPrefix runs in Scrub once badger has dropped the ranges.
+	afterDropPrefix func()
 }
 
 // Open opens (creating it if needed) the log in opts.Dir, or an in-memory

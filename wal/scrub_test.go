@@ -1,0 +1,184 @@
+package wal
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// filesHolding lists the files under dir whose bytes contain needle.
+func filesHolding(t *testing.T, dir string, needle []byte) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		found, err := holds(p, needle)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // deleted while walking
+		}
+		if found {
+			out = append(out, filepath.Base(p))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// holds says whether the file at p contains needle, reading only its data:
+// badger preallocates its files sparse, a gigabyte of holes for a value
+// log, which lseek's SEEK_DATA and SEEK_HOLE step over.
+func holds(p string, needle []byte) (bool, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	const seekData, seekHole = 3, 4
+	buf := make([]byte, 1<<20)
+	var off int64
+	for {
+		start, err := f.Seek(off, seekData)
+		if err != nil {
+			return false, nil // ENXIO: no data past off
+		}
+		end, err := f.Seek(start, seekHole)
+		if err != nil {
+			return false, err
+		}
+		for pos := start; pos < end; {
+			n, err := f.ReadAt(buf[:min(int64(len(buf)), end-pos)], pos)
+			if bytes.Contains(buf[:n], needle) {
+				return true, nil
+			}
+			if err != nil && !errors.Is(err, io.EOF) {
+				return false, err
+			}
+			if n == 0 {
+				break
+			}
+			pos += int64(max(n-len(needle)+1, 1)) // chunks overlap by the needle's length
+		}
+		off = end
+	}
+}
+
+// TestScrubLeavesNoByte writes a session whose records and metadata hold
+// a secret, across memtables, tables (a flush) and the journal; deletes
+// its keys as a transaction would (they stay in the files), then scrubs
+// it: no file of the data directory holds the secret any more, before and
+// after a restart, and the other sessions are intact.
+func TestScrubLeavesNoByte(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	secret := []byte("the-secret-of-session-seven")
+	erased, kept := sid(7), sid(8)
+	w := Write{Session: erased, Meta: append([]byte("meta:"), secret...)}
+	for seq := uint64(1); seq <= 40; seq++ {
+		w.Records = append(w.Records, Record{Seq: seq, Data: append(bytes.Repeat([]byte{'x'}, 2000), secret...)})
+	}
+	mustAppend(t, l, w, mkWrite(kept, 1, 5))
+	if err := l.db.DropPrefix([]byte{0x7f}); err != nil { // nothing there: no flush
+		t.Fatal(err)
+	}
+	mustAppend(t, l, Write{Session: erased, Records: []Record{{Seq: 41, Data: secret}}}, mkWrite(kept, 6, 5))
+	if got := filesHolding(t, dir, secret); len(got) == 0 {
+		t.Fatal("the secret is in no file before the scrub: the test sees nothing")
+	}
+	for _, k := range [][]byte{appendSessionKey(nil, kindMeta, erased), appendSessionKey(nil, kindHead, erased)} {
+		rawDelete(t, l, k)
+	}
+	if got := filesHolding(t, dir, secret); len(got) == 0 {
+		t.Fatal("deleting the keys removed the bytes: the test shows nothing")
+	}
+	if err := l.Scrub(ctx, erased); err != nil {
+		t.Fatal(err)
+	}
+	if got := filesHolding(t, dir, secret); len(got) > 0 {
+		t.Errorf("after the scrub the secret is still in %v", got)
+	}
+	mustAppend(t, l, mkWrite(kept, 11, 2)) // appends go on
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l, err = Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if got := filesHolding(t, dir, secret); len(got) > 0 {
+		t.Errorf("after a restart the secret is in %v", got)
+	}
+	verifySession(t, l, kept, 12)
+	if m, err := l.Meta(ctx, erased); !errors.Is(err, ErrNotFound) || m != nil {
+		t.Errorf("the scrubbed session's metadata: %q %v", m, err)
+	}
+}
+
+func rawDelete(t *testing.T, l *Log, k []byte) {
+	t.Helper()
+	txn := l.db.NewTransaction(true)
+	defer txn.Discard()
+	if err := txn.Delete(k); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestScrubBesideAppends scrubs sessions while others append: every
+// append is answered and stored, the scrubbed sessions are gone.
+func TestScrubBesideAppends(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx := context.Background()
+	for i := range 4 {
+		mustAppend(t, l, mkWrite(sid(100+i), 1, 3))
+	}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for seq := uint64(1); seq <= 50; seq++ {
+				if err := l.Append(ctx, mkWrite(sid(w), seq, 1)); err != nil {
+					t.Errorf("writer %d seq %d: %v", w, seq, err)
+					return
+				}
+			}
+		}()
+	}
+	for i := range 4 {
+		if err := l.Scrub(ctx, sid(100+i)); err != nil {
+			t.Errorf("scrub %d: %v", i, err)
+		}
+	}
+	wg.Wait()
+	for w := range 4 {
+		verifySession(t, l, sid(w), 50)
+	}
+	for i := range 4 {
+		if _, err := l.Meta(ctx, sid(100+i)); !errors.Is(err, ErrNotFound) {
+			t.Errorf("session %d after its scrub: %v", 100+i, err)
+		}
+	}
+}
