@@ -141,6 +141,12 @@ const (
 	// 3339) says when, "archive" the archive file that holds it ("" when it
 	// was purged without an archive). Not retryable (docs/DATA.md).
 	Reason_PURGED Reason = 33
+	// The session was erased on an operator's request: its content (texts,
+	// packets, context values, labels) is gone from the log, the archives
+	// and the caches; a tombstone remains. ErrorInfo metadata "erased_at"
+	// (RFC 3339), "erased_by" (the operator) and "reason" (theirs). Not
+	// retryable (docs/DATA.md).
+	Reason_ERASED Reason = 34
 )
 
 // Enum value maps for Reason.
@@ -180,6 +186,7 @@ var (
 		31: "STORAGE_FAILED",
 		32: "NOTHING_TO_STEER",
 		33: "PURGED",
+		34: "ERASED",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":       0,
@@ -216,6 +223,7 @@ var (
 		"STORAGE_FAILED":           31,
 		"NOTHING_TO_STEER":         32,
 		"PURGED":                   33,
+		"ERASED":                   34,
 	}
 )
 
@@ -6707,6 +6715,205 @@ func (x *PurgeResponse) GetArchive() string {
 	return ""
 }
 
+// EraseRequest names the sessions an operator erases: by id, by thread
+// (every session of a creator's thread), by participant (every session the
+// agent takes part in), or any of these together. A reason is required.
+type EraseRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Sessions by id.
+	SessionIds []string `protobuf:"bytes,1,rep,name=session_ids,json=sessionIds,proto3" json:"session_ids,omitempty"`
+	// A thread: its key and its creator (a thread key is the creator's).
+	ThreadKey string `protobuf:"bytes,2,opt,name=thread_key,json=threadKey,proto3" json:"thread_key,omitempty"`
+	Creator   string `protobuf:"bytes,3,opt,name=creator,proto3" json:"creator,omitempty"`
+	// Every session this agent takes part in.
+	Participant string `protobuf:"bytes,4,opt,name=participant,proto3" json:"participant,omitempty"`
+	// Why, in the operator's words: kept in each tombstone.
+	Reason        string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EraseRequest) Reset() {
+	*x = EraseRequest{}
+	mi := &file_hub_proto_msgTypes[79]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EraseRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EraseRequest) ProtoMessage() {}
+
+func (x *EraseRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[79]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EraseRequest.ProtoReflect.Descriptor instead.
+func (*EraseRequest) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{79}
+}
+
+func (x *EraseRequest) GetSessionIds() []string {
+	if x != nil {
+		return x.SessionIds
+	}
+	return nil
+}
+
+func (x *EraseRequest) GetThreadKey() string {
+	if x != nil {
+		return x.ThreadKey
+	}
+	return ""
+}
+
+func (x *EraseRequest) GetCreator() string {
+	if x != nil {
+		return x.Creator
+	}
+	return ""
+}
+
+func (x *EraseRequest) GetParticipant() string {
+	if x != nil {
+		return x.Participant
+	}
+	return ""
+}
+
+func (x *EraseRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// EraseResponse lists the sessions erased.
+type EraseResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Sessions      []*ErasedSession       `protobuf:"bytes,1,rep,name=sessions,proto3" json:"sessions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EraseResponse) Reset() {
+	*x = EraseResponse{}
+	mi := &file_hub_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EraseResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EraseResponse) ProtoMessage() {}
+
+func (x *EraseResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EraseResponse.ProtoReflect.Descriptor instead.
+func (*EraseResponse) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{80}
+}
+
+func (x *EraseResponse) GetSessions() []*ErasedSession {
+	if x != nil {
+		return x.Sessions
+	}
+	return nil
+}
+
+// ErasedSession is what remains of an erased session: its tombstone.
+type ErasedSession struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	ErasedAt  *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=erased_at,json=erasedAt,proto3" json:"erased_at,omitempty"`
+	// The operator who erased it.
+	ErasedBy string `protobuf:"bytes,3,opt,name=erased_by,json=erasedBy,proto3" json:"erased_by,omitempty"`
+	// The reason given.
+	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ErasedSession) Reset() {
+	*x = ErasedSession{}
+	mi := &file_hub_proto_msgTypes[81]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ErasedSession) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ErasedSession) ProtoMessage() {}
+
+func (x *ErasedSession) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[81]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ErasedSession.ProtoReflect.Descriptor instead.
+func (*ErasedSession) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{81}
+}
+
+func (x *ErasedSession) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ErasedSession) GetErasedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ErasedAt
+	}
+	return nil
+}
+
+func (x *ErasedSession) GetErasedBy() string {
+	if x != nil {
+		return x.ErasedBy
+	}
+	return ""
+}
+
+func (x *ErasedSession) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // ArchiveRecord is one record of an archive file (docs/DATA.md), written
 // length-delimited (a varint length, then the record): a header first,
 // then per purged session its meta and its envelopes, then a checksum.
@@ -6725,7 +6932,7 @@ type ArchiveRecord struct {
 
 func (x *ArchiveRecord) Reset() {
 	*x = ArchiveRecord{}
-	mi := &file_hub_proto_msgTypes[79]
+	mi := &file_hub_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6737,7 +6944,7 @@ func (x *ArchiveRecord) String() string {
 func (*ArchiveRecord) ProtoMessage() {}
 
 func (x *ArchiveRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[79]
+	mi := &file_hub_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6750,7 +6957,7 @@ func (x *ArchiveRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArchiveRecord.ProtoReflect.Descriptor instead.
 func (*ArchiveRecord) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{79}
+	return file_hub_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *ArchiveRecord) GetRecord() isArchiveRecord_Record {
@@ -6845,7 +7052,7 @@ type ArchiveHeader struct {
 
 func (x *ArchiveHeader) Reset() {
 	*x = ArchiveHeader{}
-	mi := &file_hub_proto_msgTypes[80]
+	mi := &file_hub_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6857,7 +7064,7 @@ func (x *ArchiveHeader) String() string {
 func (*ArchiveHeader) ProtoMessage() {}
 
 func (x *ArchiveHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[80]
+	mi := &file_hub_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6870,7 +7077,7 @@ func (x *ArchiveHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArchiveHeader.ProtoReflect.Descriptor instead.
 func (*ArchiveHeader) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{80}
+	return file_hub_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ArchiveHeader) GetMagic() string {
@@ -6911,7 +7118,7 @@ type ArchivedSession struct {
 
 func (x *ArchivedSession) Reset() {
 	*x = ArchivedSession{}
-	mi := &file_hub_proto_msgTypes[81]
+	mi := &file_hub_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6923,7 +7130,7 @@ func (x *ArchivedSession) String() string {
 func (*ArchivedSession) ProtoMessage() {}
 
 func (x *ArchivedSession) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[81]
+	mi := &file_hub_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6936,7 +7143,7 @@ func (x *ArchivedSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArchivedSession.ProtoReflect.Descriptor instead.
 func (*ArchivedSession) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{81}
+	return file_hub_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *ArchivedSession) GetMeta() *SessionMeta {
@@ -7501,7 +7708,23 @@ const file_hub_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x127\n" +
 	"\tpurged_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bpurgedAt\x12\x18\n" +
-	"\aarchive\x18\x03 \x01(\tR\aarchive\"\xd0\x01\n" +
+	"\aarchive\x18\x03 \x01(\tR\aarchive\"\xa2\x01\n" +
+	"\fEraseRequest\x12\x1f\n" +
+	"\vsession_ids\x18\x01 \x03(\tR\n" +
+	"sessionIds\x12\x1d\n" +
+	"\n" +
+	"thread_key\x18\x02 \x01(\tR\tthreadKey\x12\x18\n" +
+	"\acreator\x18\x03 \x01(\tR\acreator\x12 \n" +
+	"\vparticipant\x18\x04 \x01(\tR\vparticipant\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\"C\n" +
+	"\rEraseResponse\x122\n" +
+	"\bsessions\x18\x01 \x03(\v2\x16.hubd.v1.ErasedSessionR\bsessions\"\x9c\x01\n" +
+	"\rErasedSession\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x127\n" +
+	"\terased_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\berasedAt\x12\x1b\n" +
+	"\terased_by\x18\x03 \x01(\tR\berasedBy\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"\xd0\x01\n" +
 	"\rArchiveRecord\x120\n" +
 	"\x06header\x18\x01 \x01(\v2\x16.hubd.v1.ArchiveHeaderH\x00R\x06header\x124\n" +
 	"\asession\x18\x02 \x01(\v2\x18.hubd.v1.ArchivedSessionH\x00R\asession\x12/\n" +
@@ -7517,7 +7740,7 @@ const file_hub_proto_rawDesc = "" +
 	"\varchived_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"archivedAt\x125\n" +
 	"\bended_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\x12\x19\n" +
-	"\blast_seq\x18\x04 \x01(\x04R\alastSeq*\xa2\x05\n" +
+	"\blast_seq\x18\x04 \x01(\x04R\alastSeq*\xae\x05\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vOUT_OF_TURN\x10\x01\x12\x13\n" +
@@ -7555,7 +7778,9 @@ const file_hub_proto_rawDesc = "" +
 	"\x0eSTORAGE_FAILED\x10\x1f\x12\x14\n" +
 	"\x10NOTHING_TO_STEER\x10 \x12\n" +
 	"\n" +
-	"\x06PURGED\x10!B\"Z github.com/hubd/hubd/hubpb;hubpbb\x06proto3"
+	"\x06PURGED\x10!\x12\n" +
+	"\n" +
+	"\x06ERASED\x10\"B\"Z github.com/hubd/hubd/hubpb;hubpbb\x06proto3"
 
 var (
 	file_hub_proto_rawDescOnce sync.Once
@@ -7570,7 +7795,7 @@ func file_hub_proto_rawDescGZIP() []byte {
 }
 
 var file_hub_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 93)
+var file_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 96)
 var file_hub_proto_goTypes = []any{
 	(Reason)(0),                   // 0: hubd.v1.Reason
 	(*Envelope)(nil),              // 1: hubd.v1.Envelope
@@ -7652,24 +7877,27 @@ var file_hub_proto_goTypes = []any{
 	(*SteerRequest)(nil),          // 77: hubd.v1.SteerRequest
 	(*PurgeRequest)(nil),          // 78: hubd.v1.PurgeRequest
 	(*PurgeResponse)(nil),         // 79: hubd.v1.PurgeResponse
-	(*ArchiveRecord)(nil),         // 80: hubd.v1.ArchiveRecord
-	(*ArchiveHeader)(nil),         // 81: hubd.v1.ArchiveHeader
-	(*ArchivedSession)(nil),       // 82: hubd.v1.ArchivedSession
-	nil,                           // 83: hubd.v1.ContextUpdate.SetEntry
-	nil,                           // 84: hubd.v1.SessionMeta.KnobsEntry
-	nil,                           // 85: hubd.v1.SessionMeta.LabelsEntry
-	nil,                           // 86: hubd.v1.ForkRequest.LabelsEntry
-	nil,                           // 87: hubd.v1.OpenRequest.LabelsEntry
-	nil,                           // 88: hubd.v1.OpenRequest.KnobsEntry
-	nil,                           // 89: hubd.v1.SessionInfo.ContextEntry
-	nil,                           // 90: hubd.v1.ListSessionsRequest.LabelsEntry
-	nil,                           // 91: hubd.v1.SubscribeRequest.CursorsEntry
-	nil,                           // 92: hubd.v1.WatchRequest.CursorsEntry
-	nil,                           // 93: hubd.v1.StreamError.MetadataEntry
-	(*timestamppb.Timestamp)(nil), // 94: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),       // 95: google.protobuf.Struct
-	(*durationpb.Duration)(nil),   // 96: google.protobuf.Duration
-	(*structpb.Value)(nil),        // 97: google.protobuf.Value
+	(*EraseRequest)(nil),          // 80: hubd.v1.EraseRequest
+	(*EraseResponse)(nil),         // 81: hubd.v1.EraseResponse
+	(*ErasedSession)(nil),         // 82: hubd.v1.ErasedSession
+	(*ArchiveRecord)(nil),         // 83: hubd.v1.ArchiveRecord
+	(*ArchiveHeader)(nil),         // 84: hubd.v1.ArchiveHeader
+	(*ArchivedSession)(nil),       // 85: hubd.v1.ArchivedSession
+	nil,                           // 86: hubd.v1.ContextUpdate.SetEntry
+	nil,                           // 87: hubd.v1.SessionMeta.KnobsEntry
+	nil,                           // 88: hubd.v1.SessionMeta.LabelsEntry
+	nil,                           // 89: hubd.v1.ForkRequest.LabelsEntry
+	nil,                           // 90: hubd.v1.OpenRequest.LabelsEntry
+	nil,                           // 91: hubd.v1.OpenRequest.KnobsEntry
+	nil,                           // 92: hubd.v1.SessionInfo.ContextEntry
+	nil,                           // 93: hubd.v1.ListSessionsRequest.LabelsEntry
+	nil,                           // 94: hubd.v1.SubscribeRequest.CursorsEntry
+	nil,                           // 95: hubd.v1.WatchRequest.CursorsEntry
+	nil,                           // 96: hubd.v1.StreamError.MetadataEntry
+	(*timestamppb.Timestamp)(nil), // 97: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),       // 98: google.protobuf.Struct
+	(*durationpb.Duration)(nil),   // 99: google.protobuf.Duration
+	(*structpb.Value)(nil),        // 100: google.protobuf.Value
 }
 var file_hub_proto_depIdxs = []int32{
 	2,   // 0: hubd.v1.Envelope.audience:type_name -> hubd.v1.Audience
@@ -7691,69 +7919,69 @@ var file_hub_proto_depIdxs = []int32{
 	26,  // 16: hubd.v1.Envelope.fork:type_name -> hubd.v1.Fork
 	75,  // 17: hubd.v1.Envelope.operator_action:type_name -> hubd.v1.OperatorAction
 	20,  // 18: hubd.v1.Envelope.call:type_name -> hubd.v1.Call
-	94,  // 19: hubd.v1.Envelope.accepted_at:type_name -> google.protobuf.Timestamp
+	97,  // 19: hubd.v1.Envelope.accepted_at:type_name -> google.protobuf.Timestamp
 	5,   // 20: hubd.v1.Packet.routing:type_name -> hubd.v1.Routing
 	6,   // 21: hubd.v1.Packet.context_updates:type_name -> hubd.v1.ContextUpdate
 	7,   // 22: hubd.v1.Packet.usage:type_name -> hubd.v1.Usage
-	83,  // 23: hubd.v1.ContextUpdate.set:type_name -> hubd.v1.ContextUpdate.SetEntry
-	94,  // 24: hubd.v1.Violation.since:type_name -> google.protobuf.Timestamp
+	86,  // 23: hubd.v1.ContextUpdate.set:type_name -> hubd.v1.ContextUpdate.SetEntry
+	97,  // 24: hubd.v1.Violation.since:type_name -> google.protobuf.Timestamp
 	12,  // 25: hubd.v1.Question.options:type_name -> hubd.v1.Option
-	95,  // 26: hubd.v1.Question.schema:type_name -> google.protobuf.Struct
-	96,  // 27: hubd.v1.Question.within:type_name -> google.protobuf.Duration
-	95,  // 28: hubd.v1.ToolCall.arguments:type_name -> google.protobuf.Struct
-	97,  // 29: hubd.v1.ToolResult.result:type_name -> google.protobuf.Value
+	98,  // 26: hubd.v1.Question.schema:type_name -> google.protobuf.Struct
+	99,  // 27: hubd.v1.Question.within:type_name -> google.protobuf.Duration
+	98,  // 28: hubd.v1.ToolCall.arguments:type_name -> google.protobuf.Struct
+	100, // 29: hubd.v1.ToolResult.result:type_name -> google.protobuf.Value
 	7,   // 30: hubd.v1.DelegationResult.usage:type_name -> hubd.v1.Usage
-	96,  // 31: hubd.v1.Expectation.within:type_name -> google.protobuf.Duration
+	99,  // 31: hubd.v1.Expectation.within:type_name -> google.protobuf.Duration
 	22,  // 32: hubd.v1.Expectations.items:type_name -> hubd.v1.Expectation
 	21,  // 33: hubd.v1.SessionMeta.participants:type_name -> hubd.v1.Participant
-	84,  // 34: hubd.v1.SessionMeta.knobs:type_name -> hubd.v1.SessionMeta.KnobsEntry
-	85,  // 35: hubd.v1.SessionMeta.labels:type_name -> hubd.v1.SessionMeta.LabelsEntry
-	96,  // 36: hubd.v1.SessionMeta.ttl:type_name -> google.protobuf.Duration
-	96,  // 37: hubd.v1.SessionMeta.invite_timeout:type_name -> google.protobuf.Duration
+	87,  // 34: hubd.v1.SessionMeta.knobs:type_name -> hubd.v1.SessionMeta.KnobsEntry
+	88,  // 35: hubd.v1.SessionMeta.labels:type_name -> hubd.v1.SessionMeta.LabelsEntry
+	99,  // 36: hubd.v1.SessionMeta.ttl:type_name -> google.protobuf.Duration
+	99,  // 37: hubd.v1.SessionMeta.invite_timeout:type_name -> google.protobuf.Duration
 	22,  // 38: hubd.v1.SessionMeta.expectations:type_name -> hubd.v1.Expectation
-	94,  // 39: hubd.v1.SessionMeta.created_at:type_name -> google.protobuf.Timestamp
+	97,  // 39: hubd.v1.SessionMeta.created_at:type_name -> google.protobuf.Timestamp
 	29,  // 40: hubd.v1.SessionMeta.budget:type_name -> hubd.v1.Budget
 	25,  // 41: hubd.v1.SessionMeta.forked_from:type_name -> hubd.v1.ForkOrigin
-	96,  // 42: hubd.v1.SessionMeta.retention:type_name -> google.protobuf.Duration
+	99,  // 42: hubd.v1.SessionMeta.retention:type_name -> google.protobuf.Duration
 	25,  // 43: hubd.v1.Fork.origin:type_name -> hubd.v1.ForkOrigin
 	6,   // 44: hubd.v1.Fork.context:type_name -> hubd.v1.ContextUpdate
 	6,   // 45: hubd.v1.ForkRequest.context:type_name -> hubd.v1.ContextUpdate
-	86,  // 46: hubd.v1.ForkRequest.labels:type_name -> hubd.v1.ForkRequest.LabelsEntry
+	89,  // 46: hubd.v1.ForkRequest.labels:type_name -> hubd.v1.ForkRequest.LabelsEntry
 	37,  // 47: hubd.v1.ForkResponse.session:type_name -> hubd.v1.SessionInfo
 	21,  // 48: hubd.v1.OpenRequest.participants:type_name -> hubd.v1.Participant
-	87,  // 49: hubd.v1.OpenRequest.labels:type_name -> hubd.v1.OpenRequest.LabelsEntry
-	96,  // 50: hubd.v1.OpenRequest.ttl:type_name -> google.protobuf.Duration
-	96,  // 51: hubd.v1.OpenRequest.invite_timeout:type_name -> google.protobuf.Duration
+	90,  // 49: hubd.v1.OpenRequest.labels:type_name -> hubd.v1.OpenRequest.LabelsEntry
+	99,  // 50: hubd.v1.OpenRequest.ttl:type_name -> google.protobuf.Duration
+	99,  // 51: hubd.v1.OpenRequest.invite_timeout:type_name -> google.protobuf.Duration
 	23,  // 52: hubd.v1.OpenRequest.expectations:type_name -> hubd.v1.Expectations
-	95,  // 53: hubd.v1.OpenRequest.graph:type_name -> google.protobuf.Struct
-	88,  // 54: hubd.v1.OpenRequest.knobs:type_name -> hubd.v1.OpenRequest.KnobsEntry
+	98,  // 53: hubd.v1.OpenRequest.graph:type_name -> google.protobuf.Struct
+	91,  // 54: hubd.v1.OpenRequest.knobs:type_name -> hubd.v1.OpenRequest.KnobsEntry
 	29,  // 55: hubd.v1.OpenRequest.budget:type_name -> hubd.v1.Budget
-	96,  // 56: hubd.v1.OpenRequest.retention:type_name -> google.protobuf.Duration
+	99,  // 56: hubd.v1.OpenRequest.retention:type_name -> google.protobuf.Duration
 	37,  // 57: hubd.v1.OpenResponse.session:type_name -> hubd.v1.SessionInfo
 	1,   // 58: hubd.v1.SendRequest.envelope:type_name -> hubd.v1.Envelope
-	94,  // 59: hubd.v1.SendResponse.accepted_at:type_name -> google.protobuf.Timestamp
+	97,  // 59: hubd.v1.SendResponse.accepted_at:type_name -> google.protobuf.Timestamp
 	24,  // 60: hubd.v1.SessionInfo.meta:type_name -> hubd.v1.SessionMeta
-	89,  // 61: hubd.v1.SessionInfo.context:type_name -> hubd.v1.SessionInfo.ContextEntry
+	92,  // 61: hubd.v1.SessionInfo.context:type_name -> hubd.v1.SessionInfo.ContextEntry
 	7,   // 62: hubd.v1.SessionInfo.usage:type_name -> hubd.v1.Usage
 	38,  // 63: hubd.v1.SessionInfo.holds:type_name -> hubd.v1.Hold
 	7,   // 64: hubd.v1.SessionInfo.tree_usage:type_name -> hubd.v1.Usage
-	94,  // 65: hubd.v1.Hold.since:type_name -> google.protobuf.Timestamp
-	90,  // 66: hubd.v1.ListSessionsRequest.labels:type_name -> hubd.v1.ListSessionsRequest.LabelsEntry
+	97,  // 65: hubd.v1.Hold.since:type_name -> google.protobuf.Timestamp
+	93,  // 66: hubd.v1.ListSessionsRequest.labels:type_name -> hubd.v1.ListSessionsRequest.LabelsEntry
 	37,  // 67: hubd.v1.ListSessionsResponse.sessions:type_name -> hubd.v1.SessionInfo
 	1,   // 68: hubd.v1.ReadLogResponse.envelopes:type_name -> hubd.v1.Envelope
 	51,  // 69: hubd.v1.PendingTurnsResponse.turns:type_name -> hubd.v1.Delivery
 	47,  // 70: hubd.v1.View.items:type_name -> hubd.v1.ViewItem
 	48,  // 71: hubd.v1.View.older:type_name -> hubd.v1.SpeakerCount
-	94,  // 72: hubd.v1.ViewItem.at:type_name -> google.protobuf.Timestamp
-	91,  // 73: hubd.v1.SubscribeRequest.cursors:type_name -> hubd.v1.SubscribeRequest.CursorsEntry
+	97,  // 72: hubd.v1.ViewItem.at:type_name -> google.protobuf.Timestamp
+	94,  // 73: hubd.v1.SubscribeRequest.cursors:type_name -> hubd.v1.SubscribeRequest.CursorsEntry
 	45,  // 74: hubd.v1.SubscribeRequest.turn_view:type_name -> hubd.v1.GetViewRequest
-	92,  // 75: hubd.v1.WatchRequest.cursors:type_name -> hubd.v1.WatchRequest.CursorsEntry
+	95,  // 75: hubd.v1.WatchRequest.cursors:type_name -> hubd.v1.WatchRequest.CursorsEntry
 	1,   // 76: hubd.v1.Delivery.envelope:type_name -> hubd.v1.Envelope
 	46,  // 77: hubd.v1.Delivery.view:type_name -> hubd.v1.View
 	52,  // 78: hubd.v1.Delivery.delta:type_name -> hubd.v1.Delta
-	94,  // 79: hubd.v1.Delta.accepted_at:type_name -> google.protobuf.Timestamp
+	97,  // 79: hubd.v1.Delta.accepted_at:type_name -> google.protobuf.Timestamp
 	74,  // 80: hubd.v1.Delta.refused:type_name -> hubd.v1.StreamError
-	94,  // 81: hubd.v1.DeltaResponse.accepted_at:type_name -> google.protobuf.Timestamp
+	97,  // 81: hubd.v1.DeltaResponse.accepted_at:type_name -> google.protobuf.Timestamp
 	52,  // 82: hubd.v1.SendStreamFrame.delta:type_name -> hubd.v1.Delta
 	32,  // 83: hubd.v1.SendStreamFrame.final:type_name -> hubd.v1.SendRequest
 	30,  // 84: hubd.v1.DelegateRequest.children:type_name -> hubd.v1.OpenRequest
@@ -7764,7 +7992,7 @@ var file_hub_proto_depIdxs = []int32{
 	59,  // 89: hubd.v1.ListQuestionsResponse.questions:type_name -> hubd.v1.PendingQuestion
 	37,  // 90: hubd.v1.TreeNode.session:type_name -> hubd.v1.SessionInfo
 	7,   // 91: hubd.v1.TreeNode.usage:type_name -> hubd.v1.Usage
-	96,  // 92: hubd.v1.TreeNode.duration:type_name -> google.protobuf.Duration
+	99,  // 92: hubd.v1.TreeNode.duration:type_name -> google.protobuf.Duration
 	62,  // 93: hubd.v1.TreeNode.children:type_name -> hubd.v1.TreeNode
 	1,   // 94: hubd.v1.ReplayStep.envelope:type_name -> hubd.v1.Envelope
 	64,  // 95: hubd.v1.ReplayResponse.steps:type_name -> hubd.v1.ReplayStep
@@ -7783,27 +8011,29 @@ var file_hub_proto_depIdxs = []int32{
 	74,  // 108: hubd.v1.StreamAck.error:type_name -> hubd.v1.StreamError
 	31,  // 109: hubd.v1.StreamAck.opened:type_name -> hubd.v1.OpenResponse
 	0,   // 110: hubd.v1.StreamError.reason:type_name -> hubd.v1.Reason
-	93,  // 111: hubd.v1.StreamError.metadata:type_name -> hubd.v1.StreamError.MetadataEntry
+	96,  // 111: hubd.v1.StreamError.metadata:type_name -> hubd.v1.StreamError.MetadataEntry
 	6,   // 112: hubd.v1.OperatorAction.context:type_name -> hubd.v1.ContextUpdate
 	76,  // 113: hubd.v1.OperatorAction.timer:type_name -> hubd.v1.TimerChange
-	96,  // 114: hubd.v1.TimerChange.extend:type_name -> google.protobuf.Duration
+	99,  // 114: hubd.v1.TimerChange.extend:type_name -> google.protobuf.Duration
 	75,  // 115: hubd.v1.SteerRequest.action:type_name -> hubd.v1.OperatorAction
-	94,  // 116: hubd.v1.PurgeResponse.purged_at:type_name -> google.protobuf.Timestamp
-	81,  // 117: hubd.v1.ArchiveRecord.header:type_name -> hubd.v1.ArchiveHeader
-	82,  // 118: hubd.v1.ArchiveRecord.session:type_name -> hubd.v1.ArchivedSession
-	1,   // 119: hubd.v1.ArchiveRecord.envelope:type_name -> hubd.v1.Envelope
-	24,  // 120: hubd.v1.ArchivedSession.meta:type_name -> hubd.v1.SessionMeta
-	94,  // 121: hubd.v1.ArchivedSession.archived_at:type_name -> google.protobuf.Timestamp
-	94,  // 122: hubd.v1.ArchivedSession.ended_at:type_name -> google.protobuf.Timestamp
-	97,  // 123: hubd.v1.ContextUpdate.SetEntry.value:type_name -> google.protobuf.Value
-	97,  // 124: hubd.v1.SessionMeta.KnobsEntry.value:type_name -> google.protobuf.Value
-	97,  // 125: hubd.v1.OpenRequest.KnobsEntry.value:type_name -> google.protobuf.Value
-	97,  // 126: hubd.v1.SessionInfo.ContextEntry.value:type_name -> google.protobuf.Value
-	127, // [127:127] is the sub-list for method output_type
-	127, // [127:127] is the sub-list for method input_type
-	127, // [127:127] is the sub-list for extension type_name
-	127, // [127:127] is the sub-list for extension extendee
-	0,   // [0:127] is the sub-list for field type_name
+	97,  // 116: hubd.v1.PurgeResponse.purged_at:type_name -> google.protobuf.Timestamp
+	82,  // 117: hubd.v1.EraseResponse.sessions:type_name -> hubd.v1.ErasedSession
+	97,  // 118: hubd.v1.ErasedSession.erased_at:type_name -> google.protobuf.Timestamp
+	84,  // 119: hubd.v1.ArchiveRecord.header:type_name -> hubd.v1.ArchiveHeader
+	85,  // 120: hubd.v1.ArchiveRecord.session:type_name -> hubd.v1.ArchivedSession
+	1,   // 121: hubd.v1.ArchiveRecord.envelope:type_name -> hubd.v1.Envelope
+	24,  // 122: hubd.v1.ArchivedSession.meta:type_name -> hubd.v1.SessionMeta
+	97,  // 123: hubd.v1.ArchivedSession.archived_at:type_name -> google.protobuf.Timestamp
+	97,  // 124: hubd.v1.ArchivedSession.ended_at:type_name -> google.protobuf.Timestamp
+	100, // 125: hubd.v1.ContextUpdate.SetEntry.value:type_name -> google.protobuf.Value
+	100, // 126: hubd.v1.SessionMeta.KnobsEntry.value:type_name -> google.protobuf.Value
+	100, // 127: hubd.v1.OpenRequest.KnobsEntry.value:type_name -> google.protobuf.Value
+	100, // 128: hubd.v1.SessionInfo.ContextEntry.value:type_name -> google.protobuf.Value
+	129, // [129:129] is the sub-list for method output_type
+	129, // [129:129] is the sub-list for method input_type
+	129, // [129:129] is the sub-list for extension type_name
+	129, // [129:129] is the sub-list for extension extendee
+	0,   // [0:129] is the sub-list for field type_name
 }
 
 func init() { file_hub_proto_init() }
@@ -7854,7 +8084,7 @@ func file_hub_proto_init() {
 		(*OperatorAction_ReleaseResult)(nil),
 		(*OperatorAction_Timer)(nil),
 	}
-	file_hub_proto_msgTypes[79].OneofWrappers = []any{
+	file_hub_proto_msgTypes[82].OneofWrappers = []any{
 		(*ArchiveRecord_Header)(nil),
 		(*ArchiveRecord_Session)(nil),
 		(*ArchiveRecord_Envelope)(nil),
@@ -7866,7 +8096,7 @@ func file_hub_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hub_proto_rawDesc), len(file_hub_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   93,
+			NumMessages:   96,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -45,6 +45,9 @@ type Log struct {
 	// commitMu is held by the committer around each commit, and by
 	// Reclaim while badger refuses writes (its memtables flushing).
 	commitMu sync.Mutex
+	// resumedErased are the erasures Open finished (resumeGone), whose
+	// journal segments it scrubs once the committer runs.
+	resumedErased []Deletion
 	stats    counters
 }
 
@@ -186,6 +189,15 @@ func open(opts Options, hooks testHooks) (*Log, error) {
 	l.space.preallocMem()
 	l.c.init(l, j)
 	go l.c.run()
+	if len(l.resumedErased) > 0 {
+		// An erasure a crash interrupted: its bytes left badger's files
+		// in resumeGone; the journal's segments that held them go now.
+		if err := l.scrub(context.Background(), l.resumedErased, false); err != nil {
+			_ = l.Close()
+			return nil, fmt.Errorf("wal: finishing an interrupted erasure: %w", err)
+		}
+		l.resumedErased = nil
+	}
 	return l, nil
 }
 

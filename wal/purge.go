@@ -50,64 +50,102 @@ type Tombstone struct {
 	Kind    GoneKind
 	At      time.Time // when it was removed
 	Archive string    // the archive file that holds it; "" for none
+	// By and Reason are who erased it and why (GoneErased).
+	By, Reason string
 	// Done is false while the deletion is in progress (a mark): Open
 	// finishes it.
 	Done bool
 }
 
 // goneDataMin is the fixed part of a tombstone's data.
-const goneDataMin = 1 + 1 + 8 + 2 + 4
+const goneDataMin = 1 + 1 + 8 + 2 + 2 + 2 + 4
+
+// maxGoneText bounds a tombstone's archive, by and reason.
+const maxGoneText = 4096
 
 // encodeGone returns the framed value of a tombstone or mark: kind (1) |
-// done (1) | at, Unix ns (8 BE) | archive length (2 BE) | archive |
-// index key count (4 BE) | per key: length (2 BE) | key.
-func encodeGone(session [16]byte, t Tombstone, index [][]byte) []byte {
+// done (1) | at, Unix ns (8 BE) | archive, by, reason, each a length
+// (2 BE) and its bytes | index key count (4 BE) | per key: length (2 BE)
+// | key; then, in an erasure's mark, the exact index keys likewise.
+func encodeGone(session [16]byte, t Tombstone, index, exact [][]byte) []byte {
 	data := []byte{byte(t.Kind), 0}
 	if t.Done {
 		data[1] = 1
 	}
 	data = binary.BigEndian.AppendUint64(data, uint64(t.At.UnixNano()))
-	data = binary.BigEndian.AppendUint16(data, uint16(len(t.Archive)))
-	data = append(data, t.Archive...)
-	data = binary.BigEndian.AppendUint32(data, uint32(len(index)))
-	for _, k := range index {
-		data = binary.BigEndian.AppendUint16(data, uint16(len(k)))
-		data = append(data, k...)
+	for _, s := range []string{t.Archive, t.By, t.Reason} {
+		data = binary.BigEndian.AppendUint16(data, uint16(len(s)))
+		data = append(data, s...)
+	}
+	data = appendKeys(data, index)
+	if len(exact) > 0 {
+		data = appendKeys(data, exact)
 	}
 	return appendValue(nil, appendSessionKey(nil, kindGone, session), data)
 }
 
+func appendKeys(data []byte, keys [][]byte) []byte {
+	data = binary.BigEndian.AppendUint32(data, uint32(len(keys)))
+	for _, k := range keys {
+		data = binary.BigEndian.AppendUint16(data, uint16(len(k)))
+		data = append(data, k...)
+	}
+	return data
+}
+
+// readKeys reads a key list of appendKeys.
+func readKeys(rest []byte) ([][]byte, []byte, bool) {
+	if len(rest) < 4 {
+		return nil, nil, false
+	}
+	count := binary.BigEndian.Uint32(rest)
+	rest = rest[4:]
+	var keys [][]byte
+	for range count {
+		if len(rest) < 2 || len(rest) < 2+int(binary.BigEndian.Uint16(rest)) {
+			return nil, nil, false
+		}
+		n := int(binary.BigEndian.Uint16(rest))
+		keys = append(keys, bytes.Clone(rest[2:2+n]))
+		rest = rest[2+n:]
+	}
+	return keys, rest, true
+}
+
 // decodeGone checks a tombstone stored under k and returns it with its
-// index keys.
-func decodeGone(k, v []byte) (Tombstone, [][]byte, error) {
+// index keys (and an erasure mark's exact keys).
+func decodeGone(k, v []byte) (Tombstone, [][]byte, [][]byte, error) {
 	data, err := decodeValue(k, v)
 	if err != nil {
-		return Tombstone{}, nil, err
+		return Tombstone{}, nil, nil, err
 	}
 	bad := fmt.Errorf("%w: tombstone of %d bytes does not decode", ErrCorrupt, len(data))
 	if len(data) < goneDataMin {
-		return Tombstone{}, nil, bad
+		return Tombstone{}, nil, nil, bad
 	}
 	t := Tombstone{Kind: GoneKind(data[0]), Done: data[1] == 1,
 		At: time.Unix(0, int64(binary.BigEndian.Uint64(data[2:10]))).UTC()}
-	n := int(binary.BigEndian.Uint16(data[10:12]))
-	rest := data[12:]
-	if len(rest) < n+4 {
-		return Tombstone{}, nil, bad
-	}
-	t.Archive, rest = string(rest[:n]), rest[n:]
-	count := binary.BigEndian.Uint32(rest)
-	rest = rest[4:]
-	var index [][]byte
-	for range count {
+	rest := data[10:]
+	var texts [3]string
+	for i := range texts {
 		if len(rest) < 2 || len(rest) < 2+int(binary.BigEndian.Uint16(rest)) {
-			return Tombstone{}, nil, bad
+			return Tombstone{}, nil, nil, bad
 		}
 		n := int(binary.BigEndian.Uint16(rest))
-		index = append(index, bytes.Clone(rest[2:2+n]))
-		rest = rest[2+n:]
+		texts[i], rest = string(rest[2:2+n]), rest[2+n:]
 	}
-	return t, index, nil
+	t.Archive, t.By, t.Reason = texts[0], texts[1], texts[2]
+	index, rest, ok := readKeys(rest)
+	if !ok {
+		return Tombstone{}, nil, nil, bad
+	}
+	var exact [][]byte
+	if len(rest) > 0 {
+		if exact, _, ok = readKeys(rest); !ok {
+			return Tombstone{}, nil, nil, bad
+		}
+	}
+	return t, index, exact, nil
 }
 
 // Deletion is one session for DeleteSessions: its tombstone and the
@@ -116,6 +154,11 @@ type Deletion struct {
 	Session   [16]byte
 	Tombstone Tombstone
 	Index     [][]byte
+	// Exact are index keys of Index that no other key extends (a fixed
+	// length: a session's live mark, memberships, children): an erasure
+	// drops them from badger's files at once (EraseSessions), the others
+	// leave at a compaction.
+	Exact [][]byte
 }
 
 // DeleteSession removes every key of session from the log (its metadata,
@@ -179,12 +222,12 @@ func (l *Log) DeleteSessions(ctx context.Context, ds []Deletion) error {
 func (l *Log) putGone(ds []Deletion, marks bool) error {
 	err := l.db.Update(func(txn *badger.Txn) error {
 		for _, d := range ds {
-			t, index := d.Tombstone, d.Index
+			t, index, exact := d.Tombstone, d.Index, d.Exact
 			t.Done = !marks
 			if !marks {
-				index = nil
+				index, exact = nil, nil
 			}
-			if err := txn.Set(appendSessionKey(nil, kindGone, d.Session), encodeGone(d.Session, t, index)); err != nil {
+			if err := txn.Set(appendSessionKey(nil, kindGone, d.Session), encodeGone(d.Session, t, index, exact)); err != nil {
 				return err
 			}
 		}
@@ -298,7 +341,7 @@ func (l *Log) gone(session [16]byte) (Tombstone, bool, error) {
 		}
 		found = true
 		return item.Value(func(v []byte) error {
-			t, _, err = decodeGone(k, v)
+			t, _, _, err = decodeGone(k, v)
 			return err
 		})
 	})
@@ -310,8 +353,8 @@ func (l *Log) gone(session [16]byte) (Tombstone, bool, error) {
 
 // goneMark is a session's gone mark or tombstone, as Open reads them.
 type goneMark struct {
-	t     Tombstone
-	index [][]byte
+	t            Tombstone
+	index, exact [][]byte
 }
 
 // loadPendingGone reads the marks of db whose deletion is not done
@@ -328,9 +371,9 @@ func loadPendingGone(db *badger.DB) (map[[16]byte]goneMark, error) {
 				return fmt.Errorf("%w: tombstone key of length %d", ErrCorrupt, len(k))
 			}
 			err := item.Value(func(v []byte) error {
-				t, index, err := decodeGone(k, v)
+				t, index, exact, err := decodeGone(k, v)
 				if err == nil && !t.Done {
-					out[[16]byte(k[1:])] = goneMark{t, index}
+					out[[16]byte(k[1:])] = goneMark{t, index, exact}
 				}
 				return err
 			})
@@ -346,19 +389,36 @@ func loadPendingGone(db *badger.DB) (map[[16]byte]goneMark, error) {
 // resumeGone finishes every deletion a crash interrupted; Open calls it
 // before the committer starts.
 func (l *Log) resumeGone(gone map[[16]byte]goneMark) (int, error) {
-	var ds []Deletion
-	for s, g := range gone {
-		if !g.t.Done {
-			ds = append(ds, Deletion{Session: s, Tombstone: g.t, Index: g.index})
+	var ds, erased []Deletion
+	for s, g := range gone { //hubd:orderless each deletion is finished on its own
+		if g.t.Done {
+			continue
+		}
+		d := Deletion{Session: s, Tombstone: g.t, Index: g.index, Exact: g.exact}
+		if g.t.Kind == GoneErased {
+			erased = append(erased, d)
+		} else {
+			ds = append(ds, d)
 		}
 	}
-	n := len(ds)
+	n := len(ds) + len(erased)
 	if n == 0 {
 		return 0, nil
 	}
 	if err := l.finishGone(context.Background(), ds); err != nil {
 		return 0, err
 	}
+	// An erasure's bytes leave the files before its tombstone is done;
+	// the journal's segments go once the committer runs (Open).
+	for _, d := range erased {
+		if err := l.deleteKeys(context.Background(), d.Session, d.Index); err != nil {
+			return 0, err
+		}
+	}
+	if err := l.dropSessions(erased, true); err != nil {
+		return 0, err
+	}
+	l.resumedErased = erased
 	if n > 0 {
 		l.logger.Info().Int("sessions", n).Msg("wal: finished deleting sessions a crash interrupted")
 	}
@@ -410,7 +470,7 @@ func (l *Log) flushMemtables() error {
 	defer l.commitMu.Unlock()
 	tomb := Tombstone{Kind: GonePurged, Done: true}
 	if err := l.db.Update(func(txn *badger.Txn) error {
-		return txn.Set(reclaimKey, encodeGone([16]byte(reclaimKey[1:]), tomb, nil))
+		return txn.Set(reclaimKey, encodeGone([16]byte(reclaimKey[1:]), tomb, nil, nil))
 	}); err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 )
 
 // filesHolding lists the files under dir whose bytes contain needle.
@@ -180,5 +181,75 @@ func TestScrubBesideAppends(t *testing.T) {
 		if _, err := l.Meta(ctx, sid(100+i)); !errors.Is(err, ErrNotFound) {
 			t.Errorf("session %d after its scrub: %v", 100+i, err)
 		}
+	}
+}
+
+// TestEraseSessionsLeavesNoByte erases a session whose metadata, records
+// and a membership key (a participant's name) hold secrets: no file of
+// the data directory holds them after, its tombstone says who erased it
+// and why, and an erasure interrupted right after its mark (a copy of the
+// directory then, as a kill -9 leaves it) is finished by the next Open,
+// scrub included.
+func TestEraseSessionsLeavesNoByte(t *testing.T) {
+	dir := t.TempDir()
+	img := filepath.Join(t.TempDir(), "img")
+	l, err := open(Options{Dir: dir}, testHooks{afterGoneMark: func() {
+		if _, err := os.Stat(img); err != nil {
+			copyDir(t, dir, img)
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	ctx := context.Background()
+	secret, name := []byte("secret-text-of-the-erased"), []byte("participant-dana-erased")
+	erased, kept := sid(3), sid(4)
+	member := append(append([]byte{'P'}, name...), erased[:]...)
+	w := Write{Session: erased, Meta: append([]byte("meta:"), secret...), Index: []IndexEntry{{Key: member}}}
+	for seq := uint64(1); seq <= 30; seq++ {
+		w.Records = append(w.Records, Record{Seq: seq, Data: append([]byte("text:"), secret...)})
+	}
+	mustAppend(t, l, w, mkWrite(kept, 1, 4))
+	for _, needle := range [][]byte{secret, name} {
+		if len(filesHolding(t, dir, needle)) == 0 {
+			t.Fatalf("%q is in no file before the erasure: the test sees nothing", needle)
+		}
+	}
+	at := time.Unix(1700000000, 0).UTC()
+	d := Deletion{Session: erased, Tombstone: Tombstone{At: at, By: "ops", Reason: "asked to be forgotten"},
+		Index: [][]byte{member}, Exact: [][]byte{member}}
+	if err := l.EraseSessions(ctx, []Deletion{d}); err != nil {
+		t.Fatal(err)
+	}
+	for _, needle := range [][]byte{secret, name} {
+		if got := filesHolding(t, dir, needle); len(got) > 0 {
+			t.Errorf("after the erasure %q is still in %v", needle, got)
+		}
+	}
+	tomb, ok, err := l.Gone(ctx, erased)
+	if err != nil || !ok || tomb.Kind != GoneErased || !tomb.Done || tomb.By != "ops" || tomb.Reason != "asked to be forgotten" || !tomb.At.Equal(at) {
+		t.Errorf("the tombstone: %+v %v %v", tomb, ok, err)
+	}
+	verifySession(t, l, kept, 4)
+
+	if len(filesHolding(t, img, secret)) == 0 {
+		t.Fatal("the copy taken after the mark holds no secret: the test shows nothing")
+	}
+	r, err := Open(Options{Dir: img})
+	if err != nil {
+		t.Fatalf("reopening the interrupted erasure: %v", err)
+	}
+	defer func() { _ = r.Close() }()
+	if n := r.Opened().Deletions; n != 1 {
+		t.Errorf("Open finished %d deletions, want 1", n)
+	}
+	for _, needle := range [][]byte{secret, name} {
+		if got := filesHolding(t, img, needle); len(got) > 0 {
+			t.Errorf("after Open finished the erasure %q is still in %v", needle, got)
+		}
+	}
+	if tomb, ok, err := r.Gone(ctx, erased); err != nil || !ok || !tomb.Done || tomb.By != "ops" {
+		t.Errorf("the finished tombstone: %+v %v %v", tomb, ok, err)
 	}
 }

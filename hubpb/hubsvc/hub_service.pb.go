@@ -36,7 +36,7 @@ var File_hub_service_proto protoreflect.FileDescriptor
 
 const file_hub_service_proto_rawDesc = "" +
 	"\n" +
-	"\x11hub_service.proto\x12\ahubd.v1\x1a\thub.proto2\xa9\v\n" +
+	"\x11hub_service.proto\x12\ahubd.v1\x1a\thub.proto2\xe1\v\n" +
 	"\x03Hub\x123\n" +
 	"\x04Open\x12\x14.hubd.v1.OpenRequest\x1a\x15.hubd.v1.OpenResponse\x123\n" +
 	"\x04Send\x12\x14.hubd.v1.SendRequest\x1a\x15.hubd.v1.SendResponse\x123\n" +
@@ -48,7 +48,8 @@ const file_hub_service_proto_rawDesc = "" +
 	"\x05Close\x12\x15.hubd.v1.CloseRequest\x1a\x15.hubd.v1.SendResponse\x123\n" +
 	"\x04Fork\x12\x14.hubd.v1.ForkRequest\x1a\x15.hubd.v1.ForkResponse\x125\n" +
 	"\x05Steer\x12\x15.hubd.v1.SteerRequest\x1a\x15.hubd.v1.SendResponse\x126\n" +
-	"\x05Purge\x12\x15.hubd.v1.PurgeRequest\x1a\x16.hubd.v1.PurgeResponse\x12>\n" +
+	"\x05Purge\x12\x15.hubd.v1.PurgeRequest\x1a\x16.hubd.v1.PurgeResponse\x126\n" +
+	"\x05Erase\x12\x15.hubd.v1.EraseRequest\x1a\x16.hubd.v1.EraseResponse\x12>\n" +
 	"\n" +
 	"GetSession\x12\x1a.hubd.v1.GetSessionRequest\x1a\x14.hubd.v1.SessionInfo\x12K\n" +
 	"\fListSessions\x12\x1c.hubd.v1.ListSessionsRequest\x1a\x1d.hubd.v1.ListSessionsResponse\x12<\n" +
@@ -75,37 +76,39 @@ var file_hub_service_proto_goTypes = []any{
 	(*hubpb.ForkRequest)(nil),           // 6: hubd.v1.ForkRequest
 	(*hubpb.SteerRequest)(nil),          // 7: hubd.v1.SteerRequest
 	(*hubpb.PurgeRequest)(nil),          // 8: hubd.v1.PurgeRequest
-	(*hubpb.GetSessionRequest)(nil),     // 9: hubd.v1.GetSessionRequest
-	(*hubpb.ListSessionsRequest)(nil),   // 10: hubd.v1.ListSessionsRequest
-	(*hubpb.ReadLogRequest)(nil),        // 11: hubd.v1.ReadLogRequest
-	(*hubpb.PendingTurnsRequest)(nil),   // 12: hubd.v1.PendingTurnsRequest
-	(*hubpb.GetViewRequest)(nil),        // 13: hubd.v1.GetViewRequest
-	(*hubpb.SubscribeRequest)(nil),      // 14: hubd.v1.SubscribeRequest
-	(*hubpb.WatchRequest)(nil),          // 15: hubd.v1.WatchRequest
-	(*hubpb.DelegateRequest)(nil),       // 16: hubd.v1.DelegateRequest
-	(*hubpb.AnswerRequest)(nil),         // 17: hubd.v1.AnswerRequest
-	(*hubpb.ListQuestionsRequest)(nil),  // 18: hubd.v1.ListQuestionsRequest
-	(*hubpb.GetTreeRequest)(nil),        // 19: hubd.v1.GetTreeRequest
-	(*hubpb.ReplayRequest)(nil),         // 20: hubd.v1.ReplayRequest
-	(*hubpb.BackupRequest)(nil),         // 21: hubd.v1.BackupRequest
-	(*hubpb.AgentFrame)(nil),            // 22: hubd.v1.AgentFrame
-	(*hubpb.OpenResponse)(nil),          // 23: hubd.v1.OpenResponse
-	(*hubpb.SendResponse)(nil),          // 24: hubd.v1.SendResponse
-	(*hubpb.DeltaResponse)(nil),         // 25: hubd.v1.DeltaResponse
-	(*hubpb.ForkResponse)(nil),          // 26: hubd.v1.ForkResponse
-	(*hubpb.PurgeResponse)(nil),         // 27: hubd.v1.PurgeResponse
-	(*hubpb.SessionInfo)(nil),           // 28: hubd.v1.SessionInfo
-	(*hubpb.ListSessionsResponse)(nil),  // 29: hubd.v1.ListSessionsResponse
-	(*hubpb.ReadLogResponse)(nil),       // 30: hubd.v1.ReadLogResponse
-	(*hubpb.PendingTurnsResponse)(nil),  // 31: hubd.v1.PendingTurnsResponse
-	(*hubpb.View)(nil),                  // 32: hubd.v1.View
-	(*hubpb.Delivery)(nil),              // 33: hubd.v1.Delivery
-	(*hubpb.DelegateResponse)(nil),      // 34: hubd.v1.DelegateResponse
-	(*hubpb.ListQuestionsResponse)(nil), // 35: hubd.v1.ListQuestionsResponse
-	(*hubpb.TreeNode)(nil),              // 36: hubd.v1.TreeNode
-	(*hubpb.ReplayResponse)(nil),        // 37: hubd.v1.ReplayResponse
-	(*hubpb.BackupChunk)(nil),           // 38: hubd.v1.BackupChunk
-	(*hubpb.HubFrame)(nil),              // 39: hubd.v1.HubFrame
+	(*hubpb.EraseRequest)(nil),          // 9: hubd.v1.EraseRequest
+	(*hubpb.GetSessionRequest)(nil),     // 10: hubd.v1.GetSessionRequest
+	(*hubpb.ListSessionsRequest)(nil),   // 11: hubd.v1.ListSessionsRequest
+	(*hubpb.ReadLogRequest)(nil),        // 12: hubd.v1.ReadLogRequest
+	(*hubpb.PendingTurnsRequest)(nil),   // 13: hubd.v1.PendingTurnsRequest
+	(*hubpb.GetViewRequest)(nil),        // 14: hubd.v1.GetViewRequest
+	(*hubpb.SubscribeRequest)(nil),      // 15: hubd.v1.SubscribeRequest
+	(*hubpb.WatchRequest)(nil),          // 16: hubd.v1.WatchRequest
+	(*hubpb.DelegateRequest)(nil),       // 17: hubd.v1.DelegateRequest
+	(*hubpb.AnswerRequest)(nil),         // 18: hubd.v1.AnswerRequest
+	(*hubpb.ListQuestionsRequest)(nil),  // 19: hubd.v1.ListQuestionsRequest
+	(*hubpb.GetTreeRequest)(nil),        // 20: hubd.v1.GetTreeRequest
+	(*hubpb.ReplayRequest)(nil),         // 21: hubd.v1.ReplayRequest
+	(*hubpb.BackupRequest)(nil),         // 22: hubd.v1.BackupRequest
+	(*hubpb.AgentFrame)(nil),            // 23: hubd.v1.AgentFrame
+	(*hubpb.OpenResponse)(nil),          // 24: hubd.v1.OpenResponse
+	(*hubpb.SendResponse)(nil),          // 25: hubd.v1.SendResponse
+	(*hubpb.DeltaResponse)(nil),         // 26: hubd.v1.DeltaResponse
+	(*hubpb.ForkResponse)(nil),          // 27: hubd.v1.ForkResponse
+	(*hubpb.PurgeResponse)(nil),         // 28: hubd.v1.PurgeResponse
+	(*hubpb.EraseResponse)(nil),         // 29: hubd.v1.EraseResponse
+	(*hubpb.SessionInfo)(nil),           // 30: hubd.v1.SessionInfo
+	(*hubpb.ListSessionsResponse)(nil),  // 31: hubd.v1.ListSessionsResponse
+	(*hubpb.ReadLogResponse)(nil),       // 32: hubd.v1.ReadLogResponse
+	(*hubpb.PendingTurnsResponse)(nil),  // 33: hubd.v1.PendingTurnsResponse
+	(*hubpb.View)(nil),                  // 34: hubd.v1.View
+	(*hubpb.Delivery)(nil),              // 35: hubd.v1.Delivery
+	(*hubpb.DelegateResponse)(nil),      // 36: hubd.v1.DelegateResponse
+	(*hubpb.ListQuestionsResponse)(nil), // 37: hubd.v1.ListQuestionsResponse
+	(*hubpb.TreeNode)(nil),              // 38: hubd.v1.TreeNode
+	(*hubpb.ReplayResponse)(nil),        // 39: hubd.v1.ReplayResponse
+	(*hubpb.BackupChunk)(nil),           // 40: hubd.v1.BackupChunk
+	(*hubpb.HubFrame)(nil),              // 41: hubd.v1.HubFrame
 }
 var file_hub_service_proto_depIdxs = []int32{
 	0,  // 0: hubd.v1.Hub.Open:input_type -> hubd.v1.OpenRequest
@@ -118,46 +121,48 @@ var file_hub_service_proto_depIdxs = []int32{
 	6,  // 7: hubd.v1.Hub.Fork:input_type -> hubd.v1.ForkRequest
 	7,  // 8: hubd.v1.Hub.Steer:input_type -> hubd.v1.SteerRequest
 	8,  // 9: hubd.v1.Hub.Purge:input_type -> hubd.v1.PurgeRequest
-	9,  // 10: hubd.v1.Hub.GetSession:input_type -> hubd.v1.GetSessionRequest
-	10, // 11: hubd.v1.Hub.ListSessions:input_type -> hubd.v1.ListSessionsRequest
-	11, // 12: hubd.v1.Hub.ReadLog:input_type -> hubd.v1.ReadLogRequest
-	12, // 13: hubd.v1.Hub.PendingTurns:input_type -> hubd.v1.PendingTurnsRequest
-	13, // 14: hubd.v1.Hub.GetView:input_type -> hubd.v1.GetViewRequest
-	14, // 15: hubd.v1.Hub.Subscribe:input_type -> hubd.v1.SubscribeRequest
-	15, // 16: hubd.v1.Hub.Watch:input_type -> hubd.v1.WatchRequest
-	16, // 17: hubd.v1.Hub.Delegate:input_type -> hubd.v1.DelegateRequest
-	17, // 18: hubd.v1.Hub.Answer:input_type -> hubd.v1.AnswerRequest
-	18, // 19: hubd.v1.Hub.ListQuestions:input_type -> hubd.v1.ListQuestionsRequest
-	19, // 20: hubd.v1.Hub.GetTree:input_type -> hubd.v1.GetTreeRequest
-	20, // 21: hubd.v1.Hub.Replay:input_type -> hubd.v1.ReplayRequest
-	21, // 22: hubd.v1.Hub.Backup:input_type -> hubd.v1.BackupRequest
-	22, // 23: hubd.v1.Hub.AgentStream:input_type -> hubd.v1.AgentFrame
-	23, // 24: hubd.v1.Hub.Open:output_type -> hubd.v1.OpenResponse
-	24, // 25: hubd.v1.Hub.Send:output_type -> hubd.v1.SendResponse
-	25, // 26: hubd.v1.Hub.SendDelta:output_type -> hubd.v1.DeltaResponse
-	24, // 27: hubd.v1.Hub.SendStream:output_type -> hubd.v1.SendResponse
-	24, // 28: hubd.v1.Hub.AckInvite:output_type -> hubd.v1.SendResponse
-	24, // 29: hubd.v1.Hub.RejectInvite:output_type -> hubd.v1.SendResponse
-	24, // 30: hubd.v1.Hub.Close:output_type -> hubd.v1.SendResponse
-	26, // 31: hubd.v1.Hub.Fork:output_type -> hubd.v1.ForkResponse
-	24, // 32: hubd.v1.Hub.Steer:output_type -> hubd.v1.SendResponse
-	27, // 33: hubd.v1.Hub.Purge:output_type -> hubd.v1.PurgeResponse
-	28, // 34: hubd.v1.Hub.GetSession:output_type -> hubd.v1.SessionInfo
-	29, // 35: hubd.v1.Hub.ListSessions:output_type -> hubd.v1.ListSessionsResponse
-	30, // 36: hubd.v1.Hub.ReadLog:output_type -> hubd.v1.ReadLogResponse
-	31, // 37: hubd.v1.Hub.PendingTurns:output_type -> hubd.v1.PendingTurnsResponse
-	32, // 38: hubd.v1.Hub.GetView:output_type -> hubd.v1.View
-	33, // 39: hubd.v1.Hub.Subscribe:output_type -> hubd.v1.Delivery
-	33, // 40: hubd.v1.Hub.Watch:output_type -> hubd.v1.Delivery
-	34, // 41: hubd.v1.Hub.Delegate:output_type -> hubd.v1.DelegateResponse
-	24, // 42: hubd.v1.Hub.Answer:output_type -> hubd.v1.SendResponse
-	35, // 43: hubd.v1.Hub.ListQuestions:output_type -> hubd.v1.ListQuestionsResponse
-	36, // 44: hubd.v1.Hub.GetTree:output_type -> hubd.v1.TreeNode
-	37, // 45: hubd.v1.Hub.Replay:output_type -> hubd.v1.ReplayResponse
-	38, // 46: hubd.v1.Hub.Backup:output_type -> hubd.v1.BackupChunk
-	39, // 47: hubd.v1.Hub.AgentStream:output_type -> hubd.v1.HubFrame
-	24, // [24:48] is the sub-list for method output_type
-	0,  // [0:24] is the sub-list for method input_type
+	9,  // 10: hubd.v1.Hub.Erase:input_type -> hubd.v1.EraseRequest
+	10, // 11: hubd.v1.Hub.GetSession:input_type -> hubd.v1.GetSessionRequest
+	11, // 12: hubd.v1.Hub.ListSessions:input_type -> hubd.v1.ListSessionsRequest
+	12, // 13: hubd.v1.Hub.ReadLog:input_type -> hubd.v1.ReadLogRequest
+	13, // 14: hubd.v1.Hub.PendingTurns:input_type -> hubd.v1.PendingTurnsRequest
+	14, // 15: hubd.v1.Hub.GetView:input_type -> hubd.v1.GetViewRequest
+	15, // 16: hubd.v1.Hub.Subscribe:input_type -> hubd.v1.SubscribeRequest
+	16, // 17: hubd.v1.Hub.Watch:input_type -> hubd.v1.WatchRequest
+	17, // 18: hubd.v1.Hub.Delegate:input_type -> hubd.v1.DelegateRequest
+	18, // 19: hubd.v1.Hub.Answer:input_type -> hubd.v1.AnswerRequest
+	19, // 20: hubd.v1.Hub.ListQuestions:input_type -> hubd.v1.ListQuestionsRequest
+	20, // 21: hubd.v1.Hub.GetTree:input_type -> hubd.v1.GetTreeRequest
+	21, // 22: hubd.v1.Hub.Replay:input_type -> hubd.v1.ReplayRequest
+	22, // 23: hubd.v1.Hub.Backup:input_type -> hubd.v1.BackupRequest
+	23, // 24: hubd.v1.Hub.AgentStream:input_type -> hubd.v1.AgentFrame
+	24, // 25: hubd.v1.Hub.Open:output_type -> hubd.v1.OpenResponse
+	25, // 26: hubd.v1.Hub.Send:output_type -> hubd.v1.SendResponse
+	26, // 27: hubd.v1.Hub.SendDelta:output_type -> hubd.v1.DeltaResponse
+	25, // 28: hubd.v1.Hub.SendStream:output_type -> hubd.v1.SendResponse
+	25, // 29: hubd.v1.Hub.AckInvite:output_type -> hubd.v1.SendResponse
+	25, // 30: hubd.v1.Hub.RejectInvite:output_type -> hubd.v1.SendResponse
+	25, // 31: hubd.v1.Hub.Close:output_type -> hubd.v1.SendResponse
+	27, // 32: hubd.v1.Hub.Fork:output_type -> hubd.v1.ForkResponse
+	25, // 33: hubd.v1.Hub.Steer:output_type -> hubd.v1.SendResponse
+	28, // 34: hubd.v1.Hub.Purge:output_type -> hubd.v1.PurgeResponse
+	29, // 35: hubd.v1.Hub.Erase:output_type -> hubd.v1.EraseResponse
+	30, // 36: hubd.v1.Hub.GetSession:output_type -> hubd.v1.SessionInfo
+	31, // 37: hubd.v1.Hub.ListSessions:output_type -> hubd.v1.ListSessionsResponse
+	32, // 38: hubd.v1.Hub.ReadLog:output_type -> hubd.v1.ReadLogResponse
+	33, // 39: hubd.v1.Hub.PendingTurns:output_type -> hubd.v1.PendingTurnsResponse
+	34, // 40: hubd.v1.Hub.GetView:output_type -> hubd.v1.View
+	35, // 41: hubd.v1.Hub.Subscribe:output_type -> hubd.v1.Delivery
+	35, // 42: hubd.v1.Hub.Watch:output_type -> hubd.v1.Delivery
+	36, // 43: hubd.v1.Hub.Delegate:output_type -> hubd.v1.DelegateResponse
+	25, // 44: hubd.v1.Hub.Answer:output_type -> hubd.v1.SendResponse
+	37, // 45: hubd.v1.Hub.ListQuestions:output_type -> hubd.v1.ListQuestionsResponse
+	38, // 46: hubd.v1.Hub.GetTree:output_type -> hubd.v1.TreeNode
+	39, // 47: hubd.v1.Hub.Replay:output_type -> hubd.v1.ReplayResponse
+	40, // 48: hubd.v1.Hub.Backup:output_type -> hubd.v1.BackupChunk
+	41, // 49: hubd.v1.Hub.AgentStream:output_type -> hubd.v1.HubFrame
+	25, // [25:50] is the sub-list for method output_type
+	0,  // [0:25] is the sub-list for method input_type
 	0,  // [0:0] is the sub-list for extension type_name
 	0,  // [0:0] is the sub-list for extension extendee
 	0,  // [0:0] is the sub-list for field type_name

@@ -41,6 +41,7 @@ const (
 	Hub_Fork_FullMethodName          = "/hubd.v1.Hub/Fork"
 	Hub_Steer_FullMethodName         = "/hubd.v1.Hub/Steer"
 	Hub_Purge_FullMethodName         = "/hubd.v1.Hub/Purge"
+	Hub_Erase_FullMethodName         = "/hubd.v1.Hub/Erase"
 	Hub_GetSession_FullMethodName    = "/hubd.v1.Hub/GetSession"
 	Hub_ListSessions_FullMethodName  = "/hubd.v1.Hub/ListSessions"
 	Hub_ReadLog_FullMethodName       = "/hubd.v1.Hub/ReadLog"
@@ -96,6 +97,10 @@ type HubClient interface {
 	// session whose whole tree ended, at once: operators only (PURGED
 	// afterwards for every read).
 	Purge(ctx context.Context, in *hubpb.PurgeRequest, opts ...grpc.CallOption) (*hubpb.PurgeResponse, error)
+	// Erase removes the content of the sessions named for good (operators
+	// only): what remains of each is a tombstone (who, when, why), and
+	// every read of it answers ERASED. Live sessions are closed first.
+	Erase(ctx context.Context, in *hubpb.EraseRequest, opts ...grpc.CallOption) (*hubpb.EraseResponse, error)
 	// GetSession returns a session's metadata and current state.
 	GetSession(ctx context.Context, in *hubpb.GetSessionRequest, opts ...grpc.CallOption) (*hubpb.SessionInfo, error)
 	// ListSessions lists the sessions the caller takes part in (all, for an
@@ -255,6 +260,16 @@ func (c *hubClient) Purge(ctx context.Context, in *hubpb.PurgeRequest, opts ...g
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(hubpb.PurgeResponse)
 	err := c.cc.Invoke(ctx, Hub_Purge_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hubClient) Erase(ctx context.Context, in *hubpb.EraseRequest, opts ...grpc.CallOption) (*hubpb.EraseResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(hubpb.EraseResponse)
+	err := c.cc.Invoke(ctx, Hub_Erase_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -470,6 +485,10 @@ type HubServer interface {
 	// session whose whole tree ended, at once: operators only (PURGED
 	// afterwards for every read).
 	Purge(context.Context, *hubpb.PurgeRequest) (*hubpb.PurgeResponse, error)
+	// Erase removes the content of the sessions named for good (operators
+	// only): what remains of each is a tombstone (who, when, why), and
+	// every read of it answers ERASED. Live sessions are closed first.
+	Erase(context.Context, *hubpb.EraseRequest) (*hubpb.EraseResponse, error)
 	// GetSession returns a session's metadata and current state.
 	GetSession(context.Context, *hubpb.GetSessionRequest) (*hubpb.SessionInfo, error)
 	// ListSessions lists the sessions the caller takes part in (all, for an
@@ -561,6 +580,9 @@ func (UnimplementedHubServer) Steer(context.Context, *hubpb.SteerRequest) (*hubp
 }
 func (UnimplementedHubServer) Purge(context.Context, *hubpb.PurgeRequest) (*hubpb.PurgeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Purge not implemented")
+}
+func (UnimplementedHubServer) Erase(context.Context, *hubpb.EraseRequest) (*hubpb.EraseResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Erase not implemented")
 }
 func (UnimplementedHubServer) GetSession(context.Context, *hubpb.GetSessionRequest) (*hubpb.SessionInfo, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetSession not implemented")
@@ -790,6 +812,24 @@ func _Hub_Purge_Handler(srv interface{}, ctx context.Context, dec func(interface
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(HubServer).Purge(ctx, req.(*hubpb.PurgeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Hub_Erase_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(hubpb.EraseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServer).Erase(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Hub_Erase_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServer).Erase(ctx, req.(*hubpb.EraseRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1056,6 +1096,10 @@ var Hub_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Purge",
 			Handler:    _Hub_Purge_Handler,
+		},
+		{
+			MethodName: "Erase",
+			Handler:    _Hub_Erase_Handler,
 		},
 		{
 			MethodName: "GetSession",

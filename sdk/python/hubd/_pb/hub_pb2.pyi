@@ -17,6 +17,7 @@ DEPTH_EXCEEDED: Reason
 DESCRIPTOR: _descriptor.FileDescriptor
 DISK_FULL: Reason
 DRAINING: Reason
+ERASED: Reason
 HUB_ONLY_EVENT: Reason
 IDEMPOTENCY_CONFLICT: Reason
 IMPERSONATION: Reason
@@ -343,6 +344,38 @@ class Envelope(_message.Message):
     type: str
     violation: Violation
     def __init__(self, session_id: _Optional[str] = ..., seq: _Optional[int] = ..., id: _Optional[str] = ..., audience: _Optional[_Union[Audience, _Mapping]] = ..., type: _Optional[str] = ..., text: _Optional[_Union[Text, _Mapping]] = ..., packet: _Optional[_Union[Packet, _Mapping]] = ..., context_set: _Optional[_Union[ContextUpdate, _Mapping]] = ..., invite: _Optional[_Union[Invite, _Mapping]] = ..., ended: _Optional[_Union[Ended, _Mapping]] = ..., violation: _Optional[_Union[Violation, _Mapping]] = ..., question: _Optional[_Union[Question, _Mapping]] = ..., answer: _Optional[_Union[Answer, _Mapping]] = ..., delegation_result: _Optional[_Union[DelegationResult, _Mapping]] = ..., task_progress: _Optional[_Union[TaskProgress, _Mapping]] = ..., custom: _Optional[bytes] = ..., delegation: _Optional[_Union[Delegation, _Mapping]] = ..., question_closed: _Optional[_Union[QuestionClosed, _Mapping]] = ..., tool_call: _Optional[_Union[ToolCall, _Mapping]] = ..., tool_result: _Optional[_Union[ToolResult, _Mapping]] = ..., message: _Optional[_Union[Text, _Mapping]] = ..., fork: _Optional[_Union[Fork, _Mapping]] = ..., operator_action: _Optional[_Union[OperatorAction, _Mapping]] = ..., causation_id: _Optional[str] = ..., client_msg_id: _Optional[str] = ..., call: _Optional[_Union[Call, _Mapping]] = ..., traceparent: _Optional[str] = ..., accepted_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., rule: _Optional[str] = ..., **kwargs) -> None: ...
+
+class EraseRequest(_message.Message):
+    __slots__ = ["creator", "participant", "reason", "session_ids", "thread_key"]
+    CREATOR_FIELD_NUMBER: _ClassVar[int]
+    PARTICIPANT_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    SESSION_IDS_FIELD_NUMBER: _ClassVar[int]
+    THREAD_KEY_FIELD_NUMBER: _ClassVar[int]
+    creator: str
+    participant: str
+    reason: str
+    session_ids: _containers.RepeatedScalarFieldContainer[str]
+    thread_key: str
+    def __init__(self, session_ids: _Optional[_Iterable[str]] = ..., thread_key: _Optional[str] = ..., creator: _Optional[str] = ..., participant: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class EraseResponse(_message.Message):
+    __slots__ = ["sessions"]
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    sessions: _containers.RepeatedCompositeFieldContainer[ErasedSession]
+    def __init__(self, sessions: _Optional[_Iterable[_Union[ErasedSession, _Mapping]]] = ...) -> None: ...
+
+class ErasedSession(_message.Message):
+    __slots__ = ["erased_at", "erased_by", "reason", "session_id"]
+    ERASED_AT_FIELD_NUMBER: _ClassVar[int]
+    ERASED_BY_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    erased_at: _timestamp_pb2.Timestamp
+    erased_by: str
+    reason: str
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ..., erased_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., erased_by: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class Expectation(_message.Message):
     __slots__ = ["action", "name", "within"]

@@ -65,6 +65,11 @@ class HubStub(object):
                 request_serializer=hub__pb2.PurgeRequest.SerializeToString,
                 response_deserializer=hub__pb2.PurgeResponse.FromString,
                 )
+        self.Erase = channel.unary_unary(
+                '/hubd.v1.Hub/Erase',
+                request_serializer=hub__pb2.EraseRequest.SerializeToString,
+                response_deserializer=hub__pb2.EraseResponse.FromString,
+                )
         self.GetSession = channel.unary_unary(
                 '/hubd.v1.Hub/GetSession',
                 request_serializer=hub__pb2.GetSessionRequest.SerializeToString,
@@ -219,6 +224,15 @@ class HubServicer(object):
         """Archives (unless the hub runs without an archive) and purges an ended
         session whose whole tree ended, at once: operators only (PURGED
         afterwards for every read).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Erase(self, request, context):
+        """Erase removes the content of the sessions named for good (operators
+        only): what remains of each is a tombstone (who, when, why), and
+        every read of it answers ERASED. Live sessions are closed first.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -398,6 +412,11 @@ def add_HubServicer_to_server(servicer, server):
                     servicer.Purge,
                     request_deserializer=hub__pb2.PurgeRequest.FromString,
                     response_serializer=hub__pb2.PurgeResponse.SerializeToString,
+            ),
+            'Erase': grpc.unary_unary_rpc_method_handler(
+                    servicer.Erase,
+                    request_deserializer=hub__pb2.EraseRequest.FromString,
+                    response_serializer=hub__pb2.EraseResponse.SerializeToString,
             ),
             'GetSession': grpc.unary_unary_rpc_method_handler(
                     servicer.GetSession,
@@ -647,6 +666,23 @@ class Hub(object):
         return grpc.experimental.unary_unary(request, target, '/hubd.v1.Hub/Purge',
             hub__pb2.PurgeRequest.SerializeToString,
             hub__pb2.PurgeResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def Erase(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/hubd.v1.Hub/Erase',
+            hub__pb2.EraseRequest.SerializeToString,
+            hub__pb2.EraseResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

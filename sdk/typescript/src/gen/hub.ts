@@ -156,6 +156,14 @@ export enum Reason {
    * was purged without an archive). Not retryable (docs/DATA.md).
    */
   PURGED = 33,
+  /**
+   * ERASED - The session was erased on an operator's request: its content (texts,
+   * packets, context values, labels) is gone from the log, the archives
+   * and the caches; a tombstone remains. ErrorInfo metadata "erased_at"
+   * (RFC 3339), "erased_by" (the operator) and "reason" (theirs). Not
+   * retryable (docs/DATA.md).
+   */
+  ERASED = 34,
   UNRECOGNIZED = -1,
 }
 
@@ -263,6 +271,9 @@ export function reasonFromJSON(object: any): Reason {
     case 33:
     case "PURGED":
       return Reason.PURGED;
+    case 34:
+    case "ERASED":
+      return Reason.ERASED;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -340,6 +351,8 @@ export function reasonToJSON(object: Reason): string {
       return "NOTHING_TO_STEER";
     case Reason.PURGED:
       return "PURGED";
+    case Reason.ERASED:
+      return "ERASED";
     case Reason.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
@@ -1855,6 +1868,40 @@ export interface PurgeResponse {
     | undefined;
   /** The archive file that holds it ("": purged without an archive). */
   archive: string;
+}
+
+/**
+ * EraseRequest names the sessions an operator erases: by id, by thread
+ * (every session of a creator's thread), by participant (every session the
+ * agent takes part in), or any of these together. A reason is required.
+ */
+export interface EraseRequest {
+  /** Sessions by id. */
+  sessionIds: string[];
+  /** A thread: its key and its creator (a thread key is the creator's). */
+  threadKey: string;
+  creator: string;
+  /** Every session this agent takes part in. */
+  participant: string;
+  /** Why, in the operator's words: kept in each tombstone. */
+  reason: string;
+}
+
+/** EraseResponse lists the sessions erased. */
+export interface EraseResponse {
+  sessions: ErasedSession[];
+}
+
+/** ErasedSession is what remains of an erased session: its tombstone. */
+export interface ErasedSession {
+  sessionId: string;
+  erasedAt:
+    | Date
+    | undefined;
+  /** The operator who erased it. */
+  erasedBy: string;
+  /** The reason given. */
+  reason: string;
 }
 
 /**
@@ -13067,6 +13114,329 @@ export const PurgeResponse: MessageFns<PurgeResponse> = {
     message.sessionId = object.sessionId ?? "";
     message.purgedAt = object.purgedAt ?? undefined;
     message.archive = object.archive ?? "";
+    return message;
+  },
+};
+
+function createBaseEraseRequest(): EraseRequest {
+  return { sessionIds: [], threadKey: "", creator: "", participant: "", reason: "" };
+}
+
+export const EraseRequest: MessageFns<EraseRequest> = {
+  encode(message: EraseRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.sessionIds) {
+      writer.uint32(10).string(v!);
+    }
+    if (message.threadKey !== "") {
+      writer.uint32(18).string(message.threadKey);
+    }
+    if (message.creator !== "") {
+      writer.uint32(26).string(message.creator);
+    }
+    if (message.participant !== "") {
+      writer.uint32(34).string(message.participant);
+    }
+    if (message.reason !== "") {
+      writer.uint32(42).string(message.reason);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EraseRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEraseRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.sessionIds.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.threadKey = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.creator = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.participant = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EraseRequest {
+    return {
+      sessionIds: globalThis.Array.isArray(object?.session_ids)
+        ? object.session_ids.map((e: any) => globalThis.String(e))
+        : [],
+      threadKey: isSet(object.thread_key) ? globalThis.String(object.thread_key) : "",
+      creator: isSet(object.creator) ? globalThis.String(object.creator) : "",
+      participant: isSet(object.participant) ? globalThis.String(object.participant) : "",
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+    };
+  },
+
+  toJSON(message: EraseRequest): unknown {
+    const obj: any = {};
+    if (message.sessionIds?.length) {
+      obj.session_ids = message.sessionIds;
+    }
+    if (message.threadKey !== "") {
+      obj.thread_key = message.threadKey;
+    }
+    if (message.creator !== "") {
+      obj.creator = message.creator;
+    }
+    if (message.participant !== "") {
+      obj.participant = message.participant;
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EraseRequest>, I>>(base?: I): EraseRequest {
+    return EraseRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EraseRequest>, I>>(object: I): EraseRequest {
+    const message = createBaseEraseRequest();
+    message.sessionIds = object.sessionIds?.map((e) => e) || [];
+    message.threadKey = object.threadKey ?? "";
+    message.creator = object.creator ?? "";
+    message.participant = object.participant ?? "";
+    message.reason = object.reason ?? "";
+    return message;
+  },
+};
+
+function createBaseEraseResponse(): EraseResponse {
+  return { sessions: [] };
+}
+
+export const EraseResponse: MessageFns<EraseResponse> = {
+  encode(message: EraseResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.sessions) {
+      ErasedSession.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EraseResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEraseResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.sessions.push(ErasedSession.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EraseResponse {
+    return {
+      sessions: globalThis.Array.isArray(object?.sessions)
+        ? object.sessions.map((e: any) => ErasedSession.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: EraseResponse): unknown {
+    const obj: any = {};
+    if (message.sessions?.length) {
+      obj.sessions = message.sessions.map((e) => ErasedSession.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EraseResponse>, I>>(base?: I): EraseResponse {
+    return EraseResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EraseResponse>, I>>(object: I): EraseResponse {
+    const message = createBaseEraseResponse();
+    message.sessions = object.sessions?.map((e) => ErasedSession.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseErasedSession(): ErasedSession {
+  return { sessionId: "", erasedAt: undefined, erasedBy: "", reason: "" };
+}
+
+export const ErasedSession: MessageFns<ErasedSession> = {
+  encode(message: ErasedSession, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.sessionId !== "") {
+      writer.uint32(10).string(message.sessionId);
+    }
+    if (message.erasedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.erasedAt), writer.uint32(18).fork()).join();
+    }
+    if (message.erasedBy !== "") {
+      writer.uint32(26).string(message.erasedBy);
+    }
+    if (message.reason !== "") {
+      writer.uint32(34).string(message.reason);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ErasedSession {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseErasedSession();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.sessionId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.erasedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.erasedBy = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ErasedSession {
+    return {
+      sessionId: isSet(object.session_id) ? globalThis.String(object.session_id) : "",
+      erasedAt: isSet(object.erased_at) ? fromJsonTimestamp(object.erased_at) : undefined,
+      erasedBy: isSet(object.erased_by) ? globalThis.String(object.erased_by) : "",
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+    };
+  },
+
+  toJSON(message: ErasedSession): unknown {
+    const obj: any = {};
+    if (message.sessionId !== "") {
+      obj.session_id = message.sessionId;
+    }
+    if (message.erasedAt !== undefined) {
+      obj.erased_at = message.erasedAt.toISOString();
+    }
+    if (message.erasedBy !== "") {
+      obj.erased_by = message.erasedBy;
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ErasedSession>, I>>(base?: I): ErasedSession {
+    return ErasedSession.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ErasedSession>, I>>(object: I): ErasedSession {
+    const message = createBaseErasedSession();
+    message.sessionId = object.sessionId ?? "";
+    message.erasedAt = object.erasedAt ?? undefined;
+    message.erasedBy = object.erasedBy ?? "";
+    message.reason = object.reason ?? "";
     return message;
   },
 };

@@ -31,6 +31,8 @@ import {
   Delivery,
   Delta,
   DeltaResponse,
+  EraseRequest,
+  EraseResponse,
   ForkRequest,
   ForkResponse,
   GetSessionRequest,
@@ -207,6 +209,20 @@ export const HubService = {
     requestDeserialize: (value: Buffer): PurgeRequest => PurgeRequest.decode(value),
     responseSerialize: (value: PurgeResponse): Buffer => Buffer.from(PurgeResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): PurgeResponse => PurgeResponse.decode(value),
+  },
+  /**
+   * Erase removes the content of the sessions named for good (operators
+   * only): what remains of each is a tombstone (who, when, why), and
+   * every read of it answers ERASED. Live sessions are closed first.
+   */
+  erase: {
+    path: "/hubd.v1.Hub/Erase" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: EraseRequest): Buffer => Buffer.from(EraseRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): EraseRequest => EraseRequest.decode(value),
+    responseSerialize: (value: EraseResponse): Buffer => Buffer.from(EraseResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): EraseResponse => EraseResponse.decode(value),
   },
   /** GetSession returns a session's metadata and current state. */
   getSession: {
@@ -441,6 +457,12 @@ export interface HubServer extends UntypedServiceImplementation {
    * afterwards for every read).
    */
   purge: handleUnaryCall<PurgeRequest, PurgeResponse>;
+  /**
+   * Erase removes the content of the sessions named for good (operators
+   * only): what remains of each is a tombstone (who, when, why), and
+   * every read of it answers ERASED. Live sessions are closed first.
+   */
+  erase: handleUnaryCall<EraseRequest, EraseResponse>;
   /** GetSession returns a session's metadata and current state. */
   getSession: handleUnaryCall<GetSessionRequest, SessionInfo>;
   /**
@@ -681,6 +703,26 @@ export interface HubClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: PurgeResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Erase removes the content of the sessions named for good (operators
+   * only): what remains of each is a tombstone (who, when, why), and
+   * every read of it answers ERASED. Live sessions are closed first.
+   */
+  erase(
+    request: EraseRequest,
+    callback: (error: ServiceError | null, response: EraseResponse) => void,
+  ): ClientUnaryCall;
+  erase(
+    request: EraseRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: EraseResponse) => void,
+  ): ClientUnaryCall;
+  erase(
+    request: EraseRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: EraseResponse) => void,
   ): ClientUnaryCall;
   /** GetSession returns a session's metadata and current state. */
   getSession(
