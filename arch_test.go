@@ -55,7 +55,7 @@ var allowed = []struct {
 	{"internal/a2apb", nil},
 	{"internal/a2aconf", nil},
 	// The archive of purged sessions: the hub's Archiver, on files.
-	{"internal/archive", []string{"hub", "hubpb"}},
+	{"internal/archive", []string{"hub", "hubpb", "session"}},
 	{"internal/a2abridge", []string{"agentsdk", "hubpb", "internal/a2apb", "internal/a2aconf"}},
 	{"hub/hubhttp/gateway", []string{"hubpb", "hubpb/hubsvc"}},
 	{"hub/hubhttp/webui", []string{"hub", "hub/feed", "hub/hubgrpc", "hubpb", "session", "transition"}},

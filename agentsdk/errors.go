@@ -93,6 +93,11 @@ var (
 	// that holds it ("archive"; "" when purged without an archive). Not
 	// retried.
 	ErrPurged = errors.New("agentsdk: session purged")
+	// ErrErased: the session was erased on an operator's request; its
+	// content is gone from the hub (ERASED). The *Error's Metadata says
+	// when ("erased_at", RFC 3339), by whom ("erased_by") and why
+	// ("reason"). Not retried.
+	ErrErased = errors.New("agentsdk: session erased")
 	// ErrTurnHeld: the turn is held while its holder waits for children or
 	// an answer; the message names what is awaited (TURN_HELD).
 	ErrTurnHeld = errors.New("agentsdk: turn held")
@@ -157,6 +162,7 @@ var sentinels = map[hubpb.Reason]error{
 	hubpb.Reason_STORAGE_FAILED:           ErrStorageFailed,
 	hubpb.Reason_NOTHING_TO_STEER:         ErrNothingToSteer,
 	hubpb.Reason_PURGED:                   ErrPurged,
+	hubpb.Reason_ERASED:                   ErrErased,
 }
 
 // sentinelOf returns the sentinel of a reason name, nil for an unknown one.

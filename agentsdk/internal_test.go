@@ -47,7 +47,7 @@ func TestBackoffDelay(t *testing.T) {
 func exported() []error {
 	return []error{ErrOutOfTurn, ErrSessionClosed, ErrSessionNotOpen, ErrNotParticipant, ErrBadHandoffTarget,
 		ErrInvalidGraph, ErrUnknownSessionType, ErrBadTransition, ErrHubOnly, ErrMalformed, ErrUnknownSession, ErrTooLarge,
-		ErrPermissionDenied, ErrImpersonation, ErrUnauthenticated, ErrLimit, ErrDepthExceeded, ErrSlowSubscriber, ErrDiskFull, ErrStorageFailed, ErrTurnHeld, ErrDelegateNotAllowed, ErrBadAnswer, ErrIdempotencyConflict, ErrQuarantined, ErrNotOwner, ErrNothingToSteer, ErrPurged,
+		ErrPermissionDenied, ErrImpersonation, ErrUnauthenticated, ErrLimit, ErrDepthExceeded, ErrSlowSubscriber, ErrDiskFull, ErrStorageFailed, ErrTurnHeld, ErrDelegateNotAllowed, ErrBadAnswer, ErrIdempotencyConflict, ErrQuarantined, ErrNotOwner, ErrNothingToSteer, ErrPurged, ErrErased,
 		ErrUnavailable, ErrInternal, context.Canceled, context.DeadlineExceeded}
 }
 

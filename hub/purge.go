@@ -29,6 +29,8 @@ type Tombstone struct {
 	Kind    GoneKind
 	At      time.Time // when it was removed
 	Archive string    // the archive file that holds it ("": none)
+	// By and Reason are who erased it and why (GoneErased).
+	By, Reason string
 }
 
 // Purger is a Log that deletes sessions (the badger log does; a cluster
@@ -49,6 +51,9 @@ type Deletion struct {
 	Session   [16]byte
 	Tombstone Tombstone
 	Index     [][]byte // the hub's index keys of the session
+	// Exact are the keys of Index of a fixed length (no other key extends
+	// one), which an erasure drops from the log's files at once.
+	Exact [][]byte
 }
 
 // Archiver writes sessions about to be purged to an archive, durably
@@ -74,22 +79,31 @@ type PurgedError struct {
 }
 
 func (e *PurgedError) Error() string {
-	what := "purged"
 	if e.Kind == GoneErased {
-		what = "erased"
+		return fmt.Sprintf("session %v was erased at %s by %s (%s): %v", e.ID, e.At.UTC().Format(time.RFC3339), e.By, e.Reason, ErrErased)
 	}
 	archive := "without an archive"
 	if e.Archive != "" {
 		archive = "archived in " + e.Archive
 	}
-	return fmt.Sprintf("session %v was %s at %s (%s): %v", e.ID, what, e.At.UTC().Format(time.RFC3339), archive, ErrPurged)
+	return fmt.Sprintf("session %v was purged at %s (%s): %v", e.ID, e.At.UTC().Format(time.RFC3339), archive, ErrPurged)
 }
 
-func (e *PurgedError) Unwrap() error { return ErrPurged }
+// Unwrap is ErrErased for an erased session, else ErrPurged.
+func (e *PurgedError) Unwrap() error {
+	if e.Kind == GoneErased {
+		return ErrErased
+	}
+	return ErrPurged
+}
 
 // ErrorMetadata is the ErrorInfo metadata of the answer: "purged_at"
-// (RFC 3339) and "archive" (the file; "" without an archive).
+// (RFC 3339) and "archive" (the file; "" without an archive); for an
+// erased session "erased_at", "erased_by" and "reason".
 func (e *PurgedError) ErrorMetadata() map[string]string {
+	if e.Kind == GoneErased {
+		return map[string]string{"erased_at": e.At.UTC().Format(time.RFC3339Nano), "erased_by": e.By, "reason": e.Reason}
+	}
 	return map[string]string{"purged_at": e.At.UTC().Format(time.RFC3339Nano), "archive": e.Archive}
 }
 

@@ -48,7 +48,7 @@ type Log struct {
 	// resumedErased are the erasures Open finished (resumeGone), whose
 	// journal segments it scrubs once the committer runs.
 	resumedErased []Deletion
-	stats    counters
+	stats         counters
 }
 
 // counters are the committer's and the journal's running totals.

@@ -38,6 +38,8 @@ var commands = []command{
 	{"sessions steer", "ID --reason R [--set k=v] [--unset k] [--next A] [--release-result T] [--extend NAME=D] [--cancel-timer NAME]",
 		"steer a live session (operators): set context, choose the next speaker once, release a held turn, extend or cancel a timer"},
 	{"sessions purge", "ID ...", "archive and purge ended sessions whose whole tree ended, now, whatever their retention (operators)"},
+	{"sessions erase", "[ID ...] [--thread KEY --creator A] [--participant A] --reason R",
+		"erase sessions for good, from the log, its files and the archives, leaving a tombstone (operators)"},
 	{"questions list", "[--answerer A] [--root ID]", "the pending questions you must answer (an operator: everyone's)"},
 	{"questions answer", "QUESTION [OPTION ...] [--text T] [--session ID]", "answer a pending question with options or free text"},
 	{"tasks cancel", "ID ...", "cancel delegated tasks: each child session closes with reason cancelled (its delegator, or an operator)"},

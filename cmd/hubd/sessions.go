@@ -231,6 +231,8 @@ func sessionsCommand(name string, fs *flag.FlagSet, stdin io.Reader) *clientComm
 		return steerFlags(fs)
 	case "purge":
 		return purgeFlags(fs)
+	case "erase":
+		return eraseFlags(fs)
 	}
 	return nil
 }

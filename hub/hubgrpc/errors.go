@@ -58,6 +58,7 @@ var codeOf = map[hubpb.Reason]codes.Code{
 	hubpb.Reason_NOTHING_TO_STEER: codes.FailedPrecondition,
 	// Gone for good: ErrorInfo says when and where it is archived.
 	hubpb.Reason_PURGED: codes.NotFound,
+	hubpb.Reason_ERASED: codes.NotFound,
 }
 
 // Code returns the gRPC status code of a stable reason.

@@ -252,6 +252,23 @@ func (s *Service) Purge(ctx context.Context, req *hubpb.PurgeRequest) (*hubpb.Pu
 	})
 }
 
+// Erase implements hubsvc.HubServer: an operator erases sessions for
+// good (hub.Erase).
+func (s *Service) Erase(ctx context.Context, req *hubpb.EraseRequest) (*hubpb.EraseResponse, error) {
+	return unary(s, ctx, "Erase", func(id Identity) (*hubpb.EraseResponse, error) {
+		ts, ids, err := s.h.Erase(ctx, id.Agent, id.Operator, req)
+		if err != nil {
+			return nil, err
+		}
+		out := &hubpb.EraseResponse{}
+		for i, t := range ts {
+			out.Sessions = append(out.Sessions, &hubpb.ErasedSession{SessionId: ids[i].String(), ErasedAt: timestamppb.New(t.At),
+				ErasedBy: t.By, Reason: t.Reason})
+		}
+		return out, nil
+	})
+}
+
 // GetSession implements hubsvc.HubServer.
 func (s *Service) GetSession(ctx context.Context, req *hubpb.GetSessionRequest) (*hubpb.SessionInfo, error) {
 	return unary(s, ctx, "GetSession", func(id Identity) (*hubpb.SessionInfo, error) {

@@ -71,15 +71,29 @@ func (w walLog) DeleteSessions(ctx context.Context, ds []hub.Deletion) error {
 	out := make([]wal.Deletion, len(ds))
 	for i, d := range ds {
 		t := d.Tombstone
-		out[i] = wal.Deletion{Session: d.Session, Tombstone: wal.Tombstone{Kind: wal.GoneKind(t.Kind), At: t.At, Archive: t.Archive}, Index: d.Index}
+		out[i] = walDeletion(d, t)
 	}
 	return logErr(w.Log.DeleteSessions(ctx, out))
+}
+
+// EraseSessions erases sessions, every byte of them gone from the files.
+func (w walLog) EraseSessions(ctx context.Context, ds []hub.Deletion) error {
+	out := make([]wal.Deletion, len(ds))
+	for i, d := range ds {
+		out[i] = walDeletion(d, d.Tombstone)
+	}
+	return logErr(w.Log.EraseSessions(ctx, out))
+}
+
+func walDeletion(d hub.Deletion, t hub.Tombstone) wal.Deletion {
+	return wal.Deletion{Session: d.Session, Index: d.Index, Exact: d.Exact,
+		Tombstone: wal.Tombstone{Kind: wal.GoneKind(t.Kind), At: t.At, Archive: t.Archive, By: t.By, Reason: t.Reason}}
 }
 
 // Gone returns a deleted session's tombstone.
 func (w walLog) Gone(ctx context.Context, session [16]byte) (hub.Tombstone, bool, error) {
 	t, ok, err := w.Log.Gone(ctx, session)
-	return hub.Tombstone{Kind: hub.GoneKind(t.Kind), At: t.At, Archive: t.Archive}, ok, err
+	return hub.Tombstone{Kind: hub.GoneKind(t.Kind), At: t.At, Archive: t.Archive, By: t.By, Reason: t.Reason}, ok, err
 }
 
 // logErr gives the hub the meaning of the log's errors it acts on: a full
