@@ -971,6 +971,28 @@ class Client:
         req = pb.PurgeRequest(session_id=session_id)
         return await self._call("purge", self._stub.Purge, req, timeout)  # type: ignore[no-any-return]
 
+    async def erase(
+        self,
+        *session_ids: str,
+        reason: str,
+        thread_key: str = "",
+        creator: str = "",
+        participant: str = "",
+        timeout: Optional[float] = None,
+    ) -> List[pb.ErasedSession]:
+        """Erase sessions for good (operators): by id, a creator's thread
+        (``thread_key`` with ``creator``), or every session ``participant``
+        takes part in. Live ones are closed first; then their content
+        leaves the hub's log, its files, its archives and its caches, and
+        every read of them raises ``Erased``. Returns each one's tombstone
+        (when, by whom, why). Refused: ``PermissionDenied`` for an agent
+        that is not an operator; ``Malformed`` without a reason or
+        sessions; ``BadTransition`` for a fork's source erased without
+        the fork. Not retried."""
+        req = pb.EraseRequest(session_ids=list(session_ids), thread_key=thread_key, creator=creator,
+                              participant=participant, reason=reason)
+        return list((await self._call("erase", self._stub.Erase, req, timeout)).sessions)
+
     async def replay(self, session_id: str, *, timeout: Optional[float] = None) -> pb.ReplayResponse:
         """Re-fold a session from its log with no agent called and say
         whether the result equals the live state (``equal``; operators)."""

@@ -233,6 +233,7 @@ class Client:
     tree = blocking(aio.Client.tree)
     replay = blocking(aio.Client.replay)
     purge = blocking(aio.Client.purge)
+    erase = blocking(aio.Client.erase)
 
     # Streams.
 

@@ -67,6 +67,7 @@ __all__ = [
     "StorageFailed",
     "NothingToSteer",
     "Purged",
+    "Erased",
     "TurnHeld",
     "DelegateNotAllowed",
     "BadAnswer",
@@ -327,6 +328,8 @@ class NothingToSteer(HubError):
     release, no running period of the expectation named."""
 
     REASON = "NOTHING_TO_STEER"
+
+
 class Purged(HubError):
     """The session was purged by its retention or an operator: its records
     are gone from the hub's log. ``metadata["purged_at"]`` (RFC 3339) says
@@ -334,6 +337,15 @@ class Purged(HubError):
     purged without an archive). Not retried."""
 
     REASON = "PURGED"
+
+
+class Erased(HubError):
+    """The session was erased on an operator's request: its content is
+    gone from the hub. ``metadata["erased_at"]`` (RFC 3339) says when,
+    ``metadata["erased_by"]`` by whom and ``metadata["reason"]`` why. Not
+    retried."""
+
+    REASON = "ERASED"
 
 
 class TurnHeld(HubError):

@@ -442,6 +442,23 @@ def test_read_log_pages(connect: Connect, names: Names) -> None:
     assert [e.seq for e in alice.read_log(s.id, from_seq=900, limit=5000)] == list(range(900, total + 1))
 
 
+def test_erase(connect: Connect, names: Names) -> None:
+    """An operator erases a session: every read of it raises Erased with
+    who and why; an agent may not erase, nor may anybody without a
+    reason."""
+    alice, op = connect(names("alice")), connect("operator")
+    s = pipeline(alice, names)
+    with pytest.raises(hubd.PermissionDenied):
+        alice.erase(s.id, reason="mine")
+    with pytest.raises(hubd.Malformed):
+        op.erase(s.id, reason="")
+    got = op.erase(s.id, reason="asked to be forgotten")
+    assert [e.session_id for e in got] == [s.id] and got[0].erased_by == "operator" and got[0].reason == "asked to be forgotten"
+    with pytest.raises(hubd.Erased) as e:
+        alice.get_session(s.id)
+    assert e.value.metadata["erased_by"] == "operator" and e.value.metadata["reason"] == "asked to be forgotten"
+
+
 def test_purge(connect: Connect, names: Names) -> None:
     """An operator purges an ended session: every read of it raises Purged
     with when and the archive file; an agent may not purge, and an open

@@ -30,6 +30,7 @@ import {
   PendingTurnsRequest,
   ReadLogRequest,
   PurgeRequest,
+  EraseRequest,
   ReplayRequest,
   SendRequest,
   SendResponse,
@@ -40,6 +41,7 @@ import {
   type Answer,
   type OpenResponse,
   type PurgeResponse,
+  type ErasedSession,
   type PendingQuestion,
   type ReplayResponse,
   type TreeNode,
@@ -1073,6 +1075,24 @@ export class Client {
    */
   async purge(sessionId: string, opts: CallOptions = {}): Promise<PurgeResponse> {
     return this.unary("purge", this.raw.purge, PurgeRequest.fromPartial({ sessionId }), opts);
+  }
+
+  /**
+   * Erases sessions for good (operators): by id, a creator's thread
+   * (`threadKey` with `creator`), or every session `participant` takes part
+   * in; `reason` is required and kept in each tombstone. Live ones are
+   * closed first; then their content leaves the hub's log, its files, its
+   * archives and its caches, and every read of them throws ErasedError.
+   * Returns each one's tombstone (when, by whom, why). Refused:
+   * PermissionDeniedError for an agent that is not an operator;
+   * MalformedError without a reason or sessions. Not retried.
+   */
+  async erase(
+    o: { sessionIds?: string[]; threadKey?: string; creator?: string; participant?: string; reason: string },
+    opts: CallOptions = {},
+  ): Promise<ErasedSession[]> {
+    const resp = await this.unary("erase", this.raw.erase, EraseRequest.fromPartial(o), opts);
+    return resp.sessions;
   }
 
   /** Re-folds a session from its log with no agent called and says whether the result equals the live state (operators). */

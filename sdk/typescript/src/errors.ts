@@ -119,6 +119,13 @@ export class NothingToSteerError extends HubError {}
  * purged without one). Not retried.
  */
 export class PurgedError extends HubError {}
+
+/**
+ * The session was erased on an operator's request: its content is gone
+ * from the hub (ERASED). errorInfoFromMetadata(err.metadata) gives
+ * "erased_at" (RFC 3339), "erased_by" and "reason". Not retried.
+ */
+export class ErasedError extends HubError {}
 /** The turn is held: its holder waits for a child session or an answer (TURN_HELD). */
 export class TurnHeldError extends HubError {}
 /** The delegate is not in the parent session's allow-list (DELEGATE_NOT_ALLOWED). */
@@ -173,6 +180,7 @@ export const errorClasses: Record<ReasonName, ErrorClass> = {
   STORAGE_FAILED: StorageFailedError,
   NOTHING_TO_STEER: NothingToSteerError,
   PURGED: PurgedError,
+  ERASED: ErasedError,
 };
 
 /** The class of an error without a hub reason (one gRPC made itself), by its code. */

@@ -29,6 +29,7 @@ import {
   Packet,
   PermissionDeniedError,
   PurgedError,
+  ErasedError,
   roundRobin,
   sequence,
   SessionType,
@@ -344,6 +345,25 @@ describe("sessions", { timeout: 20_000 }, () => {
     assert.equal((await alice.getSession(s.id)).state, State.Closed);
     const byDefault = await openPipeline(alice);
     assert.equal((await alice.closeSession(byDefault.id)).closeReason, "explicit_close");
+  });
+
+  test("erase: an operator's, with a reason; reads then throw ErasedError with who and why", async () => {
+    const op = await hub.connect("operator");
+    try {
+      const s = await openPipeline(alice);
+      await assert.rejects(alice.erase({ sessionIds: [s.id], reason: "mine" }), PermissionDeniedError);
+      const got = await op.erase({ sessionIds: [s.id], reason: "asked to be forgotten" });
+      assert.deepEqual(got.map((e) => [e.sessionId, e.erasedBy, e.reason]), [[s.id, "operator", "asked to be forgotten"]]);
+      await assert.rejects(alice.getSession(s.id), (err) => {
+        assert.ok(err instanceof ErasedError, String(err));
+        const info = errorInfoFromMetadata(err.metadata);
+        assert.equal(info.metadata.erased_by, "operator");
+        assert.equal(info.metadata.reason, "asked to be forgotten");
+        return true;
+      });
+    } finally {
+      op.close();
+    }
   });
 
   test("purge: an operator's, refused while open and to an agent; reads then throw PurgedError", async () => {
