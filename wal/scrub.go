@@ -137,6 +137,9 @@ func (c *committer) scrub(ds []Deletion, tombstones bool) error {
 			return fmt.Errorf("wal: scrubbing: %d journal segments could not be deleted", n)
 		}
 	}
+	if c.l.db.Opts().InMemory {
+		return nil // no value log
+	}
 	for {
 		err := c.l.db.RunValueLogGC(0.01)
 		if errors.Is(err, badger.ErrNoRewrite) || errors.Is(err, badger.ErrRejected) {
