@@ -128,3 +128,57 @@ func TestE2EMCP(t *testing.T) {
 		t.Errorf("/mcp naming nobody: %d %s", code, body)
 	}
 }
+
+// TestE2EMCPTokens: with --tokens, an MCP host is the agent its token
+// names, over stdio (hubd mcp --token) and /mcp (a bearer token), and may
+// do only what that agent may: bob accepts alice's invitation and
+// replies, and is refused the close of alice's session; a wrong token is
+// refused.
+func TestE2EMCPTokens(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte("alice alice-mcp-token-000001\nbob bob-mcp-token-0000002\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, t.TempDir(), "", "--tokens", tokens, "--http", "127.0.0.1:0")
+	ctx := context.Background()
+	host := func(tr mcp.Transport) *mcp.ClientSession {
+		s, err := mcp.NewClient(&mcp.Implementation{Name: "test-host", Version: "1"}, nil).Connect(ctx, tr, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	endpoint := "http://" + d.httpAddr(t) + "/mcp"
+	alice := host(&mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: headerTransport{"Authorization": "Bearer alice-mcp-token-000001"}}})
+	bob := host(&mcp.CommandTransport{Command: exec.Command(hubdBinary(t), "mcp", "--hub", d.addr, "--token", "bob-mcp-token-0000002")})
+	out, refused := mcpCall(t, alice, "open_session", `{"type":"conversation@1","participants":[{"name":"bob"}]}`)
+	if refused {
+		t.Fatalf("alice's open: %s", out)
+	}
+	var opened hubpb.OpenResponse
+	if err := hubpb.UnmarshalJSON([]byte(out), &opened); err != nil {
+		t.Fatal(err)
+	}
+	id := opened.GetSession().GetMeta().GetSessionId()
+	if out, refused := mcpCall(t, bob, "accept_invite", `{"session_id":"`+id+`"}`); refused {
+		t.Fatalf("bob's accept: %s", out)
+	}
+	say := func(s *mcp.ClientSession, text string) (string, bool) {
+		return mcpCall(t, s, "send", `{"session_id":"`+id+`","envelope":{"type":"text","text":{"text":"`+text+`"}}}`)
+	}
+	if out, refused := say(alice, "hello bob"); refused {
+		t.Fatalf("alice's turn: %s", out)
+	}
+	if out, refused := say(bob, "hello alice"); refused {
+		t.Errorf("bob's turn: %s", out)
+	}
+	if out, refused := mcpCall(t, bob, "close_session", `{"session_id":"`+id+`","reason":"mine now"}`); !refused || !strings.HasPrefix(out, "PERMISSION_DENIED: ") {
+		t.Errorf("bob closing alice's session: %v %s", refused, out)
+	}
+	code, body := httpDo(t, "POST", endpoint, map[string]string{"Authorization": "Bearer bob-mcp-token-000000X",
+		"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	if code != http.StatusUnauthorized || !strings.Contains(body, "UNAUTHENTICATED") {
+		t.Errorf("/mcp with a wrong token: %d %s", code, body)
+	}
+}
