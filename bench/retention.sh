@@ -105,8 +105,17 @@ stophub
 rm -rf "$data"
 fi
 
-sweep=$(grep -h 'retention: purged' "$tmp/purge.log" | head -1 | python3 -c 'import json,sys; l=json.loads(sys.stdin.readline()); print("%d sessions in %s, %.0f sessions/s" % (l["sessions"], l["took"], l["per_second"]))' || true)
-reclaim=$(grep -h 'gave the space' "$tmp/purge.log" | head -1 | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["took"])' || true)
+# The sweep's and the reclaim's log lines: part A's, else part B's.
+logs=$(ls "$tmp/purge.log" "$tmp/hub.log" 2>/dev/null || true)
+sweepline=$(grep -h 'retention: purged' $logs 2>/dev/null | head -1 || true)
+reclaimline=$(grep -h 'gave the space' $logs 2>/dev/null | head -1 || true)
+sweep="" reclaim=""
+if [ -n "$sweepline" ]; then
+  sweep=$(python3 -c 'import json,sys; l=json.loads(sys.argv[1]); print("%d sessions in %s, %.0f sessions/s" % (l["sessions"], l["took"], l["per_second"]))' "$sweepline")
+fi
+if [ -n "$reclaimline" ]; then
+  reclaim=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["took"])' "$reclaimline")
+fi
 echo
 echo "sessions:            $n ended, every 10th kept"
 echo "log on disk before:  $before bytes (du -sb of the data directory, the archive apart)"
