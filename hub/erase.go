@@ -290,19 +290,7 @@ func (h *Hub) eraseAll(ctx context.Context, e Eraser, ds []Deletion) error {
 	if len(ds) == 0 {
 		return nil
 	}
-	h.reg.mu.Lock()
-	for _, d := range ds {
-		h.reg.purging[d.Session] = true
-	}
-	h.reg.mu.Unlock()
-	err := e.EraseSessions(ctx, ds)
-	h.reg.mu.Lock()
-	for _, d := range ds {
-		h.reg.cache.remove(d.Session)
-		delete(h.reg.purging, d.Session)
-	}
-	h.reg.mu.Unlock()
-	if err != nil {
+	if err := h.leaving(ds, func() error { return e.EraseSessions(ctx, ds) }); err != nil {
 		return fmt.Errorf("erasing %d sessions: %v: %w", len(ds), err, ErrSessionFailed)
 	}
 	return nil

@@ -253,22 +253,29 @@ func (h *Hub) endedMeta(ctx context.Context, id session.ID) (*hubpb.SessionMeta,
 // deleteAll deletes ds from the log, keeping reads from loading them
 // meanwhile, and drops them from the cache of ended sessions.
 func (h *Hub) deleteAll(ctx context.Context, p Purger, ds []Deletion) error {
+	if err := h.leaving(ds, func() error { return p.DeleteSessions(ctx, ds) }); err != nil {
+		return fmt.Errorf("purging %d sessions: %v: %w", len(ds), err, ErrSessionFailed)
+	}
+	return nil
+}
+
+// leaving runs remove, which takes ds out of the log, with the sessions
+// marked as leaving (no read loads them meanwhile), then drops them from
+// the cache of ended sessions.
+func (h *Hub) leaving(ds []Deletion, remove func() error) error {
 	h.reg.mu.Lock()
 	for _, d := range ds {
 		h.reg.purging[d.Session] = true
 	}
 	h.reg.mu.Unlock()
-	err := p.DeleteSessions(ctx, ds)
+	err := remove()
 	h.reg.mu.Lock()
 	for _, d := range ds {
 		h.reg.cache.remove(d.Session)
 		delete(h.reg.purging, d.Session)
 	}
 	h.reg.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("purging %d sessions: %v: %w", len(ds), err, ErrSessionFailed)
-	}
-	return nil
+	return err
 }
 
 // purgeable refuses a session whose tree has a session that is not
