@@ -119,6 +119,9 @@ func (l *Log) scrub(ctx context.Context, ds []Deletion, tombstones bool) error {
 
 // scrub is Scrub's work, on the committer's goroutine.
 func (c *committer) scrub(ds []Deletion, tombstones bool) error {
+	if err := c.l.storage.Err(); err != nil {
+		return err // failed while the scrub waited in the queue: nothing is written
+	}
 	for _, d := range ds {
 		delete(c.last, d.Session)
 	}

@@ -253,3 +253,21 @@ func TestEraseSessionsLeavesNoByte(t *testing.T) {
 		t.Errorf("the finished tombstone: %+v %v %v", tomb, ok, err)
 	}
 }
+
+// TestScrubRefusedOnceStorageFailed: a log whose storage failed scrubs
+// nothing and says so, as it appends nothing.
+func TestScrubRefusedOnceStorageFailed(t *testing.T) {
+	l, err := Open(Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	mustAppend(t, l, mkWrite(sid(1), 1, 2))
+	l.storage.fail(errors.New("the disk went away"))
+	if err := l.Scrub(context.Background(), sid(1)); !errors.Is(err, ErrStorageFailed) {
+		t.Errorf("Scrub after the storage failed: %v, want ErrStorageFailed", err)
+	}
+	if err := l.EraseSessions(context.Background(), []Deletion{{Session: sid(1)}}); !errors.Is(err, ErrStorageFailed) {
+		t.Errorf("EraseSessions after the storage failed: %v, want ErrStorageFailed", err)
+	}
+}
