@@ -33,12 +33,14 @@ func (k *task) remember(ctx context.Context, taskID string, msg *a2apb.Message) 
 	if err != nil {
 		return err
 	}
+	// The task is tracked before its record is written: whoever sees the
+	// record and ends the session then finds the task to cancel.
+	k.b.track(k.t.SessionID, taskID)
 	env := &hubpb.Envelope{Type: agentsdk.EventToolCall, CausationId: k.t.Trigger.GetId(),
 		Payload: &hubpb.Envelope_ToolCall{ToolCall: &hubpb.ToolCall{CallId: taskID, Name: toolName, Arguments: args}}}
 	if _, err := k.t.Client.Send(ctx, k.t.SessionID, env, agentsdk.WithClientMsgID(msg.GetMessageId()+"/task")); err != nil {
 		return fmt.Errorf("recording the remote task %s: %w", taskID, err)
 	}
-	k.b.track(k.t.SessionID, taskID)
 	return nil
 }
 
