@@ -279,6 +279,9 @@ func (c *Cluster) Index(name string) int {
 	return -1
 }
 
+// StoreDir returns the JetStream store directory of server i.
+func (c *Cluster) StoreDir(i int) string { return c.configs[i].StoreDir }
+
 // URL returns the client URL of server i (valid after a restart too: the
 // ports are fixed).
 func (c *Cluster) URL(i int) string {

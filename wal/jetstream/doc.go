@@ -21,11 +21,15 @@
 //	stream    HUB_P00 … HUB_P{P-1}      subjects hub.p<k>.>
 //	metadata  hub.p<k>.m.<session-uuid>  one message: Nats-Msg-Id <session>/meta
 //	records   hub.p<k>.s.<session-uuid>  one message per record: Nats-Msg-Id <session>/<seq>
+//	tombstone hub.p<k>.g.<session-uuid>  one message, once deleted: Nats-Msg-Id <session>/gone
 //
 // Every stream: file storage, Replicas (3; 1 on a single server), limits
 // retention with no limit at all (no MaxAge, MaxMsgs, MaxBytes or
-// per-subject limit: nothing is ever removed), DenyDelete and DenyPurge,
+// per-subject limit: the streams remove nothing by themselves),
 // MaxMsgSize 1 MiB, a Duplicates window of 2 minutes, AllowAtomicPublish.
+// Only Delete removes messages (a stream created with deny_purge and
+// deny_delete, as earlier versions of this log made them, keeps them:
+// JetStream never lifts those settings).
 // The session's uuid is in canonical lowercase form. A session's metadata
 // travels with its first record: the metadata message is published in the
 // same atomic batch, just before it, on its own subject, so Metas reads
@@ -147,6 +151,22 @@
 // the node's clock, and an append acknowledged once it is not fails with
 // ErrLapsed (it landed; a retry finds it). Reads need no ownership: any
 // node reads any partition.
+//
+// # Deleting sessions
+//
+// Delete (retention and erasure) first writes a session's tombstone on
+// its own subject (expected last subject sequence 0: once), then removes
+// its metadata and records with a subject purge each; an erasure first
+// overwrites each of its messages in the stream's files (JetStream's
+// secure delete), so no byte of them stays in the message blocks. A crash
+// between the steps leaves the tombstone with messages behind it:
+// Hydrate reads a partition's tombstones before its messages, hands on
+// nothing of a deleted session, and removes what was left. The tombstone
+// holds what the caller gives (the hub's: when, why, the archive file);
+// Tombstone reads it from any node. Space comes back as JetStream
+// removes emptied message blocks and compacts the others. On R3 streams
+// the Raft logs hold recent writes until JetStream compacts them after a
+// snapshot: an erasure is complete on disk once that happened.
 //
 // # Reads
 //

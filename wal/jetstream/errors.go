@@ -51,6 +51,12 @@ var (
 	// had landed when the stream was read back, and nothing more is sent.
 	ErrNotOwner = errors.New("jetstream: partition not owned by this node")
 
+	// ErrDenied is returned by Delete for a partition whose stream was
+	// created with deny_purge and deny_delete (as this log created them
+	// before it deleted sessions): JetStream never lifts them, so its
+	// sessions are kept for ever.
+	ErrDenied = errors.New("jetstream: the partition stream denies purges and deletes")
+
 	// ErrUnavailable is returned by Append when JetStream gave no answer
 	// within Options.AppendTimeout (no stream leader, a partition of the
 	// network): the outcome is unknown, as for any error that is not one

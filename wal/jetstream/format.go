@@ -15,7 +15,19 @@ import (
 const (
 	kindMeta   byte = 0x01 // hub.p<k>.m.<session>
 	kindRecord byte = 0x02 // hub.p<k>.s.<session>
+	kindGone   byte = 0x03 // hub.p<k>.g.<session>: the tombstone of a deleted session
 )
+
+// letter is a kind's subject token.
+func letter(kind byte) string {
+	switch kind {
+	case kindMeta:
+		return "m"
+	case kindGone:
+		return "g"
+	}
+	return "s"
+}
 
 // Frame layout of every payload: version | CRC-32C (BE) | data.
 const (
@@ -32,8 +44,12 @@ const (
 	hdrBatchCommit  = "Nats-Batch-Commit"
 )
 
-// metaIDSuffix ends the Nats-Msg-Id of a session's metadata message.
-const metaIDSuffix = "meta"
+// metaIDSuffix ends the Nats-Msg-Id of a session's metadata message,
+// goneIDSuffix its tombstone's.
+const (
+	metaIDSuffix = "meta"
+	goneIDSuffix = "gone"
+)
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
@@ -93,23 +109,16 @@ func (y layout) streamSubjects(k int) string {
 	return fmt.Sprintf("%s.p%d.>", y.subjectPrefix, k)
 }
 
-// subject returns the subject of a session's metadata or records.
+// subject returns the subject of a session's metadata, records or
+// tombstone.
 func (y layout) subject(k int, kind byte, id [16]byte) string {
-	t := "s"
-	if kind == kindMeta {
-		t = "m"
-	}
-	return fmt.Sprintf("%s.p%d.%s.%s", y.subjectPrefix, k, t, formatUUID(id))
+	return fmt.Sprintf("%s.p%d.%s.%s", y.subjectPrefix, k, letter(kind), formatUUID(id))
 }
 
-// kindFilter is the subject filter of every metadata or record message of
+// kindFilter is the subject filter of every message of one kind in
 // partition k.
 func (y layout) kindFilter(k int, kind byte) string {
-	t := "s"
-	if kind == kindMeta {
-		t = "m"
-	}
-	return fmt.Sprintf("%s.p%d.%s.*", y.subjectPrefix, k, t)
+	return fmt.Sprintf("%s.p%d.%s.*", y.subjectPrefix, k, letter(kind))
 }
 
 // parseSubject splits a message subject of partition k into kind and
@@ -124,6 +133,8 @@ func (y layout) parseSubject(k int, subj string) (byte, [16]byte, error) {
 		kind = kindRecord
 	case rest[0] == 'm':
 		kind = kindMeta
+	case rest[0] == 'g':
+		kind = kindGone
 	}
 	id, okID := parseUUID(rest[min(2, len(rest)):])
 	if kind == 0 || !okID {
@@ -141,6 +152,9 @@ func msgID(id [16]byte, seq uint64) string {
 	return formatUUID(id) + "/" + strconv.FormatUint(seq, 10)
 }
 
+// goneMsgID is the Nats-Msg-Id of a session's tombstone, <session>/gone.
+func goneMsgID(id [16]byte) string { return formatUUID(id) + "/" + goneIDSuffix }
+
 // parseMsgID checks that a Nats-Msg-Id names session id and returns its
 // seq (0 for metadata).
 func parseMsgID(id [16]byte, kind byte, s string) (uint64, error) {
@@ -148,9 +162,10 @@ func parseMsgID(id [16]byte, kind byte, s string) (uint64, error) {
 	if got, okID := parseUUID(sid); !ok || !okID || got != id {
 		return 0, fmt.Errorf("%w: Nats-Msg-Id %q on session %s", ErrCorrupt, s, formatUUID(id))
 	}
-	if kind == kindMeta {
-		if rest != metaIDSuffix {
-			return 0, fmt.Errorf("%w: Nats-Msg-Id %q on metadata", ErrCorrupt, s)
+	switch kind {
+	case kindMeta, kindGone:
+		if want := map[byte]string{kindMeta: metaIDSuffix, kindGone: goneIDSuffix}[kind]; rest != want {
+			return 0, fmt.Errorf("%w: Nats-Msg-Id %q on a %s message", ErrCorrupt, s, letter(kind))
 		}
 		return 0, nil
 	}

@@ -1,8 +1,11 @@
 package jetstream
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 )
 
 // Visitor receives a partition's contents from Hydrate, in stream order:
@@ -33,6 +36,8 @@ type HydrateStats struct {
 	Sessions, Records int
 	Broken            int
 	Foreign           int    // messages that name no session, skipped
+	Gone              int    // tombstones of deleted sessions
+	Resumed           int    // deletions Hydrate finished (their messages were left)
 	LastSeq           uint64 // the stream seq of the last message read
 }
 
@@ -43,7 +48,10 @@ type HydrateStats struct {
 // Nats-Msg-Id, frame) and every session's density from seq 1, and
 // remembers each session's last record, so the first appends after it need
 // no lookup. A message whose subject names no session of the partition
-// goes to v.Foreign, or stops it with ErrCorrupt.
+// goes to v.Foreign, or stops it with ErrCorrupt. A session deleted
+// (Delete) is not handed on: Hydrate reads the partition's tombstones
+// first, skips the messages of their sessions, and removes those it
+// found, finishing a deletion a crash interrupted.
 func (l *Log) Hydrate(ctx context.Context, k int, v Visitor) (HydrateStats, error) {
 	var st HydrateStats
 	if err := l.enter(); err != nil {
@@ -53,8 +61,16 @@ func (l *Log) Hydrate(ctx context.Context, k int, v Visitor) (HydrateStats, erro
 	if k < 0 || k >= l.opts.Partitions {
 		return st, fmt.Errorf("%w: partition %d of %d", ErrInvalid, k, l.opts.Partitions)
 	}
-	h := hydration{l: l, k: k, v: v, st: &st, last: map[[16]byte]pos{}, broken: map[[16]byte]bool{}}
+	h := hydration{l: l, k: k, v: v, st: &st, last: map[[16]byte]pos{}, broken: map[[16]byte]bool{},
+		gone: map[[16]byte]bool{}, left: map[[16]byte]bool{}}
+	if err := l.consumeAll(ctx, k, l.y.kindFilter(k, kindGone), h.tombstone); err != nil {
+		return st, err
+	}
+	st.Gone = len(h.gone)
 	if err := l.consumeAll(ctx, k, l.y.streamSubjects(k), h.message); err != nil {
+		return st, err
+	}
+	if err := h.finish(ctx); err != nil {
 		return st, err
 	}
 	for id, p := range h.last {
@@ -73,6 +89,35 @@ type hydration struct {
 	st     *HydrateStats
 	last   map[[16]byte]pos // per session seen: its last record (seq 0: metadata only)
 	broken map[[16]byte]bool
+	gone   map[[16]byte]bool // the deleted sessions: whether erased
+	left   map[[16]byte]bool // deleted sessions with messages left
+}
+
+// tombstone notes a deleted session.
+func (h *hydration) tombstone(r raw) error {
+	kind, id, err := h.l.y.parseSubject(h.k, r.subj)
+	if err != nil || kind != kindGone {
+		return nil // the main pass reports it
+	}
+	st, err := h.l.y.decode(h.k, r.subj, r.id, r.data, r.sseq)
+	if err != nil {
+		return h.fail(id, err)
+	}
+	h.gone[st.session] = r.gone == goneErase
+	return nil
+}
+
+// finish removes what deletions left, in session order.
+func (h *hydration) finish(ctx context.Context) error {
+	ids := slices.SortedFunc(maps.Keys(h.left), func(a, b [16]byte) int { return bytes.Compare(a[:], b[:]) })
+	for _, id := range ids {
+		if err := h.l.removeMessages(ctx, h.k, id, h.gone[id]); err != nil {
+			return fmt.Errorf("jetstream: finishing the deletion of session %s: %w", formatUUID(id), err)
+		}
+		h.l.cache.remove(id)
+		h.st.Resumed++
+	}
+	return nil
 }
 
 // message checks one message and hands it on.
@@ -88,7 +133,10 @@ func (h *hydration) message(r raw) error {
 		h.v.Foreign(r.subj, r.sseq, err)
 		return nil
 	}
-	if h.broken[id] {
+	if _, deleted := h.gone[id]; deleted || kind == kindGone || h.broken[id] {
+		if deleted && kind != kindGone {
+			h.left[id] = true
+		}
 		return nil
 	}
 	st, err := h.l.y.decode(h.k, r.subj, r.id, r.data, r.sseq)

@@ -134,8 +134,8 @@ func (l *Log) streamConfig(k int) jetstream.StreamConfig {
 		Storage:            jetstream.FileStorage,
 		Replicas:           o.Replicas,
 		Duplicates:         o.Duplicates,
-		DenyDelete:         true,
-		DenyPurge:          true,
+		DenyDelete:         false,
+		DenyPurge:          false,
 		AllowAtomicPublish: true,
 		Metadata: map[string]string{
 			metaPartitions: strconv.Itoa(o.Partitions),
@@ -177,6 +177,13 @@ func (l *Log) tryBind(ctx context.Context, want jetstream.StreamConfig) (jetstre
 	if err := compatible(have, want); err != nil {
 		return nil, err
 	}
+	if have.DenyPurge || have.DenyDelete {
+		// Created before sessions were deleted: JetStream never lifts
+		// these, and Delete refuses the partition's sessions (ErrDenied).
+		want.DenyPurge, want.DenyDelete = have.DenyPurge, have.DenyDelete
+		l.logger.Warn().Str("stream", want.Name).
+			Msg("jetstream: the partition stream denies purges and deletes: its sessions are never purged nor erased")
+	}
 	if !sameSettings(have, want) {
 		l.logger.Warn().Str("stream", want.Name).Msg("jetstream: updating the partition stream's settings")
 		return l.js.UpdateStream(actx, want)
@@ -204,7 +211,7 @@ func compatible(have, want jetstream.StreamConfig) error {
 // sameSettings reports whether the settings Open may update match.
 func sameSettings(have, want jetstream.StreamConfig) bool {
 	return have.Replicas == want.Replicas && have.MaxMsgSize == want.MaxMsgSize && have.Duplicates == want.Duplicates &&
-		have.DenyDelete && have.DenyPurge && have.AllowAtomicPublish && have.MaxAge == 0 &&
+		have.AllowAtomicPublish && have.MaxAge == 0 &&
 		have.MaxMsgs == -1 && have.MaxBytes == -1 && have.MaxMsgsPerSubject == -1
 }
 

@@ -25,8 +25,8 @@ type entry struct {
 	lock  chan struct{}
 }
 
-// sessions is the log's cache of entries. Positions are facts for ever
-// (the streams deny deletes and purges), but a tail is only as fresh as
+// sessions is the log's cache of entries. Positions are facts for as
+// long as the session is in its stream (until Delete), but a tail is only as fresh as
 // the last read or write: a stale one makes JetStream refuse the next
 // append (ErrFenced), never accept a wrong one.
 type sessions struct {
@@ -136,6 +136,13 @@ func (s *sessions) mark(id [16]byte, seq uint64) (pos, bool) {
 		return e.marks[i-1], true
 	}
 	return pos{}, false
+}
+
+// remove forgets a deleted session.
+func (s *sessions) remove(id [16]byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, id)
 }
 
 // drop forgets the tails of partition k's sessions and removes the entries

@@ -1,0 +1,272 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Deletion names a session Delete removes from its partition stream and
+// the tombstone it leaves there.
+type Deletion struct {
+	Session [16]byte
+	// Tombstone is kept on the session's tombstone subject; the log does
+	// not read it (Tombstone returns it).
+	Tombstone []byte
+	// Erase overwrites each of the session's messages in the stream's
+	// files (JetStream's secure delete), instead of only removing them
+	// from the stream: no byte of them stays on the server's disk.
+	Erase bool
+}
+
+// hdrGone is the header of a tombstone that says how its session's
+// messages are removed: goneErase, or goneRemove.
+const (
+	hdrGone    = "Hubd-Gone"
+	goneErase  = "erase"
+	goneRemove = "remove"
+)
+
+// deleteAttempts bounds the tries of one JetStream request of a deletion
+// that meets no leader or no answer.
+const deleteAttempts = 5
+
+// Delete removes sessions from their partition streams in two steps a
+// crash cannot leave half done: first each session's tombstone (subject
+// hub.p<k>.g.<session>, written once: a tombstone there already is
+// kept), then its metadata and records, by a subject purge, or for an
+// erasure by a secure delete of each message first. Hydrate finishes the
+// removal of a session whose tombstone it finds with messages left. The
+// partitions must be owned (ErrNotOwner) and their streams must allow
+// purges and deletes (ErrDenied: a stream created with deny_purge or
+// deny_delete keeps them for ever). A session the log cannot find, with
+// no tombstone, is ErrInvalid. The sessions are written no more: the
+// caller appends nothing to them.
+func (l *Log) Delete(ctx context.Context, ds []Deletion) error {
+	if err := l.enter(); err != nil {
+		return err
+	}
+	defer l.exit()
+	for _, d := range ds {
+		if err := l.deleteOne(ctx, d); err != nil {
+			return fmt.Errorf("jetstream: deleting session %s: %w", formatUUID(d.Session), err)
+		}
+	}
+	return nil
+}
+
+// deleteOne is Delete of one session.
+func (l *Log) deleteOne(ctx context.Context, d Deletion) error {
+	e, found, err := l.locate(ctx, d.Session)
+	if err != nil {
+		return err
+	}
+	k := -1
+	if found {
+		k = e.part
+	} else if k, found, err = l.goneIn(ctx, d.Session); err != nil || !found {
+		if err == nil {
+			err = fmt.Errorf("%w: no such session in any partition", ErrInvalid)
+		}
+		return err
+	}
+	if err := l.deletable(k); err != nil {
+		return err
+	}
+	l.sending[k].RLock()
+	defer l.sending[k].RUnlock()
+	if !l.owned[k].Load() {
+		return fmt.Errorf("%w: partition %d (stream %s)", ErrNotOwner, k, l.y.stream(k))
+	}
+	if e != nil {
+		if err := lock(ctx, []*entry{e}); err != nil {
+			return err
+		}
+		defer unlock([]*entry{e})
+	}
+	if err := l.markGone(ctx, k, d); err != nil {
+		return err
+	}
+	if err := l.removeMessages(ctx, k, d.Session, d.Erase); err != nil {
+		return err
+	}
+	l.cache.remove(d.Session)
+	return nil
+}
+
+// deletable refuses a partition whose stream denies purges or deletes.
+func (l *Log) deletable(k int) error {
+	c := l.streams[k].CachedInfo().Config
+	if c.DenyPurge || c.DenyDelete {
+		return fmt.Errorf("%w: stream %s was created with deny_purge and deny_delete, which JetStream never lifts", ErrDenied, c.Name)
+	}
+	return nil
+}
+
+// markGone writes session d's tombstone, once: one found there already
+// (an earlier attempt, or a deletion resumed) is kept.
+func (l *Log) markGone(ctx context.Context, k int, d Deletion) error {
+	m := &nats.Msg{Subject: l.y.subject(k, kindGone, d.Session), Header: nats.Header{},
+		Data: frame(d.Session, 0, kindGone, d.Tombstone)}
+	m.Header.Set(hdrMsgID, goneMsgID(d.Session))
+	m.Header.Set(hdrExpectedSubj, "0")
+	how := goneRemove
+	if d.Erase {
+		how = goneErase
+	}
+	m.Header.Set(hdrGone, how)
+	return l.retry(ctx, "writing the tombstone", func(ctx context.Context) error {
+		_, err := l.js.PublishMsg(ctx, m)
+		var api *jetstream.APIError
+		if errors.As(err, &api) && api.ErrorCode == codeWrongLastSeq {
+			return nil // the session has its tombstone already
+		}
+		return err
+	})
+}
+
+// removeMessages removes the metadata and records of session id from
+// partition k: a secure delete of each first when erase, then a purge of
+// both subjects.
+func (l *Log) removeMessages(ctx context.Context, k int, id [16]byte, erase bool) error {
+	for _, kind := range []byte{kindRecord, kindMeta} {
+		subj := l.y.subject(k, kind, id)
+		if erase {
+			if err := l.eraseSubject(ctx, k, subj); err != nil {
+				return err
+			}
+		}
+		err := l.retry(ctx, "purging "+subj, func(ctx context.Context) error {
+			return l.streams[k].Purge(ctx, jetstream.WithPurgeSubject(subj))
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// eraseSubject overwrites every message on subj in the stream's files.
+func (l *Log) eraseSubject(ctx context.Context, k int, subj string) error {
+	last, ok, err := l.lastFor(ctx, k, subj)
+	if err != nil || !ok {
+		return err
+	}
+	var seqs []uint64
+	err = l.consume(ctx, k, subj, 1, last.Sequence, func(r raw) error {
+		seqs = append(seqs, r.sseq)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, seq := range seqs {
+		err := l.retry(ctx, "erasing stream seq "+strconv.FormatUint(seq, 10)+" of "+subj, func(ctx context.Context) error {
+			err := l.streams[k].SecureDeleteMsg(ctx, seq)
+			var api *jetstream.APIError
+			if errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeMessageNotFound {
+				return nil // erased by an earlier attempt
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// retry runs one JetStream request of a deletion, again after a transient
+// failure; every step of a deletion may run twice.
+func (l *Log) retry(ctx context.Context, what string, req func(ctx context.Context) error) error {
+	backoff := 50 * time.Millisecond
+	var err error
+	for range deleteAttempts {
+		rctx, cancel := context.WithTimeout(ctx, l.opts.RequestTimeout)
+		err = req(rctx)
+		cancel()
+		var api *jetstream.APIError
+		if err == nil || ctx.Err() != nil || (errors.As(err, &api) && !transientAPI(api)) || (api == nil && !transient(err)) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 500*time.Millisecond)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// Tombstone returns the tombstone Delete left of session id, from any
+// node (P requests when the log does not know the session's partition),
+// found false when it has none.
+func (l *Log) Tombstone(ctx context.Context, id [16]byte) (tomb []byte, found bool, err error) {
+	if err := l.enter(); err != nil {
+		return nil, false, err
+	}
+	defer l.exit()
+	var m *jetstream.RawStreamMsg
+	k, found, err := l.goneFind(ctx, id, &m)
+	if err != nil || !found {
+		return nil, false, err
+	}
+	st, err := l.y.decode(k, m.Subject, m.Header.Get(hdrMsgID), m.Data, m.Sequence)
+	if err != nil {
+		return nil, false, err
+	}
+	return st.data, true, nil
+}
+
+// goneIn returns the partition holding session id's tombstone.
+func (l *Log) goneIn(ctx context.Context, id [16]byte) (int, bool, error) {
+	return l.goneFind(ctx, id, nil)
+}
+
+// goneFind looks for session id's tombstone in every partition, and
+// returns the message in *out when out is not nil.
+func (l *Log) goneFind(ctx context.Context, id [16]byte, out **jetstream.RawStreamMsg) (int, bool, error) {
+	var (
+		mu    sync.Mutex
+		where = -1
+		errs  []error
+		wg    sync.WaitGroup
+		sem   = make(chan struct{}, 8)
+	)
+	for k := range l.opts.Partitions {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			m, ok, err := l.lastFor(ctx, k, l.y.subject(k, kindGone, id))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				errs = append(errs, err)
+			case ok:
+				where = k
+				if out != nil {
+					*out = m
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if where >= 0 {
+		return where, true, nil
+	}
+	if len(errs) > 0 {
+		return 0, false, fmt.Errorf("jetstream: looking for the tombstone of session %s: %w", formatUUID(id), errors.Join(errs...))
+	}
+	return 0, false, nil
+}
