@@ -60,12 +60,14 @@ func (h *Hub) Erase(ctx context.Context, by string, operator bool, req *hubpb.Er
 		return nil, nil, err
 	}
 	e, ok := h.cfg.Log.(Eraser)
-	if !ok || h.cfg.Partitioned {
-		return nil, nil, fmt.Errorf("this hub's log does not erase sessions (a cluster node's log keeps its partitions' streams): %w",
-			session.ErrBadTransition)
+	if !ok {
+		return nil, nil, fmt.Errorf("this hub's log does not erase sessions: %w", session.ErrBadTransition)
 	}
 	ids, err := h.eraseTargets(ctx, req)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := h.erasedHere(ctx, ids); err != nil {
 		return nil, nil, err
 	}
 	h.retain.mu.Lock()
@@ -115,7 +117,10 @@ func (h *Hub) eraseTargets(ctx context.Context, req *hubpb.EraseRequest) ([]sess
 		}
 		ids = append(ids, thread...)
 	}
-	if p := req.GetParticipant(); p != "" {
+	if p := req.GetParticipant(); p != "" && h.cfg.Partitioned {
+		return nil, fmt.Errorf("a cluster node erases the sessions of its own partitions: erase %s's sessions by id or thread "+
+			"(hubd sessions list --participant %s lists them across the cluster): %w", p, p, session.ErrBadTransition)
+	} else if p != "" {
 		err := h.cfg.Log.IndexScan(ctx, nameKey(ixMember, p), nil, func(k, _ []byte) error {
 			if id, ok := indexedID(k[len(k)-16:]); ok {
 				ids = append(ids, id)
@@ -156,6 +161,9 @@ func (h *Hub) archivedTargets(ctx context.Context, req *hubpb.EraseRequest) ([]s
 // threadIDs are the sessions of a creator's thread still in the log: its
 // latest, then each one's previous.
 func (h *Hub) threadIDs(ctx context.Context, creator, key string) ([]session.ID, error) {
+	if h.cfg.Partitioned {
+		return h.residentThread(creator, key)
+	}
 	v, ok, err := h.cfg.Log.IndexGet(ctx, keyKey(ixThread, creator, key))
 	if err != nil {
 		return nil, err
@@ -190,6 +198,9 @@ func (h *Hub) erasable(ctx context.Context, ids []session.ID) error {
 	for _, id := range ids {
 		if _, ok := h.tombstone(ctx, id); ok {
 			continue
+		}
+		if h.cfg.Partitioned {
+			continue // held here (erasedHere), and a cluster has no forks
 		}
 		raw, err := h.cfg.Log.Meta(ctx, id)
 		if err != nil {
@@ -291,7 +302,72 @@ func (h *Hub) eraseAll(ctx context.Context, e Eraser, ds []Deletion) error {
 		return nil
 	}
 	if err := h.leaving(ds, func() error { return e.EraseSessions(ctx, ds) }); err != nil {
+		if errors.Is(err, ErrNotOwner) || errors.Is(err, session.ErrBadTransition) {
+			return err // a cluster's partition moved, or its stream keeps its sessions
+		}
 		return fmt.Errorf("erasing %d sessions: %v: %w", len(ds), err, ErrSessionFailed)
 	}
 	return nil
+}
+
+// residentThread is threadIDs on a partitioned hub: a thread's sessions
+// are all in its key's partition, held by one node.
+func (h *Hub) residentThread(creator, key string) ([]session.ID, error) {
+	h.reg.mu.RLock()
+	var out []session.ID
+	for id, s := range h.reg.sessions { //hubd:orderless sorted below
+		if s.meta.GetCreator() == creator && s.meta.GetThreadKey() == key {
+			out = append(out, id)
+		}
+	}
+	h.reg.mu.RUnlock()
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s has no thread %q here: %w", creator, key, ErrUnknownSession)
+	}
+	slices.SortFunc(out, compareIDs)
+	return out, nil
+}
+
+// erasedHere checks, on a partitioned hub, that the live or ended
+// sessions of ids are all held here (the others gone already): one
+// erasure is one node's. None held: the first one's answer (NOT_OWNER
+// with its node, where the call is routed; UNKNOWN_SESSION).
+func (h *Hub) erasedHere(ctx context.Context, ids []session.ID) error {
+	if !h.cfg.Partitioned {
+		return nil
+	}
+	var here, there []session.ID
+	var first error
+	for _, id := range ids {
+		if _, ok := h.live(id); ok {
+			here = append(here, id)
+			continue
+		}
+		if _, gone := h.tombstone(ctx, id); gone {
+			err := h.route(id) // its partition's owner rewrites its tombstone
+			if err == nil {
+				continue
+			}
+			there = append(there, id)
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		there = append(there, id)
+		if _, err := h.lookup(ctx, id); first == nil {
+			if err == nil {
+				err = fmt.Errorf("no session %v: %w", id, ErrUnknownSession)
+			}
+			first = err
+		}
+	}
+	switch {
+	case len(there) == 0:
+		return nil
+	case len(here) == 0 || errors.Is(first, ErrUnknownSession) || errors.Is(first, ErrQuarantined):
+		return first
+	}
+	return fmt.Errorf("sessions %v and %v are served by different nodes: erase them in one call each: %w",
+		here[0], there[0], session.ErrBadTransition)
 }

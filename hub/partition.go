@@ -146,6 +146,11 @@ func (h *Hub) LoadSessions(ctx context.Context, load Loader) (int, error) {
 	n := h.installLocked(order, all)
 	h.feed.Moved(agentsOf(order, all), nil, why)
 	h.reg.mu.Unlock()
+	for _, id := range order {
+		if l := all[id]; l.err == nil && l.s != nil {
+			h.sweepFor(l.s.meta) // a session with a retention of its own
+		}
+	}
 	return n, nil
 }
 
@@ -164,36 +169,13 @@ func (h *Hub) UnloadSessions(drop func(root session.ID) bool, why error) int {
 	}
 	h.reg.mu.Lock()
 	var gone []*Session
-	for id, s := range h.reg.sessions {
+	for _, s := range h.reg.sessions {
 		root, err := session.ParseID(s.call.GetRoot())
 		if err != nil || !drop(root) {
 			continue
 		}
 		gone = append(gone, s)
-		s.gone.Store(true)
-		delete(h.reg.sessions, id)
-		for _, p := range s.meta.GetParticipants() {
-			if m := h.reg.byAgent[p.GetName()]; m != nil {
-				delete(m, id)
-				if len(m) == 0 {
-					delete(h.reg.byAgent, p.GetName())
-				}
-			}
-		}
-		if k := s.meta.GetOpenKey(); k != "" && h.reg.openKeys[openKey(s.meta.GetCreator(), k)] == id {
-			delete(h.reg.openKeys, openKey(s.meta.GetCreator(), k))
-		}
-		if k := s.meta.GetThreadKey(); k != "" && h.reg.threads[openKey(s.meta.GetCreator(), k)] == s {
-			delete(h.reg.threads, openKey(s.meta.GetCreator(), k))
-		}
-		delete(h.reg.askers, id)
-		if !session.State(s.state.Load()).Ended() {
-			if h.reg.openCount[s.meta.GetCreator()]--; h.reg.openCount[s.meta.GetCreator()] <= 0 {
-				delete(h.reg.openCount, s.meta.GetCreator())
-			}
-			s.tree.live.Add(-1)
-		}
-		h.sched.remove(s)
+		h.dropResidentLocked(s)
 	}
 	// The quarantined sessions of those trees are the new owner's to
 	// answer for; one whose metadata never decoded is taken as its own
@@ -219,6 +201,36 @@ func (h *Hub) UnloadSessions(drop func(root session.ID) bool, why error) int {
 	}
 	h.feed.Moved(slices.Sorted(maps.Keys(agents)), gone, why)
 	return len(gone)
+}
+
+// dropResidentLocked takes session s out of the hub's memory (a
+// partitioned hub's: UnloadSessions, a purge); the caller holds reg.mu.
+func (h *Hub) dropResidentLocked(s *Session) {
+	id := s.id
+	s.gone.Store(true)
+	delete(h.reg.sessions, id)
+	for _, p := range s.meta.GetParticipants() {
+		if m := h.reg.byAgent[p.GetName()]; m != nil {
+			delete(m, id)
+			if len(m) == 0 {
+				delete(h.reg.byAgent, p.GetName())
+			}
+		}
+	}
+	if k := s.meta.GetOpenKey(); k != "" && h.reg.openKeys[openKey(s.meta.GetCreator(), k)] == id {
+		delete(h.reg.openKeys, openKey(s.meta.GetCreator(), k))
+	}
+	if k := s.meta.GetThreadKey(); k != "" && h.reg.threads[openKey(s.meta.GetCreator(), k)] == s {
+		delete(h.reg.threads, openKey(s.meta.GetCreator(), k))
+	}
+	delete(h.reg.askers, id)
+	if !session.State(s.state.Load()).Ended() {
+		if h.reg.openCount[s.meta.GetCreator()]--; h.reg.openCount[s.meta.GetCreator()] <= 0 {
+			delete(h.reg.openCount, s.meta.GetCreator())
+		}
+		s.tree.live.Add(-1)
+	}
+	h.sched.remove(s)
 }
 
 // agentsOf returns the participants of the sessions that loaded.

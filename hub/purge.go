@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hubd/hubd/hubpb"
@@ -149,9 +150,8 @@ func (h *Hub) purge(ctx context.Context, id session.ID) (Tombstone, error) {
 // err is a failure of the archive or the log, where none was purged.
 func (h *Hub) purgeBatch(ctx context.Context, ids []session.ID) (ts []Tombstone, errs []error, err error) {
 	p, ok := h.cfg.Log.(Purger)
-	if !ok || h.cfg.Partitioned {
-		return nil, nil, fmt.Errorf("this hub's log does not purge sessions (a cluster node's log keeps its partitions' streams): %w",
-			session.ErrBadTransition)
+	if !ok {
+		return nil, nil, fmt.Errorf("this hub's log does not purge sessions: %w", session.ErrBadTransition)
 	}
 	h.retain.mu.Lock()
 	defer h.retain.mu.Unlock()
@@ -218,8 +218,12 @@ func (h *Hub) purgeOne(ctx context.Context, id session.ID, at time.Time) (Deleti
 // when it is an ended session the hub may purge: not live (pending or
 // open), not quarantined, not purged, and in the log.
 func (h *Hub) endedMeta(ctx context.Context, id session.ID) (*hubpb.SessionMeta, []byte, error) {
-	if s, ok := h.live(id); ok && !s.State().Ended() {
+	s, ok := h.live(id)
+	if ok && !s.State().Ended() {
 		return nil, nil, fmt.Errorf("session %v is %v: only an ended session is purged: %w", id, s.State(), session.ErrBadTransition)
+	}
+	if h.cfg.Partitioned {
+		return h.residentMeta(ctx, id, s)
 	}
 	h.reg.mu.RLock()
 	q := h.reg.quarantined[id]
@@ -250,10 +254,29 @@ func (h *Hub) endedMeta(ctx context.Context, id session.ID) (*hubpb.SessionMeta,
 	return m, raw, nil
 }
 
+// residentMeta is endedMeta on a partitioned hub, which holds every
+// session of its partitions, ended ones too: s when it holds it.
+func (h *Hub) residentMeta(ctx context.Context, id session.ID, s *Session) (*hubpb.SessionMeta, []byte, error) {
+	if s == nil {
+		if _, err := h.lookup(ctx, id); err != nil {
+			return nil, nil, err // served elsewhere, quarantined, gone or unknown
+		}
+		return nil, nil, fmt.Errorf("no session %v: %w", id, ErrUnknownSession)
+	}
+	raw, err := session.MarshalMeta(s.meta)
+	if err != nil {
+		return nil, nil, fmt.Errorf("session %v: %v: %w", id, err, ErrSessionFailed)
+	}
+	return s.meta, raw, nil
+}
+
 // deleteAll deletes ds from the log, keeping reads from loading them
 // meanwhile, and drops them from the cache of ended sessions.
 func (h *Hub) deleteAll(ctx context.Context, p Purger, ds []Deletion) error {
 	if err := h.leaving(ds, func() error { return p.DeleteSessions(ctx, ds) }); err != nil {
+		if errors.Is(err, ErrNotOwner) || errors.Is(err, session.ErrBadTransition) {
+			return err // a cluster's partition moved, or its stream keeps its sessions
+		}
 		return fmt.Errorf("purging %d sessions: %v: %w", len(ds), err, ErrSessionFailed)
 	}
 	return nil
@@ -269,13 +292,33 @@ func (h *Hub) leaving(ds []Deletion, remove func() error) error {
 	}
 	h.reg.mu.Unlock()
 	err := remove()
+	var dropped []*Session
 	h.reg.mu.Lock()
 	for _, d := range ds {
 		h.reg.cache.remove(d.Session)
 		delete(h.reg.purging, d.Session)
+		if s, ok := h.reg.sessions[d.Session]; ok && h.cfg.Partitioned && err == nil {
+			h.dropResidentLocked(s)
+			dropped = append(dropped, s)
+		}
 	}
 	h.reg.mu.Unlock()
+	for _, s := range dropped {
+		unlink(s)
+	}
 	return err
+}
+
+// unlink takes a deleted session s out of its parent's children (a
+// partitioned hub keeps ended parents, with their children, in memory).
+func unlink(s *Session) {
+	p := s.parent
+	if p == nil {
+		return
+	}
+	p.hold()
+	p.kids = slices.DeleteFunc(p.kids, func(k *Session) bool { return k == s })
+	p.release()
 }
 
 // purgeable refuses a session whose tree has a session that is not

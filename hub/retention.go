@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -96,9 +97,6 @@ func (h *Hub) sweepFor(m *hubpb.SessionMeta) {
 // hub's clock, until Close.
 func (h *Hub) armSweep() {
 	r := h.cfg.Retention
-	if h.cfg.Partitioned {
-		return
-	}
 	every := r.Sweep
 	if every <= 0 {
 		every = time.Minute
@@ -205,7 +203,8 @@ func (h *Hub) purgeAll(ctx context.Context, ids []session.ID) (int, error) {
 			switch {
 			case err == nil:
 				n++
-			case errors.Is(err, session.ErrBadTransition), errors.Is(err, ErrPurged), errors.Is(err, ErrQuarantined):
+			case errors.Is(err, session.ErrBadTransition), errors.Is(err, ErrPurged), errors.Is(err, ErrQuarantined),
+				errors.Is(err, ErrNotOwner), errors.Is(err, ErrUnknownSession): // a partition moved to another node
 				h.cfg.Logger.Debug().Err(err).Str("session", batch[i].String()).Msg("retention: not purged yet")
 			default:
 				return n, err
@@ -234,6 +233,9 @@ func pause(ctx context.Context, d time.Duration) error {
 
 // expired returns the ended sessions whose retention passed by now.
 func (h *Hub) expired(ctx context.Context, now time.Time) ([]session.ID, error) {
+	if h.cfg.Partitioned {
+		return h.expiredResident(ctx, now)
+	}
 	var out []session.ID
 	err := h.cfg.Log.MetasFrom(ctx, session.ID{}, func(raw [16]byte, meta []byte) error {
 		id := session.ID(raw)
@@ -256,6 +258,36 @@ func (h *Hub) expired(ctx context.Context, now time.Time) ([]session.ID, error) 
 		return nil
 	})
 	return out, err
+}
+
+// expiredResident is expired on a partitioned hub: the ended sessions
+// of its partitions, which it holds, with when they ended.
+func (h *Hub) expiredResident(ctx context.Context, now time.Time) ([]session.ID, error) {
+	h.reg.mu.RLock()
+	var ended []*Session
+	for _, s := range h.reg.sessions { //hubd:orderless sorted below
+		if s.State().Ended() {
+			ended = append(ended, s)
+		}
+	}
+	h.reg.mu.RUnlock()
+	var out []session.ID
+	for _, s := range ended {
+		keep := h.cfg.Retention.keep(s.meta)
+		if _, imported := s.meta.GetLabels()[LabelImportedFrom]; keep <= 0 || imported {
+			continue
+		}
+		if err := s.acquire(ctx); err != nil {
+			return nil, err
+		}
+		at := s.m.Lifecycle.Ended
+		s.release()
+		if !at.IsZero() && now.Sub(at) >= keep {
+			out = append(out, s.id)
+		}
+	}
+	slices.SortFunc(out, compareIDs)
+	return out, nil
 }
 
 // ParseRetentionPolicy reads a retention policy file (hubd serve

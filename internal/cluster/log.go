@@ -2,8 +2,10 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hubd/hubd/hub"
 	"github.com/hubd/hubd/session"
@@ -103,3 +105,67 @@ func (jsLog) IndexScan(context.Context, []byte, []byte, func(key, value []byte) 
 
 // PutIndex keeps nothing.
 func (jsLog) PutIndex(context.Context, []hub.IndexEntry) error { return nil }
+
+// DeleteSessions removes purged sessions from their partition streams,
+// each leaving its tombstone (wal/jetstream Delete); the hub's index keys
+// of ds are memory here.
+func (j jsLog) DeleteSessions(ctx context.Context, ds []hub.Deletion) error {
+	return j.delete(ctx, ds, false)
+}
+
+// EraseSessions is DeleteSessions with every message of the sessions
+// overwritten in the streams' files first.
+func (j jsLog) EraseSessions(ctx context.Context, ds []hub.Deletion) error {
+	return j.delete(ctx, ds, true)
+}
+
+func (j jsLog) delete(ctx context.Context, ds []hub.Deletion, erase bool) error {
+	out := make([]jetstream.Deletion, len(ds))
+	for i, d := range ds {
+		t, err := json.Marshal(tombstone(d.Tombstone))
+		if err != nil {
+			return err
+		}
+		out[i] = jetstream.Deletion{Session: d.Session, Tombstone: t, Erase: erase}
+	}
+	for i, d := range out {
+		err := j.Log.Delete(ctx, out[i:i+1])
+		switch {
+		case errors.Is(err, jetstream.ErrDenied):
+			return fmt.Errorf("%v: %w", err, session.ErrBadTransition)
+		case errors.Is(err, jetstream.ErrNotOwner):
+			k := -1
+			if p, found, lerr := j.Log.Locate(ctx, d.Session); lerr == nil && found {
+				k = p
+			}
+			ne := j.n.notOwner(session.ID(d.Session), k)
+			ne.Why = fmt.Sprintf("the log refused to delete session %s (%v)", session.ID(d.Session), err)
+			return ne
+		case err != nil:
+			return err
+		}
+	}
+	return nil
+}
+
+// Gone returns a deleted session's tombstone, from any node.
+func (j jsLog) Gone(ctx context.Context, id [16]byte) (hub.Tombstone, bool, error) {
+	data, ok, err := j.Log.Tombstone(ctx, id)
+	if err != nil || !ok {
+		return hub.Tombstone{}, false, err
+	}
+	var t tombstone
+	if err := json.Unmarshal(data, &t); err != nil {
+		return hub.Tombstone{}, false, fmt.Errorf("session %v: its tombstone does not decode: %v: %w", session.ID(id), err, session.ErrCorrupt)
+	}
+	return hub.Tombstone(t), true, nil
+}
+
+// tombstone is the JSON form of a hub.Tombstone in a partition stream.
+type tombstone struct {
+	Kind    hub.GoneKind `json:"kind"`
+	At      time.Time    `json:"at"`
+	Archive string       `json:"archive,omitempty"`
+	By      string       `json:"by,omitempty"`
+	Reason  string       `json:"reason,omitempty"`
+}

@@ -31,6 +31,9 @@ func (n *Node) route(ctx context.Context, id session.ID) error {
 		return nil
 	}
 	if o, ok := n.leases.Owner(k); ok && o.NodeID == n.cfg.NodeID {
+		if _, gone, err := n.log.Tombstone(ctx, id); err == nil && gone {
+			return nil // deleted (the log knew it from before): the hub answers why
+		}
 		// Ours, being loaded: NOT_OWNER with no address, "retry shortly".
 		return &hub.NotOwnerError{Session: id.String(), Partition: k,
 			Why: fmt.Sprintf("session %v: partition %d is being loaded on this node; retry shortly", id, k)}

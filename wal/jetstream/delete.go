@@ -19,9 +19,11 @@ type Deletion struct {
 	// Tombstone is kept on the session's tombstone subject; the log does
 	// not read it (Tombstone returns it).
 	Tombstone []byte
-	// Erase overwrites each of the session's messages in the stream's
-	// files (JetStream's secure delete), instead of only removing them
-	// from the stream: no byte of them stays on the server's disk.
+	// Erase marks an erasure: its tombstone follows one a removal left.
+	// Either way each of the session's messages is overwritten in the
+	// stream's files (JetStream's secure delete): no byte of them stays in
+	// the message blocks, so a session purged and later erased leaves
+	// nothing behind either.
 	Erase bool
 }
 
@@ -40,8 +42,8 @@ const deleteAttempts = 5
 // Delete removes sessions from their partition streams in two steps a
 // crash cannot leave half done: first each session's tombstone (subject
 // hub.p<k>.g.<session>, written once: a tombstone there already is
-// kept), then its metadata and records, by a subject purge, or for an
-// erasure by a secure delete of each message first. Hydrate finishes the
+// kept), then its metadata and records, each message overwritten in the
+// stream's files (a secure delete). Hydrate finishes the
 // removal of a session whose tombstone it finds with messages left. The
 // partitions must be owned (ErrNotOwner) and their streams must allow
 // purges and deletes (ErrDenied: a stream created with deny_purge or
@@ -63,19 +65,14 @@ func (l *Log) Delete(ctx context.Context, ds []Deletion) error {
 
 // deleteOne is Delete of one session.
 func (l *Log) deleteOne(ctx context.Context, d Deletion) error {
-	e, found, err := l.locate(ctx, d.Session)
+	e, found, err := l.locate(ctx, d.Session) // a deleted one too
 	if err != nil {
 		return err
 	}
-	k := -1
-	if found {
-		k = e.part
-	} else if k, found, err = l.goneIn(ctx, d.Session); err != nil || !found {
-		if err == nil {
-			err = fmt.Errorf("%w: no such session in any partition", ErrInvalid)
-		}
-		return err
+	if !found {
+		return fmt.Errorf("%w: no such session in any partition", ErrInvalid)
 	}
+	k := e.part
 	if err := l.deletable(k); err != nil {
 		return err
 	}
@@ -84,16 +81,14 @@ func (l *Log) deleteOne(ctx context.Context, d Deletion) error {
 	if !l.owned[k].Load() {
 		return fmt.Errorf("%w: partition %d (stream %s)", ErrNotOwner, k, l.y.stream(k))
 	}
-	if e != nil {
-		if err := lock(ctx, []*entry{e}); err != nil {
-			return err
-		}
-		defer unlock([]*entry{e})
+	if err := lock(ctx, []*entry{e}); err != nil {
+		return err
 	}
+	defer unlock([]*entry{e})
 	if err := l.markGone(ctx, k, d); err != nil {
 		return err
 	}
-	if err := l.removeMessages(ctx, k, d.Session, d.Erase); err != nil {
+	if err := l.removeMessages(ctx, k, d.Session); err != nil {
 		return err
 	}
 	l.cache.remove(d.Session)
@@ -110,11 +105,12 @@ func (l *Log) deletable(k int) error {
 }
 
 // markGone writes session d's tombstone, once: one found there already
-// (an earlier attempt, or a deletion resumed) is kept.
+// (an earlier attempt, or a deletion resumed) is kept, but for an
+// erasure of a session that was only removed: its tombstone follows.
 func (l *Log) markGone(ctx context.Context, k int, d Deletion) error {
 	m := &nats.Msg{Subject: l.y.subject(k, kindGone, d.Session), Header: nats.Header{},
 		Data: frame(d.Session, 0, kindGone, d.Tombstone)}
-	m.Header.Set(hdrMsgID, goneMsgID(d.Session))
+	m.Header.Set(hdrMsgID, goneMsgID(d.Session, d.Erase))
 	m.Header.Set(hdrExpectedSubj, "0")
 	how := goneRemove
 	if d.Erase {
@@ -124,23 +120,29 @@ func (l *Log) markGone(ctx context.Context, k int, d Deletion) error {
 	return l.retry(ctx, "writing the tombstone", func(ctx context.Context) error {
 		_, err := l.js.PublishMsg(ctx, m)
 		var api *jetstream.APIError
-		if errors.As(err, &api) && api.ErrorCode == codeWrongLastSeq {
-			return nil // the session has its tombstone already
+		if !errors.As(err, &api) || api.ErrorCode != codeWrongLastSeq {
+			return err
 		}
+		// The session has its tombstone already: kept, unless this is an
+		// erasure of a session only removed, whose tombstone it follows.
+		old, ok, err := l.lastFor(ctx, k, m.Subject)
+		if err != nil || !ok || !d.Erase || old.Header.Get(hdrGone) == goneErase {
+			return err
+		}
+		m.Header.Set(hdrExpectedSubj, strconv.FormatUint(old.Sequence, 10))
+		_, err = l.js.PublishMsg(ctx, m)
 		return err
 	})
 }
 
 // removeMessages removes the metadata and records of session id from
-// partition k: a secure delete of each first when erase, then a purge of
-// both subjects.
-func (l *Log) removeMessages(ctx context.Context, k int, id [16]byte, erase bool) error {
+// partition k: a secure delete of each, then a purge of both subjects
+// (which finds nothing left, unless another program wrote there).
+func (l *Log) removeMessages(ctx context.Context, k int, id [16]byte) error {
 	for _, kind := range []byte{kindRecord, kindMeta} {
 		subj := l.y.subject(k, kind, id)
-		if erase {
-			if err := l.eraseSubject(ctx, k, subj); err != nil {
-				return err
-			}
+		if err := l.eraseSubject(ctx, k, subj); err != nil {
+			return err
 		}
 		err := l.retry(ctx, "purging "+subj, func(ctx context.Context) error {
 			return l.streams[k].Purge(ctx, jetstream.WithPurgeSubject(subj))
@@ -159,7 +161,7 @@ func (l *Log) eraseSubject(ctx context.Context, k int, subj string) error {
 		return err
 	}
 	var seqs []uint64
-	err = l.consume(ctx, k, subj, 1, last.Sequence, func(r raw) error {
+	err = l.readSubject(ctx, k, subj, 1, last.Sequence, func(r raw) error {
 		seqs = append(seqs, r.sseq)
 		return nil
 	})
@@ -208,8 +210,8 @@ func (l *Log) retry(ctx context.Context, what string, req func(ctx context.Conte
 }
 
 // Tombstone returns the tombstone Delete left of session id, from any
-// node (P requests when the log does not know the session's partition),
-// found false when it has none.
+// node (P requests), found false when it has none; a tombstone found
+// makes the log forget the session.
 func (l *Log) Tombstone(ctx context.Context, id [16]byte) (tomb []byte, found bool, err error) {
 	if err := l.enter(); err != nil {
 		return nil, false, err
@@ -224,6 +226,7 @@ func (l *Log) Tombstone(ctx context.Context, id [16]byte) (tomb []byte, found bo
 	if err != nil {
 		return nil, false, err
 	}
+	l.cache.remove(id) // what it knew of the session is history
 	return st.data, true, nil
 }
 

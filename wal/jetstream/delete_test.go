@@ -36,11 +36,10 @@ func subjectEmpty(t *testing.T, l *Log, k int, subj string) bool {
 func TestDelete(t *testing.T) {
 	_, l := single(t)
 	ctx := context.Background()
-	gone, kept := id(1), id(2)
-	child := id(3)
+	gone, child := id(1), id(3)
 	k := l.PartitionOf(gone)
-	mustAppend(t, l, open(gone, 3), open(idIn(t, 2, k, 4), 2))
-	kept = idIn(t, 2, k, 4)
+	kept := idIn(t, 2, k, 4) // a root in the same partition
+	mustAppend(t, l, open(gone, 3), open(kept, 2))
 	mustAppend(t, l, openChild(child, gone, 1))
 	if err := l.Delete(ctx, []Deletion{{Session: gone, Tombstone: []byte("purged at noon")}, {Session: child, Tombstone: []byte("child")}}); err != nil {
 		t.Fatal(err)
@@ -56,8 +55,11 @@ func TestDelete(t *testing.T) {
 	if _, ok, err := l.Tombstone(ctx, kept); err != nil || ok {
 		t.Fatalf("Tombstone of a kept session = %v, %v", ok, err)
 	}
-	if _, found, err := l.Locate(ctx, gone); err != nil || found {
-		t.Fatalf("Locate of a deleted session = %v, %v", found, err)
+	if p, found, err := openLog(t, l.nc, Options{}).Locate(ctx, gone); err != nil || !found || p != k {
+		t.Fatalf("Locate of a deleted session = %d, %v, %v; want its tombstone's partition %d", p, found, err, k)
+	}
+	if _, found, err := l.Locate(ctx, id(8)); err != nil || found {
+		t.Fatalf("Locate of no session = %v, %v", found, err)
 	}
 	// Again: the first tombstone stays, nothing fails.
 	if err := l.Delete(ctx, []Deletion{{Session: gone, Tombstone: []byte("later")}}); err != nil {
@@ -65,6 +67,13 @@ func TestDelete(t *testing.T) {
 	}
 	if tomb, _, _ := l.Tombstone(ctx, gone); string(tomb) != "purged at noon" {
 		t.Fatalf("tombstone after a second Delete = %q", tomb)
+	}
+	// An erasure of a removed session: its tombstone follows the first.
+	if err := l.Delete(ctx, []Deletion{{Session: child, Tombstone: []byte("erased"), Erase: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if tomb, _, _ := l.Tombstone(ctx, child); string(tomb) != "erased" {
+		t.Fatalf("tombstone after an erasure of a removed session = %q", tomb)
 	}
 	got, st := hydrated(t, openLog(t, l.nc, Options{}), k)
 	if len(got) != 1 || got[kept] != 2 || st.Gone != 2 || st.Resumed != 0 {

@@ -21,7 +21,8 @@
 //	stream    HUB_P00 … HUB_P{P-1}      subjects hub.p<k>.>
 //	metadata  hub.p<k>.m.<session-uuid>  one message: Nats-Msg-Id <session>/meta
 //	records   hub.p<k>.s.<session-uuid>  one message per record: Nats-Msg-Id <session>/<seq>
-//	tombstone hub.p<k>.g.<session-uuid>  one message, once deleted: Nats-Msg-Id <session>/gone
+//	tombstone hub.p<k>.g.<session-uuid>  once deleted: Nats-Msg-Id <session>/gone, or
+//	                                     <session>/erased (after the first, for an erasure)
 //
 // Every stream: file storage, Replicas (3; 1 on a single server), limits
 // retention with no limit at all (no MaxAge, MaxMsgs, MaxBytes or
@@ -155,10 +156,11 @@
 // # Deleting sessions
 //
 // Delete (retention and erasure) first writes a session's tombstone on
-// its own subject (expected last subject sequence 0: once), then removes
-// its metadata and records with a subject purge each; an erasure first
-// overwrites each of its messages in the stream's files (JetStream's
-// secure delete), so no byte of them stays in the message blocks. A crash
+// its own subject (expected last subject sequence 0: once; an erasure's
+// follows a removal's), then removes its metadata and records, each
+// message overwritten in the stream's files (JetStream's secure delete),
+// so no byte of them stays in the message blocks and a session purged,
+// then erased, leaves nothing behind either. A crash
 // between the steps leaves the tombstone with messages behind it:
 // Hydrate reads a partition's tombstones before its messages, hands on
 // nothing of a deleted session, and removes what was left. The tombstone

@@ -47,8 +47,9 @@ const (
 // metaIDSuffix ends the Nats-Msg-Id of a session's metadata message,
 // goneIDSuffix its tombstone's.
 const (
-	metaIDSuffix = "meta"
-	goneIDSuffix = "gone"
+	metaIDSuffix   = "meta"
+	goneIDSuffix   = "gone"
+	erasedIDSuffix = "erased"
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -152,8 +153,14 @@ func msgID(id [16]byte, seq uint64) string {
 	return formatUUID(id) + "/" + strconv.FormatUint(seq, 10)
 }
 
-// goneMsgID is the Nats-Msg-Id of a session's tombstone, <session>/gone.
-func goneMsgID(id [16]byte) string { return formatUUID(id) + "/" + goneIDSuffix }
+// goneMsgID is the Nats-Msg-Id of a session's tombstone: <session>/gone,
+// or <session>/erased for an erasure's (which may follow the first).
+func goneMsgID(id [16]byte, erase bool) string {
+	if erase {
+		return formatUUID(id) + "/" + erasedIDSuffix
+	}
+	return formatUUID(id) + "/" + goneIDSuffix
+}
 
 // parseMsgID checks that a Nats-Msg-Id names session id and returns its
 // seq (0 for metadata).
@@ -162,11 +169,10 @@ func parseMsgID(id [16]byte, kind byte, s string) (uint64, error) {
 	if got, okID := parseUUID(sid); !ok || !okID || got != id {
 		return 0, fmt.Errorf("%w: Nats-Msg-Id %q on session %s", ErrCorrupt, s, formatUUID(id))
 	}
-	switch kind {
-	case kindMeta, kindGone:
-		if want := map[byte]string{kindMeta: metaIDSuffix, kindGone: goneIDSuffix}[kind]; rest != want {
-			return 0, fmt.Errorf("%w: Nats-Msg-Id %q on a %s message", ErrCorrupt, s, letter(kind))
-		}
+	switch {
+	case kind == kindMeta && rest != metaIDSuffix, kind == kindGone && rest != goneIDSuffix && rest != erasedIDSuffix:
+		return 0, fmt.Errorf("%w: Nats-Msg-Id %q on a %s message", ErrCorrupt, s, letter(kind))
+	case kind != kindRecord:
 		return 0, nil
 	}
 	seq, err := strconv.ParseUint(rest, 10, 64)

@@ -89,7 +89,7 @@ type hydration struct {
 	st     *HydrateStats
 	last   map[[16]byte]pos // per session seen: its last record (seq 0: metadata only)
 	broken map[[16]byte]bool
-	gone   map[[16]byte]bool // the deleted sessions: whether erased
+	gone   map[[16]byte]bool // the deleted sessions
 	left   map[[16]byte]bool // deleted sessions with messages left
 }
 
@@ -103,7 +103,7 @@ func (h *hydration) tombstone(r raw) error {
 	if err != nil {
 		return h.fail(id, err)
 	}
-	h.gone[st.session] = r.gone == goneErase
+	h.gone[st.session] = true
 	return nil
 }
 
@@ -111,7 +111,7 @@ func (h *hydration) tombstone(r raw) error {
 func (h *hydration) finish(ctx context.Context) error {
 	ids := slices.SortedFunc(maps.Keys(h.left), func(a, b [16]byte) int { return bytes.Compare(a[:], b[:]) })
 	for _, id := range ids {
-		if err := h.l.removeMessages(ctx, h.k, id, h.gone[id]); err != nil {
+		if err := h.l.removeMessages(ctx, h.k, id); err != nil {
 			return fmt.Errorf("jetstream: finishing the deletion of session %s: %w", formatUUID(id), err)
 		}
 		h.l.cache.remove(id)

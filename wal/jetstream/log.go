@@ -226,7 +226,8 @@ func (l *Log) PartitionOf(root [16]byte) int { return Partition(root, l.opts.Par
 
 // Locate returns the partition of a session from any node: from what the
 // log has seen, or else by looking for its metadata in every partition (P
-// requests). found is false for a session that does not exist. Routing a
+// requests), then for its tombstone (a deleted session's partition: P
+// more). found is false for a session that does not exist. Routing a
 // call for a session this node does not own starts here.
 func (l *Log) Locate(ctx context.Context, session [16]byte) (partition int, found bool, err error) {
 	if err := l.enter(); err != nil {
@@ -349,6 +350,9 @@ func (l *Log) locate(ctx context.Context, id [16]byte) (*entry, bool, error) {
 	}
 	if len(errs) > 0 {
 		return nil, false, fmt.Errorf("jetstream: locating session %s: %w", formatUUID(id), errors.Join(errs...))
+	}
+	if k, gone, err := l.goneIn(ctx, id); err != nil || gone {
+		return &entry{part: k, lock: make(chan struct{}, 1)}, gone, err // deleted: its tombstone's partition, not cached
 	}
 	return nil, false, nil
 }

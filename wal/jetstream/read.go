@@ -19,7 +19,6 @@ const smallRead = 32
 // raw is one message as read, not yet decoded.
 type raw struct {
 	subj, id string
-	gone     string // a tombstone's Hubd-Gone header
 	data     []byte
 	sseq     uint64
 }
@@ -39,7 +38,7 @@ func (l *Log) readSubject(ctx context.Context, k int, subj string, start, until 
 		if m.Sequence > until {
 			return nil
 		}
-		if err := fn(raw{subj: m.Subject, id: m.Header.Get(hdrMsgID), gone: m.Header.Get(hdrGone), data: m.Data, sseq: m.Sequence}); err != nil {
+		if err := fn(raw{subj: m.Subject, id: m.Header.Get(hdrMsgID), data: m.Data, sseq: m.Sequence}); err != nil {
 			return err
 		}
 		seq = m.Sequence + 1
@@ -141,7 +140,7 @@ func (l *Log) consumeFrom(ctx context.Context, k int, filter string, next *uint6
 		if md.Sequence.Stream > until {
 			return nil
 		}
-		if err := fn(raw{subj: m.Subject(), id: m.Headers().Get(hdrMsgID), gone: m.Headers().Get(hdrGone), data: m.Data(), sseq: md.Sequence.Stream}); err != nil {
+		if err := fn(raw{subj: m.Subject(), id: m.Headers().Get(hdrMsgID), data: m.Data(), sseq: md.Sequence.Stream}); err != nil {
 			return err
 		}
 		*next = md.Sequence.Stream + 1
