@@ -21,6 +21,43 @@ type sessRun struct {
 	done    chan struct{} // closed once the session has ended
 	once    sync.Once
 	onEnd   func()
+	pace    *pacer // nil: turns as fast as the hub answers
+}
+
+// pacer spaces a session's turns every interval: each turn waits for its
+// slot; a turn late for its slot takes the next from now (no burst to
+// catch up).
+type pacer struct {
+	mu       sync.Mutex
+	interval time.Duration
+	next     time.Time
+}
+
+// wait blocks until the next slot, or stop; it reports whether to go on.
+func (p *pacer) wait(stop <-chan struct{}) bool {
+	if p == nil {
+		return true
+	}
+	p.mu.Lock()
+	now := time.Now()
+	at := p.next
+	if at.Before(now) {
+		at = now
+	}
+	p.next = at.Add(p.interval)
+	p.mu.Unlock()
+	d := time.Until(at)
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-stop:
+		return false
+	}
 }
 
 // end marks the session ended (idempotent).
@@ -195,7 +232,7 @@ func (w *worker) run(stop <-chan struct{}, st *Stats, vl *verifyLog) {
 				continue // told again after a reopened stream
 			}
 			w.last = seq
-			if closed(stop) || !w.take(stop, st, vl) {
+			if !w.sess.pace.wait(stop) || closed(stop) || !w.take(stop, st, vl) {
 				return
 			}
 		}

@@ -41,6 +41,10 @@ type Config struct {
 
 	Workload  string // load mode: "turns" (steady turn-taking), "sessions" or "delegation"
 	Conc      int    // sessions workload: sessions in flight
+	// Rate paces the turns workload: at most this many sends a second in
+	// all, each session's turns spaced evenly (0: as fast as the hub
+	// answers). Latency is measured from each send, not from its slot.
+	Rate int
 	Transport string // how agents send: agentsdk.TransportStream or TransportUnary
 	Terse     bool   // agents subscribe terse (their turns and ends only)
 	Version   bool   // print the build's version and commit, run nothing
@@ -80,6 +84,7 @@ func Parse(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write hubload's own CPU profile to this `file` (load mode)")
 	fs.StringVar(&c.Workload, "workload", WorkloadTurns, "`turns` (sessions taking turns steadily), sessions (three-agent sessions, open to close, served by agentsdk.Serve) or delegation (a delegation round trip beside a turn, in --sessions sessions, default 1)")
 	fs.IntVar(&c.Conc, "conc", 1, "sessions workload: sessions in flight")
+	fs.IntVar(&c.Rate, "rate", 0, "turns workload: at most this many `sends` a second in all, each session's turns spaced evenly (0: as fast as the hub answers); below the hub's saturation, latency shows what other work in the hub costs the send path")
 	fs.StringVar(&c.Transport, "transport", agentsdk.TransportStream, "how agents send and are told: `stream` (one agent stream per agent, agentsdk's default) or unary (a Send call per envelope and a Subscribe stream)")
 	fs.BoolVar(&c.Terse, "terse", true, "agents subscribe terse: their streams carry their turns and ends, not every envelope of their sessions (--terse=false: everything, as with an observer)")
 	fs.BoolVar(&c.Version, "version", false, "print the version, the commit and the Go version hubload was built with, and exit")
@@ -157,6 +162,8 @@ func (c *Config) Validate() error {
 		return exitcode.Usage("--transport %q: want %s or %s", c.Transport, agentsdk.TransportStream, agentsdk.TransportUnary)
 	case c.Conc < 1 || c.Conc > MaxSessions:
 		return exitcode.Usage("--conc %d: want 1 to %d", c.Conc, MaxSessions)
+	case c.Rate < 0 || (c.Rate > 0 && c.Workload != WorkloadTurns):
+		return exitcode.Usage("--rate %d: want 0 (no pacing) or more, with --workload turns", c.Rate)
 	case c.Workload == WorkloadSessions && (modes > 0 || c.MaxTurns != 0):
 		return exitcode.Usage("--workload sessions excludes --check, --idle, --verify and --max-turns")
 	}

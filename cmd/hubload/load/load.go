@@ -173,6 +173,9 @@ func (l *load) openSession(ctx context.Context, members []int) (*sessRun, error)
 		return nil, fmt.Errorf("opening a session as %s: %w", creator.name, err)
 	}
 	s := &sessRun{id: info.ID(), creator: creator, done: make(chan struct{}), onEnd: l.ended}
+	if l.cfg.Rate > 0 && l.cfg.Workload == WorkloadTurns {
+		s.pace = &pacer{interval: time.Duration(float64(time.Second) * float64(l.cfg.Sessions) / float64(l.cfg.Rate))}
+	}
 	if info.GetState() != agentsdk.StateOpen {
 		return s, fmt.Errorf("session %s opened in state %s, want %s", s.id, info.GetState(), agentsdk.StateOpen)
 	}

@@ -18,6 +18,7 @@ type Report struct {
 	Transport  string            `json:"transport"`
 	Payload    int               `json:"payload_bytes"`
 	Warmup     float64           `json:"warmup_s"`
+	Rate       int               `json:"rate_per_s,omitempty"` // --rate; 0: unpaced
 	Window     float64           `json:"window_s"`
 	Accepted   uint64            `json:"accepted"`
 	PerSecond  float64           `json:"accepted_per_s"`
@@ -66,7 +67,7 @@ type HubUsage struct {
 func (l *load) report(st *Stats, cpu cpuUse, before, after procStatus) Report {
 	w := st.Window()
 	r := Report{Agents: l.cfg.Agents, Sessions: l.cfg.Sessions, Conns: l.cfg.ConnsFor(l.cfg.Agents), Transport: l.cfg.Transport, Payload: l.cfg.Payload,
-		Warmup: l.cfg.Warmup.Seconds(), Window: w.Seconds(), Accepted: st.accepted.Load(),
+		Warmup: l.cfg.Warmup.Seconds(), Rate: l.cfg.Rate, Window: w.Seconds(), Accepted: st.accepted.Load(),
 		SendToAck: summarize(&st.ack), SendToTold: summarize(&st.told), Rejected: st.rejections(), HubLog: l.hubLog}
 	if w > 0 {
 		r.PerSecond = float64(r.Accepted) / w.Seconds()
@@ -131,8 +132,12 @@ func writeJSON(w io.Writer, v any) error {
 // Text is the human-readable report.
 func (r Report) Text() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "hubload: %d agents, %d sessions, %d connections, transport %s, payload %d B, warm-up %gs\n",
-		r.Agents, r.Sessions, r.Conns, r.Transport, r.Payload, r.Warmup)
+	paced := ""
+	if r.Rate > 0 {
+		paced = fmt.Sprintf(", paced at %d sends/s", r.Rate)
+	}
+	fmt.Fprintf(&b, "hubload: %d agents, %d sessions, %d connections, transport %s, payload %d B, warm-up %gs%s\n",
+		r.Agents, r.Sessions, r.Conns, r.Transport, r.Payload, r.Warmup, paced)
 	fmt.Fprintf(&b, "accepted %d in %.1fs = %.0f/s; send→ack %s; send→next told %s; rejected: %s\n",
 		r.Accepted, r.Window, r.PerSecond, r.SendToAck.Text(), r.SendToTold.Text(), rejectedText(r.Rejected))
 	c := r.CPU

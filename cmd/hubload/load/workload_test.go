@@ -73,3 +73,25 @@ func TestTransports(t *testing.T) {
 		}
 	}
 }
+
+// TestRate paces the turns: a run at --rate 200 over 2 sessions accepts
+// at most 200 sends a second (far below what the hub answers unpaced),
+// and the report says so; --rate is refused for another workload.
+func TestRate(t *testing.T) {
+	srv := hubFor(t)
+	out, errOut, err := runArgs(t, "--hub", srv.Addr(), "--agents", "4", "--sessions", "2", "--duration", "1s",
+		"--warmup", "200ms", "--rate", "200", "--json")
+	if err != nil {
+		t.Fatalf("run: %v\n%s%s", err, out, errOut)
+	}
+	var r Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if r.Rate != 200 || r.PerSecond > 230 || r.Accepted == 0 {
+		t.Errorf("paced at %d: %d accepted, %.0f sends/s, want some and at most 200/s", r.Rate, r.Accepted, r.PerSecond)
+	}
+	if _, _, err := runArgs(t, "--hub", srv.Addr(), "--workload", "sessions", "--rate", "10"); err == nil {
+		t.Error("--rate with --workload sessions was accepted")
+	}
+}
