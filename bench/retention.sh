@@ -8,22 +8,29 @@
 #   1. starts hubd on it (start-up time before), runs hubload for
 #      $LOAD seconds (the send path's p99 with nothing purged), stops it;
 #   2. starts hubd with --retain-ended 1s, a policy keeping keep=yes for
-#      ever and a sweep every 5s, with hubload running beside it for
-#      $PURGE_LOAD seconds: the sweep archives and purges 90 % of the
-#      sessions (purge throughput, from the hub's log) and has badger give
-#      the space back; hubload's p99 is the send path's while purging;
+#      ever, a sweep every 2s and no rate limit (--retention-rate
+#      1000000: the sweep only rests as long as each batch took): it
+#      archives and purges 90 % of the sessions (purge throughput, from
+#      the hub's log) and has badger give the space back;
 #   3. stops it, measures the log's disk (du, the archive apart), and
 #      starts it once more (start-up time after).
+# Part B runs hubload for $LOAD seconds alone, then for $PURGE_LOAD
+# seconds beside the sweep at its default rate (or PURGE_RATE): hubload's
+# p99 is the send path's while purging.
 #
 # Usage: bench/retention.sh [N]   (default 100000; run from the repository)
 # PARTS=A or PARTS=B runs one part; LOAD and PURGE_LOAD set hubload's
-# seconds (15 and 60).
+# seconds (15 and 60); RATE paces hubload (--rate, sends a second in all;
+# default unpaced, the hub saturated), so that part B compares the send
+# path's latency below saturation, where the purge has idle CPU to use.
 # Data goes under $BENCH_DATA (default: the system's temporary directory).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-100000}
 load=${LOAD:-15}
 purge_load=${PURGE_LOAD:-60}
+rate=${RATE:-0}
+purge_rate=${PURGE_RATE:-200}
 
 tmp=$(mktemp -d)
 hub_pid=""
@@ -73,7 +80,7 @@ before=$(logdu)
 starthub
 start_before=$startup
 stophub
-starthub --retain-ended 1s --retention-sweep 2s --retention-policy "$tmp/policy"
+starthub --retain-ended 1s --retention-sweep 2s --retention-policy "$tmp/policy" --retention-rate 1000000
 for _ in $(seq 2400); do
   grep -q 'gave the space of purged sessions back' "$tmp/hub.log" && break
   sleep 0.5
@@ -96,10 +103,10 @@ if [[ $parts == *B* ]]; then
 data=$(mktemp -d "${BENCH_DATA:-${TMPDIR:-/tmp}}/bench-retention-XXXXXX")
 run "$tmp/fill" --data "$data" --sessions "$n" >/dev/null
 starthub
-run "$tmp/hubload" --hub "$HUB" --hub-pid "$hub_pid" --duration "${load}s" --agents 16 | tee "$tmp/base.txt"
+run "$tmp/hubload" --hub "$HUB" --hub-pid "$hub_pid" --duration "${load}s" --agents 16 --rate "$rate" | tee "$tmp/base.txt"
 stophub
-starthub --retain-ended 1s --retention-sweep 2s --retention-policy "$tmp/policy"
-run "$tmp/hubload" --hub "$HUB" --hub-pid "$hub_pid" --warmup 2s --duration "${purge_load}s" --agents 16 | tee "$tmp/purge.txt"
+starthub --retain-ended 1s --retention-sweep 2s --retention-policy "$tmp/policy" --retention-rate "$purge_rate"
+run "$tmp/hubload" --hub "$HUB" --hub-pid "$hub_pid" --warmup 2s --duration "${purge_load}s" --agents 16 --rate "$rate" | tee "$tmp/purge.txt"
 grep -h 'retention:' "$tmp/hub.log" >&2 || true
 stophub
 rm -rf "$data"

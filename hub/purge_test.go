@@ -216,6 +216,40 @@ func TestRetentionSweepPurgesWhatPassedItsRetention(t *testing.T) {
 	step(24*time.Hour, short, plain, day)
 }
 
+// A sweep walks the log a page at a time: every session past the first
+// page is purged too, and the sessions kept on the first page stay.
+func TestRetentionSweepWalksEveryPage(t *testing.T) {
+	e := newArchivedEnv(t, func(c *hub.Config) {
+		c.Retention = hub.Retention{Ended: time.Minute, Sweep: 24 * time.Hour, Rate: 1_000_000, Rules: []hub.RetentionRule{
+			{Labels: map[string]string{"keep": "forever"}}}}
+	})
+	ctx := context.Background()
+	const n = 600 // more than a page
+	var kept, gone []session.ID
+	for i := range n {
+		if i%50 == 0 {
+			kept = append(kept, endedConversation(t, e.hub, &hubpb.OpenRequest{Labels: map[string]string{"keep": "forever"}}))
+			continue
+		}
+		gone = append(gone, endedConversation(t, e.hub, nil))
+	}
+	e.clock.Advance(2 * time.Minute)
+	got, err := e.hub.Sweep(ctx)
+	if err != nil || got != len(gone) {
+		t.Fatalf("Sweep = %d, %v; want %d purged", got, err, len(gone))
+	}
+	for _, id := range gone[len(gone)-3:] {
+		if _, err := e.hub.Get(ctx, "alice", true, id); !errors.Is(err, hub.ErrPurged) {
+			t.Fatalf("session %v of the last page: %v, want PURGED", id, err)
+		}
+	}
+	for _, id := range kept {
+		if _, err := e.hub.Get(ctx, "alice", true, id); err != nil {
+			t.Fatalf("kept session %v: %v", id, err)
+		}
+	}
+}
+
 func TestOpenRefusesARetentionUnderASecond(t *testing.T) {
 	e := newEnv(t, nil)
 	_, err := e.hub.Open(context.Background(), "alice", &hubpb.OpenRequest{Type: "conversation@1",

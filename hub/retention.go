@@ -32,7 +32,18 @@ type Retention struct {
 	Rules []RetentionRule
 	// Sweep is how often the hub looks for sessions to purge; default 1m.
 	Sweep time.Duration
+	// Rate is how many sessions a second the sweep purges at most
+	// (default DefaultPurgeRate); the sweep also rests at least as long
+	// as each batch took, so that it never takes more than half of a
+	// core from the send path.
+	Rate int
 }
+
+// DefaultPurgeRate is Retention.Rate's default: a sweep of a backlog
+// (a retention shortened, a hub that was down) is spread out, so that
+// the send path's latency does not feel it (docs/PERFORMANCE.md,
+// "Retention and purge").
+const DefaultPurgeRate = 200
 
 // RetentionRule keeps the sessions that carry every label of Labels for
 // Keep (zero: for ever).
@@ -134,17 +145,38 @@ const (
 
 // Sweep purges every session whose retention passed (see Retention) and
 // returns how many it purged. Sessions it may not purge yet (a tree with a
-// live member, a fork's source) are left for a later sweep.
+// live member, a fork's source) are left for a later sweep. It walks the
+// log a page of sessions at a time, paced as its purges are (see
+// purgeAll), so that neither the walk nor the purges of a large backlog
+// come as one burst.
 func (h *Hub) Sweep(ctx context.Context) (int, error) {
 	began := time.Now()
-	ids, err := h.expired(ctx, h.cfg.Clock.Now())
-	if err != nil {
-		return 0, err
+	now := h.cfg.Clock.Now()
+	pace := newSweepPace(h.cfg.Retention.Rate)
+	n, expired := 0, 0
+	var after session.ID
+	var err error
+	for {
+		var ids []session.ID
+		var last session.ID
+		scanned := time.Now()
+		ids, last, err = h.expired(ctx, now, after)
+		pace.worked(ctx, 0, time.Since(scanned))
+		if err != nil {
+			break
+		}
+		expired += len(ids)
+		var k int
+		k, err = h.purgeAll(ctx, ids, pace)
+		n += k
+		if err != nil || last.IsZero() {
+			break
+		}
+		after = last
 	}
-	n, err := h.purgeAll(ctx, ids)
 	if n > 0 {
 		took := time.Since(began)
-		h.cfg.Logger.Info().Int("sessions", n).Int("expired", len(ids)).Str("took", took.Round(time.Millisecond).String()).
+		h.cfg.Logger.Info().Int("sessions", n).Int("expired", expired).Str("took", took.Round(time.Millisecond).String()).
 			Float64("per_second", float64(n)/took.Seconds()).Msg("retention: purged the sessions whose retention passed")
 	}
 	if err == nil {
@@ -178,24 +210,46 @@ func (h *Hub) reclaim(ctx context.Context, n int) error {
 }
 
 // purgeBatchSize is how many sessions the sweep archives with one sync
-// and deletes with one mark and one tombstone transaction.
-const purgeBatchSize = 128
+// and deletes with one mark and one tombstone transaction: small, so that
+// each batch is a short burst of work.
+const purgeBatchSize = 32
 
-// purgeAll purges ids, skipping those not eligible yet. Between batches
-// it rests as long as the last batch took, so that a sweep of many
-// sessions takes at most half of the machine from the send path.
-func (h *Hub) purgeAll(ctx context.Context, ids []session.ID) (int, error) {
+// sweepPage is how many sessions' metadata the sweep reads at a time.
+const sweepPage = 512
+
+// sweepPace spaces the sweep's work: after a piece of work it rests as
+// long as the work took (the sweep takes at most half of a core), and
+// longer when the sessions purged would go faster than the rate.
+type sweepPace struct {
+	rate int
+}
+
+func newSweepPace(rate int) *sweepPace {
+	if rate <= 0 {
+		rate = DefaultPurgeRate
+	}
+	return &sweepPace{rate: rate}
+}
+
+// worked rests after n sessions purged in took; a cancelled ctx ends
+// the rest at once (the sweep then stops at its next step).
+func (p *sweepPace) worked(ctx context.Context, n int, took time.Duration) {
+	_ = pause(ctx, max(took, time.Duration(n)*time.Second/time.Duration(p.rate)-took))
+}
+
+// purgeAll purges ids in batches paced by pace, skipping those not
+// eligible yet.
+func (h *Hub) purgeAll(ctx context.Context, ids []session.ID, pace *sweepPace) (int, error) {
 	n := 0
-	var rest time.Duration
 	for len(ids) > 0 {
-		if err := pause(ctx, rest); err != nil {
+		if err := ctx.Err(); err != nil {
 			return n, err
 		}
 		batch := ids[:min(len(ids), purgeBatchSize)]
 		ids = ids[len(batch):]
 		began := time.Now()
 		_, errs, err := h.purgeBatch(ctx, batch)
-		rest = time.Since(began)
+		pace.worked(ctx, len(batch), time.Since(began))
 		if err != nil {
 			return n, err
 		}
@@ -231,14 +285,24 @@ func pause(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// expired returns the ended sessions whose retention passed by now.
-func (h *Hub) expired(ctx context.Context, now time.Time) ([]session.ID, error) {
+// expired returns the ended sessions whose retention passed by now among
+// a page of sessions after after, and the page's last session (zero: the
+// walk is done).
+func (h *Hub) expired(ctx context.Context, now time.Time, after session.ID) ([]session.ID, session.ID, error) {
 	if h.cfg.Partitioned {
-		return h.expiredResident(ctx, now)
+		ids, err := h.expiredResident(ctx, now)
+		return ids, session.ID{}, err
 	}
 	var out []session.ID
-	err := h.cfg.Log.MetasFrom(ctx, session.ID{}, func(raw [16]byte, meta []byte) error {
+	var last session.ID
+	seen := 0
+	err := h.cfg.Log.MetasFrom(ctx, after, func(raw [16]byte, meta []byte) error {
+		if seen == sweepPage {
+			return errStop
+		}
+		seen++
 		id := session.ID(raw)
+		last = id
 		if s, ok := h.live(id); ok && !s.State().Ended() {
 			return nil
 		}
@@ -257,7 +321,13 @@ func (h *Hub) expired(ctx context.Context, now time.Time) ([]session.ID, error) 
 		out = append(out, id)
 		return nil
 	})
-	return out, err
+	switch {
+	case errors.Is(err, errStop):
+		return out, last, nil
+	case err != nil:
+		return nil, session.ID{}, err
+	}
+	return out, session.ID{}, nil
 }
 
 // expiredResident is expired on a partitioned hub: the ended sessions

@@ -18,7 +18,8 @@ import (
 //     names the kind of removal, when, the archive file and the caller's
 //     index keys to delete;
 //  2. the session's keys are deleted in transactions of deleteBatch keys:
-//     its metadata, head, damage mark, every record, the index keys;
+//     every record (seq 1 to its head), then the index keys, its
+//     metadata, head and damage mark;
 //  3. the mark becomes the session's tombstone (done, the index keys
 //     dropped), synced.
 //
@@ -32,7 +33,7 @@ const (
 	kindGone   byte = 0x06 // kindGone|session -> framed tombstone
 	goneKeyLen      = metaKeyLen
 	// deleteBatch is how many keys one deletion transaction removes.
-	deleteBatch = 2000
+	deleteBatch = 128
 )
 
 // GoneKind says why a session left the log.
@@ -242,10 +243,8 @@ func (l *Log) putGone(ds []Deletion, marks bool) error {
 // finishGone deletes the sessions' keys and turns their marks into
 // tombstones.
 func (l *Log) finishGone(ctx context.Context, ds []Deletion) error {
-	for _, d := range ds {
-		if err := l.deleteKeys(ctx, d.Session, d.Index); err != nil {
-			return fmt.Errorf("wal: session %x: deleting its keys: %w", d.Session, err)
-		}
+	if err := l.deleteKeys(ctx, ds); err != nil {
+		return err
 	}
 	if err := l.putGone(ds, false); err != nil {
 		return fmt.Errorf("wal: writing tombstones: %w", err)
@@ -253,41 +252,83 @@ func (l *Log) finishGone(ctx context.Context, ds []Deletion) error {
 	return nil
 }
 
-// deleteKeys deletes the session's keys, deleteBatch per transaction:
-// the index keys, metadata, head and damage mark first, then its records.
-func (l *Log) deleteKeys(ctx context.Context, session [16]byte, index [][]byte) error {
-	keys := make([][]byte, 0, len(index)+3)
-	for _, k := range index {
-		keys = append(keys, append([]byte{kindIndex}, k...))
-	}
-	for _, kind := range []byte{kindMeta, kindHead, kindMark} {
-		keys = append(keys, appendSessionKey(nil, kind, session))
-	}
-	if err := l.deleteBatch(keys); err != nil {
-		return err
-	}
-	for {
+// deleteKeys deletes the sessions' keys, deleteBatch per transaction,
+// the sessions of ds together: each one's records first, seq 1 to its
+// head (read once, so no iterator walks them), then its index keys,
+// metadata, head and damage mark. A session whose head is gone already
+// (a deletion resumed after those went) has its remaining records found
+// by a scan.
+func (l *Log) deleteKeys(ctx context.Context, ds []Deletion) error {
+	var keys [][]byte
+	flush := func(force bool) error {
+		if len(keys) == 0 || (!force && len(keys) < deleteBatch) {
+			return nil
+		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		keys, err := l.recordKeys(session, deleteBatch)
-		if err != nil || len(keys) == 0 {
-			return err
+		err := l.deleteBatch(keys)
+		keys = keys[:0]
+		return err
+	}
+	for _, d := range ds {
+		recs, err := l.sessionRecordKeys(d.Session)
+		if err != nil {
+			return fmt.Errorf("wal: session %x: listing its records: %w", d.Session, err)
 		}
-		if err := l.deleteBatch(keys); err != nil {
-			return err
+		for _, k := range recs {
+			keys = append(keys, k)
+			if err := flush(false); err != nil {
+				return fmt.Errorf("wal: session %x: deleting its records: %w", d.Session, err)
+			}
+		}
+		for _, k := range d.Index {
+			keys = append(keys, append([]byte{kindIndex}, k...))
+		}
+		for _, kind := range []byte{kindMeta, kindHead, kindMark} {
+			keys = append(keys, appendSessionKey(nil, kind, d.Session))
+		}
+		if err := flush(false); err != nil {
+			return fmt.Errorf("wal: session %x: deleting its keys: %w", d.Session, err)
 		}
 	}
+	if err := flush(true); err != nil {
+		return fmt.Errorf("wal: deleting the keys of %d sessions: %w", len(ds), err)
+	}
+	return nil
 }
 
-// recordKeys returns up to n of the session's record keys, from its first.
-func (l *Log) recordKeys(session [16]byte, n int) ([][]byte, error) {
+// sessionRecordKeys returns the keys of the session's records: seq 1 to
+// its head, or when it has no head, those a scan finds.
+func (l *Log) sessionRecordKeys(session [16]byte) ([][]byte, error) {
+	var head uint64
+	var ok bool
+	err := l.db.View(func(txn *badger.Txn) error {
+		var err error
+		head, ok, err = headIn(txn, session)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return l.recordKeys(session)
+	}
+	out := make([][]byte, 0, head)
+	for seq := uint64(1); seq <= head; seq++ {
+		out = append(out, appendRecordKey(nil, session, seq))
+	}
+	return out, nil
+}
+
+// recordKeys returns every record key of the session the log holds.
+func (l *Log) recordKeys(session [16]byte) ([][]byte, error) {
 	var out [][]byte
 	err := l.db.View(func(txn *badger.Txn) error {
 		prefix := appendSessionKey(nil, kindRecord, session)
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: false})
 		defer it.Close()
-		for it.Rewind(); it.Valid() && len(out) < n; it.Next() {
+		for it.Rewind(); it.Valid(); it.Next() {
 			out = append(out, it.Item().KeyCopy(nil))
 		}
 		return nil
@@ -410,10 +451,8 @@ func (l *Log) resumeGone(gone map[[16]byte]goneMark) (int, error) {
 	}
 	// An erasure's bytes leave the files before its tombstone is done;
 	// the journal's segments go once the committer runs (Open).
-	for _, d := range erased {
-		if err := l.deleteKeys(context.Background(), d.Session, d.Index); err != nil {
-			return 0, err
-		}
+	if err := l.deleteKeys(context.Background(), erased); err != nil {
+		return 0, err
 	}
 	if err := l.dropSessions(erased, true); err != nil {
 		return 0, err

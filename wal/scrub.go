@@ -61,10 +61,8 @@ func (l *Log) EraseSessions(ctx context.Context, ds []Deletion) error {
 	if h := l.hooks.afterGoneMark; h != nil {
 		h()
 	}
-	for _, d := range todo {
-		if err := l.deleteKeys(ctx, d.Session, d.Index); err != nil {
-			return fmt.Errorf("wal: session %x: deleting its keys: %w", d.Session, err)
-		}
+	if err := l.deleteKeys(ctx, todo); err != nil {
+		return err
 	}
 	return l.scrub(ctx, todo, true)
 }

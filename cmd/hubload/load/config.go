@@ -39,12 +39,12 @@ type Config struct {
 	JSON       bool          // print the report as JSON
 	CPUProfile string        // write hubload's own CPU profile here
 
-	Workload  string // load mode: "turns" (steady turn-taking), "sessions" or "delegation"
-	Conc      int    // sessions workload: sessions in flight
+	Workload string // load mode: "turns" (steady turn-taking), "sessions" or "delegation"
+	Conc     int    // sessions workload: sessions in flight
 	// Rate paces the turns workload: at most this many sends a second in
 	// all, each session's turns spaced evenly (0: as fast as the hub
 	// answers). Latency is measured from each send, not from its slot.
-	Rate int
+	Rate      int
 	Transport string // how agents send: agentsdk.TransportStream or TransportUnary
 	Terse     bool   // agents subscribe terse (their turns and ends only)
 	Version   bool   // print the build's version and commit, run nothing
