@@ -67,7 +67,7 @@ func (h *Hub) Erase(ctx context.Context, by string, operator bool, req *hubpb.Er
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := h.erasedHere(ctx, ids); err != nil {
+	if ids, err = h.erasedHere(ctx, ids, len(req.GetSessionIds()) == 0); err != nil {
 		return nil, nil, err
 	}
 	h.retain.mu.Lock()
@@ -117,9 +117,15 @@ func (h *Hub) eraseTargets(ctx context.Context, req *hubpb.EraseRequest) ([]sess
 		}
 		ids = append(ids, thread...)
 	}
+	if h.cfg.Partitioned && len(ids) > 0 && (req.GetThreadKey() != "" || req.GetParticipant() != "") {
+		return nil, fmt.Errorf("on a cluster an erasure names its sessions by id, or by thread and participant, not both in one call: %w",
+			session.ErrBadTransition)
+	}
 	if p := req.GetParticipant(); p != "" && h.cfg.Partitioned {
-		return nil, fmt.Errorf("a cluster node erases the sessions of its own partitions: erase %s's sessions by id or thread "+
-			"(hubd sessions list --participant %s lists them across the cluster): %w", p, p, session.ErrBadTransition)
+		// This node's part: the cluster asks every node (gathered).
+		if err := h.residentOf(p, session.ID{}, func(id session.ID) error { ids = append(ids, id); return nil }); err != nil {
+			return nil, err
+		}
 	} else if p != "" {
 		err := h.cfg.Log.IndexScan(ctx, nameKey(ixMember, p), nil, func(k, _ []byte) error {
 			if id, ok := indexedID(k[len(k)-16:]); ok {
@@ -328,46 +334,46 @@ func (h *Hub) residentThread(creator, key string) ([]session.ID, error) {
 	return out, nil
 }
 
-// erasedHere checks, on a partitioned hub, that the live or ended
-// sessions of ids are all held here (the others gone already): one
-// erasure is one node's. None held: the first one's answer (NOT_OWNER
-// with its node, where the call is routed; UNKNOWN_SESSION).
-func (h *Hub) erasedHere(ctx context.Context, ids []session.ID) error {
+// erasedHere checks, on a partitioned hub, that the sessions of ids are
+// all served here, the live and ended ones held, the erased or purged
+// ones in a partition served here: one erasure is one node's. Named by
+// id, none served here answers the first one's refusal (NOT_OWNER with
+// its node, where the call is routed; UNKNOWN_SESSION); some here and
+// some elsewhere is refused. Named by thread or participant (part, the
+// cluster asking every node), those served elsewhere are left to their
+// node. It returns the ids to erase here.
+func (h *Hub) erasedHere(ctx context.Context, ids []session.ID, part bool) ([]session.ID, error) {
 	if !h.cfg.Partitioned {
-		return nil
+		return ids, nil
 	}
 	var here, there []session.ID
 	var first error
 	for _, id := range ids {
+		var err error
 		if _, ok := h.live(id); ok {
 			here = append(here, id)
 			continue
 		}
 		if _, gone := h.tombstone(ctx, id); gone {
-			err := h.route(id) // its partition's owner rewrites its tombstone
-			if err == nil {
-				continue
-			}
-			there = append(there, id)
-			if first == nil {
-				first = err
-			}
+			err = h.route(id) // nil: its partition is served here
+		} else if _, err = h.lookup(ctx, id); err == nil {
+			err = fmt.Errorf("no session %v: %w", id, ErrUnknownSession)
+		}
+		if err == nil {
+			here = append(here, id)
 			continue
 		}
 		there = append(there, id)
-		if _, err := h.lookup(ctx, id); first == nil {
-			if err == nil {
-				err = fmt.Errorf("no session %v: %w", id, ErrUnknownSession)
-			}
+		if first == nil {
 			first = err
 		}
 	}
 	switch {
-	case len(there) == 0:
-		return nil
+	case part || len(there) == 0:
+		return here, nil
 	case len(here) == 0 || errors.Is(first, ErrUnknownSession) || errors.Is(first, ErrQuarantined):
-		return first
+		return nil, first
 	}
-	return fmt.Errorf("sessions %v and %v are served by different nodes: erase them in one call each: %w",
+	return nil, fmt.Errorf("sessions %v and %v are served by different nodes: erase them in one call each: %w",
 		here[0], there[0], session.ErrBadTransition)
 }

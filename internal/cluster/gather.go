@@ -19,7 +19,8 @@ import (
 	"github.com/hubd/hubd/hubpb"
 )
 
-// A listing (ListSessions, ListQuestions, PendingTurns) is gathered: the
+// A listing (ListSessions, ListQuestions, PendingTurns), and an erasure
+// by thread or participant, is gathered: the
 // call, with the caller's identity, goes to every node that owns a
 // partition (their node services), each answers from the partitions it
 // serves and says which (a trailer), and the asked node merges the
@@ -103,7 +104,11 @@ func (n *Node) gather(ctx context.Context, req proto.Message, method string, han
 		}
 	}
 	if len(missing) > 0 {
-		why := fmt.Sprintf("listing across the cluster: partitions %v are not served at the moment (changing hands) or their node did not answer within %v", missing, gatherTimeout)
+		what := "listing"
+		if method == methodErase {
+			what = "erasing (what was served is erased: retry for the rest)"
+		}
+		why := fmt.Sprintf("%s across the cluster: partitions %v are not served at the moment (changing hands) or their node did not answer within %v", what, missing, gatherTimeout)
 		if len(silent) > 0 {
 			why += " (" + strings.Join(silent, "; ") + ")"
 			n.logger.Warn().Strs("nodes", silent).Str("method", method).Msg("listing: nodes did not answer")
@@ -111,6 +116,8 @@ func (n *Node) gather(ctx context.Context, req proto.Message, method string, han
 		return nil, hubgrpc.Status(n.logger, method, &hub.NotOwnerError{Partition: missing[0], Why: why + "; retry shortly"})
 	}
 	switch method {
+	case methodErase:
+		return mergeErased(answered), nil
 	case methodListSessions:
 		return mergeSessions(req.(*hubpb.ListSessionsRequest), answered), nil
 	case methodListQuestions:
@@ -118,6 +125,18 @@ func (n *Node) gather(ctx context.Context, req proto.Message, method string, han
 	default:
 		return mergeTurns(answered), nil
 	}
+}
+
+// mergeErased merges the nodes' parts of an erasure by thread or
+// participant, by session id.
+func mergeErased(parts []proto.Message) *hubpb.EraseResponse {
+	var all []*hubpb.ErasedSession
+	for _, p := range parts {
+		all = append(all, p.(*hubpb.EraseResponse).GetSessions()...)
+	}
+	slices.SortStableFunc(all, func(a, b *hubpb.ErasedSession) int { return cmp.Compare(a.GetSessionId(), b.GetSessionId()) })
+	all = slices.CompactFunc(all, func(a, b *hubpb.ErasedSession) bool { return a.GetSessionId() == b.GetSessionId() })
+	return &hubpb.EraseResponse{Sessions: all}
 }
 
 // mergeSessions merges the nodes' pages of a listing into one page as one

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/hubd/hubd/hub"
 	"github.com/hubd/hubd/hub/hubgrpc"
@@ -151,9 +152,7 @@ func (n *Node) nodeUnary(ctx context.Context, req any, info *grpc.UnaryServerInf
 	if err != nil {
 		return nil, err
 	}
-	switch info.FullMethod {
-	case methodListSessions, methodListQuestions, methodPendingTurns:
-	default:
+	if m, ok := req.(proto.Message); !ok || !gathered(info.FullMethod, m) {
 		return handler(ctx, req)
 	}
 	before := n.servedNow()

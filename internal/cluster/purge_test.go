@@ -169,8 +169,9 @@ func startClusterServer(t *testing.T, c *natstest.Cluster, id string, opts ...fu
 // A cluster erases: a live session through the node that does not serve
 // it (routed to its owner, which closes it first), and a purged one,
 // whose archive is rewritten; no byte of either's text stays in the
-// NATS server's files, and both answer ERASED from every node. A
-// participant's erasure, which would span nodes, is refused.
+// NATS server's files, and both answer ERASED from every node; so does
+// an erasure by participant, whose sessions are on both nodes (every
+// node erases its part).
 func TestClusterErase(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a NATS server and two nodes")
@@ -202,9 +203,37 @@ func TestClusterErase(t *testing.T) {
 	if n := grepDir(t, dir, []byte(archived)); n == 0 {
 		t.Fatal("the purged session's text is not in the archive: the test proves nothing")
 	}
-	_, err = cb.Erase(as(server.DevOperator), &hubpb.EraseRequest{Participant: "alice", Reason: "asked"})
+	// dana's sessions on both nodes: one erasure by participant, asked
+	// of either node, erases both.
+	const danas = "dana-secret-3310"
+	var dana []string
+	for _, cl := range []hubsvc.HubClient{ca, cb} {
+		resp, err := cl.Open(as("dana"), &hubpb.OpenRequest{Type: "conversation@1",
+			Participants: []*hubpb.Participant{{Name: "dana"}, {Name: "bob", AutoAccept: true}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := resp.GetSession().GetMeta().GetSessionId()
+		if _, err := sendText(t, cl, "dana", id, danas); err != nil {
+			t.Fatal(err)
+		}
+		dana = append(dana, id)
+	}
+	if a.PartitionOf(session.MustParseID(dana[0])) == b.PartitionOf(session.MustParseID(dana[1])) {
+		t.Fatal("dana's sessions landed in one partition: the test proves nothing")
+	}
+	er, err := ca.Erase(as(server.DevOperator), &hubpb.EraseRequest{Participant: "dana", Reason: "dana asked"})
+	if err != nil || len(er.GetSessions()) != 2 {
+		t.Fatalf("Erase of participant dana through a: %v, %v; want her 2 sessions", er, err)
+	}
+	_, err = ca.Erase(as(server.DevOperator), &hubpb.EraseRequest{SessionIds: []string{live}, Participant: "dana", Reason: "both"})
 	if errorInfo(t, err).GetReason() != "BAD_LIFECYCLE_TRANSITION" {
-		t.Fatalf("erasing a participant on a cluster: %v, want BAD_LIFECYCLE_TRANSITION", err)
+		t.Fatalf("an erasure by ids and participant on a cluster: %v, want BAD_LIFECYCLE_TRANSITION", err)
+	}
+	for _, id := range dana {
+		for _, cl := range []hubsvc.HubClient{ca, cb} {
+			wantGone(t, cl, id, "ERASED")
+		}
 	}
 	for _, id := range []string{live, purged} {
 		er, err := cb.Erase(as(server.DevOperator), &hubpb.EraseRequest{SessionIds: []string{id}, Reason: "asked by alice"})
@@ -219,7 +248,7 @@ func TestClusterErase(t *testing.T) {
 			}
 		}
 	}
-	for _, s := range []string{secret, archived} {
+	for _, s := range []string{secret, archived, danas} {
 		if n := grepDir(t, c.StoreDir(0), []byte(s)) + grepDir(t, dir, []byte(s)); n != 0 {
 			t.Fatalf("%d files still hold %q", n, s)
 		}

@@ -28,7 +28,21 @@ const (
 	methodListSessions  = "/hubd.v1.Hub/ListSessions"
 	methodListQuestions = "/hubd.v1.Hub/ListQuestions"
 	methodPendingTurns  = "/hubd.v1.Hub/PendingTurns"
+	// methodErase is gathered when it names sessions by thread or
+	// participant only: every node erases what it serves of them.
+	methodErase = "/hubd.v1.Hub/Erase"
 )
+
+// gathered reports whether a call runs on every node and is merged.
+func gathered(method string, m proto.Message) bool {
+	switch method {
+	case methodListSessions, methodListQuestions, methodPendingTurns:
+		return true
+	case methodErase:
+		return len(m.(*hubpb.EraseRequest).GetSessionIds()) == 0
+	}
+	return false
+}
 
 // forwardTimeout bounds a forwarded call whose client set no shorter
 // deadline: a send waits for a quorum write, longer during a NATS leader
@@ -95,8 +109,7 @@ func (n *Node) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h
 	if _, hub := n.methods[info.FullMethod]; !ok || !hub || n.service == nil {
 		return handler(ctx, req) // health, reflection: this node's own
 	}
-	switch info.FullMethod {
-	case methodListSessions, methodListQuestions, methodPendingTurns:
+	if gathered(info.FullMethod, m) {
 		return n.gather(ctx, m, info.FullMethod, handler)
 	}
 	// The request as the client sent it, kept for the owner unless its
