@@ -252,6 +252,7 @@ func (c *hubCluster) waitSpread(t *testing.T, owners []string, within time.Durat
 // hubload --check through the survivors finds every acknowledged
 // envelope, each session's seqs dense and no ended session reopened.
 func TestE2EClusterKillNode(t *testing.T) {
+	t.Parallel() // mostly waiting on leases and restarts: it overlaps another such test
 	c := startCluster(t, false)
 	load := buildBinary(t, "./cmd/hubload")
 	verify := filepath.Join(t.TempDir(), "acked.txt")
@@ -347,6 +348,7 @@ func TestE2EClusterKillNode(t *testing.T) {
 // dense. The NATS servers are external here (in the test process), so
 // that the pause stops a hub and not a NATS server with it.
 func TestE2EClusterPausedOwner(t *testing.T) {
+	t.Parallel() // mostly waiting on leases and restarts: it overlaps another such test
 	c := startCluster(t, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -442,6 +444,7 @@ func waitFor(t *testing.T, what string, within time.Duration, ok func() bool) {
 // stops, the load carries on through every restart, and hubload --check
 // finds every acknowledged envelope.
 func TestE2EClusterRollingRestart(t *testing.T) {
+	t.Parallel() // mostly waiting on leases and restarts: it overlaps another such test
 	c := startCluster(t, false)
 	load := buildBinary(t, "./cmd/hubload")
 	verify := filepath.Join(t.TempDir(), "acked.txt")

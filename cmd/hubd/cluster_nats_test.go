@@ -170,6 +170,7 @@ func startNodesOn(t *testing.T, ns *natsProcs, extra ...string) *hubCluster {
 // --check finds every acknowledged envelope, each session's seqs dense and
 // no ended session reopened.
 func TestE2EClusterKillNATSLeader(t *testing.T) {
+	t.Parallel() // mostly waiting on leases and restarts: it overlaps another such test
 	ns := startNATSProcs(t, 3)
 	// A lease above the time an election takes (about 5 s here), as in
 	// production: the leases ride out the election and the writes resume

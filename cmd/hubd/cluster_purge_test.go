@@ -23,6 +23,7 @@ import (
 // them (hydration does not bring them back) and still serve the session
 // kept.
 func TestE2EClusterPurgeAndErase(t *testing.T) {
+	t.Parallel() // mostly waiting on leases and restarts: it overlaps another such test
 	c := startCluster(t, false, "--retention-sweep", "200ms")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
