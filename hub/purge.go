@@ -55,6 +55,16 @@ type Deletion struct {
 	// Exact are the keys of Index of a fixed length (no other key extends
 	// one), which an erasure drops from the log's files at once.
 	Exact [][]byte
+	// Lazy lets the log return before the deletion is synced (a crash of
+	// the machine may undo it, whole, until the next LazySyncer.SyncDeletions):
+	// the retention sweep's, which nobody waits for.
+	Lazy bool
+}
+
+// LazySyncer is a Purger whose lazy deletions become durable at
+// SyncDeletions (the badger log).
+type LazySyncer interface {
+	SyncDeletions(ctx context.Context) error
 }
 
 // Archiver writes sessions about to be purged to an archive, durably
@@ -138,7 +148,7 @@ func (h *Hub) Purge(ctx context.Context, id session.ID) (Tombstone, error) {
 
 // purge is Purge within the gate.
 func (h *Hub) purge(ctx context.Context, id session.ID) (Tombstone, error) {
-	ts, errs, err := h.purgeBatch(ctx, []session.ID{id})
+	ts, errs, err := h.purgeBatch(ctx, []session.ID{id}, false)
 	if err != nil {
 		return Tombstone{}, err
 	}
@@ -148,7 +158,8 @@ func (h *Hub) purge(ctx context.Context, id session.ID) (Tombstone, error) {
 // purgeBatch purges ids, archived together: errs has the refusal of
 // each id not eligible (the others purged, with their tombstones in ts);
 // err is a failure of the archive or the log, where none was purged.
-func (h *Hub) purgeBatch(ctx context.Context, ids []session.ID) (ts []Tombstone, errs []error, err error) {
+// lazy deletions are not synced before it returns (Deletion.Lazy).
+func (h *Hub) purgeBatch(ctx context.Context, ids []session.ID, lazy bool) (ts []Tombstone, errs []error, err error) {
 	p, ok := h.cfg.Log.(Purger)
 	if !ok {
 		return nil, nil, fmt.Errorf("this hub's log does not purge sessions: %w", session.ErrBadTransition)
@@ -166,6 +177,7 @@ func (h *Hub) purgeBatch(ctx context.Context, ids []session.ID) (ts []Tombstone,
 			errs[i] = err
 			continue
 		}
+		d.Lazy = lazy
 		ds, as, where = append(ds, d), append(as, a), append(where, i)
 	}
 	if len(ds) == 0 {

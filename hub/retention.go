@@ -174,6 +174,9 @@ func (h *Hub) Sweep(ctx context.Context) (int, error) {
 		}
 		after = last
 	}
+	if serr := pace.sync(ctx, h.cfg.Log, true); err == nil {
+		err = serr
+	}
 	if n > 0 {
 		took := time.Since(began)
 		h.cfg.Logger.Info().Int("sessions", n).Int("expired", expired).Str("took", took.Round(time.Millisecond).String()).
@@ -221,14 +224,36 @@ const sweepPage = 512
 // long as the work took (the sweep takes at most half of a core), and
 // longer when the sessions purged would go faster than the rate.
 type sweepPace struct {
-	rate int
+	rate   int
+	synced time.Time // when the sweep's lazy deletions were last synced
+	dirty  bool      // deleted since
 }
+
+// syncEvery is how often a sweep has its lazy deletions synced: a crash
+// of the machine undoes at most that much of its work (which the next
+// sweep does again), and the send path feels one sync in that time.
+const syncEvery = 10 * time.Second
 
 func newSweepPace(rate int) *sweepPace {
 	if rate <= 0 {
 		rate = DefaultPurgeRate
 	}
-	return &sweepPace{rate: rate}
+	return &sweepPace{rate: rate, synced: time.Now()}
+}
+
+// sync has the log sync the sweep's lazy deletions when syncEvery passed
+// since the last time, or now with final.
+func (p *sweepPace) sync(ctx context.Context, log Log, final bool) error {
+	p.dirty = p.dirty || !final
+	s, ok := log.(LazySyncer)
+	if !ok || !p.dirty || (!final && time.Since(p.synced) < syncEvery) {
+		return nil
+	}
+	p.synced, p.dirty = time.Now(), false
+	if err := s.SyncDeletions(ctx); err != nil {
+		return fmt.Errorf("syncing the sweep's deletions: %w", err)
+	}
+	return nil
 }
 
 // worked rests after n sessions purged in took; a cancelled ctx ends
@@ -248,9 +273,12 @@ func (h *Hub) purgeAll(ctx context.Context, ids []session.ID, pace *sweepPace) (
 		batch := ids[:min(len(ids), purgeBatchSize)]
 		ids = ids[len(batch):]
 		began := time.Now()
-		_, errs, err := h.purgeBatch(ctx, batch)
+		_, errs, err := h.purgeBatch(ctx, batch, true)
 		pace.worked(ctx, len(batch), time.Since(began))
 		if err != nil {
+			return n, err
+		}
+		if err := pace.sync(ctx, h.cfg.Log, false); err != nil {
 			return n, err
 		}
 		for i, err := range errs {

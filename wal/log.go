@@ -103,6 +103,8 @@ type testHooks struct {
 	wrapSegment func(segmentFile) segmentFile
 	// afterDropPrefix runs in Scrub once badger has dropped the ranges.
 	afterDropPrefix func()
+	// goneSynced runs each time a deletion syncs badger's files.
+	goneSynced func()
 }
 
 // Open opens (creating it if needed) the log in opts.Dir, or an in-memory

@@ -160,6 +160,14 @@ type Deletion struct {
 	// drops them from badger's files at once (EraseSessions), the others
 	// leave at a compaction.
 	Exact [][]byte
+	// Lazy lets DeleteSessions return without syncing badger's files:
+	// a crash of the process loses nothing (the writes are in the
+	// operating system's cache), but a crash of the machine before the
+	// next sync (SyncDeletions, or badger's own) may undo the deletion,
+	// whole (the session is there again, as it was). A retention sweep's
+	// deletions are lazy: a sync moves the send path's latency
+	// (docs/PERFORMANCE.md, "Retention and purge").
+	Lazy bool
 }
 
 // DeleteSession removes every key of session from the log (its metadata,
@@ -219,7 +227,7 @@ func (l *Log) DeleteSessions(ctx context.Context, ds []Deletion) error {
 }
 
 // putGone writes the marks (index keys kept) or the tombstones of ds in
-// one transaction, and syncs it.
+// one transaction, and syncs it unless every deletion of ds is lazy.
 func (l *Log) putGone(ds []Deletion, marks bool) error {
 	err := l.db.Update(func(txn *badger.Txn) error {
 		for _, d := range ds {
@@ -237,7 +245,36 @@ func (l *Log) putGone(ds []Deletion, marks bool) error {
 	if err != nil {
 		return err
 	}
+	for _, d := range ds {
+		if !d.Lazy {
+			return l.syncGone()
+		}
+	}
+	return nil
+}
+
+// syncGone syncs badger's files for a deletion.
+func (l *Log) syncGone() error {
+	if h := l.hooks.goneSynced; h != nil {
+		h()
+	}
 	return l.db.Sync()
+}
+
+// SyncDeletions syncs badger's files: the lazy deletions written before
+// it are durable once it returns.
+func (l *Log) SyncDeletions(ctx context.Context) error {
+	if l.readOnly {
+		return ErrReadOnly
+	}
+	if err := l.enterRead(); err != nil {
+		return err
+	}
+	defer l.exitRead()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return l.syncGone()
 }
 
 // finishGone deletes the sessions' keys and turns their marks into

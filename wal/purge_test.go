@@ -295,3 +295,41 @@ func TestRestoreSessionUndoesADeletion(t *testing.T) {
 		t.Fatal("the restored session's index entry is missing")
 	}
 }
+
+// A lazy deletion writes what a synced one does, without syncing; a
+// synced one syncs its mark and its tombstone; SyncDeletions syncs.
+func TestLazyDeletionIsNotSynced(t *testing.T) {
+	syncs := 0
+	l, err := open(Options{Dir: t.TempDir()}, testHooks{goneSynced: func() { syncs++ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	ctx := context.Background()
+	purgeFixture(t, l, 3, 4)
+	lazy, synced := sid(1), sid(2)
+	tomb := Tombstone{Kind: GonePurged, At: time.Unix(1, 0)}
+	if err := l.DeleteSessions(ctx, []Deletion{{Session: lazy, Tombstone: tomb, Index: indexKeys(purgeIndex(lazy, false)), Lazy: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if syncs != 0 {
+		t.Fatalf("a lazy deletion synced %d times", syncs)
+	}
+	if err := l.DeleteSessions(ctx, []Deletion{{Session: synced, Tombstone: tomb, Index: indexKeys(purgeIndex(synced, false))}}); err != nil {
+		t.Fatal(err)
+	}
+	if syncs != 2 {
+		t.Fatalf("a deletion synced %d times, want 2 (its mark, its tombstone)", syncs)
+	}
+	for _, s := range [][16]byte{lazy, synced} {
+		if k := keysNaming(t, l, s); len(k) > 0 {
+			t.Fatalf("%d keys left of %x: %v", len(k), s[:2], firstN(k, 5))
+		}
+		if tb, ok, err := l.Gone(ctx, s); err != nil || !ok || !tb.Done {
+			t.Fatalf("Gone(%x) = %+v, %v, %v", s[:2], tb, ok, err)
+		}
+	}
+	if err := l.SyncDeletions(ctx); err != nil || syncs != 3 {
+		t.Fatalf("SyncDeletions: %v, %d syncs", err, syncs)
+	}
+}

@@ -20,6 +20,14 @@ import (
 // types; Scan, ScanRange and Metas are the log's own.
 type walLog struct{ *wal.Log }
 
+// The hub's optional shapes of a log that the badger log has.
+var (
+	_ hub.Purger     = walLog{}
+	_ hub.Eraser     = walLog{}
+	_ hub.LazySyncer = walLog{}
+	_ hub.Reclaimer  = walLog{}
+)
+
 // WALLog returns l as the hub's log.
 func WALLog(l *wal.Log) hub.Log { return walLog{l} }
 
@@ -86,7 +94,7 @@ func (w walLog) EraseSessions(ctx context.Context, ds []hub.Deletion) error {
 }
 
 func walDeletion(d hub.Deletion, t hub.Tombstone) wal.Deletion {
-	return wal.Deletion{Session: d.Session, Index: d.Index, Exact: d.Exact,
+	return wal.Deletion{Session: d.Session, Index: d.Index, Exact: d.Exact, Lazy: d.Lazy,
 		Tombstone: wal.Tombstone{Kind: wal.GoneKind(t.Kind), At: t.At, Archive: t.Archive, By: t.By, Reason: t.Reason}}
 }
 
