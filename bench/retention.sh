@@ -113,9 +113,10 @@ rm -rf "$data"
 fi
 
 # The sweep's and the reclaim's log lines: part A's, else part B's.
-logs=$(ls "$tmp/purge.log" "$tmp/hub.log" 2>/dev/null || true)
-sweepline=$(grep -h 'retention: purged' $logs 2>/dev/null | head -1 || true)
-reclaimline=$(grep -h 'gave the space' $logs 2>/dev/null | head -1 || true)
+logs="$tmp/hub.log"
+if [ -s "$tmp/purge.log" ]; then logs="$tmp/purge.log"; fi
+sweepline=$(grep -h 'retention: purged' "$logs" 2>/dev/null | head -1 || true)
+reclaimline=$(grep -h 'gave the space' "$logs" 2>/dev/null | head -1 || true)
 sweep="" reclaim=""
 if [ -n "$sweepline" ]; then
   sweep=$(python3 -c 'import json,sys; l=json.loads(sys.argv[1]); print("%d sessions in %s, %.0f sessions/s" % (l["sessions"], l["took"], l["per_second"]))' "$sweepline")
