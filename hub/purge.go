@@ -34,8 +34,8 @@ type Tombstone struct {
 	By, Reason string
 }
 
-// Purger is a Log that deletes sessions (the badger log does; a cluster
-// node's does not).
+// Purger is a Log that deletes sessions: the badger log, and a cluster
+// node's JetStream log (its partitions' streams, tombstone first).
 type Purger interface {
 	// DeleteSessions removes every key of each session, and the hub's
 	// index keys given, leaving its tombstone, in steps a crash cannot
