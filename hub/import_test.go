@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -172,5 +173,36 @@ func TestImportOnAHubWithoutAnArchive(t *testing.T) {
 	}
 	if _, err := e.hub.Import(context.Background(), "hubd-archive-2026-01-01.hubarc", nil); !errors.Is(err, session.ErrBadTransition) {
 		t.Fatalf("Import on a hub without an archive: %v, want BAD_LIFECYCLE_TRANSITION", err)
+	}
+}
+
+// TestImportRefusedByClusterNode: a partitioned hub refuses an import as
+// it refuses a purge, writing nothing.
+func TestImportRefusedByClusterNode(t *testing.T) {
+	e := newArchivedEnv(t, nil)
+	ctx := context.Background()
+	id := endedConversation(t, e.hub, nil)
+	tomb, err := e.hub.Purge(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.hub.Close() // the log stays open for the node's hub
+	cfg := e.cfg
+	cfg.Log, cfg.Partitioned = e.log, true
+	b, err := openServed(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, call := range []func() error{
+		func() error { _, err := b.Purge(ctx, id); return err },
+		func() error { _, err := b.Import(ctx, tomb.Archive, nil); return err },
+	} {
+		if err := call(); !errors.Is(err, session.ErrBadTransition) || !strings.Contains(err.Error(), "a cluster node's log keeps its partitions' streams") {
+			t.Errorf("a cluster node: %v, want BAD_LIFECYCLE_TRANSITION naming why", err)
+		}
+	}
+	if raw, err := e.log.Meta(ctx, id); err != nil || raw != nil {
+		t.Fatalf("the log holds %d bytes of metadata of the session (%v), want none", len(raw), err)
 	}
 }
