@@ -206,3 +206,32 @@ func TestImportRefusedByClusterNode(t *testing.T) {
 		t.Fatalf("the log holds %d bytes of metadata of the session (%v), want none", len(raw), err)
 	}
 }
+
+// TestImportedForkKeepsItsSource: a fork imported back marks its source
+// again, which is then not purged under it.
+func TestImportedForkKeepsItsSource(t *testing.T) {
+	e := newArchivedEnv(t, nil)
+	ctx := context.Background()
+	src := endedConversation(t, e.hub, nil)
+	f, err := e.hub.Fork(ctx, "alice", false, &hubpb.ForkRequest{SessionId: src.String(), AtSeq: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fid := session.MustParseID(f.GetSession().GetMeta().GetSessionId())
+	if _, err := e.hub.CloseSession(ctx, "alice", false, fid, "done"); err != nil {
+		t.Fatal(err)
+	}
+	tomb, err := e.hub.Purge(ctx, fid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.hub.Import(ctx, tomb.Archive, []session.ID{fid}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.hub.Purge(ctx, src); !errors.Is(err, session.ErrBadTransition) {
+		t.Fatalf("Purge of the source of an imported fork: %v, want BAD_LIFECYCLE_TRANSITION", err)
+	}
+	if _, err := e.hub.Get(ctx, "alice", false, fid); err != nil {
+		t.Fatalf("the imported fork: %v", err)
+	}
+}
