@@ -35,7 +35,7 @@ func readEveryEnvelope(t *testing.T, h *served, id session.ID) []*hubpb.Envelope
 }
 
 func TestImportBringsAPurgedSessionBack(t *testing.T) {
-	e := newArchivedEnv(t, func(c *hub.Config) { c.Retention = hub.Retention{Ended: 24 * time.Hour} })
+	e := newArchivedEnv(t, func(c *hub.Config) { c.Retention = hub.Retention{Ended: 24 * time.Hour, Sweep: 24 * time.Hour} })
 	ctx := context.Background()
 	id := endedConversation(t, e.hub, &hubpb.OpenRequest{Labels: map[string]string{"team": "audit"}})
 	before, err := e.hub.Get(ctx, "alice", false, id)
@@ -82,10 +82,11 @@ func TestImportBringsAPurgedSessionBack(t *testing.T) {
 	check()
 	e.restart()
 	check()
-	e.clock.Advance(1000 * 24 * time.Hour)
+	e.clock.Advance(48 * time.Hour)
 	if n, err := e.hub.Sweep(ctx); err != nil || n != 0 {
 		t.Fatalf("Sweep purged %d (%v): an imported session is left alone", n, err)
 	}
+	check()
 	if _, err := e.hub.Import(ctx, tomb.Archive, []session.ID{id}); !errors.Is(err, session.ErrBadTransition) {
 		t.Fatalf("a second Import: %v, want BAD_LIFECYCLE_TRANSITION", err)
 	}
