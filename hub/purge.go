@@ -459,8 +459,10 @@ const LabelImportedFrom = "imported_from"
 
 // ImportIndex returns the hub's index entries of a session brought back
 // from an archive: its memberships, so that listings and its
-// participants' reads find it. It is ended: no live mark; its open and
-// thread keys stay free.
+// participants' reads find it, and for a fork its mark under its source,
+// so that the source, whose log the fork's state is folded from, is not
+// purged under it. It is ended: no live mark; its open and thread keys
+// stay free.
 func ImportIndex(meta *hubpb.SessionMeta) []IndexEntry {
 	id, err := session.ParseID(meta.GetSessionId())
 	if err != nil {
@@ -469,6 +471,9 @@ func ImportIndex(meta *hubpb.SessionMeta) []IndexEntry {
 	var out []IndexEntry
 	for _, p := range meta.GetParticipants() {
 		out = append(out, IndexEntry{Key: memberKey(p.GetName(), id)})
+	}
+	if src, err := session.ParseID(meta.GetForkedFrom().GetSessionId()); err == nil {
+		out = append(out, IndexEntry{Key: forkKey(src, id)})
 	}
 	return out
 }

@@ -6914,6 +6914,172 @@ func (x *ErasedSession) GetReason() string {
 	return ""
 }
 
+// ImportRequest names an archive file of the hub and the sessions of it an
+// operator brings back into the log.
+type ImportRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The file's name in the hub's archive directory
+	// ("hubd-archive-2026-11-29.hubarc"): a name, not a path.
+	Archive string `protobuf:"bytes,1,opt,name=archive,proto3" json:"archive,omitempty"`
+	// The sessions to import (empty: every session of the file).
+	SessionIds    []string `protobuf:"bytes,2,rep,name=session_ids,json=sessionIds,proto3" json:"session_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportRequest) Reset() {
+	*x = ImportRequest{}
+	mi := &file_hub_proto_msgTypes[82]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportRequest) ProtoMessage() {}
+
+func (x *ImportRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[82]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportRequest.ProtoReflect.Descriptor instead.
+func (*ImportRequest) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{82}
+}
+
+func (x *ImportRequest) GetArchive() string {
+	if x != nil {
+		return x.Archive
+	}
+	return ""
+}
+
+func (x *ImportRequest) GetSessionIds() []string {
+	if x != nil {
+		return x.SessionIds
+	}
+	return nil
+}
+
+// ImportResponse lists the sessions imported.
+type ImportResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Sessions      []*ImportedSession     `protobuf:"bytes,1,rep,name=sessions,proto3" json:"sessions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportResponse) Reset() {
+	*x = ImportResponse{}
+	mi := &file_hub_proto_msgTypes[83]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportResponse) ProtoMessage() {}
+
+func (x *ImportResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[83]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportResponse.ProtoReflect.Descriptor instead.
+func (*ImportResponse) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{83}
+}
+
+func (x *ImportResponse) GetSessions() []*ImportedSession {
+	if x != nil {
+		return x.Sessions
+	}
+	return nil
+}
+
+// ImportedSession is a session written back from an archive: ended,
+// labelled imported_from=<archive>, kept until an operator purges it.
+type ImportedSession struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// How many envelopes it holds (seq 1 to envelopes).
+	Envelopes uint64 `protobuf:"varint,2,opt,name=envelopes,proto3" json:"envelopes,omitempty"`
+	// The archive file it came from.
+	Archive       string `protobuf:"bytes,3,opt,name=archive,proto3" json:"archive,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportedSession) Reset() {
+	*x = ImportedSession{}
+	mi := &file_hub_proto_msgTypes[84]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportedSession) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportedSession) ProtoMessage() {}
+
+func (x *ImportedSession) ProtoReflect() protoreflect.Message {
+	mi := &file_hub_proto_msgTypes[84]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportedSession.ProtoReflect.Descriptor instead.
+func (*ImportedSession) Descriptor() ([]byte, []int) {
+	return file_hub_proto_rawDescGZIP(), []int{84}
+}
+
+func (x *ImportedSession) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ImportedSession) GetEnvelopes() uint64 {
+	if x != nil {
+		return x.Envelopes
+	}
+	return 0
+}
+
+func (x *ImportedSession) GetArchive() string {
+	if x != nil {
+		return x.Archive
+	}
+	return ""
+}
+
 // ArchiveRecord is one record of an archive file (docs/DATA.md), written
 // length-delimited (a varint length, then the record): a header first,
 // then per purged session its meta and its envelopes, then a checksum.
@@ -6932,7 +7098,7 @@ type ArchiveRecord struct {
 
 func (x *ArchiveRecord) Reset() {
 	*x = ArchiveRecord{}
-	mi := &file_hub_proto_msgTypes[82]
+	mi := &file_hub_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6944,7 +7110,7 @@ func (x *ArchiveRecord) String() string {
 func (*ArchiveRecord) ProtoMessage() {}
 
 func (x *ArchiveRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[82]
+	mi := &file_hub_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6957,7 +7123,7 @@ func (x *ArchiveRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArchiveRecord.ProtoReflect.Descriptor instead.
 func (*ArchiveRecord) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{82}
+	return file_hub_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *ArchiveRecord) GetRecord() isArchiveRecord_Record {
@@ -7052,7 +7218,7 @@ type ArchiveHeader struct {
 
 func (x *ArchiveHeader) Reset() {
 	*x = ArchiveHeader{}
-	mi := &file_hub_proto_msgTypes[83]
+	mi := &file_hub_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7064,7 +7230,7 @@ func (x *ArchiveHeader) String() string {
 func (*ArchiveHeader) ProtoMessage() {}
 
 func (x *ArchiveHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[83]
+	mi := &file_hub_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7077,7 +7243,7 @@ func (x *ArchiveHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArchiveHeader.ProtoReflect.Descriptor instead.
 func (*ArchiveHeader) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{83}
+	return file_hub_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *ArchiveHeader) GetMagic() string {
@@ -7118,7 +7284,7 @@ type ArchivedSession struct {
 
 func (x *ArchivedSession) Reset() {
 	*x = ArchivedSession{}
-	mi := &file_hub_proto_msgTypes[84]
+	mi := &file_hub_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7130,7 +7296,7 @@ func (x *ArchivedSession) String() string {
 func (*ArchivedSession) ProtoMessage() {}
 
 func (x *ArchivedSession) ProtoReflect() protoreflect.Message {
-	mi := &file_hub_proto_msgTypes[84]
+	mi := &file_hub_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7143,7 +7309,7 @@ func (x *ArchivedSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArchivedSession.ProtoReflect.Descriptor instead.
 func (*ArchivedSession) Descriptor() ([]byte, []int) {
-	return file_hub_proto_rawDescGZIP(), []int{84}
+	return file_hub_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *ArchivedSession) GetMeta() *SessionMeta {
@@ -7724,7 +7890,18 @@ const file_hub_proto_rawDesc = "" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x127\n" +
 	"\terased_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\berasedAt\x12\x1b\n" +
 	"\terased_by\x18\x03 \x01(\tR\berasedBy\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason\"\xd0\x01\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"J\n" +
+	"\rImportRequest\x12\x18\n" +
+	"\aarchive\x18\x01 \x01(\tR\aarchive\x12\x1f\n" +
+	"\vsession_ids\x18\x02 \x03(\tR\n" +
+	"sessionIds\"F\n" +
+	"\x0eImportResponse\x124\n" +
+	"\bsessions\x18\x01 \x03(\v2\x18.hubd.v1.ImportedSessionR\bsessions\"h\n" +
+	"\x0fImportedSession\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1c\n" +
+	"\tenvelopes\x18\x02 \x01(\x04R\tenvelopes\x12\x18\n" +
+	"\aarchive\x18\x03 \x01(\tR\aarchive\"\xd0\x01\n" +
 	"\rArchiveRecord\x120\n" +
 	"\x06header\x18\x01 \x01(\v2\x16.hubd.v1.ArchiveHeaderH\x00R\x06header\x124\n" +
 	"\asession\x18\x02 \x01(\v2\x18.hubd.v1.ArchivedSessionH\x00R\asession\x12/\n" +
@@ -7795,7 +7972,7 @@ func file_hub_proto_rawDescGZIP() []byte {
 }
 
 var file_hub_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 96)
+var file_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 99)
 var file_hub_proto_goTypes = []any{
 	(Reason)(0),                   // 0: hubd.v1.Reason
 	(*Envelope)(nil),              // 1: hubd.v1.Envelope
@@ -7880,24 +8057,27 @@ var file_hub_proto_goTypes = []any{
 	(*EraseRequest)(nil),          // 80: hubd.v1.EraseRequest
 	(*EraseResponse)(nil),         // 81: hubd.v1.EraseResponse
 	(*ErasedSession)(nil),         // 82: hubd.v1.ErasedSession
-	(*ArchiveRecord)(nil),         // 83: hubd.v1.ArchiveRecord
-	(*ArchiveHeader)(nil),         // 84: hubd.v1.ArchiveHeader
-	(*ArchivedSession)(nil),       // 85: hubd.v1.ArchivedSession
-	nil,                           // 86: hubd.v1.ContextUpdate.SetEntry
-	nil,                           // 87: hubd.v1.SessionMeta.KnobsEntry
-	nil,                           // 88: hubd.v1.SessionMeta.LabelsEntry
-	nil,                           // 89: hubd.v1.ForkRequest.LabelsEntry
-	nil,                           // 90: hubd.v1.OpenRequest.LabelsEntry
-	nil,                           // 91: hubd.v1.OpenRequest.KnobsEntry
-	nil,                           // 92: hubd.v1.SessionInfo.ContextEntry
-	nil,                           // 93: hubd.v1.ListSessionsRequest.LabelsEntry
-	nil,                           // 94: hubd.v1.SubscribeRequest.CursorsEntry
-	nil,                           // 95: hubd.v1.WatchRequest.CursorsEntry
-	nil,                           // 96: hubd.v1.StreamError.MetadataEntry
-	(*timestamppb.Timestamp)(nil), // 97: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),       // 98: google.protobuf.Struct
-	(*durationpb.Duration)(nil),   // 99: google.protobuf.Duration
-	(*structpb.Value)(nil),        // 100: google.protobuf.Value
+	(*ImportRequest)(nil),         // 83: hubd.v1.ImportRequest
+	(*ImportResponse)(nil),        // 84: hubd.v1.ImportResponse
+	(*ImportedSession)(nil),       // 85: hubd.v1.ImportedSession
+	(*ArchiveRecord)(nil),         // 86: hubd.v1.ArchiveRecord
+	(*ArchiveHeader)(nil),         // 87: hubd.v1.ArchiveHeader
+	(*ArchivedSession)(nil),       // 88: hubd.v1.ArchivedSession
+	nil,                           // 89: hubd.v1.ContextUpdate.SetEntry
+	nil,                           // 90: hubd.v1.SessionMeta.KnobsEntry
+	nil,                           // 91: hubd.v1.SessionMeta.LabelsEntry
+	nil,                           // 92: hubd.v1.ForkRequest.LabelsEntry
+	nil,                           // 93: hubd.v1.OpenRequest.LabelsEntry
+	nil,                           // 94: hubd.v1.OpenRequest.KnobsEntry
+	nil,                           // 95: hubd.v1.SessionInfo.ContextEntry
+	nil,                           // 96: hubd.v1.ListSessionsRequest.LabelsEntry
+	nil,                           // 97: hubd.v1.SubscribeRequest.CursorsEntry
+	nil,                           // 98: hubd.v1.WatchRequest.CursorsEntry
+	nil,                           // 99: hubd.v1.StreamError.MetadataEntry
+	(*timestamppb.Timestamp)(nil), // 100: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),       // 101: google.protobuf.Struct
+	(*durationpb.Duration)(nil),   // 102: google.protobuf.Duration
+	(*structpb.Value)(nil),        // 103: google.protobuf.Value
 }
 var file_hub_proto_depIdxs = []int32{
 	2,   // 0: hubd.v1.Envelope.audience:type_name -> hubd.v1.Audience
@@ -7919,69 +8099,69 @@ var file_hub_proto_depIdxs = []int32{
 	26,  // 16: hubd.v1.Envelope.fork:type_name -> hubd.v1.Fork
 	75,  // 17: hubd.v1.Envelope.operator_action:type_name -> hubd.v1.OperatorAction
 	20,  // 18: hubd.v1.Envelope.call:type_name -> hubd.v1.Call
-	97,  // 19: hubd.v1.Envelope.accepted_at:type_name -> google.protobuf.Timestamp
+	100, // 19: hubd.v1.Envelope.accepted_at:type_name -> google.protobuf.Timestamp
 	5,   // 20: hubd.v1.Packet.routing:type_name -> hubd.v1.Routing
 	6,   // 21: hubd.v1.Packet.context_updates:type_name -> hubd.v1.ContextUpdate
 	7,   // 22: hubd.v1.Packet.usage:type_name -> hubd.v1.Usage
-	86,  // 23: hubd.v1.ContextUpdate.set:type_name -> hubd.v1.ContextUpdate.SetEntry
-	97,  // 24: hubd.v1.Violation.since:type_name -> google.protobuf.Timestamp
+	89,  // 23: hubd.v1.ContextUpdate.set:type_name -> hubd.v1.ContextUpdate.SetEntry
+	100, // 24: hubd.v1.Violation.since:type_name -> google.protobuf.Timestamp
 	12,  // 25: hubd.v1.Question.options:type_name -> hubd.v1.Option
-	98,  // 26: hubd.v1.Question.schema:type_name -> google.protobuf.Struct
-	99,  // 27: hubd.v1.Question.within:type_name -> google.protobuf.Duration
-	98,  // 28: hubd.v1.ToolCall.arguments:type_name -> google.protobuf.Struct
-	100, // 29: hubd.v1.ToolResult.result:type_name -> google.protobuf.Value
+	101, // 26: hubd.v1.Question.schema:type_name -> google.protobuf.Struct
+	102, // 27: hubd.v1.Question.within:type_name -> google.protobuf.Duration
+	101, // 28: hubd.v1.ToolCall.arguments:type_name -> google.protobuf.Struct
+	103, // 29: hubd.v1.ToolResult.result:type_name -> google.protobuf.Value
 	7,   // 30: hubd.v1.DelegationResult.usage:type_name -> hubd.v1.Usage
-	99,  // 31: hubd.v1.Expectation.within:type_name -> google.protobuf.Duration
+	102, // 31: hubd.v1.Expectation.within:type_name -> google.protobuf.Duration
 	22,  // 32: hubd.v1.Expectations.items:type_name -> hubd.v1.Expectation
 	21,  // 33: hubd.v1.SessionMeta.participants:type_name -> hubd.v1.Participant
-	87,  // 34: hubd.v1.SessionMeta.knobs:type_name -> hubd.v1.SessionMeta.KnobsEntry
-	88,  // 35: hubd.v1.SessionMeta.labels:type_name -> hubd.v1.SessionMeta.LabelsEntry
-	99,  // 36: hubd.v1.SessionMeta.ttl:type_name -> google.protobuf.Duration
-	99,  // 37: hubd.v1.SessionMeta.invite_timeout:type_name -> google.protobuf.Duration
+	90,  // 34: hubd.v1.SessionMeta.knobs:type_name -> hubd.v1.SessionMeta.KnobsEntry
+	91,  // 35: hubd.v1.SessionMeta.labels:type_name -> hubd.v1.SessionMeta.LabelsEntry
+	102, // 36: hubd.v1.SessionMeta.ttl:type_name -> google.protobuf.Duration
+	102, // 37: hubd.v1.SessionMeta.invite_timeout:type_name -> google.protobuf.Duration
 	22,  // 38: hubd.v1.SessionMeta.expectations:type_name -> hubd.v1.Expectation
-	97,  // 39: hubd.v1.SessionMeta.created_at:type_name -> google.protobuf.Timestamp
+	100, // 39: hubd.v1.SessionMeta.created_at:type_name -> google.protobuf.Timestamp
 	29,  // 40: hubd.v1.SessionMeta.budget:type_name -> hubd.v1.Budget
 	25,  // 41: hubd.v1.SessionMeta.forked_from:type_name -> hubd.v1.ForkOrigin
-	99,  // 42: hubd.v1.SessionMeta.retention:type_name -> google.protobuf.Duration
+	102, // 42: hubd.v1.SessionMeta.retention:type_name -> google.protobuf.Duration
 	25,  // 43: hubd.v1.Fork.origin:type_name -> hubd.v1.ForkOrigin
 	6,   // 44: hubd.v1.Fork.context:type_name -> hubd.v1.ContextUpdate
 	6,   // 45: hubd.v1.ForkRequest.context:type_name -> hubd.v1.ContextUpdate
-	89,  // 46: hubd.v1.ForkRequest.labels:type_name -> hubd.v1.ForkRequest.LabelsEntry
+	92,  // 46: hubd.v1.ForkRequest.labels:type_name -> hubd.v1.ForkRequest.LabelsEntry
 	37,  // 47: hubd.v1.ForkResponse.session:type_name -> hubd.v1.SessionInfo
 	21,  // 48: hubd.v1.OpenRequest.participants:type_name -> hubd.v1.Participant
-	90,  // 49: hubd.v1.OpenRequest.labels:type_name -> hubd.v1.OpenRequest.LabelsEntry
-	99,  // 50: hubd.v1.OpenRequest.ttl:type_name -> google.protobuf.Duration
-	99,  // 51: hubd.v1.OpenRequest.invite_timeout:type_name -> google.protobuf.Duration
+	93,  // 49: hubd.v1.OpenRequest.labels:type_name -> hubd.v1.OpenRequest.LabelsEntry
+	102, // 50: hubd.v1.OpenRequest.ttl:type_name -> google.protobuf.Duration
+	102, // 51: hubd.v1.OpenRequest.invite_timeout:type_name -> google.protobuf.Duration
 	23,  // 52: hubd.v1.OpenRequest.expectations:type_name -> hubd.v1.Expectations
-	98,  // 53: hubd.v1.OpenRequest.graph:type_name -> google.protobuf.Struct
-	91,  // 54: hubd.v1.OpenRequest.knobs:type_name -> hubd.v1.OpenRequest.KnobsEntry
+	101, // 53: hubd.v1.OpenRequest.graph:type_name -> google.protobuf.Struct
+	94,  // 54: hubd.v1.OpenRequest.knobs:type_name -> hubd.v1.OpenRequest.KnobsEntry
 	29,  // 55: hubd.v1.OpenRequest.budget:type_name -> hubd.v1.Budget
-	99,  // 56: hubd.v1.OpenRequest.retention:type_name -> google.protobuf.Duration
+	102, // 56: hubd.v1.OpenRequest.retention:type_name -> google.protobuf.Duration
 	37,  // 57: hubd.v1.OpenResponse.session:type_name -> hubd.v1.SessionInfo
 	1,   // 58: hubd.v1.SendRequest.envelope:type_name -> hubd.v1.Envelope
-	97,  // 59: hubd.v1.SendResponse.accepted_at:type_name -> google.protobuf.Timestamp
+	100, // 59: hubd.v1.SendResponse.accepted_at:type_name -> google.protobuf.Timestamp
 	24,  // 60: hubd.v1.SessionInfo.meta:type_name -> hubd.v1.SessionMeta
-	92,  // 61: hubd.v1.SessionInfo.context:type_name -> hubd.v1.SessionInfo.ContextEntry
+	95,  // 61: hubd.v1.SessionInfo.context:type_name -> hubd.v1.SessionInfo.ContextEntry
 	7,   // 62: hubd.v1.SessionInfo.usage:type_name -> hubd.v1.Usage
 	38,  // 63: hubd.v1.SessionInfo.holds:type_name -> hubd.v1.Hold
 	7,   // 64: hubd.v1.SessionInfo.tree_usage:type_name -> hubd.v1.Usage
-	97,  // 65: hubd.v1.Hold.since:type_name -> google.protobuf.Timestamp
-	93,  // 66: hubd.v1.ListSessionsRequest.labels:type_name -> hubd.v1.ListSessionsRequest.LabelsEntry
+	100, // 65: hubd.v1.Hold.since:type_name -> google.protobuf.Timestamp
+	96,  // 66: hubd.v1.ListSessionsRequest.labels:type_name -> hubd.v1.ListSessionsRequest.LabelsEntry
 	37,  // 67: hubd.v1.ListSessionsResponse.sessions:type_name -> hubd.v1.SessionInfo
 	1,   // 68: hubd.v1.ReadLogResponse.envelopes:type_name -> hubd.v1.Envelope
 	51,  // 69: hubd.v1.PendingTurnsResponse.turns:type_name -> hubd.v1.Delivery
 	47,  // 70: hubd.v1.View.items:type_name -> hubd.v1.ViewItem
 	48,  // 71: hubd.v1.View.older:type_name -> hubd.v1.SpeakerCount
-	97,  // 72: hubd.v1.ViewItem.at:type_name -> google.protobuf.Timestamp
-	94,  // 73: hubd.v1.SubscribeRequest.cursors:type_name -> hubd.v1.SubscribeRequest.CursorsEntry
+	100, // 72: hubd.v1.ViewItem.at:type_name -> google.protobuf.Timestamp
+	97,  // 73: hubd.v1.SubscribeRequest.cursors:type_name -> hubd.v1.SubscribeRequest.CursorsEntry
 	45,  // 74: hubd.v1.SubscribeRequest.turn_view:type_name -> hubd.v1.GetViewRequest
-	95,  // 75: hubd.v1.WatchRequest.cursors:type_name -> hubd.v1.WatchRequest.CursorsEntry
+	98,  // 75: hubd.v1.WatchRequest.cursors:type_name -> hubd.v1.WatchRequest.CursorsEntry
 	1,   // 76: hubd.v1.Delivery.envelope:type_name -> hubd.v1.Envelope
 	46,  // 77: hubd.v1.Delivery.view:type_name -> hubd.v1.View
 	52,  // 78: hubd.v1.Delivery.delta:type_name -> hubd.v1.Delta
-	97,  // 79: hubd.v1.Delta.accepted_at:type_name -> google.protobuf.Timestamp
+	100, // 79: hubd.v1.Delta.accepted_at:type_name -> google.protobuf.Timestamp
 	74,  // 80: hubd.v1.Delta.refused:type_name -> hubd.v1.StreamError
-	97,  // 81: hubd.v1.DeltaResponse.accepted_at:type_name -> google.protobuf.Timestamp
+	100, // 81: hubd.v1.DeltaResponse.accepted_at:type_name -> google.protobuf.Timestamp
 	52,  // 82: hubd.v1.SendStreamFrame.delta:type_name -> hubd.v1.Delta
 	32,  // 83: hubd.v1.SendStreamFrame.final:type_name -> hubd.v1.SendRequest
 	30,  // 84: hubd.v1.DelegateRequest.children:type_name -> hubd.v1.OpenRequest
@@ -7992,7 +8172,7 @@ var file_hub_proto_depIdxs = []int32{
 	59,  // 89: hubd.v1.ListQuestionsResponse.questions:type_name -> hubd.v1.PendingQuestion
 	37,  // 90: hubd.v1.TreeNode.session:type_name -> hubd.v1.SessionInfo
 	7,   // 91: hubd.v1.TreeNode.usage:type_name -> hubd.v1.Usage
-	99,  // 92: hubd.v1.TreeNode.duration:type_name -> google.protobuf.Duration
+	102, // 92: hubd.v1.TreeNode.duration:type_name -> google.protobuf.Duration
 	62,  // 93: hubd.v1.TreeNode.children:type_name -> hubd.v1.TreeNode
 	1,   // 94: hubd.v1.ReplayStep.envelope:type_name -> hubd.v1.Envelope
 	64,  // 95: hubd.v1.ReplayResponse.steps:type_name -> hubd.v1.ReplayStep
@@ -8011,29 +8191,30 @@ var file_hub_proto_depIdxs = []int32{
 	74,  // 108: hubd.v1.StreamAck.error:type_name -> hubd.v1.StreamError
 	31,  // 109: hubd.v1.StreamAck.opened:type_name -> hubd.v1.OpenResponse
 	0,   // 110: hubd.v1.StreamError.reason:type_name -> hubd.v1.Reason
-	96,  // 111: hubd.v1.StreamError.metadata:type_name -> hubd.v1.StreamError.MetadataEntry
+	99,  // 111: hubd.v1.StreamError.metadata:type_name -> hubd.v1.StreamError.MetadataEntry
 	6,   // 112: hubd.v1.OperatorAction.context:type_name -> hubd.v1.ContextUpdate
 	76,  // 113: hubd.v1.OperatorAction.timer:type_name -> hubd.v1.TimerChange
-	99,  // 114: hubd.v1.TimerChange.extend:type_name -> google.protobuf.Duration
+	102, // 114: hubd.v1.TimerChange.extend:type_name -> google.protobuf.Duration
 	75,  // 115: hubd.v1.SteerRequest.action:type_name -> hubd.v1.OperatorAction
-	97,  // 116: hubd.v1.PurgeResponse.purged_at:type_name -> google.protobuf.Timestamp
+	100, // 116: hubd.v1.PurgeResponse.purged_at:type_name -> google.protobuf.Timestamp
 	82,  // 117: hubd.v1.EraseResponse.sessions:type_name -> hubd.v1.ErasedSession
-	97,  // 118: hubd.v1.ErasedSession.erased_at:type_name -> google.protobuf.Timestamp
-	84,  // 119: hubd.v1.ArchiveRecord.header:type_name -> hubd.v1.ArchiveHeader
-	85,  // 120: hubd.v1.ArchiveRecord.session:type_name -> hubd.v1.ArchivedSession
-	1,   // 121: hubd.v1.ArchiveRecord.envelope:type_name -> hubd.v1.Envelope
-	24,  // 122: hubd.v1.ArchivedSession.meta:type_name -> hubd.v1.SessionMeta
-	97,  // 123: hubd.v1.ArchivedSession.archived_at:type_name -> google.protobuf.Timestamp
-	97,  // 124: hubd.v1.ArchivedSession.ended_at:type_name -> google.protobuf.Timestamp
-	100, // 125: hubd.v1.ContextUpdate.SetEntry.value:type_name -> google.protobuf.Value
-	100, // 126: hubd.v1.SessionMeta.KnobsEntry.value:type_name -> google.protobuf.Value
-	100, // 127: hubd.v1.OpenRequest.KnobsEntry.value:type_name -> google.protobuf.Value
-	100, // 128: hubd.v1.SessionInfo.ContextEntry.value:type_name -> google.protobuf.Value
-	129, // [129:129] is the sub-list for method output_type
-	129, // [129:129] is the sub-list for method input_type
-	129, // [129:129] is the sub-list for extension type_name
-	129, // [129:129] is the sub-list for extension extendee
-	0,   // [0:129] is the sub-list for field type_name
+	100, // 118: hubd.v1.ErasedSession.erased_at:type_name -> google.protobuf.Timestamp
+	85,  // 119: hubd.v1.ImportResponse.sessions:type_name -> hubd.v1.ImportedSession
+	87,  // 120: hubd.v1.ArchiveRecord.header:type_name -> hubd.v1.ArchiveHeader
+	88,  // 121: hubd.v1.ArchiveRecord.session:type_name -> hubd.v1.ArchivedSession
+	1,   // 122: hubd.v1.ArchiveRecord.envelope:type_name -> hubd.v1.Envelope
+	24,  // 123: hubd.v1.ArchivedSession.meta:type_name -> hubd.v1.SessionMeta
+	100, // 124: hubd.v1.ArchivedSession.archived_at:type_name -> google.protobuf.Timestamp
+	100, // 125: hubd.v1.ArchivedSession.ended_at:type_name -> google.protobuf.Timestamp
+	103, // 126: hubd.v1.ContextUpdate.SetEntry.value:type_name -> google.protobuf.Value
+	103, // 127: hubd.v1.SessionMeta.KnobsEntry.value:type_name -> google.protobuf.Value
+	103, // 128: hubd.v1.OpenRequest.KnobsEntry.value:type_name -> google.protobuf.Value
+	103, // 129: hubd.v1.SessionInfo.ContextEntry.value:type_name -> google.protobuf.Value
+	130, // [130:130] is the sub-list for method output_type
+	130, // [130:130] is the sub-list for method input_type
+	130, // [130:130] is the sub-list for extension type_name
+	130, // [130:130] is the sub-list for extension extendee
+	0,   // [0:130] is the sub-list for field type_name
 }
 
 func init() { file_hub_proto_init() }
@@ -8084,7 +8265,7 @@ func file_hub_proto_init() {
 		(*OperatorAction_ReleaseResult)(nil),
 		(*OperatorAction_Timer)(nil),
 	}
-	file_hub_proto_msgTypes[82].OneofWrappers = []any{
+	file_hub_proto_msgTypes[85].OneofWrappers = []any{
 		(*ArchiveRecord_Header)(nil),
 		(*ArchiveRecord_Session)(nil),
 		(*ArchiveRecord_Envelope)(nil),
@@ -8096,7 +8277,7 @@ func file_hub_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hub_proto_rawDesc), len(file_hub_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   96,
+			NumMessages:   99,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

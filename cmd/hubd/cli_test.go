@@ -80,7 +80,7 @@ func TestHelpMistakes(t *testing.T) {
 		{[]string{"sessions"}, []string{"usage: hubd sessions COMMAND", "hubd: sessions: want a command\n"}},
 		{[]string{"graph"}, []string{"hubd graph render FILE", "hubd: graph: want a command\n"}},
 		{[]string{"tasks"}, []string{"usage: hubd tasks COMMAND", "hubd: tasks: want a command\n"}},
-		{[]string{"sessions", "frob"}, []string{`hubd: sessions: unknown command "frob" (want list, show, tail, export, tree, replay, open, send, close, fork, steer, purge, erase; see hubd sessions --help)`}},
+		{[]string{"sessions", "frob"}, []string{`hubd: sessions: unknown command "frob" (want list, show, tail, export, tree, replay, open, send, close, fork, steer, purge, erase, import; see hubd sessions --help)`}},
 		{[]string{"help", "frob"}, []string{`hubd: unknown command "frob" (see hubd --help)`}},
 		{[]string{"help", "graph", "frob"}, []string{`unknown command "frob"`}},
 		{[]string{"sessions", "show"}, []string{"hubd: sessions show: want ID, got 0 arguments (see hubd sessions show --help)"}},

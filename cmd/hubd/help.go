@@ -40,6 +40,8 @@ var commands = []command{
 	{"sessions purge", "ID ...", "archive and purge ended sessions whose whole tree ended, now, whatever their retention (operators)"},
 	{"sessions erase", "[ID ...] [--thread KEY --creator A] [--participant A] --reason R",
 		"erase sessions for good, from the log, its files and the archives, leaving a tombstone (operators)"},
+	{"sessions import", "ARCHIVE [--session ID ...]",
+		"bring purged sessions back into the running hub from a file of its archive directory, labelled imported_from (operators)"},
 	{"questions list", "[--answerer A] [--root ID]", "the pending questions you must answer (an operator: everyone's)"},
 	{"questions answer", "QUESTION [OPTION ...] [--text T] [--session ID]", "answer a pending question with options or free text"},
 	{"tasks cancel", "ID ...", "cancel delegated tasks: each child session closes with reason cancelled (its delegator, or an operator)"},

@@ -233,6 +233,8 @@ func sessionsCommand(name string, fs *flag.FlagSet, stdin io.Reader) *clientComm
 		return purgeFlags(fs)
 	case "erase":
 		return eraseFlags(fs)
+	case "import":
+		return sessionsImportFlags(fs)
 	}
 	return nil
 }

@@ -269,6 +269,33 @@ func (s *Service) Erase(ctx context.Context, req *hubpb.EraseRequest) (*hubpb.Er
 	})
 }
 
+// Import implements hubsvc.HubServer: an operator writes purged sessions
+// back from an archive file of the hub (hub.Import).
+func (s *Service) Import(ctx context.Context, req *hubpb.ImportRequest) (*hubpb.ImportResponse, error) {
+	return unary(s, ctx, "Import", func(id Identity) (*hubpb.ImportResponse, error) {
+		if !id.Operator {
+			return nil, fmt.Errorf("%q may not import sessions: it is an operator's call: %w", id.Agent, hub.ErrPermissionDenied)
+		}
+		ids := make([]session.ID, len(req.GetSessionIds()))
+		for i, x := range req.GetSessionIds() {
+			sid, err := parseID("session_ids", x)
+			if err != nil {
+				return nil, err
+			}
+			ids[i] = sid
+		}
+		done, err := s.h.Import(ctx, req.GetArchive(), ids)
+		if err != nil {
+			return nil, err
+		}
+		out := &hubpb.ImportResponse{}
+		for _, x := range done {
+			out.Sessions = append(out.Sessions, &hubpb.ImportedSession{SessionId: x.ID.String(), Envelopes: uint64(x.Envelopes), Archive: x.Archive})
+		}
+		return out, nil
+	})
+}
+
 // GetSession implements hubsvc.HubServer.
 func (s *Service) GetSession(ctx context.Context, req *hubpb.GetSessionRequest) (*hubpb.SessionInfo, error) {
 	return unary(s, ctx, "GetSession", func(id Identity) (*hubpb.SessionInfo, error) {

@@ -36,7 +36,7 @@ var File_hub_service_proto protoreflect.FileDescriptor
 
 const file_hub_service_proto_rawDesc = "" +
 	"\n" +
-	"\x11hub_service.proto\x12\ahubd.v1\x1a\thub.proto2\xe1\v\n" +
+	"\x11hub_service.proto\x12\ahubd.v1\x1a\thub.proto2\x9c\f\n" +
 	"\x03Hub\x123\n" +
 	"\x04Open\x12\x14.hubd.v1.OpenRequest\x1a\x15.hubd.v1.OpenResponse\x123\n" +
 	"\x04Send\x12\x14.hubd.v1.SendRequest\x1a\x15.hubd.v1.SendResponse\x123\n" +
@@ -49,7 +49,8 @@ const file_hub_service_proto_rawDesc = "" +
 	"\x04Fork\x12\x14.hubd.v1.ForkRequest\x1a\x15.hubd.v1.ForkResponse\x125\n" +
 	"\x05Steer\x12\x15.hubd.v1.SteerRequest\x1a\x15.hubd.v1.SendResponse\x126\n" +
 	"\x05Purge\x12\x15.hubd.v1.PurgeRequest\x1a\x16.hubd.v1.PurgeResponse\x126\n" +
-	"\x05Erase\x12\x15.hubd.v1.EraseRequest\x1a\x16.hubd.v1.EraseResponse\x12>\n" +
+	"\x05Erase\x12\x15.hubd.v1.EraseRequest\x1a\x16.hubd.v1.EraseResponse\x129\n" +
+	"\x06Import\x12\x16.hubd.v1.ImportRequest\x1a\x17.hubd.v1.ImportResponse\x12>\n" +
 	"\n" +
 	"GetSession\x12\x1a.hubd.v1.GetSessionRequest\x1a\x14.hubd.v1.SessionInfo\x12K\n" +
 	"\fListSessions\x12\x1c.hubd.v1.ListSessionsRequest\x1a\x1d.hubd.v1.ListSessionsResponse\x12<\n" +
@@ -77,38 +78,40 @@ var file_hub_service_proto_goTypes = []any{
 	(*hubpb.SteerRequest)(nil),          // 7: hubd.v1.SteerRequest
 	(*hubpb.PurgeRequest)(nil),          // 8: hubd.v1.PurgeRequest
 	(*hubpb.EraseRequest)(nil),          // 9: hubd.v1.EraseRequest
-	(*hubpb.GetSessionRequest)(nil),     // 10: hubd.v1.GetSessionRequest
-	(*hubpb.ListSessionsRequest)(nil),   // 11: hubd.v1.ListSessionsRequest
-	(*hubpb.ReadLogRequest)(nil),        // 12: hubd.v1.ReadLogRequest
-	(*hubpb.PendingTurnsRequest)(nil),   // 13: hubd.v1.PendingTurnsRequest
-	(*hubpb.GetViewRequest)(nil),        // 14: hubd.v1.GetViewRequest
-	(*hubpb.SubscribeRequest)(nil),      // 15: hubd.v1.SubscribeRequest
-	(*hubpb.WatchRequest)(nil),          // 16: hubd.v1.WatchRequest
-	(*hubpb.DelegateRequest)(nil),       // 17: hubd.v1.DelegateRequest
-	(*hubpb.AnswerRequest)(nil),         // 18: hubd.v1.AnswerRequest
-	(*hubpb.ListQuestionsRequest)(nil),  // 19: hubd.v1.ListQuestionsRequest
-	(*hubpb.GetTreeRequest)(nil),        // 20: hubd.v1.GetTreeRequest
-	(*hubpb.ReplayRequest)(nil),         // 21: hubd.v1.ReplayRequest
-	(*hubpb.BackupRequest)(nil),         // 22: hubd.v1.BackupRequest
-	(*hubpb.AgentFrame)(nil),            // 23: hubd.v1.AgentFrame
-	(*hubpb.OpenResponse)(nil),          // 24: hubd.v1.OpenResponse
-	(*hubpb.SendResponse)(nil),          // 25: hubd.v1.SendResponse
-	(*hubpb.DeltaResponse)(nil),         // 26: hubd.v1.DeltaResponse
-	(*hubpb.ForkResponse)(nil),          // 27: hubd.v1.ForkResponse
-	(*hubpb.PurgeResponse)(nil),         // 28: hubd.v1.PurgeResponse
-	(*hubpb.EraseResponse)(nil),         // 29: hubd.v1.EraseResponse
-	(*hubpb.SessionInfo)(nil),           // 30: hubd.v1.SessionInfo
-	(*hubpb.ListSessionsResponse)(nil),  // 31: hubd.v1.ListSessionsResponse
-	(*hubpb.ReadLogResponse)(nil),       // 32: hubd.v1.ReadLogResponse
-	(*hubpb.PendingTurnsResponse)(nil),  // 33: hubd.v1.PendingTurnsResponse
-	(*hubpb.View)(nil),                  // 34: hubd.v1.View
-	(*hubpb.Delivery)(nil),              // 35: hubd.v1.Delivery
-	(*hubpb.DelegateResponse)(nil),      // 36: hubd.v1.DelegateResponse
-	(*hubpb.ListQuestionsResponse)(nil), // 37: hubd.v1.ListQuestionsResponse
-	(*hubpb.TreeNode)(nil),              // 38: hubd.v1.TreeNode
-	(*hubpb.ReplayResponse)(nil),        // 39: hubd.v1.ReplayResponse
-	(*hubpb.BackupChunk)(nil),           // 40: hubd.v1.BackupChunk
-	(*hubpb.HubFrame)(nil),              // 41: hubd.v1.HubFrame
+	(*hubpb.ImportRequest)(nil),         // 10: hubd.v1.ImportRequest
+	(*hubpb.GetSessionRequest)(nil),     // 11: hubd.v1.GetSessionRequest
+	(*hubpb.ListSessionsRequest)(nil),   // 12: hubd.v1.ListSessionsRequest
+	(*hubpb.ReadLogRequest)(nil),        // 13: hubd.v1.ReadLogRequest
+	(*hubpb.PendingTurnsRequest)(nil),   // 14: hubd.v1.PendingTurnsRequest
+	(*hubpb.GetViewRequest)(nil),        // 15: hubd.v1.GetViewRequest
+	(*hubpb.SubscribeRequest)(nil),      // 16: hubd.v1.SubscribeRequest
+	(*hubpb.WatchRequest)(nil),          // 17: hubd.v1.WatchRequest
+	(*hubpb.DelegateRequest)(nil),       // 18: hubd.v1.DelegateRequest
+	(*hubpb.AnswerRequest)(nil),         // 19: hubd.v1.AnswerRequest
+	(*hubpb.ListQuestionsRequest)(nil),  // 20: hubd.v1.ListQuestionsRequest
+	(*hubpb.GetTreeRequest)(nil),        // 21: hubd.v1.GetTreeRequest
+	(*hubpb.ReplayRequest)(nil),         // 22: hubd.v1.ReplayRequest
+	(*hubpb.BackupRequest)(nil),         // 23: hubd.v1.BackupRequest
+	(*hubpb.AgentFrame)(nil),            // 24: hubd.v1.AgentFrame
+	(*hubpb.OpenResponse)(nil),          // 25: hubd.v1.OpenResponse
+	(*hubpb.SendResponse)(nil),          // 26: hubd.v1.SendResponse
+	(*hubpb.DeltaResponse)(nil),         // 27: hubd.v1.DeltaResponse
+	(*hubpb.ForkResponse)(nil),          // 28: hubd.v1.ForkResponse
+	(*hubpb.PurgeResponse)(nil),         // 29: hubd.v1.PurgeResponse
+	(*hubpb.EraseResponse)(nil),         // 30: hubd.v1.EraseResponse
+	(*hubpb.ImportResponse)(nil),        // 31: hubd.v1.ImportResponse
+	(*hubpb.SessionInfo)(nil),           // 32: hubd.v1.SessionInfo
+	(*hubpb.ListSessionsResponse)(nil),  // 33: hubd.v1.ListSessionsResponse
+	(*hubpb.ReadLogResponse)(nil),       // 34: hubd.v1.ReadLogResponse
+	(*hubpb.PendingTurnsResponse)(nil),  // 35: hubd.v1.PendingTurnsResponse
+	(*hubpb.View)(nil),                  // 36: hubd.v1.View
+	(*hubpb.Delivery)(nil),              // 37: hubd.v1.Delivery
+	(*hubpb.DelegateResponse)(nil),      // 38: hubd.v1.DelegateResponse
+	(*hubpb.ListQuestionsResponse)(nil), // 39: hubd.v1.ListQuestionsResponse
+	(*hubpb.TreeNode)(nil),              // 40: hubd.v1.TreeNode
+	(*hubpb.ReplayResponse)(nil),        // 41: hubd.v1.ReplayResponse
+	(*hubpb.BackupChunk)(nil),           // 42: hubd.v1.BackupChunk
+	(*hubpb.HubFrame)(nil),              // 43: hubd.v1.HubFrame
 }
 var file_hub_service_proto_depIdxs = []int32{
 	0,  // 0: hubd.v1.Hub.Open:input_type -> hubd.v1.OpenRequest
@@ -122,47 +125,49 @@ var file_hub_service_proto_depIdxs = []int32{
 	7,  // 8: hubd.v1.Hub.Steer:input_type -> hubd.v1.SteerRequest
 	8,  // 9: hubd.v1.Hub.Purge:input_type -> hubd.v1.PurgeRequest
 	9,  // 10: hubd.v1.Hub.Erase:input_type -> hubd.v1.EraseRequest
-	10, // 11: hubd.v1.Hub.GetSession:input_type -> hubd.v1.GetSessionRequest
-	11, // 12: hubd.v1.Hub.ListSessions:input_type -> hubd.v1.ListSessionsRequest
-	12, // 13: hubd.v1.Hub.ReadLog:input_type -> hubd.v1.ReadLogRequest
-	13, // 14: hubd.v1.Hub.PendingTurns:input_type -> hubd.v1.PendingTurnsRequest
-	14, // 15: hubd.v1.Hub.GetView:input_type -> hubd.v1.GetViewRequest
-	15, // 16: hubd.v1.Hub.Subscribe:input_type -> hubd.v1.SubscribeRequest
-	16, // 17: hubd.v1.Hub.Watch:input_type -> hubd.v1.WatchRequest
-	17, // 18: hubd.v1.Hub.Delegate:input_type -> hubd.v1.DelegateRequest
-	18, // 19: hubd.v1.Hub.Answer:input_type -> hubd.v1.AnswerRequest
-	19, // 20: hubd.v1.Hub.ListQuestions:input_type -> hubd.v1.ListQuestionsRequest
-	20, // 21: hubd.v1.Hub.GetTree:input_type -> hubd.v1.GetTreeRequest
-	21, // 22: hubd.v1.Hub.Replay:input_type -> hubd.v1.ReplayRequest
-	22, // 23: hubd.v1.Hub.Backup:input_type -> hubd.v1.BackupRequest
-	23, // 24: hubd.v1.Hub.AgentStream:input_type -> hubd.v1.AgentFrame
-	24, // 25: hubd.v1.Hub.Open:output_type -> hubd.v1.OpenResponse
-	25, // 26: hubd.v1.Hub.Send:output_type -> hubd.v1.SendResponse
-	26, // 27: hubd.v1.Hub.SendDelta:output_type -> hubd.v1.DeltaResponse
-	25, // 28: hubd.v1.Hub.SendStream:output_type -> hubd.v1.SendResponse
-	25, // 29: hubd.v1.Hub.AckInvite:output_type -> hubd.v1.SendResponse
-	25, // 30: hubd.v1.Hub.RejectInvite:output_type -> hubd.v1.SendResponse
-	25, // 31: hubd.v1.Hub.Close:output_type -> hubd.v1.SendResponse
-	27, // 32: hubd.v1.Hub.Fork:output_type -> hubd.v1.ForkResponse
-	25, // 33: hubd.v1.Hub.Steer:output_type -> hubd.v1.SendResponse
-	28, // 34: hubd.v1.Hub.Purge:output_type -> hubd.v1.PurgeResponse
-	29, // 35: hubd.v1.Hub.Erase:output_type -> hubd.v1.EraseResponse
-	30, // 36: hubd.v1.Hub.GetSession:output_type -> hubd.v1.SessionInfo
-	31, // 37: hubd.v1.Hub.ListSessions:output_type -> hubd.v1.ListSessionsResponse
-	32, // 38: hubd.v1.Hub.ReadLog:output_type -> hubd.v1.ReadLogResponse
-	33, // 39: hubd.v1.Hub.PendingTurns:output_type -> hubd.v1.PendingTurnsResponse
-	34, // 40: hubd.v1.Hub.GetView:output_type -> hubd.v1.View
-	35, // 41: hubd.v1.Hub.Subscribe:output_type -> hubd.v1.Delivery
-	35, // 42: hubd.v1.Hub.Watch:output_type -> hubd.v1.Delivery
-	36, // 43: hubd.v1.Hub.Delegate:output_type -> hubd.v1.DelegateResponse
-	25, // 44: hubd.v1.Hub.Answer:output_type -> hubd.v1.SendResponse
-	37, // 45: hubd.v1.Hub.ListQuestions:output_type -> hubd.v1.ListQuestionsResponse
-	38, // 46: hubd.v1.Hub.GetTree:output_type -> hubd.v1.TreeNode
-	39, // 47: hubd.v1.Hub.Replay:output_type -> hubd.v1.ReplayResponse
-	40, // 48: hubd.v1.Hub.Backup:output_type -> hubd.v1.BackupChunk
-	41, // 49: hubd.v1.Hub.AgentStream:output_type -> hubd.v1.HubFrame
-	25, // [25:50] is the sub-list for method output_type
-	0,  // [0:25] is the sub-list for method input_type
+	10, // 11: hubd.v1.Hub.Import:input_type -> hubd.v1.ImportRequest
+	11, // 12: hubd.v1.Hub.GetSession:input_type -> hubd.v1.GetSessionRequest
+	12, // 13: hubd.v1.Hub.ListSessions:input_type -> hubd.v1.ListSessionsRequest
+	13, // 14: hubd.v1.Hub.ReadLog:input_type -> hubd.v1.ReadLogRequest
+	14, // 15: hubd.v1.Hub.PendingTurns:input_type -> hubd.v1.PendingTurnsRequest
+	15, // 16: hubd.v1.Hub.GetView:input_type -> hubd.v1.GetViewRequest
+	16, // 17: hubd.v1.Hub.Subscribe:input_type -> hubd.v1.SubscribeRequest
+	17, // 18: hubd.v1.Hub.Watch:input_type -> hubd.v1.WatchRequest
+	18, // 19: hubd.v1.Hub.Delegate:input_type -> hubd.v1.DelegateRequest
+	19, // 20: hubd.v1.Hub.Answer:input_type -> hubd.v1.AnswerRequest
+	20, // 21: hubd.v1.Hub.ListQuestions:input_type -> hubd.v1.ListQuestionsRequest
+	21, // 22: hubd.v1.Hub.GetTree:input_type -> hubd.v1.GetTreeRequest
+	22, // 23: hubd.v1.Hub.Replay:input_type -> hubd.v1.ReplayRequest
+	23, // 24: hubd.v1.Hub.Backup:input_type -> hubd.v1.BackupRequest
+	24, // 25: hubd.v1.Hub.AgentStream:input_type -> hubd.v1.AgentFrame
+	25, // 26: hubd.v1.Hub.Open:output_type -> hubd.v1.OpenResponse
+	26, // 27: hubd.v1.Hub.Send:output_type -> hubd.v1.SendResponse
+	27, // 28: hubd.v1.Hub.SendDelta:output_type -> hubd.v1.DeltaResponse
+	26, // 29: hubd.v1.Hub.SendStream:output_type -> hubd.v1.SendResponse
+	26, // 30: hubd.v1.Hub.AckInvite:output_type -> hubd.v1.SendResponse
+	26, // 31: hubd.v1.Hub.RejectInvite:output_type -> hubd.v1.SendResponse
+	26, // 32: hubd.v1.Hub.Close:output_type -> hubd.v1.SendResponse
+	28, // 33: hubd.v1.Hub.Fork:output_type -> hubd.v1.ForkResponse
+	26, // 34: hubd.v1.Hub.Steer:output_type -> hubd.v1.SendResponse
+	29, // 35: hubd.v1.Hub.Purge:output_type -> hubd.v1.PurgeResponse
+	30, // 36: hubd.v1.Hub.Erase:output_type -> hubd.v1.EraseResponse
+	31, // 37: hubd.v1.Hub.Import:output_type -> hubd.v1.ImportResponse
+	32, // 38: hubd.v1.Hub.GetSession:output_type -> hubd.v1.SessionInfo
+	33, // 39: hubd.v1.Hub.ListSessions:output_type -> hubd.v1.ListSessionsResponse
+	34, // 40: hubd.v1.Hub.ReadLog:output_type -> hubd.v1.ReadLogResponse
+	35, // 41: hubd.v1.Hub.PendingTurns:output_type -> hubd.v1.PendingTurnsResponse
+	36, // 42: hubd.v1.Hub.GetView:output_type -> hubd.v1.View
+	37, // 43: hubd.v1.Hub.Subscribe:output_type -> hubd.v1.Delivery
+	37, // 44: hubd.v1.Hub.Watch:output_type -> hubd.v1.Delivery
+	38, // 45: hubd.v1.Hub.Delegate:output_type -> hubd.v1.DelegateResponse
+	26, // 46: hubd.v1.Hub.Answer:output_type -> hubd.v1.SendResponse
+	39, // 47: hubd.v1.Hub.ListQuestions:output_type -> hubd.v1.ListQuestionsResponse
+	40, // 48: hubd.v1.Hub.GetTree:output_type -> hubd.v1.TreeNode
+	41, // 49: hubd.v1.Hub.Replay:output_type -> hubd.v1.ReplayResponse
+	42, // 50: hubd.v1.Hub.Backup:output_type -> hubd.v1.BackupChunk
+	43, // 51: hubd.v1.Hub.AgentStream:output_type -> hubd.v1.HubFrame
+	26, // [26:52] is the sub-list for method output_type
+	0,  // [0:26] is the sub-list for method input_type
 	0,  // [0:0] is the sub-list for extension type_name
 	0,  // [0:0] is the sub-list for extension extendee
 	0,  // [0:0] is the sub-list for field type_name

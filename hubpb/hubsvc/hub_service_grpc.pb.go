@@ -42,6 +42,7 @@ const (
 	Hub_Steer_FullMethodName         = "/hubd.v1.Hub/Steer"
 	Hub_Purge_FullMethodName         = "/hubd.v1.Hub/Purge"
 	Hub_Erase_FullMethodName         = "/hubd.v1.Hub/Erase"
+	Hub_Import_FullMethodName        = "/hubd.v1.Hub/Import"
 	Hub_GetSession_FullMethodName    = "/hubd.v1.Hub/GetSession"
 	Hub_ListSessions_FullMethodName  = "/hubd.v1.Hub/ListSessions"
 	Hub_ReadLog_FullMethodName       = "/hubd.v1.Hub/ReadLog"
@@ -101,6 +102,12 @@ type HubClient interface {
 	// only): what remains of each is a tombstone (who, when, why), and
 	// every read of it answers ERASED. Live sessions are closed first.
 	Erase(ctx context.Context, in *hubpb.EraseRequest, opts ...grpc.CallOption) (*hubpb.EraseResponse, error)
+	// Import writes purged sessions back into the log from an archive file
+	// of the hub's archive directory (operators only): each is ended,
+	// labelled imported_from=<file>, and every read answers it again. A
+	// session the log holds is refused (BAD_LIFECYCLE_TRANSITION), an
+	// erased one answers ERASED; a refusal imports nothing.
+	Import(ctx context.Context, in *hubpb.ImportRequest, opts ...grpc.CallOption) (*hubpb.ImportResponse, error)
 	// GetSession returns a session's metadata and current state.
 	GetSession(ctx context.Context, in *hubpb.GetSessionRequest, opts ...grpc.CallOption) (*hubpb.SessionInfo, error)
 	// ListSessions lists the sessions the caller takes part in (all, for an
@@ -270,6 +277,16 @@ func (c *hubClient) Erase(ctx context.Context, in *hubpb.EraseRequest, opts ...g
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(hubpb.EraseResponse)
 	err := c.cc.Invoke(ctx, Hub_Erase_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hubClient) Import(ctx context.Context, in *hubpb.ImportRequest, opts ...grpc.CallOption) (*hubpb.ImportResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(hubpb.ImportResponse)
+	err := c.cc.Invoke(ctx, Hub_Import_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -489,6 +506,12 @@ type HubServer interface {
 	// only): what remains of each is a tombstone (who, when, why), and
 	// every read of it answers ERASED. Live sessions are closed first.
 	Erase(context.Context, *hubpb.EraseRequest) (*hubpb.EraseResponse, error)
+	// Import writes purged sessions back into the log from an archive file
+	// of the hub's archive directory (operators only): each is ended,
+	// labelled imported_from=<file>, and every read answers it again. A
+	// session the log holds is refused (BAD_LIFECYCLE_TRANSITION), an
+	// erased one answers ERASED; a refusal imports nothing.
+	Import(context.Context, *hubpb.ImportRequest) (*hubpb.ImportResponse, error)
 	// GetSession returns a session's metadata and current state.
 	GetSession(context.Context, *hubpb.GetSessionRequest) (*hubpb.SessionInfo, error)
 	// ListSessions lists the sessions the caller takes part in (all, for an
@@ -583,6 +606,9 @@ func (UnimplementedHubServer) Purge(context.Context, *hubpb.PurgeRequest) (*hubp
 }
 func (UnimplementedHubServer) Erase(context.Context, *hubpb.EraseRequest) (*hubpb.EraseResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Erase not implemented")
+}
+func (UnimplementedHubServer) Import(context.Context, *hubpb.ImportRequest) (*hubpb.ImportResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Import not implemented")
 }
 func (UnimplementedHubServer) GetSession(context.Context, *hubpb.GetSessionRequest) (*hubpb.SessionInfo, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetSession not implemented")
@@ -830,6 +856,24 @@ func _Hub_Erase_Handler(srv interface{}, ctx context.Context, dec func(interface
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(HubServer).Erase(ctx, req.(*hubpb.EraseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Hub_Import_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(hubpb.ImportRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HubServer).Import(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Hub_Import_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HubServer).Import(ctx, req.(*hubpb.ImportRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1100,6 +1144,10 @@ var Hub_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Erase",
 			Handler:    _Hub_Erase_Handler,
+		},
+		{
+			MethodName: "Import",
+			Handler:    _Hub_Import_Handler,
 		},
 		{
 			MethodName: "GetSession",

@@ -104,6 +104,15 @@ func (w walLog) Gone(ctx context.Context, session [16]byte) (hub.Tombstone, bool
 	return hub.Tombstone{Kind: hub.GoneKind(t.Kind), At: t.At, Archive: t.Archive, By: t.By, Reason: t.Reason}, ok, err
 }
 
+// RestoreSession writes a purged session back (hub.Import).
+func (w walLog) RestoreSession(ctx context.Context, session [16]byte, meta []byte, records []hub.LogRecord, index []hub.IndexEntry) error {
+	recs := make([]wal.Record, len(records))
+	for i, r := range records {
+		recs[i] = wal.Record{Seq: r.Seq, Data: r.Data}
+	}
+	return logErr(w.Log.RestoreSession(ctx, session, meta, recs, indexEntries(index)))
+}
+
 // logErr gives the hub the meaning of the log's errors it acts on: a full
 // disk wrote nothing (DISK_FULL, retry once space returns); failed
 // storage takes nothing more until a restart (STORAGE_FAILED).

@@ -993,6 +993,22 @@ class Client:
                               participant=participant, reason=reason)
         return list((await self._call("erase", self._stub.Erase, req, timeout)).sessions)
 
+    async def import_sessions(
+        self, archive: str, *session_ids: str, timeout: Optional[float] = None
+    ) -> List[pb.ImportedSession]:
+        """Write purged sessions back into the hub's log from ``archive``, the
+        name of a file of the hub's archive directory
+        (``hubd-archive-2026-11-29.hubarc``): those of ``session_ids``, or
+        every session of the file (operators). Each comes back ended,
+        labelled ``imported_from``, and every read answers it again.
+        Refused, importing nothing: ``PermissionDenied`` for an agent that
+        is not an operator; ``Malformed`` for a path or a file the
+        directory does not hold, or a session the file does not hold;
+        ``BadLifecycleTransition`` for a session the log holds (imported
+        already); ``Erased`` for an erased one."""
+        req = pb.ImportRequest(archive=archive, session_ids=list(session_ids))
+        return list((await self._call("import sessions", self._stub.Import, req, timeout)).sessions)
+
     async def replay(self, session_id: str, *, timeout: Optional[float] = None) -> pb.ReplayResponse:
         """Re-fold a session from its log with no agent called and say
         whether the result equals the live state (``equal``; operators)."""

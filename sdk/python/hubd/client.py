@@ -234,6 +234,7 @@ class Client:
     replay = blocking(aio.Client.replay)
     purge = blocking(aio.Client.purge)
     erase = blocking(aio.Client.erase)
+    import_sessions = blocking(aio.Client.import_sessions)
 
     # Streams.
 

@@ -477,3 +477,25 @@ def test_purge(connect: Connect, names: Names) -> None:
     assert e.value.metadata["archive"] == got.archive and e.value.metadata["purged_at"]
     with pytest.raises(hubd.Purged):
         alice.read_log(s.id)
+
+
+def test_import_sessions(connect: Connect, names: Names) -> None:
+    """An operator brings a purged session back from the hub's archive:
+    it reads again, labelled imported_from; an agent may not import, a
+    path is refused, and a second import of it is refused."""
+    alice, op = connect(names("alice")), connect("operator")
+    s = pipeline(alice, names)
+    alice.close_session(s.id, "done")
+    n = len(alice.read_log(s.id))
+    purged = op.purge(s.id)
+    with pytest.raises(hubd.PermissionDenied):
+        alice.import_sessions(purged.archive, s.id)
+    with pytest.raises(hubd.Malformed):
+        op.import_sessions("../" + purged.archive, s.id)
+    got = op.import_sessions(purged.archive, s.id)
+    assert [(i.session_id, i.envelopes, i.archive) for i in got] == [(s.id, n, purged.archive)]
+    info = alice.get_session(s.id)
+    assert info.state == "CLOSED" and info.meta.labels["imported_from"] == purged.archive
+    assert len(alice.read_log(s.id)) == n
+    with pytest.raises(hubd.BadLifecycleTransition):
+        op.import_sessions(purged.archive, s.id)

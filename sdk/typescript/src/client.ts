@@ -31,6 +31,7 @@ import {
   ReadLogRequest,
   PurgeRequest,
   EraseRequest,
+  ImportRequest,
   ReplayRequest,
   SendRequest,
   SendResponse,
@@ -42,6 +43,7 @@ import {
   type OpenResponse,
   type PurgeResponse,
   type ErasedSession,
+  type ImportedSession,
   type PendingQuestion,
   type ReplayResponse,
   type TreeNode,
@@ -1092,6 +1094,22 @@ export class Client {
     opts: CallOptions = {},
   ): Promise<ErasedSession[]> {
     const resp = await this.unary("erase", this.raw.erase, EraseRequest.fromPartial(o), opts);
+    return resp.sessions;
+  }
+
+  /**
+   * Writes purged sessions back into the hub's log from `archive`, the name
+   * of a file of the hub's archive directory
+   * (`hubd-archive-2026-11-29.hubarc`): those of `sessionIds`, or every
+   * session of the file (operators). Each comes back ended, labelled
+   * `imported_from`, and every read answers it again. Refused, importing
+   * nothing: PermissionDeniedError for an agent that is not an operator;
+   * MalformedError for a path or a file the directory does not hold, or a
+   * session the file does not hold; BadLifecycleTransitionError for a
+   * session the log holds (imported already); ErasedError for an erased one.
+   */
+  async importSessions(archive: string, sessionIds: string[] = [], opts: CallOptions = {}): Promise<ImportedSession[]> {
+    const resp = await this.unary("import sessions", this.raw.import, ImportRequest.fromPartial({ archive, sessionIds }), opts);
     return resp.sessions;
   }
 

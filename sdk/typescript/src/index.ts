@@ -137,6 +137,7 @@ export type {
   DelegationResult,
   Delivery,
   Envelope,
+  ImportedSession,
   PendingQuestion,
   PurgeResponse,
   Question,

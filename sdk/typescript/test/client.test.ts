@@ -22,6 +22,7 @@ import {
   HubError,
   hubpb,
   invited,
+  MalformedError,
   isLoopback,
   isTurn,
   newPacket,
@@ -384,6 +385,30 @@ describe("sessions", { timeout: 20_000 }, () => {
         return true;
       });
       await assert.rejects(alice.readLog(s.id), PurgedError);
+    } finally {
+      op.close();
+    }
+  });
+
+  test("importSessions: an operator's; the purged session reads again, labelled imported_from", async () => {
+    const op = await hub.connect("operator");
+    try {
+      const s = await openPipeline(alice);
+      await alice.closeSession(s.id, "done");
+      const n = (await alice.readLog(s.id)).length;
+      const purged = await op.purge(s.id);
+      await assert.rejects(alice.importSessions(purged.archive, [s.id]), PermissionDeniedError);
+      await assert.rejects(op.importSessions("../" + purged.archive, [s.id]), MalformedError);
+      const got = await op.importSessions(purged.archive, [s.id]);
+      assert.deepEqual(
+        got.map((i) => [i.sessionId, Number(i.envelopes), i.archive]),
+        [[s.id, n, purged.archive]],
+      );
+      const info = await alice.getSession(s.id);
+      assert.equal(info.state, "CLOSED");
+      assert.equal(info.meta?.labels.imported_from, purged.archive);
+      assert.equal((await alice.readLog(s.id)).length, n);
+      await assert.rejects(op.importSessions(purged.archive, [s.id]), BadLifecycleTransitionError);
     } finally {
       op.close();
     }

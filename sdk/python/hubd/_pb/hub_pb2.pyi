@@ -499,6 +499,30 @@ class HubFrame(_message.Message):
     ready: StreamReady
     def __init__(self, ready: _Optional[_Union[StreamReady, _Mapping]] = ..., ack: _Optional[_Union[StreamAck, _Mapping]] = ..., delivery: _Optional[_Union[Delivery, _Mapping]] = ..., closing: _Optional[_Union[StreamError, _Mapping]] = ..., delta: _Optional[_Union[Delta, _Mapping]] = ...) -> None: ...
 
+class ImportRequest(_message.Message):
+    __slots__ = ["archive", "session_ids"]
+    ARCHIVE_FIELD_NUMBER: _ClassVar[int]
+    SESSION_IDS_FIELD_NUMBER: _ClassVar[int]
+    archive: str
+    session_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, archive: _Optional[str] = ..., session_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ImportResponse(_message.Message):
+    __slots__ = ["sessions"]
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    sessions: _containers.RepeatedCompositeFieldContainer[ImportedSession]
+    def __init__(self, sessions: _Optional[_Iterable[_Union[ImportedSession, _Mapping]]] = ...) -> None: ...
+
+class ImportedSession(_message.Message):
+    __slots__ = ["archive", "envelopes", "session_id"]
+    ARCHIVE_FIELD_NUMBER: _ClassVar[int]
+    ENVELOPES_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    archive: str
+    envelopes: int
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ..., envelopes: _Optional[int] = ..., archive: _Optional[str] = ...) -> None: ...
+
 class Invite(_message.Message):
     __slots__ = ["invitees"]
     INVITEES_FIELD_NUMBER: _ClassVar[int]

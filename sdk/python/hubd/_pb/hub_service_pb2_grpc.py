@@ -70,6 +70,11 @@ class HubStub(object):
                 request_serializer=hub__pb2.EraseRequest.SerializeToString,
                 response_deserializer=hub__pb2.EraseResponse.FromString,
                 )
+        self.Import = channel.unary_unary(
+                '/hubd.v1.Hub/Import',
+                request_serializer=hub__pb2.ImportRequest.SerializeToString,
+                response_deserializer=hub__pb2.ImportResponse.FromString,
+                )
         self.GetSession = channel.unary_unary(
                 '/hubd.v1.Hub/GetSession',
                 request_serializer=hub__pb2.GetSessionRequest.SerializeToString,
@@ -233,6 +238,17 @@ class HubServicer(object):
         """Erase removes the content of the sessions named for good (operators
         only): what remains of each is a tombstone (who, when, why), and
         every read of it answers ERASED. Live sessions are closed first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Import(self, request, context):
+        """Import writes purged sessions back into the log from an archive file
+        of the hub's archive directory (operators only): each is ended,
+        labelled imported_from=<file>, and every read answers it again. A
+        session the log holds is refused (BAD_LIFECYCLE_TRANSITION), an
+        erased one answers ERASED; a refusal imports nothing.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -417,6 +433,11 @@ def add_HubServicer_to_server(servicer, server):
                     servicer.Erase,
                     request_deserializer=hub__pb2.EraseRequest.FromString,
                     response_serializer=hub__pb2.EraseResponse.SerializeToString,
+            ),
+            'Import': grpc.unary_unary_rpc_method_handler(
+                    servicer.Import,
+                    request_deserializer=hub__pb2.ImportRequest.FromString,
+                    response_serializer=hub__pb2.ImportResponse.SerializeToString,
             ),
             'GetSession': grpc.unary_unary_rpc_method_handler(
                     servicer.GetSession,
@@ -683,6 +704,23 @@ class Hub(object):
         return grpc.experimental.unary_unary(request, target, '/hubd.v1.Hub/Erase',
             hub__pb2.EraseRequest.SerializeToString,
             hub__pb2.EraseResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def Import(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/hubd.v1.Hub/Import',
+            hub__pb2.ImportRequest.SerializeToString,
+            hub__pb2.ImportResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

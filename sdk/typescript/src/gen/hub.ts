@@ -1905,6 +1905,37 @@ export interface ErasedSession {
 }
 
 /**
+ * ImportRequest names an archive file of the hub and the sessions of it an
+ * operator brings back into the log.
+ */
+export interface ImportRequest {
+  /**
+   * The file's name in the hub's archive directory
+   * ("hubd-archive-2026-11-29.hubarc"): a name, not a path.
+   */
+  archive: string;
+  /** The sessions to import (empty: every session of the file). */
+  sessionIds: string[];
+}
+
+/** ImportResponse lists the sessions imported. */
+export interface ImportResponse {
+  sessions: ImportedSession[];
+}
+
+/**
+ * ImportedSession is a session written back from an archive: ended,
+ * labelled imported_from=<archive>, kept until an operator purges it.
+ */
+export interface ImportedSession {
+  sessionId: string;
+  /** How many envelopes it holds (seq 1 to envelopes). */
+  envelopes: number;
+  /** The archive file it came from. */
+  archive: string;
+}
+
+/**
  * ArchiveRecord is one record of an archive file (docs/DATA.md), written
  * length-delimited (a varint length, then the record): a header first,
  * then per purged session its meta and its envelopes, then a checksum.
@@ -13437,6 +13468,265 @@ export const ErasedSession: MessageFns<ErasedSession> = {
     message.erasedAt = object.erasedAt ?? undefined;
     message.erasedBy = object.erasedBy ?? "";
     message.reason = object.reason ?? "";
+    return message;
+  },
+};
+
+function createBaseImportRequest(): ImportRequest {
+  return { archive: "", sessionIds: [] };
+}
+
+export const ImportRequest: MessageFns<ImportRequest> = {
+  encode(message: ImportRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.archive !== "") {
+      writer.uint32(10).string(message.archive);
+    }
+    for (const v of message.sessionIds) {
+      writer.uint32(18).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ImportRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseImportRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.archive = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.sessionIds.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ImportRequest {
+    return {
+      archive: isSet(object.archive) ? globalThis.String(object.archive) : "",
+      sessionIds: globalThis.Array.isArray(object?.session_ids)
+        ? object.session_ids.map((e: any) => globalThis.String(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ImportRequest): unknown {
+    const obj: any = {};
+    if (message.archive !== "") {
+      obj.archive = message.archive;
+    }
+    if (message.sessionIds?.length) {
+      obj.session_ids = message.sessionIds;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ImportRequest>, I>>(base?: I): ImportRequest {
+    return ImportRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ImportRequest>, I>>(object: I): ImportRequest {
+    const message = createBaseImportRequest();
+    message.archive = object.archive ?? "";
+    message.sessionIds = object.sessionIds?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseImportResponse(): ImportResponse {
+  return { sessions: [] };
+}
+
+export const ImportResponse: MessageFns<ImportResponse> = {
+  encode(message: ImportResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.sessions) {
+      ImportedSession.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ImportResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseImportResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.sessions.push(ImportedSession.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ImportResponse {
+    return {
+      sessions: globalThis.Array.isArray(object?.sessions)
+        ? object.sessions.map((e: any) => ImportedSession.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ImportResponse): unknown {
+    const obj: any = {};
+    if (message.sessions?.length) {
+      obj.sessions = message.sessions.map((e) => ImportedSession.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ImportResponse>, I>>(base?: I): ImportResponse {
+    return ImportResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ImportResponse>, I>>(object: I): ImportResponse {
+    const message = createBaseImportResponse();
+    message.sessions = object.sessions?.map((e) => ImportedSession.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseImportedSession(): ImportedSession {
+  return { sessionId: "", envelopes: 0, archive: "" };
+}
+
+export const ImportedSession: MessageFns<ImportedSession> = {
+  encode(message: ImportedSession, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.sessionId !== "") {
+      writer.uint32(10).string(message.sessionId);
+    }
+    if (message.envelopes !== 0) {
+      writer.uint32(16).uint64(message.envelopes);
+    }
+    if (message.archive !== "") {
+      writer.uint32(26).string(message.archive);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ImportedSession {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseImportedSession();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.sessionId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.envelopes = longToNumber(reader.uint64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.archive = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ImportedSession {
+    return {
+      sessionId: isSet(object.session_id) ? globalThis.String(object.session_id) : "",
+      envelopes: isSet(object.envelopes) ? globalThis.Number(object.envelopes) : 0,
+      archive: isSet(object.archive) ? globalThis.String(object.archive) : "",
+    };
+  },
+
+  toJSON(message: ImportedSession): unknown {
+    const obj: any = {};
+    if (message.sessionId !== "") {
+      obj.session_id = message.sessionId;
+    }
+    if (message.envelopes !== 0) {
+      obj.envelopes = Math.round(message.envelopes);
+    }
+    if (message.archive !== "") {
+      obj.archive = message.archive;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ImportedSession>, I>>(base?: I): ImportedSession {
+    return ImportedSession.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ImportedSession>, I>>(object: I): ImportedSession {
+    const message = createBaseImportedSession();
+    message.sessionId = object.sessionId ?? "";
+    message.envelopes = object.envelopes ?? 0;
+    message.archive = object.archive ?? "";
     return message;
   },
 };

@@ -39,6 +39,8 @@ import {
   GetTreeRequest,
   GetViewRequest,
   HubFrame,
+  ImportRequest,
+  ImportResponse,
   InviteRequest,
   ListQuestionsRequest,
   ListQuestionsResponse,
@@ -223,6 +225,22 @@ export const HubService = {
     requestDeserialize: (value: Buffer): EraseRequest => EraseRequest.decode(value),
     responseSerialize: (value: EraseResponse): Buffer => Buffer.from(EraseResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): EraseResponse => EraseResponse.decode(value),
+  },
+  /**
+   * Import writes purged sessions back into the log from an archive file
+   * of the hub's archive directory (operators only): each is ended,
+   * labelled imported_from=<file>, and every read answers it again. A
+   * session the log holds is refused (BAD_LIFECYCLE_TRANSITION), an
+   * erased one answers ERASED; a refusal imports nothing.
+   */
+  import: {
+    path: "/hubd.v1.Hub/Import" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ImportRequest): Buffer => Buffer.from(ImportRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ImportRequest => ImportRequest.decode(value),
+    responseSerialize: (value: ImportResponse): Buffer => Buffer.from(ImportResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ImportResponse => ImportResponse.decode(value),
   },
   /** GetSession returns a session's metadata and current state. */
   getSession: {
@@ -463,6 +481,14 @@ export interface HubServer extends UntypedServiceImplementation {
    * every read of it answers ERASED. Live sessions are closed first.
    */
   erase: handleUnaryCall<EraseRequest, EraseResponse>;
+  /**
+   * Import writes purged sessions back into the log from an archive file
+   * of the hub's archive directory (operators only): each is ended,
+   * labelled imported_from=<file>, and every read answers it again. A
+   * session the log holds is refused (BAD_LIFECYCLE_TRANSITION), an
+   * erased one answers ERASED; a refusal imports nothing.
+   */
+  import: handleUnaryCall<ImportRequest, ImportResponse>;
   /** GetSession returns a session's metadata and current state. */
   getSession: handleUnaryCall<GetSessionRequest, SessionInfo>;
   /**
@@ -723,6 +749,28 @@ export interface HubClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: EraseResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Import writes purged sessions back into the log from an archive file
+   * of the hub's archive directory (operators only): each is ended,
+   * labelled imported_from=<file>, and every read answers it again. A
+   * session the log holds is refused (BAD_LIFECYCLE_TRANSITION), an
+   * erased one answers ERASED; a refusal imports nothing.
+   */
+  import(
+    request: ImportRequest,
+    callback: (error: ServiceError | null, response: ImportResponse) => void,
+  ): ClientUnaryCall;
+  import(
+    request: ImportRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ImportResponse) => void,
+  ): ClientUnaryCall;
+  import(
+    request: ImportRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ImportResponse) => void,
   ): ClientUnaryCall;
   /** GetSession returns a session's metadata and current state. */
   getSession(
