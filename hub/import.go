@@ -13,7 +13,7 @@ import (
 )
 
 // Restorer is a Purger that writes a purged session back (the badger log
-// does; a cluster node's does not).
+// does; a cluster node's JetStream log does not).
 type Restorer interface {
 	// RestoreSession writes back session, deleted before (its tombstone
 	// is removed): its stored metadata, its records from seq 1 and the
@@ -54,8 +54,8 @@ func (h *Hub) Import(ctx context.Context, file string, ids []session.ID) ([]Impo
 	defer h.gate.leave()
 	r, ok := h.cfg.Log.(Restorer)
 	if !ok || h.cfg.Partitioned {
-		return nil, fmt.Errorf("this hub's log does not import sessions (a cluster node's log keeps its partitions' streams): %w",
-			session.ErrBadTransition)
+		return nil, fmt.Errorf("this hub's log does not import sessions (a cluster node brings none back into its streams: "+
+			"import into a single hub's data directory): %w", session.ErrBadTransition)
 	}
 	ss, err := h.readArchive(ctx, file)
 	if err != nil {
