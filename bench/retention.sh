@@ -30,7 +30,7 @@ n=${1:-100000}
 load=${LOAD:-15}
 purge_load=${PURGE_LOAD:-60}
 rate=${RATE:-0}
-purge_rate=${PURGE_RATE:-200}
+purge_rate=${PURGE_RATE:-100}
 
 tmp=$(mktemp -d)
 hub_pid=""

@@ -43,7 +43,7 @@ type Retention struct {
 // (a retention shortened, a hub that was down) is spread out, so that
 // the send path's latency does not feel it (docs/PERFORMANCE.md,
 // "Retention and purge").
-const DefaultPurgeRate = 200
+const DefaultPurgeRate = 100
 
 // RetentionRule keeps the sessions that carry every label of Labels for
 // Keep (zero: for ever).
