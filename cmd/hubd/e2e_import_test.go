@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,7 +21,8 @@ import (
 // may not import, a path is refused, and a second import of a session is
 // refused, importing nothing.
 func TestE2EImportIntoTheRunningHub(t *testing.T) {
-	d := startDaemon(t, t.TempDir(), "", "--retain-ended", "1s", "--retention-sweep", "50ms", "--http", "127.0.0.1:0")
+	data := t.TempDir()
+	d := startDaemon(t, data, "", "--retain-ended", "1s", "--retention-sweep", "50ms", "--http", "127.0.0.1:0")
 	hub := []string{"--hub", d.addr}
 	alice := devClient(t, d.addr, "alice")
 	id, other := endPair(t, alice, nil), endPair(t, alice, nil)
@@ -83,5 +86,14 @@ func TestE2EImportIntoTheRunningHub(t *testing.T) {
 	}
 	if s, err := c.GetSession(context.Background(), other); err != nil || s.GetMeta().GetLabels()["imported_from"] != file {
 		t.Fatalf("the session imported over HTTP: %v %v", s, err)
+	}
+
+	// Purged again the same day, the session is in the file twice; the
+	// offline import, the hub stopped, brings its last copy back once.
+	mustHubd(t, "", appendArgs(hub, "sessions", "purge", id, "--as", "operator")...)
+	d.stop(syscall.SIGTERM)
+	out = mustHubd(t, "", "log", "archive", "import", "--data", data, "--session", id, filepath.Join(data, "archive", file))
+	if out != "imported "+id+" (4 envelopes)\n" {
+		t.Fatalf("log archive import of a session the file holds twice printed %q", out)
 	}
 }

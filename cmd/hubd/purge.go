@@ -123,10 +123,16 @@ func importArchive(ctx context.Context, data, file, only string, stdout io.Write
 		return fmt.Errorf("%s: %s: %w", cmd, data, err)
 	}
 	defer l.Close()
+	// A file may hold a session twice (purged, imported and purged again
+	// the same day): its last copy is the one imported.
+	last := map[string]int{}
+	for i, s := range f.Sessions {
+		last[s.GetMeta().GetSessionId()] = i
+	}
 	n := 0
-	for _, s := range f.Sessions {
+	for i, s := range f.Sessions {
 		m := proto.CloneOf(s.GetMeta())
-		if only != "" && m.GetSessionId() != only {
+		if (only != "" && m.GetSessionId() != only) || last[m.GetSessionId()] != i {
 			continue
 		}
 		if err := importOne(ctx, l, m, s.Envelopes, filepath.Base(file)); err != nil {
