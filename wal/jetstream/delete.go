@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -217,10 +216,12 @@ func (l *Log) Tombstone(ctx context.Context, id [16]byte) (tomb []byte, found bo
 		return nil, false, err
 	}
 	defer l.exit()
-	var m *jetstream.RawStreamMsg
-	k, found, err := l.goneFind(ctx, id, &m)
-	if err != nil || !found {
-		return nil, false, err
+	k, m, found, err := l.lastInAny(ctx, kindGone, id)
+	if err != nil {
+		return nil, false, fmt.Errorf("jetstream: looking for the tombstone of session %s: %w", formatUUID(id), err)
+	}
+	if !found {
+		return nil, false, nil
 	}
 	st, err := l.y.decode(k, m.Subject, m.Header.Get(hdrMsgID), m.Data, m.Sequence)
 	if err != nil {
@@ -228,48 +229,4 @@ func (l *Log) Tombstone(ctx context.Context, id [16]byte) (tomb []byte, found bo
 	}
 	l.cache.remove(id) // what it knew of the session is history
 	return st.data, true, nil
-}
-
-// goneIn returns the partition holding session id's tombstone.
-func (l *Log) goneIn(ctx context.Context, id [16]byte) (int, bool, error) {
-	return l.goneFind(ctx, id, nil)
-}
-
-// goneFind looks for session id's tombstone in every partition, and
-// returns the message in *out when out is not nil.
-func (l *Log) goneFind(ctx context.Context, id [16]byte, out **jetstream.RawStreamMsg) (int, bool, error) {
-	var (
-		mu    sync.Mutex
-		where = -1
-		errs  []error
-		wg    sync.WaitGroup
-		sem   = make(chan struct{}, 8)
-	)
-	for k := range l.opts.Partitions {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			m, ok, err := l.lastFor(ctx, k, l.y.subject(k, kindGone, id))
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err != nil:
-				errs = append(errs, err)
-			case ok:
-				where = k
-				if out != nil {
-					*out = m
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if where >= 0 {
-		return where, true, nil
-	}
-	if len(errs) > 0 {
-		return 0, false, fmt.Errorf("jetstream: looking for the tombstone of session %s: %w", formatUUID(id), errors.Join(errs...))
-	}
-	return 0, false, nil
 }

@@ -322,9 +322,30 @@ func (l *Log) locate(ctx context.Context, id [16]byte) (*entry, bool, error) {
 	if e := l.cache.get(id); e != nil {
 		return e, true, nil
 	}
+	k, _, found, err := l.lastInAny(ctx, kindMeta, id)
+	if err != nil || found {
+		if err != nil {
+			return nil, false, fmt.Errorf("jetstream: locating session %s: %w", formatUUID(id), err)
+		}
+		return l.cache.place(id, k), true, nil
+	}
+	if k, _, gone, err := l.lastInAny(ctx, kindGone, id); err != nil || gone {
+		if err != nil {
+			return nil, false, fmt.Errorf("jetstream: locating session %s: %w", formatUUID(id), err)
+		}
+		return &entry{part: k, lock: make(chan struct{}, 1)}, true, nil // deleted: its tombstone's partition, not cached
+	}
+	return nil, false, nil
+}
+
+// lastInAny looks in every partition (8 requests at a time) for the last
+// message of kind of session id: the partition and the message, found
+// false when no partition has one.
+func (l *Log) lastInAny(ctx context.Context, kind byte, id [16]byte) (int, *jetstream.RawStreamMsg, bool, error) {
 	var (
 		mu    sync.Mutex
 		where = -1
+		msg   *jetstream.RawStreamMsg
 		errs  []error
 		wg    sync.WaitGroup
 		sem   = make(chan struct{}, 8)
@@ -334,27 +355,25 @@ func (l *Log) locate(ctx context.Context, id [16]byte) (*entry, bool, error) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			_, ok, err := l.lastFor(ctx, k, l.y.subject(k, kindMeta, id))
+			m, ok, err := l.lastFor(ctx, k, l.y.subject(k, kind, id))
 			mu.Lock()
 			defer mu.Unlock()
-			if err != nil {
+			switch {
+			case err != nil:
 				errs = append(errs, err)
-			} else if ok {
-				where = k
+			case ok:
+				where, msg = k, m
 			}
 		}()
 	}
 	wg.Wait()
 	if where >= 0 {
-		return l.cache.place(id, where), true, nil
+		return where, msg, true, nil
 	}
 	if len(errs) > 0 {
-		return nil, false, fmt.Errorf("jetstream: locating session %s: %w", formatUUID(id), errors.Join(errs...))
+		return 0, nil, false, errors.Join(errs...)
 	}
-	if k, gone, err := l.goneIn(ctx, id); err != nil || gone {
-		return &entry{part: k, lock: make(chan struct{}, 1)}, gone, err // deleted: its tombstone's partition, not cached
-	}
-	return nil, false, nil
+	return 0, nil, false, nil
 }
 
 // lastFor returns the last message on subj in partition k, ok false if
