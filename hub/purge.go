@@ -215,7 +215,10 @@ func (h *Hub) purgeOne(ctx context.Context, id session.ID, at time.Time) (Deleti
 	}
 	var a ArchivedSession
 	if h.cfg.Archive != nil {
-		if a, err = h.archived(ctx, id, raw, at); err != nil {
+		if a, err = h.archived(ctx, id, raw, at); err == nil && len(a.Records) == 0 {
+			err = errors.New("the log holds none of its records")
+		}
+		if err != nil {
 			return Deletion{}, ArchivedSession{}, fmt.Errorf("reading session %v to archive it: %v: %w", id, err, ErrSessionFailed)
 		}
 	}
@@ -304,12 +307,18 @@ func (h *Hub) leaving(ds []Deletion, remove func() error) error {
 	}
 	h.reg.mu.Unlock()
 	err := remove()
+	removed := map[session.ID]bool{}
+	for _, d := range ds {
+		// A cluster's log deletes session by session: after a failure,
+		// those whose tombstone is written left the stream all the same.
+		removed[d.Session] = err == nil || (h.cfg.Partitioned && h.gone(context.Background(), d.Session) != nil)
+	}
 	var dropped []*Session
 	h.reg.mu.Lock()
 	for _, d := range ds {
 		h.reg.cache.remove(d.Session)
 		delete(h.reg.purging, d.Session)
-		if s, ok := h.reg.sessions[d.Session]; ok && h.cfg.Partitioned && err == nil {
+		if s, ok := h.reg.sessions[d.Session]; ok && h.cfg.Partitioned && removed[d.Session] {
 			h.dropResidentLocked(s)
 			dropped = append(dropped, s)
 		}
