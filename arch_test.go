@@ -91,6 +91,7 @@ var allowed = []struct {
 	// Test helpers: a recorded wire conversation and a clock tests move.
 	{"internal/wiretest", []string{"hubpb", "hubpb/hubsvc", "transition"}},
 	{"internal/fakeclock", nil},
+	{"internal/disktest", nil},
 	// Leaves every binary shares: its version, its exit codes, its traces.
 	{"internal/buildinfo", nil},
 	{"internal/exitcode", nil},

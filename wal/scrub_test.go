@@ -4,75 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
-	"io/fs"
+	"github.com/hubd/hubd/internal/disktest"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 )
-
-// filesHolding lists the files under dir whose bytes contain needle.
-func filesHolding(t *testing.T, dir string, needle []byte) []string {
-	t.Helper()
-	var out []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		found, err := holds(p, needle)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil // deleted while walking
-		}
-		if found {
-			out = append(out, filepath.Base(p))
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// holds says whether the file at p contains needle, reading only its data:
-// badger preallocates its files sparse, a gigabyte of holes for a value
-// log, which lseek's SEEK_DATA and SEEK_HOLE step over.
-func holds(p string, needle []byte) (bool, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	const seekData, seekHole = 3, 4
-	buf := make([]byte, 1<<20)
-	var off int64
-	for {
-		start, err := f.Seek(off, seekData)
-		if err != nil {
-			return false, nil // ENXIO: no data past off
-		}
-		end, err := f.Seek(start, seekHole)
-		if err != nil {
-			return false, err
-		}
-		for pos := start; pos < end; {
-			n, err := f.ReadAt(buf[:min(int64(len(buf)), end-pos)], pos)
-			if bytes.Contains(buf[:n], needle) {
-				return true, nil
-			}
-			if err != nil && !errors.Is(err, io.EOF) {
-				return false, err
-			}
-			if n == 0 {
-				break
-			}
-			pos += int64(max(n-len(needle)+1, 1)) // chunks overlap by the needle's length
-		}
-		off = end
-	}
-}
 
 // TestScrubLeavesNoByte writes a session whose records and metadata hold
 // a secret, across memtables, tables (a flush) and the journal; deletes
@@ -97,19 +35,19 @@ func TestScrubLeavesNoByte(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustAppend(t, l, Write{Session: erased, Records: []Record{{Seq: 41, Data: secret}}}, mkWrite(kept, 6, 5))
-	if got := filesHolding(t, dir, secret); len(got) == 0 {
+	if got := disktest.FilesHolding(t, dir, secret); len(got) == 0 {
 		t.Fatal("the secret is in no file before the scrub: the test sees nothing")
 	}
 	for _, k := range [][]byte{appendSessionKey(nil, kindMeta, erased), appendSessionKey(nil, kindHead, erased)} {
 		rawDelete(t, l, k)
 	}
-	if got := filesHolding(t, dir, secret); len(got) == 0 {
+	if got := disktest.FilesHolding(t, dir, secret); len(got) == 0 {
 		t.Fatal("deleting the keys removed the bytes: the test shows nothing")
 	}
 	if err := l.Scrub(ctx, erased); err != nil {
 		t.Fatal(err)
 	}
-	if got := filesHolding(t, dir, secret); len(got) > 0 {
+	if got := disktest.FilesHolding(t, dir, secret); len(got) > 0 {
 		t.Errorf("after the scrub the secret is still in %v", got)
 	}
 	mustAppend(t, l, mkWrite(kept, 11, 2)) // appends go on
@@ -121,7 +59,7 @@ func TestScrubLeavesNoByte(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if got := filesHolding(t, dir, secret); len(got) > 0 {
+	if got := disktest.FilesHolding(t, dir, secret); len(got) > 0 {
 		t.Errorf("after a restart the secret is in %v", got)
 	}
 	verifySession(t, l, kept, 12)
@@ -212,7 +150,7 @@ func TestEraseSessionsLeavesNoByte(t *testing.T) {
 	}
 	mustAppend(t, l, w, mkWrite(kept, 1, 4))
 	for _, needle := range [][]byte{secret, name} {
-		if len(filesHolding(t, dir, needle)) == 0 {
+		if len(disktest.FilesHolding(t, dir, needle)) == 0 {
 			t.Fatalf("%q is in no file before the erasure: the test sees nothing", needle)
 		}
 	}
@@ -223,7 +161,7 @@ func TestEraseSessionsLeavesNoByte(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, needle := range [][]byte{secret, name} {
-		if got := filesHolding(t, dir, needle); len(got) > 0 {
+		if got := disktest.FilesHolding(t, dir, needle); len(got) > 0 {
 			t.Errorf("after the erasure %q is still in %v", needle, got)
 		}
 	}
@@ -233,7 +171,7 @@ func TestEraseSessionsLeavesNoByte(t *testing.T) {
 	}
 	verifySession(t, l, kept, 4)
 
-	if len(filesHolding(t, img, secret)) == 0 {
+	if len(disktest.FilesHolding(t, img, secret)) == 0 {
 		t.Fatal("the copy taken after the mark holds no secret: the test shows nothing")
 	}
 	r, err := Open(Options{Dir: img})
@@ -245,7 +183,7 @@ func TestEraseSessionsLeavesNoByte(t *testing.T) {
 		t.Errorf("Open finished %d deletions, want 1", n)
 	}
 	for _, needle := range [][]byte{secret, name} {
-		if got := filesHolding(t, img, needle); len(got) > 0 {
+		if got := disktest.FilesHolding(t, img, needle); len(got) > 0 {
 			t.Errorf("after Open finished the erasure %q is still in %v", needle, got)
 		}
 	}

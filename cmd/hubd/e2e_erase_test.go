@@ -1,12 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -17,6 +13,7 @@ import (
 	"github.com/hubd/hubd/agentsdk"
 	"github.com/hubd/hubd/hubpb"
 	"github.com/hubd/hubd/hubpb/hubsvc"
+	"github.com/hubd/hubd/internal/disktest"
 )
 
 // TestE2EErase erases everything dana took part in on the real binary: a
@@ -51,7 +48,7 @@ func TestE2EErase(t *testing.T) {
 	}
 	live, ended, purged := open(false), open(true), open(true)
 	mustHubd(t, "", appendArgs(hub, "sessions", "purge", purged, "--as", "operator")...)
-	if len(filesHolding(t, data, []byte(secret))) == 0 {
+	if len(disktest.FilesHolding(t, data, []byte(secret))) == 0 {
 		t.Fatal("the secret is in no file before the erasure: the test shows nothing")
 	}
 	if code, _, errs := hubd(t, appendArgs(hub, "sessions", "erase", "--participant", "dana", "--reason", "r", "--as", "alice")...); code != 1 ||
@@ -69,7 +66,7 @@ func TestE2EErase(t *testing.T) {
 	check := func(d *daemon, when string) {
 		t.Helper()
 		for _, dir := range []string{data, filepath.Dir(backup)} {
-			if got := filesHolding(t, dir, []byte(secret)); len(got) > 0 {
+			if got := disktest.FilesHolding(t, dir, []byte(secret)); len(got) > 0 {
 				t.Errorf("%s: the secret is still in %v", when, got)
 			}
 		}
@@ -95,66 +92,5 @@ func send(t *testing.T, c hubsvc.HubClient, id string, e *hubpb.Envelope) {
 	t.Helper()
 	if _, err := c.Send(context.Background(), &hubpb.SendRequest{SessionId: id, Envelope: e}); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// filesHolding lists the files under dir whose bytes contain needle.
-func filesHolding(t *testing.T, dir string, needle []byte) []string {
-	t.Helper()
-	var out []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		found, err := fileHolds(p, needle)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil // deleted while walking
-		}
-		if found {
-			out = append(out, p)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// fileHolds says whether the file at p contains needle, reading only its
-// data: badger preallocates its files sparse (a gigabyte of holes for a
-// value log), which lseek's SEEK_DATA and SEEK_HOLE step over.
-func fileHolds(p string, needle []byte) (bool, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	const seekData, seekHole = 3, 4
-	buf := make([]byte, 1<<20)
-	var off int64
-	for {
-		start, err := f.Seek(off, seekData)
-		if err != nil {
-			return false, nil // ENXIO: no data past off
-		}
-		end, err := f.Seek(start, seekHole)
-		if err != nil {
-			return false, err
-		}
-		for pos := start; pos < end; {
-			n, err := f.ReadAt(buf[:min(int64(len(buf)), end-pos)], pos)
-			if bytes.Contains(buf[:n], needle) {
-				return true, nil
-			}
-			if err != nil && !errors.Is(err, io.EOF) {
-				return false, err
-			}
-			if n == 0 {
-				break
-			}
-			pos += int64(max(n-len(needle)+1, 1))
-		}
-		off = end
 	}
 }

@@ -1,11 +1,7 @@
 package cluster_test
 
 import (
-	"bytes"
 	"context"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,6 +13,7 @@ import (
 	"github.com/hubd/hubd/hubpb/hubsvc"
 	"github.com/hubd/hubd/internal/archive"
 	"github.com/hubd/hubd/internal/cluster"
+	"github.com/hubd/hubd/internal/disktest"
 	"github.com/hubd/hubd/internal/natstest"
 	"github.com/hubd/hubd/internal/server"
 	"github.com/hubd/hubd/session"
@@ -197,10 +194,10 @@ func TestClusterErase(t *testing.T) {
 	if _, err := ca.Purge(as(server.DevOperator), &hubpb.PurgeRequest{SessionId: purged}); err != nil {
 		t.Fatal(err)
 	}
-	if n := grepDir(t, c.StoreDir(0), []byte(secret)); n == 0 {
+	if n := len(disktest.FilesHolding(t, c.StoreDir(0), []byte(secret))); n == 0 {
 		t.Fatal("the live session's text is not in the NATS store: the test proves nothing")
 	}
-	if n := grepDir(t, dir, []byte(archived)); n == 0 {
+	if n := len(disktest.FilesHolding(t, dir, []byte(archived))); n == 0 {
 		t.Fatal("the purged session's text is not in the archive: the test proves nothing")
 	}
 	// dana's sessions on both nodes: one erasure by participant, asked
@@ -249,32 +246,8 @@ func TestClusterErase(t *testing.T) {
 		}
 	}
 	for _, s := range []string{secret, archived, danas} {
-		if n := grepDir(t, c.StoreDir(0), []byte(s)) + grepDir(t, dir, []byte(s)); n != 0 {
+		if n := len(disktest.FilesHolding(t, c.StoreDir(0), []byte(s))) + len(disktest.FilesHolding(t, dir, []byte(s))); n != 0 {
 			t.Fatalf("%d files still hold %q", n, s)
 		}
 	}
-}
-
-// grepDir counts the files under dir that contain b.
-func grepDir(t *testing.T, dir string, b []byte) int {
-	t.Helper()
-	n := 0
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if bytes.Contains(data, b) {
-			t.Logf("found in %s", path)
-			n++
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }

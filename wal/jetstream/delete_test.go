@@ -1,11 +1,8 @@
 package jetstream
 
 import (
-	"bytes"
 	"context"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"github.com/hubd/hubd/internal/disktest"
 	"testing"
 )
 
@@ -116,40 +113,16 @@ func TestEraseOverwritesTheFiles(t *testing.T) {
 	secret := []byte("the-secret-recipe-4471")
 	mustAppend(t, l, Write{Session: s, Meta: testMeta(s), Records: []Record{{Seq: 1, Data: secret}, {Seq: 2, Data: append([]byte("again "), secret...)}}})
 	mustAppend(t, l, open(kept, 2))
-	if n := grepDir(t, c.StoreDir(0), secret); n == 0 {
+	if n := len(disktest.FilesHolding(t, c.StoreDir(0), secret)); n == 0 {
 		t.Fatal("the secret is not in the store before the erasure: the test proves nothing")
 	}
 	if err := l.Delete(ctx, []Deletion{{Session: s, Tombstone: []byte("erased"), Erase: true}}); err != nil {
 		t.Fatal(err)
 	}
-	if n := grepDir(t, c.StoreDir(0), secret); n != 0 {
+	if n := len(disktest.FilesHolding(t, c.StoreDir(0), secret)); n != 0 {
 		t.Fatalf("%d files of the store still hold the erased record", n)
 	}
 	wantDense(t, l, kept, 2)
-}
-
-// grepDir counts the files under dir that contain b.
-func grepDir(t *testing.T, dir string, b []byte) int {
-	t.Helper()
-	n := 0
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if bytes.Contains(data, b) {
-			t.Logf("found in %s", path)
-			n++
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 // A stream created denying purges keeps its sessions: Delete says so.
