@@ -274,6 +274,9 @@ func (l *Log) SyncDeletions(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := l.storage.Err(); err != nil {
+		return err // a failed storage syncs nothing more
+	}
 	return l.syncGone()
 }
 
